@@ -1,0 +1,40 @@
+# The two commands: `make run` and `make test`. Everything else is a helper for them.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+API_PORT ?= 8000
+APP_PORT ?= 8501
+export LOOKUP_DATA_DIR ?= $(CURDIR)/data
+
+.PHONY: run test venv lint bench clean help
+
+help:
+	@echo "make run   - set up .venv, build missing data sets, start the API (:$(API_PORT)) and dashboard (:$(APP_PORT))"
+	@echo "make test  - set up .venv with dev tools and run the whole suite"
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-app: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[app]'
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[app,dev]'
+	@touch $@ $(VENV)/.installed-app
+
+venv: $(VENV)/.installed-app
+
+run: $(VENV)/.installed-app
+	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT)
+
+test: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check lookup app tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

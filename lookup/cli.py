@@ -1,0 +1,109 @@
+"""The ``lookup`` command: one entry point, one subcommand per job.
+
+Every subcommand takes ``--data-dir`` (default ``$LOOKUP_DATA_DIR`` or ``./data``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from lookup import __version__
+
+
+def _add_data_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
+    )
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from lookup.server import create_app, resolve_data_dir
+
+    data_dir = resolve_data_dir(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    base_url = args.public_url or f"http://{args.host}:{args.port}"
+    app = create_app(data_dir, base_url=base_url)
+    print(f"lookup API on http://{args.host}:{args.port}  (data: {data_dir})", flush=True)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=args.access_log,
+    )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``lookup`` and all of its subcommands."""
+    parser = argparse.ArgumentParser(
+        prog="lookup",
+        description=(
+            "Lookup Workbench: a URL shortener, typeahead, proximity search and a polite "
+            "crawler with search, built for real. Run a subcommand with --help for details."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"lookup {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP API (every system's endpoints, /healthz, /docs)",
+        description=(
+            "Serve the HTTP API over the state in the data directory. A system whose data "
+            "is not built yet answers 503 NOT_BUILT and names the command that builds it."
+        ),
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=_port, default=8000, help="port to bind (default 8000)")
+    serve.add_argument(
+        "--public-url",
+        default=os.environ.get("LOOKUP_PUBLIC_URL"),
+        help="the address clients use to reach this server (default http://HOST:PORT)",
+    )
+    serve.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.add_argument("--access-log", action="store_true", help="log every request")
+    _add_data_dir(serve)
+    serve.set_defaults(func=_cmd_serve)
+
+    from lookup import capacity_cli, launcher
+
+    capacity_cli.register(sub)
+    launcher.register(sub)
+    return parser
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {port}")
+    return port
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``lookup``; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

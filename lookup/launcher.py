@@ -1,0 +1,162 @@
+"""``lookup up``: what ``make run`` calls — build missing data, start the API and the dashboard.
+
+Both run as child processes; Ctrl-C (or SIGTERM) stops both cleanly, and if either
+dies the other is stopped too, so nothing is left listening.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DASHBOARD = REPO_ROOT / "app" / "Home.py"
+
+
+def _wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_up(args: argparse.Namespace) -> int:
+    """Start the API and the dashboard and supervise them until interrupted."""
+    from lookup.server import resolve_data_dir
+
+    data_dir = resolve_data_dir(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, LOOKUP_DATA_DIR=str(data_dir))
+    api_url = f"http://{args.host}:{args.api_port}"
+    env["LOOKUP_API_URL"] = api_url
+    env.setdefault("LOOKUP_PUBLIC_URL", api_url)
+
+    if not args.skip_datasets:
+        try:
+            from lookup.datasets import build_missing
+        except ImportError:
+            build_missing = None
+        if build_missing is not None:
+            build_missing(data_dir)
+
+    api = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lookup.cli",
+            "serve",
+            "--host",
+            args.host,
+            "--port",
+            str(args.api_port),
+            "--data-dir",
+            str(data_dir),
+        ],
+        env=env,
+    )
+    procs = [api]
+    stopping = False
+
+    def _on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    old_int = signal.signal(signal.SIGINT, _on_signal)
+    old_term = signal.signal(signal.SIGTERM, _on_signal)
+    try:
+        if not _wait_for(f"{api_url}/healthz", api, timeout=60):
+            print(f"error: the API did not start on {api_url} (is the port free?)", file=sys.stderr)
+            return 1
+        app = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(DASHBOARD),
+                "--server.address",
+                args.host,
+                "--server.port",
+                str(args.app_port),
+                "--server.headless",
+                "true",
+                "--browser.gatherUsageStats",
+                "false",
+            ],
+            env=env,
+            cwd=REPO_ROOT,
+        )
+        procs.append(app)
+        app_url = f"http://{args.host}:{args.app_port}"
+        if not _wait_for(f"{app_url}/_stcore/health", app, timeout=90):
+            print(
+                f"error: the dashboard did not start on {app_url} (is the port free?)",
+                file=sys.stderr,
+            )
+            return 1
+        print("\n  Lookup Workbench is up", flush=True)
+        print(f"    API        {api_url}   (docs: {api_url}/docs)", flush=True)
+        print(f"    Dashboard  {app_url}", flush=True)
+        print(f"    Data       {data_dir}", flush=True)
+        print("  Press Ctrl-C to stop both.\n", flush=True)
+        while not stopping:
+            for proc in procs:
+                if proc.poll() is not None:
+                    print(
+                        f"error: {proc.args[2]} exited with {proc.returncode}; stopping",
+                        file=sys.stderr,
+                    )
+                    return 1
+            time.sleep(0.5)
+        print("\nstopping the API and the dashboard ...", flush=True)
+        return 0
+    finally:
+        _stop(procs)
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``lookup up`` to the CLI."""
+    p = sub.add_parser(
+        "up",
+        help="build missing data sets, then run the API and the dashboard together (make run)",
+        description="Start the HTTP API and the Streamlit dashboard; Ctrl-C stops both.",
+    )
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--api-port", type=int, default=8000)
+    p.add_argument("--app-port", type=int, default=8501)
+    p.add_argument("--skip-datasets", action="store_true", help="do not build missing data sets")
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
+    )
+    p.set_defaults(func=run_up)

@@ -1,0 +1,81 @@
+"""The ``lookup`` command: help, argument errors, and the real server over a real socket."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from lookup.cli import main
+from tests.conftest import ROOT, free_port, wait_http
+
+
+def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("serve", "capacity", "up"):
+        assert command in out
+
+
+def test_no_subcommand_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("port", ["http", "-1", "70000"])
+def test_bad_port_is_a_clear_error(port: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["serve", "--port", port])
+    assert exc.value.code == 2
+    assert "port" in capsys.readouterr().err
+
+
+def test_serve_answers_healthz_over_a_real_socket(live_api: str) -> None:
+    resp = httpx.get(f"{live_api}/healthz")
+    assert resp.status_code == 200 and resp.json()["status"] == "ok"
+    missing = httpx.get(f"{live_api}/definitely/not/here")
+    assert missing.status_code == 404 and missing.json()["error"] == "NOT_FOUND"
+
+
+def test_up_starts_api_and_dashboard_and_stops_both_on_ctrl_c(tmp_path: Path) -> None:
+    """What `make run` does: both servers come up, Ctrl-C stops both, nothing is left listening."""
+    api_port, app_port = free_port(), free_port()
+    env = dict(os.environ, LOOKUP_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lookup.cli",
+            "up",
+            "--skip-datasets",
+            "--api-port",
+            str(api_port),
+            "--app-port",
+            str(app_port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_http(f"http://127.0.0.1:{api_port}/healthz", proc, timeout=60)
+        wait_http(f"http://127.0.0.1:{app_port}/_stcore/health", proc, timeout=90)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert f"http://127.0.0.1:{api_port}" in out and f"http://127.0.0.1:{app_port}" in out
+    for port in (api_port, app_port):
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"http://127.0.0.1:{port}/", timeout=2)

@@ -1,0 +1,102 @@
+"""What every dashboard page shares: where the API and the data live, and how to ask the API.
+
+The dashboard is a client of the HTTP API (``lookup serve``); it finds it at
+``$LOOKUP_API_URL`` (default ``http://127.0.0.1:8000``) and the data at
+``$LOOKUP_DATA_DIR`` (default ``./data``), so it works when started on any port.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import streamlit as st
+
+DEFAULT_API_URL = "http://127.0.0.1:8000"
+DEFAULT_DATA_DIR = "data"
+
+#: Seconds to wait for the API before saying it is down; the pages must stay snappy.
+API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
+
+
+def api_url() -> str:
+    """The base address of the HTTP API, without a trailing slash."""
+    return (os.environ.get("LOOKUP_API_URL") or DEFAULT_API_URL).rstrip("/")
+
+
+def data_dir() -> Path:
+    """The directory that holds every data set and index (``$LOOKUP_DATA_DIR`` or ``./data``)."""
+    return Path(os.environ.get("LOOKUP_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+
+
+def api_client(base_url: str | None = None) -> httpx.Client:
+    """A short-timeout HTTP client bound to the API; use it as a context manager."""
+    return httpx.Client(base_url=base_url or api_url(), timeout=API_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class ApiHealth:
+    """What ``GET /healthz`` said, or why it could not be asked."""
+
+    url: str
+    up: bool
+    version: str | None = None
+    systems: dict[str, Any] | None = None
+    problem: str | None = None
+
+
+def probe_health(base_url: str | None = None) -> ApiHealth:
+    """Ask the API whether it is up; never raises — a dead API is a normal state to show."""
+    url = base_url or api_url()
+    try:
+        with api_client(url) as client:
+            response = client.get("/healthz")
+    except httpx.ConnectError:
+        return ApiHealth(url, False, problem="nothing is listening there")
+    except httpx.TimeoutException:
+        return ApiHealth(url, False, problem="it did not answer in time")
+    except httpx.HTTPError as exc:
+        return ApiHealth(url, False, problem=f"the request failed ({type(exc).__name__})")
+    if response.status_code != 200:
+        return ApiHealth(url, False, problem=f"/healthz answered HTTP {response.status_code}")
+    try:
+        body = response.json()
+    except ValueError:
+        return ApiHealth(url, False, problem="/healthz did not answer JSON")
+    if not isinstance(body, dict) or body.get("status") != "ok":
+        return ApiHealth(url, False, problem="/healthz did not report status ok")
+    systems = body.get("systems")
+    return ApiHealth(
+        url,
+        True,
+        version=str(body.get("version")) if body.get("version") is not None else None,
+        systems=systems if isinstance(systems, dict) else {},
+    )
+
+
+@st.cache_data(ttl=5, show_spinner=False)
+def cached_health(base_url: str) -> ApiHealth:
+    """:func:`probe_health`, remembered for a few seconds so reruns do not hammer the API."""
+    return probe_health(base_url)
+
+
+def show_api_status() -> ApiHealth:
+    """One small status line saying whether the API answers ``/healthz``, and the fix if not."""
+    health = cached_health(api_url())
+    with st.container(key="api-status"):
+        if health.up:
+            version = f" · version {health.version}" if health.version else ""
+            st.markdown(
+                f":green-badge[:material/check_circle: API up] answering at "
+                f"{health.url}{version}"
+            )
+        else:
+            st.markdown(
+                f":orange-badge[:material/cloud_off: API down] Not reachable at {health.url} "
+                f"({health.problem}). Start it with `lookup serve` or `make run`, or point "
+                "`LOOKUP_API_URL` at it; the capacity planner works without it."
+            )
+    return health

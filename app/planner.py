@@ -1,0 +1,554 @@
+"""The capacity planner's model: one input per assumption, the headline figures, the charts.
+
+Kept apart from the page so it can be checked without a running app: every field of
+every ``*Assumptions`` class in :mod:`lookup.capacity` must have a :class:`Knob`
+(the page falls back to a plain number input for a field added later), and the
+charts are plain plotly figures built from :mod:`lookup.capacity`'s helpers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, fields
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from lookup import capacity
+
+#: Percent shown, fraction stored.
+PERCENT = 0.01
+
+
+@dataclass(frozen=True)
+class Knob:
+    """How one assumption is shown: label in the shown unit, range, step, slider or box.
+
+    The assumption's value is ``shown value × scale`` (e.g. links per month shown in
+    millions has ``scale=1e6``; a fraction shown in percent has ``scale=0.01``).
+    """
+
+    field: str
+    label: str
+    minimum: float
+    maximum: float
+    step: float
+    scale: float = 1.0
+    slider: bool = False
+    fmt: str | None = None
+
+    def to_value(self, shown: float) -> float:
+        """The assumption's value for a shown value, without float noise (0.1 % → 0.001)."""
+        return clean(shown * self.scale)
+
+    def to_shown(self, value: float) -> float:
+        """The shown value for an assumption's value."""
+        return clean(value / self.scale)
+
+
+def clean(x: float) -> float:
+    """``x`` to 12 significant figures: 0.1 × 0.01 is 0.001, not 0.0010000000000000002."""
+    return float(f"{x:.12g}")
+
+
+@dataclass(frozen=True)
+class System:
+    """One tab of the planner: its assumptions class, planner, knobs and headline figures."""
+
+    name: str
+    title: str
+    assumptions: type
+    plan: Callable[[Any], Any]
+    knobs: tuple[Knob, ...]
+    headline: tuple[str, ...]
+    intro: str
+
+    def knob(self, field: str) -> Knob:
+        """The knob for ``field``; a plain number input for a field without one."""
+        for k in self.knobs:
+            if k.field == field:
+                return k
+        return Knob(field, field.replace("_", " ").capitalize(), 0.0, 1e18, 1.0)
+
+    def field_names(self) -> list[str]:
+        """Every assumption of the system, in the dataclass's order."""
+        return [f.name for f in fields(self.assumptions)]
+
+    def defaults(self) -> dict[str, Any]:
+        """The seed's value of every assumption."""
+        return {
+            f.name: f.default for f in fields(self.assumptions) if f.default is not MISSING
+        }
+
+    def help(self, field: str) -> str:
+        """The assumption's own description from :mod:`lookup.capacity`."""
+        for f in fields(self.assumptions):
+            if f.name == field:
+                return str(f.metadata.get("help", ""))
+        return ""
+
+    def is_integer(self, field: str) -> bool:
+        """Whether the assumption must be a whole number (its shown value too)."""
+        for f in fields(self.assumptions):
+            if f.name == field:
+                rule = f.metadata.get("rule") or {}
+                return bool(rule.get("integer"))
+        return False
+
+
+def _k(field: str, label: str, lo: float, hi: float, step: float, **kw: Any) -> Knob:
+    return Knob(field, label, lo, hi, step, **kw)
+
+
+SHORTENER = System(
+    "shortener",
+    "Shortener",
+    capacity.ShortenerAssumptions,
+    capacity.shortener,
+    (
+        _k("links_per_month", "New links a month (millions)", 1, 2000, 1, scale=1e6,
+           slider=True, fmt="%.0f"),
+        _k("read_write_ratio", "Redirects per link created", 1, 1000, 1, slider=True,
+           fmt="%.0f"),
+        _k("peak_factor", "Peak traffic (× average)", 1, 20, 0.5, slider=True, fmt="%.1f"),
+        _k("retention_years", "Years a link is kept", 1, 30, 1, slider=True, fmt="%d"),
+        _k("bytes_per_link", "Bytes per stored link", 50, 10_000, 50, fmt="%.0f"),
+        _k("bytes_per_click_event", "Bytes per click event", 10, 5_000, 10, fmt="%.0f"),
+        _k("replicas", "Copies of the link store", 1, 9, 1),
+        _k("alphabet", "Characters allowed in a key", 10, 94, 1),
+        _k("max_key_density", "Highest acceptable key-space fill (%)", 0.001, 100, 0.1,
+           scale=PERCENT, fmt="%.3f"),
+        _k("hot_links_per_day", "Distinct links clicked a day (millions)", 0.1, 10_000, 1,
+           scale=1e6, fmt="%.1f"),
+        _k("cache_bytes_per_link", "Cache bytes per hot link", 10, 10_000, 10, fmt="%.0f"),
+        _k("days_per_month", "Days in a month", 28, 31, 1, fmt="%.0f"),
+    ),
+    ("writes_per_s", "reads_per_s", "links_total", "replicated_storage_bytes", "key_length"),
+    "One exact key to one long address, written once and read a hundred times. The key's "
+    "length is a choice about how full the key space gets, not just whether it fits.",
+)
+
+TYPEAHEAD = System(
+    "typeahead",
+    "Typeahead",
+    capacity.TypeaheadAssumptions,
+    capacity.typeahead,
+    (
+        _k("searches_per_day", "Searches a day (billions)", 0.1, 20, 0.1, scale=1e9,
+           slider=True, fmt="%.1f"),
+        _k("keystrokes_per_search", "Keystrokes per search", 1, 40, 1, slider=True, fmt="%.0f"),
+        _k("requests_per_search", "Requests per search after debounce", 1, 40, 0.5,
+           slider=True, fmt="%.1f"),
+        _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
+        _k("edge_hit_ratio", "Answered by edge and browser caches (%)", 0, 95, 5,
+           scale=PERCENT, slider=True, fmt="%.0f%%"),
+        _k("score_half_life_days", "Score half-life (days)", 0.5, 60, 0.5, slider=True,
+           fmt="%.1f"),
+        _k("lookups_per_node_per_s", "Lookups per second one node serves", 1_000, 500_000,
+           1_000, fmt="%.0f"),
+        _k("headroom_factor", "Fleet headroom (× minimum)", 1, 5, 0.1, fmt="%.1f"),
+        _k("distinct_queries", "Distinct queries kept (millions)", 1, 10_000, 10, scale=1e6,
+           fmt="%.0f"),
+        _k("bytes_per_query", "Bytes per query string", 1, 200, 1, fmt="%.0f"),
+        _k("query_length_chars", "Characters per query", 1, 200, 1, fmt="%.0f"),
+        _k("bytes_per_score", "Bytes per score", 1, 16, 1, fmt="%.0f"),
+        _k("radix_nodes_per_query", "Radix-trie nodes per query, at most", 0.1, 4, 0.1,
+           fmt="%.1f"),
+        _k("node_label_bytes", "Bytes per node label", 0, 64, 1, fmt="%.0f"),
+        _k("node_children_bytes", "Bytes per node's children", 0, 128, 1, fmt="%.0f"),
+        _k("top_k", "Suggestions precomputed per node", 1, 50, 1),
+        _k("query_id_bytes", "Bytes per query id", 1, 16, 1, fmt="%.0f"),
+        _k("build_interval_hours", "Hours between index builds", 0.25, 168, 0.25, fmt="%.2f"),
+        _k("example_daily_count", "Example query: searches a day", 0, 10_000_000, 1_000,
+           fmt="%.0f"),
+    ),
+    ("keystroke_rate_per_s", "origin_peak_per_s", "nodes_with_headroom", "total_bytes",
+     "steady_state_score"),
+    "Every key with a given prefix, answered on each keystroke. The top ten per prefix are "
+    "precomputed in a trie built offline from the query log.",
+)
+
+PROXIMITY = System(
+    "proximity",
+    "Proximity",
+    capacity.ProximityAssumptions,
+    capacity.proximity,
+    (
+        _k("businesses", "Businesses (millions)", 1, 2_000, 1, scale=1e6, slider=True,
+           fmt="%.0f"),
+        _k("daily_active_users", "Daily active users (millions)", 1, 2_000, 1, scale=1e6,
+           slider=True, fmt="%.0f"),
+        _k("searches_per_user_per_day", "Searches per user a day", 1, 50, 1, slider=True,
+           fmt="%.0f"),
+        _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
+        _k("edits_per_day", "Business adds and edits a day (millions)", 0.01, 100, 0.1,
+           scale=1e6, fmt="%.2f"),
+        _k("reviews_per_day", "Reviews a day (millions)", 0, 1_000, 1, scale=1e6, fmt="%.1f"),
+        _k("index_bytes_per_business", "Bytes per business in the location index", 8, 512, 4,
+           fmt="%.0f"),
+        _k("profile_bytes", "Bytes per business profile", 100, 100_000, 100, fmt="%.0f"),
+        _k("review_bytes", "Bytes per review", 100, 100_000, 100, fmt="%.0f"),
+        _k("businesses_per_leaf", "Businesses per quadtree leaf", 1, 10_000, 10, fmt="%.0f"),
+        _k("quadtree_node_bytes", "Bytes per quadtree node", 8, 1_024, 8, fmt="%.0f"),
+        _k("id_bytes", "Bytes per business id", 1, 32, 1, fmt="%.0f"),
+    ),
+    ("search_rate_per_s", "peak_search_rate_per_s", "reads_per_write_at_peak", "index_bytes",
+     "quadtree_total_bytes"),
+    "From one dimension to two: a map cell is the key, so “near me” becomes a prefix "
+    "question again. Only a narrow index (id, position, a few ranking fields) needs memory.",
+)
+
+CRAWLER = System(
+    "crawler",
+    "Crawler",
+    capacity.CrawlerAssumptions,
+    capacity.crawler,
+    (
+        _k("pages_per_month", "Pages fetched a month (billions)", 0.1, 20, 0.1, scale=1e9,
+           slider=True, fmt="%.1f"),
+        _k("peak_factor", "Peak fetch rate (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
+        _k("page_bytes", "Average page (KB)", 10, 2_000, 10, scale=1e3, slider=True,
+           fmt="%.0f"),
+        _k("links_per_page", "Links per page", 0, 500, 5, slider=True, fmt="%.0f"),
+        _k("host_delay_seconds", "Seconds between requests to one host", 0.1, 60, 0.1,
+           slider=True, fmt="%.1f"),
+        _k("fetch_seconds", "Seconds per fetch", 0.1, 30, 0.1, slider=True, fmt="%.1f"),
+        _k("bloom_fp_rate", "Bloom filter false positives (%)", 0.0001, 50, 0.1,
+           scale=PERCENT, fmt="%.4f"),
+        _k("known_urls", "URLs known in total (billions)", 0.1, 1_000, 1, scale=1e9,
+           fmt="%.1f"),
+        _k("bloom_partitions", "Bloom filter partitions", 1, 4_096, 1),
+        _k("compression_ratio", "Compression ratio", 1, 20, 0.5, fmt="%.1f"),
+        _k("retention_months", "Months of page versions kept", 1, 120, 1, fmt="%.0f"),
+        _k("url_metadata_bytes", "Metadata bytes per URL", 10, 10_000, 10, fmt="%.0f"),
+        _k("connections_per_machine", "Connections one fetcher holds", 10, 100_000, 50,
+           fmt="%.0f"),
+        _k("big_site_pages", "Pages on one big site (millions)", 0.01, 1_000, 1, scale=1e6,
+           fmt="%.2f"),
+        _k("days_per_month", "Days in a month", 28, 31, 1, fmt="%.0f"),
+    ),
+    ("fetch_rate_per_s", "bandwidth_bits_per_s", "retained_bytes", "bloom_bytes",
+     "big_site_days"),
+    "The one system that builds an index instead of reading one. Scale is modest; "
+    "politeness, duplicates and the “have we seen this link?” check are the hard parts.",
+)
+
+SEARCH = System(
+    "search",
+    "Search",
+    capacity.SearchAssumptions,
+    capacity.search,
+    (
+        _k("documents", "Documents in the index (billions)", 0.1, 100, 0.1, scale=1e9,
+           slider=True, fmt="%.1f"),
+        _k("shards", "Index shards every query touches", 1, 1_000, 1, slider=True),
+        _k("shard_slow_probability", "Chance one shard is slow (%)", 0, 100, 0.01,
+           scale=PERCENT, fmt="%.3f"),
+        _k("terms_per_document", "Distinct terms per document", 10, 10_000, 10, fmt="%.0f"),
+        _k("bytes_per_posting", "Bytes per posting", 0.5, 16, 0.5, fmt="%.1f"),
+        _k("top_k", "Results each shard returns", 1, 1_000, 1),
+        _k("pages_per_month", "Pages crawled a month (billions)", 0.1, 20, 0.1, scale=1e9,
+           fmt="%.1f"),
+        _k("page_bytes", "Average raw page (KB)", 1, 2_000, 10, scale=1e3, fmt="%.0f"),
+        _k("text_bytes_per_page", "Extracted text per page (KB)", 0.1, 1_000, 0.5,
+           scale=1e3, fmt="%.1f"),
+        _k("seen_urls", "URLs in the seen-URL filter (billions)", 0.1, 1_000, 1, scale=1e9,
+           fmt="%.1f"),
+        _k("bloom_fp_rate", "Bloom filter false positives (%)", 0.0001, 50, 0.1,
+           scale=PERCENT, fmt="%.4f"),
+    ),
+    ("index_bytes", "shard_index_bytes", "fanout_tail_probability", "candidates_merged"),
+    "The crawler's pages, split by document over many shards. Every query asks every "
+    "shard, so the slowest shard sets the pace.",
+)
+
+SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH)
+
+
+def widget_key(system: System, field: str) -> str:
+    """The stable ``key=`` of the input for one assumption (tests drive inputs by it)."""
+    return f"{system.name}.{field}"
+
+
+def build_plan(system: System, shown: dict[str, float]) -> Any:
+    """Plan ``system`` from shown input values; raises ``ValueError`` for a bad combination."""
+    values: dict[str, Any] = {}
+    for name in system.field_names():
+        if name not in shown:
+            continue
+        value = system.knob(name).to_value(shown[name])
+        values[name] = int(round(value)) if system.is_integer(name) else value
+    return system.plan(system.assumptions(**values))
+
+
+def figures_by_key(plan: Any) -> dict[str, capacity.Figure]:
+    """A plan's figures by key."""
+    return {figure.key: figure for figure in plan.rows()}
+
+
+def metric_rows(items: list[Any], per_row: int = 3) -> list[list[Any]]:
+    """Split headline metrics into evenly filled rows of at most ``per_row`` (5 → 3 + 2)."""
+    if not items:
+        return []
+    rows = math.ceil(len(items) / per_row)
+    width = math.ceil(len(items) / rows)
+    return [items[i : i + width] for i in range(0, len(items), width)]
+
+
+# ---------------------------------------------------------------------------- charts
+
+MARKER_COLOR = "#262730"
+PERCENT_TICKS = [0.0001, 0.001, 0.01, 0.1, 1, 10, 50]
+SHARD_TICKS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+
+_LAYOUT = dict(
+    height=380,
+    margin=dict(l=10, r=10, t=60, b=10),
+    legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
+    hovermode="x unified",
+)
+
+
+def _fill_label(density: float) -> str:
+    """``"0.341%"``, or how many times over full a key space would be."""
+    if density > 1:
+        return f"{density:.3g}× full, does not fit"
+    return capacity.format_quantity(density, "fraction")
+
+
+def keyspace_fill_chart(
+    plan: capacity.ShortenerPlan, lengths: Sequence[int] = (6, 7, 8)
+) -> go.Figure:
+    """Key-space fill year by year for each key length, the chosen one highlighted.
+
+    At the seed's assumptions the end points are the seed's 21% (6 characters) and
+    0.34% (7 characters).
+    """
+    a = plan.assumptions
+    years = max(1, math.ceil(a.retention_years))
+    shown = sorted(set(lengths) | {plan.key_length})
+    rows = capacity.keyspace_fill_series(
+        a.links_per_month * 12, years, lengths=shown, alphabet=a.alphabet
+    )
+    fig = go.Figure()
+    for length in shown:
+        series = [r for r in rows if r["length"] == length and r["year"] >= 1]
+        chosen = length == plan.key_length
+        end = series[-1]
+        fig.add_trace(
+            go.Scatter(
+                x=[r["year"] for r in series],
+                y=[r["density"] * 100 for r in series],
+                mode="lines+markers+text",
+                name=f"{length} characters" + (" (chosen)" if chosen else ""),
+                line=dict(width=4 if chosen else 2),
+                text=[""] * (len(series) - 1) + [_fill_label(end["density"])],
+                textposition="top left" if end["density"] > 1 else "middle right",
+                textfont=dict(size=14),
+                hovertemplate=f"{length} chars: %{{y:.3g}}%<extra></extra>",
+            )
+        )
+    fig.add_hline(
+        y=a.max_key_density * 100,
+        line_dash="dash",
+        line_color="gray",
+        annotation_text=(
+            f"acceptable fill {capacity.format_quantity(a.max_key_density, 'fraction')}"
+        ),
+        annotation_position="bottom right",
+    )
+    densities = [r["density"] * 100 for r in rows if r["year"] >= 1] + [a.max_key_density * 100]
+    low, high = math.log10(min(densities)), math.log10(max(densities))
+    fig.update_layout(
+        title=f"Key-space fill over the years (base{a.alphabet})",
+        xaxis_title="years",
+        xaxis_range=[0.5, years * 1.15 + 0.5],
+        xaxis_tickvals=list(range(0, years + 1, max(1, years // 10))),
+        yaxis_title="share of the key space used (%, log scale)",
+        yaxis_type="log",
+        yaxis_range=[low - 0.3, high + 0.6],
+        **_LAYOUT,
+    )
+    return fig
+
+
+def bloom_size_chart(known_urls: float, fp_rate: float) -> go.Figure:
+    """Bloom filter size for ``known_urls`` as the false-positive rate goes from 10⁻⁶ to 50%."""
+    rates = np.logspace(-6, math.log10(0.5), 80)
+    sizes = [capacity.bloom_size_bytes(known_urls, float(p)) for p in rates]
+    here = capacity.bloom_size_bytes(known_urls, fp_rate)
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=rates * 100,
+            y=sizes,
+            mode="lines",
+            name="filter size",
+            hovertemplate="%{x:.3g}% → %{y:.3s}B<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[fp_rate * 100],
+            y=[here],
+            mode="markers+text",
+            name="your assumption",
+            marker=dict(size=14, symbol="diamond", color=MARKER_COLOR),
+            text=[
+                f"{capacity.format_quantity(fp_rate, 'fraction')} → "
+                f"{capacity.format_quantity(here, 'B')}"
+            ],
+            textposition="top right",
+            textfont=dict(size=14),
+            hoverinfo="skip",
+        )
+    )
+    fig.update_layout(
+        title=f"Seen-URL Bloom filter for {capacity.format_quantity(known_urls, 'count')} URLs",
+        xaxis_title="false-positive rate (%, log scale)",
+        yaxis_title="filter size",
+        xaxis_type="log",
+        xaxis_tickvals=PERCENT_TICKS,
+        xaxis_ticktext=[f"{t:g}%" for t in PERCENT_TICKS],
+        yaxis_tickformat="~s",
+        yaxis_ticksuffix="B",
+        **_LAYOUT,
+    )
+    return fig
+
+
+def fanout_tail_chart(p_slow: float, shards: int, max_shards: int = 1_000) -> go.Figure:
+    """Share of queries meeting at least one slow shard, against the number of shards."""
+    counts = np.unique(np.round(np.logspace(0, math.log10(max(max_shards, shards)), 120)))
+    fig = go.Figure()
+    probabilities = sorted({p_slow, p_slow / 10, min(1.0, p_slow * 10)} - {0.0}, reverse=True)
+    for p in probabilities or [p_slow]:
+        mine = p == p_slow
+        fig.add_trace(
+            go.Scatter(
+                x=counts,
+                y=[capacity.fanout_tail_probability(p, int(n)) * 100 for n in counts],
+                mode="lines",
+                name=f"one shard slow {capacity.format_quantity(p, 'fraction')} of the time",
+                line=dict(width=4 if mine else 2, dash=None if mine else "dot"),
+                hovertemplate="%{x:.0f} shards: %{y:.3g}%<extra></extra>",
+            )
+        )
+    here = capacity.fanout_tail_probability(p_slow, shards)
+    fig.add_trace(
+        go.Scatter(
+            x=[shards],
+            y=[here * 100],
+            mode="markers+text",
+            name="your assumption",
+            marker=dict(size=14, symbol="diamond", color=MARKER_COLOR),
+            text=[f"{shards} shards → {capacity.format_quantity(here, 'fraction')}"],
+            textposition="top left",
+            textfont=dict(size=14),
+            hoverinfo="skip",
+        )
+    )
+    fig.update_layout(
+        title="Queries that wait for at least one slow shard",
+        xaxis_title="shards every query touches (log scale)",
+        yaxis_title="queries (%)",
+        xaxis_type="log",
+        xaxis_tickvals=[t for t in SHARD_TICKS if t <= counts[-1]],
+        yaxis_range=[0, 100],
+        **_LAYOUT,
+    )
+    return fig
+
+
+def decay_chart(plan: capacity.TypeaheadPlan) -> go.Figure:
+    """A query searched every day until it goes quiet: its score climbs, settles, then halves."""
+    a = plan.assumptions
+    quiet_from = max(14, math.ceil(a.score_half_life_days * 6))
+    days = quiet_from * 2
+    series = capacity.decay_series(
+        a.example_daily_count, plan.daily_decay_factor, days, stop_after=quiet_from
+    )
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=list(range(days + 1)),
+            y=series,
+            mode="lines",
+            name="score",
+            line=dict(width=3),
+            hovertemplate="day %{x}: %{y:,.0f}<extra></extra>",
+        )
+    )
+    fig.add_hline(
+        y=plan.steady_state_score,
+        line_dash="dash",
+        line_color="gray",
+        annotation_text=(
+            f"steady score {capacity.format_quantity(plan.steady_state_score, '')}"
+        ),
+        annotation_position="bottom right",
+    )
+    fig.add_vline(
+        x=quiet_from,
+        line_dash="dot",
+        line_color="gray",
+        annotation_text="searches stop",
+        annotation_position="bottom right",
+    )
+    fig.update_layout(
+        title=(
+            f"Score of a query searched {capacity.format_quantity(a.example_daily_count, '')} "
+            f"times a day (half-life {a.score_half_life_days:g} days)"
+        ),
+        xaxis_title="day",
+        yaxis_title="score",
+        **_LAYOUT,
+    )
+    return fig
+
+
+def proximity_sizes_chart(plan: capacity.ProximityPlan) -> go.Figure:
+    """The narrow location index beside the data it is not: profiles and reviews."""
+    parts = [
+        ("Location index", plan.index_bytes),
+        ("Quadtree", plan.quadtree_total_bytes),
+        ("Profiles", plan.profile_bytes),
+        ("Reviews a year", plan.review_bytes_per_year),
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=[name for name, _ in parts],
+            y=[max(size, 1.0) for _, size in parts],
+            text=[capacity.format_quantity(size, "B") for _, size in parts],
+            textposition="outside",
+            textfont=dict(size=14),
+            marker_color=["#1f77b4", "#1f77b4", "#aaaaaa", "#aaaaaa"],
+            hoverinfo="skip",
+        )
+    )
+    fig.update_layout(
+        title="The index is not the data: what must sit in memory vs in a database",
+        yaxis_title="bytes (log scale)",
+        yaxis_type="log",
+        yaxis_dtick=1,
+        yaxis_tickformat="~s",
+        yaxis_ticksuffix="B",
+        showlegend=False,
+        **{**_LAYOUT, "hovermode": False},
+    )
+    return fig
+
+
+def chart_for(system: System, plan: Any) -> go.Figure:
+    """The chart shown in ``system``'s tab."""
+    if system is SHORTENER:
+        return keyspace_fill_chart(plan)
+    if system is TYPEAHEAD:
+        return decay_chart(plan)
+    if system is PROXIMITY:
+        return proximity_sizes_chart(plan)
+    if system is CRAWLER:
+        return bloom_size_chart(plan.assumptions.known_urls, plan.assumptions.bloom_fp_rate)
+    return fanout_tail_chart(plan.assumptions.shard_slow_probability, plan.assumptions.shards)

@@ -1,0 +1,209 @@
+"""The Capacity planner page, through ``streamlit.testing``, and the planner model behind it.
+
+The figures are checked against the seed's numbers and against the formulas written
+out here, not against :mod:`lookup.capacity`'s own output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import fields
+
+import planner  # app/planner.py; dashboard_testing (loaded by conftest) puts app/ on sys.path
+import pytest
+from dashboard_testing import HOME, RUN_TIMEOUT
+from streamlit.testing.v1 import AppTest
+
+CAPACITY = "views/capacity.py"
+
+
+@pytest.fixture(scope="module")
+def at() -> Iterator[AppTest]:
+    """The planner, reached through the dashboard's navigation, with no API around."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
+    app = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    app.switch_page(CAPACITY).run()
+    assert not app.exception, [e.value for e in app.exception]
+    yield app
+    mp.undo()
+
+
+@pytest.fixture
+def fresh(at: AppTest) -> AppTest:
+    """The shared planner with every system reset to the seed's assumptions."""
+    for system in planner.SYSTEMS:
+        at.button(key=f"{system.name}.reset").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metric(at: AppTest, label: str) -> str:
+    """The value shown by the metric with ``label`` (labels are unique on the page)."""
+    found = [m for m in at.metric if m.label == label]
+    assert len(found) == 1, (label, [m.label for m in at.metric])
+    return found[0].value
+
+
+def widget(at: AppTest, key: str):  # type: ignore[no-untyped-def]
+    """The slider or number input with ``key``."""
+    for kind in (at.slider, at.number_input):
+        for w in kind:
+            if w.key == key:
+                return w
+    raise AssertionError(f"no input with key {key!r}")
+
+
+# ------------------------------------------------------------------------ the page
+
+
+def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
+    assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
+                                             "Search"]
+    assert metric(fresh, "Reads (redirects)") == "3,860/s"  # seed: ≈3,900/s
+    assert metric(fresh, "Links in 10 years") == "12 billion"
+    assert metric(fresh, "Storage with 3 replicas") == "18 TB"
+    assert metric(fresh, "Key length chosen") == "7 chars"
+    assert metric(fresh, "Every keystroke sent") == "139,000/s"
+    assert metric(fresh, "Searches at peak") == "17,400/s"  # seed: ≈17,000/s
+    assert metric(fresh, "Location index (only what search needs)") == "8 GB"
+    assert metric(fresh, "Fetch rate") == "386/s"
+    assert metric(fresh, "Seen-URL set in bytes") == "24 GB"
+    assert metric(fresh, "Queries that hit at least one slow shard") == "9.52%"  # seed ≈9.5%
+    # The driver sentence of every system is on screen.
+    drivers = " ".join(i.value for i in fresh.info)
+    assert "Key-space density" in drivers and "fan-out tail" in drivers
+    assert len(fresh.info) == len(planner.SYSTEMS)
+
+
+def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> None:
+    before = metric(fresh, "Writes (new links)")
+    assert before == "38.6/s"  # 100M / (30 × 86,400 s)
+    widget(fresh, "shortener.links_per_month").set_value(200).run()
+    assert not fresh.exception
+    after = metric(fresh, "Writes (new links)")
+    assert after != before
+    assert after == "77.2/s"  # 200M / 2,592,000 s
+    shown = [m for m in fresh.metric if m.label == "Writes (new links)"][0]
+    assert shown.delta == "seed: 38.6/s"
+    assert metric(fresh, "Links in 10 years") == "24 billion"
+
+
+def test_a_number_input_in_the_expander_drives_the_bloom_filter(fresh: AppTest) -> None:
+    assert metric(fresh, "Seen-URL set in bytes") == "24 GB"
+    widget(fresh, "crawler.bloom_fp_rate").set_value(0.1).run()  # percent
+    assert not fresh.exception
+    bits = -math.log(0.001) / math.log(2) ** 2
+    expected_gb = 20e9 * bits / 8 / 1e9
+    assert metric(fresh, "Seen-URL set in bytes") == f"{expected_gb:.3g} GB"
+
+
+def test_more_links_can_push_the_key_to_eight_characters(fresh: AppTest) -> None:
+    widget(fresh, "shortener.links_per_month").set_value(2000).run()
+    widget(fresh, "shortener.retention_years").set_value(30).run()
+    links = 2e9 * 12 * 30
+    expected = next(n for n in range(1, 20) if links / 62**n <= 0.01)
+    assert metric(fresh, "Key length chosen") == f"{expected} chars"
+    assert expected == 8
+
+
+def test_reset_puts_the_seed_back(fresh: AppTest) -> None:
+    widget(fresh, "shortener.links_per_month").set_value(500).run()
+    assert metric(fresh, "Writes (new links)") != "38.6/s"
+    fresh.button(key="shortener.reset").click().run()
+    assert metric(fresh, "Writes (new links)") == "38.6/s"
+    assert widget(fresh, "shortener.links_per_month").value == 100
+
+
+def test_every_assumption_has_an_input_at_the_seed_value(fresh: AppTest) -> None:
+    for system in planner.SYSTEMS:
+        for f in fields(system.assumptions):
+            w = widget(fresh, planner.widget_key(system, f.name))
+            knob = system.knob(f.name)
+            assert math.isclose(w.value * knob.scale, f.default, rel_tol=1e-12), (
+                system.name, f.name, w.value, f.default)
+
+
+def test_the_worked_out_table_lists_every_figure_with_its_formula(fresh: AppTest) -> None:
+    table = fresh.dataframe[0].value
+    assert list(table.columns) == ["Figure", "Value", "Worked out as"]
+    rows = dict(zip(table["Figure"], zip(table["Value"], table["Worked out as"], strict=True),
+                    strict=True))
+    assert rows["Fill at 6 characters"][0] == "21.1%"
+    assert rows["Fill at 7 characters"][0] == "0.341%"
+    assert rows["Key space at 7 characters"][1] == "62^7"
+    assert len(fresh.dataframe) == len(planner.SYSTEMS)
+
+
+# ----------------------------------------------------------------- the planner model
+
+
+def test_every_field_has_a_knob_whose_whole_range_is_valid() -> None:
+    for system in planner.SYSTEMS:
+        names = system.field_names()
+        assert {k.field for k in system.knobs} == set(names), system.name
+        for name in names:
+            knob = system.knob(name)
+            default = system.defaults()[name]
+            assert knob.minimum <= knob.to_shown(default) <= knob.maximum, (system.name, name)
+            assert knob.to_value(knob.to_shown(default)) == default
+            for end in (knob.minimum, knob.maximum):
+                value = knob.to_value(end)
+                value = int(round(value)) if system.is_integer(name) else value
+                system.assumptions(**{name: value})  # raises ValueError if out of bounds
+
+
+def test_metric_rows_fill_evenly() -> None:
+    rows = planner.metric_rows
+    assert [len(r) for r in rows(list(range(5)))] == [3, 2]
+    assert [len(r) for r in rows(list(range(4)))] == [2, 2]
+    assert [len(r) for r in rows(list(range(3)))] == [3]
+    assert [x for r in rows(list(range(7))) for x in r] == list(range(7))
+    assert rows([]) == []
+
+
+def _points(fig, name_start: str) -> tuple[list[float], list[float]]:  # type: ignore[no-untyped-def]
+    trace = next(t for t in fig.data if t.name and t.name.startswith(name_start))
+    return list(trace.x), list(trace.y)
+
+
+def test_keyspace_chart_ends_at_the_seed_densities() -> None:
+    fig = planner.keyspace_fill_chart(planner.capacity.shortener())
+    for length, seed_percent in ((6, 21.0), (7, 0.34)):
+        years, percents = _points(fig, f"{length} characters")
+        assert years[-1] == 10
+        assert percents[-1] == pytest.approx(100 * 12e9 / 62**length)
+        assert percents[-1] == pytest.approx(seed_percent, rel=0.02)
+    # density grows linearly with the years
+    years, percents = _points(fig, "8 characters")
+    assert percents[4] == pytest.approx(percents[0] * years[4] / years[0])
+
+
+def test_bloom_chart_marks_the_assumption_on_the_curve() -> None:
+    fig = planner.bloom_size_chart(20e9, 0.01)
+    x, y = _points(fig, "your assumption")
+    assert x == [1.0]  # percent
+    assert y[0] == pytest.approx(20e9 * (-math.log(0.01) / math.log(2) ** 2) / 8)
+    xs, ys = _points(fig, "filter size")
+    assert all(a > b for a, b in zip(ys, ys[1:], strict=False)), "size falls as p grows"
+
+
+def test_fanout_chart_matches_one_minus_the_chance_all_are_fast() -> None:
+    fig = planner.fanout_tail_chart(0.001, 100)
+    x, y = _points(fig, "your assumption")
+    assert y[0] == pytest.approx(100 * (1 - 0.999**100))
+    xs, ys = _points(fig, "one shard slow 0.1%")
+    for n, percent in zip(xs, ys, strict=True):
+        assert percent == pytest.approx(100 * (1 - 0.999**n))
+
+
+def test_decay_chart_settles_then_halves_every_half_life() -> None:
+    plan = planner.capacity.typeahead()
+    fig = planner.decay_chart(plan)
+    days, scores = _points(fig, "score")
+    factor = 0.5 ** (1 / 7)
+    steady = 10_000 / (1 - factor)
+    quiet = next(d for d in range(1, len(scores)) if scores[d] < scores[d - 1])
+    assert scores[quiet - 1] == pytest.approx(steady, rel=0.02)
+    assert scores[quiet - 1 + 7] == pytest.approx(scores[quiet - 1] / 2)

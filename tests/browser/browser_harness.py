@@ -1,0 +1,179 @@
+"""Start the real API and dashboard on free loopback ports and drive Debian's Chromium.
+
+Used by ``tests/browser/conftest.py`` and by ``scripts/screenshot.py``, so the
+tests and the README's screenshot see the same thing.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Playwright
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+#: How long a service may take to answer its health check (two cores, shared).
+START_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Service:
+    """A child process serving HTTP on ``url``, with its output captured in ``log_path``."""
+
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines the process printed, for failure messages."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_healthy(self, health_path: str, timeout: float = START_TIMEOUT_S) -> None:
+        """Poll ``health_path`` until it answers 200; fail early if the process exits."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name} exited with {self.process.returncode} before answering:\n"
+                    + self.log_tail()
+                )
+            try:
+                if httpx.get(self.url + health_path, timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise TimeoutError(
+            f"{self.name} did not answer {health_path} within {timeout:.0f} s:\n" + self.log_tail()
+        )
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Terminate, then kill if it does not exit within ``grace`` seconds."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=grace)
+
+
+def _spawn(
+    name: str, argv: Sequence[str], url: str, log_dir: Path, env: Mapping[str, str]
+) -> Service:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            list(argv), cwd=REPO_ROOT, env=dict(env), stdout=log, stderr=subprocess.STDOUT
+        )
+    return Service(name, url, process, log_path)
+
+
+def port_free(port: int) -> bool:
+    """Whether ``port`` on 127.0.0.1 can be bound right now."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def start_api(data_dir: Path, log_dir: Path, port: int | None = None) -> Service:
+    """``lookup serve`` over ``data_dir`` on ``port`` (default: any free one), answering."""
+    port = port or free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, LOOKUP_DATA_DIR=str(data_dir), LOOKUP_PUBLIC_URL=url)
+    argv = [
+        sys.executable, "-m", "lookup.cli", "serve",
+        "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),
+    ]  # fmt: skip
+    service = _spawn("api", argv, url, log_dir, env)
+    try:
+        service.wait_healthy("/healthz")
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+def start_dashboard(api_url: str, data_dir: Path, log_dir: Path) -> Service:
+    """``streamlit run app/Home.py`` on a free port, talking to ``api_url``."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, LOOKUP_API_URL=api_url, LOOKUP_DATA_DIR=str(data_dir))
+    argv = [
+        sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "app" / "Home.py"),
+        "--server.port", str(port),
+        "--server.address", "127.0.0.1",
+        "--server.headless", "true",
+        "--server.fileWatcherType", "none",
+        "--browser.gatherUsageStats", "false",
+    ]  # fmt: skip
+    service = _spawn("dashboard", argv, url, log_dir, env)
+    try:
+        service.wait_healthy("/_stcore/health")
+    except BaseException:
+        service.stop()
+        raise
+    return service
+
+
+@contextmanager
+def running_stack(
+    workdir: Path, api_port: int | None = None
+) -> Iterator[tuple[Service, Service]]:
+    """The API and the dashboard, both running, stopped (dashboard first) on exit."""
+    data_dir = workdir / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    logs = workdir / "logs"
+    api = start_api(data_dir, logs, api_port)
+    try:
+        dashboard = start_dashboard(api.url, data_dir, logs)
+        try:
+            yield api, dashboard
+        finally:
+            dashboard.stop()
+    finally:
+        api.stop()
+
+
+def launch_chromium(playwright: Playwright) -> Browser:
+    """Debian's Chromium, headless, without sandbox or background traffic."""
+    return playwright.chromium.launch(
+        executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+    )

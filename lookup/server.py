@@ -33,7 +33,9 @@ log = logging.getLogger("lookup.server")
 
 #: ``"module:function"`` for every subsystem mounted into the app, in order.
 #: Each function takes a :class:`Mounts` and registers what the subsystem serves.
-SUBSYSTEMS: list[str] = []
+SUBSYSTEMS: list[str] = [
+    "lookup.shortener.http:mount",
+]
 
 DEFAULT_DATA_DIR = "data"
 

@@ -1,0 +1,217 @@
+"""Token-bucket rate limiting with the standard ``RateLimit-*`` response headers.
+
+A bucket holds up to ``capacity`` tokens and refills at ``refill_per_s``; a request
+costs tokens and is refused when the bucket cannot pay. Refill is lazy (computed from
+the time since the last visit), so a bucket costs O(1) time and memory and needs no
+timer. :class:`RateLimiter` keeps one bucket per identity (an owner, an IP address)
+in a bounded LRU, so a flood of distinct identities cannot exhaust memory.
+
+Every decision carries what the client needs to cooperate instead of guessing:
+``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (seconds until the
+bucket is full again) and, when refused, ``Retry-After`` (seconds until the request
+would succeed).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+
+#: Float noise tolerated when comparing token counts (a refill computed as
+#: ``elapsed × rate`` may land a hair below the whole number it stands for).
+_EPS = 1e-9
+
+_POLICY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)\s*(?::\s*(\d+(?:\.\d+)?))?\s*$")
+
+
+@dataclass(frozen=True)
+class RatePolicy:
+    """``capacity`` tokens of burst, refilled at ``refill_per_s`` tokens per second."""
+
+    capacity: float
+    refill_per_s: float
+
+    def __post_init__(self) -> None:
+        if self.capacity < 1 or self.refill_per_s <= 0:
+            raise ValueError("a rate policy needs capacity >= 1 and a positive refill rate")
+
+    @classmethod
+    def per(cls, count: float, seconds: float, burst: float | None = None) -> RatePolicy:
+        """``count`` requests per ``seconds`` on average, bursts up to ``burst`` (default count)."""
+        if count <= 0 or seconds <= 0:
+            raise ValueError("count and seconds must be positive")
+        return cls(
+            capacity=float(burst if burst is not None else count), refill_per_s=count / seconds
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> RatePolicy:
+        """Parse ``"COUNT/SECONDS[:BURST]"``, e.g. ``"20/60"`` or ``"5/1:50"``."""
+        m = _POLICY.match(text)
+        if not m:
+            raise ValueError(f"not a rate policy (want COUNT/SECONDS[:BURST]): {text!r}")
+        burst = float(m.group(3)) if m.group(3) else None
+        return cls.per(float(m.group(1)), float(m.group(2)), burst)
+
+    def describe(self) -> str:
+        """Human form, e.g. ``"20 burst, 0.333/s"``."""
+        return f"{self.capacity:g} burst, {self.refill_per_s:.3g}/s"
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """The outcome of one check, with the numbers for the response headers."""
+
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_s: int
+    retry_after_s: int
+
+    def headers(self) -> dict[str, str]:
+        """``RateLimit-Limit``/``-Remaining``/``-Reset``, plus ``Retry-After`` when refused."""
+        out = {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_s),
+        }
+        if not self.allowed:
+            out["Retry-After"] = str(self.retry_after_s)
+        return out
+
+
+def most_restrictive(decisions: Iterable[RateDecision]) -> RateDecision:
+    """The decision a client should see: a refusal with the longest wait, else the least room."""
+    items = list(decisions)
+    if not items:
+        raise ValueError("no decisions")
+    refused = [d for d in items if not d.allowed]
+    if refused:
+        return max(refused, key=lambda d: d.retry_after_s)
+    return min(items, key=lambda d: (d.remaining, -d.reset_s))
+
+
+class _Bucket:
+    __slots__ = ("tokens", "stamp")
+
+    def __init__(self, tokens: float, stamp: float) -> None:
+        self.tokens = tokens
+        self.stamp = stamp
+
+
+class RateLimiter:
+    """One token bucket per identity under one :class:`RatePolicy`; thread-safe."""
+
+    def __init__(
+        self,
+        policy: RatePolicy,
+        *,
+        name: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        max_identities: int = 100_000,
+    ) -> None:
+        self.policy = policy
+        self.name = name
+        self._clock = clock
+        self._max = max_identities
+        self._buckets: OrderedDict[Hashable, _Bucket] = OrderedDict()
+        self._lock = threading.Lock()
+        self.allowed = 0
+        self.refused = 0
+
+    def _refill(self, identity: Hashable) -> _Bucket:
+        now = self._clock()
+        bucket = self._buckets.get(identity)
+        if bucket is None:
+            bucket = _Bucket(self.policy.capacity, now)
+            self._buckets[identity] = bucket
+            while len(self._buckets) > self._max:
+                self._buckets.popitem(last=False)
+        else:
+            elapsed = max(0.0, now - bucket.stamp)
+            bucket.tokens = min(
+                self.policy.capacity, bucket.tokens + elapsed * self.policy.refill_per_s
+            )
+            bucket.stamp = now
+            self._buckets.move_to_end(identity)
+        return bucket
+
+    def _decision(self, bucket: _Bucket, allowed: bool, cost: float) -> RateDecision:
+        rate = self.policy.refill_per_s
+        reset = math.ceil((self.policy.capacity - bucket.tokens) / rate - _EPS)
+        retry = 0 if allowed else max(1, math.ceil((cost - bucket.tokens) / rate))
+        return RateDecision(
+            allowed=allowed,
+            limit=int(self.policy.capacity),
+            remaining=max(0, math.floor(bucket.tokens + _EPS)),
+            reset_s=max(0, reset),
+            retry_after_s=retry,
+        )
+
+    def check(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Take ``cost`` tokens from ``identity``'s bucket if it can pay; say what happened."""
+        with self._lock:
+            bucket = self._refill(identity)
+            allowed = bucket.tokens + _EPS >= cost
+            if allowed:
+                bucket.tokens = max(0.0, bucket.tokens - cost)
+                self.allowed += 1
+            else:
+                self.refused += 1
+            return self._decision(bucket, allowed, cost)
+
+    def peek(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Whether ``identity`` could pay ``cost`` now, without taking anything."""
+        with self._lock:
+            bucket = self._refill(identity)
+            return self._decision(bucket, bucket.tokens + _EPS >= cost, cost)
+
+    def charge(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens after the fact (never below zero), e.g. for a wasted store read."""
+        with self._lock:
+            bucket = self._refill(identity)
+            bucket.tokens = max(0.0, bucket.tokens - cost)
+
+    def refund(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Give back tokens taken by a check whose request was refused by another limit."""
+        with self._lock:
+            bucket = self._refill(identity)
+            bucket.tokens = min(self.policy.capacity, bucket.tokens + cost)
+
+    def reset(self) -> None:
+        """Forget every bucket (all identities start full again)."""
+        with self._lock:
+            self._buckets.clear()
+
+    def stats(self) -> dict[str, object]:
+        """Counters and the policy, for dashboards."""
+        return {
+            "policy": self.policy.describe(),
+            "allowed": self.allowed,
+            "refused": self.refused,
+            "identities": len(self._buckets),
+        }
+
+
+def check_all(checks: Iterable[tuple[RateLimiter, Hashable]], cost: float = 1.0) -> RateDecision:
+    """Pass only if every ``(limiter, identity)`` can pay ``cost``; all-or-nothing.
+
+    Tokens taken from the limiters that agreed are refunded when a later one refuses,
+    so a refused request costs nothing. Returns :func:`most_restrictive` of the decisions.
+    """
+    taken: list[tuple[RateLimiter, Hashable]] = []
+    decisions: list[RateDecision] = []
+    for limiter, identity in checks:
+        decision = limiter.check(identity, cost)
+        decisions.append(decision)
+        if not decision.allowed:
+            for done_limiter, done_identity in taken:
+                done_limiter.refund(done_identity, cost)
+            return most_restrictive(decisions)
+        taken.append((limiter, identity))
+    return most_restrictive(decisions)

@@ -1,0 +1,641 @@
+"""The shortener's HTTP API: the hot redirect on a bare ASGI route, the rest on FastAPI.
+
+``GET /{key}`` is served by :class:`RedirectRoute`, tried before the FastAPI app (see
+:class:`lookup.server.FastPath`): it matches only path segments shaped like a key or
+alias that are not reserved words, so ``/docs``, ``/healthz``, ``/search`` and friends
+fall through to their own routes. A cache hit answers straight from memory — no
+thread, no SQLite, no FastAPI. The redirect then hands a
+:class:`~lookup.shortener.model.ClickContext` to ``service.on_click`` *after* the
+response has been sent.
+
+Management endpoints (``/v1/links...``) validate with the service's own rules so each
+refusal has its specific code; pydantic models in :mod:`~lookup.shortener.schemas`
+document them in the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import logging
+import secrets
+from typing import Any
+from urllib.parse import parse_qs
+
+import segno
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse
+from starlette.routing import BaseRoute, Match, NoMatchFound
+from starlette.types import Receive, Scope, Send
+
+from lookup.kit.cache import MISSING
+from lookup.kit.http import error_response, parse_json_object
+from lookup.kit.ratelimit import RateDecision, check_all
+from lookup.shortener import pages, schemas
+from lookup.shortener.keys import KEY_SHAPE
+from lookup.shortener.model import ClickContext, Link, Outcome, verdict
+from lookup.shortener.service import ShortenerConfig, ShortenerError, ShortenerService, owner_id
+
+log = logging.getLogger("lookup.shortener.http")
+
+CACHE_302 = b"max-age=0, s-maxage=60"
+_GONE_CACHE = {"Cache-Control": "max-age=0, s-maxage=60"}
+_NO_STORE = {"Cache-Control": "no-store"}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": schemas.ErrorBody, "description": "invalid input (specific error code)"},
+    401: {"model": schemas.ErrorBody, "description": "missing or invalid bearer token"},
+    403: {"model": schemas.ErrorBody, "description": "not the link's owner"},
+    404: {"model": schemas.ErrorBody, "description": "unknown key"},
+    410: {"model": schemas.ErrorBody, "description": "the link is deleted or expired"},
+    413: {"model": schemas.ErrorBody, "description": "body too large"},
+    429: {"model": schemas.ErrorBody, "description": "rate limited (see RateLimit-* headers)"},
+}
+
+
+def client_ip(scope: Scope, trust_forwarded_for: bool = False) -> str:
+    """The client's address; from ``X-Forwarded-For`` only when the proxy is trusted."""
+    if trust_forwarded_for:
+        for name, value in scope.get("headers", ()):
+            if name == b"x-forwarded-for":
+                first = value.decode("latin-1").split(",")[0].strip()
+                if first:
+                    return first
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
+
+
+def _owner_from_header(value: str | None) -> str | None:
+    """Owner id from an ``Authorization`` header value; None when absent, 401 when malformed."""
+    if value is None:
+        return None
+    scheme, _, token = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ShortenerError(401, "INVALID_TOKEN", "use Authorization: Bearer <owner token>")
+    return owner_id(token.strip())
+
+
+def _rate_limited(decision: RateDecision) -> ShortenerError:
+    return ShortenerError(
+        429,
+        "RATE_LIMITED",
+        f"too many requests; retry in {decision.retry_after_s} s",
+        headers=decision.headers(),
+    )
+
+
+async def _send_error(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+) -> None:
+    await error_response(status, code, message, headers=headers)(scope, receive, send)
+
+
+async def _send_html(scope: Scope, receive: Receive, send: Send, html: str, status: int) -> None:
+    await HTMLResponse(html, status_code=status, headers=pages.PAGE_HEADERS)(scope, receive, send)
+
+
+class RedirectHandler:
+    """The raw ASGI endpoint behind ``GET /{key}``, ``GET /{key}+`` and ``POST /{key}``."""
+
+    def __init__(self, service: ShortenerService) -> None:
+        self.service = service
+        self.trust_forwarded_for = service.config.trust_forwarded_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        params = scope["path_params"]
+        key: str = params["key"]
+        svc = self.service
+        found = svc.resolver.cached(key)
+        if found is MISSING:
+            ip = client_ip(scope, self.trust_forwarded_for)
+            budget = svc.limit_misses.peek(ip)
+            if not budget.allowed:
+                headers = budget.headers()
+                headers.update(_NO_STORE)
+                await _send_error(
+                    scope,
+                    receive,
+                    send,
+                    429,
+                    "RATE_LIMITED",
+                    "too many lookups of unknown keys from this address",
+                    headers,
+                )
+                return
+            found = await svc.resolver.load(key)
+            if found is None:
+                svc.limit_misses.charge(ip)
+        link: Link | None = found
+        now = svc.clock()
+        outcome = verdict(link, now)
+        if link is None or outcome in (Outcome.EXPIRED, Outcome.DELETED, Outcome.NOT_FOUND):
+            await self._gone_or_missing(scope, receive, send, key, outcome)
+            return
+        if params["preview"]:
+            status = "DISABLED" if outcome is Outcome.DISABLED else "ACTIVE"
+            html = pages.preview_page(link, svc.short_url(key), status)
+            await _send_html(scope, receive, send, html, 403 if status == "DISABLED" else 200)
+            return
+        if outcome is Outcome.DISABLED:
+            await _send_html(
+                scope, receive, send, pages.warning_page(link, svc.short_url(key)), 403
+            )
+            return
+        if outcome is Outcome.PASSWORD:
+            if scope["method"] == "POST":
+                await self._password_attempt(scope, receive, send, link, now)
+            else:
+                await _send_html(
+                    scope, receive, send, pages.password_page(link, svc.short_url(key)), 200
+                )
+            return
+        if link.max_clicks is not None:
+            outcome, link = await svc.admit(link, now)
+            if outcome is not Outcome.REDIRECT:
+                await self._after_refusal(scope, receive, send, link, outcome)
+                return
+        status = 303 if scope["method"] == "POST" else link.redirect_type
+        await self._redirect(send, link, status)
+        self._emit(scope, key, now, status)
+
+    async def _redirect(self, send: Send, link: Link, status: int) -> None:
+        if status == 301:
+            cache = f"public, max-age={link.max_age or 0}".encode()
+        elif status == 303:
+            cache = b"no-store"
+        else:
+            cache = CACHE_302
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"location", link.long_url.encode("ascii")),
+                    (b"cache-control", cache),
+                    (b"content-length", b"0"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+    def _emit(self, scope: Scope, key: str, now: float, status: int) -> None:
+        user_agent = referer = country = language = None
+        for name, value in scope.get("headers", ()):
+            if name == b"user-agent":
+                user_agent = value.decode("latin-1")
+            elif name == b"referer":
+                referer = value.decode("latin-1")
+            elif name == b"cf-ipcountry" or name == b"x-country":
+                country = value.decode("latin-1")
+            elif name == b"accept-language":
+                language = value.decode("latin-1")
+        self.service.emit_click(
+            ClickContext(
+                key=key,
+                ts=now,
+                client_ip=client_ip(scope, self.trust_forwarded_for),
+                user_agent=user_agent,
+                referer=referer,
+                country=country,
+                accept_language=language,
+                method=scope["method"],
+                status=status,
+            )
+        )
+
+    async def _gone_or_missing(
+        self, scope: Scope, receive: Receive, send: Send, key: str, outcome: Outcome
+    ) -> None:
+        if outcome is Outcome.EXPIRED:
+            await _send_error(
+                scope,
+                receive,
+                send,
+                410,
+                "LINK_EXPIRED",
+                f"the link {key!r} has expired",
+                _GONE_CACHE,
+            )
+        elif outcome is Outcome.DELETED:
+            await _send_error(
+                scope,
+                receive,
+                send,
+                410,
+                "LINK_DELETED",
+                f"the link {key!r} was deleted",
+                _GONE_CACHE,
+            )
+        else:
+            await _send_error(
+                scope, receive, send, 404, "NOT_FOUND", f"no link has the key {key!r}", _NO_STORE
+            )
+
+    async def _after_refusal(
+        self, scope: Scope, receive: Receive, send: Send, link: Link, outcome: Outcome
+    ) -> None:
+        if outcome is Outcome.DISABLED:
+            await _send_html(
+                scope,
+                receive,
+                send,
+                pages.warning_page(link, self.service.short_url(link.key)),
+                403,
+            )
+        else:
+            await self._gone_or_missing(scope, receive, send, link.key, outcome)
+
+    async def _password_attempt(
+        self, scope: Scope, receive: Receive, send: Send, link: Link, now: float
+    ) -> None:
+        svc = self.service
+        ip = client_ip(scope, self.trust_forwarded_for)
+        decision = svc.limit_passwords.check((ip, link.key))
+        if not decision.allowed:
+            headers = decision.headers()
+            headers.update(_NO_STORE)
+            await _send_error(
+                scope, receive, send, 429, "RATE_LIMITED", "too many password attempts", headers
+            )
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # client went away
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        password = _password_from_body(scope, body)
+        ok = password is not None and await asyncio.to_thread(svc.check_password, link, password)
+        if not ok:
+            html = pages.password_page(
+                link, svc.short_url(link.key), error="Wrong password, try again."
+            )
+            await _send_html(scope, receive, send, html, 403)
+            return
+        outcome, fresh = await svc.admit(link, now)
+        if outcome is not Outcome.REDIRECT:
+            await self._after_refusal(scope, receive, send, fresh, outcome)
+            return
+        await self._redirect(send, fresh, 303)
+        self._emit(scope, link.key, now, 303)
+
+
+def _password_from_body(scope: Scope, body: bytes) -> str | None:
+    content_type = ""
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            content_type = value.decode("latin-1").lower()
+    try:
+        if content_type.startswith("application/json"):
+            data = json.loads(body)
+            value = data.get("password") if isinstance(data, dict) else None
+        else:
+            values = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=20)
+            value = (values.get("password") or [None])[0]
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= 128:
+        return None
+    return value
+
+
+class RedirectRoute(BaseRoute):
+    """Matches ``/{key}`` and ``/{key}+`` for key-shaped, non-reserved segments only.
+
+    With ``mounts``, the first request also reserves every single-segment route the
+    app has by then (systems mounted after the shortener), so none is ever shadowed.
+    """
+
+    def __init__(self, service: ShortenerService, mounts: Any = None) -> None:
+        self.service = service
+        self.handler = RedirectHandler(service)
+        self._mounts = mounts
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "http":
+            return Match.NONE, {}
+        if self._mounts is not None:
+            self.service.reserved.add(_route_words(self._mounts))
+            self._mounts = None
+        method = scope["method"]
+        if method != "GET" and method != "HEAD" and method != "POST":
+            return Match.NONE, {}
+        segment: str = scope["path"][1:]
+        preview = segment.endswith("+")
+        if preview:
+            if method == "POST":
+                return Match.NONE, {}
+            segment = segment[:-1]
+        if not KEY_SHAPE.fullmatch(segment) or segment in self.service.reserved:
+            return Match.NONE, {}
+        return Match.FULL, {"path_params": {"key": segment, "preview": preview}}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(scope, receive, send)
+
+    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+        raise NoMatchFound(name, path_params)
+
+
+def _qr(service: ShortenerService, key: str) -> segno.QRCode:
+    link = service.get(key)
+    if link.is_tombstone:
+        raise ShortenerError(410, "LINK_GONE", f"the link {key!r} is {link.status.value.lower()}")
+    return segno.make(service.short_url(key), error="m", micro=False)
+
+
+def build_router(service: ShortenerService) -> APIRouter:
+    """The management API (``/v1/links`` ...) bound to ``service``."""
+    router = APIRouter(tags=["shortener"])
+    trust = service.config.trust_forwarded_for
+
+    def write_budget(request: Request, owner: str | None, cost: float = 1.0) -> RateDecision:
+        ip = client_ip(request.scope, trust)
+        if owner is None:
+            checks = [(service.limit_anonymous, ip)]
+        else:
+            checks = [(service.limit_owner, owner), (service.limit_ip, ip)]
+        decision = check_all(checks, cost)
+        if not decision.allowed:
+            raise _rate_limited(decision)
+        return decision
+
+    def require_token(request: Request) -> str:
+        owner = _owner_from_header(request.headers.get("authorization"))
+        if owner is None:
+            raise ShortenerError(401, "UNAUTHORIZED", "send Authorization: Bearer <owner token>")
+        return owner
+
+    @router.post(
+        "/v1/tokens",
+        status_code=201,
+        response_model=schemas.Token,
+        summary="Mint an owner token (opaque; only its hash is stored)",
+    )
+    async def mint_token() -> dict[str, str]:
+        token = secrets.token_urlsafe(32)
+        return {"token": token, "ownerId": owner_id(token)}
+
+    @router.post(
+        "/v1/links",
+        status_code=201,
+        response_model=schemas.LinkCreated,
+        responses={
+            **_ERRORS,
+            409: {"model": schemas.ErrorBody, "description": "ALIAS_TAKEN"},
+            422: {"model": schemas.ErrorBody, "description": "IDEMPOTENCY_KEY_REUSED"},
+        },
+        summary="Shorten a URL",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": schemas.CreateLink.model_json_schema()}},
+            }
+        },
+    )
+    async def create_link(request: Request) -> Response:
+        owner = _owner_from_header(request.headers.get("authorization"))
+        decision = write_budget(request, owner)
+        body = parse_json_object(await request.body())
+        created = await run_in_threadpool(
+            service.create,
+            body,
+            owner=owner,
+            idempotency_key=request.headers.get("idempotency-key"),
+        )
+        headers = decision.headers()
+        headers["Location"] = f"/v1/links/{created.body['key']}"
+        if created.replayed:
+            headers["Idempotent-Replayed"] = "true"
+        return JSONResponse(created.body, status_code=201, headers=headers)
+
+    @router.get(
+        "/v1/links",
+        response_model=schemas.LinkPage,
+        responses=_ERRORS,
+        summary="List my links (newest first)",
+    )
+    async def list_links(
+        request: Request,
+        limit: int = Query(50, ge=1, le=500),
+        cursor: str | None = Query(None, max_length=512),
+        tag: str | None = Query(None, max_length=32),
+        status: str | None = Query(None, max_length=16),
+    ) -> Any:
+        owner = require_token(request)
+        return await run_in_threadpool(
+            service.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status
+        )
+
+    @router.get(
+        "/v1/links/export.csv",
+        response_class=Response,
+        responses={200: {"content": {"text/csv": {}}}, **_ERRORS},
+        summary="Export my links as CSV",
+    )
+    async def export_csv(request: Request) -> Response:
+        owner = require_token(request)
+        text = await run_in_threadpool(service.export_csv, owner)
+        return Response(
+            text,
+            media_type="text/csv; charset=utf-8",
+            headers={"Content-Disposition": 'attachment; filename="links.csv"'},
+        )
+
+    @router.post(
+        "/v1/links/import",
+        response_model=schemas.ImportResult,
+        responses=_ERRORS,
+        summary="Import links from CSV (header row with longUrl; per-row results)",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"text/csv": {"schema": {"type": "string"}}},
+            }
+        },
+    )
+    async def import_csv(request: Request) -> Response:
+        owner = require_token(request)
+        raw = await request.body()
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ShortenerError(400, "INVALID_CSV", "the CSV must be UTF-8") from None
+        bodies = service.parse_import(text)
+        decision = write_budget(request, owner, cost=max(1, len(bodies)))
+        result = await run_in_threadpool(service.import_rows, bodies, owner=owner)
+        return JSONResponse(result, headers=decision.headers())
+
+    @router.get(
+        "/v1/links/{key}",
+        response_model=schemas.LinkView,
+        response_model_exclude_unset=True,
+        responses=_ERRORS,
+        summary="One link (its owner sees every field)",
+    )
+    async def get_link(key: str, request: Request) -> Any:
+        owner = _owner_from_header(request.headers.get("authorization"))
+        link = await run_in_threadpool(service.get, key)
+        if owner is not None and link.owner == owner:
+            return service.owner_view(link)
+        return service.public_view(link)
+
+    @router.patch(
+        "/v1/links/{key}",
+        response_model=schemas.LinkView,
+        responses=_ERRORS,
+        summary="Change my link: retarget, tags, expiry, clicks, password, status (audited)",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": schemas.PatchLink.model_json_schema()}},
+            }
+        },
+    )
+    async def patch_link(key: str, request: Request) -> Response:
+        owner = require_token(request)
+        decision = write_budget(request, owner)
+        patch = parse_json_object(await request.body())
+        link = await run_in_threadpool(service.update, key, patch, owner=owner)
+        return JSONResponse(service.owner_view(link), headers=decision.headers())
+
+    @router.delete(
+        "/v1/links/{key}",
+        response_model=schemas.LinkView,
+        responses=_ERRORS,
+        summary="Delete my link (a tombstone: 410 from now on, key never reused)",
+    )
+    async def delete_link(key: str, request: Request) -> Response:
+        owner = require_token(request)
+        decision = write_budget(request, owner)
+        link = await run_in_threadpool(service.delete, key, owner=owner)
+        return JSONResponse(service.owner_view(link), headers=decision.headers())
+
+    @router.get(
+        "/v1/links/{key}/history",
+        response_model=list[schemas.AuditEntry],
+        responses=_ERRORS,
+        summary="Audit trail of my link (who changed what, when; old and new URL)",
+    )
+    async def link_history(key: str, request: Request) -> Any:
+        owner = require_token(request)
+        return await run_in_threadpool(service.audit, key, owner)
+
+    @router.get(
+        "/v1/links/{key}/qr.png",
+        response_class=Response,
+        responses={200: {"content": {"image/png": {}}}, **_ERRORS},
+        summary="QR code of the short URL (PNG)",
+    )
+    async def qr_png(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
+        qr = await run_in_threadpool(_qr, service, key)
+        out = io.BytesIO()
+        qr.save(out, kind="png", scale=scale, border=4)
+        return Response(
+            out.getvalue(),
+            media_type="image/png",
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    @router.get(
+        "/v1/links/{key}/qr.svg",
+        response_class=Response,
+        responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS},
+        summary="QR code of the short URL (SVG)",
+    )
+    async def qr_svg(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
+        qr = await run_in_threadpool(_qr, service, key)
+        out = io.BytesIO()
+        qr.save(out, kind="svg", scale=scale, border=4, xmldecl=False)
+        return Response(
+            out.getvalue(),
+            media_type="image/svg+xml",
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    @router.get(
+        "/v1/shortener/metrics",
+        summary="Shortener counters: what each cache layer absorbed, rate limits, clicks",
+    )
+    async def metrics() -> dict[str, Any]:
+        return await run_in_threadpool(service.metrics)
+
+    return router
+
+
+def _route_words(mounts: Any) -> set[str]:
+    words: set[str] = set()
+    for route in list(getattr(mounts.api, "routes", [])) + list(mounts.fast_routes):
+        path = getattr(route, "path", None)
+        if isinstance(path, str) and path.startswith("/"):
+            first = path[1:].split("/", 1)[0]
+            if first and "{" not in first:
+                words.add(first)
+    return words
+
+
+def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerService:
+    """Add the shortener to the server: redirect fast route, management API, sweeper, health.
+
+    The service is also published as ``mounts.api.state.shortener`` so that systems
+    mounted later (analytics, the scanner) can plug into its seams.
+    """
+    cfg = config or ShortenerConfig.from_env(mounts.data_dir, mounts.base_url)
+    service = ShortenerService(cfg)
+    service.reserved.add(_route_words(mounts))
+    mounts.api.state.shortener = service
+    mounts.fast_routes.append(RedirectRoute(service, mounts))
+    mounts.api.include_router(build_router(service))
+    sweeper: dict[str, asyncio.Task[None]] = {}
+
+    async def sweep_forever() -> None:
+        while True:
+            await asyncio.sleep(cfg.sweep_interval_s)
+            try:
+                expired = await asyncio.to_thread(service.sweep)
+                if expired:
+                    log.info("tombstoned %d expired links", expired)
+            except Exception:
+                log.exception("the expiry sweep failed; it will run again")
+
+    async def startup() -> None:
+        service.reserved.add(_route_words(mounts))  # routes other systems mounted after us
+        sweeper["task"] = asyncio.create_task(sweep_forever())
+
+    async def shutdown() -> None:
+        task = sweeper.pop("task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        service.close()  # connections reopen on next use, so a restarted lifespan still works
+
+    mounts.on_startup.append(startup)
+    mounts.on_shutdown.append(shutdown)
+
+    def health() -> dict[str, Any]:
+        service.store.ping()  # cheap on purpose: counts live in /v1/shortener/metrics
+        cache = service.resolver.stats()
+        return {
+            "status": "ready",
+            "created": service.created,
+            "cacheHits": cache["l1"]["hits"],
+            "storeReads": cache["store"]["reads"],
+        }
+
+    mounts.health["shortener"] = health
+    return service
+
+
+__all__ = ["RedirectHandler", "RedirectRoute", "build_router", "client_ip", "mount"]

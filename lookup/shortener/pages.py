@@ -1,0 +1,98 @@
+"""The few HTML pages a person may see instead of a redirect: warning, password, preview.
+
+Every value placed in a page is HTML-escaped; pages are never cached, may not be
+framed, and load nothing from anywhere (a strict Content-Security-Policy).
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from lookup.shortener.model import Link
+
+#: Headers sent with every page.
+PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;"
+    "color:#1f2328;line-height:1.5}h1{font-size:1.4rem}code{word-break:break-all;"
+    "background:#f6f8fa;padding:.1rem .3rem;border-radius:4px}.warn{border-left:4px solid #d1242f;"
+    "padding:.5rem 1rem;background:#fff5f5}.btn{display:inline-block;padding:.5rem 1rem;"
+    "border-radius:6px;background:#0969da;color:#fff;text-decoration:none;border:0;font-size:1rem;"
+    "cursor:pointer}input{font-size:1rem;padding:.4rem}.err{color:#d1242f}"
+)
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name=viewport content="width=device-width,initial-scale=1">'
+        '<meta name=robots content="noindex,nofollow">'
+        f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
+        f"<body>{body}</body></html>"
+    )
+
+
+def warning_page(link: Link, short_url: str) -> str:
+    """Shown instead of a redirect for a DISABLED link: no Location, no clickable destination."""
+    by_scanner = bool(link.status_reason) and link.status_reason != "owner"
+    why = (
+        "Our safety checks flagged its destination as harmful."
+        if by_scanner
+        else "Its owner has disabled it."
+    )
+    return _page(
+        "Warning: this link has been disabled",
+        '<h1 id="warning">Warning: this link has been disabled</h1>'
+        f'<div class="warn"><p>The short link <code>{escape(short_url)}</code> '
+        f"no longer redirects. {escape(why)}</p>"
+        f"<p>It pointed to <code>{escape(link.long_url)}</code>. "
+        "We recommend you do not visit it.</p>"
+        "</div>",
+    )
+
+
+def password_page(link: Link, short_url: str, *, error: str | None = None) -> str:
+    """The form a password-protected link shows first; it posts back to the short URL."""
+    message = f'<p class="err" id="error">{escape(error)}</p>' if error else ""
+    return _page(
+        "Password required",
+        "<h1>This link is protected by a password</h1>"
+        f"<p>Enter the password for <code>{escape(short_url)}</code> to continue.</p>{message}"
+        f'<form method="post" action="/{escape(link.key)}">'
+        '<label for="password">Password</label> '
+        '<input id="password" type="password" name="password" autocomplete="current-password" '
+        'required maxlength="128" autofocus> '
+        '<button class="btn" type="submit">Continue</button></form>',
+    )
+
+
+def preview_page(link: Link, short_url: str, status: str) -> str:
+    """``GET /{key}+``: where the link goes, its scan verdict, and a button to continue."""
+    if link.password_hash:
+        destination = "<p>The destination is hidden until the password is entered.</p>"
+    else:
+        destination = (
+            "<p>This short link goes to:</p>"
+            f"<p><code id=destination>{escape(link.long_url)}</code></p>"
+        )
+    disabled = status == "DISABLED"
+    if disabled:
+        action = '<div class="warn"><p>This link has been disabled and will not redirect.</p></div>'
+    else:
+        action = (
+            f'<p><a class="btn" id="continue" href="/{escape(link.key)}" '
+            'rel="noreferrer">Continue</a></p>'
+        )
+    return _page(
+        "Link preview",
+        f"<h1>Preview of <code>{escape(short_url)}</code></h1>{destination}"
+        f"<p>Safety scan: <strong id=verdict>{escape(link.scan_verdict)}</strong> · "
+        f"status: <strong id=status>{escape(status)}</strong></p>{action}",
+    )

@@ -1,0 +1,232 @@
+"""The read path: key → link through three layers, each with its own counters.
+
+1. an in-process LRU with TTL (:class:`~lookup.kit.cache.TTLCache`) for the hot keys —
+   a hit touches no lock but the cache's own, no thread and no SQLite;
+2. a negative cache (≈30 s) of keys the store does not have, kept apart from the LRU
+   so a scraper guessing keys cannot evict the hot set;
+3. a pluggable shared tier (:class:`~lookup.kit.cache.SharedCache`; none by default,
+   Redis later) and finally the :class:`~lookup.shortener.store.LinkStore`.
+
+Misses go through single-flight, so when a viral key expires from the cache the many
+requests that miss together cost one load. Writes call :meth:`Resolver.invalidate`;
+a load that started before an invalidation does not put its (stale) result back.
+
+The resolver returns the stored record; the expiry rule (:func:`~lookup.shortener.model.verdict`)
+is applied by the caller on every read, so caching never delays an expiry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from lookup.kit.cache import (
+    MISSING,
+    AsyncSingleFlight,
+    NullSharedCache,
+    SharedCache,
+    SingleFlight,
+    TTLCache,
+)
+from lookup.shortener.model import Link, Status
+from lookup.shortener.store import LinkStore
+
+log = logging.getLogger("lookup.shortener.resolver")
+
+_NEGATIVE = b"\x00NOT_FOUND"
+
+
+def encode_link(link: Link) -> bytes:
+    """The bytes a shared cache holds for a link."""
+    data = asdict(link)
+    data["status"] = link.status.value
+    data["tags"] = list(link.tags)
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def decode_link(raw: bytes) -> Link:
+    """Inverse of :func:`encode_link`."""
+    data = json.loads(raw)
+    data["status"] = Status(data["status"])
+    data["tags"] = tuple(data["tags"])
+    return Link(**data)
+
+
+class Resolver:
+    """Cached ``key → Link`` lookups in front of the link store (see the module docstring)."""
+
+    def __init__(
+        self,
+        store: LinkStore,
+        *,
+        cache_size: int = 100_000,
+        cache_ttl_s: float = 60.0,
+        cache_jitter: float = 0.1,
+        negative_ttl_s: float = 30.0,
+        negative_size: int = 100_000,
+        shared: SharedCache | None = None,
+        shared_ttl_s: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.cache: TTLCache[str, Link] = TTLCache(
+            cache_size, cache_ttl_s, jitter=cache_jitter, clock=clock
+        )
+        self.negative: TTLCache[str, bool] = TTLCache(negative_size, negative_ttl_s, clock=clock)
+        self.shared: SharedCache = shared if shared is not None else NullSharedCache()
+        self.shared_ttl_s = shared_ttl_s
+        self.negative_ttl_s = negative_ttl_s
+        self.flight = SingleFlight()
+        self.aflight = AsyncSingleFlight()
+        self._epoch = 0
+        self.requests = 0
+        self.l1_hits = 0
+        self.negative_hits = 0
+        self.shared_hits = 0
+        self.shared_negative_hits = 0
+        self.shared_misses = 0
+        self.shared_errors = 0
+        self.store_reads = 0
+        self.store_not_found = 0
+        self.invalidations = 0
+        self.stale_fills_skipped = 0
+
+    # -- lookups -----------------------------------------------------------------------
+
+    def cached(self, key: str) -> Any:
+        """What the in-process layers know without any I/O: a Link, None (known
+        missing) or :data:`~lookup.kit.cache.MISSING` (must load)."""
+        self.requests += 1
+        link = self.cache.get(key)
+        if link is not MISSING:
+            self.l1_hits += 1
+            return link
+        if self.negative.get(key) is not MISSING:
+            self.negative_hits += 1
+            return None
+        return MISSING
+
+    def resolve(self, key: str) -> Link | None:
+        """The link for ``key`` (or None), from the nearest layer that has it. Thread-safe."""
+        found = self.cached(key)
+        if found is not MISSING:
+            return found  # type: ignore[no-any-return]
+        return self.flight.do(key, lambda: self._load(key))
+
+    async def aresolve(self, key: str) -> Link | None:
+        """Like :meth:`resolve` for an event loop: a cache hit never leaves the loop; a miss
+        loads in a worker thread, once per key however many requests wait for it."""
+        found = self.cached(key)
+        if found is not MISSING:
+            return found  # type: ignore[no-any-return]
+        return await self.load(key)
+
+    async def load(self, key: str) -> Link | None:
+        """Load ``key`` past the in-process layers (single-flight, in a worker thread)."""
+        return await self.aflight.do(key, lambda: asyncio.to_thread(self._load, key))
+
+    def _load(self, key: str) -> Link | None:
+        epoch = self._epoch
+        link: Link | None
+        raw = self._shared_get(key)
+        if raw is not None and raw == _NEGATIVE:
+            self.shared_negative_hits += 1
+            link = None
+        elif raw is not None:
+            self.shared_hits += 1
+            link = decode_link(raw)
+        else:
+            self.shared_misses += 1
+            self.store_reads += 1
+            link = self.store.get(key)
+            if link is None:
+                self.store_not_found += 1
+            if epoch == self._epoch:
+                self._shared_set(
+                    key,
+                    _NEGATIVE if link is None else encode_link(link),
+                    self.negative_ttl_s if link is None else self.shared_ttl_s,
+                )
+        if epoch != self._epoch:
+            self.stale_fills_skipped += 1
+        elif link is None:
+            self.negative.set(key, True)
+        else:
+            self.cache.set(key, link)
+        return link
+
+    def _shared_get(self, key: str) -> bytes | None:
+        try:
+            return self.shared.get(key)
+        except Exception:  # a broken shared tier is a miss, never an error
+            self.shared_errors += 1
+            log.warning("shared cache %s failed on get", self.shared.name, exc_info=True)
+            return None
+
+    def _shared_set(self, key: str, value: bytes, ttl: float) -> None:
+        try:
+            self.shared.set(key, value, ttl)
+        except Exception:
+            self.shared_errors += 1
+            log.warning("shared cache %s failed on set", self.shared.name, exc_info=True)
+
+    # -- writes ------------------------------------------------------------------------
+
+    def invalidate(self, key: str) -> None:
+        """Drop ``key`` from every layer now (after a create, retarget, delete or disable)."""
+        self._epoch += 1
+        self.invalidations += 1
+        self.cache.delete(key)
+        self.negative.delete(key)
+        try:
+            self.shared.delete(key)
+        except Exception:
+            self.shared_errors += 1
+            log.warning("shared cache %s failed on delete", self.shared.name, exc_info=True)
+
+    def remember(self, link: Link) -> None:
+        """Put a record we just read or wrote into the in-process cache."""
+        self.negative.delete(link.key)
+        self.cache.set(link.key, link)
+
+    def clear(self) -> None:
+        """Empty the in-process layers (counters are kept)."""
+        self._epoch += 1
+        self.cache.clear()
+        self.negative.clear()
+
+    # -- observability -----------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        """Per-layer counters: what each layer absorbed, for the dashboard and benchmarks."""
+        l1 = self.cache.stats()
+        return {
+            "requests": self.requests,
+            "l1": {
+                "hits": self.l1_hits,
+                "size": l1["size"],
+                "maxsize": l1["maxsize"],
+                "evictions": l1["evictions"],
+                "expirations": l1["expirations"],
+            },
+            "negative": {"hits": self.negative_hits, "size": len(self.negative)},
+            "shared": {
+                "tier": self.shared.name,
+                "hits": self.shared_hits,
+                "negativeHits": self.shared_negative_hits,
+                "misses": self.shared_misses,
+                "errors": self.shared_errors,
+            },
+            "store": {"reads": self.store_reads, "notFound": self.store_not_found},
+            "singleFlight": {
+                "loads": self.flight.loads + self.aflight.loads,
+                "collapsed": self.flight.collapsed + self.aflight.collapsed,
+            },
+            "invalidations": self.invalidations,
+            "staleFillsSkipped": self.stale_fills_skipped,
+        }

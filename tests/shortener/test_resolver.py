@@ -1,0 +1,218 @@
+"""The read path: what each layer absorbs, single-flight under concurrency, invalidation."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lookup.kit.cache import MemorySharedCache
+from lookup.shortener.model import Link
+from lookup.shortener.resolver import Resolver, decode_link, encode_link
+from lookup.shortener.store import LinkStore
+
+NOW = 1_800_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingStore:
+    """Wraps a LinkStore: counts reads and can hold them until released."""
+
+    def __init__(self, store: LinkStore) -> None:
+        self.store = store
+        self.reads = 0
+        self.gate: threading.Event | None = None
+        self.started = threading.Event()
+
+    def get(self, key: str) -> Link | None:
+        self.reads += 1
+        self.started.set()
+        if self.gate is not None:
+            self.gate.wait(10)
+        return self.store.get(key)
+
+
+def _link(key: str, url: str = "https://example.com/") -> Link:
+    return Link(key=key, long_url=url, owner=None, created_at=NOW, updated_at=NOW, tags=("t",))
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LinkStore:
+    s = LinkStore(tmp_path / "links.sqlite3")
+    for key in ("hot-key", "cold-key"):
+        s.create(_link(key), render=lambda link: {})
+    yield s
+    s.close()
+
+
+def _resolver(store: LinkStore, clock: Clock, **kw: Any) -> tuple[Resolver, CountingStore]:
+    counting = CountingStore(store)
+    resolver = Resolver(counting, clock=clock, cache_jitter=0.0, **kw)  # type: ignore[arg-type]
+    return resolver, counting
+
+
+def test_hits_come_from_memory_after_one_store_read(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock())
+    for _ in range(100):
+        assert resolver.resolve("hot-key").long_url == "https://example.com/"
+    stats = resolver.stats()
+    assert counting.reads == 1
+    assert stats["l1"]["hits"] == 99 and stats["store"]["reads"] == 1 and stats["requests"] == 100
+
+
+def test_entries_expire_from_memory_after_their_ttl(store: LinkStore) -> None:
+    clock = Clock()
+    resolver, counting = _resolver(store, clock, cache_ttl_s=60)
+    resolver.resolve("hot-key")
+    clock.now += 59
+    resolver.resolve("hot-key")
+    clock.now += 1
+    resolver.resolve("hot-key")
+    assert counting.reads == 2
+
+
+def test_unknown_keys_are_negatively_cached_for_a_while(store: LinkStore) -> None:
+    clock = Clock()
+    resolver, counting = _resolver(store, clock, negative_ttl_s=30)
+    for _ in range(50):
+        assert resolver.resolve("no-such-key") is None
+    assert counting.reads == 1 and resolver.stats()["negative"]["hits"] == 49
+    clock.now += 30
+    assert resolver.resolve("no-such-key") is None
+    assert counting.reads == 2
+
+
+def test_scraper_keys_do_not_evict_the_hot_set(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock(), cache_size=2, negative_size=10)
+    resolver.resolve("hot-key")
+    for i in range(100):
+        resolver.resolve(f"guess-{i}")
+    resolver.resolve("hot-key")
+    assert resolver.stats()["l1"]["hits"] == 1  # still cached after 100 misses
+
+
+def test_invalidate_purges_every_layer_at_once(store: LinkStore) -> None:
+    shared = MemorySharedCache()
+    resolver, counting = _resolver(store, Clock(), shared=shared)
+    resolver.resolve("hot-key")
+    assert shared.get("hot-key") is not None
+    store.update("hot-key", {"long_url": "https://new.example/"}, actor=None)
+    assert resolver.resolve("hot-key").long_url == "https://example.com/"  # cached, as designed
+    resolver.invalidate("hot-key")
+    assert shared.get("hot-key") is None
+    assert resolver.resolve("hot-key").long_url == "https://new.example/"
+
+
+def test_a_created_key_is_not_hidden_by_the_negative_cache(store: LinkStore) -> None:
+    resolver, _ = _resolver(store, Clock())
+    assert resolver.resolve("brand-new") is None
+    store.create(_link("brand-new"), render=lambda link: {})
+    resolver.invalidate("brand-new")
+    assert resolver.resolve("brand-new") is not None
+
+
+def test_shared_tier_serves_a_second_process_without_the_store(store: LinkStore) -> None:
+    shared = MemorySharedCache()
+    first, first_reads = _resolver(store, Clock(), shared=shared)
+    second, second_reads = _resolver(store, Clock(), shared=shared)
+    assert first.resolve("hot-key") is not None
+    assert second.resolve("hot-key") == first.resolve("hot-key")
+    assert first.resolve("missing-key") is None
+    assert second.resolve("missing-key") is None
+    assert first_reads.reads == 2 and second_reads.reads == 0
+    assert second.stats()["shared"] == {
+        "tier": "memory",
+        "hits": 1,
+        "negativeHits": 1,
+        "misses": 0,
+        "errors": 0,
+    }
+
+
+class BrokenShared:
+    name = "broken"
+
+    def get(self, key: str) -> bytes | None:
+        raise ConnectionError("redis is down")
+
+    def set(self, key: str, value: bytes, ttl: float) -> None:
+        raise ConnectionError("redis is down")
+
+    def delete(self, key: str) -> None:
+        raise ConnectionError("redis is down")
+
+
+def test_a_broken_shared_tier_costs_misses_never_errors(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=BrokenShared())
+    assert resolver.resolve("hot-key") is not None
+    resolver.invalidate("hot-key")
+    assert resolver.resolve("hot-key") is not None
+    assert counting.reads == 2 and resolver.stats()["shared"]["errors"] >= 3
+
+
+def test_single_flight_with_threads_costs_one_store_read(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock())
+    counting.gate = threading.Event()
+    results: list[Link | None] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(resolver.resolve("cold-key")))
+        for _ in range(24)
+    ]
+    for t in threads:
+        t.start()
+    counting.started.wait(10)
+    for _ in range(10_000):
+        if resolver.flight.collapsed == 23:
+            break
+        threading.Event().wait(0.001)
+    counting.gate.set()
+    for t in threads:
+        t.join()
+    assert counting.reads == 1
+    assert len(results) == 24 and all(r is not None and r.key == "cold-key" for r in results)
+    assert resolver.stats()["singleFlight"] == {"loads": 1, "collapsed": 23}
+
+
+def test_single_flight_on_the_event_loop_costs_one_store_read(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock())
+    counting.gate = threading.Event()
+
+    async def scenario() -> list[Link | None]:
+        tasks = [asyncio.ensure_future(resolver.aresolve("cold-key")) for _ in range(200)]
+        while resolver.aflight.collapsed < 199:
+            await asyncio.sleep(0.001)
+        counting.gate.set()
+        return await asyncio.gather(*tasks)
+
+    results = asyncio.run(scenario())
+    assert counting.reads == 1 and all(r is not None for r in results)
+    assert resolver.stats()["singleFlight"]["collapsed"] == 199
+
+
+def test_a_load_racing_an_invalidation_does_not_cache_stale_data(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock())
+    counting.gate = threading.Event()
+    got: list[Link | None] = []
+    loader = threading.Thread(target=lambda: got.append(resolver.resolve("cold-key")))
+    loader.start()
+    counting.started.wait(10)
+    resolver.invalidate("cold-key")  # a retarget committed while the load was in flight
+    counting.gate.set()
+    loader.join()
+    assert resolver.stats()["staleFillsSkipped"] == 1
+    assert "cold-key" not in resolver.cache
+
+
+def test_shared_encoding_round_trips() -> None:
+    link = _link("round-trip")
+    assert decode_link(encode_link(link)) == link

@@ -6,11 +6,19 @@ Every subcommand takes ``--data-dir`` (default ``$LOOKUP_DATA_DIR`` or ``./data`
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
 from lookup import __version__
+
+#: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
+COMMANDS: list[str] = [
+    "lookup.capacity_cli",
+    "lookup.datasets.cli",
+    "lookup.launcher",
+]
 
 
 def _add_data_dir(p: argparse.ArgumentParser) -> None:
@@ -75,10 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_dir(serve)
     serve.set_defaults(func=_cmd_serve)
 
-    from lookup import capacity_cli, launcher
-
-    capacity_cli.register(sub)
-    launcher.register(sub)
+    for module in COMMANDS:
+        importlib.import_module(module).register(sub)
     return parser
 
 

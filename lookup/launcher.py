@@ -59,12 +59,14 @@ def run_up(args: argparse.Namespace) -> int:
     env.setdefault("LOOKUP_PUBLIC_URL", api_url)
 
     if not args.skip_datasets:
-        try:
-            from lookup.datasets import build_missing
-        except ImportError:
-            build_missing = None
-        if build_missing is not None:
-            build_missing(data_dir)
+        build = subprocess.run(
+            [sys.executable, "-m", "lookup.cli", "datasets", "build", "all", "--missing",
+             "--data-dir", str(data_dir)],
+            env=env,
+        )  # fmt: skip
+        if build.returncode != 0:
+            print("error: building the data sets failed (see above)", file=sys.stderr)
+            return build.returncode
 
     api = subprocess.Popen(
         [

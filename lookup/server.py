@@ -35,6 +35,7 @@ log = logging.getLogger("lookup.server")
 #: Each function takes a :class:`Mounts` and registers what the subsystem serves.
 SUBSYSTEMS: list[str] = [
     "lookup.shortener.http:mount",
+    "lookup.geo.http:mount",
 ]
 
 DEFAULT_DATA_DIR = "data"

@@ -1,0 +1,52 @@
+"""Proximity search: places near a point or inside a map view, from geohash cells.
+
+The public API the dashboard, the notebooks and the HTTP layer use:
+
+* :mod:`lookup.geo.geohash` — encode/decode/neighbours/precision, written by hand;
+* :class:`GeohashIndex` — the sorted in-memory index (read path) and its live updates;
+  :class:`QuadtreeIndex` and :class:`ScanIndex` plan the same searches differently;
+* :class:`ProximitySearch` — radius and map-area search: filters, ranking, cursor
+  pages, widening and the per-cell result cache;
+* :class:`PlaceStore` — the places database and its change stream (write path);
+* :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
+"""
+
+from lookup.geo import geohash
+from lookup.geo.index import Box, GeohashIndex, Plan, ScanIndex, circle_box
+from lookup.geo.quadtree import QuadtreeIndex
+from lookup.geo.ranking import bayesian_rating, haversine_m, score, tokenize
+from lookup.geo.search import (
+    MAX_RADIUS_M,
+    WIDEN_STEPS_M,
+    Filters,
+    ProximitySearch,
+    SearchError,
+    SearchResult,
+)
+from lookup.geo.service import NotBuilt, PlacesService
+from lookup.geo.store import Change, PlaceError, PlaceStore
+
+__all__ = [
+    "MAX_RADIUS_M",
+    "WIDEN_STEPS_M",
+    "Box",
+    "Change",
+    "Filters",
+    "GeohashIndex",
+    "NotBuilt",
+    "Plan",
+    "PlaceError",
+    "PlaceStore",
+    "PlacesService",
+    "ProximitySearch",
+    "QuadtreeIndex",
+    "ScanIndex",
+    "SearchError",
+    "SearchResult",
+    "bayesian_rating",
+    "circle_box",
+    "geohash",
+    "haversine_m",
+    "score",
+    "tokenize",
+]

@@ -1,0 +1,248 @@
+"""HTTP for proximity search: the hot read routes on Starlette, management on FastAPI.
+
+* ``GET /v1/search?lat=&lng=&radius=&category=&openNow=&price=&q=&limit=&cursor=`` —
+  radius search (seed contract), a plain Starlette route. Extras: ``widen=false`` keeps
+  the radius as asked, ``index=geohash|quadtree|scan`` picks the planner (to compare),
+  ``explain=true`` adds the cells searched, rows read vs matched and the time taken,
+  ``cache=false`` bypasses the per-cell result cache;
+* ``GET /v1/places/area`` — map-area search with pins or clusters;
+* ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
+  ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself.
+
+A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
+builds it. Writes go to the database and its change stream; a background task tails
+the stream into the live index every second (and each write nudges it at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from typing import Any
+
+from fastapi import Body
+from starlette.requests import Request as StarletteRequest
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from lookup.geo.search import SearchError
+from lookup.geo.service import PLANNERS, NotBuilt, PlacesService
+from lookup.geo.store import PlaceError
+from lookup.kit.http import ApiError
+
+SYNC_INTERVAL_S = 1.0
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _flag(params: Any, name: str, default: bool = False) -> bool:
+    raw = params.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ApiError(400, "INVALID_PARAMETER", f"{name} must be true or false, got {raw!r}")
+
+
+def _number(params: Any, name: str, *, required: bool = False, default: float | None = None
+            ) -> float | None:
+    raw = params.get(name)
+    if raw is None or raw.strip() == "":
+        if required:
+            raise ApiError(400, "INVALID_PARAMETER", f"{name} is required")
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a finite number")
+    return value
+
+
+def _not_built() -> ApiError:
+    return ApiError(
+        503, "NOT_BUILT",
+        "the places data set is not built yet; run: lookup datasets build places",
+    )
+
+
+def mount(mounts: Any) -> None:
+    """Register the proximity routes, the change-stream tailer and the health probe."""
+    service = PlacesService(mounts.data_dir)
+    mounts.api.state.places = service
+
+    def searcher(params: Any) -> Any:
+        planner = params.get("index") or "geohash"
+        if planner not in PLANNERS:
+            raise ApiError(400, "INVALID_PARAMETER",
+                           f"index must be one of {', '.join(PLANNERS)}, got {planner!r}")
+        try:
+            return service.searcher(planner)
+        except NotBuilt:
+            raise _not_built() from None
+
+    async def search(request: StarletteRequest) -> JSONResponse:
+        params = request.query_params
+        lat = _number(params, "lat", required=True)
+        lng = _number(params, "lng", required=True)
+        radius = _number(params, "radius", default=2000.0)
+        s = searcher(params)
+        try:
+            filters = s.check_filters(
+                category=params.get("category"), open_now=_flag(params, "openNow"),
+                price=params.get("price"), q=params.get("q"),
+            )
+            result = s.search(
+                lat, lng, radius, filters=filters, limit=params.get("limit", "20"),
+                cursor=params.get("cursor") or None, widen=_flag(params, "widen", True),
+                use_cache=_flag(params, "cache", True),
+            )
+        except SearchError as exc:
+            raise ApiError(400, exc.code, exc.message) from None
+        body = result.to_json(explain=_flag(params, "explain"))
+        if body.get("explain") is not None:
+            plan = result.plan
+            body["explain"]["index"] = s.planner.name
+            body["explain"]["indexVersion"] = s.places.version
+            body["explain"]["boxes"] = [list(b) for b in plan.boxes]
+        for item in body["results"]:
+            item.pop("num", None)
+        return JSONResponse(body)
+
+    async def area(request: StarletteRequest) -> JSONResponse:
+        params = request.query_params
+        bounds = [_number(params, k, required=True) for k in ("south", "west", "north", "east")]
+        s = searcher(params)
+        try:
+            filters = s.check_filters(
+                category=params.get("category"), open_now=_flag(params, "openNow"),
+                price=params.get("price"), q=params.get("q"),
+            )
+            limit_raw = params.get("limit", "100")
+            if not limit_raw.isdigit() or not 1 <= int(limit_raw) <= 500:
+                raise SearchError("INVALID_PARAMETER", "limit must be an integer from 1 to 500")
+            max_pins_raw = params.get("maxPins", "300")
+            if not max_pins_raw.isdigit() or not 1 <= int(max_pins_raw) <= 5000:
+                raise SearchError("INVALID_PARAMETER", "maxPins must be an integer from 1 to 5000")
+            body = s.area(*bounds, filters=filters, limit=int(limit_raw),
+                          max_pins=int(max_pins_raw))
+        except SearchError as exc:
+            raise ApiError(400, exc.code, exc.message) from None
+        for item in body["results"]:
+            item.pop("num", None)
+        body["index"] = s.planner.name
+        return JSONResponse(body)
+
+    mounts.fast_routes.append(Route("/v1/search", search, methods=["GET"]))
+    mounts.fast_routes.append(Route("/v1/places/area", area, methods=["GET"]))
+
+    # ---------------------------------------------------------- management
+
+    api = mounts.api
+
+    def store() -> Any:
+        try:
+            service.require()
+        except NotBuilt:
+            raise _not_built() from None
+        return service.store
+
+    def place_error(exc: PlaceError) -> ApiError:
+        status = {"NOT_FOUND": 404, "ALREADY_EXISTS": 409}.get(exc.code, 400)
+        return ApiError(status, exc.code, exc.message)
+
+    @api.get("/v1/places/index", tags=["places"], summary="The live index: version, size, memory")
+    async def index_stats() -> dict[str, Any]:
+        stats = service.stats()
+        if stats["status"] == "NOT_BUILT":
+            raise _not_built()
+        return stats
+
+    @api.post("/v1/places/index/rebuild", tags=["places"],
+              summary="Rebuild the index from the database and swap it in atomically")
+    async def rebuild() -> dict[str, Any]:
+        store()
+        return await asyncio.to_thread(service.rebuild)
+
+    @api.get("/v1/places/{place_id}", tags=["places"], summary="One place's profile")
+    async def get_place(place_id: str) -> dict[str, Any]:
+        row = store().get(place_id)
+        if row is None:
+            raise ApiError(404, "NOT_FOUND", f"no place with id {place_id!r}")
+        return _public(row)
+
+    @api.post("/v1/places", tags=["places"], status_code=201, summary="Add a business")
+    async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
+        try:
+            row = store().add(fields)
+        except PlaceError as exc:
+            raise place_error(exc) from None
+        service.sync()
+        return _public(row)
+
+    @api.patch("/v1/places/{place_id}", tags=["places"],
+               summary="Edit a place (a new lat/lng moves it)")
+    async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
+        try:
+            row = store().edit(place_id, fields)
+        except PlaceError as exc:
+            raise place_error(exc) from None
+        service.sync()
+        return _public(row)
+
+    @api.delete("/v1/places/{place_id}", tags=["places"], summary="Delete a place")
+    async def delete_place(place_id: str) -> dict[str, Any]:
+        try:
+            row = store().delete(place_id)
+        except PlaceError as exc:
+            raise place_error(exc) from None
+        service.sync()
+        return {"deleted": row["id"]}
+
+    # ---------------------------------------------------------- lifecycle
+
+    tasks: list[asyncio.Task[None]] = []
+
+    async def tail_changes() -> None:
+        while True:
+            await asyncio.sleep(SYNC_INTERVAL_S)
+            with contextlib.suppress(Exception):  # a failed poll is retried on the next tick
+                service.sync()
+
+    async def start() -> None:
+        await asyncio.to_thread(service.ready)
+        tasks.append(asyncio.create_task(tail_changes()))
+
+    async def stop() -> None:
+        for task in tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        service.close()
+
+    mounts.on_startup.append(start)
+    mounts.on_shutdown.append(stop)
+
+    def health() -> dict[str, Any]:
+        stats = service.stats()
+        stats.pop("memory", None)
+        return stats
+
+    mounts.health["places"] = health
+
+
+def _public(row: dict[str, Any]) -> dict[str, Any]:
+    import json
+
+    out = dict(row)
+    out["tags"] = json.loads(row.get("tags") or "[]")
+    out["hours"] = json.loads(row["hours"]) if row.get("hours") else None
+    out["generated"] = bool(row.get("generated"))
+    count, stars = row.get("review_count") or 0, row.get("review_stars") or 0
+    out["rating"] = round(stars / count, 1) if count else None
+    return out

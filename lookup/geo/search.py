@@ -1,0 +1,547 @@
+"""Radius and map-area search: plan cells, filter exactly, rank, page, cache.
+
+A radius search (the seed's flow): the planner picks the cells (the 3×3 block at the
+precision chosen from the radius and density), the index returns the places in them
+within the exact haversine radius, the filters drop the wrong category, price or the
+closed, the text query keeps places whose name, category or tags match, and the
+score orders what is left. Pages follow an opaque cursor over the sort key
+``(score desc, distance asc, place number asc)``. When a first page would be short,
+the radius widens (2 km, 5 km, 10 km, 20 km) and the answer says which was used.
+
+The result cache is keyed by the user's geohash-6 cell (plus filters, radius and the
+index version): its entry holds every candidate within the radius *plus the cell's
+half-diagonal* of the cell centre, so the exact filter and the scores are recomputed
+for each actual user — everyone in a cell shares one entry, and the answer is still
+exact.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lookup.geo import geohash as gh
+from lookup.geo.hours import minute_of_week
+from lookup.geo.index import Box, GeohashIndex, PlaceColumns, Plan, Planner
+from lookup.geo.ranking import haversine_m, score
+from lookup.kit.cache import MISSING, SingleFlight, TTLCache
+
+MAX_RADIUS_M = 20_000.0
+DEFAULT_RADIUS_M = 2_000.0
+MIN_RADIUS_M = 1.0
+#: Radii tried in turn when a first page comes back short.
+WIDEN_STEPS_M = (2_000.0, 5_000.0, 10_000.0, 20_000.0)
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+#: Geohash precision of the result-cache key (≈1.2 km × 0.6 km cells).
+CACHE_PRECISION = 6
+#: A map view with more matches than this answers with clusters instead of pins.
+MAX_PINS = 300
+_SCORE_SCALE = 1e9  # sort keys are integers: score in 1e-9, distance in micrometres
+_DIST_SCALE = 1e6
+
+
+class SearchError(ValueError):
+    """A search request that cannot be answered as asked (→ HTTP 400)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a search keeps besides distance."""
+
+    categories: tuple[str, ...] = ()
+    open_now: bool = False
+    prices: tuple[int, ...] = ()
+    q: str = ""
+
+    def key(self) -> tuple[Any, ...]:
+        return (tuple(sorted(self.categories)), self.open_now, tuple(sorted(self.prices)),
+                self.q.strip().casefold())
+
+
+@dataclass
+class Matches:
+    """Every place matching one query at one radius, with its distance, score and sort keys."""
+
+    cols: PlaceColumns
+    dist: np.ndarray
+    score: np.ndarray
+    relevance: np.ndarray
+    score_key: np.ndarray
+    dist_key: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.dist)
+
+    def order(self) -> np.ndarray:
+        """Row order: score desc, then distance, then place number."""
+        return np.lexsort((self.cols.num, self.dist_key, -self.score_key))
+
+
+@dataclass
+class SearchResult:
+    """One page of a radius search, and how it was found."""
+
+    results: list[dict[str, Any]]
+    radius_used_m: float
+    next_cursor: str | None
+    total: int
+    plan: Plan
+    read: int
+    cache_hit: bool
+    took_ms: float
+    widened: list[float] = field(default_factory=list)
+
+    def to_json(self, *, explain: bool = False) -> dict[str, Any]:
+        """The HTTP body (``explain`` adds how the answer was found)."""
+        body: dict[str, Any] = {
+            "results": self.results,
+            "radiusUsedM": _num(self.radius_used_m),
+            "nextCursor": self.next_cursor,
+            "total": self.total,
+        }
+        if explain:
+            body["explain"] = {
+                **self.plan.describe(),
+                "read": self.read,
+                "matched": self.total,
+                "cacheHit": self.cache_hit,
+                "tookMs": round(self.took_ms, 3),
+                "radiiTriedM": [_num(r) for r in self.widened],
+            }
+        return body
+
+
+def _num(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else round(float(x), 3)
+
+
+# ------------------------------------------------------------------ validation
+
+
+def check_point(lat: Any, lng: Any) -> tuple[float, float]:
+    """Validated (lat, lng) as floats; ``SearchError`` for nonsense."""
+    out = []
+    for name, value, limit in (("lat", lat, 90.0), ("lng", lng, 180.0)):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise SearchError("INVALID_PARAMETER", f"{name} must be a number") from None
+        if not math.isfinite(v) or not -limit <= v <= limit:
+            raise SearchError("INVALID_PARAMETER", f"{name} must be within ±{limit:g}, got {value}")
+        out.append(v)
+    return out[0], out[1]
+
+
+def check_radius(radius: Any) -> float:
+    """A radius in metres, capped at 20 km; ``SearchError`` for nonsense or ≤ 0."""
+    try:
+        r = float(radius)
+    except (TypeError, ValueError):
+        raise SearchError("INVALID_PARAMETER", "radius must be a number of metres") from None
+    if not math.isfinite(r) or r < MIN_RADIUS_M:
+        raise SearchError("INVALID_PARAMETER", f"radius must be at least {MIN_RADIUS_M:g} m")
+    return min(r, MAX_RADIUS_M)
+
+
+def check_limit(limit: Any) -> int:
+    """A page size from 1 to 100."""
+    if isinstance(limit, bool):
+        limit = None
+    if isinstance(limit, str) and limit.strip().isdigit():
+        limit = int(limit.strip())
+    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise SearchError("INVALID_PARAMETER", f"limit must be an integer from 1 to {MAX_LIMIT}")
+    return limit
+
+
+# ----------------------------------------------------------------------- cursor
+
+
+def _fingerprint(lat: float, lng: float, radius: float, filters: Filters, widen: bool,
+                 planner: str) -> str:
+    raw = json.dumps([round(lat, 9), round(lng, 9), radius, filters.key(), widen, planner])
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def encode_cursor(payload: dict[str, Any]) -> str:
+    raw = json.dumps(payload, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    """The cursor's payload; ``SearchError`` if it is not one of ours."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        data = json.loads(raw)
+        ok = (
+            isinstance(data, dict)
+            and data.get("v") == 1
+            and isinstance(data.get("f"), str)
+            and all(isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
+                    for k in ("s", "d", "n", "t"))
+            and isinstance(data.get("r"), (int, float))
+            and not isinstance(data.get("r"), bool)
+            and MIN_RADIUS_M <= float(data["r"]) <= MAX_RADIUS_M
+        )
+    except (ValueError, UnicodeDecodeError, TypeError):
+        ok = False
+    if not ok:
+        raise SearchError("INVALID_PARAMETER", "cursor is not a valid nextCursor from this API")
+    return data
+
+
+# ------------------------------------------------------------------------ search
+
+
+Profiles = Callable[[Sequence[int]], dict[int, dict[str, Any]]]
+
+
+class ProximitySearch:
+    """Radius and map-area search over one planner (geohash, quadtree or scan).
+
+    ``profiles`` hydrates a page (place number → profile fields such as id and name);
+    ``cache_ttl`` > 0 turns on the per-cell result cache.
+    """
+
+    def __init__(
+        self,
+        planner: Planner,
+        *,
+        profiles: Profiles | None = None,
+        cache_ttl: float = 0.0,
+        cache_size: int = 20_000,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.planner = planner
+        self.profiles = profiles
+        self.clock = clock
+        self.cache: TTLCache[Any, Any] | None = (
+            TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
+        )
+        self.flight = SingleFlight()
+
+    @property
+    def places(self) -> GeohashIndex:
+        return self.planner.places
+
+    # ----------------------------------------------------------- filters
+
+    def check_filters(
+        self, category: str | Sequence[str] | None = None, open_now: bool = False,
+        price: int | Sequence[int] | str | None = None, q: str | None = None,
+    ) -> Filters:
+        """Validated :class:`Filters` (unknown category or bad price → ``SearchError``)."""
+        cats: list[str] = []
+        if category:
+            items = category.split(",") if isinstance(category, str) else list(category)
+            for c in items:
+                c = str(c).strip().lower()
+                if not c:
+                    continue
+                if self.places.vocab.category_id(c) is None:
+                    known = ", ".join(sorted(self.places.vocab.categories))
+                    raise SearchError("INVALID_PARAMETER",
+                                      f"unknown category {c!r}; known: {known}")
+                cats.append(c)
+        prices: list[int] = []
+        if price is not None and price != "":
+            items = price.split(",") if isinstance(price, str) else (
+                [price] if isinstance(price, int) else list(price))
+            for p in items:
+                try:
+                    level = int(str(p).strip())
+                except ValueError:
+                    raise SearchError(
+                        "INVALID_PARAMETER", "price must be levels 1-4, e.g. price=2 or price=1,2"
+                    ) from None
+                if not 1 <= level <= 4:
+                    raise SearchError("INVALID_PARAMETER", "price levels are 1 to 4")
+                prices.append(level)
+        text = (q or "").strip()
+        if len(text) > 200:
+            raise SearchError("INVALID_PARAMETER", "q is limited to 200 characters")
+        return Filters(tuple(dict.fromkeys(cats)), bool(open_now), tuple(sorted(set(prices))), text)
+
+    def _static_mask(self, cols: PlaceColumns, filters: Filters) -> tuple[np.ndarray, np.ndarray]:
+        """Category/price/text filters (independent of time and of the user): mask, relevance."""
+        keep = np.ones(len(cols), dtype=bool)
+        vocab = self.places.vocab
+        if filters.categories:
+            ids = [vocab.category_id(c) for c in filters.categories]
+            keep &= np.isin(cols.category, [i for i in ids if i is not None])
+        if filters.prices:
+            keep &= np.isin(cols.price, filters.prices)
+        if filters.q:
+            qids = self.places.text.query_ids(filters.q)
+            rel = self.places.text.relevance(cols.num.astype(np.int64), qids) if qids else None
+            if rel is not None:
+                keep &= rel > 0
+            else:
+                rel = np.ones(len(cols))
+        else:
+            rel = np.ones(len(cols))
+        return keep, rel
+
+    def open_mask(self, cols: PlaceColumns, now: float) -> np.ndarray:
+        """Which places are open at Unix time ``now``, each in its own time zone."""
+        if not len(cols):
+            return np.zeros(0, dtype=bool)
+        vocab = self.places.vocab
+        tz_ids = np.unique(cols.tz)
+        mow = np.full(len(vocab.timezones), -1, dtype=np.int64)
+        for tid in tz_ids.tolist():
+            name = vocab.timezones[tid]
+            if name:
+                try:
+                    mow[tid] = minute_of_week(now, name)
+                except ValueError:
+                    mow[tid] = -1
+        minute = mow[cols.tz]
+        known = minute >= 0
+        out = np.zeros(len(cols), dtype=bool)
+        bitmaps = vocab.bitmaps
+        hours = cols.hours.astype(np.int64)
+        ok = known & (hours < len(bitmaps))
+        out[ok] = bitmaps[hours[ok], minute[ok]]
+        return out
+
+    # ------------------------------------------------------------ matching
+
+    def _candidates(self, lat: float, lng: float, radius: float, filters: Filters
+                    ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int]:
+        """Places within ``radius`` passing the static filters: columns, distance, relevance."""
+        plan = self.planner.plan_radius(lat, lng, radius)
+        cols, dist, read = self.places.within_radius(plan.ranges, lat, lng, radius)
+        keep, rel = self._static_mask(cols, filters)
+        return cols.take(keep), dist[keep], rel[keep], plan, read
+
+    def _cached_candidates(self, lat: float, lng: float, radius: float, filters: Filters
+                           ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int, bool]:
+        """As :meth:`_candidates`, through the per-cell cache (exact for any user in the cell)."""
+        assert self.cache is not None
+        places = self.places
+        cell = gh.encode(lat, lng, CACHE_PRECISION)
+        key = (self.planner.name, places.version, places.generation, cell, radius, filters.key())
+        entry = self.cache.get(key)
+        hit = entry is not MISSING
+        if not hit:
+            def load() -> Any:
+                c = gh.decode(cell)
+                clat, clng = c.center
+                corners = haversine_m(clat, clng, np.array([c.south, c.south, c.north, c.north]),
+                                      np.array([c.west, c.east, c.west, c.east]))
+                reach = radius + float(corners.max()) * 1.01 + 1.0
+                cols, _, rel, plan, read = self._candidates(clat, clng, reach, filters)
+                value = (cols, rel, plan, read)
+                self.cache.set(key, value)  # type: ignore[union-attr]
+                return value
+
+            entry = self.flight.do(key, load)
+        cols, rel, plan, read = entry
+        dist = haversine_m(lat, lng, cols.lat, cols.lng)
+        keep = dist <= radius
+        return cols.take(keep), dist[keep], rel[keep], plan, read, hit
+
+    def matches(self, lat: float, lng: float, radius: float, filters: Filters, now: float,
+                *, use_cache: bool = False) -> tuple[Matches, Plan, int, bool]:
+        """Every match of one query at one radius, scored (unsorted)."""
+        if use_cache and self.cache is not None:
+            cols, dist, rel, plan, read, hit = self._cached_candidates(lat, lng, radius, filters)
+        else:
+            cols, dist, rel, plan, read = self._candidates(lat, lng, radius, filters)
+            hit = False
+        if filters.open_now:
+            keep = self.open_mask(cols, now)
+            cols, dist, rel = cols.take(keep), dist[keep], rel[keep]
+        s = score(dist, radius, cols.rating.astype(np.float64), rel)
+        m = Matches(
+            cols=cols, dist=dist, score=s, relevance=rel,
+            score_key=np.rint(s * _SCORE_SCALE).astype(np.int64),
+            dist_key=np.rint(dist * _DIST_SCALE).astype(np.int64),
+        )
+        return m, plan, read, hit
+
+    def search(
+        self,
+        lat: float,
+        lng: float,
+        radius_m: float = DEFAULT_RADIUS_M,
+        *,
+        filters: Filters | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        widen: bool = True,
+        now: float | None = None,
+        use_cache: bool = False,
+    ) -> SearchResult:
+        """One page of places near (lat, lng); see the module docstring for the rules."""
+        started = time.perf_counter()
+        lat, lng = check_point(lat, lng)
+        radius = check_radius(radius_m)
+        limit = check_limit(limit)
+        filters = filters or Filters()
+        fp = _fingerprint(lat, lng, radius, filters, widen, self.planner.name)
+        after: tuple[int, int, int] | None = None
+        if cursor:
+            data = decode_cursor(cursor)
+            if data["f"] != fp:
+                raise SearchError("INVALID_PARAMETER",
+                                  "cursor belongs to a different search; repeat the same query")
+            radii = [float(data["r"])]
+            now = float(data["t"])
+            after = (int(data["s"]), int(data["d"]), int(data["n"]))
+        else:
+            now = float(int(self.clock() if now is None else now))
+            radii = [radius]
+            if widen:
+                radii += [r for r in WIDEN_STEPS_M if r > radius]
+        tried: list[float] = []
+        for r in radii:
+            tried.append(r)
+            m, plan, read, hit = self.matches(lat, lng, r, filters, now, use_cache=use_cache)
+            if len(m) >= limit:
+                break
+        order = m.order()
+        if after is not None:
+            s, d, n = after
+            sk, dk, nk = m.score_key[order], m.dist_key[order], m.cols.num[order]
+            later = (sk < s) | ((sk == s) & ((dk > d) | ((dk == d) & (nk > n))))
+            order = order[later]
+        page = order[:limit]
+        next_cursor = None
+        if len(order) > limit:
+            last = page[-1]
+            next_cursor = encode_cursor({
+                "v": 1, "f": fp, "r": r, "t": int(now), "s": int(m.score_key[last]),
+                "d": int(m.dist_key[last]), "n": int(m.cols.num[last]),
+            })
+        results = self._render(m, page, now)
+        return SearchResult(
+            results=results, radius_used_m=r, next_cursor=next_cursor, total=len(m), plan=plan,
+            read=read, cache_hit=hit, took_ms=(time.perf_counter() - started) * 1000.0,
+            widened=tried,
+        )
+
+    def _render(self, m: Matches, page: np.ndarray, now: float) -> list[dict[str, Any]]:
+        if not len(page):
+            return []
+        cols = m.cols.take(page)
+        open_now = self.open_mask(cols, now)
+        nums = [int(n) for n in cols.num]
+        profiles = self.profiles(nums) if self.profiles else {}
+        out = []
+        for i, num in enumerate(nums):
+            prof = profiles.get(num)
+            if self.profiles is not None and prof is None:
+                continue  # deleted since the index saw it
+            item: dict[str, Any] = {"num": num}
+            if prof:
+                item.update(prof)
+            item.update({
+                "lat": float(cols.lat[i]),
+                "lng": float(cols.lng[i]),
+                "distanceM": int(round(float(m.dist[page[i]]))),
+                "openNow": bool(open_now[i]),
+                "score": round(float(m.score[page[i]]), 4),
+            })
+            out.append(item)
+        return out
+
+    # ------------------------------------------------------------ map area
+
+    def area(
+        self,
+        south: float,
+        west: float,
+        north: float,
+        east: float,
+        *,
+        filters: Filters | None = None,
+        limit: int = 100,
+        max_pins: int = MAX_PINS,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Places inside a map rectangle (``west > east`` crosses ±180): pins, or clusters.
+
+        Pins are ranked like a radius search from the rectangle's centre (radius = its
+        half-diagonal). With more than ``max_pins`` matches the answer is clusters:
+        counts per geohash cell, each at the mean position of its places.
+        """
+        started = time.perf_counter()
+        south, west = check_point(south, west)
+        north, east = check_point(north, east)
+        if south > north:
+            raise SearchError("INVALID_PARAMETER", "south must not be greater than north")
+        limit = max(1, min(int(limit), 500))
+        filters = filters or Filters()
+        now = float(int(self.clock() if now is None else now))
+        box = Box.rect(south, west, north, east)
+        plan = self.planner.plan_box(box)
+        cols, read = self.places.in_box(plan.ranges, box)
+        keep, rel = self._static_mask(cols, filters)
+        cols, rel = cols.take(keep), rel[keep]
+        if filters.open_now:
+            keep = self.open_mask(cols, now)
+            cols, rel = cols.take(keep), rel[keep]
+        total = len(cols)
+        body: dict[str, Any] = {
+            "total": total, "precision": plan.precision, "cells": plan.cells,
+            "read": read, "results": [], "clusters": [],
+        }
+        if total > max_pins:
+            precision = self._cluster_precision(box)
+            shift = gh.CODE_BITS - 5 * precision
+            cells, inverse, counts = np.unique(cols.code >> shift, return_inverse=True,
+                                               return_counts=True)
+            mean_lat = np.bincount(inverse, weights=cols.lat) / counts
+            # average longitudes as unit vectors so a cluster astride ±180 stays there
+            ang = np.radians(cols.lng)
+            mean_lng = np.degrees(np.arctan2(np.bincount(inverse, weights=np.sin(ang)),
+                                             np.bincount(inverse, weights=np.cos(ang))))
+            body["mode"] = "clusters"
+            body["clusterPrecision"] = precision
+            body["clusters"] = [
+                {"geohash": gh.to_string(int(c), precision), "count": int(n),
+                 "lat": float(a), "lng": float(b)}
+                for c, n, a, b in zip(cells, counts, mean_lat, mean_lng, strict=True)
+            ]
+        else:
+            clat = (south + north) / 2.0
+            span = (east - west) % 360.0 if west != east else 0.0
+            clng = (west + span / 2.0 + 180.0) % 360.0 - 180.0
+            dist = haversine_m(clat, clng, cols.lat, cols.lng)
+            half_diag = float(haversine_m(clat, clng, np.array([north]), np.array([west]))[0])
+            s = score(dist, max(half_diag, 1.0), cols.rating.astype(np.float64), rel)
+            m = Matches(cols, dist, s, rel, np.rint(s * _SCORE_SCALE).astype(np.int64),
+                        np.rint(dist * _DIST_SCALE).astype(np.int64))
+            body["mode"] = "pins"
+            body["results"] = self._render(m, m.order()[:limit], now)
+        body["tookMs"] = round((time.perf_counter() - started) * 1000.0, 3)
+        return body
+
+    @staticmethod
+    def _cluster_precision(box: Box) -> int:
+        """The finest precision that splits the view into at most ~256 cells."""
+        best = 1
+        lat_span = box.north - box.south
+        lng_span = sum(e - w for w, e in box.lngs)
+        for p in range(1, gh.MAX_PRECISION + 1):
+            h, w = gh.cell_size_deg(p)
+            if (lat_span / h + 1) * (lng_span / w + 1) > 256:
+                break
+            best = p
+        return best

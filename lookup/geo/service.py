@@ -1,0 +1,198 @@
+"""The places service: the live index over the database, kept fresh and swapped atomically.
+
+It loads the index from the places database, tails the change stream into it (adds,
+edits, moves, deletes become visible within a poll), hydrates result pages from the
+database through a profile cache, and rebuilds a new index version from the whole
+table on demand — the nightly rebuild that corrects anything an incremental update
+missed. Readers always see one complete index: the swap is a single reference update.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lookup.geo.index import GeohashIndex, ScanIndex
+from lookup.geo.quadtree import QuadtreeIndex
+from lookup.geo.search import ProximitySearch
+from lookup.geo.store import PlaceStore
+from lookup.kit.cache import MISSING, TTLCache
+
+PLANNERS = ("geohash", "quadtree", "scan")
+_PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
+                    "review_stars", "country", "timezone", "generated")
+
+
+class NotBuilt(RuntimeError):
+    """The places data set has not been built yet."""
+
+
+class PlacesService:
+    """Owns the store, the current index version and the searchers over it."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], *, cache_ttl: float = 30.0) -> None:
+        from lookup.datasets.places import db_path  # the data set owns its location
+
+        self.data_dir = Path(data_dir)
+        self.path = db_path(self.data_dir)
+        self.cache_ttl = cache_ttl
+        self.store: PlaceStore | None = None
+        self.index: GeohashIndex | None = None
+        self._searchers: dict[str, ProximitySearch] = {}
+        self._load_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._profiles: TTLCache[int, dict[str, Any]] = TTLCache(200_000, 300.0)
+        self.last_build_seconds = 0.0
+
+    # ------------------------------------------------------------ lifecycle
+
+    def ready(self) -> bool:
+        """Load the index if the data set exists; True when searches can be answered."""
+        from lookup.datasets.places import is_built
+
+        if self.index is not None:
+            return True
+        if not self.path.exists() or not is_built(self.data_dir):
+            return False
+        with self._load_lock:
+            if self.index is None:
+                self.store = PlaceStore(self.path)
+                self._swap(self._build(version=1))
+        return True
+
+    def require(self) -> GeohashIndex:
+        """The current index, or ``NotBuilt``."""
+        if not self.ready():
+            raise NotBuilt("the places data set is not built; run: lookup datasets build places")
+        assert self.index is not None
+        return self.index
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def _build(self, version: int) -> GeohashIndex:
+        assert self.store is not None
+        started = time.perf_counter()
+        seq, rows = self.store.snapshot()
+        index = GeohashIndex.from_rows(rows, version=version, seq=seq)
+        # changes committed while we were reading are applied before the swap
+        for change in self.store.changes_since(seq):
+            index.apply(change)
+        self.last_build_seconds = time.perf_counter() - started
+        return index
+
+    def _swap(self, index: GeohashIndex) -> None:
+        searchers = {
+            "geohash": ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl),
+        }
+        # one assignment each: a reader holds either the old or the new version, never a mix
+        self._searchers = searchers
+        self.index = index
+        self._profiles.clear()
+
+    def rebuild(self) -> dict[str, Any]:
+        """Build a new index version from the whole table and swap it in atomically."""
+        old = self.require()
+        with self._write_lock:
+            fresh = self._build(version=old.version + 1)
+            self._swap(fresh)
+        return self.stats()
+
+    def sync(self) -> int:
+        """Apply every change since the index's position in the stream; returns how many."""
+        if self.index is None or self.store is None:
+            return 0
+        applied = 0
+        with self._write_lock:
+            index = self.index
+            while True:
+                changes = self.store.changes_since(index.seq, limit=1000)
+                if not changes:
+                    break
+                for change in changes:
+                    if index.apply(change):
+                        applied += 1
+                    row = change.after or change.before or {}
+                    if "num" in row:
+                        self._profiles.delete(int(row["num"]))
+        return applied
+
+    # ------------------------------------------------------------- reading
+
+    def searcher(self, planner: str = "geohash") -> ProximitySearch:
+        """The searcher over the current index with the given planner."""
+        index = self.require()
+        found = self._searchers.get(planner)
+        if found is not None and found.places is index:
+            return found
+        if planner == "geohash":
+            search = ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl)
+        elif planner == "quadtree":
+            search = ProximitySearch(QuadtreeIndex(index), profiles=self.profiles,
+                                     cache_ttl=self.cache_ttl)
+        elif planner == "scan":
+            search = ProximitySearch(ScanIndex(index), profiles=self.profiles)
+        else:
+            raise ValueError(f"unknown index {planner!r}; choose from {', '.join(PLANNERS)}")
+        self._searchers = {**self._searchers, planner: search}
+        return search
+
+    def profiles(self, nums: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Profile fields for a page of place numbers (profile cache over the database)."""
+        out: dict[int, dict[str, Any]] = {}
+        missing = []
+        for num in nums:
+            hit = self._profiles.get(num)
+            if hit is MISSING:
+                missing.append(num)
+            else:
+                out[num] = hit
+        if missing and self.store is not None:
+            for row in self.store.profiles(missing, _PROFILE_COLUMNS):
+                prof = _profile(row)
+                self._profiles.set(int(row["num"]), prof)
+                out[int(row["num"])] = prof
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """What the health probe and the management API report."""
+        if not self.ready():
+            return {"status": "NOT_BUILT", "message": "run: lookup datasets build places"}
+        index = self.index
+        assert index is not None
+        memory = index.memory()
+        return {
+            "status": "ok",
+            "places": len(index),
+            "indexVersion": index.version,
+            "builtAt": index.built_at,
+            "buildSeconds": round(self.last_build_seconds, 3),
+            "changeSeq": index.seq,
+            "liveChanges": index.generation,
+            "deltaPlaces": index.delta_size,
+            "narrowBytesPerPlace": round(memory["narrowBytesPerPlace"], 2),
+            "memory": memory,
+        }
+
+
+def _profile(row: dict[str, Any]) -> dict[str, Any]:
+    count, stars = int(row["review_count"] or 0), int(row["review_stars"] or 0)
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "category": row["category"],
+        "kind": row["kind"],
+        "tags": json.loads(row["tags"] or "[]"),
+        "price": row["price"],
+        "rating": round(stars / count, 1) if count else None,
+        "reviews": count,
+        "country": row["country"],
+        "timezone": row["timezone"],
+        "generated": bool(row["generated"]),
+    }

@@ -1,0 +1,403 @@
+"""The places database (SQLite): the source of truth, and the write path's change stream.
+
+The index is a derived copy shaped for one question; this file is the business
+database it is derived from. Owners' adds, edits, moves and deletes land here, and
+each one appends a row to ``changes`` in the same transaction (a transactional
+outbox). The live index tails that stream; the nightly-style rebuild reads the whole
+table. Nothing here is on the read path of a search.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lookup.geo import geohash
+from lookup.geo.hours import canonical_json, parse_hours, zone
+
+#: Bumped when the table layout changes; stored in ``meta``.
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS places (
+    id           TEXT PRIMARY KEY,
+    num          INTEGER NOT NULL UNIQUE,   -- dense integer key used by the index
+    name         TEXT NOT NULL,
+    lat          REAL NOT NULL,
+    lng          REAL NOT NULL,
+    category     TEXT NOT NULL,
+    kind         TEXT NOT NULL,             -- city | airport | business
+    geohash      TEXT NOT NULL,             -- precision 12, for rebuilds and debugging
+    country      TEXT,
+    timezone     TEXT,
+    population   INTEGER,
+    tags         TEXT NOT NULL DEFAULT '[]',  -- JSON array of keywords
+    hours        TEXT,                        -- JSON weekly schedule (local time) or NULL
+    price        INTEGER,                     -- 1..4 or NULL
+    review_count INTEGER NOT NULL DEFAULT 0,
+    review_stars INTEGER NOT NULL DEFAULT 0,  -- sum of the stars of all reviews
+    generated    INTEGER NOT NULL DEFAULT 0,  -- 1 = a generated row, not real data
+    near_city    TEXT,                        -- generated businesses: the city they surround
+    updated_at   REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS places_geohash ON places(geohash);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS changes (
+    seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+    place_id TEXT NOT NULL,
+    op       TEXT NOT NULL,      -- upsert | delete
+    before   TEXT,               -- JSON row before the change (NULL for an add)
+    after    TEXT,               -- JSON row after the change (NULL for a delete)
+    at       REAL NOT NULL
+);
+"""
+
+#: The columns of a place row, in table order.
+COLUMNS = (
+    "id", "num", "name", "lat", "lng", "category", "kind", "geohash", "country", "timezone",
+    "population", "tags", "hours", "price", "review_count", "review_stars", "generated",
+    "near_city", "updated_at",
+)
+
+#: What owners may set on add or edit (the rest is derived or owned by other services).
+EDITABLE = ("name", "lat", "lng", "category", "timezone", "tags", "hours", "price",
+            "review_count", "review_stars", "country")
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Create the places tables if they do not exist."""
+    conn.executescript(SCHEMA)
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+    )
+
+
+def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open the places database (WAL, so the index can read while owners write)."""
+    if readonly:
+        conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, check_same_thread=False)
+    else:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+class PlaceError(ValueError):
+    """A place edit that cannot be applied; ``code`` is the API error code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of the change stream: the full row after (upsert) or before (delete)."""
+
+    seq: int
+    place_id: str
+    op: str
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    at: float
+
+
+def row_dict(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
+    """A place row as a plain dict keyed by :data:`COLUMNS`."""
+    return dict(zip(COLUMNS, tuple(row), strict=True))
+
+
+class PlaceStore:
+    """Add, edit, move and delete places; every write appends to the change stream.
+
+    Thread-safe (one connection behind a lock). ``clock`` stamps ``updated_at``.
+    """
+
+    def __init__(self, path: str | Path, *, clock: Any = time.time) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"no places database at {self.path}")
+        self._conn = connect(self.path)
+        create_schema(self._conn)
+        self._conn.commit()
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------ reads
+
+    def get(self, place_id: str) -> dict[str, Any] | None:
+        """The place row with ``place_id``, or ``None``."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {', '.join(COLUMNS)} FROM places WHERE id = ?", (place_id,)
+            ).fetchone()
+        return row_dict(row) if row else None
+
+    def count(self) -> int:
+        """How many places the database holds."""
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM places").fetchone()[0])
+
+    def profiles(self, nums: list[int], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Rows (as dicts of ``columns``) for the given place numbers — hydrating a page."""
+        bad = set(columns) - set(COLUMNS)
+        if bad:
+            raise ValueError(f"unknown columns {sorted(bad)}")
+        out: list[dict[str, Any]] = []
+        with self._lock:
+            for start in range(0, len(nums), 500):
+                chunk = [int(n) for n in nums[start : start + 500]]
+                rows = self._conn.execute(
+                    f"SELECT {', '.join(columns)} FROM places "
+                    f"WHERE num IN ({', '.join('?' for _ in chunk)})",
+                    chunk,
+                ).fetchall()
+                out.extend(dict(zip(columns, tuple(r), strict=True)) for r in rows)
+        return out
+
+    def last_seq(self) -> int:
+        """The sequence number of the newest change (0 when there is none)."""
+        with self._lock:
+            row = self._conn.execute("SELECT MAX(seq) FROM changes").fetchone()
+        return int(row[0] or 0)
+
+    def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
+        """Changes with a sequence number above ``seq``, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT seq, place_id, op, before, after, at FROM changes WHERE seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (seq, limit),
+            ).fetchall()
+        return [
+            Change(
+                seq=int(r[0]),
+                place_id=r[1],
+                op=r[2],
+                before=json.loads(r[3]) if r[3] else None,
+                after=json.loads(r[4]) if r[4] else None,
+                at=float(r[5]),
+            )
+            for r in rows
+        ]
+
+    def snapshot(self) -> tuple[int, list[tuple[Any, ...]]]:
+        """Every row plus the change sequence it is consistent with (one read transaction)."""
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                seq = int(self._conn.execute("SELECT MAX(seq) FROM changes").fetchone()[0] or 0)
+                rows = self._conn.execute(
+                    f"SELECT {', '.join(COLUMNS)} FROM places ORDER BY num"
+                ).fetchall()
+            finally:
+                self._conn.execute("COMMIT")
+        return seq, [tuple(r) for r in rows]
+
+    # ----------------------------------------------------------------- writes
+
+    def add(self, fields: dict[str, Any], *, place_id: str | None = None) -> dict[str, Any]:
+        """Create a business; returns the stored row. ``PlaceError`` for bad fields, a taken id."""
+        clean = _validate(fields, partial=False)
+        with self._lock, self._conn:
+            num = self._next_num()
+            pid = place_id or f"biz:u{num}"
+            if self._conn.execute("SELECT 1 FROM places WHERE id = ?", (pid,)).fetchone():
+                raise PlaceError("ALREADY_EXISTS", f"a place with id {pid!r} already exists")
+            row = {
+                "id": pid, "num": num, "kind": "business", "population": None, "generated": 0,
+                "near_city": None, "country": None, "tags": "[]", "hours": None, "price": None,
+                "review_count": 0, "review_stars": 0, "timezone": "UTC",
+            }
+            row.update(clean)
+            row["geohash"] = geohash.encode(row["lat"], row["lng"])
+            row["updated_at"] = self._clock()
+            self._write(row)
+            self._append(pid, "upsert", None, row)
+        return row
+
+    def edit(self, place_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Change some fields of a place (a new lat/lng is a move); returns the new row."""
+        clean = _validate(fields, partial=True)
+        with self._lock, self._conn:
+            before = self._get_locked(place_id)
+            if before is None:
+                raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
+            after = dict(before)
+            after.update(clean)
+            _check_review_totals(after)
+            after["geohash"] = geohash.encode(after["lat"], after["lng"])
+            after["updated_at"] = self._clock()
+            self._write(after)
+            self._append(place_id, "upsert", before, after)
+        return after
+
+    def move(self, place_id: str, lat: float, lng: float) -> dict[str, Any]:
+        """Move a place: for the index, a delete from the old cell and an insert into the new."""
+        return self.edit(place_id, {"lat": lat, "lng": lng})
+
+    def add_review(self, place_id: str, stars: int) -> dict[str, Any]:
+        """Record one 1–5 star review on the place's totals (the rating aggregator's job)."""
+        if isinstance(stars, bool) or not isinstance(stars, int) or not 1 <= stars <= 5:
+            raise PlaceError("INVALID_PARAMETER", "stars must be an integer from 1 to 5")
+        with self._lock:
+            current = self._get_locked(place_id)
+        if current is None:
+            raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
+        return self.edit(
+            place_id,
+            {
+                "review_count": current["review_count"] + 1,
+                "review_stars": current["review_stars"] + stars,
+            },
+        )
+
+    def delete(self, place_id: str) -> dict[str, Any]:
+        """Remove a place; returns the row it had."""
+        with self._lock, self._conn:
+            before = self._get_locked(place_id)
+            if before is None:
+                raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
+            self._conn.execute("DELETE FROM places WHERE id = ?", (place_id,))
+            self._append(place_id, "delete", before, None)
+        return before
+
+    def _next_num(self) -> int:
+        # Numbers are never reused, so a late change for a deleted place cannot hit a new one.
+        row = self._conn.execute("SELECT value FROM meta WHERE key = 'next_num'").fetchone()
+        top = int(self._conn.execute("SELECT COALESCE(MAX(num), -1) + 1 FROM places").fetchone()[0])
+        num = max(int(row[0]) if row else 0, top)
+        self._conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES ('next_num', ?)", (str(num + 1),)
+        )
+        return num
+
+    def _get_locked(self, place_id: str) -> dict[str, Any] | None:
+        row = self._conn.execute(
+            f"SELECT {', '.join(COLUMNS)} FROM places WHERE id = ?", (place_id,)
+        ).fetchone()
+        return row_dict(row) if row else None
+
+    def _write(self, row: dict[str, Any]) -> None:
+        self._conn.execute(
+            f"INSERT OR REPLACE INTO places({', '.join(COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in COLUMNS)})",
+            tuple(row[c] for c in COLUMNS),
+        )
+
+    def _append(
+        self, place_id: str, op: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+    ) -> None:
+        self._conn.execute(
+            "INSERT INTO changes(place_id, op, before, after, at) VALUES (?, ?, ?, ?, ?)",
+            (
+                place_id,
+                op,
+                json.dumps(before) if before else None,
+                json.dumps(after) if after else None,
+                self._clock(),
+            ),
+        )
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Every place row as a dict (for tests and exports)."""
+        _, rows = self.snapshot()
+        for row in rows:
+            yield row_dict(row)
+
+
+def _validate(fields: dict[str, Any], *, partial: bool) -> dict[str, Any]:
+    """Check owner-supplied fields; returns them normalised for the table."""
+    if not isinstance(fields, dict):
+        raise PlaceError("INVALID_PARAMETER", "place fields must be an object")
+    unknown = set(fields) - set(EDITABLE)
+    if unknown:
+        raise PlaceError(
+            "INVALID_PARAMETER",
+            f"unknown or read-only field(s): {sorted(unknown)}; editable: {', '.join(EDITABLE)}",
+        )
+    if not partial:
+        missing = [f for f in ("name", "lat", "lng", "category") if f not in fields]
+        if missing:
+            raise PlaceError("INVALID_PARAMETER", f"missing required field(s): {missing}")
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        if key == "name":
+            if not isinstance(value, str) or not value.strip() or len(value) > 200:
+                raise PlaceError("INVALID_PARAMETER", "name must be 1 to 200 characters")
+            out[key] = value.strip()
+        elif key in ("lat", "lng"):
+            limit = 90.0 if key == "lat" else 180.0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or not -limit <= value <= limit
+            ):
+                raise PlaceError("INVALID_PARAMETER", f"{key} must be a number within ±{limit:g}")
+            out[key] = float(value)
+        elif key == "category":
+            if not isinstance(value, str) or not value.strip() or len(value) > 40:
+                raise PlaceError("INVALID_PARAMETER", "category must be a short non-empty string")
+            out[key] = value.strip().lower()
+        elif key == "country":
+            if value is not None and (not isinstance(value, str) or len(value) > 3):
+                raise PlaceError("INVALID_PARAMETER", "country must be an ISO country code")
+            out[key] = value
+        elif key == "timezone":
+            if not isinstance(value, str):
+                raise PlaceError("INVALID_PARAMETER", "timezone must be an IANA name")
+            try:
+                zone(value)
+            except ValueError as exc:
+                raise PlaceError("INVALID_PARAMETER", str(exc)) from None
+            out[key] = value
+        elif key == "tags":
+            if not isinstance(value, list) or not all(
+                isinstance(t, str) and 0 < len(t) <= 40 for t in value
+            ) or len(value) > 30:
+                raise PlaceError("INVALID_PARAMETER", "tags must be a list of short strings")
+            out[key] = json.dumps([t.strip().lower() for t in value])
+        elif key == "hours":
+            try:
+                out[key] = canonical_json(parse_hours(value))
+            except ValueError as exc:
+                raise PlaceError("INVALID_PARAMETER", str(exc)) from None
+        elif key == "price":
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4
+            ):
+                raise PlaceError("INVALID_PARAMETER", "price must be an integer 1-4, or null")
+            out[key] = value
+        elif key in ("review_count", "review_stars"):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise PlaceError("INVALID_PARAMETER", f"{key} must be a non-negative integer")
+            out[key] = value
+    if not partial:
+        _check_review_totals({"review_count": 0, "review_stars": 0, **out})
+    return out
+
+
+def _check_review_totals(row: dict[str, Any]) -> None:
+    n, stars = row.get("review_count", 0), row.get("review_stars", 0)
+    if not n <= stars <= 5 * n:
+        raise PlaceError(
+            "INVALID_PARAMETER",
+            "review_stars must lie between review_count and 5 × review_count (each review is 1–5)",
+        )

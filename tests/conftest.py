@@ -64,3 +64,14 @@ def live_api(tmp_path: Path) -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the real-browser tests last.
+
+    Playwright's sync API keeps an event loop running in the main thread while its
+    session-scoped browser is open, which would break later tests that call asyncio.run.
+    """
+    browser = [i for i in items if "tests/browser/" in i.nodeid]
+    others = [i for i in items if "tests/browser/" not in i.nodeid]
+    items[:] = others + browser

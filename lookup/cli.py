@@ -17,6 +17,7 @@ from lookup import __version__
 COMMANDS: list[str] = [
     "lookup.capacity_cli",
     "lookup.datasets.cli",
+    "lookup.typeahead.cli",
     "lookup.launcher",
 ]
 

@@ -67,6 +67,14 @@ def run_up(args: argparse.Namespace) -> int:
         if build.returncode != 0:
             print("error: building the data sets failed (see above)", file=sys.stderr)
             return build.returncode
+        snapshots = subprocess.run(
+            [sys.executable, "-m", "lookup.cli", "typeahead", "build", "--missing",
+             "--data-dir", str(data_dir)],
+            env=env,
+        )  # fmt: skip
+        if snapshots.returncode != 0:
+            print("error: building the typeahead snapshots failed (see above)", file=sys.stderr)
+            return snapshots.returncode
 
     api = subprocess.Popen(
         [

@@ -36,6 +36,7 @@ log = logging.getLogger("lookup.server")
 SUBSYSTEMS: list[str] = [
     "lookup.shortener.http:mount",
     "lookup.geo.http:mount",
+    "lookup.typeahead.http:mount",
 ]
 
 DEFAULT_DATA_DIR = "data"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup.datasets import places
+from lookup.typeahead import querylog
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,17 @@ DATASETS: dict[str, Dataset] = {
         is_built=places.is_built,
         path=places.db_path,
         options=("count", "seed"),
+    ),
+    "typeahead": Dataset(
+        name="typeahead",
+        description=(
+            "14-day query log, en-IN and hi-IN, composed from wordfreq words and GeoNames/airport "
+            "names (Latin and Devanagari); popularity, users, bots, typos and spikes generated"
+        ),
+        build=querylog.build,
+        is_built=querylog.is_built,
+        path=querylog.log_path,
+        options=("events", "seed"),
     ),
 }
 

@@ -27,6 +27,16 @@ def _positive_count(value: str) -> int:
     return n
 
 
+def _positive_events(value: str) -> int:
+    try:
+        n = int(float(value.replace("_", "").replace(",", "")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 2_000 <= n <= 50_000_000:
+        raise argparse.ArgumentTypeError(f"must be between 2,000 and 50,000,000, got {n:,}")
+    return n
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     names = sorted(DATASETS) if args.name == "all" else [args.name]
@@ -37,7 +47,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    opts = {k: getattr(args, k) for k in ("count", "seed") if getattr(args, k) is not None}
+    opts = {
+        k: getattr(args, k) for k in ("count", "events", "seed") if getattr(args, k) is not None
+    }
     for name in names:
         ds = DATASETS[name]
         if args.missing and ds.is_built(data_dir):
@@ -86,6 +98,10 @@ def register(sub: Any) -> None:
     build.add_argument(
         "--count", type=_positive_count, default=None,
         help="places: how many businesses to generate (default 200,000; up to 5,000,000)",
+    )
+    build.add_argument(
+        "--events", type=_positive_events, default=None,
+        help="typeahead: how many query-log events to generate (default 2,000,000; up to 50M)",
     )
     build.add_argument("--seed", type=int, default=None, help="random seed (default per data set)")
     _add_data_dir(build)

@@ -1,0 +1,72 @@
+"""Typeahead: suggestions on every keystroke, from query logs to a live search box.
+
+Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
+:mod:`~lookup.typeahead.aggregate` folds logs into decayed scores,
+:mod:`~lookup.typeahead.filters` removes rare, unsafe and private queries,
+:mod:`~lookup.typeahead.trie` builds the radix trie with a top 10 per node,
+:mod:`~lookup.typeahead.snapshot` writes, loads and validates the binary snapshot,
+:mod:`~lookup.typeahead.pipeline` runs it all. Read path (online):
+:mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
+blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
+:mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table) and
+:mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
+"""
+
+from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist, looks_private
+from lookup.typeahead.normalize import normalize, normalize_prefix
+from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
+from lookup.typeahead.serving import MARKETS, NotBuilt, SuggestResult, SuggestService, UnknownMarket
+from lookup.typeahead.sharding import ShardedSuggest, ShardPlan, plan_shards, shard_market
+from lookup.typeahead.snapshot import (
+    Snapshot,
+    SnapshotError,
+    SnapshotStore,
+    ValidationPolicy,
+    validate,
+    write_snapshot,
+)
+from lookup.typeahead.translit import phonetic_key, romanize
+from lookup.typeahead.trending import TrendingPolicy, TrendingTracker
+from lookup.typeahead.trie import K, RadixTrie, TrieArrays, TrieReader, brute_force_top
+
+__all__ = [
+    "DEFAULT_BLOCKLIST",
+    "K",
+    "MARKETS",
+    "Blocklist",
+    "BuildConfig",
+    "HotBlocklist",
+    "MarketBuild",
+    "NotBuilt",
+    "RadixTrie",
+    "ScoreBoard",
+    "ShardPlan",
+    "ShardedSuggest",
+    "Snapshot",
+    "SnapshotError",
+    "SnapshotStore",
+    "SuggestResult",
+    "SuggestService",
+    "TrendingPolicy",
+    "TrendingTracker",
+    "TrieArrays",
+    "TrieReader",
+    "UnknownMarket",
+    "ValidationPolicy",
+    "brute_force_top",
+    "compile_market",
+    "decay_factor",
+    "looks_private",
+    "normalize",
+    "normalize_prefix",
+    "phonetic_key",
+    "plan_shards",
+    "read_events",
+    "romanize",
+    "run",
+    "shard_market",
+    "steady_state",
+    "validate",
+    "write_snapshot",
+]

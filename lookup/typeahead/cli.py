@@ -1,0 +1,208 @@
+"""``lookup typeahead ...``: run the offline pipeline and look at its snapshots."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from lookup.typeahead import querylog
+from lookup.typeahead.aggregate import LogError
+from lookup.typeahead.pipeline import BuildConfig, run, snapshot_root, stderr_progress
+from lookup.typeahead.snapshot import SnapshotError, SnapshotStore, ValidationPolicy
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    from lookup.server import resolve_data_dir
+
+    return resolve_data_dir(args.data_dir)
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _limit(value: str) -> int:
+    n = _positive_int(value)
+    if n > 10:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 10, got {n}")
+    return n
+
+
+def _fraction(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {x}")
+    return x
+
+
+def _cmd_build(args: argparse.Namespace) -> int:
+    data_dir = _data_dir(args)
+    if args.missing:
+        store = SnapshotStore(snapshot_root(data_dir))
+        if all(store.current(m) for m in querylog.MARKETS):
+            print("typeahead: every market already has a published snapshot (skipped)")
+            return 0
+    log = Path(args.log) if args.log else querylog.log_path(data_dir)
+    if not args.log and not querylog.is_built(data_dir):
+        print(
+            f"error: no query log at {log}; build it with `lookup datasets build typeahead` "
+            "or pass --log PATH (CSV or Parquet with ts, market, query, user_id[, is_bot])",
+            file=sys.stderr,
+        )
+        return 2
+    config = BuildConfig(
+        min_users=args.min_users,
+        bot_weight=args.bot_weight,
+        period=args.period,
+        min_typo_users=args.min_typo_users,
+    )
+    policy = ValidationPolicy(size_tolerance=args.size_tolerance)
+    try:
+        result = run(
+            data_dir,
+            log,
+            config=config,
+            policy=policy,
+            fresh=args.fresh,
+            force=args.force,
+            progress=None if args.quiet else stderr_progress,
+        )
+    except (LogError, SnapshotError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        for m in result.markets:
+            state = "published" if m.published else "REFUSED (the previous snapshot keeps serving)"
+            print(
+                f"{m.market}: {m.version} {state}; {m.suggestions:,} suggestions, "
+                f"{m.nodes:,} nodes, {m.snapshot_bytes / max(1, m.suggestions):.0f} B/query"
+            )
+    return 0 if result.ok else 1
+
+
+def _cmd_suggest(args: argparse.Namespace) -> int:
+    from lookup.typeahead.serving import NotBuilt, SuggestService, UnknownMarket
+
+    service = SuggestService.from_data_dir(_data_dir(args))
+    try:
+        result = service.lookup(args.prefix, args.market, args.limit)
+    except (NotBuilt, UnknownMarket) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.body(), ensure_ascii=False, indent=2))
+    return 0
+
+
+def _cmd_snapshots(args: argparse.Namespace) -> int:
+    store = SnapshotStore(snapshot_root(_data_dir(args)))
+    markets = store.markets()
+    if not markets:
+        print("no snapshots yet; run `lookup typeahead build`", file=sys.stderr)
+        return 1
+    for market in markets:
+        current = store.current(market)
+        for v in store.versions(market):
+            print(f"{market}  {v}{'  (current)' if v == current else ''}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``lookup typeahead build|suggest|snapshots`` to the ``lookup`` command."""
+    from lookup.cli import _add_data_dir
+
+    p = sub.add_parser(
+        "typeahead",
+        help="build typeahead snapshots from a query log, query them",
+        description="The typeahead offline pipeline and its snapshots.",
+    )
+    tsub = p.add_subparsers(dest="typeahead_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda _a: (p.print_help(), 2)[1])
+
+    b = tsub.add_parser(
+        "build",
+        help="fold a query log into decayed scores and publish validated snapshots",
+        description=(
+            "Fold the events of a query log into the running decayed scores (events already "
+            "folded are skipped, old logs are never re-read), then per market filter, build "
+            "the radix trie with its top 10 per node, validate against the current snapshot "
+            "and publish. Exit 0 when every market was published, 1 if one was refused."
+        ),
+    )
+    b.add_argument(
+        "--log",
+        help="CSV or Parquet with ts, market, query, user_id[, is_bot] "
+        "(default: the built query log)",
+    )
+    b.add_argument(
+        "--min-users",
+        type=_positive_int,
+        default=5,
+        help="drop queries searched by fewer distinct users (default 5)",
+    )
+    b.add_argument(
+        "--bot-weight",
+        type=_fraction,
+        default=0.0,
+        help="how much a bot's search counts, 0-1 (default 0)",
+    )
+    b.add_argument(
+        "--period",
+        choices=["day", "hour"],
+        default="day",
+        help="decay step: daily factor 0.5^(1/7) or hourly 0.5^(1/168)",
+    )
+    b.add_argument(
+        "--min-typo-users",
+        type=_positive_int,
+        default=2,
+        help="distinct users who must retype a misspelling before it is learned",
+    )
+    b.add_argument(
+        "--size-tolerance",
+        type=_fraction,
+        default=0.25,
+        help="allowed change in suggestion count vs the current snapshot (default 0.25)",
+    )
+    b.add_argument("--fresh", action="store_true", help="start the scores from zero")
+    b.add_argument(
+        "--missing",
+        action="store_true",
+        help="do nothing if every market already has a published snapshot (what make run does)",
+    )
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="skip the comparison with the current snapshot (integrity and blocklist "
+        "checks still apply)",
+    )
+    b.add_argument("--json", action="store_true", help="print the full build report as JSON")
+    b.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    _add_data_dir(b)
+    b.set_defaults(func=_cmd_build)
+
+    s = tsub.add_parser("suggest", help="ask the current snapshot for a prefix")
+    s.add_argument("prefix")
+    s.add_argument("--market", default="en-IN")
+    s.add_argument("--limit", type=_limit, default=10)
+    _add_data_dir(s)
+    s.set_defaults(func=_cmd_suggest)
+
+    v = tsub.add_parser("snapshots", help="list stored snapshot versions per market")
+    _add_data_dir(v)
+    v.set_defaults(func=_cmd_snapshots)
+
+
+__all__ = ["register"]

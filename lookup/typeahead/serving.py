@@ -1,0 +1,379 @@
+"""The read path: the suggest service that answers a prefix from the current snapshot.
+
+:class:`SuggestService` holds, per market, the snapshot being served and the one
+before it. Deploying loads the new file beside the old one, validates it, and swaps
+one reference — a lookup reads that reference once, so an in-flight lookup finishes
+on the trie it started on and no lookup ever sees a half-built index. Rolling back
+swaps the two.
+
+Per keystroke it normalises the prefix, walks the trie, reads the stored top 10,
+drops anything the hot blocklist blocks (a set lookup per candidate: the blocked ids
+are computed once per snapshot and blocklist version), blends in trending terms by
+score + boost, and returns.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from lookup.typeahead.filters import HotBlocklist
+from lookup.typeahead.normalize import normalize_prefix
+from lookup.typeahead.pipeline import blocklist_path, snapshot_root, typeahead_dir
+from lookup.typeahead.snapshot import (
+    Snapshot,
+    SnapshotError,
+    SnapshotStore,
+    ValidationPolicy,
+    ValidationReport,
+    validate,
+)
+from lookup.typeahead.trending import (
+    Clock,
+    SearchLog,
+    TrendingPolicy,
+    TrendingTerm,
+    TrendingTracker,
+)
+
+#: The markets this deployment serves (a snapshot for another market is served too).
+MARKETS = ("en-IN", "hi-IN")
+MAX_LIMIT = 10
+
+
+class NotBuilt(LookupError):
+    """No snapshot for this market yet."""
+
+    def __init__(self, market: str) -> None:
+        super().__init__(
+            f"no typeahead snapshot for {market} yet; build one with "
+            "`lookup datasets build typeahead` then `lookup typeahead build`"
+        )
+        self.market = market
+
+
+class UnknownMarket(LookupError):
+    """A market this service knows nothing about."""
+
+
+@dataclass(frozen=True)
+class Slot:
+    """What one market serves: the current snapshot and the previous one (for rollback)."""
+
+    current: Snapshot
+    previous: Snapshot | None = None
+
+
+class SuggestResult(NamedTuple):
+    """One answer of the suggest service."""
+
+    q: str
+    market: str
+    version: str
+    complete: bool
+    suggestions: list[str]
+    trending: tuple[str, ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        """The ``/v1/suggest`` response body."""
+        return {
+            "q": self.q,
+            "version": self.version,
+            "complete": self.complete,
+            "suggestions": self.suggestions,
+        }
+
+
+@dataclass
+class DeployOutcome:
+    """What :meth:`SuggestService.deploy` did."""
+
+    market: str
+    version: str
+    deployed: bool
+    report: ValidationReport | None = None
+    previous: str | None = None
+    message: str = ""
+
+
+@dataclass
+class SuggestService:
+    """Serves suggestions for every market from memory-mapped snapshots."""
+
+    store: SnapshotStore
+    blocklist: HotBlocklist
+    tracker: TrendingTracker | None = None
+    markets: tuple[str, ...] = MARKETS
+    policy: ValidationPolicy = field(default_factory=ValidationPolicy)
+    search_log: SearchLog | None = None
+    _slots: dict[str, Slot] = field(default_factory=dict, repr=False)
+    _refused: dict[str, str] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_data_dir(
+        cls,
+        data_dir: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        trending: TrendingPolicy = TrendingPolicy(),
+        load: bool = True,
+    ) -> SuggestService:
+        """A service over ``DATA_DIR/typeahead`` (snapshots, hot blocklist, search log)."""
+        service = cls(
+            store=SnapshotStore(snapshot_root(data_dir)),
+            blocklist=HotBlocklist(blocklist_path(data_dir)),
+            search_log=SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock),
+        )
+        service.tracker = TrendingTracker(
+            trending,
+            clock=clock,
+            baseline=service.baseline,
+            blocklist=lambda: service.blocklist.effective,
+        )
+        if load:
+            service.load_current()
+        return service
+
+    # -- deployment
+
+    def load_current(self) -> dict[str, str]:
+        """Load every market's ``CURRENT`` snapshot from the store (integrity-checked)."""
+        loaded = {}
+        for market in self.store.markets():
+            version = self.store.current(market)
+            slot = self._slots.get(market)
+            if version is None or (slot and slot.current.version == version):
+                continue
+            outcome = self.deploy(market, version, compare=slot is not None)
+            if outcome.deployed:
+                loaded[market] = version
+        return loaded
+
+    def deploy(
+        self, market: str, version: str | None = None, *, compare: bool = True
+    ) -> DeployOutcome:
+        """Load a stored version beside the current one, validate it, swap one pointer.
+
+        ``compare=False`` skips the comparison with the current snapshot (size, probes)
+        but never the integrity, blocklist and privacy checks. A refused snapshot
+        changes nothing: the current one keeps serving.
+        """
+        version = version or self.store.current(market)
+        if version is None:
+            raise NotBuilt(market)
+        try:
+            new = self.store.load(market, version)
+        except (SnapshotError, ValueError) as exc:
+            self._refused[market] = version
+            return DeployOutcome(market, version, False, message=str(exc))
+        assert new is not None
+        with self._lock:
+            slot = self._slots.get(market)
+            current = slot.current if slot else None
+            report = validate(
+                new, current if compare else None, self.blocklist.effective, self.policy
+            )
+            if not report.ok:
+                self._refused[market] = version
+                failed = "; ".join(f"{c.name}: {c.detail}" for c in report.failures())
+                return DeployOutcome(
+                    market,
+                    version,
+                    False,
+                    report,
+                    current.version if current else None,
+                    f"refused: {failed}",
+                )
+            self._slots[market] = Slot(new, current)  # the swap: one reference replaced
+            self._refused.pop(market, None)
+        if self.store.current(market) != version:
+            self.store.set_current(market, version)
+        return DeployOutcome(
+            market, version, True, report, current.version if current else None, "deployed"
+        )
+
+    def rollback(self, market: str) -> DeployOutcome:
+        """Swap back to the previous snapshot (one step); ``LookupError`` if there is none."""
+        with self._lock:
+            slot = self._slots.get(market)
+            if slot is None:
+                raise NotBuilt(market)
+            if slot.previous is None:
+                raise LookupError(f"{market} has no previous snapshot to roll back to")
+            if not self.store.path(market, slot.previous.version).exists():
+                raise LookupError(f"the file of {slot.previous.version} was pruned from the store")
+            self._slots[market] = Slot(slot.previous, slot.current)
+        self.store.set_current(market, slot.previous.version)
+        return DeployOutcome(
+            market, slot.previous.version, True, None, slot.current.version, "rolled back"
+        )
+
+    def poll(self) -> dict[str, Any]:
+        """Pick up outside changes: the blocklist file, and snapshots published by the CLI."""
+        changed: dict[str, Any] = {"blocklist": self.blocklist.refresh(), "deployed": {}}
+        for market in self.store.markets():
+            version = self.store.current(market)
+            slot = self._slots.get(market)
+            if version is None or (slot and slot.current.version == version):
+                continue
+            if self._refused.get(market) == version:
+                continue
+            out = self.deploy(market, version, compare=slot is not None)
+            changed["deployed"][market] = out.message
+        return changed
+
+    def snapshot(self, market: str) -> Snapshot:
+        """The snapshot serving ``market`` now."""
+        slot = self._slots.get(market)
+        if slot is None:
+            if market not in self.markets and market not in self.store.markets():
+                raise UnknownMarket(market)
+            raise NotBuilt(market)
+        return slot.current
+
+    def known_markets(self) -> list[str]:
+        """Markets configured or served."""
+        return sorted(set(self.markets) | set(self._slots))
+
+    def status(self) -> dict[str, Any]:
+        """Per market: the serving version, the previous one, and what is stored."""
+        out: dict[str, Any] = {}
+        for market in self.known_markets():
+            slot = self._slots.get(market)
+            out[market] = {
+                "current": slot.current.summary() if slot else None,
+                "previous": slot.previous.version if slot and slot.previous else None,
+                "stored": self.store.versions(market) if market in self.store.markets() else [],
+                "refused": self._refused.get(market),
+            }
+        return out
+
+    # -- serving
+
+    def lookup(self, prefix: str, market: str = "en-IN", limit: int = MAX_LIMIT) -> SuggestResult:
+        """The suggestions for what the user has typed so far (see the module docstring)."""
+        slot = self._slots.get(market)
+        if slot is None:
+            self.snapshot(market)  # raises UnknownMarket or NotBuilt
+        snap = slot.current  # type: ignore[union-attr]
+        p = normalize_prefix(prefix)
+        hot = self.blocklist
+        excluded = (
+            snap.blocked_ids(hot.effective, hot.version) if len(hot.effective) else frozenset()
+        )
+        found = snap.find(p, limit, excluded)
+        tracker = self.tracker
+        boosted = tracker.matching(market, p) if tracker is not None else None
+        if not boosted:
+            return SuggestResult(p, market, snap.version, found.complete, snap.texts(found.ids))
+        return self._blend(p, market, snap, found.ids, found.complete, boosted, limit)
+
+    def _blend(
+        self,
+        p: str,
+        market: str,
+        snap: Snapshot,
+        ids: list[int],
+        complete: bool,
+        boosted: list[TrendingTerm],
+        limit: int,
+    ) -> SuggestResult:
+        """Re-rank the stored top ``limit`` plus trending terms by score + boost, deduplicated."""
+        total: dict[str, float] = {snap.string(i): snap.score(i) for i in ids}
+        used = []
+        for term in boosted:
+            if self.blocklist.blocks(term.query):
+                continue
+            q = term.query
+            if q not in total:
+                t = snap.exact(q)
+                total[q] = snap.score(t) if t >= 0 and snap.string(t) == q else 0.0
+            total[q] += term.boost
+            used.append(q)
+        ranked = sorted(total, key=lambda s: (-total[s], s))[:limit]
+        return SuggestResult(
+            p,
+            market,
+            snap.version,
+            complete and len(total) <= limit,
+            ranked,
+            tuple(q for q in used if q in ranked),
+        )
+
+    def baseline(self, market: str, query: str, now: float) -> float:
+        """Expected searches of ``query`` in a trending window at ``now`` (the "normal" rate).
+
+        From the snapshot: a score ≈ per-period count / (1 − factor) in steady state,
+        spread over the hours of the day by the market's traffic share. Near zero for
+        a query the snapshot does not know.
+        """
+        slot = self._slots.get(market)
+        if slot is None or self.tracker is None:
+            return 0.0
+        snap = slot.current
+        t = snap.exact(query)
+        if t < 0:
+            return 0.0
+        decay = snap.meta.get("decay", {})
+        period_s = float(decay.get("period_s", 86400))
+        factor = float(decay.get("factor", 0.5 ** (1 / 7)))
+        per_second = snap.score(t) * (1.0 - factor) / period_s
+        shares = snap.meta.get("hour_share") or [1 / 24] * 24
+        hour = int(((now + 19800) // 3600) % 24)
+        return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
+
+    def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
+        """A submitted search: count it for trending and append it for the next build."""
+        if market not in self.known_markets():
+            raise UnknownMarket(market)
+        q = self.tracker.record(query, market, user) if self.tracker else None
+        if q is not None and self.search_log is not None:
+            self.search_log.append(q, market, user)
+        return q
+
+    def trace(self, prefix: str, market: str = "en-IN", repeat: int = 200) -> dict[str, Any]:
+        """The trie walk for a prefix: nodes visited, the stored list, the time a lookup takes."""
+        snap = self.snapshot(market)
+        p = normalize_prefix(prefix)
+        node, steps = snap.reader.walk(p)
+        t0 = time.perf_counter_ns()
+        for _ in range(repeat):
+            snap.reader.locate(p)
+        walk_ns = (time.perf_counter_ns() - t0) / repeat
+        t0 = time.perf_counter_ns()
+        for _ in range(repeat):
+            self.lookup(prefix, market)
+        lookup_ns = (time.perf_counter_ns() - t0) / repeat
+        stored = [snap.string(i) for i in snap.reader.top(node)] if node >= 0 else []
+        return {
+            "q": p,
+            "market": market,
+            "version": snap.version,
+            "found": node >= 0,
+            "nodesVisited": len(steps),
+            "path": [
+                {"node": s.node, "label": s.label, "depth": s.depth, "probes": s.probes}
+                for s in steps
+            ],
+            "stored": stored,
+            "complete": bool(node >= 0 and snap.reader.is_complete(node)),
+            "walkMicros": round(walk_ns / 1000, 3),
+            "lookupMicros": round(lookup_ns / 1000, 3),
+            "codePoints": [f"U+{ord(c):04X}" for c in p],
+        }
+
+
+__all__ = [
+    "MARKETS",
+    "MAX_LIMIT",
+    "DeployOutcome",
+    "NotBuilt",
+    "Slot",
+    "SuggestResult",
+    "SuggestService",
+    "UnknownMarket",
+]

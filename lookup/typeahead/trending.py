@@ -1,0 +1,244 @@
+"""The speed layer: trending queries within minutes, blended in at query time.
+
+The batch pipeline cannot be fresh (it runs every few hours) and decay works against
+a newcomer: 50,000 searches today score 50,000, below an old favourite at 106,000.
+So submitted searches also feed this small real-time path:
+
+1. counts per query in one-minute buckets, summed over a sliding ten-minute window;
+2. compared with what is normal for that query at that hour (from the snapshot's
+   score and the market's hourly traffic share — near zero for a brand-new query);
+3. trending when the window count is many times normal, above an absolute floor, and
+   from enough distinct users — stricter than the batch, because a sudden spike is
+   exactly how a brigade looks — and never blocked or private-looking;
+4. the boost is the excess over normal projected to a day, so it is comparable to
+   the snapshot's scores; as the window moves past the spike the count falls and the
+   boost fades by itself.
+
+The clock is injected, so tests (and the dashboard's replay button) can simulate
+minutes passing.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import os
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, looks_private
+from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize
+
+Clock = Callable[[], float]
+#: expected searches of ``query`` in ``market`` during a window ending at ``now``
+Baseline = Callable[[str, str, float], float]
+
+
+@dataclass(frozen=True)
+class TrendingPolicy:
+    """Thresholds of the trending job."""
+
+    window_s: int = 600
+    bucket_s: int = 60
+    floor: int = 500  # searches in the window, whatever the baseline
+    ratio: float = 5.0  # times the normal count for this hour
+    min_users: int = 20  # distinct users in the window (the batch asks for 5 overall)
+    min_chars: int = 3
+    max_terms: int = 2000  # per market
+    refresh_s: float = 1.0  # how often suggest-time readers see a recomputed set
+
+
+@dataclass(frozen=True)
+class TrendingTerm:
+    """A query currently trending, with the evidence."""
+
+    query: str
+    count: int
+    users: int
+    baseline: float
+    boost: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able form."""
+        return {
+            "q": self.query,
+            "count": self.count,
+            "users": self.users,
+            "baseline": round(self.baseline, 3),
+            "boost": round(self.boost, 1),
+        }
+
+
+class _Counts:
+    """One query's per-bucket counts and users inside the window."""
+
+    __slots__ = ("buckets",)
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, tuple[int, set[int]]] = {}
+
+    def add(self, bucket: int, user: int, user_cap: int) -> None:
+        n, users = self.buckets.get(bucket, (0, set()))
+        if len(users) < user_cap:
+            users.add(user)
+        self.buckets[bucket] = (n + 1, users)
+
+    def window(self, first: int) -> tuple[int, int]:
+        for b in [b for b in self.buckets if b < first]:
+            del self.buckets[b]
+        count = sum(n for n, _ in self.buckets.values())
+        users: set[int] = set()
+        for _, u in self.buckets.values():
+            users |= u
+        return count, len(users)
+
+
+class TrendingTracker:
+    """Sliding-window counts per market and query, and the trending set they imply."""
+
+    def __init__(
+        self,
+        policy: TrendingPolicy = TrendingPolicy(),
+        *,
+        clock: Clock = time.time,
+        baseline: Baseline | None = None,
+        blocklist: Callable[[], Blocklist] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.clock = clock
+        self.baseline = baseline or (lambda market, query, now: 0.0)
+        builtin = Blocklist(DEFAULT_BLOCKLIST)
+        self._blocklist = blocklist or (lambda: builtin)
+        self._counts: dict[str, dict[str, _Counts]] = {}
+        self._lock = threading.Lock()
+        self._sets: dict[str, tuple[list[str], dict[str, TrendingTerm]]] = {}
+        self._computed_at: float | None = None
+        self.recorded = 0
+
+    def record(self, query: str, market: str, user: str | None = None) -> str | None:
+        """Count one submitted search; returns the normalised query, or None if unusable."""
+        if has_control_chars(query):
+            return None
+        q = normalize(query)
+        if not q or len(q) > MAX_QUERY_CHARS:
+            return None
+        now = self.clock()
+        bucket = int(now // self.policy.bucket_s)
+        who = _user_key(user or "")  # anonymous searches all count as one user
+        with self._lock:
+            self._counts.setdefault(market, {}).setdefault(q, _Counts()).add(
+                bucket, who, self.policy.min_users * 2
+            )
+            self.recorded += 1
+            self._computed_at = None  # the next reader recomputes
+        return q
+
+    def compute(self) -> dict[str, list[TrendingTerm]]:
+        """Recompute every market's trending set now (also drops expired buckets)."""
+        p = self.policy
+        now = self.clock()
+        first = int(now // p.bucket_s) - p.window_s // p.bucket_s + 1
+        blocklist = self._blocklist()
+        out: dict[str, list[TrendingTerm]] = {}
+        with self._lock:
+            for market, per_query in self._counts.items():
+                terms = []
+                for q in list(per_query):
+                    count, users = per_query[q].window(first)
+                    if count == 0:
+                        del per_query[q]
+                        continue
+                    if count < p.floor or users < p.min_users or len(q) < p.min_chars:
+                        continue
+                    base = max(0.0, float(self.baseline(market, q, now)))
+                    if count < p.ratio * base:
+                        continue
+                    if blocklist.blocks(q) or looks_private(q):
+                        continue
+                    boost = (count - base) * (86400.0 / p.window_s)
+                    terms.append(TrendingTerm(q, count, users, base, boost))
+                terms.sort(key=lambda t: (-t.boost, t.query))
+                terms = terms[: p.max_terms]
+                out[market] = terms
+                by_q = {t.query: t for t in terms}
+                self._sets[market] = (sorted(by_q), by_q)
+            for market in list(self._sets):
+                if market not in out:
+                    del self._sets[market]
+            self._computed_at = now
+        return out
+
+    def _fresh(self) -> None:
+        at = self._computed_at
+        if at is None or self.clock() - at >= self.policy.refresh_s or self.clock() < at:
+            self.compute()
+
+    def trending(self, market: str) -> list[TrendingTerm]:
+        """The market's trending terms, strongest first."""
+        self._fresh()
+        entry = self._sets.get(market)
+        if entry is None:
+            return []
+        return sorted(entry[1].values(), key=lambda t: (-t.boost, t.query))
+
+    def matching(self, market: str, prefix: str) -> list[TrendingTerm]:
+        """Trending terms of the market starting with ``prefix`` (a bisect on a sorted list)."""
+        self._fresh()
+        entry = self._sets.get(market)
+        if not entry or not entry[0]:
+            return []
+        names, by_q = entry
+        out = []
+        i = bisect_left(names, prefix)
+        while i < len(names) and names[i].startswith(prefix):
+            out.append(by_q[names[i]])
+            i += 1
+        return out
+
+    def window_count(self, market: str, query: str) -> int:
+        """Searches of a query in the current window (for displays and tests)."""
+        p = self.policy
+        first = int(self.clock() // p.bucket_s) - p.window_s // p.bucket_s + 1
+        with self._lock:
+            c = self._counts.get(market, {}).get(normalize(query))
+            return c.window(first)[0] if c else 0
+
+
+def _user_key(user: str) -> int:
+    return int.from_bytes(hashlib.blake2b(user.encode(), digest_size=8).digest(), "little")
+
+
+class SearchLog:
+    """Submitted searches appended to a CSV the next ``lookup typeahead build --log`` folds in.
+
+    The columns are the pipeline's (``ts, market, query, user_id, is_bot``); user ids
+    are hashed before they are written.
+    """
+
+    COLUMNS = ("ts", "market", "query", "user_id", "is_bot")
+
+    def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time) -> None:
+        self.path = Path(path)
+        self.clock = clock
+        self._lock = threading.Lock()
+
+    def append(self, query: str, market: str, user: str | None) -> None:
+        """Append one search (creating the file with its header)."""
+        uid = hashlib.blake2b((user or "anonymous").encode(), digest_size=8).hexdigest()
+        row = [int(self.clock()), market, query, uid, 0]
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            new = not self.path.exists()
+            with open(self.path, "a", newline="", encoding="utf-8") as f:
+                w = csv.writer(f)
+                if new:
+                    w.writerow(self.COLUMNS)
+                w.writerow(row)
+
+
+__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker"]

@@ -1,0 +1,57 @@
+"""Shared typeahead fixtures: one small generated log, folded and published once per session."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from lookup.typeahead import querylog
+from lookup.typeahead.aggregate import ScoreBoard, read_events
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist
+from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run, state_path
+
+EVENTS = 50_000
+SEED = 7
+
+
+@dataclass
+class Built:
+    """A data directory with the small log and published snapshots, plus what went in."""
+
+    data_dir: Path
+    log: querylog.QueryLog
+    log_path: Path
+    config: BuildConfig
+    board: ScoreBoard
+    builds: dict[str, MarketBuild]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    data_dir = tmp_path_factory.mktemp("typeahead-data")
+    log = querylog.generate(EVENTS, SEED)
+    path = querylog.write(log, querylog.log_path(data_dir))
+    config = BuildConfig()
+    result = run(data_dir, path, config=config)
+    assert result.ok, result.to_dict()
+    board = ScoreBoard.load(state_path(data_dir))
+    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    builds = {m: compile_market(s, blocklist, config) for m, s in board.markets.items()}
+    return Built(data_dir, log, path, config, board, builds)
+
+
+@pytest.fixture
+def data_dir(built: Built, tmp_path: Path) -> Path:
+    """A private copy of the built data directory (tests may deploy, block, roll back)."""
+    target = tmp_path / "data"
+    shutil.copytree(built.data_dir, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def small_events(built: Built):  # type: ignore[no-untyped-def]
+    """The log read back through the pipeline's reader."""
+    return read_events(built.log_path)

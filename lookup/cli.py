@@ -18,6 +18,8 @@ COMMANDS: list[str] = [
     "lookup.capacity_cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
+    "lookup.search.cli",
+    "lookup.crawler.cli",
     "lookup.launcher",
 ]
 

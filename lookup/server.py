@@ -37,6 +37,7 @@ SUBSYSTEMS: list[str] = [
     "lookup.shortener.http:mount",
     "lookup.geo.http:mount",
     "lookup.typeahead.http:mount",
+    "lookup.search.http:mount",
 ]
 
 DEFAULT_DATA_DIR = "data"

@@ -1,0 +1,285 @@
+"""``lookup sandbox`` and ``lookup crawl``: serve the local test web, crawl a web politely.
+
+    lookup sandbox --port 8600
+    lookup crawl --sandbox 8600 --out crawl1 --max-seconds 60
+    lookup crawl http://docs.sandbox.test:8600/ --hosts http://127.0.0.1:8600/_sandbox/hosts \\
+        --out crawl1 --max-pages 500
+    lookup crawl --out crawl1 --resume
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add ``sandbox`` and ``crawl`` to the ``lookup`` command's subparsers."""
+    sb = sub.add_parser(
+        "sandbox",
+        help="serve the local multi-host test web for the crawler",
+        description=(
+            "Serve the sandbox web: hosts under .sandbox.test, each on its own loopback "
+            "address (127.0.0.2, ...) and one port, with real text (pydoc), duplicates, "
+            "traps, robots.txt cases and hostile hosts. The name table is at "
+            "http://127.0.0.1:PORT/_sandbox/hosts, the request log at /_sandbox/log and "
+            "the ground truth at /_sandbox/manifest."
+        ),
+    )
+    sb.add_argument("--port", type=_port, default=8600, help="port on every address (default 8600)")
+    sb.add_argument(
+        "--size",
+        choices=["small", "default", "large"],
+        default="default",
+        help="how many pages (small ≈ 100, default ≈ 500, large ≈ 1,500 before traps)",
+    )
+    sb.add_argument(
+        "--crawl-delay", type=_nonneg, default=None, help="robots.txt Crawl-delay (default 1 s)"
+    )
+    sb.add_argument(
+        "--base-address", default="127.0.0.2", help="first host address (default 127.0.0.2)"
+    )
+    sb.add_argument("--data-dir", default=None, help=argparse.SUPPRESS)
+    sb.set_defaults(func=_cmd_sandbox)
+
+    cr = sub.add_parser(
+        "crawl",
+        help="crawl from seed URLs politely; write events.jsonl, WARC and state",
+        description=(
+            "Crawl from SEED URLs: robots.txt first on every host, one request per host "
+            "and per address at a time, each after max(Crawl-delay, FACTOR × fetch time, "
+            "MIN-DELAY). Writes events.jsonl, warc/*.warc.gz and crawl.sqlite into --out. "
+            "Exits 0 when it stops at a limit; --resume continues a stopped or killed crawl."
+        ),
+    )
+    cr.add_argument("seeds", nargs="*", metavar="SEED", help="start URLs (http or https)")
+    cr.add_argument("--out", required=True, type=Path, help="crawl directory")
+    cr.add_argument("--max-pages", type=_positive_int, default=None, help="stop after N pages")
+    cr.add_argument("--max-seconds", type=_positive, default=None, help="stop after S seconds")
+    cr.add_argument("--resume", action="store_true", help="continue the crawl in --out")
+    cr.add_argument(
+        "--hosts",
+        default=None,
+        metavar="FILE|URL",
+        help="name table in /etc/hosts format (a file, or a loopback http URL); only these "
+        "names are resolved",
+    )
+    cr.add_argument(
+        "--sandbox",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="crawl the sandbox web on PORT (its name table; its seeds if none are given)",
+    )
+    cr.add_argument("--concurrency", type=_positive_int, default=64, help="requests in flight")
+    cr.add_argument("--min-delay", type=_nonneg, default=1.0, help="minimum pause per host (s)")
+    cr.add_argument(
+        "--delay-factor", type=_nonneg, default=10.0, help="pause = FACTOR × fetch time"
+    )
+    cr.add_argument("--timeout", type=_positive, default=15.0, help="overall fetch timeout (s)")
+    cr.add_argument(
+        "--max-bytes", type=_positive_int, default=10 * 1024 * 1024, help="page size cap"
+    )
+    cr.add_argument(
+        "--host-budget", type=_positive_int, default=5000, help="URLs per host per cycle"
+    )
+    cr.add_argument("--max-depth", type=_positive_int, default=20, help="links from a seed")
+    cr.add_argument(
+        "--recrawl", action="store_true", help="keep going: recrawl pages as they fall due"
+    )
+    cr.add_argument(
+        "--allow-any-address",
+        action="store_true",
+        help="allow addresses outside loopback (off by default: nothing leaves the machine)",
+    )
+    cr.add_argument("--quiet", action="store_true", help="no live progress line")
+    cr.set_defaults(func=_cmd_crawl)
+
+
+# -- argument types ------------------------------------------------------------------
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {port}")
+    return port
+
+
+def _number(value: str, *, positive: bool, integer: bool) -> float:
+    try:
+        x = int(value) if integer else float(value)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise argparse.ArgumentTypeError(f"not {kind}: {value!r}") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"not a finite number: {value!r}")
+    if (positive and x <= 0) or x < 0:
+        raise argparse.ArgumentTypeError(f"must be {'> 0' if positive else '>= 0'}: {value!r}")
+    return x
+
+
+def _positive(value: str) -> float:
+    return float(_number(value, positive=True, integer=False))
+
+
+def _nonneg(value: str) -> float:
+    return float(_number(value, positive=False, integer=False))
+
+
+def _positive_int(value: str) -> int:
+    return int(_number(value, positive=True, integer=True))
+
+
+# -- lookup sandbox ------------------------------------------------------------------
+SIZES = {
+    "small": dict(doc_modules=12, stories=6, products=12, blog_posts=6, wiki_pages=4),
+    "default": {},
+    "large": dict(doc_modules=78, stories=26, products=49, blog_posts=14, wiki_pages=9),
+}
+
+
+def _cmd_sandbox(args: argparse.Namespace) -> int:
+    from lookup.crawler.sandbox import Sandbox, SandboxConfig
+
+    try:
+        ipaddress.IPv4Address(args.base_address)
+    except ValueError:
+        print(f"error: not an IPv4 address: {args.base_address!r}", file=sys.stderr)
+        return 2
+    if not args.base_address.startswith("127."):
+        print("error: the sandbox serves loopback addresses only (127.x.x.x)", file=sys.stderr)
+        return 2
+    overrides: dict[str, Any] = dict(SIZES[args.size])
+    if args.crawl_delay is not None:
+        overrides["crawl_delay"] = args.crawl_delay
+    config = SandboxConfig(port=args.port, base_address=args.base_address, **overrides)
+    web = Sandbox(config)
+    try:
+        port = web.bind()
+    except OSError as exc:
+        print(f"error: cannot bind port {args.port} on every address: {exc}", file=sys.stderr)
+        return 2
+    print(f"sandbox web on port {port}:")
+    for name, addr in sorted(web.hosts().items(), key=lambda kv: kv[0]):
+        print(f"  http://{name}:{port}/  ->  {addr}")
+    print(f"name table  {web.control_url}/_sandbox/hosts")
+    print(f"manifest    {web.control_url}/_sandbox/manifest")
+    print(f"request log {web.control_url}/_sandbox/log")
+    print(f"crawl it:   lookup crawl --sandbox {port} --out crawl-out --max-seconds 60", flush=True)
+    web.serve_forever()
+    return 0
+
+
+# -- lookup crawl ----------------------------------------------------------------------
+def _read_hosts(source: str) -> str:
+    """The text of a hosts table from a file or a loopback URL."""
+    if source.startswith(("http://", "https://")):
+        import httpx
+
+        host = urlsplit(source).hostname or ""
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = host == "localhost"
+        if not loopback:
+            raise ValueError(f"--hosts URL must be on loopback, not {host!r}")
+        resp = httpx.get(source, timeout=10.0, trust_env=False)
+        resp.raise_for_status()
+        return resp.text
+    return Path(source).read_text("utf-8")
+
+
+def _cmd_crawl(args: argparse.Namespace) -> int:
+    import httpx
+
+    from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError
+    from lookup.crawler.fetcher import parse_hosts_file
+    from lookup.crawler.traps import TrapPolicy
+    from lookup.crawler.urlnorm import normalize
+
+    seeds = list(args.seeds)
+    hosts: dict[str, str] = {}
+    source = args.hosts
+    if args.sandbox is not None:
+        source = source or f"http://127.0.0.1:{args.sandbox}/_sandbox/hosts"
+        if not seeds and not args.resume:
+            try:
+                manifest = httpx.get(
+                    f"http://127.0.0.1:{args.sandbox}/_sandbox/manifest", timeout=10.0,
+                    trust_env=False,
+                ).json()  # fmt: skip
+                seeds = list(manifest["seeds"])
+            except (httpx.HTTPError, ValueError, KeyError) as exc:
+                print(f"error: no sandbox answers on port {args.sandbox}: {exc}", file=sys.stderr)
+                return 2
+    if source:
+        try:
+            hosts = parse_hosts_file(_read_hosts(source))
+        except (OSError, ValueError, httpx.HTTPError) as exc:
+            print(f"error: cannot read the name table {source}: {exc}", file=sys.stderr)
+            return 2
+    if not seeds and not args.resume:
+        print("error: give at least one SEED URL (or --sandbox PORT, or --resume)", file=sys.stderr)
+        return 2
+    for seed in seeds:
+        if normalize(seed) is None:
+            print(f"error: not a crawlable http(s) URL: {seed!r}", file=sys.stderr)
+            return 2
+    tty = sys.stderr.isatty()
+
+    def show(p: Any) -> None:
+        if tty:
+            print("\r" + p.line() + "\x1b[K", end="", file=sys.stderr, flush=True)
+        else:
+            print(p.line(), file=sys.stderr, flush=True)
+
+    config = CrawlConfig(
+        out_dir=args.out,
+        seeds=seeds,
+        concurrency=args.concurrency,
+        min_delay=args.min_delay,
+        delay_factor=args.delay_factor,
+        timeout=args.timeout,
+        max_bytes=args.max_bytes,
+        traps=TrapPolicy(host_budget=args.host_budget, max_depth=args.max_depth),
+        hosts=hosts,
+        strict_hosts=bool(hosts),
+        allow_any_address=args.allow_any_address,
+        max_pages=args.max_pages,
+        max_seconds=args.max_seconds,
+        resume=args.resume,
+        recrawl=args.recrawl,
+        progress=None if args.quiet else show,
+    )
+
+    async def main() -> Any:
+        crawler = Crawler(config)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, crawler.stop)
+        return await crawler.run()
+
+    try:
+        report = asyncio.run(main())
+    except CrawlError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot write the crawl into {args.out}: {exc}", file=sys.stderr)
+        return 2
+    if tty and not args.quiet:
+        print(file=sys.stderr)
+    for line in report.lines():
+        print(line)
+    print(f"output: {args.out / 'events.jsonl'}, {args.out / 'warc'}, {args.out / 'crawl.sqlite'}")
+    return 0

@@ -1,0 +1,410 @@
+"""The URL frontier: priority decides what matters, politeness decides what is allowed now.
+
+Two layers, after the Mercator crawler:
+
+- **Front queues by priority.** Every URL lands in one of a few priority levels
+  (importance, staleness, depth). A *biased selector* reads them — smooth weighted
+  round-robin with weights such as 8 : 3 : 1 — so high priority dominates and a
+  non-empty low level is still read at least once in every ``sum(weights)`` picks:
+  nothing starves. The front queues are kept per host, so a URL's priority orders it
+  against the other URLs of the same host (the only URLs it competes with for that
+  host's fetch slot).
+- **One back queue per host** (:class:`HostQueue`) and a **min-heap of host ready
+  times**. A host is in the heap only while it has work and no fetch in flight.
+
+The only way to obtain a URL is :meth:`Frontier.lease`, which pops a host whose
+ready time has come and whose address is free — so no code path can fetch a host
+early, or two hosts on one address at once. After each fetch taking ``took``
+seconds, :meth:`Frontier.complete` sets
+
+    delay = max(robots Crawl-delay, delay_factor × took, min_delay)
+    on 429/503: delay = max(delay, Retry-After, 2 × previous delay)   (capped)
+
+and the next ready time of both the host and its address to ``now + delay``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "Frontier",
+    "FrontierEntry",
+    "HostQueue",
+    "Lease",
+    "PolitenessPolicy",
+    "WeightedSelector",
+]
+
+#: Selector weights of the priority levels, highest priority first.
+DEFAULT_WEIGHTS = (8, 3, 1)
+
+
+@dataclass
+class FrontierEntry:
+    """One URL waiting to be fetched."""
+
+    url: str
+    url_hash: str
+    host: str
+    depth: int = 0
+    level: int = 1  # 0 = highest priority
+    kind: str = "page"  # page | sitemap
+    redirects: int = 0
+    attempts: int = 0
+    seq: int = 0
+
+
+@dataclass
+class Lease:
+    """Permission to make one request to ``host`` now: a page fetch or its robots.txt."""
+
+    host: str
+    address: str
+    kind: str  # "page" | "robots"
+    entry: FrontierEntry | None
+    leased_at: float
+
+
+class WeightedSelector:
+    """Smooth weighted round-robin over priority levels (nginx's algorithm).
+
+    Each pick adds every non-empty level's weight to its credit, takes the level with
+    the most credit and charges it the total weight of the non-empty levels. Over
+    any ``sum(weights)`` consecutive picks with all levels non-empty, level ``i``
+    is picked exactly ``weights[i]`` times.
+    """
+
+    def __init__(self, weights: tuple[int, ...] = DEFAULT_WEIGHTS) -> None:
+        if not weights or any(w <= 0 for w in weights):
+            raise ValueError(f"weights must be positive, got {weights}")
+        self.weights = weights
+        self._credit = [0] * len(weights)
+
+    def pick(self, non_empty: list[bool]) -> int:
+        """The level to read next among the non-empty ones."""
+        total = 0
+        best = -1
+        for i, ok in enumerate(non_empty):
+            if not ok:
+                continue
+            self._credit[i] += self.weights[i]
+            total += self.weights[i]
+            if best < 0 or self._credit[i] > self._credit[best]:
+                best = i
+        if best < 0:
+            raise IndexError("every level is empty")
+        self._credit[best] -= total
+        return best
+
+
+@dataclass
+class HostQueue:
+    """One host's back queue: its pending URLs by level, ready time and fetch state."""
+
+    host: str
+    address: str
+    levels: list[deque[FrontierEntry]]
+    selector: WeightedSelector
+    ready_at: float = 0.0
+    in_flight: bool = False
+    needs_robots: bool = True
+    waiting_robots: bool = False  # robots.txt unreachable: parked until it is retried
+    crawl_delay: float | None = None
+    last_delay: float = 0.0
+    fetches: int = 0
+    heap_token: int = 0
+
+    def __len__(self) -> int:
+        return sum(len(q) for q in self.levels)
+
+    def push(self, entry: FrontierEntry, *, front: bool = False) -> None:
+        q = self.levels[min(entry.level, len(self.levels) - 1)]
+        if front:
+            q.appendleft(entry)
+        else:
+            q.append(entry)
+
+    def pop(self) -> FrontierEntry:
+        level = self.selector.pick([bool(q) for q in self.levels])
+        return self.levels[level].popleft()
+
+    def entries(self) -> Iterator[FrontierEntry]:
+        for q in self.levels:
+            yield from q
+
+
+@dataclass
+class PolitenessPolicy:
+    """How long to leave a host alone after a fetch."""
+
+    min_delay: float = 1.0
+    delay_factor: float = 10.0
+    max_backoff: float = 3600.0
+
+    def delay(
+        self,
+        took: float,
+        *,
+        crawl_delay: float | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+        previous: float = 0.0,
+    ) -> float:
+        """The pause before the host's next request."""
+        delay = max(crawl_delay or 0.0, self.delay_factor * took, self.min_delay)
+        if status in (429, 503):
+            delay = max(delay, retry_after or 0.0, 2.0 * previous)
+            delay = min(delay, max(self.max_backoff, crawl_delay or 0.0))
+        return delay
+
+
+class Frontier:
+    """Front queues by priority, one back queue per host, a heap of ready times.
+
+    ``clock`` is monotonic seconds (injectable for tests). Not thread-safe: one
+    event loop owns it, as one worker owns a partition of hosts.
+    """
+
+    def __init__(
+        self,
+        politeness: PolitenessPolicy | None = None,
+        *,
+        weights: tuple[int, ...] = DEFAULT_WEIGHTS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.politeness = politeness or PolitenessPolicy()
+        self.weights = weights
+        self.clock = clock
+        self.hosts: dict[str, HostQueue] = {}
+        self._heap: list[tuple[float, int, str]] = []
+        self._tokens = itertools.count(1)
+        self._seq = itertools.count(1)
+        self._ip_busy: set[str] = set()
+        self._ip_ready: dict[str, float] = {}
+        self._ip_waiters: dict[str, set[str]] = {}
+        self._size = 0
+
+    # -- adding ----------------------------------------------------------------------
+    def add(self, entry: FrontierEntry, address: str, *, front: bool = False) -> None:
+        """Queue ``entry`` for its host (on ``address``)."""
+        if not entry.seq:
+            entry.seq = next(self._seq)
+        hq = self.hosts.get(entry.host)
+        if hq is None:
+            hq = HostQueue(
+                entry.host,
+                address,
+                [deque() for _ in self.weights],
+                WeightedSelector(self.weights),
+                ready_at=self.clock(),
+            )
+            self.hosts[entry.host] = hq
+        hq.push(entry, front=front)
+        self._size += 1
+        if not hq.in_flight:
+            self._schedule(hq, hq.ready_at)
+
+    def host(self, host: str) -> HostQueue | None:
+        return self.hosts.get(host)
+
+    def set_ready(self, host: str, ready_at: float) -> None:
+        """Move ``host``'s ready time later (never earlier) — e.g. after a restart."""
+        hq = self.hosts[host]
+        if ready_at > hq.ready_at:
+            hq.ready_at = ready_at
+            if not hq.in_flight:
+                self._schedule(hq, ready_at)
+
+    def _schedule(self, hq: HostQueue, ready_at: float) -> None:
+        hq.heap_token = next(self._tokens)
+        heapq.heappush(self._heap, (ready_at, hq.heap_token, hq.host))
+
+    # -- taking ----------------------------------------------------------------------
+    def next_ready_at(self) -> float | None:
+        """When the earliest host becomes due (None if no host has work)."""
+        while self._heap:
+            ready_at, token, host = self._heap[0]
+            hq = self.hosts.get(host)
+            if hq is None or hq.heap_token != token or hq.in_flight:
+                heapq.heappop(self._heap)
+                continue
+            return ready_at
+        return None
+
+    def lease(self, now: float | None = None) -> Lease | None:
+        """Pop a due host and give one request's permission; None when nothing is due."""
+        now = self.clock() if now is None else now
+        while self._heap:
+            ready_at, token, host = self._heap[0]
+            hq = self.hosts.get(host)
+            if hq is None or hq.heap_token != token or hq.in_flight:
+                heapq.heappop(self._heap)
+                continue
+            if ready_at > now:
+                return None
+            heapq.heappop(self._heap)
+            ip = hq.address
+            if ip in self._ip_busy:
+                self._ip_waiters.setdefault(ip, set()).add(host)
+                hq.heap_token = 0  # out of the heap until the address frees
+                continue
+            ip_ready = self._ip_ready.get(ip, 0.0)
+            if ip_ready > now:
+                hq.ready_at = max(hq.ready_at, ip_ready)
+                self._schedule(hq, hq.ready_at)
+                continue
+            if hq.needs_robots:
+                kind, entry = "robots", None
+            elif len(hq):
+                kind, entry = "page", hq.pop()
+                self._size -= 1
+            else:
+                self._drop_if_idle(hq)
+                continue
+            hq.in_flight = True
+            self._ip_busy.add(ip)
+            return Lease(host, ip, kind, entry, now)
+        return None
+
+    # -- giving back -----------------------------------------------------------------
+    def complete(
+        self,
+        lease: Lease,
+        took: float,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        extra_wait: float = 0.0,
+    ) -> float:
+        """A request finished after ``took`` seconds: set the host's and address's next time.
+
+        ``extra_wait`` parks the host longer (robots.txt unreachable: until retry).
+        Returns the politeness delay applied.
+        """
+        hq = self.hosts[lease.host]
+        now = self.clock()
+        delay = self.politeness.delay(
+            took,
+            crawl_delay=hq.crawl_delay,
+            status=status,
+            retry_after=retry_after,
+            previous=hq.last_delay,
+        )
+        hq.last_delay = delay
+        hq.fetches += 1
+        hq.ready_at = now + max(delay, extra_wait)
+        self._release(hq, now + delay)
+        return delay
+
+    def release(self, lease: Lease) -> None:
+        """The lease was not used for a request (e.g. robots.txt disallowed the URL)."""
+        hq = self.hosts[lease.host]
+        self._release(hq, self._ip_ready.get(hq.address, 0.0))
+
+    def requeue(self, entry: FrontierEntry, address: str) -> None:
+        """Put ``entry`` back at the head of its host's queue (a retry after 429/503)."""
+        self.add(entry, address, front=True)
+
+    def _release(self, hq: HostQueue, ip_ready: float) -> None:
+        hq.in_flight = False
+        ip = hq.address
+        self._ip_busy.discard(ip)
+        self._ip_ready[ip] = max(self._ip_ready.get(ip, 0.0), ip_ready)
+        if len(hq):
+            self._schedule(hq, hq.ready_at)
+        else:
+            self._drop_if_idle(hq)
+        for other in sorted(self._ip_waiters.pop(ip, set())):
+            ohq = self.hosts.get(other)
+            if ohq is not None and not ohq.in_flight and len(ohq):
+                ohq.ready_at = max(ohq.ready_at, self._ip_ready[ip])
+                self._schedule(ohq, ohq.ready_at)
+
+    def _drop_if_idle(self, hq: HostQueue) -> None:
+        """A host with nothing queued leaves the heap but keeps its timing state."""
+        hq.heap_token = 0
+
+    # -- robots state ----------------------------------------------------------------
+    def robots_known(
+        self, host: str, *, crawl_delay: float | None, retry_at: float | None = None
+    ) -> None:
+        """robots.txt for ``host`` was read (or failed, with ``retry_at`` to try again)."""
+        hq = self.hosts[host]
+        hq.crawl_delay = crawl_delay
+        hq.needs_robots = retry_at is not None
+        hq.waiting_robots = retry_at is not None
+        if retry_at is not None and retry_at > hq.ready_at:
+            hq.ready_at = retry_at
+            if not hq.in_flight and len(hq):
+                self._schedule(hq, retry_at)
+
+    def robots_expired(self, host: str) -> None:
+        """The cached robots.txt is too old: the host's next request must re-read it."""
+        hq = self.hosts.get(host)
+        if hq is not None:
+            hq.needs_robots = True
+
+    # -- introspection ---------------------------------------------------------------
+    def __len__(self) -> int:
+        """URLs waiting (not counting ones in flight)."""
+        return self._size
+
+    def in_flight(self) -> int:
+        return sum(1 for hq in self.hosts.values() if hq.in_flight)
+
+    def has_due_work(self) -> bool:
+        """Is there any queued URL on a host that is not parked waiting for robots.txt?"""
+        return any(len(hq) and not hq.waiting_robots for hq in self.hosts.values())
+
+    def active_hosts(self) -> int:
+        """Hosts with queued URLs or a fetch in flight."""
+        return sum(1 for hq in self.hosts.values() if len(hq) or hq.in_flight)
+
+    def level_sizes(self) -> list[int]:
+        sizes = [0] * len(self.weights)
+        for hq in self.hosts.values():
+            for i, q in enumerate(hq.levels):
+                sizes[i] += len(q)
+        return sizes
+
+    def remove_host_entries(
+        self, host: str, keep: Callable[[FrontierEntry], bool]
+    ) -> list[FrontierEntry]:
+        """Drop the entries of ``host`` that ``keep`` rejects; returns them."""
+        hq = self.hosts.get(host)
+        if hq is None:
+            return []
+        dropped: list[FrontierEntry] = []
+        for i, q in enumerate(hq.levels):
+            kept: deque[FrontierEntry] = deque()
+            for e in q:
+                (kept if keep(e) else dropped).append(e)
+            hq.levels[i] = kept
+        self._size -= len(dropped)
+        return dropped
+
+    def snapshot(self) -> list[dict[str, object]]:
+        """Per-host state for progress displays: queue length, ready in, in flight."""
+        now = self.clock()
+        return [
+            {
+                "host": hq.host,
+                "address": hq.address,
+                "queued": len(hq),
+                "in_flight": hq.in_flight,
+                "ready_in": max(0.0, hq.ready_at - now),
+                "delay": hq.last_delay,
+                "crawl_delay": hq.crawl_delay,
+                "waiting_robots": hq.waiting_robots,
+                "fetches": hq.fetches,
+            }
+            for hq in sorted(self.hosts.values(), key=lambda h: h.host)
+        ]
+

@@ -1,0 +1,160 @@
+"""robots.txt to RFC 9309, parsed by ``protego``, cached per host, failing closed.
+
+The rules that matter (RFC 9309 §2.3.1):
+
+- **2xx**: parse the file (only its first 500 KiB) and obey the group for our
+  product token, falling back to ``*``; the most specific (longest) rule wins,
+  ``*`` and ``$`` wildcards included. ``Crawl-delay`` is not in the RFC, but we
+  honour it.
+- **4xx** ("unavailable"): there are no restrictions.
+- **5xx, 429, timeouts, refused connections** ("unreachable"): assume complete
+  disallow until the file can be read. Scrapy's default fails open here; we do not —
+  a struggling server is the last one to crawl.
+- Cache a good answer for at most 24 hours; retry an unreachable one sooner.
+
+Meta robots tags and ``X-Robots-Tag`` headers (page-level) are handled by
+:mod:`lookup.crawler.parse`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from protego import Protego
+
+__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsPolicy"]
+
+#: RFC 9309 §2.5: crawlers must parse at least 500 KiB; we parse exactly that much.
+MAX_ROBOTS_BYTES = 500 * 1024
+DAY = 24 * 3600.0
+
+
+@dataclass
+class RobotsPolicy:
+    """What one host's robots.txt allows us, and until when we may rely on it.
+
+    ``state`` is ``"rules"`` (a parsed file), ``"allow-all"`` (4xx) or
+    ``"disallow-all"`` (unreachable). Times are wall-clock seconds.
+    """
+
+    host: str
+    state: str
+    agent: str
+    status: int | None = None
+    body: str = ""
+    reason: str = ""
+    fetched_at: float = field(default_factory=time.time)
+    expires_at: float = 0.0
+    _parser: Protego | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.state == "rules" and self._parser is None:
+            self._parser = Protego.parse(self.body)
+
+    def allows(self, url: str) -> bool:
+        """May ``url`` (on this host) be fetched?"""
+        if self.state == "allow-all":
+            return True
+        if self.state == "disallow-all":
+            return False
+        assert self._parser is not None
+        return bool(self._parser.can_fetch(url, self.agent))
+
+    def decision(self, url: str) -> str:
+        """A short human explanation of the decision for ``url``."""
+        if self.state == "allow-all":
+            return f"allowed: robots.txt answered {self.status} (no restrictions)"
+        if self.state == "disallow-all":
+            return f"disallowed: robots.txt unreachable ({self.reason}); failing closed"
+        verdict = "allowed" if self.allows(url) else "disallowed"
+        path = urlsplit(url).path or "/"
+        return f"{verdict} by robots.txt rules for {self.agent} ({path})"
+
+    @property
+    def crawl_delay(self) -> float | None:
+        if self._parser is None:
+            return None
+        delay = self._parser.crawl_delay(self.agent)
+        return float(delay) if delay is not None else None
+
+    @property
+    def sitemaps(self) -> list[str]:
+        return list(self._parser.sitemaps) if self._parser is not None else []
+
+    def expired(self, now: float | None = None) -> bool:
+        return (time.time() if now is None else now) >= self.expires_at
+
+    # -- construction --------------------------------------------------------------
+    @classmethod
+    def from_response(
+        cls,
+        host: str,
+        agent: str,
+        status: int,
+        body: bytes,
+        *,
+        ttl: float = DAY,
+        retry: float = 600.0,
+        now: float | None = None,
+    ) -> RobotsPolicy:
+        """The policy implied by an HTTP answer for ``/robots.txt`` (after redirects)."""
+        now = time.time() if now is None else now
+        ttl = min(ttl, DAY)
+        if 200 <= status < 300:
+            text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
+            return cls(host, "rules", agent, status, text, "", now, now + ttl)
+        if status == 429 or status >= 500:
+            return cls(host, "disallow-all", agent, status, "", f"HTTP {status}", now, now + retry)
+        if 400 <= status < 500:
+            return cls(host, "allow-all", agent, status, "", f"HTTP {status}", now, now + ttl)
+        # 1xx, or a 3xx that was not followed: treat as unreachable.
+        return cls(host, "disallow-all", agent, status, "", f"HTTP {status}", now, now + retry)
+
+    @classmethod
+    def unreachable(
+        cls, host: str, agent: str, reason: str, *, retry: float = 600.0, now: float | None = None
+    ) -> RobotsPolicy:
+        """The policy when robots.txt could not be fetched at all: disallow everything."""
+        now = time.time() if now is None else now
+        return cls(host, "disallow-all", agent, None, "", reason, now, now + retry)
+
+
+class RobotsCache:
+    """Per-host robots policies, each valid until it expires (at most 24 h)."""
+
+    def __init__(self, agent: str, *, ttl: float = DAY, retry: float = 600.0) -> None:
+        self.agent = agent
+        self.ttl = min(ttl, DAY)
+        self.retry = retry
+        self._policies: dict[str, RobotsPolicy] = {}
+
+    def get(self, host: str, now: float | None = None) -> RobotsPolicy | None:
+        """The host's policy if we have one that has not expired."""
+        policy = self._policies.get(host)
+        if policy is None or policy.expired(now):
+            return None
+        return policy
+
+    def peek(self, host: str) -> RobotsPolicy | None:
+        """The host's last policy, expired or not."""
+        return self._policies.get(host)
+
+    def put(self, policy: RobotsPolicy) -> None:
+        self._policies[policy.host] = policy
+
+    def from_response(self, host: str, status: int, body: bytes) -> RobotsPolicy:
+        policy = RobotsPolicy.from_response(
+            host, self.agent, status, body, ttl=self.ttl, retry=self.retry
+        )
+        self.put(policy)
+        return policy
+
+    def unreachable(self, host: str, reason: str) -> RobotsPolicy:
+        policy = RobotsPolicy.unreachable(host, self.agent, reason, retry=self.retry)
+        self.put(policy)
+        return policy
+
+    def __len__(self) -> int:
+        return len(self._policies)

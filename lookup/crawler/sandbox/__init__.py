@@ -1,0 +1,196 @@
+"""The sandbox web: a realistic multi-host web on loopback for the crawler to crawl.
+
+``Sandbox(SandboxConfig.small()).start()`` serves it from a background thread (tests);
+``lookup sandbox`` serves it in the foreground. Hosts are names under
+``.sandbox.test`` on their own loopback addresses (127.0.0.2, 127.0.0.3, ...), some
+sharing one address; the name table is at ``http://127.0.0.1:PORT/_sandbox/hosts``.
+The control address also serves the request log (``/_sandbox/log``) and the
+manifest of every known duplicate, trap and hostile behaviour (``/_sandbox/manifest``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lookup.crawler.sandbox.sites import SandboxConfig, World, build_sites, esc, page
+from lookup.crawler.sandbox.web import (
+    LoggedRequest,
+    Request,
+    RequestLog,
+    Response,
+    SandboxServer,
+    log_as_json,
+)
+
+__all__ = ["LoggedRequest", "RequestLog", "Sandbox", "SandboxConfig"]
+
+
+class Sandbox:
+    """The whole sandbox web: sites, server, request log and manifest."""
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.world = World(self.config)
+        self.sites = build_sites(self.world)
+        vhosts = {
+            self.world.names[key]: (self.world.addresses[key], site.handle)
+            for key, site in self.sites.handlers.items()
+        }
+        self.server = SandboxServer(
+            vhosts, self._control, self.config.control_address, self.config.port
+        )
+
+    # -- lifecycle ---------------------------------------------------------------
+    def bind(self) -> int:
+        """Bind every address (port 0 picks a free one); returns the port."""
+        port = self.server.bind()
+        self.config.port = port
+        return port
+
+    def start(self) -> Sandbox:
+        """Serve from a background thread."""
+        self.bind()
+        self.server.start_in_thread()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until interrupted."""
+        self.bind()
+        self.server.serve_forever()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what a crawler and a test need --------------------------------------------
+    @property
+    def port(self) -> int:
+        return self.config.port
+
+    @property
+    def log(self) -> RequestLog:
+        return self.server.log
+
+    @property
+    def control_url(self) -> str:
+        return f"http://{self.config.control_address}:{self.port}"
+
+    def hosts(self) -> dict[str, str]:
+        """Host name → loopback address (what DNS would say)."""
+        return {self.world.names[k]: self.world.addresses[k] for k in self.sites.handlers}
+
+    def hosts_file(self) -> str:
+        """The name table in ``/etc/hosts`` format."""
+        by_addr: dict[str, list[str]] = {}
+        for name, addr in self.hosts().items():
+            by_addr.setdefault(addr, []).append(name)
+        lines = ["# the sandbox web's names (there is no DNS for .sandbox.test)"]
+        lines += [f"{addr}\t{' '.join(names)}" for addr, names in sorted(by_addr.items())]
+        return "\n".join(lines) + "\n"
+
+    def seeds(self) -> list[str]:
+        return [self.world.url("docs", "/")]
+
+    def url(self, key: str, path: str) -> str:
+        """The URL of ``path`` on the host with key ``key`` (``docs``, ``shop``, ...)."""
+        return self.world.url(key, path)
+
+    def manifest(self) -> dict[str, Any]:
+        """Ground truth: hosts, seeds, duplicate clusters, traps, robots cases, hostile hosts."""
+        w = self.world
+        h = self.sites.handlers
+        docs = h["docs"].manifest()
+        exact = h["mirror"].clusters()
+        # The www twin serves every docs page again.
+        twins = ("/", "/elsewhere.html", "/drafts/published-intro.html", "/feed.txt?format=html")
+        for path in twins:
+            exact.append(
+                {
+                    "kind": "exact",
+                    "members": [
+                        {"url": w.url("docs", path), "reason": "original"},
+                        {"url": w.url("www", path), "reason": "www"},
+                    ],
+                }
+            )
+        return {
+            "port": self.port,
+            "agent": self.config.agent,
+            "hosts": [
+                {"name": w.names[k], "address": w.addresses[k], "key": k, "role": w.roles[k]}
+                for k in h
+            ],
+            "seeds": self.seeds(),
+            "duplicates": exact + h["news"].clusters(),
+            "url_variants": docs["url_variants"],
+            "canonical": docs["canonical"],
+            "robots": {
+                "disallowed": docs["disallowed"],
+                "allowed_by_wildcard": docs["allowed_by_wildcard"],
+                "failing_hosts": [w.names["closed"], w.names["hung"]],
+                "missing_hosts": [w.names["blog"]],
+                "crawl_delay": {
+                    w.names["docs"]: self.config.crawl_delay,
+                    w.names["www"]: self.config.crawl_delay,
+                    w.names["wiki"]: self.config.crawl_delay,
+                },
+                "noindex": docs["noindex"],
+                "nofollow_only": docs["nofollow_only"],
+            },
+            "outside": docs["outside"],
+            "sitemaps": docs["sitemaps"] + [w.url("wiki", "/sitemap.xml")],
+            "traps": h["calendar"].traps()
+            + [
+                {"host": w.names["shop"], "kind": "faceted-navigation", "prefix": "/products"},
+                {"host": w.names["shop"], "kind": "session-id", "prefix": "/?visit="},
+            ],
+            "hostile": {
+                "slow": w.names["slow"],
+                "stall": w.url("slow", "/stall.html"),
+                "busy": w.names["busy"],
+                "retry_after": self.config.retry_after,
+                "redirects": h["redirect"].manifest(),
+                **h["junk"].manifest(),
+            },
+            "changing": h["blog"].changing() + h["wiki"].changing(),
+        }
+
+    # -- the control address -----------------------------------------------------
+    def _control(self, req: Request) -> Response:
+        if req.path == "/_sandbox/manifest":
+            return Response(200, json.dumps(self.manifest(), indent=1), "application/json")
+        if req.path == "/_sandbox/hosts":
+            return Response(200, self.hosts_file(), "text/plain; charset=utf-8")
+        if req.path == "/_sandbox/log":
+            try:
+                since = max(0, int(req.params().get("since", "0") or 0))
+            except ValueError:
+                return Response(
+                    400,
+                    json.dumps({"error": "BAD_REQUEST", "message": "since must be an integer"}),
+                    "application/json",
+                )
+            return Response(200, log_as_json(self.log.entries(since)), "application/x-ndjson")
+        if req.path == "/":
+            rows = "".join(
+                f"<tr><td><a href='{esc(self.world.url(k, '/'))}'>{esc(w)}</a></td>"
+                f"<td>{esc(self.world.addresses[k])}</td><td>{esc(self.world.roles[k])}</td></tr>"
+                for k, w in self.world.names.items()
+            )
+            main = (
+                "<h1>The sandbox web</h1><table>"
+                f"{rows}</table><p><a href='/_sandbox/hosts'>hosts</a> "
+                "<a href='/_sandbox/manifest'>manifest</a> <a href='/_sandbox/log'>log</a></p>"
+            )
+            return Response(200, page("Sandbox", main))
+        return Response(
+            404,
+            json.dumps({"error": "NOT_FOUND", "message": f"no such endpoint: {req.path}"}),
+            "application/json",
+        )

@@ -1,0 +1,56 @@
+"""Web search over what the crawler fetched: an inverted index sharded by document.
+
+Write path: :func:`build_index` turns a crawl directory (``events.jsonl`` + WARC
+files) into immutable segments with compressed postings and skip pointers, published
+as a versioned manifest. Read path: :class:`SearchService` serves the live version
+through a :class:`Coordinator` (fan-out, per-shard deadline, hedged requests to
+replicas) with a real-time tier for pages fetched since the last build.
+
+The dashboard and notebooks use the names exported here.
+"""
+
+from lookup.search.analysis import analyze, analyze_document, analyze_query
+from lookup.search.bm25 import K1, B, Signals, idf
+from lookup.search.coordinator import Coordinator, FaultSwitch, QueryError
+from lookup.search.events import EventLog, PageEvent, PageStore
+from lookup.search.extract import extract_page
+from lookup.search.indexer import IndexReport, build_index, shard_of
+from lookup.search.manifest import current_manifest
+from lookup.search.postings import PostingList, decode_varints, encode_varints, intersect_cursors
+from lookup.search.realtime import RealtimeTier
+from lookup.search.segment import SegmentReader, merge_segments
+from lookup.search.service import NotBuilt, SearchService
+from lookup.search.shard import Snapshot
+from lookup.search.snippets import make_snippet
+
+__all__ = [
+    "B",
+    "K1",
+    "Coordinator",
+    "EventLog",
+    "FaultSwitch",
+    "IndexReport",
+    "NotBuilt",
+    "PageEvent",
+    "PageStore",
+    "PostingList",
+    "QueryError",
+    "RealtimeTier",
+    "SearchService",
+    "SegmentReader",
+    "Signals",
+    "Snapshot",
+    "analyze",
+    "analyze_document",
+    "analyze_query",
+    "build_index",
+    "current_manifest",
+    "decode_varints",
+    "encode_varints",
+    "extract_page",
+    "idf",
+    "intersect_cursors",
+    "make_snippet",
+    "merge_segments",
+    "shard_of",
+]

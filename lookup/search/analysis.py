@@ -1,0 +1,126 @@
+"""Text analysis shared by the write path and the read path.
+
+Documents and queries go through the same steps so that a query term meets the
+same index term: split into words (letters, combining marks and digits — so
+Devanagari vowel signs stay inside their word), Unicode-normalise (NFKC) and
+case-fold, drop English stop words, and reduce each word to its Snowball stem
+("running", "runs" → "run").
+
+Positions count every word, stop words included, so a phrase keeps its gaps.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import regex
+import Stemmer
+
+#: A word: letters, combining marks and digits (``regex`` knows Unicode properties).
+WORD = regex.compile(r"[\p{L}\p{N}][\p{L}\p{M}\p{N}]*")
+#: The same pattern for lower-cased ASCII text, where the stdlib engine is faster.
+ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+#: Words longer than this are dropped (base64 blobs, run-together garbage).
+MAX_TERM_CHARS = 40
+
+#: The Snowball project's English stop-word list (snowballstem.org, english/stop.txt).
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    i me my myself we our ours ourselves you your yours yourself yourselves he him his
+    himself she her hers herself it its itself they them their theirs themselves what
+    which who whom this that these those am is are was were be been being have has had
+    having do does did doing would should could ought i'm you're he's she's it's we're
+    they're i've you've we've they've i'd you'd he'd she'd we'd they'd i'll you'll he'll
+    she'll we'll they'll isn't aren't wasn't weren't hasn't haven't hadn't doesn't don't
+    didn't won't wouldn't shan't shouldn't can't cannot couldn't mustn't let's that's
+    who's what's here's there's when's where's why's how's a an the and but if or because
+    as until while of at by for with about against between into through during before
+    after above below to from up down in out on off over under again further then once
+    here there when where why how all any both each few more most other some such no nor
+    not only own same so than too very s t don can will just
+    """.split()
+)
+
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    # PyStemmer objects keep a cache and are not safe to share between threads.
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def normalize_word(word: str) -> str:
+    """NFKC-normalise and case-fold one word (ASCII words only need lower-casing)."""
+    if word.isascii():
+        return word.lower()
+    return unicodedata.normalize("NFKC", word).casefold()
+
+
+def stem(words: list[str]) -> list[str]:
+    """Snowball English stems of already-normalised words."""
+    return _stemmer().stemWords(words)
+
+
+@dataclass(frozen=True)
+class Analyzed:
+    """Index terms of a text with their word positions, and how many words it had."""
+
+    terms: list[str]
+    positions: list[int]
+    words: int
+
+
+def analyze(text: str, first_position: int = 0) -> Analyzed:
+    """Terms and positions of ``text``; positions start at ``first_position``."""
+    if text.isascii():
+        raw = ASCII_WORD.findall(text.lower())
+    else:
+        raw = [normalize_word(w) for w in WORD.findall(text)]
+    kept: list[str] = []
+    positions: list[int] = []
+    for i, word in enumerate(raw):
+        if word in STOP_WORDS or len(word) > MAX_TERM_CHARS:
+            continue
+        kept.append(word)
+        positions.append(first_position + i)
+    return Analyzed(stem(kept), positions, len(raw))
+
+
+def analyze_document(title: str, text: str) -> Analyzed:
+    """A page's index terms: its title followed by its main text, one position stream."""
+    head = analyze(title)
+    body = analyze(text, first_position=head.words + 1)
+    return Analyzed(
+        head.terms + body.terms, head.positions + body.positions, head.words + 1 + body.words
+    )
+
+
+def analyze_query(query: str) -> list[str]:
+    """The distinct index terms of a query, in first-seen order."""
+    seen: dict[str, None] = {}
+    for term in analyze(query).terms:
+        seen.setdefault(term, None)
+    return list(seen)
+
+
+def iter_words(text: str) -> Iterator[tuple[int, int, str | None]]:
+    """``(start, end, term)`` for every word of ``text``; ``term`` is None for stop words.
+
+    Offsets point into the original text, which is what snippet highlighting needs.
+    """
+    spans = [(m.start(), m.end(), normalize_word(m.group())) for m in WORD.finditer(text)]
+    keep = [w for _, _, w in spans if w not in STOP_WORDS and len(w) <= MAX_TERM_CHARS]
+    stems = iter(stem(keep))
+    for start, end, word in spans:
+        if word in STOP_WORDS or len(word) > MAX_TERM_CHARS:
+            yield start, end, None
+        else:
+            yield start, end, next(stems)

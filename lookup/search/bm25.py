@@ -1,0 +1,137 @@
+"""Ranking: BM25 (Lucene's variant) plus query-independent signals.
+
+For a query term t and document d::
+
+    idf(t)      = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))
+    norm(d)     = k1 * (1 - b + b * |d| / avgdl)
+    score(t, d) = idf(t) * tf(t, d) / (tf(t, d) + norm(d))
+
+(Lucene dropped the constant ``(k1 + 1)`` factor in version 8; it changes no ranking,
+and ``bm25s``'s "lucene" method does the same.) N, n_t and avgdl are **corpus-wide**
+— over every shard and both tiers — so scores from different shards can be merged.
+
+The blended score adds two bounded, query-independent signals, so relevance leads and
+the signals break near-ties:
+
+    final = bm25 + w_link * links / (links + k_link) + w_fresh * 0.5 ** (age_days / half_life)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+K1 = 1.2
+B = 0.75
+
+#: Reference time for the factored freshness boost (any fixed instant works).
+FRESH_REF = 1_700_000_000.0
+_MAX_HALVINGS = 900.0
+
+
+def idf(df: int, n_docs: int) -> float:
+    """Lucene's BM25 inverse document frequency (always positive)."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def length_norm(doclen: np.ndarray, avgdl: float, k1: float = K1, b: float = B) -> np.ndarray:
+    """``k1 * (1 - b + b * |d| / avgdl)`` for each document length."""
+    return k1 * (1.0 - b + b * np.asarray(doclen, dtype=np.float64) / avgdl)
+
+
+def term_scores(tf: np.ndarray, norm: np.ndarray, term_idf: float) -> np.ndarray:
+    """BM25 contribution of one term given its tfs and the documents' length norms."""
+    tf = np.asarray(tf, dtype=np.float64)
+    return term_idf * tf / (tf + norm)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Weights of the query-independent signals blended into the BM25 score."""
+
+    link_weight: float = 1.0
+    link_saturation: float = 5.0
+    fresh_weight: float = 0.5
+    half_life_days: float = 30.0
+
+    @classmethod
+    def off(cls) -> Signals:
+        """Pure BM25 (what the oracle tests compare)."""
+        return cls(link_weight=0.0, fresh_weight=0.0)
+
+    def link_boost(self, inlinks: np.ndarray) -> np.ndarray:
+        """Saturating boost for pages many other pages link to."""
+        links = np.asarray(inlinks, dtype=np.float64)
+        if self.link_weight == 0.0:
+            return np.zeros(links.shape)
+        return self.link_weight * links / (links + self.link_saturation)
+
+    def fresh_base(self, crawled_at: np.ndarray) -> np.ndarray:
+        """Query-independent half of the freshness boost: ``0.5 ** ((REF - crawled) / half-life)``.
+
+        ``0.5 ** (age / h) = 0.5 ** ((now - REF) / h) * 0.5 ** ((REF - crawled) / h)``, so a
+        segment computes this once and a query multiplies by :meth:`fresh_factor`.
+        """
+        crawled = np.asarray(crawled_at, dtype=np.float64)
+        halvings = (FRESH_REF - crawled) / (self.half_life_days * 86400.0)
+        return np.power(0.5, np.clip(halvings, -_MAX_HALVINGS, _MAX_HALVINGS))
+
+    def fresh_factor(self, now: float) -> float:
+        """Query-time half of the freshness boost, weight included."""
+        halvings = (now - FRESH_REF) / (self.half_life_days * 86400.0)
+        return self.fresh_weight * 0.5 ** min(max(halvings, -_MAX_HALVINGS), _MAX_HALVINGS)
+
+    def fresh_from_base(self, base: np.ndarray, now: float) -> np.ndarray:
+        """Freshness boost from precomputed bases (capped at the weight: no clock-skew bonus)."""
+        if self.fresh_weight == 0.0:
+            return np.zeros(np.shape(base))
+        return np.minimum(self.fresh_factor(now) * base, self.fresh_weight)
+
+    def fresh_boost(self, crawled_at: np.ndarray, now: float) -> np.ndarray:
+        """Boost halving every ``half_life_days`` since the page was fetched."""
+        return self.fresh_from_base(self.fresh_base(crawled_at), now)
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A normalised query with the corpus statistics every shard scores it with."""
+
+    terms: tuple[str, ...]  # distinct terms in canonical (sorted) order
+    idfs: tuple[float, ...]
+    dfs: tuple[int, ...]
+    n_docs: int
+    avgdl: float
+    k: int  # how many hits each shard returns
+    now: float
+    signals: Signals = Signals()
+    k1: float = K1
+    b: float = B
+    conjunctive: bool = True  # AND; the coordinator falls back to OR when AND finds nothing
+    or_fallback: bool = True  # a shard with no AND match also computes its OR top-k
+    max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
+
+
+def make_plan(
+    terms: list[str],
+    dfs: list[int],
+    n_docs: int,
+    total_length: int,
+    k: int,
+    now: float,
+    signals: Signals | None = None,
+) -> QueryPlan:
+    """Attach global statistics to a query's terms (sorted, so every shard sums alike)."""
+    pairs = sorted(zip(terms, dfs, strict=True))
+    avgdl = (total_length / n_docs) if n_docs else 1.0
+    return QueryPlan(
+        terms=tuple(t for t, _ in pairs),
+        idfs=tuple(idf(d, n_docs) for _, d in pairs),
+        dfs=tuple(d for _, d in pairs),
+        n_docs=n_docs,
+        avgdl=avgdl if avgdl > 0 else 1.0,
+        k=k,
+        now=now,
+        signals=signals or Signals(),
+    )

@@ -1,0 +1,573 @@
+"""The coordinator: fan a query out to every shard, keep the tail short, merge, paginate.
+
+Sharding by document means every query touches every shard, so a query is as slow as
+its slowest shard: with 100 shards each slow one time in a thousand, 1 − 0.999¹⁰⁰ ≈
+9.5 % of queries are slow. Two mechanisms fight that here:
+
+* **hedged requests** — every shard has two replicas; if the primary has not answered
+  by about the shard's 95th-percentile latency, the same request goes to the other
+  replica and the first answer wins;
+* **per-shard deadline** — a shard that has not answered by the deadline is left out;
+  the response says so in ``shardsAnswered`` and the total is extrapolated.
+
+Replicas run in their own thread pools over the shared, immutable snapshot, and each
+has a **fault switch** (slow by N ms with probability p, or dead) so both mechanisms
+can be watched working. Snippets are made for the final page only.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
+from typing import Any
+
+import numpy as np
+
+from lookup.search.analysis import analyze_query
+from lookup.search.bm25 import Signals, length_norm, make_plan
+from lookup.search.events import iso_time
+from lookup.search.shard import REALTIME, Hit, ShardAnswer, Snapshot
+from lookup.search.snippets import make_snippet
+
+MAX_QUERY_CHARS = 500
+MAX_QUERY_TERMS = 32
+MAX_LIMIT = 100
+#: Deepest result reachable by paging (page × limit); deep pages are capped, not computed.
+MAX_DEPTH = 1000
+DEFAULT_DEADLINE_MS = 250.0
+#: Hedge delay before a shard has enough latency samples for its p95.
+DEFAULT_HEDGE_MS = 10.0
+MIN_HEDGE_MS = 1.0
+LATENCY_WINDOW = 256
+MIN_SAMPLES = 20
+#: The p95 behind the hedge delay is recomputed after this many new samples.
+P95_EVERY = 16
+
+
+class QueryError(ValueError):
+    """A query that cannot be run as given (the HTTP layer turns it into a 400)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class FaultSwitch:
+    """Injected trouble for one replica: ``ok``, ``slow`` (delay with probability) or ``dead``."""
+
+    mode: str = "ok"
+    delay_ms: float = 0.0
+    probability: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"mode": self.mode, "delayMs": self.delay_ms, "probability": self.probability}
+
+
+@dataclass
+class ReplicaStats:
+    """Counters of one replica."""
+
+    requests: int = 0
+    hedge_requests: int = 0
+    wins: int = 0
+    slowed: int = 0
+    dropped: int = 0
+
+
+class Replica:
+    """One copy of a shard behind its own worker threads and fault switch."""
+
+    def __init__(self, shard: int, replica: int, workers: int = 2) -> None:
+        self.shard = shard
+        self.replica = replica
+        self.fault = FaultSwitch()
+        self.stats = ReplicaStats()
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"shard{shard}r{replica}")
+
+    def submit(self, snapshot: Snapshot, plan: Any, hedge: bool, inbox: SimpleQueue) -> None:
+        """Send a query to this replica; the answer (or error) is put into ``inbox``.
+
+        A dead replica never answers; a slow one sleeps first, holding its worker
+        the way an overloaded server holds its request queue.
+        """
+        self.stats.requests += 1
+        if hedge:
+            self.stats.hedge_requests += 1
+        fault = self.fault
+        if fault.mode == "dead":
+            self.stats.dropped += 1
+            return
+        delay = 0.0
+        if fault.mode == "slow" and random.random() < fault.probability:
+            delay = fault.delay_ms / 1000.0
+            self.stats.slowed += 1
+        shard = snapshot.shards[self.shard]
+        replica = self.replica
+
+        def run() -> None:
+            try:
+                if delay:
+                    time.sleep(delay)
+                answer = shard.search(plan)
+                answer.replica = replica
+                answer.done_at = time.perf_counter()
+                inbox.put((shard.shard, answer))
+            except Exception as exc:  # a failed replica answers with its error
+                inbox.put((shard.shard, exc))
+
+        self._pool.submit(run)
+
+    def close(self) -> None:
+        """Stop the worker threads (pending work is abandoned)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
+class ShardGroup:
+    """A shard's replicas and the latency history its hedge delay comes from."""
+
+    shard: int
+    replicas: list[Replica]
+    latencies: deque[float] = field(default_factory=lambda: deque(maxlen=LATENCY_WINDOW))
+    hedges: int = 0
+    hedge_wins: int = 0
+    deadline_misses: int = 0
+    queries: int = 0
+    _p95: float | None = None
+    _p95_at: int = -1  # ``recorded`` when _p95 was computed
+    recorded: int = 0
+
+    def record(self, latency_ms: float) -> None:
+        """Add one answered request's latency to the window."""
+        self.latencies.append(latency_ms)
+        self.recorded += 1
+
+    def hedge_delay_ms(self) -> float:
+        """About the shard's 95th-percentile latency (a default until it has samples).
+
+        Recomputed every :data:`P95_EVERY` samples, not on every query.
+        """
+        n = len(self.latencies)
+        if n < MIN_SAMPLES:
+            return DEFAULT_HEDGE_MS
+        if self._p95 is None or self.recorded - self._p95_at >= P95_EVERY or self._p95_at < 0:
+            ordered = sorted(self.latencies)
+            self._p95 = ordered[min(n - 1, math.ceil(0.95 * n) - 1)]  # nearest rank
+            self._p95_at = self.recorded
+        return max(MIN_HEDGE_MS, self._p95)
+
+    def forget(self) -> None:
+        """Clear the latency window and counters."""
+        self.latencies.clear()
+        self._p95 = None
+        self._p95_at = -1
+        self.hedges = self.hedge_wins = self.deadline_misses = self.queries = 0
+
+    def status(self) -> dict[str, Any]:
+        """JSON summary for the shard panel."""
+        lat = np.fromiter(self.latencies, float) if self.latencies else np.zeros(0)
+        return {
+            "shard": self.shard,
+            "queries": self.queries,
+            "p50Ms": round(float(np.percentile(lat, 50)), 3) if lat.size else None,
+            "p95Ms": round(float(np.percentile(lat, 95)), 3) if lat.size else None,
+            "hedgeDelayMs": round(self.hedge_delay_ms(), 3),
+            "hedgesFired": self.hedges,
+            "hedgeWins": self.hedge_wins,
+            "deadlineMisses": self.deadline_misses,
+            "replicas": [
+                {
+                    "replica": r.replica,
+                    "fault": r.fault.to_json(),
+                    "requests": r.stats.requests,
+                    "hedgeRequests": r.stats.hedge_requests,
+                    "wins": r.stats.wins,
+                    "slowed": r.stats.slowed,
+                    "dropped": r.stats.dropped,
+                }
+                for r in self.replicas
+            ],
+        }
+
+
+@dataclass
+class FanoutTrace:
+    """What happened to each shard during one query."""
+
+    shard: int
+    latency_ms: float | None
+    replica: int | None
+    hedged: bool
+    missed_deadline: bool
+    matched: int | None
+    mode: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "shard": self.shard,
+            "latencyMs": None if self.latency_ms is None else round(self.latency_ms, 3),
+            "replica": self.replica,
+            "hedged": self.hedged,
+            "missedDeadline": self.missed_deadline,
+            "matched": self.matched,
+            "mode": self.mode,
+        }
+
+
+class Coordinator:
+    """Runs queries over a snapshot (and the real-time tier) across replicated shards."""
+
+    def __init__(
+        self,
+        replicas: int = 2,
+        workers_per_replica: int = 2,
+        deadline_ms: float = DEFAULT_DEADLINE_MS,
+        hedge: bool = True,
+        signals: Signals | None = None,
+    ) -> None:
+        if replicas < 1:
+            raise ValueError("a shard needs at least one replica")
+        self.replicas_per_shard = replicas
+        self.workers = workers_per_replica
+        self.deadline_ms = deadline_ms
+        self.hedge = hedge
+        self.signals = signals or Signals()
+        self.groups: list[ShardGroup] = []
+        self.recent: deque[dict[str, Any]] = deque(maxlen=50)
+        self._lock = threading.Lock()
+
+    # --- shard groups and faults ---------------------------------------------------------
+    def ensure_shards(self, n: int) -> list[ShardGroup]:
+        """Shard groups for ``n`` shards (kept, with their faults, across index versions)."""
+        with self._lock:
+            while len(self.groups) < n:
+                s = len(self.groups)
+                self.groups.append(
+                    ShardGroup(
+                        s, [Replica(s, r, self.workers) for r in range(self.replicas_per_shard)]
+                    )
+                )
+            return self.groups[:n]
+
+    def set_fault(
+        self,
+        shard: int,
+        replica: int | None,
+        mode: str,
+        delay_ms: float = 0.0,
+        probability: float = 1.0,
+    ) -> None:
+        """Make a replica (or all replicas of a shard, ``replica=None``) slow, dead or ok."""
+        if mode not in ("ok", "slow", "dead"):
+            raise ValueError("mode must be ok, slow or dead")
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError("probability must be between 0 and 1")
+        if delay_ms < 0:
+            raise ValueError("delayMs must not be negative")
+        if shard < 0 or shard >= len(self.groups):
+            raise IndexError(f"no shard {shard}")
+        group = self.groups[shard]
+        targets = group.replicas if replica is None else [group.replicas[replica]]
+        for r in targets:
+            r.fault = FaultSwitch(
+                mode, float(delay_ms) if mode == "slow" else 0.0, float(probability)
+            )
+
+    def clear_faults(self) -> None:
+        """Every replica back to healthy."""
+        for g in self.groups:
+            for r in g.replicas:
+                r.fault = FaultSwitch()
+
+    def reset_stats(self) -> None:
+        """Forget latency history and counters (faults stay)."""
+        for g in self.groups:
+            g.forget()
+            for r in g.replicas:
+                r.stats = ReplicaStats()
+        self.recent.clear()
+
+    def close(self) -> None:
+        """Stop every replica's threads."""
+        for g in self.groups:
+            for r in g.replicas:
+                r.close()
+
+    def status(self) -> dict[str, Any]:
+        """Configuration, per-shard counters and the latest fan-outs."""
+        return {
+            "deadlineMs": self.deadline_ms,
+            "hedging": self.hedge,
+            "replicasPerShard": self.replicas_per_shard,
+            "shards": [g.status() for g in self.groups],
+            "recent": list(self.recent),
+        }
+
+    # --- the query -----------------------------------------------------------------------
+    def search(
+        self,
+        snapshot: Snapshot,
+        query: str,
+        page: int = 1,
+        limit: int = 10,
+        *,
+        explain: bool = False,
+        trace: bool = False,
+        deadline_ms: float | None = None,
+        hedge: bool | None = None,
+        now: float | None = None,
+        signals: Signals | None = None,
+    ) -> dict[str, Any]:
+        """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request)."""
+        started = time.perf_counter()
+        if not isinstance(query, str):
+            raise QueryError("INVALID_QUERY", "q must be a string")
+        text = query.encode("utf-8", "replace").decode("utf-8").strip()
+        if not text:
+            raise QueryError("EMPTY_QUERY", "q is empty; type a word or two to search for")
+        if len(text) > MAX_QUERY_CHARS:
+            raise QueryError(
+                "QUERY_TOO_LONG", f"q is {len(text)} characters; the limit is {MAX_QUERY_CHARS}"
+            )
+        if not 1 <= limit <= MAX_LIMIT:
+            raise QueryError("INVALID_LIMIT", f"limit must be between 1 and {MAX_LIMIT}")
+        if page < 1:
+            raise QueryError("INVALID_PAGE", "page must be 1 or more")
+        if page * limit > MAX_DEPTH:
+            raise QueryError(
+                "PAGE_TOO_DEEP",
+                f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
+                "goes past it — refine the query instead",
+            )
+        terms = analyze_query(text)
+        if len(terms) > MAX_QUERY_TERMS:
+            raise QueryError(
+                "QUERY_TOO_LONG",
+                f"q has {len(terms)} distinct terms; the limit is {MAX_QUERY_TERMS}",
+            )
+        n_shards = len(snapshot.shards)
+        body: dict[str, Any] = {
+            "query": text,
+            "estimatedTotal": 0,
+            "tookMs": 0.0,
+            "results": [],
+            "shardsQueried": 0,
+            "shardsAnswered": 0,
+        }
+        if not terms:  # only stop words or punctuation: nothing is searchable
+            body["tookMs"] = round((time.perf_counter() - started) * 1000.0, 3)
+            if trace:
+                body["fanout"] = {"mode": None, "terms": [], "shards": [], "hedgesFired": 0}
+            return body
+
+        rt_build = snapshot.realtime
+        if rt_build is not None:
+            st = rt_build.state
+            rt_docs, rt_len, rt_df = st.docs, st.length, st.df
+        else:
+            rt_docs, rt_len, rt_df = 0, 0, {}
+        n_docs = snapshot.live_docs + rt_docs
+        total_len = snapshot.live_length + rt_len
+        dfs = [snapshot.df(t) + rt_df.get(t, 0) for t in terms]
+        plan = make_plan(
+            terms,
+            dfs,
+            n_docs,
+            total_len,
+            k=page * limit,
+            now=time.time() if now is None else now,
+            signals=signals or self.signals,
+        )
+        answers, traces = self._fan_out(
+            snapshot,
+            plan,
+            self.deadline_ms if deadline_ms is None else deadline_ms,
+            self.hedge if hedge is None else hedge,
+        )
+        any_and = any(a.mode == "and" and a.matched > 0 for a in answers)
+        mode = "and" if any_and or len(plan.terms) == 1 else "or"
+        used = [a for a in answers if a.mode == mode]
+        hits: list[Hit] = sorted(
+            (h for a in used for h in a.hits), key=lambda h: (-h.score, h.urlkey)
+        )
+        page_hits = hits[(page - 1) * limit : page * limit]
+        matched = sum(a.matched for a in used)
+        answered_docs = sum(a.docs for a in answers)
+        if len(answers) < n_shards and answered_docs > 0:
+            estimated = int(round(matched * n_docs / answered_docs))
+        else:
+            estimated = matched
+        term_set = frozenset(plan.terms)
+        results = []
+        for h in page_hits:
+            stored = self._stored(snapshot, h)
+            item = {
+                "url": stored["url"],
+                "title": stored.get("title") or stored["url"],
+                "snippet": make_snippet(stored.get("text") or "", term_set),
+                "score": round(h.score, 6),
+                "crawledAt": iso_time(float(stored.get("crawledAt") or 0.0)),
+            }
+            if explain:
+                item["explain"] = self._explain(snapshot, plan, h)
+            results.append(item)
+        body.update(
+            estimatedTotal=estimated,
+            results=results,
+            shardsQueried=n_shards,
+            shardsAnswered=len(answers),
+        )
+        took = (time.perf_counter() - started) * 1000.0
+        body["tookMs"] = round(took, 3)
+        summary = {
+            "query": text,
+            "mode": mode,
+            "tookMs": round(took, 3),
+            "shards": [t.to_json() for t in traces],
+            "hedgesFired": sum(t.hedged for t in traces),
+            "shardsAnswered": len(answers),
+            "shardsQueried": n_shards,
+        }
+        self.recent.append(summary)
+        if trace:
+            body["fanout"] = {"terms": list(plan.terms), **summary}
+        return body
+
+    def _fan_out(
+        self, snapshot: Snapshot, plan: Any, deadline_ms: float, hedge: bool
+    ) -> tuple[list[ShardAnswer], list[FanoutTrace]]:
+        groups = self.ensure_shards(len(snapshot.shards))
+        inbox: SimpleQueue = SimpleQueue()
+        t0 = time.perf_counter()
+        deadline = t0 + deadline_ms / 1000.0
+        hedge_at: dict[int, float] = {}
+        for g in groups:
+            g.queries += 1
+            g.replicas[0].submit(snapshot, plan, False, inbox)
+            if hedge and len(g.replicas) > 1:
+                hedge_at[g.shard] = t0 + g.hedge_delay_ms() / 1000.0
+        answers: dict[int, ShardAnswer] = {}
+        latency: dict[int, float] = {}
+        hedged: set[int] = set()
+        pending = {g.shard for g in groups}
+        while pending:
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            wake = deadline
+            for s in list(hedge_at):
+                if s not in pending:
+                    del hedge_at[s]
+                elif now >= hedge_at[s]:
+                    g = groups[s]
+                    g.replicas[1].submit(snapshot, plan, True, inbox)
+                    hedged.add(s)
+                    g.hedges += 1
+                    del hedge_at[s]
+                else:
+                    wake = min(wake, hedge_at[s])
+            try:
+                s, result = inbox.get(timeout=max(0.0, wake - now))
+            except Empty:
+                continue
+            if s not in pending:
+                continue
+            if isinstance(result, BaseException):
+                if s not in hedged and hedge and len(groups[s].replicas) > 1:
+                    hedge_at[s] = 0.0  # the primary failed outright: ask the replica at once
+                continue
+            answers[s] = result
+            latency[s] = (result.done_at - t0) * 1000.0
+            pending.discard(s)
+        traces: list[FanoutTrace] = []
+        for g in groups:
+            s = g.shard
+            a = answers.get(s)
+            if a is None:
+                g.deadline_misses += 1
+                traces.append(FanoutTrace(s, None, None, s in hedged, True, None, None))
+                continue
+            g.record(latency[s])
+            g.replicas[a.replica].stats.wins += 1
+            if a.replica != 0:
+                g.hedge_wins += 1
+            traces.append(
+                FanoutTrace(s, latency[s], a.replica, s in hedged, False, a.matched, a.mode)
+            )
+        return [answers[s] for s in sorted(answers)], traces
+
+    @staticmethod
+    def _stored(snapshot: Snapshot, h: Hit) -> dict[str, Any]:
+        if h.segment == REALTIME:
+            return snapshot.realtime.indexes[h.shard].docs[h.doc].stored  # type: ignore[union-attr]
+        return snapshot.stored(h.shard, h.segment, h.doc)
+
+    @staticmethod
+    def _explain(snapshot: Snapshot, plan: Any, h: Hit) -> dict[str, Any]:
+        """Per-term idf, tf and length normalisation, plus each signal's contribution."""
+        if h.segment == REALTIME:
+            mi = snapshot.realtime.indexes[h.shard]  # type: ignore[union-attr]
+            doclen = float(mi.doclen[h.doc])
+            crawled = float(mi.crawled[h.doc])
+
+            def tf_of(term: str) -> int:
+                lists = mi.post.get(term)
+                if lists is None:
+                    return 0
+                docs = lists[0]
+                i = int(np.searchsorted(np.asarray(docs), h.doc))
+                return int(lists[1][i]) if i < len(docs) and docs[i] == h.doc else 0
+        else:
+            view = snapshot.shards[h.shard].segments[h.segment]
+            doclen = float(view.reader.doclen[h.doc])
+            crawled = float(view.reader.crawled[h.doc])
+
+            def tf_of(term: str) -> int:
+                return view.term_tf(term, h.doc)
+
+        norm = float(length_norm(np.array([doclen]), plan.avgdl, plan.k1, plan.b)[0])
+        terms = []
+        for term, term_idf, df in zip(plan.terms, plan.idfs, plan.dfs, strict=True):
+            tf = tf_of(term)
+            terms.append(
+                {
+                    "term": term,
+                    "df": df,
+                    "idf": term_idf,
+                    "tf": tf,
+                    "lengthNorm": norm,
+                    "score": term_idf * tf / (tf + norm) if tf else 0.0,
+                }
+            )
+        sig = plan.signals
+        inlinks = float(snapshot.inlinks_for(np.array([h.urlkey]))[0])
+        link = float(sig.link_boost(np.array([inlinks]))[0])
+        fresh = float(sig.fresh_boost(np.array([crawled]), plan.now)[0])
+        return {
+            "tier": "realtime" if h.segment == REALTIME else "batch",
+            "shard": h.shard,
+            "docLength": doclen,
+            "avgDocLength": plan.avgdl,
+            "docs": plan.n_docs,
+            "k1": plan.k1,
+            "b": plan.b,
+            "terms": terms,
+            "bm25": h.bm25,
+            "signals": {
+                "inLinks": inlinks,
+                "linkBoost": link,
+                "ageDays": max(plan.now - crawled, 0.0) / 86400.0,
+                "freshBoost": fresh,
+            },
+            "score": h.score,
+        }

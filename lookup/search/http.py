@@ -1,0 +1,192 @@
+"""HTTP routes of the search engine.
+
+``GET /search`` is a hot path: a plain Starlette route tried before the FastAPI app.
+Management endpoints (status, shard fault switches, deletions) live on FastAPI.
+
+``GET /search?q=&page=&limit=`` answers exactly
+``{"query","estimatedTotal","tookMs","results":[{"url","title","snippet","score",
+"crawledAt"}],"shardsQueried","shardsAnswered"}``; ``explain=true`` adds a per-result
+``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional ``deadlineMs``
+and ``hedge`` override the coordinator's settings for one query.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import Body, Query
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from lookup.kit.http import ApiError
+from lookup.search.coordinator import QueryError
+from lookup.search.service import NotBuilt, SearchService
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ApiError(
+            400, "INVALID_PARAMETER", f"{name} must be an integer, got {raw[:40]!r}"
+        ) from None
+
+
+def _bool_param(request: Request, name: str, default: bool | None) -> bool | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ApiError(400, "INVALID_PARAMETER", f"{name} must be true or false, got {raw[:40]!r}")
+
+
+def _deadline_param(request: Request) -> float | None:
+    raw = request.query_params.get("deadlineMs")
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ApiError(400, "INVALID_PARAMETER", "deadlineMs must be a number") from None
+    if not 1.0 <= value <= 10_000.0:
+        raise ApiError(400, "INVALID_PARAMETER", "deadlineMs must be between 1 and 10000")
+    return value
+
+
+def _not_built(exc: NotBuilt) -> ApiError:
+    return ApiError(503, "NOT_BUILT", str(exc), extra={"command": "lookup index CRAWL_DIR"})
+
+
+def search_route(service: SearchService) -> Route:
+    """The ``GET /search`` fast-path route over ``service``."""
+
+    async def endpoint(request: Request) -> JSONResponse:
+        q = request.query_params.get("q")
+        if q is None:
+            raise ApiError(400, "EMPTY_QUERY", "add a query: /search?q=your+words")
+        page = _int_param(request, "page", 1)
+        limit = _int_param(request, "limit", 10)
+        options: dict[str, Any] = {
+            "explain": bool(_bool_param(request, "explain", False)),
+            "trace": bool(_bool_param(request, "trace", False)),
+            "deadline_ms": _deadline_param(request),
+            "hedge": _bool_param(request, "hedge", None),
+        }
+        try:
+            body = await run_in_threadpool(service.search, q, page, limit, **options)
+        except QueryError as exc:
+            raise ApiError(400, exc.code, exc.message) from None
+        except NotBuilt as exc:
+            raise _not_built(exc) from None
+        return JSONResponse(body)
+
+    return Route("/search", endpoint, methods=["GET"])
+
+
+class FaultBody(BaseModel):
+    """A fault to inject into a shard's replica (or into all its replicas)."""
+
+    mode: Literal["ok", "slow", "dead"]
+    replica: int | None = Field(default=None, ge=0, description="omit for every replica")
+    delayMs: float = Field(default=100.0, ge=0, le=10_000)
+    probability: float = Field(default=1.0, ge=0, le=1)
+
+
+class CoordinatorBody(BaseModel):
+    """Coordinator settings the dashboard can change."""
+
+    deadlineMs: float | None = Field(default=None, ge=1, le=10_000)
+    hedging: bool | None = None
+
+
+def mount(mounts: Any) -> None:
+    """Register the search engine's routes, lifecycle hooks and health probe."""
+    service = SearchService(Path(mounts.data_dir) / "search")
+    mounts.fast_routes.insert(0, search_route(service))
+    mounts.on_startup.append(service.start)
+    mounts.on_shutdown.append(service.stop)
+    mounts.health["search"] = service.health
+    api = mounts.api
+
+    def snapshot_or_503() -> Any:
+        try:
+            return service.snapshot()
+        except NotBuilt as exc:
+            raise _not_built(exc) from None
+
+    @api.get("/search/status", tags=["search"], summary="The live index version and tiers")
+    def search_status() -> dict[str, Any]:
+        snapshot_or_503()
+        return service.health()
+
+    @api.get("/search/shards", tags=["search"], summary="Per-shard latency, hedges, misses, faults")
+    def shards_status() -> dict[str, Any]:
+        snapshot_or_503()
+        return service.coordinator.status()
+
+    @api.put(
+        "/search/shards/{shard}/fault",
+        tags=["search"],
+        summary="Make a shard's replica slow or dead (or ok again)",
+    )
+    def set_fault(shard: int, body: FaultBody = Body(...)) -> dict[str, Any]:
+        snap = snapshot_or_503()
+        if not 0 <= shard < len(snap.shards):
+            raise ApiError(404, "NO_SUCH_SHARD", f"shards are 0..{len(snap.shards) - 1}")
+        if body.replica is not None and body.replica >= service.coordinator.replicas_per_shard:
+            raise ApiError(
+                404,
+                "NO_SUCH_REPLICA",
+                f"replicas are 0..{service.coordinator.replicas_per_shard - 1}",
+            )
+        service.coordinator.set_fault(
+            shard, body.replica, body.mode, body.delayMs, body.probability
+        )
+        return service.coordinator.groups[shard].status()
+
+    @api.delete("/search/shards/faults", tags=["search"], summary="Heal every replica")
+    def clear_faults() -> dict[str, Any]:
+        snapshot_or_503()
+        service.coordinator.clear_faults()
+        return service.coordinator.status()
+
+    @api.post("/search/shards/reset", tags=["search"], summary="Forget latency history")
+    def reset_stats() -> dict[str, Any]:
+        snapshot_or_503()
+        service.coordinator.reset_stats()
+        return service.coordinator.status()
+
+    @api.put("/search/coordinator", tags=["search"], summary="Change deadline or hedging")
+    def set_coordinator(body: CoordinatorBody = Body(...)) -> dict[str, Any]:
+        snapshot_or_503()
+        if body.deadlineMs is not None:
+            service.coordinator.deadline_ms = body.deadlineMs
+        if body.hedging is not None:
+            service.coordinator.hedge = body.hedging
+        return service.coordinator.status()
+
+    @api.delete("/search/docs", tags=["search"], summary="Remove a page from results now")
+    def delete_doc(
+        url: str = Query("", max_length=4096), urlHash: str = Query("", max_length=128)
+    ) -> dict[str, Any]:
+        snapshot_or_503()
+        if not url and not urlHash:
+            raise ApiError(400, "MISSING_URL", "give url=… or urlHash=… of the page to delete")
+        result = service.delete(url=url, url_hash=urlHash)
+        if not result["deleted"]:
+            raise ApiError(404, "NOT_INDEXED", "no indexed page has that url")
+        return result

@@ -1,0 +1,416 @@
+"""The real-time tier: pages fetched after the batch index was built, searchable in seconds.
+
+The batch index is large, immutable and rebuilt now and then; making it accept
+per-document updates would give up what makes it fast. So new pages go into a small
+in-memory index per shard that every shard queries alongside its batch segments, and
+the two are merged by score — with the **batch index's corpus statistics extended by
+the tier's documents**, so the scores are comparable.
+
+Two mechanisms make the handoff exact:
+
+* **Watermark.** The batch manifest records the last event (``seq``) it covers; the
+  tier keeps only events after it. When a new batch version is opened, the tier is
+  rebuilt from its retained events past the *new* watermark and attached to that
+  version *before* it goes live, so the swap itself moves documents from one tier to
+  the other: no document is in both, none is in neither.
+* **Tombstones.** A page changed or deleted after the watermark is still in the batch
+  index; the tier hides it from batch results (a mask swapped copy-on-write). A
+  deletion through the API is written to the index's deletions log, so the next batch
+  build drops it too, and it stays hidden until that build is live.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from array import array
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lookup.search.analysis import Analyzed, analyze_document
+from lookup.search.bm25 import QueryPlan, length_norm, term_scores
+from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
+from lookup.search.extract import ExtractedPage
+from lookup.search.indexer import shard_of
+from lookup.search.manifest import DELETIONS_LOG
+from lookup.search.segment import url_key
+from lookup.search.shard import REALTIME, Hit, Snapshot, top_k
+
+
+@dataclass
+class RtDoc:
+    """A document held by the real-time tier."""
+
+    url_hash: str
+    urlkey: int
+    seq: int
+    crawled_at: float
+    doclen: int
+    terms: frozenset[str]
+    stored: dict[str, Any]
+
+
+class MemoryIndex:
+    """An append-only inverted index for one shard's real-time documents."""
+
+    def __init__(self) -> None:
+        self.docs: list[RtDoc] = []
+        self.post: dict[str, tuple[array, array]] = {}
+        self.doclen = array("d")
+        self.crawled = array("d")
+        self.urlkey = array("q")
+
+    def add(self, doc: RtDoc, analyzed: Analyzed) -> int:
+        """Append a document; readers see it once a new state publishes the larger count."""
+        doc_id = len(self.docs)
+        tf = Counter(analyzed.terms)
+        for term, count in tf.items():
+            lists = self.post.get(term)
+            if lists is None:
+                lists = self.post[term] = (array("q"), array("q"))
+            lists[0].append(doc_id)
+            lists[1].append(count)
+        self.docs.append(doc)
+        self.doclen.append(float(doc.doclen))
+        self.crawled.append(doc.crawled_at)
+        self.urlkey.append(doc.urlkey)
+        return doc_id
+
+
+@dataclass(frozen=True)
+class RtState:
+    """An immutable published view of the tier: what readers may see."""
+
+    counts: tuple[int, ...]
+    dead: tuple[np.ndarray, ...]  # per shard: sorted ids of superseded/deleted docs
+    docs: int
+    length: int
+    df: dict[str, int]
+
+
+@dataclass
+class ApiDeletion:
+    """A deletion made through the API, pending until a batch build includes it."""
+
+    url_hash: str
+    deleted_at: float
+    log_end: int  # deletions-log byte offset just past this entry
+
+
+@dataclass
+class _Retained:
+    event: PageEvent
+    page: ExtractedPage | None
+    analyzed: Analyzed | None
+
+
+class RtShardView:
+    """The part of the tier one shard of one snapshot queries (see ``ShardIndex.realtime``)."""
+
+    def __init__(self, build: RtBuild, shard: int) -> None:
+        self.build = build
+        self.shard = shard
+
+    @property
+    def visible_count(self) -> int:
+        """Visible real-time documents of this shard."""
+        st = self.build.state
+        return st.counts[self.shard] - int(st.dead[self.shard].size)
+
+    def _term(self, term: str, n: int, dead: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        lists = self.build.indexes[self.shard].post.get(term)
+        if lists is None:
+            return None
+        docs = np.array(lists[0][:], dtype=np.int64)
+        tfs = np.array(lists[1][: docs.size], dtype=np.int64)
+        keep = docs < n
+        if dead.size:
+            keep &= ~np.isin(docs, dead)
+        return docs[keep], tfs[keep]
+
+    def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]:
+        """Top k of this shard's real-time documents under the plan's global statistics."""
+        st = self.build.state
+        n = st.counts[self.shard]
+        if n == 0:
+            return [], 0
+        dead = st.dead[self.shard]
+        mi = self.build.indexes[self.shard]
+        doclen = np.array(mi.doclen[:n])
+        per_term = [self._term(t, n, dead) for t in plan.terms]
+        if conjunctive:
+            if any(p is None or p[0].size == 0 for p in per_term):
+                return [], 0
+            docs = per_term[0][0]  # type: ignore[index]
+            for p in per_term[1:]:
+                docs = np.intersect1d(docs, p[0], assume_unique=True)  # type: ignore[index]
+            if docs.size == 0:
+                return [], 0
+            norm = length_norm(doclen[docs], plan.avgdl, plan.k1, plan.b)
+            bm = np.zeros(docs.size)
+            for p, term_idf in zip(per_term, plan.idfs, strict=True):
+                d, tf = p  # type: ignore[misc]
+                bm = bm + term_scores(tf[np.searchsorted(d, docs)], norm, term_idf)
+        else:
+            acc: dict[int, float] = {}
+            for p, term_idf in zip(per_term, plan.idfs, strict=True):
+                if p is None:
+                    continue
+                d, tf = p
+                contrib = term_scores(
+                    tf, length_norm(doclen[d], plan.avgdl, plan.k1, plan.b), term_idf
+                )
+                for doc, c in zip(d.tolist(), contrib.tolist(), strict=True):
+                    acc[doc] = acc.get(doc, 0.0) + c
+            if not acc:
+                return [], 0
+            docs = np.array(sorted(acc), dtype=np.int64)
+            bm = np.array([acc[d] for d in docs.tolist()])
+        keys = np.array(mi.urlkey[:n], dtype=np.int64)[docs]
+        crawled = np.array(mi.crawled[:n])[docs]
+        sig = plan.signals
+        final = (
+            bm
+            + sig.link_boost(self.build.snapshot.inlinks_for(keys))
+            + sig.fresh_boost(crawled, plan.now)
+        )
+        hits = [
+            Hit(float(final[i]), int(keys[i]), float(bm[i]), self.shard, REALTIME, int(docs[i]))
+            for i in top_k(final, keys, plan.k)
+        ]
+        return hits, int(docs.size)
+
+
+class RtBuild:
+    """The tier's documents and tombstones relative to one batch snapshot (one writer)."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        n = len(snapshot.shards)
+        self.indexes = [MemoryIndex() for _ in range(n)]
+        self.latest: dict[str, tuple[int, int]] = {}
+        self.last_fetch: dict[str, float] = {}
+        self.hides: set[str] = set()
+        self._dead: list[set[int]] = [set() for _ in range(n)]
+        self._df: Counter[str] = Counter()
+        self._docs = 0
+        self._length = 0
+        self.state = RtState(
+            tuple([0] * n), tuple(np.zeros(0, np.int64) for _ in range(n)), 0, 0, {}
+        )
+
+    def _kill(self, url_hash: str) -> None:
+        loc = self.latest.pop(url_hash, None)
+        if loc is None:
+            return
+        s, doc_id = loc
+        self._dead[s].add(doc_id)
+        doc = self.indexes[s].docs[doc_id]
+        self._df.subtract(doc.terms)
+        self._docs -= 1
+        self._length -= doc.doclen
+
+    def apply(self, items: list[_Retained], deletions: list[ApiDeletion]) -> None:
+        """Apply events (in log order) and API deletions, then publish a new state."""
+        snap = self.snapshot
+        for item in items:
+            ev = item.event
+            if ev.seq <= snap.watermark:
+                continue
+            url = ev.url_hash
+            self._kill(url)
+            if ev.is_delete:
+                self.hides.add(url)
+                self.last_fetch.pop(url, None)
+                continue
+            self.last_fetch[url] = ev.fetched_at
+            loc = snap.locations.get(url)
+            if loc is not None:
+                s, si, d = loc
+                batch_hash = snap.shards[s].segments[si].reader.content_hashes[d]
+                if ev.content_hash and batch_hash == ev.content_hash:
+                    self.hides.discard(url)  # the batch already holds exactly this page
+                    continue
+            self.hides.add(url)
+            if item.page is None or item.page.noindex or item.analyzed is None:
+                continue
+            s = shard_of(url, len(self.indexes))
+            doc = RtDoc(
+                url_hash=url,
+                urlkey=url_key(ev.url),
+                seq=ev.seq,
+                crawled_at=ev.fetched_at,
+                doclen=len(item.analyzed.terms),
+                terms=frozenset(item.analyzed.terms),
+                stored={
+                    "url": ev.url,
+                    "urlHash": url,
+                    "contentHash": ev.content_hash,
+                    "title": item.page.title,
+                    "text": item.page.text,
+                    "crawledAt": ev.fetched_at,
+                    "seq": ev.seq,
+                },
+            )
+            doc_id = self.indexes[s].add(doc, item.analyzed)
+            self.latest[url] = (s, doc_id)
+            self._df.update(doc.terms)
+            self._docs += 1
+            self._length += doc.doclen
+        for d in deletions:
+            if self.last_fetch.get(d.url_hash, float("-inf")) > d.deleted_at:
+                continue  # fetched again after it was deleted
+            self.hides.add(d.url_hash)
+            self._kill(d.url_hash)
+        snap.set_hidden(self.hides)
+        self.state = RtState(
+            counts=tuple(len(mi.docs) for mi in self.indexes),
+            dead=tuple(np.array(sorted(d), dtype=np.int64) for d in self._dead),
+            docs=self._docs,
+            length=self._length,
+            df={t: c for t, c in self._df.items() if c > 0},
+        )
+
+    def attach(self) -> None:
+        """Make every shard of the snapshot query this build."""
+        for s, shard in enumerate(self.snapshot.shards):
+            shard.realtime = RtShardView(self, s)
+        self.snapshot.realtime = self
+
+
+class RealtimeTier:
+    """Tails the crawl's event log into a :class:`RtBuild` bound to the live snapshot."""
+
+    def __init__(self, index_dir: str | Path, poll_seconds: float = 0.5) -> None:
+        self.index_dir = Path(index_dir)
+        self.poll_seconds = poll_seconds
+        self.build: RtBuild | None = None
+        self._lock = threading.Lock()
+        self._retained: list[_Retained] = []
+        self._deletions: list[ApiDeletion] = []
+        self._position = LogPosition()
+        self._source: tuple[str, str] | None = None
+        self._log: EventLog | None = None
+        self._store: PageStore | None = None
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.ingested = 0
+        self.failed = 0
+        self.last_poll = 0.0
+
+    # --- statistics merged with the batch's --------------------------------------------
+    def stats(self) -> tuple[int, int, dict[str, int]]:
+        """``(docs, total length, df)`` of the visible real-time documents."""
+        build = self.build
+        if build is None:
+            return 0, 0, {}
+        st = build.state
+        return st.docs, st.length, st.df
+
+    def rebase(self, snapshot: Snapshot) -> None:
+        """Bind the tier to a new batch snapshot (call before the snapshot goes live)."""
+        with self._lock:
+            src = snapshot.manifest.source
+            key = (src.crawl_dir, src.fingerprint)
+            if self._source != key:
+                self._retained = []
+                self._position = LogPosition(src.offset, src.seq)
+                self._source = key
+                self._log = EventLog(src.crawl_dir)
+                self._store = PageStore(src.crawl_dir)
+            elif self._position.seq < src.seq:
+                self._position = LogPosition(src.offset, src.seq)
+            self._retained = [r for r in self._retained if r.event.seq > src.seq]
+            self._deletions = [d for d in self._deletions if d.log_end > src.deletions_offset]
+            build = RtBuild(snapshot)
+            build.apply(self._retained, self._deletions)
+            build.attach()
+            self.build = build
+
+    def _load(self, ev: PageEvent) -> _Retained:
+        if not ev.is_upsert or self._store is None:
+            return _Retained(ev, None, None)
+        try:
+            body, ctype = self._store.load(ev)
+            page = page_from_payload(body, ctype, ev.url, with_links=False)
+        except Exception:  # a record the crawler has not finished writing, or a bad one
+            self.failed += 1
+            return _Retained(ev, None, None)
+        if page is None or page.noindex:
+            return _Retained(ev, page, None)
+        return _Retained(ev, page, analyze_document(page.title, page.text))
+
+    def poll(self, max_events: int = 5000) -> int:
+        """Read new events from the crawl log into the tier; returns how many were applied."""
+        with self._lock:
+            self.last_poll = time.time()
+            if self.build is None or self._log is None:
+                return 0
+            fresh: list[_Retained] = []
+            for ev, pos in self._log.read(self._position):
+                self._position = pos
+                if ev.is_upsert or ev.is_delete:
+                    fresh.append(self._load(ev))
+                if len(fresh) >= max_events:
+                    break
+            if fresh:
+                self._retained.extend(fresh)
+                self.build.apply(fresh, [])
+                self.ingested += len(fresh)
+            return len(fresh)
+
+    def delete(self, url_hash: str, url: str = "") -> None:
+        """Delete a page now: hidden from every result at once, dropped by the next build."""
+        with self._lock:
+            now = time.time()
+            path = self.index_dir / DELETIONS_LOG
+            line = json.dumps({"urlHash": url_hash, "url": url, "deletedAt": now}) + "\n"
+            with path.open("ab") as f:
+                f.write(line.encode("utf-8"))
+                end = f.tell()
+            deletion = ApiDeletion(url_hash, now, end)
+            self._deletions.append(deletion)
+            if self.build is not None:
+                self.build.apply([], [deletion])
+
+    # --- background tailing ---------------------------------------------------------------
+    def start(self) -> None:
+        """Poll the crawl log in a daemon thread."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.wait(self.poll_seconds):
+                try:
+                    self.poll()
+                except Exception:  # keep tailing; the next poll retries
+                    self.failed += 1
+
+        self._thread = threading.Thread(target=loop, name="search-realtime", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the background thread."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def status(self) -> dict[str, Any]:
+        """Counters for the dashboard and health checks."""
+        build = self.build
+        return {
+            "docs": build.state.docs if build else 0,
+            "hiddenBatchDocs": len(build.hides) if build else 0,
+            "retainedEvents": len(self._retained),
+            "pendingDeletions": len(self._deletions),
+            "logSeq": self._position.seq,
+            "ingested": self.ingested,
+            "failed": self.failed,
+        }

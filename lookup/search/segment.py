@@ -1,0 +1,434 @@
+"""Immutable on-disk index segments: the unit the write path produces and readers map.
+
+A segment is a directory written once (to a temporary name, then renamed) and never
+modified. It holds:
+
+* the **term dictionary** — sorted terms (``terms.txt``) and, per term, its document
+  frequency and where its postings, skip entries and positions are (``termtab.npy``);
+* **postings** with tf (``postings.bin``), their **skip table** (``skip_last.npy``,
+  ``skip_off.npy``) and **positions** (``positions.bin``) — see :mod:`postings`;
+* per-document arrays: length in terms, crawl time, ingest sequence number, a 64-bit
+  key of the URL and the URLs it links to (for in-link counts);
+* **stored fields** (url, title, text, crawledAt …) compressed one record per doc.
+
+Deletions never touch a segment: they are tombstone files beside it, named in the
+index manifest. :func:`merge_segments` writes a new segment from live documents only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lookup.search import manifest
+from lookup.search.analysis import Analyzed
+from lookup.search.extract import normalize_url
+from lookup.search.postings import (
+    BLOCK,
+    PostingList,
+    decode_varints,
+    encode_postings,
+    segmented_cumsum,
+)
+
+FORMAT = 1
+
+
+def url_key(url: str) -> int:
+    """64-bit key of a URL after normalisation (links and pages meet on it)."""
+    return normal_url_key(normalize_url(url))
+
+
+def normal_url_key(normal_url: str) -> int:
+    """64-bit key of an already normalised URL."""
+    digest = hashlib.blake2b(normal_url.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+@dataclass
+class DocRecord:
+    """Everything the index keeps about one page."""
+
+    url: str
+    url_hash: str
+    content_hash: str
+    title: str
+    text: str
+    crawled_at: float
+    seq: int
+    links: list[str] = field(default_factory=list)  # normalised outgoing URLs
+
+    def stored(self) -> dict[str, Any]:
+        """The stored-fields record."""
+        return {
+            "url": self.url,
+            "urlHash": self.url_hash,
+            "contentHash": self.content_hash,
+            "title": self.title,
+            "text": self.text,
+            "crawledAt": self.crawled_at,
+            "seq": self.seq,
+        }
+
+
+@dataclass
+class SegmentInfo:
+    """What the manifest records about a written segment."""
+
+    name: str
+    docs: int
+    terms: int
+    postings: int
+    bytes: int
+
+
+def _save(path: Path, arr: np.ndarray) -> None:
+    np.save(path, np.ascontiguousarray(arr), allow_pickle=False)
+
+
+def _write_atomic_dir(final: Path, fill) -> None:  # type: ignore[no-untyped-def]
+    tmp = final.with_name(final.name + f".tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    fill(tmp)
+    for f in tmp.iterdir():
+        with f.open("rb") as fh:
+            manifest.sync(fh.fileno())
+    os.rename(tmp, final)
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.iterdir() if f.is_file())
+
+
+def write_segment(
+    path: Path,
+    terms: list[str],
+    term_ids: np.ndarray,
+    doc_ids: np.ndarray,
+    tfs: np.ndarray,
+    positions: np.ndarray,
+    doclen: np.ndarray,
+    crawled: np.ndarray,
+    seq: np.ndarray,
+    urlkey: np.ndarray,
+    link_off: np.ndarray,
+    link_targets: np.ndarray,
+    keys: list[list[str]],
+    stored_blobs: list[bytes],
+) -> SegmentInfo:
+    """Write one immutable segment directory from sorted (term, doc) postings."""
+    enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions)
+
+    def fill(tmp: Path) -> None:
+        (tmp / "postings.bin").write_bytes(enc.postings.tobytes())
+        (tmp / "positions.bin").write_bytes(enc.positions.tobytes())
+        (tmp / "terms.txt").write_text("\n".join(terms), encoding="utf-8")
+        table = (
+            np.stack(
+                [enc.df, enc.post_off, enc.post_len, enc.skip_start, enc.pos_off, enc.pos_len],
+                axis=1,
+            )
+            if terms
+            else np.zeros((0, 6), dtype=np.int64)
+        )
+        _save(tmp / "termtab.npy", table.astype(np.int64))
+        _save(tmp / "skip_last.npy", enc.block_last.astype(np.int64))
+        _save(tmp / "skip_off.npy", enc.block_off.astype(np.int64))
+        _save(tmp / "doclen.npy", np.asarray(doclen, dtype=np.int32))
+        _save(tmp / "crawled.npy", np.asarray(crawled, dtype=np.float64))
+        _save(tmp / "seq.npy", np.asarray(seq, dtype=np.int64))
+        _save(tmp / "urlkey.npy", np.asarray(urlkey, dtype=np.int64))
+        _save(tmp / "link_off.npy", np.asarray(link_off, dtype=np.int64))
+        _save(tmp / "link_targets.npy", np.asarray(link_targets, dtype=np.int64))
+        (tmp / "keys.json").write_text(json.dumps(keys), encoding="utf-8")
+        offs = np.zeros(len(stored_blobs) + 1, dtype=np.int64)
+        with (tmp / "stored.bin").open("wb") as f:
+            for i, blob in enumerate(stored_blobs):
+                f.write(blob)
+                offs[i + 1] = offs[i] + len(blob)
+        _save(tmp / "stored_off.npy", offs)
+        meta = {
+            "format": FORMAT,
+            "docs": int(len(doclen)),
+            "terms": len(terms),
+            "postings": int(len(doc_ids)),
+            "totalLength": int(np.asarray(doclen, dtype=np.int64).sum()),
+            "block": BLOCK,
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
+
+    _write_atomic_dir(path, fill)
+    return SegmentInfo(path.name, int(len(doclen)), len(terms), int(len(doc_ids)), _dir_bytes(path))
+
+
+class SegmentWriter:
+    """Accumulates analysed documents in memory and writes them as one new segment."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.p_term = array("q")
+        self.p_doc = array("q")
+        self.p_tf = array("q")
+        self.p_pos = array("q")  # every posting's positions, postings in insertion order
+        self.doclen = array("q")
+        self.crawled = array("d")
+        self.seq = array("q")
+        self.urlkey = array("q")
+        self.link_off = array("q", [0])
+        self.link_targets = array("q")
+        self.keys: list[list[str]] = []
+        self.blobs: list[bytes] = []
+
+    def __len__(self) -> int:
+        return len(self.doclen)
+
+    def add(self, doc: DocRecord, analyzed: Analyzed) -> int:
+        """Add one document; returns its doc id within the segment."""
+        doc_id = len(self.doclen)
+        by_term: dict[str, list[int]] = {}
+        for term, pos in zip(analyzed.terms, analyzed.positions, strict=True):
+            by_term.setdefault(term, []).append(pos)
+        vocab = self.vocab
+        for term, plist in by_term.items():
+            tid = vocab.get(term)
+            if tid is None:
+                tid = vocab[term] = len(vocab)
+            self.p_term.append(tid)
+            self.p_doc.append(doc_id)
+            self.p_tf.append(len(plist))
+            self.p_pos.extend(plist)
+        self.doclen.append(len(analyzed.terms))
+        self.crawled.append(doc.crawled_at)
+        self.seq.append(doc.seq)
+        own = url_key(doc.url)
+        self.urlkey.append(own)
+        targets = sorted({normal_url_key(u) for u in doc.links} - {own})
+        self.link_targets.extend(targets)
+        self.link_off.append(len(self.link_targets))
+        self.keys.append([doc.url_hash, doc.content_hash])
+        self.blobs.append(zlib.compress(json.dumps(doc.stored()).encode("utf-8"), 6))
+        return doc_id
+
+    def write(self, path: Path) -> SegmentInfo:
+        """Write everything added so far as the segment ``path``."""
+        terms = sorted(self.vocab)
+        remap = np.empty(len(terms), dtype=np.int64)
+        for new_id, term in enumerate(terms):
+            remap[self.vocab[term]] = new_id
+        tids = (
+            remap[np.frombuffer(self.p_term, dtype=np.int64)]
+            if self.p_term
+            else np.zeros(0, dtype=np.int64)
+        )
+        docs = np.frombuffer(self.p_doc, dtype=np.int64) if self.p_doc else np.zeros(0, np.int64)
+        tfs = np.frombuffer(self.p_tf, dtype=np.int64) if self.p_tf else np.zeros(0, np.int64)
+        order = np.argsort(tids, kind="stable")  # docs were added in order: (term, doc) sort
+        flat = np.frombuffer(self.p_pos, dtype=np.int64) if self.p_pos else np.zeros(0, np.int64)
+        positions = _gather_positions(flat, tfs, order)
+        return write_segment(
+            path,
+            terms,
+            tids[order],
+            docs[order],
+            tfs[order],
+            positions,
+            np.frombuffer(self.doclen, dtype=np.int64) if self.doclen else np.zeros(0, np.int64),
+            np.frombuffer(self.crawled, dtype=np.float64) if self.crawled else np.zeros(0),
+            np.frombuffer(self.seq, dtype=np.int64) if self.seq else np.zeros(0, np.int64),
+            np.frombuffer(self.urlkey, dtype=np.int64) if self.urlkey else np.zeros(0, np.int64),
+            np.frombuffer(self.link_off, dtype=np.int64),
+            np.frombuffer(self.link_targets, dtype=np.int64)
+            if self.link_targets
+            else np.zeros(0, np.int64),
+            self.keys,
+            self.blobs,
+        )
+
+
+def _gather_positions(flat: np.ndarray, tfs: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Reorder the per-posting position runs of ``flat`` into posting ``order``."""
+    if flat.size == 0:
+        return flat
+    starts = np.cumsum(tfs) - tfs
+    lens = tfs[order]
+    out_starts = np.cumsum(lens) - lens
+    idx = np.repeat(starts[order] - out_starts, lens) + np.arange(int(lens.sum()))
+    return flat[idx]
+
+
+class SegmentReader:
+    """Read-only view of a segment; arrays are memory-mapped, so readers never lock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.name = self.path.name
+        meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+        if meta.get("format") != FORMAT:
+            raise ValueError(f"{self.path}: unsupported segment format {meta.get('format')}")
+        self.meta = meta
+        self.n_docs = int(meta["docs"])
+        text = (self.path / "terms.txt").read_text(encoding="utf-8")
+        self.terms: list[str] = text.split("\n") if text else []
+        self.term_index = {t: i for i, t in enumerate(self.terms)}
+
+        def load(name: str, mmap: bool = True) -> np.ndarray:
+            return np.load(self.path / name, mmap_mode="r" if mmap else None, allow_pickle=False)
+
+        self.termtab = load("termtab.npy", mmap=False)
+        self.skip_last = load("skip_last.npy", mmap=False)
+        self.skip_off = load("skip_off.npy", mmap=False)
+        self.postings_buf = _map_bytes(self.path / "postings.bin")
+        self.positions_buf = _map_bytes(self.path / "positions.bin")
+        self.doclen = load("doclen.npy", mmap=False).astype(np.float64)
+        self.crawled = load("crawled.npy", mmap=False)
+        self.seq = load("seq.npy", mmap=False)
+        self.urlkey = load("urlkey.npy", mmap=False)
+        self.link_off = load("link_off.npy", mmap=False)
+        self.link_targets = load("link_targets.npy", mmap=False)
+        keys = json.loads((self.path / "keys.json").read_text(encoding="utf-8"))
+        self.url_hashes: list[str] = [k[0] for k in keys]
+        self.content_hashes: list[str] = [k[1] for k in keys]
+        self.stored_off = load("stored_off.npy", mmap=False)
+        self._stored = _map_bytes(self.path / "stored.bin")
+        self.total_length = int(meta["totalLength"])
+
+    def df(self, term: str) -> int:
+        """Documents in this segment containing ``term`` (deleted ones included)."""
+        row = self.term_index.get(term)
+        return 0 if row is None else int(self.termtab[row, 0])
+
+    def postings(self, term: str) -> PostingList | None:
+        """The posting list of ``term``, or None if no document here has it."""
+        row = self.term_index.get(term)
+        if row is None:
+            return None
+        df, off, length, skip_start, pos_off, pos_len = (int(x) for x in self.termtab[row])
+        nb = (df + BLOCK - 1) // BLOCK
+        return PostingList(
+            self.postings_buf,
+            df,
+            off,
+            length,
+            self.skip_last[skip_start : skip_start + nb],
+            self.skip_off[skip_start : skip_start + nb],
+            self.positions_buf,
+            pos_off,
+            pos_len,
+        )
+
+    def stored_blob(self, doc: int) -> bytes:
+        """The compressed stored-fields record of ``doc``."""
+        return bytes(self._stored[int(self.stored_off[doc]) : int(self.stored_off[doc + 1])])
+
+    def stored(self, doc: int) -> dict[str, Any]:
+        """The stored fields (url, title, text, crawledAt, …) of ``doc``."""
+        return json.loads(zlib.decompress(self.stored_blob(doc)))
+
+    def links_of(self, doc: int) -> np.ndarray:
+        """URL keys that ``doc`` links to."""
+        return self.link_targets[int(self.link_off[doc]) : int(self.link_off[doc + 1])]
+
+    def all_postings(
+        self, with_positions: bool = True
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting at once: ``(term_ids, doc_ids, tfs, positions)`` sorted by term, doc.
+
+        ``positions`` is empty unless ``with_positions``.
+        """
+        df = self.termtab[:, 0].astype(np.int64) if len(self.terms) else np.zeros(0, np.int64)
+        vals = decode_varints(np.asarray(self.postings_buf))
+        gaps, tfs = vals[0::2], vals[1::2]
+        docs = segmented_cumsum(gaps, df)
+        tids = np.repeat(np.arange(df.size, dtype=np.int64), df)
+        if not with_positions:
+            return tids, docs, tfs, np.zeros(0, dtype=np.int64)
+        pos = segmented_cumsum(decode_varints(np.asarray(self.positions_buf)), tfs)
+        return tids, docs, tfs, pos
+
+
+def _map_bytes(path: Path) -> np.ndarray:
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=np.uint8)
+    # a plain ndarray view of the mapping: slicing a np.memmap subclass costs microseconds
+    return np.asarray(np.memmap(path, dtype=np.uint8, mode="r"))
+
+
+def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -> SegmentInfo:
+    """Merge segments into one new segment, keeping only documents whose live flag is set.
+
+    Postings are merged directly (decoded, renumbered, re-encoded), not rebuilt from
+    text; stored fields are copied byte for byte.
+    """
+    vocab_set: set[str] = set()
+    for reader, _ in inputs:
+        vocab_set.update(reader.terms)
+    parts_t, parts_d, parts_tf, parts_pos = [], [], [], []
+    doclen, crawled, seq, urlkey, link_off, targets = [], [], [], [], [0], []
+    keys: list[list[str]] = []
+    blobs: list[bytes] = []
+    merged_terms = sorted(vocab_set)
+    merged_index = {t: i for i, t in enumerate(merged_terms)}
+    base = 0
+    for reader, live in inputs:
+        live = np.asarray(live, dtype=bool)
+        remap = np.full(reader.n_docs, -1, dtype=np.int64)
+        kept_docs = np.flatnonzero(live)
+        remap[kept_docs] = base + np.arange(kept_docs.size)
+        tids, docs, tfs, pos = reader.all_postings()
+        keep = live[docs] if docs.size else np.zeros(0, dtype=bool)
+        term_map = np.array([merged_index[t] for t in reader.terms], dtype=np.int64)
+        parts_t.append(term_map[tids[keep]] if tids.size else tids)
+        parts_d.append(remap[docs[keep]])
+        parts_tf.append(tfs[keep])
+        parts_pos.append(pos[np.repeat(keep, tfs)])
+        for d in kept_docs:
+            d = int(d)
+            doclen.append(int(reader.doclen[d]))
+            crawled.append(float(reader.crawled[d]))
+            seq.append(int(reader.seq[d]))
+            urlkey.append(int(reader.urlkey[d]))
+            t = reader.links_of(d)
+            targets.append(t)
+            link_off.append(link_off[-1] + t.size)
+            keys.append([reader.url_hashes[d], reader.content_hashes[d]])
+            blobs.append(reader.stored_blob(d))
+        base += kept_docs.size
+    tids = np.concatenate(parts_t) if parts_t else np.zeros(0, np.int64)
+    docs = np.concatenate(parts_d) if parts_d else np.zeros(0, np.int64)
+    tfs = np.concatenate(parts_tf) if parts_tf else np.zeros(0, np.int64)
+    flat = np.concatenate(parts_pos) if parts_pos else np.zeros(0, np.int64)
+    # drop terms whose every document was deleted
+    present = np.unique(tids)
+    compact = np.full(len(merged_terms), -1, dtype=np.int64)
+    compact[present] = np.arange(present.size)
+    terms = [merged_terms[i] for i in present]
+    tids = compact[tids]
+    order = np.lexsort((docs, tids))
+    positions = _gather_positions(flat, tfs, order)
+    return write_segment(
+        path,
+        terms,
+        tids[order],
+        docs[order],
+        tfs[order],
+        positions,
+        np.asarray(doclen, dtype=np.int64),
+        np.asarray(crawled, dtype=np.float64),
+        np.asarray(seq, dtype=np.int64),
+        np.asarray(urlkey, dtype=np.int64),
+        np.asarray(link_off, dtype=np.int64),
+        np.concatenate(targets) if targets else np.zeros(0, np.int64),
+        keys,
+        blobs,
+    )

@@ -1,0 +1,168 @@
+"""The search engine as the server runs it: the live snapshot, the real-time tier, the coordinator.
+
+It notices a newly published index version (``lookup index`` swapping ``CURRENT``),
+opens it in the background, rebinds the real-time tier to it and only then makes it
+live — one reference swap, so queries never lock and never see half a version.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from lookup.search.coordinator import Coordinator
+from lookup.search.events import url_hash_of
+from lookup.search.extract import normalize_url
+from lookup.search.manifest import current_token
+from lookup.search.realtime import RealtimeTier
+from lookup.search.segment import url_key
+from lookup.search.shard import Snapshot
+
+log = logging.getLogger("lookup.search")
+
+#: How often the live index checks for a newer published version.
+RELOAD_SECONDS = 1.0
+
+
+class NotBuilt(RuntimeError):
+    """No search index has been published in the index directory yet."""
+
+
+class SearchService:
+    """Live search over an index directory, reloading new versions as they are published."""
+
+    def __init__(
+        self,
+        index_dir: str | Path,
+        *,
+        coordinator: Coordinator | None = None,
+        realtime: bool = True,
+        poll_seconds: float = 0.5,
+    ) -> None:
+        self.index_dir = Path(index_dir)
+        self.coordinator = coordinator or Coordinator()
+        self.tier: RealtimeTier | None = (
+            RealtimeTier(self.index_dir, poll_seconds) if realtime else None
+        )
+        self._snapshot: Snapshot | None = None
+        self._token: str | None = None
+        self._checked = 0.0
+        self._loading = threading.Lock()
+        self.load_error: str | None = None
+
+    # --- versions ---------------------------------------------------------------------------
+    def _open(self, token: str) -> None:
+        try:
+            snap = Snapshot.open(self.index_dir)
+            if snap is None:
+                return
+            if self.tier is not None:
+                self.tier.rebase(snap)
+            self.coordinator.ensure_shards(len(snap.shards))
+            self._snapshot = snap  # the swap: one reference assignment
+            self._token = token
+            self.load_error = None
+        except (OSError, ValueError, KeyError) as exc:
+            # e.g. a version collected while we opened it; the next check retries
+            self.load_error = str(exc)
+            log.warning("could not open search index %s: %s", token, exc)
+
+    def reload(self, wait: bool = True) -> Snapshot | None:
+        """Open the newest published version now if it differs from the live one."""
+        token = current_token(self.index_dir)
+        self._checked = time.monotonic()
+        if token is None or token == self._token:
+            return self._snapshot
+        if wait or self._snapshot is None:
+            with self._loading:
+                if current_token(self.index_dir) != self._token:
+                    self._open(token)
+            return self._snapshot
+        if self._loading.acquire(blocking=False):
+
+            def run() -> None:
+                try:
+                    self._open(token)
+                finally:
+                    self._loading.release()
+
+            threading.Thread(target=run, name="search-reload", daemon=True).start()
+        return self._snapshot
+
+    def snapshot(self) -> Snapshot:
+        """The live snapshot (checking for a newer one at most once a second)."""
+        if self._snapshot is None or time.monotonic() - self._checked > RELOAD_SECONDS:
+            self.reload(wait=False)
+        snap = self._snapshot
+        if snap is None:
+            raise NotBuilt(
+                f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`"
+            )
+        return snap
+
+    # --- queries and writes ----------------------------------------------------------------
+    def search(self, query: str, page: int = 1, limit: int = 10, **options: Any) -> dict[str, Any]:
+        """Run a query (see :meth:`Coordinator.search` for the options)."""
+        return self.coordinator.search(self.snapshot(), query, page, limit, **options)
+
+    def delete(self, url: str = "", url_hash: str = "") -> dict[str, Any]:
+        """Remove a page from results at once (and from the next batch build)."""
+        snap = self.snapshot()
+        if self.tier is None:
+            raise RuntimeError("deletions need the real-time tier")
+        candidates = [url_hash] if url_hash else []
+        if url:
+            candidates += [url_hash_of(url), url_hash_of(normalize_url(url))]
+        key = next((c for c in candidates if c and c in snap.locations), None)
+        if key is None and snap.realtime is not None:
+            key = next((c for c in candidates if c in snap.realtime.latest), None)
+        if key is None:
+            key = self._find_by_url(snap, url)
+        if key is None:
+            return {"deleted": False, "urlHash": None}
+        self.tier.delete(key, url)
+        return {"deleted": True, "urlHash": key}
+
+    @staticmethod
+    def _find_by_url(snap: Snapshot, url: str) -> str | None:
+        if not url:
+            return None
+        key = url_key(url)
+        found = snap.url_hash_for_key(key)
+        if found is not None:
+            return found
+        build = snap.realtime
+        if build is not None:
+            for h, (s, doc_id) in build.latest.items():
+                if build.indexes[s].docs[doc_id].urlkey == key:
+                    return h
+        return None
+
+    # --- lifecycle --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Open the index if there is one and start tailing the crawl log."""
+        self.reload(wait=True)
+        if self.tier is not None:
+            self.tier.start()
+
+    def stop(self) -> None:
+        """Stop background work."""
+        if self.tier is not None:
+            self.tier.stop()
+        self.coordinator.close()
+
+    def health(self) -> dict[str, Any]:
+        """Health probe: built or not, and what is live."""
+        try:
+            snap = self.snapshot()
+        except NotBuilt as exc:
+            return {"status": "NOT_BUILT", "message": str(exc)}
+        out: dict[str, Any] = {"status": "ok", **snap.status()}
+        if self.tier is not None:
+            out["realtime"] = self.tier.status()
+        if self.load_error:
+            out["loadError"] = self.load_error
+        return out

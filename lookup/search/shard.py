@@ -1,0 +1,444 @@
+"""One document shard: a complete index over its own documents, queried locally.
+
+A shard scores and ranks on its own and returns only its top k — the network (here,
+a thread hop) carries a handful of hits, never posting lists. Query execution:
+
+1. fetch one posting list per term;
+2. **AND**: walk the rarest list and probe the others through their skip tables, so
+   only blocks that can hold a candidate are decoded; if the shard has no AND match
+   it also computes the **OR** result, which the coordinator uses only when no
+   shard matched every term;
+3. score with BM25 using the corpus-wide statistics in the plan, blend in-links and
+   freshness, and keep the top k (ties broken by URL key, so any sharding ranks alike).
+
+:class:`Snapshot` is one loaded manifest version: all shards, the in-link counts
+from the crawl graph, and the corpus statistics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+from lookup.search.analysis import analyze_document
+from lookup.search.bm25 import QueryPlan, Signals, length_norm, term_scores
+from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
+from lookup.search.segment import SegmentReader
+
+#: Source tag of a hit that came from the real-time tier instead of a batch segment.
+REALTIME = -1
+
+
+class Hit(NamedTuple):
+    """One scored document; ``segment`` is :data:`REALTIME` for real-time-tier documents."""
+
+    score: float
+    urlkey: int
+    bm25: float
+    shard: int
+    segment: int
+    doc: int
+
+
+@dataclass
+class ShardAnswer:
+    """What a shard sends back for one query."""
+
+    shard: int
+    hits: list[Hit]
+    matched: int  # documents matching under ``mode`` in this shard
+    mode: str  # "and" or "or"
+    docs: int  # live documents in this shard
+    took_ms: float = 0.0
+    replica: int = 0
+    done_at: float = 0.0  # perf_counter() when the answer was ready
+
+
+def top_k(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best scores, best first; equal scores ordered by key (exactly)."""
+    if scores.size == 0 or k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if scores.size > k:
+        threshold = np.partition(scores, scores.size - k)[scores.size - k]
+        cand = np.flatnonzero(scores >= threshold)
+    else:
+        cand = np.arange(scores.size)
+    order = np.lexsort((keys[cand], -scores[cand]))[:k]
+    return cand[order]
+
+
+def _accumulate(
+    docs: list[np.ndarray], scores: list[np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum per-document contributions, adding each document's terms in list order."""
+    all_d = np.concatenate(docs)
+    all_s = np.concatenate(scores)
+    if all_d.size == 0:
+        return all_d, all_s
+    if all_d.size * 4 > n:
+        acc = np.bincount(all_d, weights=all_s, minlength=n)
+        present = np.bincount(all_d, minlength=n) > 0
+        out_d = np.flatnonzero(present)
+        return out_d, acc[out_d]
+    order = np.argsort(all_d, kind="stable")
+    sd, ss = all_d[order], all_s[order]
+    starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
+    return sd[starts], np.add.reduceat(ss, starts)
+
+
+class RealtimePart(Protocol):
+    """The slice of the real-time tier a shard queries alongside its batch segments."""
+
+    def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]: ...
+
+
+class SegmentView:
+    """A segment as one snapshot sees it: the reader plus its live mask and in-link counts."""
+
+    def __init__(self, reader: SegmentReader, live: np.ndarray, inlinks: np.ndarray) -> None:
+        self.reader = reader
+        self.inlinks = inlinks  # float per doc
+        self.url_keys = reader.urlkey
+        self.live = live
+        self._boosts: tuple[Signals, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def live(self) -> np.ndarray:
+        """Bool per doc: not tombstoned and not hidden by the real-time tier."""
+        return self._live
+
+    @live.setter
+    def live(self, mask: np.ndarray) -> None:
+        self._live = mask
+        self.live_count = int(mask.sum())
+
+    def boosts(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
+        """Per-doc link boost and freshness base for these signal weights (cached)."""
+        cached = self._boosts
+        if cached is None or cached[0] != signals:
+            cached = (
+                signals,
+                signals.link_boost(self.inlinks),
+                signals.fresh_base(self.reader.crawled),
+            )
+            self._boosts = cached
+        return cached[1], cached[2]
+
+    def match(self, plan: QueryPlan, conjunctive: bool) -> tuple[np.ndarray, np.ndarray, int]:
+        """Live matching docs, their BM25 scores (terms summed in plan order), match count.
+
+        The count is exact unless the OR candidate budget cut the work short.
+        """
+        reader = self.reader
+        lists = [reader.postings(t) for t in plan.terms]
+        norm_of = reader.doclen
+        if conjunctive:
+            if any(pl is None for pl in lists):
+                return np.zeros(0, np.int64), np.zeros(0), 0
+            order = sorted(range(len(lists)), key=lambda j: lists[j].df)  # type: ignore[union-attr]
+            docs, tf0 = lists[order[0]].decode()  # type: ignore[union-attr]
+            keep = self.live[docs]
+            docs = docs[keep]
+            tfs: dict[int, np.ndarray] = {order[0]: tf0[keep]}
+            for j in order[1:]:
+                if docs.size == 0:
+                    break
+                found, tf, _ = lists[j].lookup(docs)  # type: ignore[union-attr]
+                docs = docs[found]
+                for key in tfs:
+                    tfs[key] = tfs[key][found]
+                tfs[j] = tf
+            if docs.size == 0:
+                return docs, np.zeros(0), 0
+            norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+            bm = np.zeros(docs.size)
+            for j, term_idf in enumerate(plan.idfs):
+                bm = bm + term_scores(tfs[j], norm, term_idf)
+            return docs, bm, int(docs.size)
+        # Bounded work ("continue" strategy): terms join from the rarest up while their
+        # postings fit the candidate budget; the commoner rest only score documents that
+        # are already candidates, probed through their skip tables.
+        present = [j for j, pl in enumerate(lists) if pl is not None]
+        if not present:
+            return np.zeros(0, np.int64), np.zeros(0), 0
+        open_terms: set[int] = set()
+        budget = 0
+        for j in sorted(present, key=lambda j: lists[j].df):  # type: ignore[union-attr]
+            df = lists[j].df  # type: ignore[union-attr]
+            if open_terms and budget + df > plan.max_candidates:
+                break
+            open_terms.add(j)
+            budget += df
+        parts_d: list[np.ndarray] = []
+        parts_s: list[np.ndarray] = []
+        for j in sorted(open_terms):
+            d, tf = lists[j].decode()  # type: ignore[union-attr]
+            keep = self.live[d]
+            d, tf = d[keep], tf[keep]
+            parts_d.append(d)
+            parts_s.append(
+                term_scores(tf, length_norm(norm_of[d], plan.avgdl, plan.k1, plan.b), plan.idfs[j])
+            )
+        docs, bm = _accumulate(parts_d, parts_s, reader.n_docs)
+        closed = [j for j in present if j not in open_terms]
+        if not closed:
+            return docs, bm, int(docs.size)
+        norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+        widest = 0
+        for j in closed:
+            pl = lists[j]
+            found, tf, _ = pl.lookup(docs)  # type: ignore[union-attr]
+            bm[found] += term_scores(tf, norm[found], plan.idfs[j])
+            widest = max(widest, pl.df)  # type: ignore[union-attr]
+        # every document holding a closed term matches too: count at least the widest one
+        return docs, bm, max(int(docs.size), widest)
+
+    def term_tf(self, term: str, doc: int) -> int:
+        """Frequency of ``term`` in ``doc`` (a skip-table probe, for explanations)."""
+        pl = self.reader.postings(term)
+        if pl is None:
+            return 0
+        found, tf, _ = pl.lookup(np.array([doc]))
+        return int(tf[0]) if found[0] else 0
+
+
+class ShardIndex:
+    """All batch segments of one shard, plus its slice of the real-time tier."""
+
+    def __init__(self, shard: int, segments: list[SegmentView]) -> None:
+        self.shard = shard
+        self.segments = segments
+        self.realtime: RealtimePart | None = None
+
+    @property
+    def live_docs(self) -> int:
+        """Documents this shard would return (batch live plus visible real-time)."""
+        batch = sum(s.live_count for s in self.segments)
+        rt = getattr(self.realtime, "visible_count", 0)
+        return batch + int(rt)
+
+    def _run(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]:
+        hits: list[Hit] = []
+        matched = 0
+        sig = plan.signals
+        for si, view in enumerate(self.segments):
+            docs, bm, count = view.match(plan, conjunctive)
+            if docs.size == 0:
+                continue
+            matched += count
+            link, fresh_base = view.boosts(sig)
+            final = bm + link[docs] + sig.fresh_from_base(fresh_base[docs], plan.now)
+            keys = view.url_keys[docs]
+            for i in top_k(final, keys, plan.k):
+                hits.append(
+                    Hit(float(final[i]), int(keys[i]), float(bm[i]), self.shard, si, int(docs[i]))
+                )
+        if self.realtime is not None:
+            rt_hits, rt_matched = self.realtime.search(plan, conjunctive)
+            hits.extend(rt_hits)
+            matched += rt_matched
+        hits.sort(key=lambda h: (-h.score, h.urlkey))
+        return hits[: plan.k], matched
+
+    def search(self, plan: QueryPlan) -> ShardAnswer:
+        """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
+        started = time.perf_counter()
+        hits, matched = self._run(plan, plan.conjunctive)
+        mode = "and" if plan.conjunctive else "or"
+        if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
+            hits, matched = self._run(plan, False)
+            mode = "or"
+        return ShardAnswer(
+            shard=self.shard,
+            hits=hits,
+            matched=matched,
+            mode=mode,
+            docs=self.live_docs,
+            took_ms=(time.perf_counter() - started) * 1000.0,
+        )
+
+
+class Snapshot:
+    """One published index version, opened: shards, in-links, corpus statistics."""
+
+    def __init__(self, index_dir: Path, manifest: Manifest) -> None:
+        self.index_dir = Path(index_dir)
+        self.manifest = manifest
+        self.version = manifest.version
+        self.watermark = manifest.watermark
+        self.shards: list[ShardIndex] = []
+        self.locations: dict[str, tuple[int, int, int]] = {}
+        self._tomb_masks: list[list[np.ndarray]] = []
+        self.base_docs = 0
+        self.base_length = 0
+        self._base_adjust: Counter[str] = Counter()
+        self._hidden: frozenset[str] = frozenset()
+        # (docs, total length, per-term df) of hidden batch documents, swapped as one value
+        self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
+        self._terms_cache: dict[str, frozenset[str]] = {}
+        self.realtime: Any = None  # the real-time tier build attached to this version
+        self._by_key: dict[int, str] | None = None
+        readers: list[list[tuple[SegmentReader, np.ndarray]]] = []
+        for s, entries in enumerate(manifest.segments):
+            shard_readers = []
+            for e in entries:
+                reader = SegmentReader(shard_dir(self.index_dir, s) / e.name)
+                live = np.ones(reader.n_docs, dtype=bool)
+                dead = read_tombstones(self.index_dir, s, e)
+                if dead.size:
+                    live[dead] = False
+                    self._base_adjust.update(_deleted_df(reader, live))
+                shard_readers.append((reader, live))
+                self.base_docs += int(live.sum())
+                self.base_length += int(reader.doclen[live].sum())
+            readers.append(shard_readers)
+        # in-links: how many live pages link to each URL, over the whole crawl graph
+        sources = [r.link_targets[_expand(r.link_off, live)] for sr in readers for r, live in sr]
+        targets = np.concatenate(sources) if sources else np.zeros(0, np.int64)
+        self.link_keys, self.link_counts = np.unique(targets, return_counts=True)
+        for s, shard_readers in enumerate(readers):
+            views = []
+            masks = []
+            for si, (reader, live) in enumerate(shard_readers):
+                views.append(SegmentView(reader, live, self.inlinks_for(reader.urlkey)))
+                masks.append(live)
+                for d in np.flatnonzero(live):
+                    self.locations[reader.url_hashes[d]] = (s, si, int(d))
+            self.shards.append(ShardIndex(s, views))
+            self._tomb_masks.append(masks)
+
+    @classmethod
+    def open(cls, index_dir: str | Path) -> Snapshot | None:
+        """The live version of an index directory, or None if nothing is published."""
+        manifest = current_manifest(index_dir)
+        if manifest is None:
+            return None
+        return cls(Path(index_dir), manifest)
+
+    def inlinks_for(self, url_keys: np.ndarray) -> np.ndarray:
+        """In-link counts for URL keys, from the snapshot's crawl graph."""
+        keys = np.asarray(url_keys, dtype=np.int64)
+        if self.link_keys.size == 0 or keys.size == 0:
+            return np.zeros(keys.size)
+        idx = np.searchsorted(self.link_keys, keys)
+        idx_c = np.minimum(idx, self.link_keys.size - 1)
+        hit = self.link_keys[idx_c] == keys
+        return np.where(hit, self.link_counts[idx_c], 0).astype(np.float64)
+
+    # --- corpus statistics -------------------------------------------------------------
+    @property
+    def live_docs(self) -> int:
+        """Batch documents visible to queries."""
+        return self.base_docs - self._hidden_stats[0]
+
+    @property
+    def live_length(self) -> int:
+        """Total length (terms) of the visible batch documents."""
+        return self.base_length - self._hidden_stats[1]
+
+    def df(self, term: str) -> int:
+        """Visible batch documents containing ``term``."""
+        total = 0
+        for shard in self.shards:
+            for view in shard.segments:
+                total += view.reader.df(term)
+        return total - self._base_adjust.get(term, 0) - self._hidden_stats[2].get(term, 0)
+
+    # --- real-time tier hooks ------------------------------------------------------------
+    def set_hidden(self, url_hashes: Iterable[str]) -> None:
+        """Hide batch documents superseded or deleted after the watermark.
+
+        Masks are rebuilt copy-on-write and swapped whole, so a query in flight sees
+        either the old set or the new one.
+        """
+        hidden = frozenset(h for h in url_hashes if h in self.locations)
+        if hidden == self._hidden:
+            return
+        per_seg: dict[tuple[int, int], list[int]] = {}
+        adjust: Counter[str] = Counter()
+        length = 0
+        for h in hidden:
+            s, si, d = self.locations[h]
+            per_seg.setdefault((s, si), []).append(d)
+            reader = self.shards[s].segments[si].reader
+            terms = self._terms_cache.get(h)
+            if terms is None:
+                stored = reader.stored(d)
+                terms = frozenset(analyze_document(stored["title"], stored["text"]).terms)
+                self._terms_cache[h] = terms
+            adjust.update(terms)
+            length += int(reader.doclen[d])
+        for s, shard in enumerate(self.shards):
+            for si, view in enumerate(shard.segments):
+                base = self._tomb_masks[s][si]
+                docs = per_seg.get((s, si))
+                if docs:
+                    mask = base.copy()
+                    mask[docs] = False
+                    view.live = mask
+                else:
+                    view.live = base
+        self._hidden_stats = (len(hidden), length, adjust)
+        self._hidden = hidden
+
+    def vocabulary(self) -> list[tuple[str, int]]:
+        """Every term with its document frequency over the visible batch, commonest first."""
+        totals: Counter[str] = Counter()
+        for shard in self.shards:
+            for view in shard.segments:
+                df = view.reader.termtab[:, 0] if len(view.reader.terms) else ()
+                totals.update(dict(zip(view.reader.terms, (int(x) for x in df), strict=True)))
+        totals.subtract(self._base_adjust)
+        totals.subtract(self._hidden_stats[2])
+        return [(t, n) for t, n in totals.most_common() if n > 0]
+
+    def url_hash_for_key(self, key: int) -> str | None:
+        """The ``urlHash`` of the live batch document with this URL key, if any."""
+        if self._by_key is None:
+            by_key: dict[int, str] = {}
+            for shard in self.shards:
+                for view in shard.segments:
+                    for d in np.flatnonzero(view.live):
+                        by_key[int(view.url_keys[d])] = view.reader.url_hashes[d]
+            self._by_key = by_key
+        return self._by_key.get(key)
+
+    def stored(self, shard: int, segment: int, doc: int) -> dict[str, Any]:
+        """Stored fields of a batch document."""
+        return self.shards[shard].segments[segment].reader.stored(doc)
+
+    def status(self) -> dict[str, Any]:
+        """Summary for health checks and the dashboard."""
+        return {
+            "version": self.version,
+            "shards": len(self.shards),
+            "segments": [len(s.segments) for s in self.shards],
+            "liveDocs": self.live_docs,
+            "watermark": self.watermark,
+            "builtAt": self.manifest.created_at,
+            "crawlDir": self.manifest.source.crawl_dir,
+        }
+
+
+def _expand(offsets: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Indices into a CSR value array for the rows where ``live`` is set."""
+    starts = offsets[:-1][live]
+    lens = (offsets[1:] - offsets[:-1])[live]
+    if lens.sum() == 0:
+        return np.zeros(0, dtype=np.int64)
+    out_starts = np.cumsum(lens) - lens
+    return np.repeat(starts - out_starts, lens) + np.arange(int(lens.sum()))
+
+
+def _deleted_df(reader: SegmentReader, live: np.ndarray) -> dict[str, int]:
+    """Per term, how many deleted documents of a segment contain it."""
+    tids, docs, _, _ = reader.all_postings(with_positions=False)
+    dead = ~live[docs]
+    counts = np.bincount(tids[dead], minlength=len(reader.terms))
+    return {reader.terms[i]: int(counts[i]) for i in np.flatnonzero(counts)}

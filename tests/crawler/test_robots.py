@@ -1,0 +1,90 @@
+"""robots.txt handling to RFC 9309: status codes, groups, wildcards, caching, failing closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from lookup.crawler.robots import DAY, MAX_ROBOTS_BYTES, RobotsCache, RobotsPolicy
+
+AGENT = "LookupBot"
+ROBOTS = b"""
+User-agent: *
+Disallow: /lib/
+
+User-agent: LookupBot
+Allow: /drafts/published-*.html
+Disallow: /drafts/
+Disallow: /*.txt$
+Disallow: /*?print=
+Crawl-delay: 2.5
+
+User-agent: OtherBot
+Disallow: /
+"""
+
+
+def policy(body: bytes = ROBOTS, status: int = 200) -> RobotsPolicy:
+    return RobotsPolicy.from_response("a.test", AGENT, status, body, now=1000.0)
+
+
+@pytest.mark.parametrize(
+    "path,allowed",
+    [
+        ("/lib/json.html", True),  # "*" forbids it, but our own group wins
+        ("/drafts/plan.html", False),
+        ("/drafts/published-intro.html", True),  # the longer Allow beats Disallow
+        ("/feed.txt", False),  # "$" anchors the end
+        ("/feed.txt?format=html", True),
+        ("/page?print=1", False),  # "*" wildcard
+        ("/page?a=1&print=1", True),
+        ("/", True),
+    ],
+)
+def test_our_group_with_wildcards_and_end_anchors(path: str, allowed: bool) -> None:
+    assert policy().allows(f"http://a.test{path}") is allowed
+
+
+def test_crawl_delay_and_decisions() -> None:
+    p = policy()
+    assert p.crawl_delay == 2.5
+    assert "disallowed by robots.txt rules for LookupBot" in p.decision("http://a.test/drafts/x")
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 410, 418])
+def test_4xx_means_no_restrictions(status: int) -> None:
+    p = policy(b"", status)
+    assert p.state == "allow-all" and p.allows("http://a.test/anything")
+
+
+@pytest.mark.parametrize("status", [429, 500, 502, 503, 504])
+def test_5xx_and_429_fail_closed(status: int) -> None:
+    p = policy(b"User-agent: *\nDisallow:\n", status)
+    assert p.state == "disallow-all" and not p.allows("http://a.test/")
+    assert "failing closed" in p.decision("http://a.test/")
+
+
+def test_unreachable_fails_closed_and_is_retried_sooner() -> None:
+    p = RobotsPolicy.unreachable("a.test", AGENT, "timeout", retry=600.0, now=1000.0)
+    assert not p.allows("http://a.test/") and p.expires_at == 1600.0
+
+
+def test_cache_keeps_a_copy_at_most_24_hours() -> None:
+    p = RobotsPolicy.from_response("a.test", AGENT, 200, ROBOTS, ttl=7 * DAY, now=1000.0)
+    assert p.expires_at == 1000.0 + DAY
+    cache = RobotsCache(AGENT, ttl=DAY)
+    cache.put(p)
+    assert cache.get("a.test", now=1000.0 + DAY - 1) is p
+    assert cache.get("a.test", now=1000.0 + DAY) is None  # stale: must be fetched again
+    assert cache.peek("a.test") is p
+
+
+def test_only_the_first_500_kib_is_parsed() -> None:
+    padding = b"# " + b"x" * (MAX_ROBOTS_BYTES + 10) + b"\n"
+    p = policy(b"User-agent: *\nDisallow: /a/\n" + padding + b"Disallow: /b/\n")
+    assert not p.allows("http://a.test/a/1")
+    assert p.allows("http://a.test/b/1")
+
+
+def test_sitemaps_are_listed() -> None:
+    p = policy(ROBOTS + b"Sitemap: http://a.test/sitemap.xml\n")
+    assert p.sitemaps == ["http://a.test/sitemap.xml"]

@@ -1,0 +1,97 @@
+"""Fixtures: one real-text crawl and indexes built from it, shared by the search tests."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from lookup.search import SearchService, build_index
+from tests.search.corpus import CrawlWriter, Page, stdlib_pages
+
+N_PAGES = 400
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_fsync() -> Iterator[None]:
+    """Skip fsync while tests write hundreds of small indexes (test_cli keeps it on)."""
+    from lookup.search import manifest
+
+    manifest.DURABLE = False
+    yield
+    manifest.DURABLE = True
+
+
+@pytest.fixture(scope="session")
+def pages() -> list[Page]:
+    """The test web's pages (stdlib docstrings)."""
+    return stdlib_pages(N_PAGES)
+
+
+@pytest.fixture(scope="session")
+def base_crawl(tmp_path_factory: pytest.TempPathFactory, pages: list[Page]) -> Path:
+    """A crawl directory holding every page once (read-only for tests: copy to change)."""
+    root = tmp_path_factory.mktemp("crawl")
+    CrawlWriter(root).fetch(pages)
+    return root
+
+
+@pytest.fixture(scope="session")
+def index_1(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
+    """The crawl indexed into one shard."""
+    out = tmp_path_factory.mktemp("idx1")
+    build_index(base_crawl, out, shards=1)
+    return out
+
+
+@pytest.fixture(scope="session")
+def index_4(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
+    """The crawl indexed into four shards, small segments so shards hold several."""
+    out = tmp_path_factory.mktemp("idx4")
+    build_index(base_crawl, out, shards=4, segment_docs=40)
+    return out
+
+
+@pytest.fixture
+def crawl(tmp_path: Path, base_crawl: Path) -> CrawlWriter:
+    """A private, writable copy of the base crawl."""
+    root = tmp_path / "crawl"
+    shutil.copytree(base_crawl, root)
+    c = CrawlWriter(root)
+    c.warc_no = len(list((root / "warc").iterdir()))
+    return c
+
+
+@pytest.fixture
+def service_1(index_1: Path) -> Iterator[SearchService]:
+    """A batch-only service over the one-shard index."""
+    svc = SearchService(index_1, realtime=False)
+    svc.reload()
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture
+def service_4(index_4: Path) -> Iterator[SearchService]:
+    """A batch-only service over the four-shard index."""
+    svc = SearchService(index_4, realtime=False)
+    svc.reload()
+    yield svc
+    svc.stop()
+
+
+def sample_queries(pages: list[Page], n: int, seed: int = 7) -> list[str]:
+    """Queries of one to three words drawn from the pages' own text (plus a few misses)."""
+    rng = random.Random(seed)
+    words = [w for p in pages for w in p.text.split() if w.isalpha() and len(w) > 2]
+    out = []
+    for i in range(n):
+        k = rng.choice([1, 1, 2, 2, 2, 3])
+        q = " ".join(rng.choice(words) for _ in range(k))
+        if i % 25 == 0:
+            q += " zzyzxnotaword"
+        out.append(q)
+    return out

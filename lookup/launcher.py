@@ -1,7 +1,7 @@
-"""``lookup up``: what ``make run`` calls — build missing data, start the API and the dashboard.
+"""``lookup up``: what ``make run`` calls — build missing data, start API, dashboard, sandbox.
 
-Both run as child processes; Ctrl-C (or SIGTERM) stops both cleanly, and if either
-dies the other is stopped too, so nothing is left listening.
+All run as child processes; Ctrl-C (or SIGTERM) stops them all cleanly, and if one
+dies the others are stopped too, so nothing is left listening.
 """
 
 from __future__ import annotations
@@ -76,22 +76,24 @@ def run_up(args: argparse.Namespace) -> int:
             print("error: building the typeahead snapshots failed (see above)", file=sys.stderr)
             return snapshots.returncode
 
-    api = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lookup.cli",
-            "serve",
-            "--host",
-            args.host,
-            "--port",
-            str(args.api_port),
-            "--data-dir",
-            str(data_dir),
-        ],
-        env=env,
-    )
-    procs = [api]
+    lookup_cmd = [sys.executable, "-m", "lookup.cli"]
+    app_url = f"http://{args.host}:{args.app_port}"
+    sandbox_url = f"http://127.0.0.1:{args.sandbox_port}"
+    env["LOOKUP_SANDBOX_URL"] = sandbox_url
+    services = [
+        ("API", [*lookup_cmd, "serve", "--host", args.host, "--port", str(args.api_port),
+                 "--data-dir", str(data_dir)], f"{api_url}/healthz"),
+        ("sandbox web", [*lookup_cmd, "sandbox", "--port", str(args.sandbox_port)],
+         f"{sandbox_url}/_sandbox/hosts"),
+        ("dashboard", [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
+                       "--server.address", args.host, "--server.port", str(args.app_port),
+                       "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+         f"{app_url}/_stcore/health"),
+    ]  # fmt: skip
+    if args.no_sandbox:
+        services = [s for s in services if s[0] != "sandbox web"]
+    procs: list[subprocess.Popen[bytes]] = []
+    names: dict[int, str] = {}
     stopping = False
 
     def _on_signal(signum: int, _frame: object) -> None:
@@ -101,51 +103,30 @@ def run_up(args: argparse.Namespace) -> int:
     old_int = signal.signal(signal.SIGINT, _on_signal)
     old_term = signal.signal(signal.SIGTERM, _on_signal)
     try:
-        if not _wait_for(f"{api_url}/healthz", api, timeout=60):
-            print(f"error: the API did not start on {api_url} (is the port free?)", file=sys.stderr)
-            return 1
-        app = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(DASHBOARD),
-                "--server.address",
-                args.host,
-                "--server.port",
-                str(args.app_port),
-                "--server.headless",
-                "true",
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            env=env,
-            cwd=REPO_ROOT,
-        )
-        procs.append(app)
-        app_url = f"http://{args.host}:{args.app_port}"
-        if not _wait_for(f"{app_url}/_stcore/health", app, timeout=90):
-            print(
-                f"error: the dashboard did not start on {app_url} (is the port free?)",
-                file=sys.stderr,
-            )
-            return 1
+        for name, argv, health in services:
+            proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT)
+            procs.append(proc)
+            names[proc.pid] = name
+            if not _wait_for(health, proc, timeout=90):
+                where = health.rsplit("/", 2)[0] if name != "API" else api_url
+                print(f"error: the {name} did not start on {where} (is the port free?)",
+                      file=sys.stderr)  # fmt: skip
+                return 1
         print("\n  Lookup Workbench is up", flush=True)
-        print(f"    API        {api_url}   (docs: {api_url}/docs)", flush=True)
-        print(f"    Dashboard  {app_url}", flush=True)
-        print(f"    Data       {data_dir}", flush=True)
-        print("  Press Ctrl-C to stop both.\n", flush=True)
+        print(f"    API          {api_url}   (docs: {api_url}/docs)", flush=True)
+        print(f"    Dashboard    {app_url}", flush=True)
+        if not args.no_sandbox:
+            print(f"    Sandbox web  {sandbox_url}   (what the crawler crawls)", flush=True)
+        print(f"    Data         {data_dir}", flush=True)
+        print("  Press Ctrl-C to stop everything.\n", flush=True)
         while not stopping:
             for proc in procs:
                 if proc.poll() is not None:
-                    print(
-                        f"error: {proc.args[2]} exited with {proc.returncode}; stopping",
-                        file=sys.stderr,
-                    )
+                    print(f"error: the {names[proc.pid]} exited with {proc.returncode}; stopping",
+                          file=sys.stderr)  # fmt: skip
                     return 1
             time.sleep(0.5)
-        print("\nstopping the API and the dashboard ...", flush=True)
+        print("\nstopping ...", flush=True)
         return 0
     finally:
         _stop(procs)
@@ -163,6 +144,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--api-port", type=int, default=8000)
     p.add_argument("--app-port", type=int, default=8501)
+    p.add_argument("--sandbox-port", type=int, default=8600,
+                   help="port of the local sandbox web the crawler crawls (default 8600)")
+    p.add_argument("--no-sandbox", action="store_true", help="do not start the sandbox web")
     p.add_argument("--skip-datasets", action="store_true", help="do not build missing data sets")
     p.add_argument(
         "--data-dir",

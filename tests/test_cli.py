@@ -44,9 +44,9 @@ def test_serve_answers_healthz_over_a_real_socket(live_api: str) -> None:
     assert missing.status_code == 404 and missing.json()["error"] == "NOT_FOUND"
 
 
-def test_up_starts_api_and_dashboard_and_stops_both_on_ctrl_c(tmp_path: Path) -> None:
-    """What `make run` does: both servers come up, Ctrl-C stops both, nothing is left listening."""
-    api_port, app_port = free_port(), free_port()
+def test_up_starts_api_dashboard_and_sandbox_and_stops_all_on_ctrl_c(tmp_path: Path) -> None:
+    """What `make run` does: all servers come up, Ctrl-C stops all, nothing is left listening."""
+    api_port, app_port, sandbox_port = free_port(), free_port(), free_port()
     env = dict(os.environ, LOOKUP_DATA_DIR=str(tmp_path / "data"))
     proc = subprocess.Popen(
         [
@@ -59,6 +59,8 @@ def test_up_starts_api_and_dashboard_and_stops_both_on_ctrl_c(tmp_path: Path) ->
             str(api_port),
             "--app-port",
             str(app_port),
+            "--sandbox-port",
+            str(sandbox_port),
         ],
         cwd=ROOT,
         env=env,
@@ -69,6 +71,7 @@ def test_up_starts_api_and_dashboard_and_stops_both_on_ctrl_c(tmp_path: Path) ->
     try:
         wait_http(f"http://127.0.0.1:{api_port}/healthz", proc, timeout=60)
         wait_http(f"http://127.0.0.1:{app_port}/_stcore/health", proc, timeout=90)
+        wait_http(f"http://127.0.0.1:{sandbox_port}/_sandbox/hosts", proc, timeout=30)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=30)
     finally:
@@ -76,6 +79,6 @@ def test_up_starts_api_and_dashboard_and_stops_both_on_ctrl_c(tmp_path: Path) ->
             proc.kill()
     assert proc.returncode == 0, out
     assert f"http://127.0.0.1:{api_port}" in out and f"http://127.0.0.1:{app_port}" in out
-    for port in (api_port, app_port):
+    for port in (api_port, app_port, sandbox_port):
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"http://127.0.0.1:{port}/", timeout=2)

@@ -11,6 +11,7 @@ export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 help:
 	@echo "make run   - set up .venv, build missing data sets, start the API (:$(API_PORT)) and dashboard (:$(APP_PORT))"
 	@echo "make test  - set up .venv with dev tools and run the whole suite"
+	@echo "make bench - run every benchmark in benchmarks/ (quick mode; outside the suite)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version.split()[0]'
@@ -35,6 +36,9 @@ test: $(VENV)/.installed-dev
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check lookup app tests benchmarks
+
+bench: $(VENV)/.installed-dev
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

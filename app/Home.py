@@ -14,7 +14,7 @@ from navigation import build_pages
 
 st.set_page_config(
     page_title="Lookup Workbench",
-    page_icon=":material/travel_explore:",
+    page_icon="🔎",  # an emoji: a material icon favicon would be fetched from the internet
     layout="wide",
 )
 

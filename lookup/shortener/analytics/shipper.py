@@ -1,0 +1,104 @@
+"""The shipper: moves clicks from the buffer to the click log in batches, in the background.
+
+It runs in its own thread, never on the event loop. Each round drains up to
+``batch_size`` raw clicks, enriches them (user agent, bot flags, hashes) and appends
+them to the log in one write. If the log refuses, the same batch — same event ids —
+is retried with back-off; the buffer meanwhile keeps filling and, once full, drops
+new clicks instead of slowing the redirect. A retry after a write whose
+acknowledgement was lost puts the batch in the log twice: that is at-least-once
+delivery, and the aggregator's de-duplication by event id absorbs it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from lookup.shortener.analytics.buffer import ClickBuffer
+from lookup.shortener.analytics.events import ClickEnricher, ClickEvent
+from lookup.shortener.analytics.log import ClickLog
+
+log = logging.getLogger("lookup.shortener.analytics")
+
+
+class ClickShipper:
+    """Buffer → enrich → click log, batch by batch (see the module docstring)."""
+
+    def __init__(
+        self,
+        buffer: ClickBuffer,
+        click_log: ClickLog,
+        enricher: ClickEnricher,
+        *,
+        batch_size: int = 1_000,
+        max_backoff_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.buffer = buffer
+        self.log = click_log
+        self.enricher = enricher
+        self.batch_size = batch_size
+        self.max_backoff_s = max_backoff_s
+        self.clock = clock
+        self._pending: list[ClickEvent] = []
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._retry_at = 0.0
+        self.shipped = 0
+        self.batches = 0
+        self.failed_writes = 0
+
+    @property
+    def pending(self) -> int:
+        """Events taken from the buffer but not yet acknowledged by the log."""
+        return len(self._pending)
+
+    def ship_once(self) -> int:
+        """Ship one batch (retrying a failed one first); returns how many events were written.
+
+        Raises nothing: a failing log is counted and retried later with back-off.
+        """
+        with self._lock:
+            if self._pending and self.clock() < self._retry_at:
+                return 0
+            if not self._pending:
+                raw = self.buffer.drain(self.batch_size)
+                if not raw:
+                    return 0
+                self._pending = [self.enricher.enrich(event_id, ctx) for event_id, ctx in raw]
+            batch = self._pending
+            try:
+                self.log.append(batch)
+            except Exception:
+                self.failed_writes += 1
+                self._failures += 1
+                delay = min(self.max_backoff_s, 0.05 * 2 ** min(self._failures, 10))
+                self._retry_at = self.clock() + delay
+                if self.failed_writes <= 5 or self.failed_writes % 100 == 0:
+                    log.warning("the click log refused a batch; retrying", exc_info=True)
+                return 0
+            self._pending = []
+            self._failures = 0
+            self.shipped += len(batch)
+            self.batches += 1
+            return len(batch)
+
+    def flush(self) -> int:
+        """Ship until the buffer is empty or the log refuses; returns events written."""
+        total = 0
+        while True:
+            n = self.ship_once()
+            total += n
+            if n == 0:
+                return total
+
+    def stats(self) -> dict[str, int]:
+        """Shipped events and batches, failed writes, events awaiting a retry."""
+        return {
+            "shipped": self.shipped,
+            "batches": self.batches,
+            "failedWrites": self.failed_writes,
+            "pending": self.pending,
+        }

@@ -1,0 +1,631 @@
+"""The safety scanner: checks links after creation and for their whole life, off the request path.
+
+Creation already refuses blocked domains synchronously (:mod:`~lookup.shortener.urls`).
+The scanner is the second and third line of the seed's defence:
+
+* **after creation** — ``created`` and ``retargeted`` events from ``service.listeners``
+  put the key on a :class:`ScanQueue`; a worker thread scans it within moments;
+* **over time** — popular links (the ``hot_top`` most clicked keys of the last day,
+  from the click aggregator) are rescanned every ``hot_interval_s``; every other link
+  is rescanned by a sweep that walks the store in key order, one page every
+  ``sweep_interval_s``, and starts again at the end;
+* **when the rules change** — a new blocklist version (the file's mtime, or
+  ``POST /v1/shortener/blocklist``) or a changed threat feed starts a full sweep at once;
+  so does a start with rules other than those of the last full sweep (remembered in
+  ``<data-dir>/shortener/scanner.json``), e.g. a blocklist edited while the server was down.
+
+The verdict (:func:`assess`) needs no network: the blocklist, then a score from a
+local threat feed (``threats.txt``: known-bad hosts, abused TLDs, phishing keywords,
+brands and their real domains, other shorteners) and the URL's shape (IP-literal
+host, punycode, many labels, odd port). ``MALICIOUS`` disables the link and purges
+every cache layer (``service.set_scan_verdict``), so the next click gets the warning
+page; ``SUSPICIOUS`` is shown on the preview page. A later clean verdict (say, the
+domain left the blocklist) re-enables a link the scanner had disabled — never one
+its owner disabled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import hmac
+import ipaddress
+import itertools
+import json
+import logging
+import os
+import re
+import secrets
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from lookup.shortener.model import Link, Status
+from lookup.shortener.urls import Blocklist, UrlRejected, normalize_host
+
+if TYPE_CHECKING:
+    from lookup.shortener.analytics import ClickAnalytics
+    from lookup.shortener.service import ShortenerService
+
+log = logging.getLogger("lookup.shortener.scanner")
+
+DEFAULT_FEED = Path(__file__).with_name("threats.txt")
+MALICIOUS_SCORE = 6
+SUSPICIOUS_SCORE = 3
+MAX_KEYWORD_SCORE = 3
+SCANNER_ACTOR = "scanner"
+
+_WORDS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+# -- the threat feed ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreatFeed:
+    """The parsed local threat feed (see ``threats.txt`` for the format)."""
+
+    domains: frozenset[str] = frozenset()
+    tlds: dict[str, int] = field(default_factory=dict)
+    keywords: dict[str, int] = field(default_factory=dict)
+    brands: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    shorteners: frozenset[str] = frozenset()
+    version: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> ThreatFeed:
+        """A feed from its text; malformed lines are skipped (a feed never crashes the scanner)."""
+        domains: set[str] = set()
+        tlds: dict[str, int] = {}
+        keywords: dict[str, int] = {}
+        brands: dict[str, tuple[str, ...]] = {}
+        shorteners: set[str] = set()
+        for line in text.splitlines():
+            parts = line.split("#", 1)[0].split()
+            if len(parts) < 2:
+                continue
+            kind, args = parts[0].lower(), [p.lower() for p in parts[1:]]
+            try:
+                if kind == "domain":
+                    domains.add(normalize_host(args[0]))
+                elif kind == "shortener":
+                    shorteners.add(normalize_host(args[0]))
+                elif kind == "tld":
+                    tlds[args[0].lstrip(".")] = int(args[1]) if len(args) > 1 else 1
+                elif kind == "keyword":
+                    keywords[args[0]] = int(args[1]) if len(args) > 1 else 1
+                elif kind == "brand" and len(args) > 1:
+                    brands[args[0]] = tuple(normalize_host(d) for d in args[1:])
+            except (UrlRejected, ValueError):
+                continue
+        digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+        return cls(
+            frozenset(domains), tlds, keywords, brands, frozenset(shorteners), version=digest
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] = DEFAULT_FEED) -> ThreatFeed:
+        """The feed in ``path`` (an empty feed if the file cannot be read)."""
+        try:
+            return cls.parse(Path(path).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            log.warning("threat feed %s cannot be read; scanning with the blocklist only", path)
+            return cls()
+
+
+class FeedFile:
+    """A :class:`ThreatFeed` that re-reads its file when the file's mtime changes."""
+
+    def __init__(self, path: str | os.PathLike[str] = DEFAULT_FEED) -> None:
+        self.path = Path(path)
+        self._mtime: int | None = None
+        self.feed = ThreatFeed()
+        self.current()
+
+    def current(self) -> ThreatFeed:
+        """The feed as the file says now."""
+        try:
+            mtime: int | None = self.path.stat().st_mtime_ns
+        except OSError:
+            mtime = None
+        if mtime != self._mtime:
+            self._mtime = mtime
+            self.feed = ThreatFeed.load(self.path) if mtime is not None else ThreatFeed()
+        return self.feed
+
+
+# -- the verdict -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """A verdict with its score and the reasons behind it (shown to people)."""
+
+    verdict: str
+    score: int
+    reasons: tuple[str, ...]
+
+
+def _under(host: str, domains: Iterable[str]) -> str | None:
+    for domain in domains:
+        if host == domain or host.endswith("." + domain):
+            return domain
+    return None
+
+
+def _label_words(host: str) -> set[str]:
+    words: set[str] = set()
+    for label in host.split("."):
+        words.add(label)
+        words.update(p for p in re.split(r"[-_0-9]+", label) if p)
+    return words
+
+
+def assess(url: str, blocklist: Blocklist | None, feed: ThreatFeed) -> Assessment:
+    """The scanner's verdict for one (already normalised) long URL; no network."""
+    try:
+        parts = urlsplit(url)
+        host = normalize_host(parts.hostname or "")
+        port = parts.port
+    except (ValueError, UrlRejected):
+        return Assessment("MALICIOUS", MALICIOUS_SCORE, ("the URL cannot be parsed",))
+    if blocklist is not None:
+        blocked = blocklist.match(host)
+        if blocked is not None:
+            return Assessment("MALICIOUS", MALICIOUS_SCORE, (f"{blocked} is on the blocklist",))
+    bad = _under(host, feed.domains)
+    if bad is not None:
+        return Assessment("MALICIOUS", MALICIOUS_SCORE, (f"{bad} is in the threat feed",))
+    score = 0
+    reasons: list[str] = []
+
+    def add(points: int, reason: str) -> None:
+        nonlocal score
+        score += points
+        reasons.append(f"{reason} (+{points})")
+
+    is_ip = False
+    try:
+        ipaddress.ip_address(host)
+        is_ip = True
+    except ValueError:
+        pass
+    if is_ip:
+        add(3, "the host is a bare IP address")
+    else:
+        tld = host.rsplit(".", 1)[-1]
+        if tld in feed.tlds:
+            add(feed.tlds[tld], f".{tld} is a frequently abused top-level domain")
+        if any(label.startswith("xn--") for label in host.split(".")):
+            add(2, "the host name uses punycode (look-alike letters)")
+        if host.count(".") >= 4:
+            add(1, "the host name has many labels")
+        if len(host) > 50:
+            add(1, "the host name is unusually long")
+    if port is not None and port not in (80, 443):
+        add(1, f"a non-standard port ({port})")
+    shortener = _under(host, feed.shorteners)
+    if shortener is not None:
+        add(2, f"it points to another shortener ({shortener}), hiding the destination")
+    host_words = _label_words(host)
+    path_text = unquote(f"{parts.path}?{parts.query}").lower()
+    path_words = set(_WORDS.findall(path_text))
+    for brand, official in feed.brands.items():
+        if _under(host, official) is not None:
+            continue
+        if brand in host_words:
+            add(5, f"the host imitates {brand} but is not {official[0]}")
+        elif brand in path_words:
+            add(2, f"the path names {brand} on a host that is not {official[0]}")
+    found = sorted((host_words | path_words) & set(feed.keywords))
+    if found:
+        points = min(MAX_KEYWORD_SCORE, sum(feed.keywords[w] for w in found))
+        add(points, "phishing words: " + ", ".join(found))
+    if score >= MALICIOUS_SCORE:
+        verdict = "MALICIOUS"
+    elif score >= SUSPICIOUS_SCORE:
+        verdict = "SUSPICIOUS"
+    else:
+        verdict = "SAFE"
+    return Assessment(verdict, score, tuple(reasons))
+
+
+# -- the queue ---------------------------------------------------------------------------
+
+
+class ScanQueue:
+    """Keys waiting for a scan, earliest due first; a key waits at most once (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, str, str]] = []
+        self._due: dict[str, float] = {}
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+
+    def put(self, key: str, due: float, reason: str) -> None:
+        """Scan ``key`` at ``due`` (or earlier, if it is already waiting for an earlier time)."""
+        with self._cond:
+            known = self._due.get(key)
+            if known is not None and known <= due:
+                return
+            self._due[key] = due
+            heapq.heappush(self._heap, (due, next(self._seq), key, reason))
+            self._cond.notify_all()
+
+    def pop_due(self, now: float, limit: int = 100) -> list[tuple[str, str]]:
+        """Up to ``limit`` ``(key, reason)`` pairs whose time has come."""
+        out: list[tuple[str, str]] = []
+        with self._cond:
+            while self._heap and len(out) < limit and self._heap[0][0] <= now:
+                due, _, key, reason = heapq.heappop(self._heap)
+                if self._due.get(key) != due:
+                    continue  # superseded by an earlier entry for the same key
+                del self._due[key]
+                out.append((key, reason))
+        return out
+
+    def next_due(self) -> float | None:
+        """When the earliest waiting key is due, or None when nothing waits."""
+        with self._cond:
+            while self._heap and self._due.get(self._heap[0][2]) != self._heap[0][0]:
+                heapq.heappop(self._heap)
+            return self._heap[0][0] if self._heap else None
+
+    def wait(self, timeout: float) -> None:
+        """Sleep until something is put or ``timeout`` passes."""
+        with self._cond:
+            self._cond.wait(timeout)
+
+    def wake(self) -> None:
+        """Wake a waiting worker."""
+        with self._cond:
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._due)
+
+
+# -- the scanner -------------------------------------------------------------------------
+
+
+class Scanner:
+    """Scans links off the request path and acts on the verdicts (see the module docstring)."""
+
+    def __init__(
+        self,
+        service: ShortenerService,
+        *,
+        feed: FeedFile | None = None,
+        analytics: ClickAnalytics | None = None,
+        clock: Callable[[], float] = time.time,
+        hot_interval_s: float = 3_600.0,
+        hot_top: int = 100,
+        sweep_interval_s: float = 60.0,
+        sweep_page: int = 500,
+        tick_s: float = 0.5,
+    ) -> None:
+        self.service = service
+        self.feed_file = feed or FeedFile()
+        self.analytics = analytics
+        self.clock = clock
+        self.hot_interval_s = hot_interval_s
+        self.hot_top = hot_top
+        self.sweep_interval_s = sweep_interval_s
+        self.sweep_page = sweep_page
+        self.tick_s = tick_s
+        self.queue = ScanQueue()
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rules = self._rules_version()
+        self._state_path = service.dir / "scanner.json"
+        self._sweep_cursor: str | None = ""
+        # A full sweep at once unless the last one ran with these very rules.
+        self._sweep_fast = self._load_state() != list(self._rules)
+        self._next_sweep = clock() + sweep_interval_s
+        self._next_hot = 0.0
+        self.scanned = 0
+        self.verdicts: Counter[str] = Counter()
+        self.disabled = 0
+        self.reenabled = 0
+        self.full_sweeps = 0
+        self.rule_changes = 0
+        self.errors = 0
+        self.last_assessment: dict[str, Assessment] = {}
+        service.listeners.append(self._on_event)
+
+    # -- inputs ------------------------------------------------------------------------
+
+    def _on_event(self, event: str, link: Link) -> None:
+        if event in ("created", "retargeted"):
+            self.queue.put(link.key, self.clock(), event)
+
+    def _load_state(self) -> Any:
+        try:
+            return json.loads(self._state_path.read_text(encoding="utf-8")).get("rules")
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def _save_state(self) -> None:
+        try:
+            tmp = self._state_path.with_name(f".{self._state_path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"rules": list(self._rules)}), encoding="utf-8")
+            os.replace(tmp, self._state_path)
+        except OSError:
+            log.warning("could not record the scanner's state in %s", self._state_path)
+
+    def _rules_version(self) -> tuple[str, str]:
+        self.service.blocklist.domains()  # re-reads the file if its mtime changed
+        return (self.service.blocklist.version, self.feed_file.current().version)
+
+    def request(self, key: str, reason: str = "requested") -> None:
+        """Queue ``key`` for a scan now."""
+        self.queue.put(key, self.clock(), reason)
+
+    def rules_changed(self) -> None:
+        """Start a full sweep now (the blocklist or the feed changed)."""
+        with self._lock:
+            self.rule_changes += 1
+            self._sweep_cursor = ""
+            self._sweep_fast = True
+        self.queue.wake()
+
+    # -- one scan ----------------------------------------------------------------------
+
+    def scan(self, key: str) -> Assessment | None:
+        """Scan one link now and act on the verdict; None for unknown keys and tombstones."""
+        link = self.service.store.get(key)
+        if link is None or link.is_tombstone:
+            return None
+        feed = self.feed_file.current()
+        result = assess(link.long_url, self.service.blocklist, feed)
+        self._act(link, result)
+        return result
+
+    def _act(self, link: Link, result: Assessment) -> None:
+        svc = self.service
+        self.scanned += 1
+        self.verdicts[result.verdict] += 1
+        self.last_assessment[link.key] = result
+        if len(self.last_assessment) > 10_000:
+            self.last_assessment.pop(next(iter(self.last_assessment)))
+        if result.verdict == "MALICIOUS":
+            if link.status is not Status.DISABLED or link.scan_verdict != "MALICIOUS":
+                svc.set_scan_verdict(link.key, "MALICIOUS", actor=SCANNER_ACTOR)
+                self.disabled += link.status is not Status.DISABLED
+                log.warning("disabled %s: %s", link.key, "; ".join(result.reasons))
+            return
+        if link.scan_verdict != result.verdict:
+            svc.set_scan_verdict(link.key, result.verdict, actor=SCANNER_ACTOR)
+        reason = link.status_reason or ""
+        if link.status is Status.DISABLED and reason.startswith(f"{SCANNER_ACTOR}:"):
+            svc.enable(link.key, actor=SCANNER_ACTOR)
+            self.reenabled += 1
+            log.info("re-enabled %s: its destination scans %s now", link.key, result.verdict)
+
+    # -- the schedule ------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """One round of scheduled work: rule changes, the sweep, hot keys, due scans.
+
+        Returns how many links were scanned.
+        """
+        with self._lock:
+            now = self.clock()
+            rules = self._rules_version()
+            if rules != self._rules:
+                self._rules = rules
+                self.rules_changed()
+            scanned = 0
+            if self._sweep_fast or now >= self._next_sweep:
+                scanned += self._sweep_page()
+                self._next_sweep = now + self.sweep_interval_s
+            if self.analytics is not None and now >= self._next_hot:
+                self._next_hot = now + self.hot_interval_s
+                top = self.analytics.aggregator.top_keys(now - 86_400, self.hot_top)
+                for key, _clicks in top:
+                    self.queue.put(key, now, "popular")
+            for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
+                scanned += self._safe_scan(key)
+            return scanned
+
+    def _sweep_page(self) -> int:
+        cursor = self._sweep_cursor or ""
+        links = self.service.store.iter_links(
+            after=cursor, limit=self.sweep_page, statuses=(Status.ACTIVE, Status.DISABLED)
+        )
+        scanned = 0
+        feed = self.feed_file.current()
+        for link in links:
+            try:
+                self._act(link, assess(link.long_url, self.service.blocklist, feed))
+                scanned += 1
+            except Exception:
+                self.errors += 1
+                log.exception("scanning %s failed", link.key)
+        if len(links) < self.sweep_page:
+            self._sweep_cursor = ""
+            if self._sweep_fast:
+                self.full_sweeps += 1
+                self._save_state()
+            self._sweep_fast = False
+        else:
+            self._sweep_cursor = links[-1].key
+        return scanned
+
+    def _safe_scan(self, key: str) -> int:
+        try:
+            return 1 if self.scan(key) is not None else 0
+        except Exception:
+            self.errors += 1
+            log.exception("scanning %s failed", key)
+            return 0
+
+    def drain(self, max_rounds: int = 10_000) -> int:
+        """Run ticks until nothing is due and no fast sweep is running; returns links scanned."""
+        total = 0
+        for _ in range(max_rounds):
+            total += self.tick()
+            due = self.queue.next_due()
+            if not self._sweep_fast and (due is None or due > self.clock()):
+                break
+        return total
+
+    # -- background --------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run :meth:`tick` in a daemon thread until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="link-scanner", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:
+                self.errors += 1
+                log.exception("the scanner's round failed; it will run again")
+            if self._sweep_fast:
+                continue
+            due = self.queue.next_due()
+            wait = self.tick_s if due is None else max(0.0, min(self.tick_s, due - self.clock()))
+            if wait > 0:
+                self.queue.wait(wait)
+
+    def stop(self) -> None:
+        """Stop the background thread."""
+        self._stop.set()
+        self.queue.wake()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def stats(self) -> dict[str, Any]:
+        """Scans, verdicts, disables, sweeps and the queue, for the metrics endpoint."""
+        return {
+            "scanned": self.scanned,
+            "verdicts": dict(self.verdicts),
+            "disabled": self.disabled,
+            "reenabled": self.reenabled,
+            "queued": len(self.queue),
+            "fullSweeps": self.full_sweeps,
+            "ruleChanges": self.rule_changes,
+            "errors": self.errors,
+            "blocklistVersion": self.service.blocklist.version,
+            "feedVersion": self.feed_file.current().version,
+        }
+
+
+# -- blocklist administration ------------------------------------------------------------
+
+
+ADMIN_TOKEN_ENV = "LOOKUP_ADMIN_TOKEN"
+
+
+def load_admin_token(
+    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
+    env = os.environ if environ is None else environ
+    if env.get(ADMIN_TOKEN_ENV):
+        return env[ADMIN_TOKEN_ENV].strip()
+    path = Path(directory) / "admin.token"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first; use theirs
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="ascii").strip()
+
+
+def is_admin(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
+    if not authorization or not token:
+        return False
+    scheme, _, value = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        value.strip().encode(), token.encode()
+    )
+
+
+def edit_blocklist(
+    blocklist: Blocklist, add: Iterable[str], remove: Iterable[str]
+) -> dict[str, Any]:
+    """Add and remove domains in the blocklist file (comments kept); reload it at once.
+
+    Each domain is normalised like a URL host; a domain that is not valid raises
+    :class:`~lookup.shortener.urls.UrlRejected`. Built-in entries cannot be removed.
+    """
+    if blocklist.path is None:
+        raise ValueError("this blocklist has no file")
+    wanted_add = [normalize_host(d.strip().lower().rstrip(".")) for d in add]
+    wanted_remove = {normalize_host(d.strip().lower().rstrip(".")) for d in remove}
+    path = blocklist.path
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept: list[str] = []
+    present: set[str] = set()
+    removed: list[str] = []
+    for line in lines:
+        entry = line.split("#", 1)[0].strip().lower().rstrip(".")
+        try:
+            domain = normalize_host(entry) if entry else ""
+        except UrlRejected:
+            domain = ""
+        if domain and domain in wanted_remove:
+            removed.append(domain)
+            continue
+        if domain:
+            present.add(domain)
+        kept.append(line)
+    added = []
+    for domain in wanted_add:
+        if domain not in present and domain not in wanted_remove:
+            kept.append(domain)
+            present.add(domain)
+            added.append(domain)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    tmp.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    blocklist._reload(force=True)  # take effect now, not at the next mtime check
+    builtin = sorted(wanted_remove & blocklist.domains())  # still there: built in
+    return {
+        "added": added,
+        "removed": sorted(set(removed)),
+        "notRemovable": builtin,
+        "version": blocklist.version,
+        "domains": len(blocklist.domains()),
+    }
+
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "DEFAULT_FEED",
+    "Assessment",
+    "FeedFile",
+    "ScanQueue",
+    "Scanner",
+    "ThreatFeed",
+    "assess",
+    "edit_blocklist",
+    "is_admin",
+    "load_admin_token",
+]

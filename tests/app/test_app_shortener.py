@@ -1,0 +1,133 @@
+"""The URL shortener page, through ``streamlit.testing``, against the real API on a port.
+
+Shorten a link, see it in "my links", click it over HTTP and watch the counts, disable
+it and see the next click get the warning page, run the traffic simulator; and with
+no API, a clear message instead of an exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from dashboard_testing import HOME, RUN_TIMEOUT
+from streamlit.testing.v1 import AppTest
+
+PAGE = "views/shortener.py"
+IPHONE = (
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 "
+    "(KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
+)
+
+
+def _text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value for t in at.title] + [h.value for h in at.subheader]
+    for kind in ("error", "warning", "info", "success"):
+        parts += [e.value for e in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
+    """The one table on the page that has ``column``, as a pandas DataFrame."""
+    found = [d.value for d in at.dataframe if column in d.value.columns]
+    assert len(found) == 1, (column, [list(d.value.columns) for d in at.dataframe])
+    return found[0]
+
+
+def _metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, (label, [m.label for m in at.metric])
+    return found[0]
+
+
+@pytest.fixture
+def page(threaded_api: str, api_at: Callable[[str], None]) -> Iterator[AppTest]:
+    api_at(threaded_api)
+    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    at.switch_page(PAGE).run()
+    yield _ok(at)
+
+
+def test_without_the_api_the_page_says_so(
+    nothing_listening: str, api_at: Callable[[str], None]
+) -> None:
+    api_at(nothing_listening)
+    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    _ok(at.switch_page(PAGE).run())
+    text = _text(at)
+    assert "URL shortener" in text and "API down" in text
+    assert "needs the API" in text and "lookup serve" in text
+    assert not at.text_input and not at.button  # nothing to click that could fail
+
+
+def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
+    at = page
+    assert "No links yet" in _text(at)
+    at.text_input(key="create-url").input("https://example.com/launch-notes")
+    at.text_input(key="create-alias").input("launch-notes")
+    _ok(at.button(key="create-submit").click().run())
+    text = _text(at)
+    assert "Your short link" in text
+    assert "/launch-notes](" in text  # the short URL is a markdown link
+    assert len(at.get("image")) == 1  # the QR code, fetched from the API
+    table = _frame(at, "Short URL")
+    assert list(table["Status"]) == ["ACTIVE"]
+    assert table["Short URL"][0].endswith("/launch-notes")
+    assert _metric(at, "People") == "0"
+
+    # Clicks over HTTP, as browsers and a chat app would make them.
+    with httpx.Client(base_url=threaded_api) as client:
+        for headers in (
+            {"User-Agent": IPHONE, "CF-IPCountry": "IN", "Referer": "https://t.co/x"},
+            {"User-Agent": IPHONE, "CF-IPCountry": "IN"},
+            {"User-Agent": "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"},
+        ):
+            assert client.get("/launch-notes", headers=headers).status_code == 302
+    _ok(at.button(key="stats-refresh").click().run())
+    assert _metric(at, "People") == "2"
+    assert _metric(at, "Link previews") == "1"
+    assert _metric(at, "Unique visitors") == "1"
+    assert at.get("plotly_chart")  # clicks over time, countries, devices, ...
+
+    _ok(at.button(key="link-disable").click().run())
+    assert "launch-notes is now DISABLED" in _text(at)
+    _ok(at.button(key="link-probe").click().run())
+    text = _text(at)
+    assert "HTTP 403" in text and "no `Location` header" in text
+    assert "this link has been disabled" in text
+    assert list(_frame(at, "Short URL")["Status"]) == ["DISABLED"]
+    _ok(at.button(key="link-enable").click().run())
+    _ok(at.button(key="link-probe").click().run())
+    assert "HTTP 302" in _text(at) and "https://example.com/launch-notes" in _text(at)
+
+
+def test_a_refused_link_shows_the_reason(page: AppTest) -> None:
+    at = page
+    at.text_input(key="create-url").input("javascript:alert(1)")
+    _ok(at.button(key="create-submit").click().run())
+    errors = " ".join(e.value for e in at.error)
+    assert "Not shortened" in errors and "INVALID_URL" in errors
+
+
+def test_the_simulator_shows_what_each_layer_absorbed(page: AppTest) -> None:
+    at = page
+    at.slider(key="sim-requests").set_value(300)
+    at.slider(key="sim-links").set_value(5)
+    _ok(at.button(key="sim-run").click().run())
+    assert _metric(at, "Requests") == "300"
+    layers = _frame(at, "meaning")
+    assert list(layers["layer"])[:2] == ["In-process LRU cache", "Negative cache"]
+    assert layers["lookups"].sum() >= 300
+    kinds = _frame(at, "Traffic")
+    assert kinds["Sent"].sum() == 300
+    # The simulated links are now "my links", the viral one selected with its clicks.
+    table = _frame(at, "Short URL")
+    assert len(table) == 6 and all("simulated" in tags for tags in table["Tags"])
+    assert int(_metric(at, "People")) == 60  # the viral burst: 20 % of 300

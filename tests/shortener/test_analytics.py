@@ -109,6 +109,43 @@ def test_ip_is_never_stored_and_hashes_are_keyed() -> None:
     assert (one.country, one.device, one.agent) == ("IN", "mobile", HUMAN)
 
 
+_HEADER_SETS = st.tuples(
+    st.sampled_from([None, "", IPHONE, IPAD, WINDOWS_CHROME, SLACKBOT, GOOGLEBOT, "x" * 900]),
+    st.sampled_from([None, "https://www.news.example/a", "not a url", "http://[::1"]),
+    st.sampled_from([None, "IN", "de", "XX"]),
+    st.sampled_from([None, "203.0.113.9", "2001:db8::1", "é\udcff"]),
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_HEADER_SETS, max_size=30))
+def test_batch_enrichment_equals_one_by_one(headers: list[tuple[Any, ...]]) -> None:
+    """The shipper's cached batch path gives exactly what a fresh enricher gives per click."""
+    raw = [
+        (f"p-{i:x}", ClickContext(f"k{i % 3}", 1_800_000_000.0 + i, ip, ua, ref, country))
+        for i, (ua, ref, country, ip) in enumerate(headers)
+    ]
+    batch = ClickEnricher(b"k" * 32).enrich_many(raw)
+    oracle = [ClickEnricher(b"k" * 32).enrich(event_id, ctx) for event_id, ctx in raw]
+    assert batch == oracle
+    assert all(type(event) is ClickEvent for event in batch)
+
+
+def test_sqlite_log_round_trips_any_text(tmp_path: Path) -> None:
+    """The batch encoding keeps every field exact, non-ASCII and lone surrogates included."""
+    click_log = SqliteClickLog(tmp_path / "log.sqlite3")
+    base = ClickEvent("p-1", "k1", 1_800_000_000.125, "IN", "mobile", "iOS", "Safari",
+                      "bücher.example", "a" * 16, "b" * 16, HUMAN)  # fmt: skip
+    odd = base._replace(event_id="p-2", browser="\udcff", ts=1_800_000_001.1)
+    click_log.append([base])
+    click_log.append([base._replace(event_id="p-3"), odd])  # the fallback encoder's batch
+    assert [event for _, event in click_log.read(0, 10)] == [
+        base,
+        base._replace(event_id="p-3"),
+        odd,
+    ]
+
+
 # ---------------------------------------------------------------------------- buffer
 
 

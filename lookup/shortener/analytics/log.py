@@ -23,6 +23,8 @@ import threading
 from collections.abc import Sequence
 from typing import Protocol
 
+import orjson
+
 from lookup.shortener.analytics.events import ClickEvent, event_from_row
 
 _SCHEMA = """
@@ -34,6 +36,14 @@ CREATE TABLE IF NOT EXISTS click_batches (
     events   TEXT NOT NULL
 );
 """
+
+
+def _decode(blob: str) -> list[list[object]]:
+    """One batch's events; ``json`` for what ``orjson`` refuses (escaped lone surrogates)."""
+    try:
+        return orjson.loads(blob)  # type: ignore[no-any-return]
+    except orjson.JSONDecodeError:
+        return json.loads(blob)  # type: ignore[no-any-return]
 
 
 class ClickLog(Protocol):
@@ -84,9 +94,15 @@ class SqliteClickLog:
         if not events:
             return
         stamps = [e.ts for e in events]
+        # orjson encodes the batch ~8× faster than ``json``: this runs in the redirect
+        # server's process, so the encoder's time is taken from the event loop.
+        try:
+            blob = orjson.dumps(events, default=tuple).decode()
+        except orjson.JSONEncodeError:  # e.g. a lone surrogate, which ``json`` escapes
+            blob = json.dumps(events, separators=(",", ":"))
         self._conn().execute(
             "INSERT INTO click_batches (first_ts, last_ts, count, events) VALUES (?, ?, ?, ?)",
-            (min(stamps), max(stamps), len(events), json.dumps(events, separators=(",", ":"))),
+            (min(stamps), max(stamps), len(events), blob),
         )
         self.appended += len(events)
 
@@ -96,7 +112,7 @@ class SqliteClickLog:
             "SELECT seq, events FROM click_batches WHERE seq > ? ORDER BY seq", (after,)
         )
         for seq, blob in cursor:
-            out.extend((seq, event_from_row(row)) for row in json.loads(blob))
+            out.extend((seq, event_from_row(row)) for row in _decode(blob))
             if len(out) >= limit:
                 break
         cursor.close()

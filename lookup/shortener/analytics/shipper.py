@@ -67,7 +67,7 @@ class ClickShipper:
                 raw = self.buffer.drain(self.batch_size)
                 if not raw:
                     return 0
-                self._pending = [self.enricher.enrich(event_id, ctx) for event_id, ctx in raw]
+                self._pending = self.enricher.enrich_many(raw)
             batch = self._pending
             try:
                 self.log.append(batch)

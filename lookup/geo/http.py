@@ -21,9 +21,10 @@ import contextlib
 import math
 from typing import Any
 
+import orjson
 from fastapi import Body
 from starlette.requests import Request as StarletteRequest
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from lookup.geo.search import SearchError
@@ -64,6 +65,12 @@ def _number(params: Any, name: str, *, required: bool = False, default: float | 
     return value
 
 
+def _json(body: dict[str, Any]) -> Response:
+    """A JSON response encoded by orjson (the hot routes: several times faster than json)."""
+    return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY),
+                    media_type="application/json")
+
+
 def _not_built() -> ApiError:
     return ApiError(
         503, "NOT_BUILT",
@@ -86,7 +93,7 @@ def mount(mounts: Any) -> None:
         except NotBuilt:
             raise _not_built() from None
 
-    async def search(request: StarletteRequest) -> JSONResponse:
+    async def search(request: StarletteRequest) -> Response:
         params = request.query_params
         lat = _number(params, "lat", required=True)
         lng = _number(params, "lng", required=True)
@@ -112,9 +119,9 @@ def mount(mounts: Any) -> None:
             body["explain"]["boxes"] = [list(b) for b in plan.boxes]
         for item in body["results"]:
             item.pop("num", None)
-        return JSONResponse(body)
+        return _json(body)
 
-    async def area(request: StarletteRequest) -> JSONResponse:
+    async def area(request: StarletteRequest) -> Response:
         params = request.query_params
         bounds = [_number(params, k, required=True) for k in ("south", "west", "north", "east")]
         s = searcher(params)
@@ -136,7 +143,7 @@ def mount(mounts: Any) -> None:
         for item in body["results"]:
             item.pop("num", None)
         body["index"] = s.planner.name
-        return JSONResponse(body)
+        return _json(body)
 
     mounts.fast_routes.append(Route("/v1/search", search, methods=["GET"]))
     mounts.fast_routes.append(Route("/v1/places/area", area, methods=["GET"]))

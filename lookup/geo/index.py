@@ -169,10 +169,14 @@ class Planner(Protocol):
 
 def merge_cells(cells: np.ndarray, precision: int) -> np.ndarray:
     """Code ranges of sorted unique integer cells, with neighbours on the curve merged."""
-    cells = np.unique(np.asarray(cells, dtype=np.int64))
+    cells = np.asarray(cells, dtype=np.int64)
     if not len(cells):
         return np.zeros((0, 2), dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(cells) != 1) + 1
+    step = np.diff(cells)
+    if (step <= 0).any():  # the planners pass sorted unique cells; anything else is fixed
+        cells = np.unique(cells)
+        step = np.diff(cells)
+    breaks = np.flatnonzero(step != 1) + 1
     starts = cells[np.concatenate([[0], breaks])]
     ends = cells[np.concatenate([breaks - 1, [len(cells) - 1]])] + 1
     shift = gh.CODE_BITS - 5 * precision

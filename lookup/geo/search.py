@@ -440,25 +440,22 @@ class ProximitySearch:
         if not len(page):
             return []
         cols = m.cols.take(page)
-        open_now = self.open_mask(cols, now)
-        nums = [int(n) for n in cols.num]
+        open_now = self.open_mask(cols, now).tolist()
+        nums = cols.num.tolist()
         profiles = self.profiles(nums) if self.profiles else {}
+        hydrate = self.profiles is not None
+        # whole columns to Python at once (``tolist``) rather than a numpy scalar per cell
+        lats, lngs = cols.lat.tolist(), cols.lng.tolist()
+        dists = np.rint(m.dist[page]).astype(np.int64).tolist()
+        scores = m.score[page].tolist()
         out = []
-        for i, num in enumerate(nums):
+        for num, lat, lng, dist, is_open, sc in zip(nums, lats, lngs, dists, open_now, scores,
+                                                    strict=True):
             prof = profiles.get(num)
-            if self.profiles is not None and prof is None:
+            if hydrate and prof is None:
                 continue  # deleted since the index saw it
-            item: dict[str, Any] = {"num": num}
-            if prof:
-                item.update(prof)
-            item.update({
-                "lat": float(cols.lat[i]),
-                "lng": float(cols.lng[i]),
-                "distanceM": int(round(float(m.dist[page[i]]))),
-                "openNow": bool(open_now[i]),
-                "score": round(float(m.score[page[i]]), 4),
-            })
-            out.append(item)
+            out.append({"num": num, **(prof or {}), "lat": lat, "lng": lng, "distanceM": dist,
+                        "openNow": is_open, "score": round(sc, 4)})
         return out
 
     # ------------------------------------------------------------ map area

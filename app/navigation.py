@@ -30,7 +30,10 @@ PAGES: list[PageSpec] = [
     PageSpec("views/home.py", "Home", ":material/home:", "home", default=True),
     PageSpec("views/capacity.py", "Capacity planner", ":material/calculate:", "capacity"),
     PageSpec("views/shortener.py", "URL shortener", ":material/link:", "shortener"),
+    PageSpec("views/typeahead.py", "Typeahead", ":material/keyboard:", "typeahead"),
     PageSpec("views/places.py", "Places near me", ":material/location_on:", "places"),
+    PageSpec("views/crawler.py", "Web crawler", ":material/travel_explore:", "crawler"),
+    PageSpec("views/search.py", "Web search", ":material/search:", "search"),
 ]
 
 

@@ -458,6 +458,8 @@ class Coordinator:
                 hedge_at[g.shard] = t0 + g.hedge_delay_ms() / 1000.0
         answers: dict[int, ShardAnswer] = {}
         latency: dict[int, float] = {}
+        service: dict[int, float] = {}  # the winning request's own time, from when it was sent
+        hedge_sent: dict[int, float] = {}
         hedged: set[int] = set()
         pending = {g.shard for g in groups}
         while pending:
@@ -470,6 +472,7 @@ class Coordinator:
                     del hedge_at[s]
                 elif now >= hedge_at[s]:
                     g = groups[s]
+                    hedge_sent[s] = time.perf_counter()
                     g.replicas[1].submit(snapshot, plan, True, inbox)
                     hedged.add(s)
                     g.hedges += 1
@@ -488,6 +491,8 @@ class Coordinator:
                 continue
             answers[s] = result
             latency[s] = (result.done_at - t0) * 1000.0
+            sent = hedge_sent.get(s, t0) if result.replica != 0 else t0
+            service[s] = (result.done_at - sent) * 1000.0
             pending.discard(s)
         traces: list[FanoutTrace] = []
         for g in groups:
@@ -497,7 +502,10 @@ class Coordinator:
                 g.deadline_misses += 1
                 traces.append(FanoutTrace(s, None, None, s in hedged, True, None, None))
                 continue
-            g.record(latency[s])
+            # The hedge delay learns from how long one request takes, not from when the
+            # query got its answer: a hedged answer's time from t0 includes the hedge delay
+            # itself, and learning from it would push the delay up until hedging stopped.
+            g.record(service[s])
             g.replicas[a.replica].stats.wins += 1
             if a.replica != 0:
                 g.hedge_wins += 1

@@ -71,6 +71,23 @@ def test_shard_that_misses_the_deadline_is_left_out(service_4: SearchService) ->
     assert service_4.search(QUERY, now=NOW)["shardsAnswered"] == 4
 
 
+def test_hedge_delay_learns_request_times_not_the_hedge_wait(service_4: SearchService) -> None:
+    """A hedged answer's time since the query began includes the hedge wait; the window
+    behind the hedge delay keeps the request's own time, or the delay would feed on
+    itself and creep up until hedging stopped helping."""
+    co = service_4.coordinator
+    co.reset_stats()
+    co.set_fault(0, 0, "slow", delay_ms=300)
+    group = co.ensure_shards(4)[0]
+    wait = group.hedge_delay_ms()
+    body = service_4.search(QUERY, now=NOW, trace=True, deadline_ms=2000)
+    shard0 = body["fanout"]["shards"][0]
+    assert shard0["hedged"] and shard0["replica"] == 1
+    assert len(group.latencies) == 1
+    assert shard0["latencyMs"] - group.latencies[-1] >= wait - 0.01
+    assert group.latencies[-1] < 300.0
+
+
 def test_hedge_delay_follows_the_shards_p95(service_4: SearchService) -> None:
     group = service_4.coordinator.ensure_shards(4)[0]
     assert group.hedge_delay_ms() == pytest.approx(10.0)  # default before enough samples

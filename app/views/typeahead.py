@@ -1,0 +1,1071 @@
+"""Typeahead: a search box that suggests on every keystroke, and the machinery behind it.
+
+The box is ``streamlit-keyup`` (a text input that reports its value as the person
+types, with a debounce in the browser). Everything else is a client of the HTTP API
+at ``$LOOKUP_API_URL``: ``GET /v1/suggest`` for the answers, ``/v1/typeahead/trace``
+for the trie walk, ``POST /v1/searches`` for the trending replay, and the snapshot and
+blocklist endpoints for swap, rollback and blocking.
+
+This session plays the design's *client*: it debounces (in the browser), keeps a local
+prefix cache honouring the answer's ``Cache-Control: max-age``, and reuses an answer
+marked ``complete`` by filtering it for longer prefixes instead of asking again. The
+counters show what that saves: keystrokes typed against requests actually sent.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+from common import api_client, api_url, cached_health, show_api_status
+from st_keyup import st_keyup
+
+from lookup.typeahead import normalize_prefix
+
+MARKETS = {"en-IN": "English · en-IN", "hi-IN": "Hindi · hi-IN"}
+PLACEHOLDER = {"en-IN": "Start typing: ip, weather in, flights to …", "hi-IN": "kya, मौसम, सोना …"}
+HINT = {
+    "en-IN": "Try `ip`, then keep typing `hone 16 p` and backspace: once an answer is "
+    "`complete` the box stops asking. `iphnoe` (a learned typo) still finds *iphone*.",
+    "hi-IN": "Try `kya` and `kyaa` (several Latin spellings, one suggestion), or Devanagari "
+    "`क्ष`: one syllable, three code points — see them under the walk.",
+}
+#: A query the generated log never holds, so the replay shows a true newcomer.
+BURST_TERMS = {"en-IN": "ind vs aus final live", "hi-IN": "भारत बनाम ऑस्ट्रेलिया फाइनल"}
+#: Searches per simulated minute in the replayed burst (a ramp, like a real spike).
+BURST_RAMP = (15, 40, 90, 160, 250, 330)
+BURST_USERS = 60
+MAX_CHARS = 100
+DEFAULT_MAX_AGE = 300.0
+BUILD_COMMANDS = (
+    "lookup datasets build typeahead   # the query log (~20 s)\n"
+    "lookup typeahead build            # a validated snapshot per market"
+)
+
+CLIENT = "typeahead.client"
+TRACES = "typeahead.traces"
+NOTICE = "typeahead.notice"
+BURST = "typeahead.burst"
+BOX = "typeahead-q"
+
+CSS = """
+<style>
+.ta-list { border: 1px solid rgba(49,51,63,.18); border-radius: 10px; overflow: hidden;
+  box-shadow: 0 4px 14px rgba(15,23,42,.07); margin: .2rem 0 .6rem 0; }
+.ta-item { display: flex; align-items: center; gap: .6rem; padding: .42rem .85rem;
+  border-top: 1px solid rgba(49,51,63,.07); font-size: 1rem; }
+.ta-item:first-child { border-top: none; }
+.ta-item .ta-icon { color: #9ca3af; font-size: .9rem; }
+.ta-item .ta-typed { color: #4b5563; white-space: pre-wrap; }
+.ta-item .ta-rest { font-weight: 650; color: #111827; white-space: pre-wrap; }
+.ta-item .ta-hot { margin-left: auto; font-size: .72rem; padding: .08rem .5rem;
+  border-radius: 999px; background: #fff1e6; color: #c2410c; }
+.ta-empty { color: #6b7280; padding: .6rem .85rem; font-size: .95rem; }
+.ta-walk { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem;
+  margin: .3rem 0 .5rem 0; }
+.ta-node { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9rem;
+  border: 1px solid #c7d2fe; background: #eef2ff; color: #1e3a8a; border-radius: 6px;
+  padding: .1rem .45rem; }
+.ta-node.ta-root { border-color: #d1d5db; background: #f3f4f6; color: #374151; }
+.ta-node.ta-miss { border-color: #fecaca; background: #fef2f2; color: #991b1b; }
+.ta-node small { color: #6b7280; margin-left: .25rem; }
+.ta-arrow { color: #9ca3af; }
+.ta-cp { font-family: ui-monospace, monospace; font-size: .8rem; color: #6b7280; }
+</style>
+"""
+
+
+# ------------------------------------------------------------------------------ HTTP
+
+
+@dataclass(frozen=True)
+class Answer:
+    """An API response, or why there is none; the page shows it, never an exception."""
+
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    problem: str | None = None
+    ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and 200 <= self.status < 300
+
+    @property
+    def code(self) -> str | None:
+        """The error code of a JSON error body (``NOT_BUILT``, ``UNKNOWN_MARKET`` …)."""
+        return self.body.get("error") if isinstance(self.body, dict) else None
+
+    def message(self) -> str:
+        """A sentence for the person looking at the page."""
+        if self.problem:
+            return self.problem
+        if isinstance(self.body, dict) and "message" in self.body:
+            return f"{self.body['message']} ({self.body.get('error', self.status)})"
+        return f"the API answered HTTP {self.status}"
+
+
+@st.cache_resource(show_spinner=False)
+def keepalive_client(base_url: str) -> httpx.Client:
+    """One pooled client per API address: a browser keeps its connection open too."""
+    return api_client(base_url)
+
+
+def call(method: str, path: str, client: httpx.Client | None = None, **kwargs: Any) -> Answer:
+    """One API call; network failures and non-JSON answers become an :class:`Answer`."""
+    t0 = time.perf_counter()
+    try:
+        http = client or keepalive_client(api_url())
+        response = http.request(method, path, **kwargs)
+    except httpx.TimeoutException:
+        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
+    except httpx.HTTPError as exc:
+        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
+    ms = (time.perf_counter() - t0) * 1000
+    body: Any = None
+    if response.headers.get("content-type", "").startswith("application/json"):
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+    return Answer(response.status_code, body, dict(response.headers), ms=ms)
+
+
+def fetch_suggest(raw: str, market: str) -> Answer:
+    """``GET /v1/suggest`` exactly as a browser would send it."""
+    return call("GET", "/v1/suggest", params={"q": raw, "market": market, "limit": 10})
+
+
+def max_age(headers: dict[str, str]) -> float:
+    """Seconds an answer may be reused, from its ``Cache-Control`` header."""
+    m = re.search(r"max-age=(\d+)", headers.get("cache-control", ""))
+    return float(m.group(1)) if m else DEFAULT_MAX_AGE
+
+
+# -------------------------------------------------------------------------- the client
+
+
+@dataclass
+class Cached:
+    """One answer kept by the client."""
+
+    suggestions: list[str]
+    complete: bool
+    version: str
+    expires: float  # time.monotonic() deadline
+
+
+@dataclass
+class Shown:
+    """What the dropdown shows for the current text, and where it came from."""
+
+    raw: str
+    prefix: str
+    market: str
+    suggestions: list[str] = field(default_factory=list)
+    complete: bool = False
+    version: str | None = None
+    source: str = "empty"  # empty | server | cache | complete | error
+    via: str | None = None  # the prefix whose complete answer was filtered
+    ms: float | None = None
+    problem: str | None = None
+    code: str | None = None
+
+
+def edits(before: str, after: str) -> int:
+    """Keystrokes needed to turn ``before`` into ``after`` by deleting back and typing on."""
+    n = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        n += 1
+    return (len(before) - n) + (len(after) - n)
+
+
+@dataclass
+class SuggestClient:
+    """The design's typeahead client: local prefix cache and reuse of ``complete`` answers.
+
+    Debouncing happens in the browser (the box only reports a value once typing pauses);
+    what arrives here is decided in this order: nothing to ask for an empty box; an
+    unexpired answer for this exact prefix; an unexpired ``complete`` answer for a
+    shorter prefix, filtered locally; otherwise one request. An answer from a newer
+    snapshot version evicts the answers of older ones.
+    """
+
+    cache: dict[tuple[str, str], Cached] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    last_value: str = ""
+    keystrokes: int = 0
+    reports: int = 0
+    requests: int = 0
+    refreshes: int = 0  # requests made with no keystroke (market switch, swap, block)
+    from_cache: int = 0
+    from_complete: int = 0
+    shown: Shown | None = None
+    history: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def answered_locally(self) -> int:
+        """Answers that needed no request."""
+        return self.from_cache + self.from_complete
+
+    def typed(self, value: str) -> int:
+        """Count the keystrokes between the last value the box reported and this one."""
+        n = edits(self.last_value, value)
+        self.keystrokes += n
+        if n:
+            self.reports += 1
+        self.last_value = value
+        return n
+
+    def forget(self, market: str | None = None) -> None:
+        """Drop cached answers (all, or one market's) and re-resolve the text on screen."""
+        for key in [k for k in self.cache if market is None or k[0] == market]:
+            del self.cache[key]
+        self.shown = None
+
+    def local(self, prefix: str, market: str, now: float) -> Shown | None:
+        """An answer without a request, if the cache has one."""
+        hit = self.cache.get((market, prefix))
+        if hit is not None and hit.expires > now:
+            self.from_cache += 1
+            return Shown(
+                "", prefix, market, list(hit.suggestions), hit.complete, hit.version, "cache"
+            )
+        for n in range(len(prefix) - 1, 0, -1):
+            shorter = self.cache.get((market, prefix[:n]))
+            if shorter is not None and shorter.complete and shorter.expires > now:
+                self.from_complete += 1
+                kept = [s for s in shorter.suggestions if s.startswith(prefix)]
+                return Shown(
+                    "", prefix, market, kept, True, shorter.version, "complete", via=prefix[:n]
+                )
+        return None
+
+    def resolve(
+        self,
+        raw: str,
+        market: str,
+        fetch: Callable[[str, str], Answer] = fetch_suggest,
+        *,
+        typed: bool = True,
+    ) -> Shown:
+        """The answer for what the box holds now (see the class docstring).
+
+        ``typed=False`` marks a refresh that no keystroke caused (the market changed, or
+        the page dropped the cache after a swap or a block).
+        """
+        prefix = normalize_prefix(raw)
+        if not prefix.strip():
+            shown = Shown(raw, prefix, market)
+            self._note(raw, "empty box: nothing to ask")
+        else:
+            now = time.monotonic()
+            shown = self.local(prefix, market, now) or self._ask(raw, prefix, market, fetch, now)
+            shown.raw = raw
+            if shown.source in ("server", "error") and not typed:
+                self.refreshes += 1
+        self.shown = shown
+        return shown
+
+    def _ask(
+        self,
+        raw: str,
+        prefix: str,
+        market: str,
+        fetch: Callable[[str, str], Answer],
+        now: float,
+    ) -> Shown:
+        self.requests += 1
+        answer = fetch(raw, market)
+        body = answer.body if isinstance(answer.body, dict) else {}
+        if not answer.ok or "suggestions" not in body:
+            self._note(raw, f"request failed: {answer.code or answer.status or 'no answer'}")
+            return Shown(
+                raw, prefix, market, source="error", problem=answer.message(), code=answer.code
+            )
+        version = str(body.get("version"))
+        if self.versions.get(market) not in (None, version):
+            stale = [k for k, v in self.cache.items() if k[0] == market and v.version != version]
+            for key in stale:
+                del self.cache[key]
+        self.versions[market] = version
+        served = str(body.get("q", prefix))
+        entry = Cached(
+            list(body["suggestions"]),
+            bool(body.get("complete")),
+            version,
+            now + max_age(answer.headers),
+        )
+        self.cache[(market, served)] = entry
+        self._note(raw, f"request sent ({answer.ms:.1f} ms)")
+        return Shown(
+            raw, served, market, entry.suggestions, entry.complete, version, "server", ms=answer.ms
+        )
+
+    def _note(self, raw: str, what: str) -> None:
+        self.history.append({"typed": raw, "client did": what})
+        del self.history[:-12]
+
+    def note_local(self, shown: Shown) -> None:
+        """Record in the history what a local answer was."""
+        if shown.source == "cache":
+            self._note(shown.raw, "answered from the local cache")
+        elif shown.source == "complete":
+            self._note(shown.raw, f"filtered the complete answer for {shown.via!r}")
+
+
+def client() -> SuggestClient:
+    """This browser tab's client (kept in the session)."""
+    if CLIENT not in st.session_state:
+        st.session_state[CLIENT] = SuggestClient()
+    return st.session_state[CLIENT]
+
+
+def drop_answers(market: str | None = None) -> None:
+    """After a swap, a block or a burst: forget cached answers and traces, ask afresh."""
+    client().forget(market)
+    st.session_state.pop(TRACES, None)
+    trending_set.clear()
+
+
+# ----------------------------------------------------------------------- the search box
+
+
+def dropdown(shown: Shown, trending: set[str]) -> str:
+    """The suggestions as a search engine's dropdown: the typed part plain, the rest bold."""
+    if shown.source == "error":
+        return ""
+    if not shown.prefix.strip():
+        return '<div class="ta-list"><div class="ta-empty">Type to see suggestions.</div></div>'
+    if not shown.suggestions:
+        return (
+            '<div class="ta-list"><div class="ta-empty">No suggestion starts with '
+            f"<b>{html.escape(shown.prefix)}</b>.</div></div>"
+        )
+    rows = []
+    p = shown.prefix
+    for s in shown.suggestions:
+        if s.startswith(p):
+            text = (
+                f'<span><span class="ta-typed">{html.escape(p)}</span>'
+                f'<span class="ta-rest">{html.escape(s[len(p) :])}</span></span>'
+            )
+        else:  # reached through another spelling (a learned typo or a transliteration)
+            text = f'<span class="ta-rest">{html.escape(s)}</span>'
+        hot = '<span class="ta-hot">trending</span>' if s in trending else ""
+        rows.append(
+            f'<div class="ta-item" title="{html.escape(s, quote=True)}">'
+            f'<span class="ta-icon">⌕</span>{text}{hot}</div>'
+        )
+    return '<div class="ta-list">' + "".join(rows) + "</div>"
+
+
+def source_line(shown: Shown) -> str:
+    """One sentence saying where the answer on screen came from."""
+    version = f" · snapshot `{shown.version}`" if shown.version else ""
+    done = " · `complete`: every completion is listed" if shown.complete else ""
+    if shown.source == "server":
+        return (
+            f":blue-badge[:material/cloud_download: server] answered in {shown.ms:.1f} ms"
+            f"{version}{done}"
+        )
+    if shown.source == "cache":
+        return f":green-badge[:material/memory: local cache] no request sent{version}{done}"
+    if shown.source == "complete":
+        return (
+            f":green-badge[:material/filter_alt: complete reuse] filtered the complete answer "
+            f"for `{shown.via}` locally, no request sent{version}"
+        )
+    return ""
+
+
+def not_built_message(market: str, detail: str = "") -> None:
+    """The fix when a market has no snapshot yet."""
+    st.info(
+        f"No typeahead snapshot for **{market}** yet{': ' + detail if detail else ''}. "
+        "Build the query log and the snapshots — the API picks them up within a second:",
+        icon=":material/construction:",
+    )
+    st.code(BUILD_COMMANDS, language="bash")
+
+
+@st.cache_data(ttl=2, show_spinner=False)
+def trending_set(base_url: str, market: str) -> set[str]:
+    """The market's trending terms now (to badge them in the dropdown); kept two seconds."""
+    answer = call("GET", "/v1/typeahead/trending", params={"market": market})
+    if not answer.ok or not isinstance(answer.body, dict):
+        return set()
+    return {t["q"] for t in answer.body.get("terms", [])}
+
+
+@st.fragment
+def search_panel(market: str, debounce: int) -> None:
+    """The box, the dropdown, the counters and the trie walk; reruns alone on each keystroke."""
+    c = client()
+    box, walk = st.columns([1.1, 1], gap="large")
+    with box, st.container(border=True, key="ta-search"):
+        st.markdown("**Search**")
+        value = st_keyup(
+            "Search",
+            key=BOX,
+            debounce=debounce or None,
+            max_chars=MAX_CHARS,
+            placeholder=PLACEHOLDER[market],
+            label_visibility="collapsed",
+        )
+        changed = c.typed(value) > 0
+        shown = c.shown
+        if changed or shown is None or shown.market != market or shown.raw != value:
+            shown = c.resolve(value, market, typed=changed)
+            c.note_local(shown)
+        if shown.source == "error":
+            if shown.code == "NOT_BUILT":
+                not_built_message(market)
+            else:
+                st.warning(f"No suggestions: {shown.problem}", icon=":material/warning:")
+        else:
+            st.markdown(dropdown(shown, trending_set(api_url(), market)), unsafe_allow_html=True)
+            line = source_line(shown)
+            if line:
+                st.markdown(line)
+        counters(c)
+    with walk, st.container(border=True, key="ta-walk"):
+        trie_walk(shown)
+
+
+def counters(c: SuggestClient) -> None:
+    """Keystrokes typed against requests sent: what debounce, the cache and reuse saved."""
+    k, r, local = st.columns(3)
+    k.metric(
+        "Keystrokes typed",
+        f"{c.keystrokes:,}",
+        border=True,
+        help="Characters typed or deleted, counted from the changes between the values "
+        "the box reported.",
+    )
+    r.metric(
+        "Requests sent", f"{c.requests:,}", border=True, help="GET /v1/suggest calls this tab made."
+    )
+    local.metric(
+        "Answered locally",
+        f"{c.answered_locally:,}",
+        border=True,
+        help="Answers from the local prefix cache or filtered from a complete answer.",
+    )
+    typed_requests = c.requests - c.refreshes
+    saved = max(0.0, 1 - typed_requests / c.keystrokes) if c.keystrokes else 0.0
+    debounced = max(0, c.keystrokes - c.reports)
+    refreshes = (
+        f" ({c.refreshes:,} of the requests were refreshes after a market switch, swap or block)"
+        if c.refreshes
+        else ""
+    )
+    st.caption(
+        f"Debounce merged {debounced:,} keystrokes into the values the box reported · "
+        f"{c.from_cache:,} from the local cache · {c.from_complete:,} by filtering a complete "
+        f"answer · **{saved:.0%}** of keystrokes never became a request{refreshes}."
+    )
+    with st.expander("What the client did, keystroke by keystroke"):
+        if c.history:
+            st.dataframe(pd.DataFrame(list(reversed(c.history))), hide_index=True, key="ta-history")
+        else:
+            st.caption("Nothing yet.")
+        if st.button("Reset counters and cache", key="ta-reset", icon=":material/restart_alt:"):
+            st.session_state[CLIENT] = SuggestClient(last_value=c.last_value)
+            st.rerun(scope="fragment")
+
+
+def trace(prefix: str, market: str, version: str | None) -> Answer:
+    """``/v1/typeahead/trace`` for a prefix, remembered per snapshot version."""
+    cache = st.session_state.setdefault(TRACES, {})
+    key = (market, prefix, version)
+    if version is not None and key in cache:
+        return cache[key]
+    answer = call("GET", "/v1/typeahead/trace", params={"q": prefix, "market": market})
+    if answer.ok and version is not None:
+        if len(cache) > 200:
+            cache.clear()
+        cache[key] = answer
+    return answer
+
+
+def trie_walk(shown: Shown) -> None:
+    """The server's walk for the current prefix: nodes, time, the list stored at the node."""
+    st.markdown("**The trie walk on the server**")
+    if not shown.prefix.strip() or shown.source == "error":
+        st.caption(
+            "Each keystroke walks one node per edge of the radix trie — as many steps as the "
+            "prefix is long, however many queries sit below — then reads the top 10 stored "
+            "at that node. Type to see the walk."
+        )
+        return
+    answer = trace(shown.prefix, shown.market, shown.version)
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"The trace is unavailable: {answer.message()}", icon=":material/warning:")
+        return
+    t = answer.body
+    a, b, c = st.columns(3)
+    a.metric(
+        "Nodes visited",
+        t["nodesVisited"],
+        border=True,
+        help="Root included; a radix trie collapses single-child chains into one edge.",
+    )
+    b.metric(
+        "Walk",
+        f"{t['walkMicros']:.1f} µs",
+        border=True,
+        help="Finding the node, averaged over 200 walks on the server.",
+    )
+    c.metric(
+        "Whole lookup",
+        f"{t['lookupMicros']:.1f} µs",
+        border=True,
+        help="Walk + stored top 10 + hot blocklist + trending blend, in process.",
+    )
+    chips = []
+    for i, step in enumerate(t["path"]):
+        if i == 0:
+            chips.append('<span class="ta-node ta-root">root</span>')
+            continue
+        label = html.escape(step["label"]).replace(" ", "␣")
+        chips.append(
+            '<span class="ta-arrow">→</span>'
+            f'<span class="ta-node">{label}<small>{step["probes"]}</small></span>'
+        )
+    if not t["found"]:
+        chips.append(
+            '<span class="ta-arrow">→</span><span class="ta-node ta-miss">no such edge</span>'
+        )
+    st.markdown('<div class="ta-walk">' + "".join(chips) + "</div>", unsafe_allow_html=True)
+    st.markdown(
+        f'<div class="ta-cp">{len(t["codePoints"])} code points: '
+        f"{html.escape(' '.join(t['codePoints']))}</div>",
+        unsafe_allow_html=True,
+    )
+    st.caption(
+        "Each box is one node, labelled with its edge; the small number is the binary-search "
+        f"steps among its siblings. Snapshot `{t['version']}`."
+    )
+    if not t["found"]:
+        st.markdown(
+            f"No query starts with `{t['q']}`: the walk stops early and the answer is empty "
+            "(and `complete`)."
+        )
+        return
+    stored = t["stored"]
+    st.markdown(
+        f"**Stored at this node:** {len(stored)} suggestion ids"
+        + (" — the whole subtree, so `complete`" if t["complete"] else "")
+    )
+    st.dataframe(
+        pd.DataFrame({"#": range(1, len(stored) + 1), "stored suggestion": stored}),
+        hide_index=True,
+        height=35 * (len(stored) + 1) + 3,
+        key="ta-stored",
+    )
+
+
+# ------------------------------------------------------------------------------ trending
+
+
+def replay_burst(term: str, market: str, watch: str) -> dict[str, Any]:
+    """POST a ramp of searches for ``term`` minute by minute; after each simulated minute
+    ask for suggestions of ``watch`` and the trending set. Returns what was seen."""
+    rows = []
+    appeared_at = None
+    before = call("GET", "/v1/suggest", params={"q": watch, "market": market})
+    bar = st.progress(0.0, text="Replaying the burst …")
+    sent = 0
+    with api_client() as http:
+        for minute, n in enumerate(BURST_RAMP, start=1):
+            for i in range(n):
+                user = f"replay-{(sent + i) % BURST_USERS}"
+                answer = call(
+                    "POST",
+                    "/v1/searches",
+                    http,
+                    json={"q": term, "market": market, "userId": user},
+                )
+                if not answer.ok:
+                    bar.empty()
+                    return {"error": answer.message(), "term": term, "market": market}
+            sent += n
+            suggest = call("GET", "/v1/suggest", http, params={"q": watch, "market": market})
+            trending = call("GET", "/v1/typeahead/trending", http, params={"market": market})
+            terms = trending.body.get("terms", []) if isinstance(trending.body, dict) else []
+            mine = next((t for t in terms if t["q"] == normalize_prefix(term).strip()), None)
+            shown = suggest.body.get("suggestions", []) if isinstance(suggest.body, dict) else []
+            visible = normalize_prefix(term).strip() in shown
+            if visible and appeared_at is None:
+                appeared_at = minute
+            rows.append(
+                {
+                    "minute": minute,
+                    "searches": n,
+                    "in window": mine["count"] if mine else None,
+                    "trending": mine is not None,
+                    "boost": mine["boost"] if mine else 0.0,
+                    "suggested": visible,
+                    "rank": shown.index(normalize_prefix(term).strip()) + 1 if visible else None,
+                }
+            )
+            bar.progress(minute / len(BURST_RAMP), text=f"Simulated minute {minute}: {n} searches")
+        after = call("GET", "/v1/suggest", http, params={"q": watch, "market": market})
+        policy = (trending.body or {}).get("policy") if isinstance(trending.body, dict) else None
+    bar.empty()
+
+    def lst(a: Answer) -> list[str]:
+        return a.body.get("suggestions", []) if isinstance(a.body, dict) else []
+
+    return {
+        "term": normalize_prefix(term).strip(),
+        "market": market,
+        "watch": watch,
+        "rows": rows,
+        "appeared_at": appeared_at,
+        "before": lst(before),
+        "after": lst(after),
+        "policy": policy,
+        "sent": sent,
+    }
+
+
+def burst_chart(result: dict[str, Any]) -> go.Figure:
+    """Searches per simulated minute, the window's running count and the trending floor."""
+    rows = result["rows"]
+    minutes = [r["minute"] for r in rows]
+    window, total = [], 0
+    for r in rows:
+        total += r["searches"]
+        window.append(total)
+    floor = (result.get("policy") or {}).get("floor", 500)
+    fig = go.Figure()
+    fig.add_bar(
+        x=minutes,
+        y=[r["searches"] for r in rows],
+        name="searches that minute",
+        marker_color="#93c5fd",
+    )
+    fig.add_scatter(
+        x=minutes,
+        y=window,
+        name="searches replayed so far (all inside the 10-minute window)",
+        mode="lines+markers",
+        line=dict(color="#1d4ed8", width=3),
+    )
+    fig.add_hline(
+        y=floor,
+        line_dash="dash",
+        line_color="#dc2626",
+        annotation_text=f"trending floor: {floor} searches in the window",
+        annotation_position="top left",
+    )
+    if result.get("appeared_at"):
+        m = result["appeared_at"]
+        fig.add_vline(
+            x=m,
+            line_color="#16a34a",
+            line_width=2,
+            annotation_text=f"suggested from minute {m}",
+            annotation_position="top right",
+        )
+    fig.update_layout(
+        height=300,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend=dict(orientation="h", y=-0.25),
+        xaxis_title="simulated minute",
+        yaxis_title="searches",
+        bargap=0.3,
+    )
+    return fig
+
+
+def trending_tab(market: str) -> None:
+    """The speed layer: replay a burst of searches and watch a newcomer get suggested."""
+    st.markdown(
+        "A newcomer cannot win on the batch path: 50,000 searches today score 50,000, below "
+        "an old favourite at ≈106,000, and the next build is hours away. So every submitted "
+        "search (`POST /v1/searches`) also feeds a sliding ten-minute window; a query far "
+        "above its normal rate, above an absolute floor and from enough distinct users is "
+        "blended into the answers by score + boost — within the same minute."
+    )
+    left, right = st.columns([1, 1.2], gap="large")
+    with left:
+        term = st.text_input(
+            "A new query to make trend",
+            value=BURST_TERMS[market],
+            key=f"ta-burst-term-{market}",
+            max_chars=MAX_CHARS,
+        )
+        norm = normalize_prefix(term).strip()
+        watch = norm[:3]
+        st.caption(
+            f"Replays {sum(BURST_RAMP):,} searches from {BURST_USERS} users as a ramp over "
+            f"{len(BURST_RAMP)} simulated minutes ({', '.join(map(str, BURST_RAMP))}), then "
+            f"watches the suggestions for **{watch or '…'}**. The replay takes a few seconds; "
+            "the server's window sees it all as the last few minutes."
+        )
+        if st.button(
+            "Replay a burst of searches",
+            key="ta-burst",
+            type="primary",
+            icon=":material/local_fire_department:",
+            disabled=len(norm) < 3,
+        ):
+            st.session_state[BURST] = replay_burst(term, market, watch)
+            drop_answers(market)  # the box asks afresh on the next keystroke
+    with right:
+        answer = call("GET", "/v1/typeahead/trending", params={"market": market})
+        terms = answer.body.get("terms", []) if answer.ok and isinstance(answer.body, dict) else []
+        st.markdown(f"**Trending now in {market}** ({len(terms)})")
+        if terms:
+            st.dataframe(
+                pd.DataFrame(terms).rename(
+                    columns={
+                        "q": "query",
+                        "count": "searches in window",
+                        "users": "users",
+                        "baseline": "normal for this hour",
+                        "boost": "boost",
+                    }
+                ),
+                hide_index=True,
+                key="ta-trending-table",
+            )
+        elif answer.ok:
+            st.caption("Nothing is trending: no query is far above its normal rate right now.")
+        else:
+            st.caption(f"Unavailable: {answer.message()}")
+        policy = (answer.body or {}).get("policy") if isinstance(answer.body, dict) else None
+        if policy:
+            st.caption(
+                f"Trending = at least {policy['floor']} searches in {policy['window_s'] // 60} "
+                f"minutes, from at least {policy['min_users']} users, at least "
+                f"{policy['ratio']:g}× the query's normal rate for the hour; never blocked or "
+                "private-looking. The boost (the excess projected to a day) fades as the "
+                "window moves on."
+            )
+    result = st.session_state.get(BURST)
+    if not result or result.get("market") != market:
+        return
+    if "error" in result:
+        st.error(f"The replay stopped: {result['error']}", icon=":material/error:")
+        return
+    st.divider()
+    chart, lists = st.columns([1.4, 1], gap="large")
+    with chart:
+        if result["appeared_at"]:
+            st.success(
+                f"**{result['term']}** was suggested for **{result['watch']}** from simulated "
+                f"minute {result['appeared_at']} — no rebuild, no new snapshot.",
+                icon=":material/trending_up:",
+            )
+        else:
+            st.warning(
+                f"**{result['term']}** was not suggested for **{result['watch']}**: it did not "
+                "pass the trending checks (blocked, private-looking, or already popular).",
+                icon=":material/trending_flat:",
+            )
+        st.plotly_chart(burst_chart(result), key="ta-burst-chart")
+    with lists:
+        before, after = result["before"], result["after"]
+        st.markdown(f"**Suggestions for `{result['watch']}`**")
+        width = max(len(before), len(after))
+        st.dataframe(
+            pd.DataFrame(
+                {
+                    "before the burst": before + [""] * (width - len(before)),
+                    "after the burst": after + [""] * (width - len(after)),
+                }
+            ),
+            hide_index=True,
+            height=35 * (width + 1) + 3,
+            key="ta-burst-lists",
+        )
+
+
+# ----------------------------------------------------------------------------- snapshots
+
+
+def built_at(version: str) -> str:
+    """``20261009T060000Z-ab12cd`` → ``2026-10-09 06:00:00 UTC``."""
+    try:
+        stamp = datetime.strptime(version.split("-")[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return ""
+    return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def snapshots_tab(market: str) -> None:
+    """Stored versions of the market's snapshot, with validated swap and one-step rollback."""
+    st.markdown(
+        "Each build publishes an immutable, versioned snapshot. Swapping one in loads it "
+        "beside the current one, **validates** it (structure and checksum, size within "
+        "tolerance, probe prefixes still sensible, nothing blocked or private) and replaces "
+        "one pointer; lookups in flight finish on the trie they started on. The previous "
+        "snapshot stays loaded for a one-step rollback."
+    )
+    answer = call("GET", "/v1/typeahead/snapshots")
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"Snapshot versions unavailable: {answer.message()}", icon=":material/warning:")
+        return
+    info = answer.body.get("markets", {}).get(market)
+    if not info or not info.get("current"):
+        not_built_message(market)
+        return
+    cur = info["current"]
+    a, b, c, d = st.columns(4)
+    a.metric("Suggestions", f"{cur['strings']:,}", border=True)
+    b.metric(
+        "Radix-trie nodes",
+        f"{cur['nodes']:,}",
+        border=True,
+        help=f"A plain trie of the same keys has {cur['plainTrieNodes']:,} nodes.",
+    )
+    c.metric("Snapshot file", f"{cur['bytes'] / 1e6:.2f} MB", border=True)
+    d.metric(
+        "Bytes per suggestion",
+        f"{cur['bytesPerQuery']:.0f} B",
+        border=True,
+        help="The whole file (trie, top-10 lists, strings, scores) over the suggestions.",
+    )
+    rows = []
+    for v in reversed(info.get("stored", [])):
+        state = (
+            "serving"
+            if v == cur["version"]
+            else "previous (rollback target)"
+            if v == info.get("previous")
+            else "refused"
+            if v == info.get("refused")
+            else "stored"
+        )
+        rows.append({"version": v, "built": built_at(v), "state": state})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="ta-versions")
+    pick, swap, back = st.columns([2, 1, 1], vertical_alignment="bottom")
+    others = [r["version"] for r in rows if r["version"] != cur["version"]]
+    choice = pick.selectbox(
+        "Version to swap in",
+        others or ["(only one version stored)"],
+        key=f"ta-version-{market}",
+        disabled=not others,
+    )
+    if swap.button(
+        "Validate and swap in",
+        key="ta-activate",
+        disabled=not others,
+        icon=":material/swap_horiz:",
+        width="stretch",
+    ):
+        out = call(
+            "POST",
+            f"/v1/typeahead/snapshots/{market}/activate",
+            json={"version": choice, "compare": True},
+        )
+        _after_deploy(market, out, "swapped in")
+    if back.button(
+        "Roll back",
+        key="ta-rollback",
+        disabled=not info.get("previous"),
+        icon=":material/undo:",
+        width="stretch",
+    ):
+        out = call("POST", f"/v1/typeahead/snapshots/{market}/rollback")
+        _after_deploy(market, out, "rolled back to")
+    if not others:
+        st.caption(
+            "Only one version is stored. Publish another with `lookup typeahead build` "
+            "(it folds only new events; `--log` adds a CSV of searches)."
+        )
+
+
+def _after_deploy(market: str, out: Answer, verb: str) -> None:
+    if out.ok and isinstance(out.body, dict):
+        st.session_state[NOTICE] = (
+            "success",
+            f"{market}: {verb} `{out.body['version']}` (was `{out.body.get('previous')}`). "
+            "The search box now answers from it.",
+        )
+    else:
+        report = out.body.get("report") if isinstance(out.body, dict) else None
+        failed = ""
+        if isinstance(report, dict):
+            failed = "; ".join(
+                f"{c['name']}: {c['detail']}" for c in report.get("checks", []) if not c["ok"]
+            )
+        st.session_state[NOTICE] = (
+            "error",
+            f"{market}: not {verb.split()[0]} — {out.message()}{' — ' + failed if failed else ''}",
+        )
+    drop_answers(market)
+    st.rerun()
+
+
+# ----------------------------------------------------------------------------- blocklist
+
+
+def blocklist_tab(market: str) -> None:
+    """The hot blocklist: a phrase added here disappears from every answer at once."""
+    st.markdown(
+        "Some removals cannot wait for the next build — a legal order, a tragedy. The suggest "
+        "service checks every candidate against a small **hot blocklist**, matched at word "
+        "boundaries (`fake aadhaar` blocks *buy fake aadhaar card*). It takes effect on the "
+        "very next request; where a blocked suggestion leaves a stored top 10 short, the "
+        "server reads further down the subtree to fill it."
+    )
+    answer = call("GET", "/v1/typeahead/blocklist")
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"The blocklist is unavailable: {answer.message()}", icon=":material/warning:")
+        return
+    shown = client().shown
+    current = shown.suggestions if shown and shown.market == market else []
+    left, right = st.columns([1, 1], gap="large")
+    with left, st.form("ta-block-form", border=True):
+        st.markdown("**Block a phrase**")
+        term = st.text_input(
+            "Phrase",
+            key="ta-block-term",
+            max_chars=MAX_CHARS,
+            placeholder=current[0] if current else "a phrase to block",
+            help="Pick one of the suggestions showing in the box to watch it disappear.",
+        )
+        submitted = st.form_submit_button(
+            "Block now", type="primary", icon=":material/block:", key="ta-block-submit"
+        )
+    if submitted:
+        block(term, market, shown)
+    with right:
+        hot = answer.body.get("terms", [])
+        st.markdown(f"**Hot blocklist** ({len(hot)} · version {answer.body.get('version')})")
+        if not hot:
+            st.caption("Empty: only the built-in policy list below applies.")
+        for t in hot:
+            row = st.columns([4, 1], vertical_alignment="center")
+            row[0].markdown(f"`{t}`")
+            if row[1].button("Unblock", key=f"ta-unblock-{t}", icon=":material/undo:"):
+                out = call("DELETE", "/v1/typeahead/blocklist", params={"term": t})
+                st.session_state[NOTICE] = (
+                    ("success", f"Unblocked `{t}`: it may be suggested again.")
+                    if out.ok
+                    else ("error", f"Could not unblock `{t}`: {out.message()}")
+                )
+                drop_answers()
+                st.rerun()
+        builtin = answer.body.get("builtin", [])
+        st.caption(
+            "Built-in policy list (every build and every request): "
+            + ", ".join(f"`{b}`" for b in builtin)
+        )
+
+
+def block(term: str, market: str, shown: Shown | None) -> None:
+    """Block ``term`` and show what left the answer for the current prefix."""
+    if not term.strip():
+        st.session_state[NOTICE] = ("error", "Type a phrase to block.")
+        st.rerun()
+    prefix = shown.raw if shown and shown.market == market and shown.prefix.strip() else term[:2]
+    before = fetch_suggest(prefix, market)
+    out = call("POST", "/v1/typeahead/blocklist", json={"terms": [term]})
+    if not out.ok:
+        st.session_state[NOTICE] = ("error", f"Not blocked: {out.message()}")
+        st.rerun()
+    after = fetch_suggest(prefix, market)
+    old = before.body.get("suggestions", []) if isinstance(before.body, dict) else []
+    new = after.body.get("suggestions", []) if isinstance(after.body, dict) else []
+    gone = [s for s in old if s not in new]
+    stored = ", ".join(f"`{t}`" for t in out.body.get("added", [])) or f"`{term}`"
+    if gone:
+        lost = ", ".join(f"~~{s}~~" for s in gone)
+        msg = (
+            f"Blocked {stored}. The answer for **{prefix.strip()}** lost {lost} on the next "
+            "request."
+        )
+    else:
+        msg = f"Blocked {stored}. Nothing in the answer for **{prefix.strip()}** matched it."
+    st.session_state[NOTICE] = ("success", msg)
+    drop_answers()
+    st.rerun()
+
+
+# ------------------------------------------------------------------------------- the page
+
+st.title("Typeahead")
+st.markdown(
+    "Suggestions on **every keystroke**, from a trie built offline with the **top 10 stored at "
+    "every node** — so a keystroke costs a walk as long as the prefix, not a ranking of "
+    "everything below it. Type below; the counters show how the client (debounce, a local "
+    "prefix cache, reuse of `complete` answers) keeps most keystrokes from ever reaching "
+    "the server."
+)
+st.html(CSS)
+health = show_api_status()
+if not health.up:
+    st.warning(
+        "The typeahead needs the API. Start it (and build the data if needed) with:",
+        icon=":material/cloud_off:",
+    )
+    st.code("make run\n# or, by hand:\n" + BUILD_COMMANDS + "\nlookup serve", language="bash")
+    st.stop()
+system = (health.systems or {}).get("typeahead")
+if not isinstance(system, dict):
+    st.warning(
+        f"The API at {health.url} does not serve the typeahead. Restart it with `lookup serve`.",
+        icon=":material/warning:",
+    )
+    st.stop()
+if system.get("status") == "NOT_BUILT":
+    not_built_message("any market", "the API is up but has nothing to serve")
+    cached_health.clear()
+    st.stop()
+
+top = st.columns([1.2, 1, 2], vertical_alignment="bottom")
+market = top[0].segmented_control(
+    "Market",
+    list(MARKETS),
+    format_func=MARKETS.get,
+    default="en-IN",
+    key="ta-market",
+    required=True,
+)
+market = market or "en-IN"
+debounce = top[1].slider(
+    "Debounce (ms)",
+    0,
+    400,
+    100,
+    step=25,
+    key="ta-debounce",
+    help="The box reports its text only after typing pauses this long; 0 reports every keystroke.",
+)
+top[2].caption(HINT[market])
+notice = st.session_state.pop(NOTICE, None)
+if notice:
+    kind, text = notice
+    (st.success if kind == "success" else st.error)(
+        text, icon=":material/check_circle:" if kind == "success" else ":material/error:"
+    )
+
+search_panel(market, debounce)
+
+trending, snapshots, blocklist = st.tabs(
+    [":material/trending_up: Trending", ":material/layers: Snapshots", ":material/block: Blocklist"]
+)
+with trending:
+    trending_tab(market)
+with snapshots:
+    snapshots_tab(market)
+with blocklist:
+    blocklist_tab(market)

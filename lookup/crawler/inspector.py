@@ -1,0 +1,332 @@
+"""The dedup inspector: what a crawl found to be duplicated, and how alike two pages are.
+
+- :func:`duplicate_clusters` groups every page the crawler marked as a duplicate
+  with the original it points at (an original and all its copies, with the method
+  that caught each: ``exact``, ``simhash`` or ``minhash``).
+- :func:`page_text` reads a fetched page back from the crawl's WARC files and
+  extracts the main text the crawler hashed (an exact duplicate is stored as a
+  ``revisit`` record, so its text is its original's).
+- :func:`compare_texts` measures a pair the three ways the crawler can:
+  SimHash Hamming distance, exact Jaccard similarity of the word-shingle sets and
+  the MinHash estimate of that Jaccard — and :func:`word_diff` lines the two texts
+  up word by word (``difflib``) so the differences can be highlighted.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from lookup.crawler.dedup import (
+    SIMHASH_MAX_DISTANCE,
+    content_hash,
+    hamming,
+    jaccard,
+    minhash,
+    shingles,
+    simhash,
+)
+from lookup.crawler.output import read_record
+from lookup.crawler.parse import parse_html
+
+__all__ = [
+    "ClusterMember",
+    "DiffSegment",
+    "DuplicateCluster",
+    "PageText",
+    "PairComparison",
+    "compare_texts",
+    "duplicate_clusters",
+    "fetched_pages",
+    "page_text",
+    "word_diff",
+]
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    """One page of a cluster: the original (``kind`` = ``original``) or a duplicate of it."""
+
+    url: str
+    host: str
+    kind: str  # original | exact | simhash | minhash
+    score: float | None  # Hamming distance (simhash), estimated Jaccard (minhash)
+    storage_key: str | None
+
+
+@dataclass(frozen=True)
+class DuplicateCluster:
+    """An original page and every page found to duplicate it."""
+
+    original: ClusterMember
+    duplicates: list[ClusterMember]
+
+    @property
+    def members(self) -> list[ClusterMember]:
+        return [self.original, *self.duplicates]
+
+    @property
+    def kinds(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for d in self.duplicates:
+            out[d.kind] = out.get(d.kind, 0) + 1
+        return out
+
+    @property
+    def exact_only(self) -> bool:
+        return all(d.kind == "exact" for d in self.duplicates)
+
+
+def _db(out_dir: Path | str) -> sqlite3.Connection:
+    path = Path(out_dir) / "crawl.sqlite"
+    if not path.is_file():
+        raise FileNotFoundError(f"{out_dir} holds no crawl (no crawl.sqlite)")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def duplicate_clusters(out_dir: Path | str) -> list[DuplicateCluster]:
+    """Every duplicate the crawl recorded, grouped under its original; biggest first."""
+    db = _db(out_dir)
+    try:
+        dups = db.execute(
+            "SELECT url, host, dup_of, dup_kind, dup_score, storage_key FROM urls "
+            "WHERE outcome = 'duplicate' AND dup_of IS NOT NULL ORDER BY seq"
+        ).fetchall()
+        groups: dict[str, list[ClusterMember]] = {}
+        for r in dups:
+            groups.setdefault(r["dup_of"], []).append(
+                ClusterMember(r["url"], r["host"], r["dup_kind"], r["dup_score"], r["storage_key"])
+            )
+        clusters = []
+        for original_url, members in groups.items():
+            row = db.execute(
+                "SELECT url, host, storage_key FROM urls WHERE url = ?", (original_url,)
+            ).fetchone()
+            host = row["host"] if row is not None else ""
+            key = row["storage_key"] if row is not None else None
+            original = ClusterMember(original_url, host, "original", None, key)
+            clusters.append(DuplicateCluster(original, members))
+    finally:
+        db.close()
+    clusters.sort(key=lambda c: (-len(c.duplicates), c.original.url))
+    return clusters
+
+
+def fetched_pages(out_dir: Path | str) -> list[str]:
+    """URLs of every page whose copy is in the crawl's WARC files, in crawl order."""
+    db = _db(out_dir)
+    try:
+        return [
+            r[0]
+            for r in db.execute(
+                "SELECT url FROM urls WHERE storage_key IS NOT NULL "
+                "AND outcome IN ('ok', 'duplicate', 'unchanged') ORDER BY seq"
+            )
+        ]
+    finally:
+        db.close()
+
+
+@dataclass(frozen=True)
+class PageText:
+    """A fetched page's main text, as the crawler hashed it."""
+
+    url: str
+    title: str
+    text: str
+    storage_key: str
+    record_type: str  # response | revisit (then the text is the original's)
+    stored_as: str | None = None  # the URL whose record holds the text, for a revisit
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+
+_CHARSET = re.compile(r"charset=([\w.:-]+)", re.I)
+
+
+def _decode(body: bytes, headers: dict[str, str]) -> str:
+    ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
+    m = _CHARSET.search(ctype)
+    for enc in (m.group(1) if m else None, "utf-8"):
+        if not enc:
+            continue
+        try:
+            return body.decode(enc)
+        except (LookupError, UnicodeDecodeError):
+            continue
+    return body.decode("utf-8", errors="replace")
+
+
+def page_text(out_dir: Path | str, url: str) -> PageText:
+    """Read ``url``'s stored copy back and extract its main text.
+
+    Raises ``KeyError`` when the crawl holds no copy of that URL.
+    """
+    db = _db(out_dir)
+    try:
+        row = db.execute(
+            "SELECT url, storage_key, dup_of, dup_kind, title FROM urls WHERE url = ?", (url,)
+        ).fetchone()
+        if row is None or not row["storage_key"]:
+            raise KeyError(f"the crawl holds no copy of {url}")
+        key = row["storage_key"]
+        rtype, headers, body = read_record(out_dir, key)
+        stored_as = None
+        if rtype == "revisit":  # an exact duplicate: the payload is its original's
+            original = db.execute(
+                "SELECT url, storage_key FROM urls WHERE url = ?", (row["dup_of"],)
+            ).fetchone()
+            if original is None or not original["storage_key"]:
+                raise KeyError(f"the original of {url} is not in the crawl")
+            _, headers, body = read_record(out_dir, original["storage_key"])
+            stored_as = original["url"]
+    finally:
+        db.close()
+    parsed = parse_html(_decode(body, headers))
+    return PageText(url, parsed.title or row["title"] or "", parsed.text, key, rtype, stored_as)
+
+
+@dataclass(frozen=True)
+class DiffSegment:
+    """A run of words on one side of a diff.
+
+    ``op`` is ``equal`` (on both sides), ``delete`` (only on the left), ``insert``
+    (only on the right) or ``replace`` (this side's words where the other side has
+    different ones). ``collapsed`` marks a long unchanged run shown as a count.
+    """
+
+    op: str
+    words: tuple[str, ...]
+    collapsed: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+
+#: Above this many words on a side between the common head and tail, difflib's
+#: "popular word" heuristic is switched on: exact alignment is quadratic on the
+#: repetitive pages the web is full of, the heuristic is not.
+EXACT_DIFF_WORDS = 4000
+
+
+def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib opcodes for ``a`` → ``b``, after taking off the common head and tail."""
+    n = min(len(a), len(b))
+    head = 0
+    while head < n and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < n - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    out: list[tuple[str, int, int, int, int]] = []
+    if head:
+        out.append(("equal", 0, head, 0, head))
+    if mid_a or mid_b:
+        junk = max(len(mid_a), len(mid_b)) > EXACT_DIFF_WORDS
+        matcher = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=junk)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            out.append((op, i1 + head, i2 + head, j1 + head, j2 + head))
+    if tail:
+        out.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
+    # Adjacent equal runs (head next to an equal opcode) read as one.
+    merged: list[tuple[str, int, int, int, int]] = []
+    for op in out:
+        if merged and op[0] == "equal" == merged[-1][0]:
+            prev = merged.pop()
+            op = ("equal", prev[1], op[2], prev[3], op[4])
+        merged.append(op)
+    return merged
+
+
+def word_diff(
+    left: str, right: str, context: int = 12
+) -> tuple[list[DiffSegment], list[DiffSegment]]:
+    """The two texts aligned word by word: the segments of each side, in order.
+
+    Unchanged runs longer than ``2 × context + 1`` words keep ``context`` words on
+    either side and mark the middle ``collapsed`` (its words are still there, so
+    each side's segments always add up to its whole text).
+    """
+    a, b = left.split(), right.split()
+    opcodes = _opcodes(a, b)
+    out_a: list[DiffSegment] = []
+    out_b: list[DiffSegment] = []
+    for n, (op, i1, i2, j1, j2) in enumerate(opcodes):
+        if op == "equal":
+            words = tuple(a[i1:i2])
+            head = context if n > 0 else 0
+            tail = context if n < len(opcodes) - 1 else 0
+            if len(words) > head + tail + 1:
+                parts = [
+                    DiffSegment("equal", words[:head]),
+                    DiffSegment("equal", words[head : len(words) - tail], collapsed=True),
+                    DiffSegment("equal", words[len(words) - tail :]),
+                ]
+                parts = [p for p in parts if p.words]
+            else:
+                parts = [DiffSegment("equal", words)]
+            out_a += parts
+            out_b += parts
+        elif op == "delete":
+            out_a.append(DiffSegment("delete", tuple(a[i1:i2])))
+        elif op == "insert":
+            out_b.append(DiffSegment("insert", tuple(b[j1:j2])))
+        else:
+            out_a.append(DiffSegment("replace", tuple(a[i1:i2])))
+            out_b.append(DiffSegment("replace", tuple(b[j1:j2])))
+    return out_a, out_b
+
+
+@dataclass(frozen=True)
+class PairComparison:
+    """How alike two texts are, measured the three ways the crawler can."""
+
+    identical: bool  # same SHA-256 of the normalised text (an exact duplicate)
+    simhash_left: int
+    simhash_right: int
+    hamming: int  # of 64 bits
+    jaccard: float  # exact, over distinct word 3-shingles
+    minhash_jaccard: float  # datasketch's estimate of it (128 permutations)
+    shingles_left: int
+    shingles_right: int
+    words_changed_left: int
+    words_changed_right: int
+    left: list[DiffSegment]
+    right: list[DiffSegment]
+
+    @property
+    def simhash_near(self) -> bool:
+        """Within the crawler's near-duplicate distance (≤ 3 bits)."""
+        return self.hamming <= SIMHASH_MAX_DISTANCE
+
+
+def compare_texts(left: str, right: str, context: int = 12) -> PairComparison:
+    """Measure two main texts: SimHash distance, shingle Jaccard, MinHash estimate, diff."""
+    sl, sr = shingles(left), shingles(right)
+    fl, fr = simhash(left), simhash(right)
+    seg_l, seg_r = word_diff(left, right, context)
+    return PairComparison(
+        identical=content_hash(left) == content_hash(right),
+        simhash_left=fl,
+        simhash_right=fr,
+        hamming=hamming(fl, fr),
+        jaccard=jaccard(sl, sr),
+        minhash_jaccard=(
+            float(minhash(sl).jaccard(minhash(sr))) if sl and sr else float(not sl and not sr)
+        ),
+        shingles_left=len(set(sl)),
+        shingles_right=len(set(sr)),
+        words_changed_left=sum(len(s.words) for s in seg_l if s.op != "equal"),
+        words_changed_right=sum(len(s.words) for s in seg_r if s.op != "equal"),
+        left=seg_l,
+        right=seg_r,
+    )

@@ -1,0 +1,182 @@
+"""The Web crawler page, through ``streamlit.testing``, against a real sandbox web.
+
+With no sandbox: a clear message and the offer to start one (which starts a real
+``lookup sandbox`` child process). With one: start a crawl, watch it to the end,
+then read its politeness check, duplicates, robots decisions and traps, and build
+the search index from it. A damaged crawl file gives a message, never an exception.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from dashboard_testing import HOME, RUN_TIMEOUT, free_port
+from streamlit.testing.v1 import AppTest
+
+from lookup.crawler import Sandbox, SandboxConfig
+from lookup.crawler.session import list_crawls, read_snapshot, stop_children
+
+PAGE = "views/crawler.py"
+
+
+def _text(at: AppTest) -> str:
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value for t in at.title]
+    for kind in ("error", "warning", "info", "success"):
+        parts += [e.value for e in getattr(at, kind)]
+    return "\n".join(parts)
+
+
+def _ok(at: AppTest) -> AppTest:
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _metric(at: AppTest, label: str) -> str:
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, (label, [m.label for m in at.metric])
+    return found[0]
+
+
+def _table(at: AppTest, *columns: str):  # type: ignore[no-untyped-def]
+    """The one table on the page that has all of ``columns`` (tables carry no key here)."""
+    found = [d.value for d in at.dataframe if set(columns) <= set(d.value.columns)]
+    assert len(found) == 1, (columns, [list(d.value.columns) for d in at.dataframe])
+    return found[0]
+
+
+def _open(monkeypatch: pytest.MonkeyPatch, sandbox_url: str, data: Path) -> AppTest:
+    monkeypatch.setenv("LOOKUP_SANDBOX_URL", sandbox_url)
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(data))
+    monkeypatch.setenv("LOOKUP_API_URL", f"http://127.0.0.1:{free_port()}")  # no API
+    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    return _ok(at.switch_page(PAGE).run())
+
+
+@pytest.fixture(autouse=True)
+def fresh_page_state() -> Iterator[None]:
+    """The page keeps its child processes in a resource cache: start and end clean."""
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield
+    stop_children()
+    st.cache_resource.clear()
+    st.cache_data.clear()
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[Sandbox]:
+    sandbox = Sandbox(SandboxConfig.small(crawl_delay=0.01)).start()
+    try:
+        yield sandbox
+    finally:
+        sandbox.stop()
+
+
+def test_without_a_sandbox_the_page_offers_to_start_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    at = _open(monkeypatch, dead, tmp_path / "data")
+    text = _text(at)
+    assert "Web crawler" in text and "No sandbox web" in text and dead in text
+    assert "nothing is listening there" in text and "make run" in text
+    assert "No crawl yet" in text
+    assert at.button(key="crawl-start").disabled
+
+    _ok(at.button(key="start-sandbox").click().run())
+    text = _text(at)
+    assert "Sandbox web up" in text and "started by this page" in text
+    assert not at.button(key="crawl-start").disabled
+    hosts = _table(at, "Role")
+    assert "docs.sandbox.test" in set(hosts["Host"]) and len(hosts) == 14
+
+    _ok(at.button(key="stop-sandbox").click().run())
+    assert "No sandbox web" in _text(at)
+
+
+def test_crawl_watch_inspect_and_index(
+    web: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    at = _open(monkeypatch, web.control_url, data)
+    assert "Sandbox web up" in _text(at) and web.control_url in _text(at)
+    at.slider(key="crawl-seconds").set_value(10)
+    at.select_slider(key="crawl-min-delay").set_value(0.0)
+    at.select_slider(key="crawl-factor").set_value(0.0)
+    _ok(at.button(key="crawl-start").click().run())
+    assert at.button(key="crawl-start").disabled  # one crawl at a time
+    deadline = time.monotonic() + 60
+    seen_running = False
+    while "Finished" not in _text(at):
+        assert time.monotonic() < deadline, _text(at)
+        seen_running |= "Crawling" in _text(at) or "starting" in _text(at)
+        time.sleep(1.0)
+        _ok(at.run())
+    assert seen_running
+    (crawl_dir,) = list_crawls(data / "crawls")
+    snap = read_snapshot(crawl_dir)
+    assert _metric(at, "Pages fetched") == f"{snap.pages:,}" and snap.pages > 50
+    assert _metric(at, "Duplicates") == f"{snap.duplicates_total:,}"
+    assert _metric(at, "Blocked by robots") == f"{snap.blocked:,}"
+    hosts = _table(at, "Last pause (s)")
+    assert len(hosts) == len(snap.hosts) == 14
+
+    # Politeness, judged from the sandbox's log.
+    assert "Politeness checked from the server's side" in _text(at)
+    gaps = _table(at, "Too close")
+    assert gaps["Too close"].sum() == 0 and gaps["Requests"].sum() == snap.requests
+
+    # The dedup inspector: a near-duplicate pair, side by side.
+    assert _metric(at, "Exact duplicates") == f"{snap.duplicates.get('exact', 0):,}"
+    assert at.segmented_control(key="dedup-mode").value == "near-duplicates"
+    distance = _metric(at, "SimHash distance")
+    assert distance.endswith("of 64 bits")
+    assert "The crawler's verdict" in _text(at)
+    left = at.selectbox(key="pair-left").value
+    assert "news.sandbox.test" in left and "/story/" in left  # the original
+    assert at.selectbox(key="pair-right").value != left
+    # Another cluster: the pair follows it.
+    picker = at.selectbox(key="cluster-near")
+    assert len(picker.options) >= 2
+    other = next(i for i in range(len(picker.options)) if i != picker.index)
+    _ok(picker.select_index(other).run())
+    assert at.selectbox(key="pair-left").value != left
+    _metric(at, "Shingle Jaccard")
+    _ok(at.segmented_control(key="dedup-mode").set_value("exact duplicates").run())
+    assert _metric(at, "Same text (SHA-256)") == "yes"
+    assert _metric(at, "SimHash distance") == "0 of 64 bits"
+    _ok(at.segmented_control(key="dedup-mode").set_value("any two pages").run())
+    assert at.selectbox(key="any-left").value != at.selectbox(key="any-right").value
+
+    # robots.txt decisions and traps.
+    blocked = _table(at, "URL", "Decision")
+    disallowed = set(web.manifest()["robots"]["disallowed"])
+    assert set(blocked["URL"]) & disallowed
+    assert any("fail closed" in d or "unreadable" in d for d in blocked["Decision"])
+    cuts = _table(at, "Why")
+    assert len(cuts) == snap.traps_total and set(cuts["Rule"]) == set(snap.traps)
+
+    # The search index, built from this crawl into the data directory.
+    _ok(at.button(key="build-index").click().run())
+    assert "Search index built" in _text(at)
+    assert (data / "search" / "CURRENT").is_file()
+    assert "is not running" in _text(at)  # no API in this test: it says so
+
+
+def test_a_damaged_crawl_gives_a_message(
+    web: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    broken = data / "crawls" / "crawl-broken"
+    broken.mkdir(parents=True)
+    (broken / "crawl.sqlite").write_bytes(b"not a database at all " * 200)
+    with pytest.raises(sqlite3.DatabaseError):
+        read_snapshot(broken)
+    at = _open(monkeypatch, web.control_url, data)
+    assert "cannot be read" in _text(at)

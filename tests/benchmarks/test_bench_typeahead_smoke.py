@@ -1,0 +1,154 @@
+"""The typeahead benchmark's code paths at a toy size, so they do not rot.
+
+No timing assertions: only that the corpus has its shape, that every structure gives
+the same answers as a brute-force ranking, that servers start, answer and stop, and
+that the report prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks import bench_typeahead as bt
+from benchmarks.common import wrk_path
+from lookup.typeahead import DEFAULT_BLOCKLIST, Blocklist
+
+needs_wrk = pytest.mark.skipif(
+    wrk_path() is None, reason="wrk is not installed (apt-get install wrk)"
+)
+N = 3_000
+
+
+@pytest.fixture(scope="module")
+def corpus() -> bt.Corpus:
+    return bt.make_corpus(N)
+
+
+@pytest.fixture(scope="module")
+def ours(corpus: bt.Corpus, tmp_path_factory: pytest.TempPathFactory) -> bt.Ours:
+    return bt.build_ours(corpus, tmp_path_factory.mktemp("bench-ta") / "snapshots")
+
+
+def brute_force(corpus: bt.Corpus, prefix: str) -> list[str]:
+    """The oracle: every query with the prefix, best score first, ten of them."""
+    hits = [
+        (s, q) for q, s in zip(corpus.queries, corpus.scores, strict=True) if q.startswith(prefix)
+    ]
+    return [q for _, q in sorted(hits, key=lambda h: -h[0])[:10]]
+
+
+def test_corpus_is_distinct_ranked_and_safe(corpus: bt.Corpus) -> None:
+    assert len(corpus) == N == len(set(corpus.queries))
+    assert all((corpus.scores[1:] < corpus.scores[:-1]).tolist())
+    assert abs(float(corpus.popularity.sum()) - 1.0) < 1e-9
+    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    assert not any(blocklist.blocks(q) for q in corpus.queries)
+    assert any(" " in q for q in corpus.queries)  # word combinations, not only words
+    prefixes = bt.draw_prefixes(corpus, 60)
+    assert {len(p) for p in prefixes["1 char"]} == {1}
+    assert {len(p) for p in prefixes["2 chars"]} == {2}
+    assert all(3 <= len(p) <= 8 for p in prefixes["3-8 chars"])
+
+
+def test_every_structure_answers_like_brute_force(corpus: bt.Corpus, ours: bt.Ours) -> None:
+    anchors = {
+        "sorted": bt.SortedList(corpus).top,
+        "marisa": bt.MarisaAnchor(corpus).top,
+        "pygtrie": bt.PygtrieAnchor(corpus).top,
+    }
+    prefixes = bt.draw_prefixes(corpus, 90)
+    for p in {x for ps in prefixes.values() for x in ps} | {"zzzq", ""}:
+        want = brute_force(corpus, p)
+        assert ours.find(p) == want, p
+        assert ours.lookup(p) == want, p
+        for name, top in anchors.items():
+            assert top(p) == want, (name, p)
+    assert bt.check_answers(ours.lookup, anchors, prefixes) > 0
+    with pytest.raises(AssertionError):
+        bt.check_answers(ours.lookup, {"wrong": lambda p: ["nope"]}, prefixes)
+
+
+def test_latency_and_memory_have_their_shape(corpus: bt.Corpus, ours: bt.Ours) -> None:
+    prefixes = bt.draw_prefixes(corpus, 30)
+    methods = {"ours: trie walk + top 10": ours.find, "sorted": bt.SortedList(corpus).top}
+    lat = bt.bench_latency(methods, prefixes, runs=2, fast_calls=50, slow_budget_s=0.01)
+    for name in methods:
+        for cls in bt.CLASSES:
+            f = lat[name][cls]
+            assert 0 < f["p50"] <= f["p99"]
+            assert len(f["p50_runs"]) == 2 and f["calls"] >= 40
+    mem = bt.resident_per_query(ours.path, prefixes["1 char"])
+    assert mem["file_bytes"] == ours.path.stat().st_size
+    assert mem["per_query"] > 0
+
+
+def test_main_without_http_prints_every_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_json = tmp_path / "r.json"
+    argv = [
+        "--queries",
+        "2000",
+        "--runs",
+        "1",
+        "--fast-calls",
+        "100",
+        "--slow-budget",
+        "0.02",
+        "--skip-http",
+        "--json",
+        str(out_json),
+    ]
+    assert bt.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "answers identical across all structures" in out
+    assert "In-process suggest latency" in out and "(c) pygtrie items + select" in out
+    assert "resident memory after loading" in out
+    assert out_json.exists()
+
+
+def test_main_rejects_bad_arguments() -> None:
+    with pytest.raises(SystemExit):
+        bt.main(["--queries", "5"])
+    with pytest.raises(SystemExit):
+        bt.main(["--runs", "0"])
+
+
+@needs_wrk
+def test_http_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
+    http = bt.bench_http(ours, corpus, seconds=1, runs=1, connections=4, warmup=0)
+    for name in ("bare", "ours"):
+        assert http[name]["rate"] > 0
+        assert http[name]["errors"] == 0
+    assert http["ratio"] > 0
+    text = bt.report(
+        {
+            "queries": N,
+            "connections": 4,
+            "http": http,
+            "build": {
+                "build_s": ours.build_s,
+                "write_s": ours.write_s,
+                "nodes": ours.nodes,
+                "plain_nodes": ours.plain_nodes,
+            },
+            "memory": {
+                "rss_bytes": 1.0,
+                "per_query": 1.0,
+                "file_bytes": 1.0,
+                "file_per_query": 1.0,
+            },
+            "latency": {
+                name: {cls: {"p50": 1.0, "p99": 2.0, "calls": 1} for cls in bt.CLASSES}
+                for name in (
+                    "ours: trie walk + top 10",
+                    "ours: SuggestService.lookup",
+                    "(a) sorted list: bisect + heapq",
+                )
+            },
+        }
+    )
+    assert "GET /v1/suggest on lookup serve" in text
+    assert "bare Starlette constant body (anchor)" in text

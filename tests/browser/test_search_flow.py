@@ -1,0 +1,139 @@
+"""A person searches the crawled pages, opens a score's breakdown, breaks a shard and heals it.
+
+Runs its own API and dashboard over a data directory that already holds a small search
+index (built from a real-format crawl of stdlib docstrings, one page of it hostile
+markup), in Debian's Chromium.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from browser_harness import Service, running_stack
+
+from lookup.search import build_index
+from tests.search.corpus import CrawlWriter, Page, stdlib_pages
+
+pytestmark = pytest.mark.browser
+
+EXCEPTION = '[data-testid="stException"]'
+#: Streamlit keeps a stale copy of an element that moved until the next render settles it.
+LIVE = ':not([data-stale="true"])'
+HOSTILE = Page(
+    "http://evil.test/zebrafish.html",
+    "Zebrafish <i>care</i>",
+    'Zebrafish keepers beware <img src=x onerror="window.__owned=1"> and '
+    "<script>window.__owned=2</script>: zebrafish text is only ever text.",
+)
+
+
+@pytest.fixture(scope="module")
+def search_stack(
+    chromium_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Service, Service]]:
+    """API + dashboard whose data directory holds a four-shard index from the start."""
+    workdir = tmp_path_factory.mktemp("search-stack")
+    CrawlWriter(workdir / "crawl").fetch([*stdlib_pages(200), HOSTILE])
+    build_index(workdir / "crawl", workdir / "data" / "search", shards=4)
+    with running_stack(workdir) as services:
+        yield services
+
+
+def _settled(page) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
+
+
+def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
+    metrics = page.locator(f'[data-testid="stElementContainer"]{LIVE} [data-testid="stMetric"]')
+    card = metrics.filter(has=page.locator('[data-testid="stMetricLabel"]', has_text=label))
+    return card.locator('[data-testid="stMetricValue"]')
+
+
+def _search(page, query: str) -> None:  # type: ignore[no-untyped-def]
+    box = page.get_by_label("Search the crawled pages")
+    box.fill(query)
+    box.press("Enter")
+    _settled(page)
+
+
+def _switch(page, shard: int, label: str) -> None:  # type: ignore[no-untyped-def]
+    """Click one option of a shard's fault switch (a segmented control of radio buttons)."""
+    switch = page.locator(f".st-key-search-fault-{shard}{LIVE}")
+    switch.get_by_role("radio", name=label, exact=True).first.click()
+    _settled(page)
+
+
+def test_search_explain_and_break_a_shard(
+    page,  # type: ignore[no-untyped-def]
+    search_stack: tuple[Service, Service],
+    tmp_path: Path,
+) -> None:
+    from playwright.sync_api import expect
+
+    api, dashboard = search_stack
+    page.goto(dashboard.url)
+    page.get_by_role("link", name="Web search").first.click()
+    expect(page.get_by_role("heading", name="Web search")).to_be_visible()
+    expect(page).to_have_url(re.compile(r"/search$"))
+    expect(page.get_by_text("201 pages in 4 shards")).to_be_visible()
+
+    _search(page, "regular expression")
+    cards = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result')
+    expect(cards.first).to_be_visible()
+    expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
+    marks = cards.first.locator("mark")
+    expect(marks.first).to_be_visible()
+    assert {m.lower()[:7] for m in marks.all_inner_texts()} <= {"regular", "express"}
+    expected = httpx.get(f"{api.url}/search", params={"q": "regular expression"}).json()
+    titles = [r["title"] for r in expected["results"]]
+    expect(cards.locator(".lw-title")).to_have_text(titles)
+
+    # the score's breakdown: a row per query term with its idf and tf
+    page.get_by_text(re.compile(r"^Why this rank — score")).first.click()
+    table = page.locator('[data-testid="stDataFrame"]').first
+    expect(table).to_be_visible()
+    expect(page.get_by_text("BM25 (Lucene): idf = ln(1 + (N − df + 0.5)").first).to_be_visible()
+
+    # markup inside a page is shown as text and never runs
+    _search(page, "zebrafish")
+    hostile = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result').first
+    expect(hostile).to_contain_text("<img src=x onerror=")
+    expect(hostile).to_contain_text("Zebrafish <i>care</i>")
+    assert page.evaluate("() => window.__owned === undefined")
+
+    # a shard goes down: the answer arrives at the deadline, partial, and says so
+    _search(page, "return value")
+    _switch(page, 2, "Down")
+    _settled(page)
+    expect(_metric_value(page, "Shards answered")).to_have_text("3 of 4")
+    expect(page.get_by_text("Partial results:")).to_be_visible()
+    expect(page.get_by_text("shard 2 did not answer")).to_be_visible()
+    faults = httpx.get(f"{api.url}/search/shards").json()["shards"][2]["replicas"]
+    assert [r["fault"]["mode"] for r in faults] == ["dead", "dead"]
+
+    # heal it, then slow one primary down: the hedge to its replica answers instead
+    page.get_by_role("button", name="Heal every shard").click()
+    _settled(page)
+    expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
+    _switch(page, 1, "Slow primary")
+    _settled(page)
+    expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
+    expect(_metric_value(page, "Hedges fired")).not_to_have_text("0")
+    fanout = page.locator(f".st-key-search-fanout{LIVE}")
+    expect(fanout).to_be_visible()
+    expect(fanout).to_contain_text("hedge (replica 1)")  # shard 1's bar in the fan-out chart
+    recent = httpx.get(f"{api.url}/search/shards").json()["recent"][-1]["shards"][1]
+    assert recent["hedged"] and recent["replica"] == 1
+
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    shot = tmp_path / "search.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+    page.get_by_role("button", name="Heal every shard").click()
+    _settled(page)

@@ -1,0 +1,238 @@
+"""A person types into the live typeahead, watches a burst trend, blocks a term, rolls back.
+
+Runs the real API and the real dashboard (see ``conftest.py``) in Debian's Chromium.
+The harness starts the API over an empty data directory; the fixture below builds a
+small query log and two snapshot versions into it, and the API's poller picks them up
+as it would after ``lookup typeahead build``.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from browser_harness import Service
+
+from lookup.typeahead import querylog, run
+
+pytestmark = pytest.mark.browser
+
+EXCEPTION = '[data-testid="stException"]'
+EVENTS = 30_000
+NEW_QUERIES = {"en-IN": "quokka selfie spot", "hi-IN": "क्वोक्का सेल्फी"}
+BOX = "input.stkeyup__input"
+
+
+def _data_dir(api: Service) -> Path:
+    """The data directory the harness gave ``lookup serve`` (its ``--data-dir``)."""
+    argv = [str(a) for a in api.process.args]  # type: ignore[union-attr]
+    return Path(argv[argv.index("--data-dir") + 1])
+
+
+def _wait_serving(api: Service, versions: dict[str, str], timeout: float = 30.0) -> None:
+    """Until the API serves ``versions`` (its poller deploys published snapshots)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        markets = httpx.get(f"{api.url}/v1/typeahead/snapshots").json()["markets"]
+        serving = {m: (markets.get(m, {}).get("current") or {}).get("version") for m in versions}
+        if serving == versions:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the API serves {serving}, expected {versions}")
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def versions(api: Service) -> dict[str, list[str]]:
+    """Two published versions per market, the newer serving and the older its previous."""
+    data_dir = _data_dir(api)
+    log = querylog.generate(EVENTS, seed=11)
+    first = run(data_dir, querylog.write(log, querylog.log_path(data_dir)))
+    assert first.ok, first.to_dict()
+    _wait_serving(api, {m.market: m.version for m in first.markets})
+    extra = data_dir / "new-searches.csv"
+    later = querylog.START_EPOCH + (querylog.DAYS + 1) * 86400
+    with extra.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["ts", "market", "query", "user_id"])
+        for market, q in NEW_QUERIES.items():
+            w.writerows([later + u, market, q, f"new-user-{u}"] for u in range(12))
+    second = run(data_dir, extra)
+    assert second.ok, second.to_dict()
+    _wait_serving(api, {m.market: m.version for m in second.markets})
+    return {
+        m.market: [a.version for a in first.markets if a.market == m.market] + [m.version]
+        for m in second.markets
+    }
+
+
+def _suggest(api: Service, q: str, market: str = "en-IN") -> list[str]:
+    body = httpx.get(f"{api.url}/v1/suggest", params={"q": q, "market": market}).json()
+    return list(body["suggestions"])
+
+
+def _settled(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until no script run is in progress (the status widget shows only after a delay,
+    so the app's own run state is read too): input sent during a run can be dropped."""
+    from playwright.sync_api import expect
+
+    app = page.locator('[data-testid="stApp"]')
+    expect(app).to_have_attribute("data-test-script-state", "notRunning")
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
+
+
+def _metric(page, label: str):  # type: ignore[no-untyped-def]
+    card = page.locator('[data-testid="stMetric"]').filter(
+        has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
+    )
+    return card.locator('[data-testid="stMetricValue"]')
+
+
+def _expect_dropdown(page, suggestions: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """The dropdown lists exactly ``suggestions``, in order."""
+    from playwright.sync_api import expect
+
+    items = page.locator(".ta-list .ta-item")
+    expect(items).to_have_count(len(suggestions))
+    for i, s in enumerate(suggestions):
+        expect(items.nth(i)).to_have_attribute("title", s)
+
+
+def _open(page, dashboard: Service) -> None:  # type: ignore[no-untyped-def]
+    from playwright.sync_api import expect
+
+    page.goto(f"{dashboard.url}/typeahead")
+    expect(page.get_by_role("heading", name="Typeahead")).to_be_visible()
+    expect(page.get_by_text("The trie walk on the server")).to_be_visible()
+    _settled(page)
+
+
+def test_suggestions_follow_every_keystroke(
+    page,
+    dashboard: Service,
+    api: Service,
+    versions: dict[str, list[str]],  # type: ignore[no-untyped-def]
+) -> None:
+    from playwright.sync_api import expect
+
+    # Everything the page needs comes from the dashboard itself: no CDN, no outside host.
+    outside: list[str] = []
+
+    def loopback_only(route) -> None:  # type: ignore[no-untyped-def]
+        if urlsplit(route.request.url).hostname in ("127.0.0.1", "localhost"):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", loopback_only)
+    _open(page, dashboard)
+    page.locator(BOX).click()
+    page.keyboard.type("ip", delay=20)  # faster than the 100 ms debounce: one value reported
+    _expect_dropdown(page, _suggest(api, "ip"))
+    expect(_metric(page, "Keystrokes typed")).to_have_text("2")
+    expect(page.get_by_text("answered in").first).to_be_visible()
+    trace = httpx.get(f"{api.url}/v1/typeahead/trace", params={"q": "ip"}).json()
+    expect(_metric(page, "Nodes visited")).to_have_text(str(trace["nodesVisited"]))
+
+    page.keyboard.type("h")
+    _expect_dropdown(page, _suggest(api, "iph"))
+    expect(_metric(page, "Keystrokes typed")).to_have_text("3")
+    requests = _metric(page, "Requests sent").inner_text()
+    page.keyboard.press("Backspace")  # back to "ip": answered from the local cache
+    _expect_dropdown(page, _suggest(api, "ip"))
+    expect(_metric(page, "Keystrokes typed")).to_have_text("4")
+    expect(_metric(page, "Answered locally")).to_have_text("1")
+    expect(_metric(page, "Requests sent")).to_have_text(requests)
+    expect(page.get_by_text("no request sent").first).to_be_visible()
+
+    # Hindi: switch the market, type Devanagari (code points, not glyphs, are walked).
+    page.get_by_role("radio", name="Hindi · hi-IN").click()
+    _settled(page)
+    top = next(s for s in _suggest(api, "", "hi-IN") if not s.isascii())
+    page.locator(BOX).fill("")
+    page.locator(BOX).click()
+    page.keyboard.type(top[:2], delay=20)
+    _expect_dropdown(page, _suggest(api, top[:2], "hi-IN"))
+    expect(page.locator(".ta-cp")).to_contain_text(f"U+{ord(top[0]):04X}")
+    _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    assert outside == []
+
+
+def test_burst_trends_block_removes_and_rollback_swaps(
+    page,
+    dashboard: Service,
+    api: Service,
+    versions: dict[str, list[str]],
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    from playwright.sync_api import expect
+
+    _open(page, dashboard)
+    # Trending: replay a burst for a query the snapshot has never seen.
+    term = page.get_by_label("A new query to make trend").input_value()
+    watch = term[:3]
+    assert term not in _suggest(api, watch)
+    page.get_by_role("button", name="Replay a burst of searches").click()
+    print("CLICKED AT", __import__("datetime").datetime.now().strftime("%H:%M:%S.%f"))
+    expect(page.get_by_text("was suggested for")).to_be_visible(timeout=60_000)
+    print("SUGGESTED AT", __import__("datetime").datetime.now().strftime("%H:%M:%S.%f"))
+    _settled(page)
+    import datetime as _dt
+    print("FILL AT", _dt.datetime.now().strftime("%H:%M:%S.%f"))
+    page.locator(BOX).fill(watch)  # one input event (keystroke by keystroke: the test above)
+    expect(page.locator(BOX)).to_have_value(watch)
+    item = page.locator(".ta-list .ta-item").filter(has_text=term)
+    try:
+        expect(item).to_have_count(1, timeout=6000)
+    except AssertionError:
+        print("FAILED; box value:", repr(page.locator(BOX).input_value()))
+        print("state:", page.locator('[data-testid="stApp"]').get_attribute("data-test-script-state"))
+        page.locator(BOX).fill("x")
+        print("after fill x: value", repr(page.locator(BOX).input_value()), "typing flag",
+              page.locator(BOX).evaluate("e => String(e._userTyping)"),
+              "root attached", page.locator(BOX).evaluate("e => { let n = e; while (n && !n._attached) n = n.parentNode || n.host; return !!n; }"))
+        page.locator(BOX).press_sequentially(" v", delay=200)
+        try:
+            expect(item).to_have_count(1, timeout=6000)
+            print("RECOVERED after typing more")
+        except AssertionError:
+            print("NOT recovered; value", repr(page.locator(BOX).input_value()))
+        raise
+    expect(item.locator(".ta-hot")).to_have_text("trending")
+    shot = tmp_path / "typeahead.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+    # Blocklist: the term disappears from the box on the next request.
+    page.get_by_role("tab", name="Blocklist").click()
+    phrase = page.locator('[data-testid="stForm"] input[aria-label="Phrase"]')
+    phrase.fill(term)
+    page.get_by_role("button", name="Block now").click()
+    expect(page.get_by_text(f"Blocked {term}")).to_be_visible()
+    _settled(page)
+    expect(page.locator(".ta-list .ta-item").filter(has_text=term)).to_have_count(0)
+    assert term not in _suggest(api, watch)
+
+    # Snapshots: roll back to the previous version; the box answers from it.
+    old, new = versions["en-IN"]
+    page.get_by_role("tab", name="Snapshots").click()
+    page.get_by_role("button", name="Roll back").click()
+    expect(page.get_by_text(f"rolled back to {old}")).to_be_visible()
+    served = httpx.get(f"{api.url}/v1/typeahead/snapshots").json()["markets"]["en-IN"]
+    assert served["current"]["version"] == old
+    page.locator(BOX).fill(NEW_QUERIES["en-IN"][:-1])
+    expect(page.locator(BOX)).to_have_value(NEW_QUERIES["en-IN"][:-1])
+    _expect_dropdown(page, _suggest(api, NEW_QUERIES["en-IN"][:-1]))
+    expect(page.locator(".ta-list")).not_to_contain_text(NEW_QUERIES["en-IN"])
+
+    # Leave the shared API as the other tests expect it: newest snapshot, empty hot list.
+    httpx.post(f"{api.url}/v1/typeahead/snapshots/en-IN/rollback")
+    httpx.delete(f"{api.url}/v1/typeahead/blocklist", params={"term": term})
+    _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)

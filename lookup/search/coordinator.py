@@ -18,6 +18,7 @@ can be watched working. Snippets are made for the final page only.
 from __future__ import annotations
 
 import math
+import os
 import random
 import threading
 import time
@@ -231,7 +232,7 @@ class Coordinator:
         self,
         replicas: int = 2,
         workers_per_replica: int = 2,
-        deadline_ms: float = DEFAULT_DEADLINE_MS,
+        deadline_ms: float | None = None,
         hedge: bool = True,
         signals: Signals | None = None,
     ) -> None:
@@ -239,7 +240,11 @@ class Coordinator:
             raise ValueError("a shard needs at least one replica")
         self.replicas_per_shard = replicas
         self.workers = workers_per_replica
-        self.deadline_ms = deadline_ms
+        # $LOOKUP_SEARCH_DEADLINE_MS overrides the default (the test suite raises it so a
+        # loaded CI machine does not turn a healthy shard into a deadline miss).
+        env = os.environ.get("LOOKUP_SEARCH_DEADLINE_MS")
+        default = float(env) if env and env.replace(".", "", 1).isdigit() else DEFAULT_DEADLINE_MS
+        self.deadline_ms = default if deadline_ms is None else deadline_ms
         self.hedge = hedge
         self.signals = signals or Signals()
         self.groups: list[ShardGroup] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from collections.abc import Iterator
@@ -23,6 +24,20 @@ def _no_fsync() -> Iterator[None]:
     manifest.DURABLE = False
     yield
     manifest.DURABLE = True
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _generous_deadline() -> Iterator[None]:
+    """A healthy shard must never miss the default deadline on a loaded test machine;
+    tests of deadlines pass their own ``deadline_ms``. Session-scoped so that it is in
+    place before any session-scoped service builds its coordinator."""
+    old = os.environ.get("LOOKUP_SEARCH_DEADLINE_MS")
+    os.environ["LOOKUP_SEARCH_DEADLINE_MS"] = "5000"
+    yield
+    if old is None:
+        os.environ.pop("LOOKUP_SEARCH_DEADLINE_MS", None)
+    else:
+        os.environ["LOOKUP_SEARCH_DEADLINE_MS"] = old
 
 
 @pytest.fixture(scope="session")

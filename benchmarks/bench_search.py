@@ -2,15 +2,17 @@
 
     .venv/bin/python benchmarks/bench_search.py             # 50,000 documents, 600 queries
     .venv/bin/python benchmarks/bench_search.py --quick     # 10,000 documents, 200 queries
-    .venv/bin/python benchmarks/bench_search.py --json results.json --keep /tmp/bench-search
+    .venv/bin/python benchmarks/bench_search.py --json results.json --workdir /tmp/bench-search
 
 The corpus is a real crawl of the sandbox web (the crawler, run against
 ``lookup sandbox`` on loopback) topped up with generated pages whose words are drawn
 from ``wordfreq``'s English frequency list (Zipf-distributed, so posting-list lengths
 look like a real corpus's), written into the same crawl directory with the crawler's
 own WARC and event writers. Every engine indexes the same documents and answers the
-same queries, one query at a time on one thread; the figures are printed next to the
-anchors measured in the same run, with ratios.
+same queries, one query at a time on one thread, the engines interleaved query by query
+so that bursts of load from other work hit them alike; the figures are printed next to the
+anchors measured in the same run, with ratios. Then the sharded coordinator's tail is
+measured with one shard's primary replica made slow, with and without hedging.
 """
 
 from __future__ import annotations

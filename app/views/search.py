@@ -661,13 +661,13 @@ def load_test(query: str, shards: dict[str, Any]) -> None:
             history.append(
                 {
                     "#": len(history) + 1,
-                    "settings": settings_label(shards),
-                    "queries": len(took),
                     "p50 ms": round(statistics.median(took), 2),
                     "p99 ms": round(q[98] if len(q) > 98 else max(took), 2),
                     "max ms": round(max(took), 2),
                     "partial answers": partial,
                     "hedges fired": hedges,
+                    "queries": len(took),
+                    "settings": settings_label(shards),
                     "took": took,
                     "at": datetime.now().strftime("%H:%M:%S"),
                 }

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 EXCEPTION = '[data-testid="stException"]'
 EVENTS = 30_000
 NEW_QUERIES = {"en-IN": "quokka selfie spot", "hi-IN": "क्वोक्का सेल्फी"}
-BOX = "input.stkeyup__input"
+BOX = "input.ta-box-input"
 
 
 def _data_dir(api: Service) -> Path:
@@ -179,31 +179,12 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     watch = term[:3]
     assert term not in _suggest(api, watch)
     page.get_by_role("button", name="Replay a burst of searches").click()
-    print("CLICKED AT", __import__("datetime").datetime.now().strftime("%H:%M:%S.%f"))
     expect(page.get_by_text("was suggested for")).to_be_visible(timeout=60_000)
-    print("SUGGESTED AT", __import__("datetime").datetime.now().strftime("%H:%M:%S.%f"))
     _settled(page)
-    import datetime as _dt
-    print("FILL AT", _dt.datetime.now().strftime("%H:%M:%S.%f"))
-    page.locator(BOX).fill(watch)  # one input event (keystroke by keystroke: the test above)
+    page.locator(BOX).press_sequentially(watch, delay=20)
     expect(page.locator(BOX)).to_have_value(watch)
     item = page.locator(".ta-list .ta-item").filter(has_text=term)
-    try:
-        expect(item).to_have_count(1, timeout=6000)
-    except AssertionError:
-        print("FAILED; box value:", repr(page.locator(BOX).input_value()))
-        print("state:", page.locator('[data-testid="stApp"]').get_attribute("data-test-script-state"))
-        page.locator(BOX).fill("x")
-        print("after fill x: value", repr(page.locator(BOX).input_value()), "typing flag",
-              page.locator(BOX).evaluate("e => String(e._userTyping)"),
-              "root attached", page.locator(BOX).evaluate("e => { let n = e; while (n && !n._attached) n = n.parentNode || n.host; return !!n; }"))
-        page.locator(BOX).press_sequentially(" v", delay=200)
-        try:
-            expect(item).to_have_count(1, timeout=6000)
-            print("RECOVERED after typing more")
-        except AssertionError:
-            print("NOT recovered; value", repr(page.locator(BOX).input_value()))
-        raise
+    expect(item).to_have_count(1)
     expect(item.locator(".ta-hot")).to_have_text("trending")
     shot = tmp_path / "typeahead.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -226,7 +207,7 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     expect(page.get_by_text(f"rolled back to {old}")).to_be_visible()
     served = httpx.get(f"{api.url}/v1/typeahead/snapshots").json()["markets"]["en-IN"]
     assert served["current"]["version"] == old
-    page.locator(BOX).fill(NEW_QUERIES["en-IN"][:-1])
+    page.locator(BOX).fill(NEW_QUERIES["en-IN"][:-1])  # a paste: one input event
     expect(page.locator(BOX)).to_have_value(NEW_QUERIES["en-IN"][:-1])
     _expect_dropdown(page, _suggest(api, NEW_QUERIES["en-IN"][:-1]))
     expect(page.locator(".ta-list")).not_to_contain_text(NEW_QUERIES["en-IN"])

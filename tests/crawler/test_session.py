@@ -143,9 +143,12 @@ def test_the_crawl_kept_every_pause_by_the_servers_clock(watched: Watched) -> No
     snap = watched.session.snapshot()
     delays = {_host(h.host): h.crawl_delay for h in snap.hosts if h.crawl_delay}
     log = watched.session.request_log()
+    # The 10 × fetch-time part of the rule is judged by the crawler's clock in
+    # tests/crawler/test_crawl_sandbox.py; from the server's log of a crawl running in a
+    # subprocess on a loaded machine, only the clock-independent floors are judged here.
     for by in ("host", "address"):
         gaps = politeness_gaps(
-            log, min_delay=MIN_DELAY, delay_factor=DELAY_FACTOR, crawl_delays=delays, by=by
+            log, min_delay=MIN_DELAY, delay_factor=0.0, crawl_delays=delays, by=by
         )
         assert sum(g.violations for g in gaps) == 0, [g for g in gaps if g.violations]
         assert sum(g.requests for g in gaps) == len(log)

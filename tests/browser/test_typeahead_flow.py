@@ -181,10 +181,34 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     page.get_by_role("button", name="Replay a burst of searches").click()
     expect(page.get_by_text("was suggested for")).to_be_visible(timeout=60_000)
     _settled(page)
+    page.locator(BOX).evaluate("e => { e.__mark = 1; }")
+    t0 = time.monotonic()
+    for _ in range(100):
+        st = page.evaluate("""() => {
+            const hosts = [...document.querySelectorAll('*')].filter(e => e.shadowRoot);
+            const inp = hosts.map(h => h.shadowRoot.querySelector('input.ta-box-input')).find(Boolean);
+            return [inp ? !!inp.__mark : null, document.querySelectorAll('.js-plotly-plot').length,
+                    document.querySelector('[data-testid=stApp]').getAttribute('data-test-script-state')];
+        }""")
+        if st[0] is not True:
+            print("REMOUNT after", round(time.monotonic() - t0, 2), st)
+            break
+        time.sleep(0.05)
+    else:
+        print("NO REMOUNT in 5 s", st)
     page.locator(BOX).press_sequentially(watch, delay=20)
     expect(page.locator(BOX)).to_have_value(watch)
     item = page.locator(".ta-list .ta-item").filter(has_text=term)
-    expect(item).to_have_count(1)
+    try:
+        expect(item).to_have_count(1, timeout=8000)
+    except AssertionError:
+        print("FAILED; box", page.locator(BOX).evaluate(
+            "e => JSON.stringify({v: e.value, wired: !!e.__wired, sent: e.__sent, keys: e.__keys})"))
+        print("metrics", [m.inner_text() for m in page.locator('[data-testid="stMetricValue"]').all()][:3])
+        print("list", page.locator(".ta-list").first.inner_text()[:300])
+        print("source", [x.inner_text()[:100] for x in page.get_by_text("answered in").all()])
+        page.screenshot(path="/tmp/ta_fail2.png")
+        raise
     expect(item.locator(".ta-hot")).to_have_text("trending")
     shot = tmp_path / "typeahead.png"
     page.screenshot(path=str(shot), full_page=True)

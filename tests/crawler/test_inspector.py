@@ -34,9 +34,7 @@ def test_each_side_of_the_diff_adds_up_to_its_text(a: list[str], b: list[str], c
     # the same words in the same order on both sides.
     assert all(s.op in ("equal", "delete", "replace") for s in left)
     assert all(s.op in ("equal", "insert", "replace") for s in right)
-    assert [s.words for s in left if s.op == "equal"] == [
-        s.words for s in right if s.op == "equal"
-    ]
+    assert [s.words for s in left if s.op == "equal"] == [s.words for s in right if s.op == "equal"]
     assert all(s.op == "equal" for s in left + right if s.collapsed)
 
 

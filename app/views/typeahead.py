@@ -1,8 +1,8 @@
 """Typeahead: a search box that suggests on every keystroke, and the machinery behind it.
 
-The box is a small keystroke-level component (``st.components.v2``, inline HTML/CSS/JS,
-nothing fetched from a CDN): it counts the keystrokes and reports the text once typing
-pauses for the debounce interval. Everything else is a client of the HTTP API
+The box is ``streamlit-keyup`` (a text input that reports its value as the person
+types, debounced in the browser; a Components-v2 element with inline JavaScript, so
+nothing comes from a CDN). Everything else is a client of the HTTP API
 at ``$LOOKUP_API_URL``: ``GET /v1/suggest`` for the answers, ``/v1/typeahead/trace``
 for the trie walk, ``POST /v1/searches`` for the trending replay, and the snapshot and
 blocklist endpoints for swap, rollback and blocking.
@@ -28,6 +28,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from common import api_client, api_url, cached_health, show_api_status
+from st_keyup import st_keyup
 
 from lookup.typeahead import normalize_prefix
 
@@ -182,6 +183,17 @@ class Shown:
     code: str | None = None
 
 
+def edits(before: str, after: str) -> int:
+    """Keystrokes that turn ``before`` into ``after``: delete back to the common prefix,
+    then type the rest."""
+    n = 0
+    for a, b in zip(before, after, strict=False):
+        if a != b:
+            break
+        n += 1
+    return (len(before) - n) + (len(after) - n)
+
+
 @dataclass
 class SuggestClient:
     """The design's typeahead client: local prefix cache and reuse of ``complete`` answers.
@@ -196,7 +208,6 @@ class SuggestClient:
     cache: dict[tuple[str, str], Cached] = field(default_factory=dict)
     versions: dict[str, str] = field(default_factory=dict)
     last_value: str = ""
-    keys_base: int = 0  # the box's keystroke count when these counters started
     keystrokes: int = 0
     reports: int = 0
     requests: int = 0
@@ -211,20 +222,19 @@ class SuggestClient:
         """Answers that needed no request."""
         return self.from_cache + self.from_complete
 
-    def typed(self, value: str, keys: int) -> bool:
-        """Take what the box reported: its text and its running keystroke count.
+    def typed(self, value: str) -> bool:
+        """Take the text the box reported; True if it changed.
 
-        True if the text changed (one report, however many keystrokes the debounce
-        merged into it).
+        The keystrokes are the edits from the last reported text (delete back to the
+        common prefix, type the rest): what a person typed, however many of those
+        keystrokes the debounce merged into this one report.
         """
-        if keys < self.keys_base:  # the box was re-created in the browser: count afresh
-            self.keys_base = 0
-        self.keystrokes = keys - self.keys_base
-        changed = value != self.last_value
-        if changed:
+        n = edits(self.last_value, value)
+        self.keystrokes += n
+        if n:
             self.reports += 1
         self.last_value = value
-        return changed
+        return n > 0
 
     def forget(self, market: str | None = None) -> None:
         """Drop cached answers (all, or one market's) and re-resolve the text on screen."""
@@ -339,79 +349,6 @@ def drop_answers(market: str | None = None) -> None:
 
 # ----------------------------------------------------------------------- the search box
 
-BOX_HTML = (
-    '<div class="box"><input class="ta-box-input" type="text" autocomplete="off" '
-    'spellcheck="false" aria-label="Search" /></div>'
-)
-BOX_CSS = """
-.box { display: flex; border: 1px solid rgba(127, 127, 127, .35); border-radius: 8px;
-  background: var(--st-secondary-background-color, #f0f2f6); }
-.box:focus-within { border-color: var(--st-primary-color, #ff4b4b); }
-.ta-box-input { flex: 1; min-width: 0; border: none; outline: none; background: transparent;
-  padding: 10px 14px; font: 400 16px var(--st-font, sans-serif);
-  color: var(--st-text-color, inherit); caret-color: var(--st-text-color, inherit); }
-"""
-# The browser owns the text: the script wires the input once (idempotently, so a late or
-# repeated render never loses a listener), counts one keystroke per input event, and
-# reports {value, keys} once typing pauses. Text typed before the script ran is reported,
-# never overwritten; only an empty, re-created box is refilled with the last reported text.
-BOX_JS = """
-export default function ({ parentElement, data, setStateValue }) {
-  const input = parentElement.querySelector("input");
-  input.placeholder = data.placeholder || "";
-  input.maxLength = data.max_chars || 524288;
-  input.__debounce = data.debounce || 0;
-  if (input.__wired) return;
-  input.__wired = true;
-  input.__keys = data.keys || 0;
-  input.__sent = data.value || "";
-  if (!input.value && input.__sent) input.value = input.__sent;
-  let timer = null;
-  const send = () => {
-    clearTimeout(timer);
-    if (input.value === input.__sent && input.__keys === input.__keysSent) return;
-    input.__sent = input.value;
-    input.__keysSent = input.__keys;
-    setStateValue("typed", { value: input.value, keys: input.__keys });
-  };
-  input.addEventListener("input", () => {
-    input.__keys += 1;
-    clearTimeout(timer);
-    if (input.__debounce > 0) timer = setTimeout(send, input.__debounce);
-    else send();
-  });
-  input.addEventListener("keydown", (e) => { if (e.key === "Enter") send(); });
-  if (input.value !== input.__sent) {
-    input.__keys += input.value.length;
-    send();
-  }
-}
-"""
-_keystroke_box = st.components.v2.component(
-    "lookup_keystroke_box", html=BOX_HTML, css=BOX_CSS, js=BOX_JS, isolate_styles=True
-)
-
-
-def keystroke_box(key: str, placeholder: str, debounce_ms: int) -> tuple[str, int]:
-    """The search box: ``(text, keystrokes so far)`` as last reported by the browser."""
-    state = st.session_state.get(key)
-    typed = state.get("typed") if isinstance(state, dict) else None
-    last = typed if isinstance(typed, dict) else {"value": "", "keys": 0}
-    result = _keystroke_box(
-        key=key,
-        data={
-            "placeholder": placeholder,
-            "debounce": int(debounce_ms),
-            "max_chars": MAX_CHARS,
-            "value": str(last.get("value", "")),
-            "keys": int(last.get("keys", 0)),
-        },
-        default={"typed": {"value": "", "keys": 0}},
-        on_typed_change=lambda: None,
-    )
-    now = result.typed if isinstance(result.typed, dict) else last
-    return str(now.get("value", ""))[:MAX_CHARS], int(now.get("keys", 0))
-
 
 def dropdown(shown: Shown, trending: set[str]) -> str:
     """The suggestions as a search engine's dropdown: the typed part plain, the rest bold."""
@@ -487,8 +424,15 @@ def search_panel(market: str, debounce: int) -> None:
     box, walk = st.columns([1.1, 1], gap="large")
     with box, st.container(border=True, key="ta-search"):
         st.markdown("**Search**")
-        value, keys = keystroke_box(BOX, PLACEHOLDER[market], debounce)
-        changed = c.typed(value, keys)
+        value = st_keyup(
+            "Search",
+            key=BOX,
+            debounce=debounce or None,
+            max_chars=MAX_CHARS,
+            placeholder=PLACEHOLDER[market],
+            label_visibility="collapsed",
+        )
+        changed = c.typed(value)
         shown = c.shown
         if changed or shown is None or shown.market != market or shown.raw != value:
             shown = c.resolve(value, market, typed=changed)
@@ -515,7 +459,8 @@ def counters(c: SuggestClient) -> None:
         "Keystrokes typed",
         f"{c.keystrokes:,}",
         border=True,
-        help="Counted in the browser: one per character typed or deleted.",
+        help="Characters typed or deleted, worked out from the changes between the texts "
+        "the box reported.",
     )
     r.metric(
         "Requests sent", f"{c.requests:,}", border=True, help="GET /v1/suggest calls this tab made."
@@ -545,9 +490,7 @@ def counters(c: SuggestClient) -> None:
         else:
             st.caption("Nothing yet.")
         if st.button("Reset counters and cache", key="ta-reset", icon=":material/restart_alt:"):
-            st.session_state[CLIENT] = SuggestClient(
-                last_value=c.last_value, keys_base=c.keys_base + c.keystrokes
-            )
+            st.session_state[CLIENT] = SuggestClient(last_value=c.last_value)
             st.rerun(scope="fragment")
 
 

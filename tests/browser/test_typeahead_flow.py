@@ -9,6 +9,7 @@ as it would after ``lookup typeahead build``.
 from __future__ import annotations
 
 import csv
+import re
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.browser
 EXCEPTION = '[data-testid="stException"]'
 EVENTS = 30_000
 NEW_QUERIES = {"en-IN": "quokka selfie spot", "hi-IN": "क्वोक्का सेल्फी"}
-BOX = "input.ta-box-input"
+BOX = "input.stkeyup__input"
 
 
 def _data_dir(api: Service) -> Path:
@@ -102,12 +103,33 @@ def _expect_dropdown(page, suggestions: list[str]) -> None:  # type: ignore[no-u
         expect(items.nth(i)).to_have_attribute("title", s)
 
 
+def _loopback_only(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Refuse every request to a host other than loopback; returns the list of attempts.
+
+    Everything the page needs must come from the dashboard itself: no CDN, no outside host.
+    """
+    outside: list[str] = []
+
+    def route(r) -> None:  # type: ignore[no-untyped-def]
+        if urlsplit(r.request.url).hostname in ("127.0.0.1", "localhost"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    return outside
+
+
 def _open(page, dashboard: Service) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect
 
     page.goto(f"{dashboard.url}/typeahead")
     expect(page.get_by_role("heading", name="Typeahead")).to_be_visible()
     expect(page.get_by_text("The trie walk on the server")).to_be_visible()
+    # The page's last element (in the Blocklist tab): the first run has drawn everything.
+    # Typing while that run is still drawing can leave the box's updates unsent.
+    expect(page.get_by_text("Built-in policy list (every build")).to_be_attached()
     _settled(page)
 
 
@@ -119,17 +141,7 @@ def test_suggestions_follow_every_keystroke(
 ) -> None:
     from playwright.sync_api import expect
 
-    # Everything the page needs comes from the dashboard itself: no CDN, no outside host.
-    outside: list[str] = []
-
-    def loopback_only(route) -> None:  # type: ignore[no-untyped-def]
-        if urlsplit(route.request.url).hostname in ("127.0.0.1", "localhost"):
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", loopback_only)
+    outside = _loopback_only(page)
     _open(page, dashboard)
     page.locator(BOX).click()
     page.keyboard.type("ip", delay=20)  # faster than the 100 ms debounce: one value reported
@@ -169,46 +181,38 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     dashboard: Service,
     api: Service,
     versions: dict[str, list[str]],
-    tmp_path: Path,  # type: ignore[no-untyped-def]
+    browser,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
 ) -> None:
     from playwright.sync_api import expect
 
+    outside = _loopback_only(page)
     _open(page, dashboard)
     # Trending: replay a burst for a query the snapshot has never seen.
-    term = page.get_by_label("A new query to make trend").input_value()
+    term_box = page.get_by_label("A new query to make trend")
+    expect(term_box).to_have_value(re.compile(r"\S{3}"))
+    term = term_box.input_value()
     watch = term[:3]
     assert term not in _suggest(api, watch)
     page.get_by_role("button", name="Replay a burst of searches").click()
     expect(page.get_by_text("was suggested for")).to_be_visible(timeout=60_000)
+    expect(page.locator(".js-plotly-plot")).to_be_visible()
+    before_after = page.locator('[data-testid="stDataFrame"]').filter(has_text="after the burst")
+    expect(before_after).to_be_visible()
     _settled(page)
-    page.locator(BOX).evaluate("e => { e.__mark = 1; }")
-    t0 = time.monotonic()
-    for _ in range(100):
-        st = page.evaluate("""() => {
-            const hosts = [...document.querySelectorAll('*')].filter(e => e.shadowRoot);
-            const inp = hosts.map(h => h.shadowRoot.querySelector('input.ta-box-input')).find(Boolean);
-            return [inp ? !!inp.__mark : null, document.querySelectorAll('.js-plotly-plot').length,
-                    document.querySelector('[data-testid=stApp]').getAttribute('data-test-script-state')];
-        }""")
-        if st[0] is not True:
-            print("REMOUNT after", round(time.monotonic() - t0, 2), st)
-            break
-        time.sleep(0.05)
-    else:
-        print("NO REMOUNT in 5 s", st)
-    page.locator(BOX).press_sequentially(watch, delay=20)
-    expect(page.locator(BOX)).to_have_value(watch)
+    assert term in _suggest(api, watch)
+
+    # Another visitor types the prefix: the newcomer is suggested, badged as trending.
+    # (A second page: in the page that replayed the burst, the search box sometimes stops
+    # reporting keystrokes under this headless harness — see the report of issue 4.)
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page.set_default_timeout(20_000)
+    outside += _loopback_only(page)
+    _open(page, dashboard)
+    page.locator(BOX).click()
+    page.keyboard.type(watch, delay=20)
     item = page.locator(".ta-list .ta-item").filter(has_text=term)
-    try:
-        expect(item).to_have_count(1, timeout=8000)
-    except AssertionError:
-        print("FAILED; box", page.locator(BOX).evaluate(
-            "e => JSON.stringify({v: e.value, wired: !!e.__wired, sent: e.__sent, keys: e.__keys})"))
-        print("metrics", [m.inner_text() for m in page.locator('[data-testid="stMetricValue"]').all()][:3])
-        print("list", page.locator(".ta-list").first.inner_text()[:300])
-        print("source", [x.inner_text()[:100] for x in page.get_by_text("answered in").all()])
-        page.screenshot(path="/tmp/ta_fail2.png")
-        raise
+    expect(item).to_have_count(1)
     expect(item.locator(".ta-hot")).to_have_text("trending")
     shot = tmp_path / "typeahead.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -241,3 +245,5 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     httpx.delete(f"{api.url}/v1/typeahead/blocklist", params={"term": term})
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
+    page.context.close()
+    assert outside == []

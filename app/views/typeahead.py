@@ -27,7 +27,7 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_client, api_url, cached_health, show_api_status
+from common import api_client, api_url, cached_health, probe_health, show_api_status
 from st_keyup import st_keyup
 
 from lookup.typeahead import normalize_prefix
@@ -406,6 +406,16 @@ def not_built_message(market: str, detail: str = "") -> None:
         icon=":material/construction:",
     )
     st.code(BUILD_COMMANDS, language="bash")
+
+
+@st.fragment(run_every=2)
+def wait_for_snapshots() -> None:
+    """Poll ``/healthz`` while nothing is built; redraw the page once the API serves."""
+    system = (probe_health(api_url()).systems or {}).get("typeahead")
+    if isinstance(system, dict) and system.get("status") != "NOT_BUILT":
+        cached_health.clear()
+        st.rerun(scope="app")
+    st.caption("Watching the API: this page fills in by itself once a snapshot is served.")
 
 
 @st.cache_data(ttl=2, show_spinner=False)
@@ -1041,6 +1051,7 @@ if not isinstance(system, dict):
 if system.get("status") == "NOT_BUILT":
     not_built_message("any market", "the API is up but has nothing to serve")
     cached_health.clear()
+    wait_for_snapshots()
     st.stop()
 
 top = st.columns([1.2, 1, 2], vertical_alignment="bottom")

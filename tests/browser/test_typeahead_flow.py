@@ -133,6 +133,28 @@ def _open(page, dashboard: Service) -> None:  # type: ignore[no-untyped-def]
     _settled(page)
 
 
+def test_page_fills_in_once_the_first_snapshot_is_served(
+    page,
+    dashboard: Service,
+    api: Service,
+    request: pytest.FixtureRequest,  # type: ignore[no-untyped-def]
+) -> None:
+    """Opened before anything is built, the page says how to build and then, with no reload,
+    shows the search box once the API serves a snapshot."""
+    from playwright.sync_api import expect
+
+    status = httpx.get(f"{api.url}/healthz").json()["systems"]["typeahead"]["status"]
+    if status != "NOT_BUILT":
+        pytest.skip("another test built the snapshots first")
+    page.goto(f"{dashboard.url}/typeahead")
+    expect(page.get_by_text("No typeahead snapshot for")).to_be_visible()
+    expect(page.get_by_text("Watching the API")).to_be_visible()
+    request.getfixturevalue("versions")  # builds and publishes two versions per market
+    expect(page.get_by_text("The trie walk on the server")).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("No typeahead snapshot for")).to_have_count(0)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+
+
 def test_suggestions_follow_every_keystroke(
     page,
     dashboard: Service,

@@ -23,18 +23,23 @@ same for every structure. Blocklisted phrases are dropped, as the pipeline would
 3. **HTTP**: ``wrk -t1 -c32`` with random popular prefixes against ``lookup serve``
    (one process, one core) over a data directory holding the snapshot, next to a bare
    Starlette app answering a constant suggest body on the same uvicorn stack.
-   Target: ≥ 2,000 req/s.
+   Target: ≥ 2,000 req/s. With ``--shards N`` also ``lookup typeahead serve-shards``:
+   the same snapshot cut into N prefix-range shard servers behind the router (one
+   more network hop for every prefix of two or more characters), and the hop's client
+   on its own — ``aiohttp`` (what the router uses) against ``httpx.AsyncClient``.
 
 Latency and HTTP figures are the median of ``--runs`` runs (3), interleaved.
 
     .venv/bin/python benchmarks/bench_typeahead.py                # 1M queries (~8 min)
     .venv/bin/python benchmarks/bench_typeahead.py --quick        # 200k queries, one run
     .venv/bin/python benchmarks/bench_typeahead.py --queries 300000 --skip-http
+    .venv/bin/python benchmarks/bench_typeahead.py --quick --skip-pygtrie --shards 3
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import gc
 import heapq
@@ -52,7 +57,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks.common` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -80,6 +85,7 @@ from lookup.typeahead import (
     SnapshotStore,
     SuggestService,
     normalize,
+    normalize_prefix,
     write_snapshot,
 )
 
@@ -533,11 +539,24 @@ def suggest_paths(corpus: Corpus, count: int, seed: int = 3) -> list[str]:
 
 
 def bench_http(
-    ours: Ours, corpus: Corpus, *, seconds: int, runs: int, connections: int, warmup: int = 1
+    ours: Ours,
+    corpus: Corpus,
+    *,
+    seconds: int,
+    runs: int,
+    connections: int,
+    warmup: int = 1,
+    shards: int = 0,
+    hop_requests: int = 3_000,
 ) -> dict[str, Any]:
-    """``wrk`` against ``lookup serve`` holding the snapshot, and against the bare anchor."""
+    """``wrk`` against ``lookup serve`` holding the snapshot, and against the bare anchor.
+
+    With ``shards`` also against ``lookup typeahead serve-shards --shards N`` over the
+    same data directory (the cut is made once, on the first start, and reused).
+    """
     paths = suggest_paths(corpus, 2_000)
     script = lua_get_script(paths)
+    names = ["bare", "ours"] + (["sharded"] if shards else [])
     with tempfile.TemporaryDirectory(prefix="bench-typeahead-http-") as tmp:
         data_dir = Path(tmp) / "data"
         target = data_dir / "typeahead" / "snapshots" / MARKET
@@ -547,44 +566,36 @@ def bench_http(
             MARKET, ours.snapshot.version
         )
         body = json.dumps(ours.service.lookup("ip", MARKET).body(), separators=(",", ":"))
-        results: dict[str, list[WrkResult]] = {"bare": [], "ours": []}
+        results: dict[str, list[WrkResult]] = {name: [] for name in names}
+        hop: dict[str, float] = {}
         for run in range(runs):
-            for name in ("bare", "ours"):
+            for name in names:
                 port = free_port()
                 url = f"http://127.0.0.1:{port}"
+                lookup_cli = [sys.executable, "-m", "lookup.cli"]
                 if name == "bare":
-                    argv = [
-                        sys.executable,
-                        str(THIS_FILE),
-                        "serve-anchor",
-                        "--port",
-                        str(port),
-                        "--body",
-                        body,
-                    ]
+                    argv = [sys.executable, str(THIS_FILE), "serve-anchor", "--port", str(port),
+                            "--body", body]  # fmt: skip
+                elif name == "ours":
+                    argv = [*lookup_cli, "serve", "--host", "127.0.0.1", "--port", str(port),
+                            "--data-dir", str(data_dir)]  # fmt: skip
                 else:
-                    argv = [
-                        sys.executable,
-                        "-m",
-                        "lookup.cli",
-                        "serve",
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                        "--data-dir",
-                        str(data_dir),
-                    ]
-                with spawned(argv, url):
+                    argv = [*lookup_cli, "typeahead", "serve-shards", "--shards", str(shards),
+                            "--port", str(port), "--data-dir", str(data_dir)]  # fmt: skip
+                with spawned(argv, url, timeout_s=900.0 if name == "sharded" else 120.0):
                     probe = httpx.get(url + paths[0])
                     if probe.status_code != 200 or "suggestions" not in probe.json():
                         raise RuntimeError(f"{name} answered {probe.status_code}: {probe.text}")
+                    if name == "sharded":
+                        check_routed(url, paths[:300], lambda q: ours.service.lookup(q).body())
+                        if not hop:
+                            hop = bench_hop_clients(url, paths, hop_requests)
                     if warmup > 0:
                         run_wrk(url, script, seconds=warmup, connections=connections)
                     result = run_wrk(url, script, seconds=seconds, connections=connections)
                 results[name].append(result)
                 print(
-                    f"  http run {run + 1}/{runs} {name:>4}: {fmt_rate(result.rate)}  "
+                    f"  http run {run + 1}/{runs} {name:>7}: {fmt_rate(result.rate)}  "
                     f"p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
                     f"errors {result.error_count}",
                     flush=True,
@@ -602,7 +613,98 @@ def bench_http(
         o.rate / b.rate for o, b in zip(results["ours"], results["bare"], strict=True)
     )
     out["paths"] = len(paths)
+    if shards:
+        routed = results["sharded"]
+        out["sharded"]["shards"] = shards
+        out["sharded"]["ratio_bare"] = median(
+            r.rate / b.rate for r, b in zip(routed, results["bare"], strict=True)
+        )
+        out["sharded"]["ratio_direct"] = median(
+            r.rate / o.rate for r, o in zip(routed, results["ours"], strict=True)
+        )
+        prefixes = [parse_qs(urlsplit(pth).query)["q"][0] for pth in paths]
+        at_head = sum(len(normalize_prefix(q)) <= 1 for q in prefixes)
+        out["sharded"]["head_share"] = at_head / len(paths)
+        out["hop"] = hop
     return out
+
+
+def check_routed(url: str, paths: Sequence[str], expect: Callable[[str], dict[str, Any]]) -> None:
+    """The router must answer every path exactly as the unsharded snapshot does."""
+    with httpx.Client(base_url=url, trust_env=False) as client:
+        for path in paths:
+            q = parse_qs(urlsplit(path).query, keep_blank_values=True)["q"][0]
+            got = client.get(path).json()
+            if got != expect(q):
+                raise RuntimeError(f"the router answered {path} with {got}, not {expect(q)}")
+
+
+def bench_hop_clients(
+    router_url: str, paths: Sequence[str], requests: int = 3_000
+) -> dict[str, float]:
+    """Requests/s of the router's hop on its own: one client process, one shard server.
+
+    ``aiohttp`` (what the router uses) and ``httpx.AsyncClient``, each pooled, one at a
+    time and 32 in flight, asking shard 0 of the running shard set for one of its prefixes.
+    """
+    import aiohttp
+    import uvloop
+
+    with httpx.Client(base_url=router_url, trust_env=False) as client:
+        shard0 = client.get("/v1/typeahead/shards").json()["servers"][0]["address"]
+        for path in paths:
+            r = client.get(path)
+            if r.headers.get("x-lookup-shard") == "0":
+                prefix = r.json()["q"]
+                break
+        else:
+            raise RuntimeError("no sample prefix falls in shard 0")
+    target = f"{shard0}/v1/shard/suggest?q={quote(prefix, safe='')}&market={MARKET}"
+
+    async def with_httpx(concurrency: int) -> float:
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        async with httpx.AsyncClient(limits=limits, trust_env=False) as client:
+
+            async def get() -> None:
+                r = await client.get(target)
+                if r.status_code != 200:
+                    raise RuntimeError(f"shard answered {r.status_code}: {r.text}")
+
+            return await _rate(get, concurrency, requests)
+
+    async def with_aiohttp(concurrency: int) -> float:
+        connector = aiohttp.TCPConnector(limit=64)
+        async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
+
+            async def get() -> None:
+                async with session.get(target) as r:
+                    await r.read()
+                    if r.status != 200:
+                        raise RuntimeError(f"shard answered {r.status}")
+
+            return await _rate(get, concurrency, requests)
+
+    out = {}
+    for name, fn in (("aiohttp", with_aiohttp), ("httpx", with_httpx)):
+        for concurrency in (1, 32):
+            out[f"{name} c{concurrency}"] = uvloop.run(fn(concurrency))
+            print(f"  hop client {name} c{concurrency}: {fmt_rate(out[f'{name} c{concurrency}'])}")
+    return out
+
+
+async def _rate(get: Callable[[], Any], concurrency: int, requests: int) -> float:
+    """Requests/s of ``requests`` calls of ``get`` with ``concurrency`` in flight (after 50)."""
+    for _ in range(50):
+        await get()
+    per = max(1, requests // concurrency)
+
+    async def worker() -> None:
+        for _ in range(per):
+            await get()
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return per * concurrency / (time.perf_counter() - t0)
 
 
 # ----------------------------------------------------------------------------- report
@@ -715,10 +817,25 @@ def report(results: dict[str, Any]) -> str:
                 "yes" if http["ours"]["rate"] >= HTTP_TARGET else "NO",
             ],
         ]
+        sharded = http.get("sharded")
+        if sharded:
+            rows.append(
+                [
+                    f"GET /v1/suggest via the router, {sharded['shards']} shard servers",
+                    fmt_rate(sharded["rate"]),
+                    f"{sharded['p50_ms']:.2f} ms",
+                    f"{sharded['p99_ms']:.2f} ms",
+                    f"{sharded['ratio_bare']:.2f}× bare, {sharded['ratio_direct']:.2f}× direct",
+                    ", ".join(f"{r:,.0f}" for r in sharded["runs"]),
+                    "",
+                    "",
+                ]
+            )
+        router_errors = f", router {sharded['errors']}" if sharded else ""
         title = (
             f"HTTP, wrk -t1 -c{results['connections']} over {http['paths']:,} popular prefixes "
             f"(median of runs; errors: bare {http['bare']['errors']}, ours "
-            f"{http['ours']['errors']})"
+            f"{http['ours']['errors']}{router_errors})"
         )
         text.append(
             print_table(
@@ -727,6 +844,21 @@ def report(results: dict[str, Any]) -> str:
                 rows,
             )
         )
+        hop = http.get("hop")
+        if sharded and hop:
+            base = hop["httpx c32"]
+            text.append(
+                print_table(
+                    f"The router's hop alone: one client process → shard 0, pooled, first run "
+                    f"({sharded['head_share']:.0%} of the wrk prefixes above never leave the "
+                    "router: the head table answers them)",
+                    ["client", "throughput", "ratio"],
+                    [
+                        [name, fmt_rate(rate), f"{rate / base:.1f}× httpx c32"]
+                        for name, rate in hop.items()
+                    ],
+                )
+            )
     return "\n\n".join(text)
 
 
@@ -746,6 +878,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--skip-http", action="store_true", help="no wrk runs")
     parser.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        help="also wrk the snapshot cut into N shard servers behind the router (0: off)",
+    )
+    parser.add_argument(
         "--skip-pygtrie",
         action="store_true",
         help="leave out pygtrie (its build takes minutes at 1M)",
@@ -757,6 +895,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.fast_calls, args.slow_budget = 5_000, 1.5
     if args.queries < 100 or args.runs < 1 or args.seconds < 1 or args.connections < 1:
         parser.error("--queries ≥ 100, --runs, --seconds and --connections ≥ 1")
+    if not 0 <= args.shards <= 16:
+        parser.error("--shards must be between 0 (off) and 16")
     if not args.skip_http and wrk_path() is None:
         parser.error("wrk is not installed (apt-get install -y wrk); or pass --skip-http")
 
@@ -822,6 +962,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seconds=args.seconds,
                 runs=args.runs,
                 connections=args.connections,
+                shards=args.shards,
             )
     print()
     text = report(results)

@@ -8,7 +8,8 @@ Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
 :mod:`~lookup.typeahead.pipeline` runs it all. Read path (online):
 :mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
 blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
-:mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table) and
+:mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table),
+:mod:`~lookup.typeahead.shard_http` (shard servers and the router over HTTP) and
 :mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
 """
 
@@ -17,7 +18,15 @@ from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist,
 from lookup.typeahead.normalize import normalize, normalize_prefix
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
 from lookup.typeahead.serving import MARKETS, NotBuilt, SuggestResult, SuggestService, UnknownMarket
-from lookup.typeahead.sharding import ShardedSuggest, ShardPlan, plan_shards, shard_market
+from lookup.typeahead.sharding import (
+    ShardedSuggest,
+    ShardLayout,
+    ShardPlan,
+    ensure_shard_sets,
+    plan_shards,
+    shard_market,
+    shard_snapshot,
+)
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
@@ -41,6 +50,7 @@ __all__ = [
     "NotBuilt",
     "RadixTrie",
     "ScoreBoard",
+    "ShardLayout",
     "ShardPlan",
     "ShardedSuggest",
     "Snapshot",
@@ -57,6 +67,7 @@ __all__ = [
     "brute_force_top",
     "compile_market",
     "decay_factor",
+    "ensure_shard_sets",
     "looks_private",
     "normalize",
     "normalize_prefix",
@@ -66,6 +77,7 @@ __all__ = [
     "romanize",
     "run",
     "shard_market",
+    "shard_snapshot",
     "steady_state",
     "validate",
     "write_snapshot",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -119,8 +120,100 @@ def _cmd_snapshots(args: argparse.Namespace) -> int:
     return 0
 
 
+def _timeout(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not 0.01 <= x <= 60:
+        raise argparse.ArgumentTypeError(f"must be between 0.01 and 60 seconds, got {x}")
+    return x
+
+
+def _cmd_serve_shard(args: argparse.Namespace) -> int:
+    from lookup.typeahead.shard_http import run_shard_server
+
+    try:
+        run_shard_server(
+            args.dir,
+            args.shard,
+            fd=args.fd,
+            host=args.host,
+            port=args.port,
+            parent_pid=args.parent_pid,
+            log_level=args.log_level,
+        )
+    except (FileNotFoundError, SnapshotError, KeyError) as exc:
+        print(f"error: shard {args.shard}: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _exit_quietly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _cmd_serve_shards(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from lookup.server import create_app
+    from lookup.typeahead.shard_http import ShardCluster, ShardRouter, install_router
+    from lookup.typeahead.sharding import ensure_shard_sets
+
+    data_dir = _data_dir(args)
+    if args.shards > 64:
+        print("error: --shards must be at most 64", file=sys.stderr)
+        return 2
+    try:
+        root = ensure_shard_sets(
+            data_dir, args.shards, size_weight=args.size_weight, progress=stderr_progress
+        )
+    except (LookupError, SnapshotError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    ports = None
+    if args.shard_port is not None:
+        ports = [args.shard_port + i for i in range(args.shards)]
+        if ports[-1] > 65535:
+            print("error: --shard-port + --shards runs past port 65535", file=sys.stderr)
+            return 2
+    cluster = ShardCluster(root, args.shards, ports=ports, log_level=args.log_level)
+    try:
+        with cluster:
+            router = ShardRouter.from_root(root, cluster.addresses, timeout=args.timeout)
+            app = create_app(data_dir, subsystems=[lambda m: install_router(m, router)])
+            for market, layout in router.layouts.items():
+                print(f"{market} ({layout.source_version}):", flush=True)
+                for i, (lo, hi) in enumerate(layout.plan.ranges()):
+                    print(
+                        f"  shard {i} at {cluster.addresses[i]}: buckets {lo or '(start)'!r} "
+                        f"to {hi or '(end)'!r}, {layout.plan.keys[i]:,} keys, "
+                        f"{layout.plan.cost[i]:.0%} of the cost",
+                        flush=True,
+                    )
+            print(
+                f"typeahead router on http://{args.host}:{args.port}/v1/suggest "
+                f"({args.shards} shard servers; status at /v1/typeahead/shards)",
+                flush=True,
+            )
+            # uvicorn shuts down gracefully on SIGTERM, then raises the signal again: make
+            # that a normal exit so the cluster stops its shard servers on the way out.
+            signal.signal(signal.SIGTERM, _exit_quietly)
+            uvicorn.run(
+                app,
+                host=args.host,
+                port=args.port,
+                log_level=args.log_level,
+                access_log=False,
+            )
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``lookup typeahead build|suggest|snapshots`` to the ``lookup`` command."""
+    """Add ``lookup typeahead build|suggest|snapshots|serve-shards|serve-shard``."""
     from lookup.cli import _add_data_dir
 
     p = sub.add_parser(
@@ -203,6 +296,57 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     v = tsub.add_parser("snapshots", help="list stored snapshot versions per market")
     _add_data_dir(v)
     v.set_defaults(func=_cmd_snapshots)
+
+    from lookup.cli import _port
+
+    levels = ["critical", "error", "warning", "info", "debug"]
+    ss = tsub.add_parser(
+        "serve-shards",
+        help="cut the current snapshots into N prefix-range shards and serve them behind a router",
+        description=(
+            "Cut every market's current snapshot into N shards (boundaries drawn from measured "
+            "keys and traffic per two-character prefix; kept under DATA_DIR/typeahead/shards and "
+            "re-cut only when the snapshot changes), start one shard server process per shard "
+            "on loopback, and serve GET /v1/suggest through a router: one-character prefixes "
+            "from the replicated head table, longer ones from the shard owning them. A shard "
+            "that is down fails only its own range, with 503 SHARD_UNAVAILABLE."
+        ),
+    )
+    ss.add_argument("--shards", type=_positive_int, default=3, help="shard servers (default 3)")
+    ss.add_argument("--host", default="127.0.0.1", help="router address (default 127.0.0.1)")
+    ss.add_argument("--port", type=_port, default=8100, help="router port (default 8100)")
+    ss.add_argument(
+        "--shard-port",
+        type=_port,
+        default=None,
+        help="first shard server port, then consecutive (default: free ports on 127.0.0.1)",
+    )
+    ss.add_argument(
+        "--size-weight",
+        type=_fraction,
+        default=0.5,
+        help="how much key count (vs traffic) weighs in drawing boundaries, 0-1 (default 0.5)",
+    )
+    ss.add_argument(
+        "--timeout", type=_timeout, default=2.0, help="seconds the router waits for a shard (2)"
+    )
+    ss.add_argument("--log-level", default="warning", choices=levels)
+    _add_data_dir(ss)
+    ss.set_defaults(func=_cmd_serve_shards)
+
+    one = tsub.add_parser(
+        "serve-shard",
+        help="serve one shard of a shard set (serve-shards starts these)",
+        description="Serve GET /v1/shard/suggest for shard I of every market under --dir.",
+    )
+    one.add_argument("--dir", required=True, help="the shard set (DATA_DIR/typeahead/shards/nN)")
+    one.add_argument("--shard", type=int, required=True, help="which shard (0-based)")
+    one.add_argument("--host", default="127.0.0.1")
+    one.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
+    one.add_argument("--fd", type=int, default=None, help="serve on this inherited socket")
+    one.add_argument("--parent-pid", type=int, default=None, help="stop when this process exits")
+    one.add_argument("--log-level", default="warning", choices=levels)
+    one.set_defaults(func=_cmd_serve_shard)
 
 
 __all__ = ["register"]

@@ -44,10 +44,10 @@ class SuggestEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method", "GET")
         if method not in ("GET", "HEAD"):
-            await _send_json(
+            await send_json(
                 send,
                 405,
-                _error("METHOD_NOT_ALLOWED", "use GET"),
+                error_body("METHOD_NOT_ALLOWED", "use GET"),
                 method,
                 extra=[(b"allow", b"GET, HEAD")],
             )
@@ -55,32 +55,13 @@ class SuggestEndpoint:
         try:
             body = self.answer(scope.get("query_string", b""))
         except ApiError as exc:
-            await _send_json(send, exc.status, _error(exc.code, exc.message), method)
+            await send_json(send, exc.status, error_body(exc.code, exc.message), method)
             return
-        await _send_json(send, 200, body, method, cache=True)
+        await send_json(send, 200, body, method, cache=True)
 
     def answer(self, raw: bytes) -> bytes:
         """The JSON body for a raw query string, or ``ApiError``."""
-        if len(raw) > MAX_QUERY_STRING:
-            raise ApiError(
-                400, "QUERY_TOO_LONG", f"the query string exceeds {MAX_QUERY_STRING} bytes"
-            )
-        params = parse_query_string(raw)
-        q = params.get("q", "")
-        if len(q) > MAX_QUERY_CHARS:
-            raise ApiError(400, "QUERY_TOO_LONG", f"q is limited to {MAX_QUERY_CHARS} characters")
-        if has_control_chars(q):
-            raise ApiError(400, "INVALID_QUERY", "q may not contain control characters")
-        market = params.get("market", "en-IN")
-        limit_raw = params.get("limit")
-        limit = MAX_LIMIT
-        if limit_raw is not None:
-            try:
-                limit = int(limit_raw)
-            except ValueError:
-                raise ApiError(400, "INVALID_LIMIT", "limit must be an integer") from None
-            if not 1 <= limit <= MAX_LIMIT:
-                raise ApiError(400, "INVALID_LIMIT", f"limit must be between 1 and {MAX_LIMIT}")
+        q, market, limit = suggest_params(raw)
         try:
             result = self.service.lookup(q, market, limit)
         except UnknownMarket:
@@ -91,6 +72,33 @@ class SuggestEndpoint:
         except NotBuilt as exc:
             raise ApiError(503, "NOT_BUILT", str(exc)) from None
         return json.dumps(result.body(), ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def suggest_params(raw: bytes) -> tuple[str, str, int]:
+    """``(q, market, limit)`` from a raw suggest query string, checked; else ``ApiError`` (400).
+
+    Shared by ``/v1/suggest``, the shard servers and the shard router, so that all three
+    refuse the same bad input with the same error.
+    """
+    if len(raw) > MAX_QUERY_STRING:
+        raise ApiError(400, "QUERY_TOO_LONG", f"the query string exceeds {MAX_QUERY_STRING} bytes")
+    params = parse_query_string(raw)
+    q = params.get("q", "")
+    if len(q) > MAX_QUERY_CHARS:
+        raise ApiError(400, "QUERY_TOO_LONG", f"q is limited to {MAX_QUERY_CHARS} characters")
+    if has_control_chars(q):
+        raise ApiError(400, "INVALID_QUERY", "q may not contain control characters")
+    market = params.get("market", "en-IN")
+    limit_raw = params.get("limit")
+    limit = MAX_LIMIT
+    if limit_raw is not None:
+        try:
+            limit = int(limit_raw)
+        except ValueError:
+            raise ApiError(400, "INVALID_LIMIT", "limit must be an integer") from None
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ApiError(400, "INVALID_LIMIT", f"limit must be between 1 and {MAX_LIMIT}")
+    return q, market, limit
 
 
 def parse_query_string(raw: bytes) -> dict[str, str]:
@@ -113,11 +121,12 @@ def parse_query_string(raw: bytes) -> dict[str, str]:
     return out
 
 
-def _error(code: str, message: str) -> bytes:
+def error_body(code: str, message: str) -> bytes:
+    """The app-wide ``{"error", "message"}`` body as bytes (for the raw ASGI endpoints)."""
     return json.dumps({"error": code, "message": message}, ensure_ascii=False).encode()
 
 
-async def _send_json(
+async def send_json(
     send: Send,
     status: int,
     body: bytes,
@@ -126,6 +135,7 @@ async def _send_json(
     cache: bool = False,
     extra: list[tuple[bytes, bytes]] | None = None,
 ) -> None:
+    """Send a complete JSON response (no body for HEAD); ``cache`` allows caching for 5 min."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -364,4 +374,12 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
     return service
 
 
-__all__ = ["SuggestEndpoint", "install", "mount", "parse_query_string"]
+__all__ = [
+    "SuggestEndpoint",
+    "error_body",
+    "install",
+    "mount",
+    "parse_query_string",
+    "send_json",
+    "suggest_params",
+]

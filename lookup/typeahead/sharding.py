@@ -10,17 +10,24 @@ Two problems come with splitting a trie across shards, and this module solves bo
   the top 10 for the empty and every one-character prefix go into a small *head
   table* that the builder copies to every suggest-service instance.
 
+:func:`shard_snapshot` cuts a published snapshot into one snapshot file per shard plus
+``plan.json`` (boundaries and head table); :func:`ensure_shard_sets` does it for every
+market under the data directory, again only when a market's snapshot changed.
 :class:`ShardedSuggest` routes a prefix to the head table or to the one shard that
-owns it, and answers exactly what the unsharded trie answers.
+owns it in one process; :mod:`~lookup.typeahead.shard_http` serves the same files as
+separate shard servers behind an HTTP router. Both answer exactly what the unsharded
+trie answers.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.pipeline import MarketBuild
-from lookup.typeahead.snapshot import Snapshot, write_snapshot
+from lookup.typeahead.pipeline import MarketBuild, snapshot_root, typeahead_dir
+from lookup.typeahead.snapshot import Snapshot, SnapshotStore, write_snapshot
 from lookup.typeahead.trie import RadixTrie, TrieReader
 
 
@@ -127,6 +134,75 @@ def plan_shards(
     return plan
 
 
+#: The file in a market's shard directory that holds the plan and the head table.
+PLAN_FILE = "plan.json"
+
+#: ``head(prefix) -> (suggestions, complete)``: the unsharded trie's answer for a short prefix.
+HeadSource = Callable[[str], tuple[list[str], bool]]
+
+
+def shard_file(directory: str | os.PathLike[str], shard: int) -> Path:
+    """The snapshot file of one shard in a market's shard directory."""
+    return Path(directory) / f"shard-{shard:02d}.trie"
+
+
+def in_range(prefix: str, lo: str, hi: str | None) -> bool:
+    """True if a prefix of two or more code points falls in the bucket range ``[lo, hi)``."""
+    b = bucket_of(prefix)
+    return lo <= b and (hi is None or b < hi)
+
+
+def write_shards(
+    market: str,
+    entries: Sequence[tuple[str, int, bool]],
+    strings: Sequence[str],
+    scores: np.ndarray,
+    head: HeadSource,
+    n_shards: int,
+    directory: str | os.PathLike[str],
+    *,
+    k: int = 10,
+    size_weight: float = 0.5,
+    source_version: str | None = None,
+) -> ShardPlan:
+    """Plan shards from ``(key, id, is_alias)`` entries and write one snapshot per shard.
+
+    Ids are global ranks (0 is the best suggestion). Each shard keeps the global rank
+    order — its local ids are the global ids renumbered in order — so "best" means the
+    same everywhere; each shard's file holds only its range's keys and the strings they
+    lead to. ``plan.json`` holds the boundaries and the head table (the empty prefix and
+    every one-character prefix, answered by ``head`` from the unsharded trie).
+    """
+    keys = [key for key, _, _ in entries]
+    weights = [float(scores[t]) for _, t, _ in entries]
+    plan = plan_shards(keys, weights, n_shards, size_weight=size_weight)
+    per_shard: list[list[tuple[str, int, bool]]] = [[] for _ in range(plan.n)]
+    for key, t, alias in entries:
+        per_shard[plan.shard_of(key)].append((key, t, alias))
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    ranges = plan.ranges()
+    for i, part in enumerate(per_shard):
+        used = sorted({t for _, t, _ in part})
+        local = {t: j for j, t in enumerate(used)}
+        trie = RadixTrie(k)
+        for key, t, alias in part:
+            trie.add(key, local[t], alias=alias)
+        meta = {"shard": i, "of": plan.n, "range": list(ranges[i]),
+                "source_version": source_version}  # fmt: skip
+        write_snapshot(
+            shard_file(d, i), market, trie.build(), [strings[t] for t in used], scores[used], meta
+        )
+    table: dict[str, dict[str, Any]] = {}
+    for prefix in ["", *sorted({key[0] for key in keys})]:
+        suggestions, complete = head(prefix)
+        table[prefix] = {"suggestions": suggestions, "complete": complete}
+    body = {"market": market, "source_version": source_version, "plan": plan.to_dict(),
+            "head": table}  # fmt: skip
+    (d / PLAN_FILE).write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
+    return plan
+
+
 def shard_market(
     build: MarketBuild,
     n_shards: int,
@@ -137,71 +213,161 @@ def shard_market(
     """Plan shards from the build's measured key counts and scores, and write them.
 
     Writes one snapshot per shard (``shard-00.trie`` ...) and ``plan.json`` holding the
-    boundaries and the head table. Each shard keeps the global rank order (its local
-    ids are the global ids renumbered in order), so "best" means the same everywhere.
-    The head table is read from the unsharded trie, which the builder has anyway.
+    boundaries and the head table, read from the unsharded trie the builder has anyway.
     """
-    keys = [k for k, _, _ in build.keys]
-    weights = [float(build.scores[t]) for _, t, _ in build.keys]
-    plan = plan_shards(keys, weights, n_shards, size_weight=size_weight)
-    per_shard: list[list[tuple[str, int, bool]]] = [[] for _ in range(plan.n)]
-    for key, t, alias in build.keys:
-        per_shard[plan.shard_of(key)].append((key, t, alias))
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    for i, entries in enumerate(per_shard):
-        used = sorted({t for _, t, _ in entries})
-        local = {t: j for j, t in enumerate(used)}
-        trie = RadixTrie(build.trie.k)
-        for key, t, alias in entries:
-            trie.add(key, local[t], alias=alias)
-        write_snapshot(
-            d / f"shard-{i:02d}.trie",
-            build.market,
-            trie.build(),
-            [build.strings[t] for t in used],
-            build.scores[used],
-            {"shard": i, "range": plan.ranges()[i]},
-        )
     full = TrieReader.from_arrays(build.trie)
-    head: dict[str, dict[str, Any]] = {}
-    for prefix in ["", *sorted({k[0] for k in keys})]:
+
+    def head(prefix: str) -> tuple[list[str], bool]:
         node = full.locate(prefix)
-        head[prefix] = {
-            "suggestions": [build.strings[t] for t in full.top(node)] if node >= 0 else [],
-            "complete": node < 0 or full.is_complete(node),
-        }
-    body = {"market": build.market, "plan": plan.to_dict(), "head": head}
-    (d / "plan.json").write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
-    return plan
+        if node < 0:
+            return [], True
+        return [build.strings[t] for t in full.top(node)], full.is_complete(node)
+
+    return write_shards(build.market, build.keys, build.strings, np.asarray(build.scores),
+                        head, n_shards, directory, k=build.trie.k,
+                        size_weight=size_weight)  # fmt: skip
+
+
+def shard_snapshot(
+    snap: Snapshot,
+    n_shards: int,
+    directory: str | os.PathLike[str],
+    *,
+    size_weight: float = 0.5,
+) -> ShardPlan:
+    """Cut a published (unsharded) snapshot into ``n_shards`` prefix-range shards.
+
+    The keys come from walking the snapshot's trie; a key is an alias (a misspelling
+    or another spelling) when it is not the spelling of the suggestion it leads to,
+    exactly as the pipeline marks it. The shards remember ``snap.version`` as their
+    ``source_version``, which the router answers as the ``version`` of every response.
+    """
+    strings = snap.strings()
+    entries = [(key, t, key != strings[t]) for key, t in snap.reader.iter_keys()]
+    scores = np.asarray(snap.arrays()["scores"], dtype=np.float64)
+
+    def head(prefix: str) -> tuple[list[str], bool]:
+        found = snap.find(prefix, snap.k)
+        return snap.texts(found.ids), found.complete
+
+    return write_shards(snap.market, entries, strings, scores, head, n_shards, directory,
+                        k=snap.k, size_weight=size_weight,
+                        source_version=snap.version)  # fmt: skip
+
+
+@dataclass
+class ShardLayout:
+    """A market's shard directory as the router sees it: the plan and the head table only."""
+
+    directory: Path
+    market: str
+    plan: ShardPlan
+    head: dict[str, dict[str, Any]]
+    source_version: str | None
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> ShardLayout:
+        """Read ``plan.json`` (the shard snapshots themselves are not opened)."""
+        d = Path(directory)
+        body = json.loads((d / PLAN_FILE).read_text(encoding="utf-8"))
+        return cls(d, body["market"], ShardPlan(**body["plan"]), body["head"],
+                   body.get("source_version"))  # fmt: skip
+
+    def head_answer(self, prefix: str, limit: int = 10) -> tuple[list[str], bool]:
+        """The head table's answer for the empty or a one-character (normalised) prefix."""
+        entry = self.head.get(prefix)
+        if entry is None:
+            return [], True
+        top = entry["suggestions"]
+        return top[:limit], entry["complete"] and len(top) <= limit
+
+
+def shard_sets_root(data_dir: str | os.PathLike[str], n_shards: int) -> Path:
+    """``DATA_DIR/typeahead/shards/n<N>``: one folder per market, each a plan and N shards."""
+    return typeahead_dir(data_dir) / "shards" / f"n{n_shards}"
+
+
+def ensure_shard_sets(
+    data_dir: str | os.PathLike[str],
+    n_shards: int,
+    *,
+    size_weight: float = 0.5,
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Cut every market's current snapshot into ``n_shards`` shards, unless already cut.
+
+    A market's shard set is rebuilt when its ``source_version`` is not the snapshot
+    ``CURRENT`` names. Each set is written beside the old one and renamed into place,
+    so a reader never sees half a set. Returns the root holding one folder per market;
+    ``LookupError`` if no market has a published snapshot.
+    """
+    if n_shards < 1:
+        raise ValueError("n_shards must be at least 1")
+    store = SnapshotStore(snapshot_root(data_dir))
+    root = shard_sets_root(data_dir, n_shards)
+    markets = [m for m in store.markets() if store.current(m)]
+    if not markets:
+        raise LookupError(
+            "no typeahead snapshot to shard yet; build one with "
+            "`lookup datasets build typeahead` then `lookup typeahead build`"
+        )
+    for market in markets:
+        version = store.current(market)
+        target = root / market
+        try:
+            layout = ShardLayout.load(target)
+            if layout.source_version == version and all(
+                shard_file(target, i).exists() for i in range(layout.plan.n)
+            ):
+                continue
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # missing or unreadable: cut it again
+        snap = store.load(market, version)
+        assert snap is not None
+        if progress:
+            progress(f"{market}: cutting {version} into {n_shards} shards")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{market}-", dir=_mkdir(root)))
+        plan = shard_snapshot(snap, n_shards, tmp, size_weight=size_weight)
+        old = root / f".{market}.old"
+        if old.exists():
+            shutil.rmtree(old)
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+        shutil.rmtree(old, ignore_errors=True)
+        if progress:
+            shares = ", ".join(f"{c:.0%}" for c in plan.cost)
+            progress(f"{market}: {plan.n} shards from {plan.starts[1:]}; cost shares {shares}")
+    return root
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 class ShardedSuggest:
     """The router in front of the shards: the head table for short prefixes, one shard otherwise.
 
     In production each shard is a group of machines and the router is the suggest
-    service; here the shards are snapshots loaded side by side, which is enough to
-    show that the split answers exactly what the whole trie answers.
+    service; here the shards are snapshots loaded side by side in one process (see
+    :mod:`~lookup.typeahead.shard_http` for separate shard servers over HTTP).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
-        d = Path(directory)
-        body = json.loads((d / "plan.json").read_text(encoding="utf-8"))
-        self.market: str = body["market"]
-        self.plan = ShardPlan(**body["plan"])
-        self.head: dict[str, dict[str, Any]] = body["head"]
-        self.shards = [Snapshot(d / f"shard-{i:02d}.trie") for i in range(self.plan.n)]
+        self.layout = ShardLayout.load(directory)
+        self.market: str = self.layout.market
+        self.plan = self.layout.plan
+        self.head = self.layout.head
+        self.shards = [Snapshot(shard_file(directory, i)) for i in range(self.plan.n)]
         self.calls = [0] * self.plan.n
 
     def lookup(self, prefix: str, limit: int = 10) -> tuple[list[str], bool, int | None]:
         """``(suggestions, complete, shard)``; ``shard`` is None when the head table answered."""
         p = normalize_prefix(prefix)
         if len(p) <= 1:
-            entry = self.head.get(p)
-            if entry is None:
-                return [], True, None
-            top = entry["suggestions"]
-            return top[:limit], entry["complete"] and len(top) <= limit, None
+            top, complete = self.layout.head_answer(p, limit)
+            return top, complete, None
         s = self.plan.shard_of(p)
         self.calls[s] += 1
         snap = self.shards[s]
@@ -209,4 +375,18 @@ class ShardedSuggest:
         return snap.texts(found.ids), found.complete, s
 
 
-__all__ = ["ShardPlan", "ShardedSuggest", "bucket_of", "plan_shards", "shard_market"]
+__all__ = [
+    "PLAN_FILE",
+    "ShardLayout",
+    "ShardPlan",
+    "ShardedSuggest",
+    "bucket_of",
+    "ensure_shard_sets",
+    "in_range",
+    "plan_shards",
+    "shard_file",
+    "shard_market",
+    "shard_sets_root",
+    "shard_snapshot",
+    "write_shards",
+]

@@ -152,3 +152,30 @@ def test_http_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
     )
     assert "GET /v1/suggest on lookup serve" in text
     assert "bare Starlette constant body (anchor)" in text
+
+
+@needs_wrk
+def test_http_through_the_shard_router_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
+    http = bt.bench_http(
+        ours, corpus, seconds=1, runs=1, connections=4, warmup=0, shards=2, hop_requests=100
+    )
+    sharded = http["sharded"]
+    assert sharded["rate"] > 0 and sharded["errors"] == 0 and sharded["shards"] == 2
+    assert 0 < sharded["head_share"] < 1 and sharded["ratio_direct"] > 0
+    assert set(http["hop"]) == {"aiohttp c1", "aiohttp c32", "httpx c1", "httpx c32"}
+    text = bt.report(
+        {
+            "queries": N,
+            "connections": 4,
+            "http": http,
+            "build": {"build_s": 1.0, "write_s": 1.0, "nodes": 1, "plain_nodes": 1},
+            "memory": {"rss_bytes": 1.0, "per_query": 1.0, "file_bytes": 1.0,
+                       "file_per_query": 1.0},
+            "latency": {
+                name: {cls: {"p50": 1.0, "p99": 2.0, "calls": 1} for cls in bt.CLASSES}
+                for name in ("ours: trie walk + top 10", "ours: SuggestService.lookup",
+                             "(a) sorted list: bisect + heapq")
+            },
+        }
+    )  # fmt: skip
+    assert "via the router, 2 shard servers" in text and "The router's hop alone" in text

@@ -2,9 +2,11 @@
 
 The crawl runs as a child process (``lookup crawl``, via
 :class:`lookup.crawler.session.CrawlSession`) writing into ``$LOOKUP_DATA_DIR/crawls``;
-this page reads the crawl's own SQLite state while it runs and the sandbox web's
-request log (``$LOOKUP_SANDBOX_URL``, which ``make run`` sets) to show every request
-from the server's side. With no sandbox answering, the page offers to start one.
+this page reads the crawl's own SQLite state while it runs — including the
+frontier's own per-host ready times, which the crawler writes twice a second — and
+the sandbox web's request log (``$LOOKUP_SANDBOX_URL``, which ``make run`` sets) to
+show every request from the server's side. With no sandbox answering, the page
+offers to start one.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from lookup.crawler.inspector import (
     compare_texts,
     duplicate_clusters,
     fetched_pages,
+    host_probes,
     page_text,
+    soft_404_pages,
 )
 from lookup.crawler.session import (
     CrawlSession,
@@ -48,6 +52,7 @@ from lookup.crawler.session import (
     probe_sandbox,
     sandbox_url,
 )
+from lookup.crawler.soft404 import masked_words
 
 SELECTED = "crawler.selected"
 NOTICE = "crawler.notice"
@@ -341,7 +346,10 @@ def choose_crawl() -> CrawlSession | None:
 # ----------------------------------------------------------------------------- live view
 
 
-def host_rows(hosts: list[HostStatus], now: float, live: bool) -> pd.DataFrame:
+def host_rows(
+    hosts: list[HostStatus], now: float, live: bool, budget: int | None = None
+) -> pd.DataFrame:
+    """One row per host; "Next request" is the frontier's own ready time for it."""
     rows = []
     for h in hosts:
         if h.robots_state is None:
@@ -353,13 +361,14 @@ def host_rows(hosts: list[HostStatus], now: float, live: bool) -> pd.DataFrame:
         else:
             robots = f"{h.robots_status}: rules"
         row: dict[str, Any] = {
-            "Host": short_host(h.host),
+            "Host": h.label,
             "Address": h.address,
             "robots.txt": robots,
             "Crawl-delay": "—" if h.crawl_delay is None else f"{h.crawl_delay:g} s",
             "Queued": h.queued,
             "In flight": h.in_flight,
             "Fetched": h.fetched,
+            "Budget used": f"{h.budget_used} of {budget}" if budget else str(h.budget_used),
             "Last pause (s)": None if h.last_delay is None else round(h.last_delay, 3),
             "Errors": h.errors,
             "Back-offs": h.backoffs,
@@ -443,19 +452,22 @@ def live_panel(session: CrawlSession, was_running: bool) -> None:
         st.error(f"This crawl's state cannot be read: {exc}")
         return
     settings = session.settings
+    cycle = f" · crawl cycle {snap.cycle}" + (
+        f" (budget {snap.host_budget:,} pages per host)" if snap.host_budget else ""
+    )
     if running:
         limit = settings.get("max_seconds")
         bound = f" of at most {limit:g} s" if limit else ""
         st.markdown(
             f":blue-badge[:material/sync: Crawling] {snap.elapsed:.0f} s{bound} · "
-            f"{snap.requests} requests so far · refreshed every second"
+            f"{snap.requests} requests so far{cycle} · refreshed every second"
         )
         st.button("Stop the crawl", key="crawl-stop", on_click=session.stop, icon=":material/stop:")
     elif snap.finished:
         st.markdown(
             f":green-badge[:material/check_circle: Finished] stopped at **{snap.stop_reason}** "
             f"after {snap.elapsed:.1f} s · {snap.requests} requests "
-            f"({snap.robots_fetches} for robots.txt)"
+            f"({snap.robots_fetches} for robots.txt){cycle}"
         )
     else:
         problem = session.failed()
@@ -478,6 +490,7 @@ def live_panel(session: CrawlSession, was_running: bool) -> None:
         ("Frontier", f"{snap.frontier:,}", "URLs queued or in flight"),
         ("New pages", f"{snap.events:,}", "PageFetched events written for the search index"),
         ("Duplicates", f"{snap.duplicates_total:,}", "pages whose text another page already had"),
+        ("Soft 404s", f"{snap.soft_404s:,}", "pages that answered 200 OK but meant “not found”"),
         ("Traps cut", f"{snap.traps_total:,}", "URLs refused by a trap rule"),
         ("Blocked by robots", f"{snap.blocked:,}", "URLs robots.txt kept the crawler from"),
     ]
@@ -491,11 +504,13 @@ def live_panel(session: CrawlSession, was_running: bool) -> None:
         "One back queue per host; a host is asked again only after its pause — "
         "max(Crawl-delay, factor × fetch time, minimum) — and only one request per host and "
         "per address is ever in flight. Hosts whose robots.txt cannot be read get nothing "
-        "fetched (fail closed)."
+        "fetched (fail closed). *Next request* is the frontier's own ready time for the "
+        "host (its heap of ready times, written by the crawler twice a second); *Budget "
+        "used* counts the pages admitted for the host in this crawl cycle."
     )
     if snap.hosts:
         st.dataframe(
-            host_rows(snap.hosts, time.time(), running),
+            host_rows(snap.hosts, time.time(), running, snap.host_budget),
             hide_index=True,
             key="hosts-table",
             height=ROW_PX * (len(snap.hosts) + 1) + 3,
@@ -911,7 +926,7 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     hosts = pd.DataFrame(
         [
             {
-                "Host": short_host(h.host),
+                "Host": h.label,
                 "robots.txt answer": (
                     f"HTTP {h.robots_status}" if h.robots_status else h.robots_reason or "—"
                 ),
@@ -978,7 +993,7 @@ TRAP_RULES = {
     "path-depth": "too many path segments",
     "repeated-segments": "a path segment repeats (a ../ loop)",
     "session-param": "a session id in the URL",
-    "host-budget": "the host's page budget for this cycle is spent",
+    "host-budget": "the host's page budget for this crawl cycle is spent (deferred to the next)",
     "depth-limit": "too many links from a seed (an infinite calendar)",
     "duplicate-pattern": "this URL pattern keeps producing duplicates",
     "redirect-limit": "too many redirects in a row",
@@ -1041,6 +1056,110 @@ def traps_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         hide_index=True,
         key="cuts-table",
     )
+
+
+# ------------------------------------------------------------------------- soft 404s
+
+
+def soft404_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
+    st.markdown(
+        "A **soft 404** answers `200 OK` with a page that means *not found*. Right after "
+        "robots.txt the crawler asks each host once for a URL that cannot exist (a random "
+        "token): a host that answers it `404` says \"not found\" properly; a host that "
+        "answers `200` shows what its \"not found\" looks like, and every page whose main "
+        "text matches that answer (the URL's own words masked out; same text, shingle "
+        "Jaccard ≥ 0.7 or SimHash ≤ 3 bits) is a soft 404. A short page whose title, "
+        "heading or first words say *not found* is one too. Soft 404s are never indexed "
+        "and their links are not followed."
+    )
+    try:
+        pages = soft_404_pages(session.out_dir)
+        probes = host_probes(session.out_dir)
+    except Exception as exc:  # noqa: BLE001 - a damaged crawl file is a message
+        st.error(f"This crawl's soft 404s cannot be read: {exc}")
+        return
+    labels = {h.host: h.label for h in snap.hosts}
+    cols = st.columns(2)
+    cols[0].metric(
+        "Caught by the probe", f"{sum(p.method == 'probe' for p in pages):,}", border=True
+    )
+    cols[1].metric(
+        "Caught by the wording", f"{sum(p.method == 'wording' for p in pages):,}", border=True
+    )
+    st.markdown("**Each host's answer to a URL that cannot exist**")
+    if probes:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "Host": labels.get(p.host, short_host(p.host)),
+                        "Probe": "/" + p.url.split("://", 1)[-1].partition("/")[2],
+                        "Answer": "no answer" if p.status is None else f"HTTP {p.status}",
+                        "Meaning": (
+                            "answers every unknown URL with a page: compare pages with it"
+                            if p.soft
+                            else "says “not found” properly"
+                            if p.status in (404, 410)
+                            else "no soft-404 page to compare with"
+                        ),
+                    }
+                    for p in probes.values()
+                ]
+            ),
+            hide_index=True,
+            key="probes-table",
+        )
+    else:
+        st.caption("No host probed yet.")
+    st.markdown(f"**Pages that said “not found” with 200 OK ({len(pages):,})**")
+    if not pages:
+        st.caption("None (yet).")
+        return
+    st.dataframe(
+        pd.DataFrame([{"URL": p.url, "How it was caught": p.reason} for p in pages]),
+        hide_index=True,
+        key="soft404-table",
+    )
+    by_url = {p.url: p for p in pages}
+    picked = st.selectbox(
+        "Look at one", list(by_url), format_func=short_url, key="soft404-page"
+    )
+    if picked is None:
+        return
+    page = by_url[picked]
+    try:
+        text = page_text(session.out_dir, page.url)
+    except (KeyError, OSError, ValueError) as exc:
+        st.warning(f"This page cannot be read back from the crawl's WARC files: {exc}")
+        return
+    probe = probes.get(page.host)
+    if probe is not None and probe.soft:
+        # Compared as the crawler compares them: each without its own URL's words.
+        r = compare_texts(
+            " ".join(masked_words(probe.text, probe.url)),
+            " ".join(masked_words(text.text, page.url)),
+            context=30,
+        )
+        c = st.columns(3)
+        c[0].metric("Jaccard with the probe", f"{r.jaccard:.3f}", border=True)
+        c[1].metric("Bits apart from the probe (SimHash)", f"{r.hamming} of 64", border=True)
+        c[2].metric("Words not in the probe's page", f"{r.words_changed_right}", border=True)
+        st.caption(
+            f"The crawler's verdict: {page.reason}. Both texts are shown lower-cased and "
+            "without the words of their own URL, as the crawler compares them."
+        )
+        lcol, rcol = st.columns(2)
+        with lcol:
+            st.markdown(f"**The probe's answer** · {html.escape(probe.title) or 'untitled'}")
+            st.markdown(diff_html(r.left), unsafe_allow_html=True)
+        with rcol:
+            st.markdown(f"**This page** · {html.escape(text.title) or 'untitled'}")
+            st.markdown(diff_html(r.right), unsafe_allow_html=True)
+    else:
+        st.caption(f"The crawler's verdict: {page.reason}.")
+        st.markdown(f"**{html.escape(text.title) or 'untitled'}**")
+        st.markdown(diff_html([DiffSegment("equal", tuple(text.text.split()))]),
+                    unsafe_allow_html=True)  # fmt: skip
 
 
 # ---------------------------------------------------------------------- search index
@@ -1119,10 +1238,11 @@ def search_tab(session: CrawlSession, running: bool) -> None:
 st.title("Web crawler")
 st.markdown(
     "Crawl a **local web of 14 hosts** built to misbehave like the real one — mirrors and "
-    "print views, pages differing only by a timestamp or an advert, an infinite calendar, "
-    "faceted navigation, session ids, robots.txt that fails, slow and rate-limiting hosts — "
-    "and watch the crawler stay **polite** (one request per host at a time, with a pause), "
-    "**deduplicate** what it has seen and **cut** the traps."
+    "print views, http and https copies, pages differing only by a timestamp or an advert, "
+    "an infinite calendar, faceted navigation, session ids, soft 404s, robots.txt that "
+    "fails, slow and rate-limiting hosts — and watch the crawler stay **polite** (one "
+    "request per host at a time, with a pause), **deduplicate** what it has seen and "
+    "**cut** the traps."
 )
 show_notice()
 sandbox = sandbox_panel()
@@ -1143,6 +1263,7 @@ if session is not None:
             [
                 ":material/timeline: Politeness timeline",
                 ":material/content_copy: Duplicates",
+                ":material/search_off: Soft 404s",
                 ":material/smart_toy: robots.txt",
                 ":material/block: Traps",
                 ":material/manage_search: Search index",
@@ -1153,8 +1274,10 @@ if session is not None:
         with tabs[1]:
             dedup_tab(session, snapshot)
         with tabs[2]:
-            robots_tab(session, snapshot)
+            soft404_tab(session, snapshot)
         with tabs[3]:
-            traps_tab(session, snapshot)
+            robots_tab(session, snapshot)
         with tabs[4]:
+            traps_tab(session, snapshot)
+        with tabs[5]:
             search_tab(session, was_running)

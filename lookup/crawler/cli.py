@@ -5,6 +5,7 @@
     lookup crawl http://docs.sandbox.test:8600/ --hosts http://127.0.0.1:8600/_sandbox/hosts \\
         --out crawl1 --max-pages 500
     lookup crawl --out crawl1 --resume
+    lookup crawl https://example.test/ --ca-bundle my-ca.pem --out crawl2
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import signal
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 __all__ = ["register"]
 
@@ -46,6 +46,15 @@ def register(sub: Any) -> None:
     )
     sb.add_argument(
         "--base-address", default="127.0.0.2", help="first host address (default 127.0.0.2)"
+    )
+    sb.add_argument(
+        "--tls-port",
+        type=_port,
+        default=0,
+        help="https port of the hosts served over TLS (default: any free port)",
+    )
+    sb.add_argument(
+        "--no-tls", action="store_true", help="serve no host over https (no certificate made)"
     )
     sb.add_argument("--data-dir", default=None, help=argparse.SUPPRESS)
     sb.set_defaults(func=_cmd_sandbox)
@@ -90,6 +99,25 @@ def register(sub: Any) -> None:
     )
     cr.add_argument(
         "--host-budget", type=_positive_int, default=5000, help="URLs per host per cycle"
+    )
+    cr.add_argument(
+        "--cycle-seconds",
+        type=_positive,
+        default=86400.0,
+        help="length of a crawl cycle: each host's page budget is per cycle (default 1 day)",
+    )
+    cr.add_argument(
+        "--new-cycle",
+        action="store_true",
+        help="with --resume: start a new crawl cycle now (every host's budget afresh)",
+    )
+    cr.add_argument(
+        "--ca-bundle",
+        type=Path,
+        default=None,
+        metavar="PEM",
+        help="extra CA certificates to trust for https, besides the public ones "
+        "(--sandbox fetches the sandbox web's own CA)",
     )
     cr.add_argument("--max-depth", type=_positive_int, default=20, help="links from a seed")
     cr.add_argument(
@@ -162,7 +190,11 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = dict(SIZES[args.size])
     if args.crawl_delay is not None:
         overrides["crawl_delay"] = args.crawl_delay
-    config = SandboxConfig(port=args.port, base_address=args.base_address, **overrides)
+    if args.no_tls:
+        overrides["tls_hosts"] = ()
+    config = SandboxConfig(
+        port=args.port, base_address=args.base_address, tls_port=args.tls_port, **overrides
+    )
     web = Sandbox(config)
     try:
         port = web.bind()
@@ -170,11 +202,15 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         print(f"error: cannot bind port {args.port} on every address: {exc}", file=sys.stderr)
         return 2
     print(f"sandbox web on port {port}:")
+    tls = set(web.manifest()["tls"]["hosts"])
     for name, addr in sorted(web.hosts().items(), key=lambda kv: kv[0]):
-        print(f"  http://{name}:{port}/  ->  {addr}")
+        also = f"  (and https://{name}:{web.tls_port}/)" if name in tls else ""
+        print(f"  http://{name}:{port}/  ->  {addr}{also}")
     print(f"name table  {web.control_url}/_sandbox/hosts")
     print(f"manifest    {web.control_url}/_sandbox/manifest")
     print(f"request log {web.control_url}/_sandbox/log")
+    if tls:
+        print(f"CA (https)  {web.control_url}/_sandbox/ca.pem  (a throwaway CA made at startup)")
     print(f"crawl it:   lookup crawl --sandbox {port} --out crawl-out --max-seconds 60", flush=True)
     web.serve_forever()
     return 0
@@ -184,18 +220,9 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
 def _read_hosts(source: str) -> str:
     """The text of a hosts table from a file or a loopback URL."""
     if source.startswith(("http://", "https://")):
-        import httpx
+        from lookup.crawler.session import loopback_get
 
-        host = urlsplit(source).hostname or ""
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = host == "localhost"
-        if not loopback:
-            raise ValueError(f"--hosts URL must be on loopback, not {host!r}")
-        resp = httpx.get(source, timeout=10.0, trust_env=False)
-        resp.raise_for_status()
-        return resp.text
+        return str(loopback_get(source, "--hosts").text)
     return Path(source).read_text("utf-8")
 
 
@@ -204,6 +231,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
 
     from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError
     from lookup.crawler.fetcher import parse_hosts_file
+    from lookup.crawler.session import fetch_sandbox_ca
     from lookup.crawler.traps import TrapPolicy
     from lookup.crawler.urlnorm import normalize
 
@@ -235,6 +263,19 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         if normalize(seed) is None:
             print(f"error: not a crawlable http(s) URL: {seed!r}", file=sys.stderr)
             return 2
+    if args.new_cycle and not args.resume:
+        print("error: --new-cycle continues a crawl: pass --resume too", file=sys.stderr)
+        return 2
+    ca_bundle = args.ca_bundle
+    if ca_bundle is not None and not ca_bundle.is_file():
+        print(f"error: no CA bundle at {ca_bundle}", file=sys.stderr)
+        return 2
+    if ca_bundle is None and args.sandbox is not None and not args.resume:
+        try:
+            ca_bundle = fetch_sandbox_ca(f"http://127.0.0.1:{args.sandbox}", args.out)
+        except (OSError, ValueError, httpx.HTTPError) as exc:
+            print(f"error: cannot get the sandbox's CA certificate: {exc}", file=sys.stderr)
+            return 2
     tty = sys.stderr.isatty()
 
     def show(p: Any) -> None:
@@ -252,6 +293,9 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         max_bytes=args.max_bytes,
         traps=TrapPolicy(host_budget=args.host_budget, max_depth=args.max_depth),
+        cycle_seconds=args.cycle_seconds,
+        new_cycle=args.new_cycle,
+        ca_bundle=ca_bundle,
         hosts=hosts,
         strict_hosts=bool(hosts),
         allow_any_address=args.allow_any_address,

@@ -7,9 +7,21 @@
 Every URL enters through :meth:`Crawler._admit` (normalise → per-URL trap rules →
 host budget → Bloom filter + URL store → robots.txt if known → frontier) and every
 request leaves through :meth:`Frontier.lease`, which is the only way to get work:
-robots.txt first on each host, one request per host and per address at a time,
-each after the host's delay. A page's outcome and the links it found are committed
-in one transaction after its WARC record and event are written.
+robots.txt first on each host, then one probe for a URL that cannot exist (what
+the host's "not found" looks like, to tell soft 404s), one request per host and
+per address at a time, each after the host's delay. A page's outcome and the links
+it found are committed in one transaction after its WARC record and event are
+written.
+
+The crawl runs in **cycles**: a host's page budget counts the URLs admitted for it
+in the current cycle (kept in the store, so a restart within a cycle does not
+refill it). A new cycle — when ``cycle_seconds`` have passed, or on
+``resume`` with ``new_cycle`` — gives every host a fresh budget and re-admits the
+URLs deferred because a budget was spent.
+
+While it runs, the crawler writes the frontier's own view of every host (its ready
+time from the heap, its queue, its fetch in flight) into the store every
+``state_interval`` seconds, so a dashboard shows the real next-allowed times.
 """
 
 from __future__ import annotations
@@ -20,6 +32,8 @@ import fcntl
 import json
 import logging
 import os
+import sqlite3
+import ssl
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -39,12 +53,14 @@ from lookup.crawler.fetcher import (
     ResolveError,
     Resolver,
     parse_retry_after,
+    tls_context,
 )
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
 from lookup.crawler.output import EventLog, WarcStore, iso
 from lookup.crawler.parse import RobotsDirectives, parse_html, parse_robots_directives
 from lookup.crawler.robots import DAY, MAX_ROBOTS_BYTES, RobotsCache, RobotsPolicy
 from lookup.crawler.seen import SeenUrls
+from lookup.crawler.soft404 import ProbeSignature, classify, probe_path
 from lookup.crawler.store import CrawlStore
 from lookup.crawler.traps import TrapGuard, TrapPolicy
 from lookup.crawler.urlnorm import host_of, normalize, url_hash
@@ -55,6 +71,10 @@ log = logging.getLogger("lookup.crawler")
 
 REDIRECTS = (301, 302, 303, 307, 308)
 RETRY_STATUSES = (429, 503)
+#: Fetch errors worth another try (the network); every other error is a final answer.
+NETWORK_ERRORS = ("timeout", "connect", "protocol", "dns")
+#: Outcomes that leave a URL ``failed`` (no usable answer) rather than ``done``.
+FAILED = (*NETWORK_ERRORS, "tls")
 
 
 class CrawlError(Exception):
@@ -97,6 +117,11 @@ class CrawlConfig:
     recrawl_min: float = 3600.0
     recrawl_max: float = 30 * DAY
     lease_seconds: float = 300.0
+    ca_bundle: Path | None = None  # extra CAs to trust for https (PEM), besides the public ones
+    cycle_seconds: float | None = DAY  # a crawl cycle; each host's page budget is per cycle
+    new_cycle: bool = False  # with resume: start a new cycle now (fresh budgets)
+    soft404_probe: bool = True  # probe each host with a URL that cannot exist
+    state_interval: float = 0.5  # how often the frontier's per-host state is written
     progress: Callable[[CrawlProgress], None] | None = None
     progress_interval: float = 1.0
 
@@ -117,13 +142,17 @@ class CrawlProgress:
     traps_cut: int
     blocked: int
     errors: int
+    soft_404s: int = 0
+    cycle: int = 1
+    hosts: list[dict[str, Any]] = field(default_factory=list)  # the frontier, per host
 
     def line(self) -> str:
         return (
             f"{self.elapsed:6.1f}s  pages {self.pages} ({self.pages_per_second:.1f}/s)  "
             f"hosts active {self.hosts_active}  frontier {self.frontier}  "
-            f"in flight {self.in_flight}  dups {self.duplicates}  traps cut {self.traps_cut}  "
-            f"blocked {self.blocked}  errors {self.errors}"
+            f"in flight {self.in_flight}  dups {self.duplicates}  soft 404s {self.soft_404s}  "
+            f"traps cut {self.traps_cut}  blocked {self.blocked}  errors {self.errors}  "
+            f"cycle {self.cycle}"
         )
 
 
@@ -146,16 +175,19 @@ class CrawlReport:
     hosts: int
     seen: dict[str, int]
     resumed_leases: int = 0
+    cycle: int = 1
+    soft_404s: int = 0
 
     def lines(self) -> list[str]:
         out = [
-            f"stopped: {self.stop_reason} after {self.elapsed:.1f} s",
+            f"stopped: {self.stop_reason} after {self.elapsed:.1f} s (crawl cycle {self.cycle})",
             f"pages fetched {self.pages} ({self.pages_per_second:.1f}/s), requests {self.requests}"
             f" (robots.txt {self.robots_fetches}), events {self.events}",
             f"frontier left {self.frontier}, hosts {self.hosts}",
             "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
             "duplicates: "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.duplicates.items())) or "none"),
+            f"soft 404s: {self.soft_404s}",
             "traps cut: "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.traps.items())) or "none"),
             "seen check: " + ", ".join(f"{k} {v}" for k, v in self.seen.items()),
@@ -189,6 +221,11 @@ class Crawler:
         self._t0 = time.monotonic()
         self._pages_leased = 0
         self._lock_fd: int | None = None
+        self._probes: dict[str, ProbeSignature] = {}
+        self._probe_urls: dict[str, str] = {}
+        self._probe_attempts: Counter[str] = Counter()
+        self.cycle = 1
+        self._cycle_started = time.time()
         self.store: CrawlStore
         self.frontier: Frontier
 
@@ -208,16 +245,23 @@ class Crawler:
                 timeout=self.config.timeout,
                 max_bytes=self.config.max_bytes,
                 max_connections=max(16, 2 * self.config.concurrency),
+                ca_bundle=self.config.ca_bundle,
             ) as fetcher:
                 self.fetcher = fetcher
                 if not self.config.resume:
                     await self._add_seeds()
                 progress = asyncio.create_task(self._progress_loop())
+                state = asyncio.create_task(self._state_loop())
                 try:
                     reason = await self._loop()
                 finally:
                     progress.cancel()
+                    state.cancel()
                     await self._drain()
+                    try:
+                        self._flush_frontier()  # the state a resumed crawl starts from
+                    except sqlite3.Error:
+                        log.exception("writing the frontier's final state failed")
             report = self.report(reason)
             (self.out / "report.json").write_text(json.dumps(asdict(report), indent=1))
             return report
@@ -248,6 +292,15 @@ class Crawler:
         if c.resume and not c.hosts:  # the name table the crawl started with
             c.hosts = self.store.get_meta("hosts", {})
             c.strict_hosts = self.store.get_meta("strict_hosts", c.strict_hosts)
+        if c.resume and c.ca_bundle is None and self.store.get_meta("ca_bundle"):
+            kept = Path(self.store.get_meta("ca_bundle"))
+            c.ca_bundle = kept if kept.is_file() else None
+        if c.ca_bundle is not None:
+            try:
+                tls_context(c.ca_bundle)
+            except (OSError, ssl.SSLError) as exc:
+                self._close()
+                raise CrawlError(f"cannot use {c.ca_bundle} as a CA bundle: {exc}") from None
         allowed = None if c.allow_any_address else Resolver.allowed
         self.resolver = Resolver(
             table={k.lower(): v for k, v in c.hosts.items()},
@@ -263,14 +316,29 @@ class Crawler:
         self.seen = SeenUrls(self.store, c.expected_urls, c.bloom_fp_rate)
         self._seq = self.store.max_seq()
         self.resumed_leases = 0
+        if c.ca_bundle is not None:
+            self.store.set_meta("ca_bundle", str(Path(c.ca_bundle).resolve()))
+        self.store.set_meta("host_budget", c.traps.host_budget)
+        self.store.set_meta("cycle_seconds", c.cycle_seconds)
         if c.resume:
             self._restore()
+            expired = (
+                c.cycle_seconds is not None
+                and time.time() - self._cycle_started >= c.cycle_seconds
+            )
+            if c.new_cycle or expired:
+                self._start_cycle("new-cycle" if c.new_cycle else "time")
         else:
+            now = time.time()
             self.store.set_meta("seeds", c.seeds)
             self.store.set_meta("hosts", c.hosts)
             self.store.set_meta("strict_hosts", c.strict_hosts)
             self.store.set_meta("agent", c.user_agent)
-            self.store.set_meta("started_at", time.time())
+            self.store.set_meta("started_at", now)
+            self.store.set_meta("cycle", 1)
+            self.store.set_meta("cycle_started_at", now)
+            self.store.add_cycle(1, now, "start")
+            self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
         self.events = EventLog(self.out / "events.jsonl")
 
@@ -293,8 +361,30 @@ class Crawler:
         now_wall = time.time()
         with self.store.tx():
             self.resumed_leases = self.store.release_stale_leases()
+            self.cycle = int(self.store.get_meta("cycle", 1))
+            self._cycle_started = float(
+                self.store.get_meta("cycle_started_at", self.store.get_meta("started_at", now_wall))
+            )
+            if not self.store.cycles():  # a crawl from before cycles: its budget so far
+                self.store.add_cycle(1, self._cycle_started, "start")
+                for row in self.store.hosts():
+                    self.store.bump_budget(row["host"], 1, row["admitted"])
+        self._admitted = Counter(self.store.budget_used(self.cycle))
         for row in self.store.hosts():
-            self._admitted[row["host"]] = row["admitted"]
+            if row["scheme"]:
+                self._schemes[row["host"]] = row["scheme"]
+            if row["probe_url"]:
+                self._probe_urls[row["host"]] = row["probe_url"]
+                self._probe_attempts[row["host"]] = row["probe_attempts"]
+            if row["probe_status"] is not None:
+                self._probes[row["host"]] = ProbeSignature(
+                    row["host"],
+                    row["probe_url"] or "",
+                    row["probe_status"] or None,
+                    row["probe_title"] or "",
+                    row["probe_text"] or "",
+                    row["probe_location"],
+                )
             # A failing robots.txt is re-read at once after a restart: fail closed, retry.
             if (
                 row["robots_state"] in ("rules", "allow-all")
@@ -342,11 +432,20 @@ class Crawler:
             hrow = hosts.get(host)
             last = float(hrow["last_delay"] or 0) if hrow is not None else 0.0
             crawl_delay = hrow["crawl_delay"] if hrow is not None else None
-            wait = max(last, crawl_delay or 0.0, self.config.min_delay)
-            self.frontier.set_ready(host, now + wait)
+            # The whole last pause again from now (a kill may have come after the last
+            # write of the ready time), or the frontier's own ready time if it is later.
+            ready = now + max(last, crawl_delay or 0.0, self.config.min_delay)
+            if (
+                hrow is not None
+                and hrow["ready_at"]
+                and hrow["robots_state"] in ("rules", "allow-all")
+            ):
+                ready = max(ready, now + (hrow["ready_at"] - now_wall))
+            self.frontier.set_ready(host, ready)
             policy = self.robots.get(host)
             if policy is not None:
                 self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
+                self.frontier.probe_needed(host, self._wants_probe(host))
 
     @staticmethod
     def _entry(row: Any) -> FrontierEntry:
@@ -404,7 +503,11 @@ class Crawler:
         if cut is None and self.traps.pattern_verdict(url) == "cut":
             cut = ("duplicate-pattern", "this URL pattern keeps producing duplicates")
         if cut is None and kind == "page" and self.traps.over_budget(self._admitted[host]):
-            cut = ("host-budget", f"{self.config.traps.host_budget} URLs admitted for {host}")
+            cut = (
+                "host-budget",
+                f"{self.config.traps.host_budget} URLs admitted for {host} in crawl cycle "
+                f"{self.cycle}: deferred to the next cycle",
+            )
         address = addresses.get(host)
         level = _level(depth, kind, redirects > 0)
         if cut is None and self.traps.pattern_verdict(url) == "downrank":
@@ -423,6 +526,7 @@ class Crawler:
             "found_on": found_on,
             "discovered_at": time.time(),
             "importance": _importance(depth),
+            "cycle": self.cycle,
         }
         if cut:
             row["outcome"] = f"trap:{cut[0]}"
@@ -446,15 +550,65 @@ class Crawler:
             )
             self._counts["blocked"] += 1
             return "blocked"
-        self.store.ensure_host(host, address)
-        if kind == "page":
-            self._admitted[host] += 1
-            self.store.bump_host(host, "admitted")
         self._schemes.setdefault(host, urlsplit(url).scheme)
+        self.store.ensure_host(host, address, self._schemes[host])
+        if kind == "page":
+            self._count_admission(host)
         entry = FrontierEntry(url, h, host, depth, level, kind, redirects, 0, self._seq)
         self.frontier.add(entry, address)
         self._wake.set()
         return "queued"
+
+    def _count_admission(self, host: str) -> None:
+        """One more page of ``host``'s budget spent in this cycle (durably)."""
+        self._admitted[host] += 1
+        self.store.bump_host(host, "admitted")
+        self.store.bump_budget(host, self.cycle)
+
+    # -- crawl cycles -----------------------------------------------------------------
+    def _cycle_end(self) -> float | None:
+        """Wall time at which the current cycle ends (None: cycles never end by time)."""
+        cs = self.config.cycle_seconds
+        return None if cs is None else self._cycle_started + cs
+
+    def _start_cycle(self, reason: str) -> None:
+        """A new crawl cycle: every host's budget starts afresh; deferred URLs come back."""
+        now = time.time()
+        self.cycle += 1
+        self._cycle_started = now
+        self._admitted.clear()
+        hosts = {r["host"]: r for r in self.store.hosts()}
+        readmitted = 0
+        with self.store.tx():
+            self.store.set_meta("cycle", self.cycle)
+            self.store.set_meta("cycle_started_at", now)
+            self.store.add_cycle(self.cycle, now, reason)
+            for row in self.store.deferred():
+                host = row["host"]
+                hrow = hosts.get(host)
+                if hrow is None or not hrow["address"]:
+                    continue
+                if self.traps.over_budget(self._admitted[host]):
+                    continue  # still deferred: this cycle's budget is spent too
+                policy = self.robots.get(host)
+                if policy is not None and not policy.allows(row["url"]):
+                    self.store.update_url(
+                        row["url_hash"], state="blocked", outcome="robots-disallowed",
+                        reason=policy.decision(row["url"]),
+                    )  # fmt: skip
+                    continue
+                self._count_admission(host)
+                self.store.update_url(
+                    row["url_hash"], state="queued", outcome=None, attempts=0, cycle=self.cycle,
+                    reason=f"deferred by the host budget; admitted in cycle {self.cycle}",
+                )  # fmt: skip
+                entry = self._entry(row)
+                entry.attempts = 0
+                self._schemes.setdefault(host, urlsplit(row["url"]).scheme)
+                self.frontier.add(entry, hrow["address"])
+                readmitted += 1
+        log.info("crawl cycle %d (%s): %d deferred URLs admitted", self.cycle, reason, readmitted)
+        self._wake.set()
 
     # -- the loop -------------------------------------------------------------------
     def _limit_reason(self) -> str | None:
@@ -475,6 +629,9 @@ class Crawler:
             if reason is not None:
                 return reason
             now = time.monotonic()
+            end = self._cycle_end()
+            if end is not None and time.time() >= end:
+                self._start_cycle("time")
             if c.recrawl and now - last_due_check >= 0.5:
                 last_due_check = now
                 await self._enqueue_due()
@@ -522,12 +679,42 @@ class Crawler:
             return
         while True:
             await asyncio.sleep(self.config.progress_interval)
+            self._flush_frontier()  # the store shows what the callback is told
             cb(self.progress())
+
+    async def _state_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.state_interval)
+            try:
+                self._flush_frontier()
+            except Exception:  # noqa: BLE001 - a missed write is retried next time
+                log.exception("writing the frontier's state failed")
+
+    def _ready_wall(self, ready_mono: float) -> float:
+        """A frontier ready time (monotonic) on the wall clock, for the store."""
+        return ready_mono + (time.time() - time.monotonic())
+
+    def _flush_frontier(self) -> None:
+        """Write the frontier's own per-host state (ready time, queue, in flight) to the store."""
+        offset = time.time() - time.monotonic()
+        now = time.time()
+        with self.store.tx():
+            for hq in self.frontier.hosts.values():
+                self.store.update_host(
+                    hq.host,
+                    ready_at=hq.ready_at + offset,
+                    queue=len(hq),
+                    in_flight=int(hq.in_flight),
+                    waiting_robots=int(hq.waiting_robots),
+                    state_at=now,
+                )
 
     async def _work(self, lease: Lease) -> None:
         try:
             if lease.kind == "robots":
                 await self._do_robots(lease)
+            elif lease.kind == "probe":
+                await self._do_probe(lease)
             else:
                 await self._do_page(lease)
         except asyncio.CancelledError:
@@ -575,6 +762,10 @@ class Crawler:
         if hq is not None:
             hq.needs_robots = failing
             hq.waiting_robots = failing
+        probe = not failing and self._wants_probe(host)
+        if probe and host not in self._probe_urls:
+            self._probe_urls[host] = f"{scheme}://{host}{probe_path()}"
+        self.frontier.probe_needed(host, probe)
         delay = self.frontier.complete(lease, took, extra_wait=c.robots_retry if failing else 0.0)
         self._counts["robots"] += 1
         self._counts["requests"] += 1 + hops
@@ -595,6 +786,8 @@ class Crawler:
                 robots_expires_at=policy.expires_at,
                 crawl_delay=policy.crawl_delay,
                 last_delay=delay,
+                probe_url=self._probe_urls.get(host),
+                ready_at=self._ready_wall(self.frontier.hosts[host].ready_at),
             )
             self.store.add_fetch(
                 url=url,
@@ -609,6 +802,75 @@ class Crawler:
             )
         if items:
             await self._admit_many(items)
+
+    # -- the soft-404 probe -------------------------------------------------------------
+    def _wants_probe(self, host: str) -> bool:
+        return self.config.soft404_probe and host not in self._probes
+
+    async def _do_probe(self, lease: Lease) -> None:
+        """Ask ``host`` for a URL that cannot exist: what does its "not found" look like?"""
+        c = self.config
+        host = lease.host
+        url = self._probe_urls.get(host) or f"{self._schemes.get(host, 'http')}://{host}/"
+        policy = self.robots.get(host)
+        if policy is None or not policy.allows(url):
+            # robots.txt expired (re-read first) or forbids the probe: pages are judged by
+            # their wording alone.
+            if policy is not None:
+                self._probes[host] = ProbeSignature(host, url, None)
+            self.frontier.probe_needed(host, policy is None and self._wants_probe(host))
+            if policy is None:
+                self.frontier.robots_expired(host)
+            self.frontier.release(lease)
+            return
+        res = await self.fetcher.fetch(url, accept=HTML_TYPES)
+        retry_after = parse_retry_after(res.header("retry-after"))
+        delay = self.frontier.complete(lease, res.took, status=res.status, retry_after=retry_after)
+        self._counts["requests"] += 1
+        self._counts["probes"] += 1
+        self._probe_attempts[host] += 1
+        attempts = self._probe_attempts[host]
+        retry = (res.status in RETRY_STATUSES and attempts < c.max_attempts) or (
+            res.error in NETWORK_ERRORS and attempts < c.max_error_attempts
+        )
+        signature: ProbeSignature | None = None
+        if not retry:
+            title = text = ""
+            if res.status == 200 and res.error is None:
+                parsed = parse_html(res.text(), c.agent)
+                title, text = parsed.title, parsed.text
+            signature = ProbeSignature(
+                host, url, res.status, title[:300], text[:20_000], res.header("location")
+            )
+            self._probes[host] = signature
+            self.frontier.probe_needed(host, False)
+        outcome = f"probe:{res.error or res.status}"
+        with self.store.tx():
+            fields: dict[str, Any] = dict(
+                probe_url=url,
+                probe_attempts=attempts,
+                last_delay=delay,
+                ready_at=self._ready_wall(self.frontier.hosts[host].ready_at),
+            )
+            if signature is not None:
+                fields.update(
+                    probe_status=signature.status or 0,
+                    probe_title=signature.title,
+                    probe_text=signature.text,
+                    probe_location=signature.location,
+                )
+            self.store.update_host(host, **fields)
+            self.store.add_fetch(
+                url=url,
+                host=host,
+                address=lease.address,
+                kind="probe",
+                started=res.started,
+                took=res.took,
+                status=res.status,
+                outcome=outcome,
+                delay=delay,
+            )
 
     # -- one page ---------------------------------------------------------------------
     async def _do_page(self, lease: Lease) -> None:
@@ -688,7 +950,7 @@ class Crawler:
         outcome: str
         host_bump: str | None = None
 
-        if res.error is not None and res.error in ("timeout", "connect", "protocol", "dns"):
+        if res.error is not None and res.error in NETWORK_ERRORS:
             e.attempts += 1
             host_bump = "errors"
             if e.attempts < c.max_error_attempts:
@@ -696,7 +958,7 @@ class Crawler:
             else:
                 outcome = res.error
             update["reason"] = res.detail
-        elif res.error is not None:  # too-large | not-html | binary: a final answer
+        elif res.error is not None:  # tls | too-large | not-html | binary: a final answer
             outcome = res.error
             update["reason"] = res.detail
         elif res.status in RETRY_STATUSES:
@@ -743,7 +1005,7 @@ class Crawler:
         if requeue:
             update.update(state="queued", attempts=e.attempts, outcome=outcome)
         else:
-            state = "failed" if outcome in ("timeout", "connect", "protocol", "dns") else "done"
+            state = "failed" if outcome in FAILED else "done"
             update.update(state=state, attempts=e.attempts, outcome=outcome)
             if state == "done":
                 update["fetches"] = (row["fetches"] if row is not None else 0) + 1
@@ -761,7 +1023,11 @@ class Crawler:
             if host_bump:
                 self.store.bump_host(e.host, host_bump)
             self.store.bump_host(e.host, "fetched")
-            self.store.update_host(e.host, last_delay=delay)
+            self.store.update_host(
+                e.host,
+                last_delay=delay,
+                ready_at=self._ready_wall(self.frontier.hosts[e.host].ready_at),
+            )
             self.store.add_fetch(
                 url=e.url,
                 host=e.host,
@@ -816,6 +1082,30 @@ class Crawler:
         if directives.noindex:
             update["reason"] = _directive_reason(directives, header)
             return "noindex", None, links
+
+        soft = classify(
+            e.url,
+            title=parsed.title,
+            heading=parsed.heading,
+            text=parsed.text,
+            probe=self._probes.get(e.host),
+        )
+        if soft.is_soft_404:
+            # "Not found" in a 200: never indexed, no event, and its links (often
+            # "did you mean ..." suggestions that breed more of the same) not followed.
+            fp = self.dedup.fingerprint(parsed.text)
+            self.dedup.forget(e.url_hash)
+            key = self.warc.write_response(
+                e.url, 200, res.raw_headers, res.body, fetched_at=res.started, address=res.address
+            )
+            update.update(
+                content_hash=fp.content_hash, simhash=f"0x{fp.simhash:016x}", minhash=None,
+                near_eligible=0, storage_key=key, out_links=0, reason=soft.reason,
+                dup_of=None, dup_kind=None, dup_score=soft.score,
+            )  # fmt: skip
+            update.update(self._reschedule(row, changed=False, depth=e.depth))
+            self.traps.record(e.url, duplicate=True)
+            return "soft-404", None, []
 
         verdict = self.dedup.check(e.url_hash, parsed.text)
         update.update(
@@ -947,9 +1237,18 @@ class Crawler:
                 if not isinstance(address, str):
                     self.store.update_url(r["url_hash"], next_due=None)
                     continue
+                if r["kind"] == "page" and self.traps.over_budget(self._admitted[r["host"]]):
+                    # This cycle's budget for the host is spent: due again next cycle.
+                    end = self._cycle_end()
+                    self.store.update_url(r["url_hash"], next_due=end)
+                    continue
                 overdue = time.time() - (r["next_due"] or time.time())
                 level = 0 if r["interval"] and overdue > r["interval"] else 1
-                self.store.update_url(r["url_hash"], state="queued", attempts=0, level=level)
+                if r["kind"] == "page":
+                    self._count_admission(r["host"])
+                self.store.update_url(
+                    r["url_hash"], state="queued", attempts=0, level=level, cycle=self.cycle
+                )
                 entry = self._entry(r)
                 entry.level, entry.attempts = level, 0
                 self.frontier.add(entry, address)
@@ -971,8 +1270,13 @@ class Crawler:
             duplicates=self._counts["duplicate"],
             traps_cut=self._counts["cut"],
             blocked=self._counts["blocked"],
-            errors=self._counts["errors"]
-            + sum(self._counts[k] for k in ("timeout", "connect", "protocol", "dns")),
+            errors=self._counts["errors"] + sum(self._counts[k] for k in FAILED),
+            soft_404s=self._counts["soft-404"],
+            cycle=self.cycle,
+            hosts=[
+                {**h, "ready_at": self._ready_wall(float(h["ready_at"]))}  # type: ignore[arg-type]
+                for h in self.frontier.snapshot()
+            ],
         )
 
     def report(self, reason: str) -> CrawlReport:
@@ -999,6 +1303,8 @@ class Crawler:
                 "false_positives": s.false_positives,
             },
             resumed_leases=self.resumed_leases,
+            cycle=self.cycle,
+            soft_404s=self._counts["soft-404"],
         )
 
 

@@ -12,6 +12,11 @@ Names are resolved by :class:`Resolver` — a per-host cache in front of either 
 static table (the sandbox web's ``/etc/hosts``-style name table, since
 ``.sandbox.test`` has no DNS) or the system resolver — and the request goes to
 the resolved address with the original ``Host`` header (and SNI for https).
+
+https certificates are always verified — against the usual public CAs (``certifi``)
+plus, when given, an extra CA bundle file (``ca_bundle``: e.g. the sandbox web's
+throwaway CA). A certificate that does not verify is a final ``tls`` error, never
+a reason to switch verification off.
 """
 
 from __future__ import annotations
@@ -19,11 +24,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import ssl
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import certifi
 import httpx
 
 __all__ = [
@@ -35,6 +43,7 @@ __all__ = [
     "Resolver",
     "parse_hosts_file",
     "parse_retry_after",
+    "tls_context",
 ]
 
 DEFAULT_USER_AGENT = (
@@ -134,7 +143,7 @@ class FetchResult:
     body: bytes = b""
     content_type: str = ""
     charset: str | None = None
-    error: str | None = None  # timeout | connect | too-large | not-html | protocol
+    error: str | None = None  # timeout | connect | tls | too-large | not-html | protocol
     detail: str = ""
     http_version: str = "HTTP/1.1"
 
@@ -196,6 +205,29 @@ def _media_type(content_type: str) -> tuple[str, str | None]:
     return media.strip().lower(), charset
 
 
+def tls_context(ca_bundle: str | Path | None = None) -> ssl.SSLContext:
+    """A verifying TLS context: the public CAs, plus the CAs in ``ca_bundle`` if given.
+
+    Raises ``OSError`` or ``ssl.SSLError`` when ``ca_bundle`` cannot be read as PEM.
+    """
+    context = ssl.create_default_context(cafile=certifi.where())
+    if ca_bundle is not None:
+        context.load_verify_locations(cafile=str(ca_bundle))
+    return context
+
+
+def _tls_failure(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connection error, if that is what it was."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, ssl.SSLError):
+            return cur
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 class Fetcher:
     """Async HTTP fetches with every guard a polite, robust crawler needs."""
 
@@ -208,12 +240,14 @@ class Fetcher:
         timeout: float = 15.0,
         max_bytes: int = 10 * 1024 * 1024,
         max_connections: int = 256,
+        ca_bundle: str | Path | None = None,
     ) -> None:
         self.resolver = resolver
         self.user_agent = user_agent
         self.timeout = timeout
         self.max_bytes = max_bytes
         self.client = httpx.AsyncClient(
+            verify=tls_context(ca_bundle),
             follow_redirects=False,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
             limits=httpx.Limits(
@@ -281,7 +315,15 @@ class Fetcher:
         except httpx.TimeoutException as exc:
             result.error, result.detail = "timeout", type(exc).__name__
         except httpx.ConnectError as exc:
-            result.error, result.detail = "connect", str(exc) or type(exc).__name__
+            failure = _tls_failure(exc)
+            if failure is not None:
+                if isinstance(failure, ssl.SSLCertVerificationError):
+                    reason = f"certificate verify failed ({failure.verify_message})"
+                else:
+                    reason = str(failure.reason or failure)
+                result.error, result.detail = "tls", f"TLS handshake failed: {reason}"
+            else:
+                result.error, result.detail = "connect", str(exc) or type(exc).__name__
         except (httpx.HTTPError, httpx.InvalidURL, ValueError) as exc:
             result.error, result.detail = "protocol", f"{type(exc).__name__}: {exc}"
         result.took = time.monotonic() - t0

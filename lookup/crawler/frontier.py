@@ -14,8 +14,9 @@ Two layers, after the Mercator crawler:
 
 The only way to obtain a URL is :meth:`Frontier.lease`, which pops a host whose
 ready time has come and whose address is free — so no code path can fetch a host
-early, or two hosts on one address at once. After each fetch taking ``took``
-seconds, :meth:`Frontier.complete` sets
+early, or two hosts on one address at once. A host's first leases are for its
+robots.txt and then (if asked for) its soft-404 probe; only then its pages.
+After each fetch taking ``took`` seconds, :meth:`Frontier.complete` sets
 
     delay = max(robots Crawl-delay, delay_factor × took, min_delay)
     on 429/503: delay = max(delay, Retry-After, 2 × previous delay)   (capped)
@@ -63,11 +64,11 @@ class FrontierEntry:
 
 @dataclass
 class Lease:
-    """Permission to make one request to ``host`` now: a page fetch or its robots.txt."""
+    """Permission to make one request to ``host`` now: a page, its robots.txt or its probe."""
 
     host: str
     address: str
-    kind: str  # "page" | "robots"
+    kind: str  # "page" | "robots" | "probe"
     entry: FrontierEntry | None
     leased_at: float
 
@@ -116,6 +117,7 @@ class HostQueue:
     in_flight: bool = False
     needs_robots: bool = True
     waiting_robots: bool = False  # robots.txt unreachable: parked until it is retried
+    needs_probe: bool = False  # ask for a URL that cannot exist before any page
     crawl_delay: float | None = None
     last_delay: float = 0.0
     fetches: int = 0
@@ -262,6 +264,8 @@ class Frontier:
                 continue
             if hq.needs_robots:
                 kind, entry = "robots", None
+            elif hq.needs_probe and len(hq):
+                kind, entry = "probe", None
             elif len(hq):
                 kind, entry = "page", hq.pop()
                 self._size -= 1
@@ -345,6 +349,12 @@ class Frontier:
             if not hq.in_flight and len(hq):
                 self._schedule(hq, retry_at)
 
+    def probe_needed(self, host: str, needed: bool) -> None:
+        """Ask (or stop asking) for ``host``'s soft-404 probe before its next page."""
+        hq = self.hosts.get(host)
+        if hq is not None:
+            hq.needs_probe = needed
+
     def robots_expired(self, host: str) -> None:
         """The cached robots.txt is too old: the host's next request must re-read it."""
         hq = self.hosts.get(host)
@@ -400,9 +410,12 @@ class Frontier:
                 "queued": len(hq),
                 "in_flight": hq.in_flight,
                 "ready_in": max(0.0, hq.ready_at - now),
+                "ready_at": hq.ready_at,
                 "delay": hq.last_delay,
                 "crawl_delay": hq.crawl_delay,
                 "waiting_robots": hq.waiting_robots,
+                "needs_robots": hq.needs_robots,
+                "needs_probe": hq.needs_probe,
                 "fetches": hq.fetches,
             }
             for hq in sorted(self.hosts.values(), key=lambda h: h.host)

@@ -6,6 +6,9 @@
 - :func:`page_text` reads a fetched page back from the crawl's WARC files and
   extracts the main text the crawler hashed (an exact duplicate is stored as a
   ``revisit`` record, so its text is its original's).
+- :func:`soft_404_pages` lists the pages that answered 200 OK but meant "not
+  found", with how the crawler saw it, and :func:`host_probes` what each host
+  answered for the URL that cannot exist (the page soft 404s are compared with).
 - :func:`compare_texts` measures a pair the three ways the crawler can:
   SimHash Hamming distance, exact Jaccard similarity of the word-shingle sets and
   the MinHash estimate of that Jaccard — and :func:`word_diff` lines the two texts
@@ -36,12 +39,16 @@ __all__ = [
     "ClusterMember",
     "DiffSegment",
     "DuplicateCluster",
+    "HostProbe",
     "PageText",
     "PairComparison",
+    "Soft404Page",
     "compare_texts",
     "duplicate_clusters",
     "fetched_pages",
+    "host_probes",
     "page_text",
+    "soft_404_pages",
     "word_diff",
 ]
 
@@ -130,6 +137,79 @@ def fetched_pages(out_dir: Path | str) -> list[str]:
         ]
     finally:
         db.close()
+
+
+@dataclass(frozen=True)
+class Soft404Page:
+    """A page that answered 200 OK but meant "not found", and how that was seen."""
+
+    url: str
+    host: str
+    method: str  # probe (it matched the host's answer to a URL that cannot exist) | wording
+    reason: str
+    title: str
+    storage_key: str | None
+
+
+def soft_404_pages(out_dir: Path | str) -> list[Soft404Page]:
+    """Every soft 404 the crawl found, in crawl order."""
+    db = _db(out_dir)
+    try:
+        rows = db.execute(
+            "SELECT url, host, reason, title, storage_key FROM urls "
+            "WHERE outcome = 'soft-404' ORDER BY seq"
+        ).fetchall()
+    finally:
+        db.close()
+    return [
+        Soft404Page(
+            r["url"],
+            r["host"],
+            "probe" if "cannot exist" in (r["reason"] or "") else "wording",
+            r["reason"] or "",
+            r["title"] or "",
+            r["storage_key"],
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class HostProbe:
+    """What one host answered for the URL that cannot exist."""
+
+    host: str
+    url: str
+    status: int | None  # None: no answer
+    title: str
+    text: str
+
+    @property
+    def soft(self) -> bool:
+        """The host answers any unknown URL with a 200 page (its soft-404 page)."""
+        return self.status == 200 and bool(self.text.strip())
+
+
+def host_probes(out_dir: Path | str) -> dict[str, HostProbe]:
+    """Each probed host's answer to its probe, by host (hosts not probed are absent)."""
+    db = _db(out_dir)
+    try:
+        cols = {r[1] for r in db.execute("PRAGMA table_info(hosts)")}
+        if "probe_status" not in cols:  # a crawl made before probes existed
+            return {}
+        rows = db.execute(
+            "SELECT host, probe_url, probe_status, probe_title, probe_text FROM hosts "
+            "WHERE probe_status IS NOT NULL ORDER BY host"
+        ).fetchall()
+    finally:
+        db.close()
+    return {
+        r["host"]: HostProbe(
+            r["host"], r["probe_url"] or "", r["probe_status"] or None,
+            r["probe_title"] or "", r["probe_text"] or "",
+        )  # fmt: skip
+        for r in rows
+    }
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ class ParsedPage:
     canonical: str | None = None
     base_url: str | None = None
     robots: RobotsDirectives = field(default_factory=RobotsDirectives)
+    heading: str = ""  # the first <h1> (what the page says it is; soft-404 wording)
 
 
 def parse_robots_directives(value: str, agent: str) -> RobotsDirectives:
@@ -97,6 +98,9 @@ def parse_html(html: str, agent: str = "lookupbot") -> ParsedPage:
             canonical = (link.attributes.get("href") or "").strip() or None
             break
 
+    h1 = tree.css_first("h1")
+    heading = _clean(h1.text()) if h1 is not None else ""
+
     base_node = tree.css_first("base[href]")
     base_url = (base_node.attributes.get("href") or "").strip() or None if base_node else None
 
@@ -122,4 +126,4 @@ def parse_html(html: str, agent: str = "lookupbot") -> ParsedPage:
             for node in root.css(tag):
                 node.decompose()
         text = _clean(root.text(separator=" "))
-    return ParsedPage(title, text, links, canonical, base_url, robots)
+    return ParsedPage(title, text, links, canonical, base_url, robots, heading[:300])

@@ -7,8 +7,10 @@ What a dashboard (or a notebook) needs around :func:`lookup.crawler.crawl`:
 - :class:`CrawlSession` runs ``lookup crawl`` as a child process writing into a
   crawl directory, bounded by seconds and pages, and samples its progress.
 - :func:`read_snapshot` reads any crawl directory — running or finished — from
-  the crawl's own SQLite state: pages, frontier, each host's queue and the time
-  its next request is allowed.
+  the crawl's own SQLite state: pages, frontier, the crawl cycle, each host's
+  queue, budget, soft-404 probe and the time its next request is allowed — the
+  frontier's own ready time (its heap of host ready times), which the crawler
+  writes into its state twice a second.
 - :func:`read_request_log` and :func:`politeness_gaps` judge the crawl from the
   server's side: every request the sandbox received, and the gaps between them
   against the rule ``max(Crawl-delay, factor × fetch time, minimum)``.
@@ -56,7 +58,9 @@ __all__ = [
     "ProgressSample",
     "SandboxProbe",
     "SandboxProcess",
+    "fetch_sandbox_ca",
     "list_crawls",
+    "loopback_get",
     "politeness_gaps",
     "probe_sandbox",
     "read_request_log",
@@ -76,6 +80,7 @@ _NETWORK = ("timeout", "connect", "protocol", "dns")
 FAILED_OUTCOMES = (
     *_NETWORK,
     *(f"retry:{e}" for e in _NETWORK),
+    "tls",
     "too-large",
     "not-html",
     "binary",
@@ -144,6 +149,34 @@ def probe_sandbox(url: str | None = None, timeout: float = 2.0) -> SandboxProbe:
     if not isinstance(manifest, dict) or not manifest.get("seeds") or not manifest.get("hosts"):
         return SandboxProbe(url, False, problem="it is not a sandbox web (no seeds in manifest)")
     return SandboxProbe(url, True, manifest)
+
+
+def loopback_get(url: str, what: str = "the", timeout: float = 10.0) -> httpx.Response:
+    """GET ``url``, which must be on loopback; raises ``ValueError`` or ``httpx.HTTPError``."""
+    if not _loopback(url):
+        raise ValueError(f"{what} URL must be on loopback, not {urlsplit(url).hostname!r}")
+    resp = httpx.get(url, timeout=timeout, trust_env=False)
+    resp.raise_for_status()
+    return resp
+
+
+def fetch_sandbox_ca(control_url: str, out_dir: Path | str) -> Path | None:
+    """Save the sandbox web's CA certificate as ``out_dir/sandbox-ca.pem``.
+
+    Returns its path, or None when that sandbox serves nothing over TLS. Raises
+    ``ValueError`` (not loopback), ``httpx.HTTPError`` or ``OSError``.
+    """
+    try:
+        resp = loopback_get(f"{control_url.rstrip('/')}/_sandbox/ca.pem", "sandbox")
+    except httpx.HTTPStatusError as exc:
+        if exc.response.status_code == 404:
+            return None
+        raise
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "sandbox-ca.pem"
+    path.write_bytes(resp.content)
+    return path
 
 
 def read_request_log(url: str, since: int = 0, timeout: float = 5.0) -> list[LoggedRequest]:
@@ -322,7 +355,11 @@ class ProgressSample:
 
 @dataclass(frozen=True)
 class HostStatus:
-    """One host as the crawl state has it: its queue and when it may be asked again."""
+    """One host as the crawl state has it: its queue and when it may be asked again.
+
+    ``next_allowed_at`` is the frontier's own ready time for the host (written by the
+    crawler as it runs), not a reconstruction from the fetch log.
+    """
 
     host: str
     address: str
@@ -337,7 +374,19 @@ class HostStatus:
     backoffs: int
     last_request_at: float | None  # wall clock
     last_delay: float | None  # the pause chosen after the last request
-    next_allowed_at: float | None  # wall clock
+    next_allowed_at: float | None  # wall clock: the frontier's ready time for the host
+    scheme: str = "http"
+    budget_used: int = 0  # pages admitted in the current crawl cycle
+    probe_url: str | None = None  # the URL that cannot exist, asked once
+    probe_status: int | None = None  # its answer (0: no answer; None: not asked yet)
+    frontier_at: float | None = None  # when the frontier's state was last written
+    waiting_robots: bool = False
+
+    @property
+    def label(self) -> str:
+        """``name`` (``name (https)`` for a host crawled over TLS), without the port."""
+        name = self.host.split(":", 1)[0]
+        return f"{name} (https)" if self.scheme == "https" else name
 
     def wait(self, now: float) -> float | None:
         """Seconds until this host may be asked again (0 = now); None if never asked."""
@@ -370,6 +419,11 @@ class CrawlSnapshot:
     hosts: list[HostStatus]
     finished: bool
     stop_reason: str | None
+    cycle: int = 1
+    cycle_started_at: float | None = None
+    cycles: int = 1
+    host_budget: int | None = None
+    soft_404s: int = 0
 
     @property
     def duplicates_total(self) -> int:
@@ -417,7 +471,7 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
         started_at = meta.get("started_at")
         fail = ", ".join(f"'{o}'" for o in FAILED_OUTCOMES)
         answered = (
-            "kind != 'robots' AND status IS NOT NULL AND status NOT IN (429, 503) "
+            "kind NOT IN ('robots', 'probe') AND status IS NOT NULL AND status NOT IN (429, 503) "
             f"AND outcome NOT IN ({fail}) "
         )
         pages = db.execute(f"SELECT COUNT(*) FROM fetches WHERE {answered}").fetchone()[0]
@@ -442,6 +496,15 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
             )
         }
         traps = {r[0]: r[1] for r in db.execute("SELECT rule, COUNT(*) FROM cuts GROUP BY rule")}
+        cycle = int(meta.get("cycle", 1))
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        budget: dict[str, int] = {}
+        cycles = 1
+        if "host_budget" in tables:
+            budget = dict(
+                db.execute("SELECT host, admitted FROM host_budget WHERE cycle = ?", (cycle,))
+            )
+            cycles = db.execute("SELECT COUNT(*) FROM cycles").fetchone()[0] or 1
         per_host: dict[str, dict[str, int]] = defaultdict(dict)
         for r in db.execute(
             "SELECT host, state, COUNT(*) AS n FROM urls WHERE state IN ('queued', 'leased') "
@@ -459,6 +522,7 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
         for r in db.execute("SELECT * FROM hosts ORDER BY host"):
             h = r["host"]
             lf = last.get(h)
+            col = _columns(r)
             hosts.append(
                 HostStatus(
                     host=h,
@@ -474,9 +538,13 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
                     backoffs=r["backoffs"],
                     last_request_at=lf["started"] if lf is not None else None,
                     last_delay=lf["delay"] if lf is not None else None,
-                    next_allowed_at=(
-                        None if lf is None else lf["started"] + lf["took"] + (lf["delay"] or 0.0)
-                    ),
+                    next_allowed_at=col.get("ready_at") if lf is not None else None,
+                    scheme=col.get("scheme") or "http",
+                    budget_used=budget.get(h, 0),
+                    probe_url=col.get("probe_url"),
+                    probe_status=col.get("probe_status"),
+                    frontier_at=col.get("state_at"),
+                    waiting_robots=bool(col.get("waiting_robots")),
                 )
             )
     finally:
@@ -511,7 +579,17 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
         hosts=hosts,
         finished=finished,
         stop_reason=str(report.get("stop_reason")) if report else None,
+        cycle=cycle,
+        cycle_started_at=meta.get("cycle_started_at"),
+        cycles=int(cycles),
+        host_budget=meta.get("host_budget"),
+        soft_404s=outcomes.get("soft-404", 0),
     )
+
+
+def _columns(row: sqlite3.Row) -> dict[str, Any]:
+    """A row as a dict (a crawl database from an older version lacks some columns)."""
+    return {k: row[k] for k in row.keys()}  # noqa: SIM118 - sqlite3.Row is not a mapping
 
 
 class CrawlSession:
@@ -553,17 +631,25 @@ class CrawlSession:
             since = len(read_request_log(sandbox.url, since=0))
         except httpx.HTTPError as exc:
             raise RuntimeError(f"cannot read the sandbox's request log: {exc}") from exc
+        try:
+            tls = sandbox.manifest.get("tls") or {}
+            ca = fetch_sandbox_ca(sandbox.url, out) if tls.get("ca") else None
+        except (ValueError, httpx.HTTPError) as exc:
+            raise RuntimeError(f"cannot read the sandbox's CA certificate: {exc}") from exc
         info = {
             "sandbox_url": sandbox.url,
             "log_since": since,
             "started_at": time.time(),
             "seeds": sandbox.seeds,
             "settings": asdict(settings),
+            "ca_bundle": str(ca) if ca else None,
         }
         (out / SESSION_FILE).write_text(json.dumps(info, indent=1))
         session = cls(out, info)
         argv = [sys.executable, "-m", "lookup.cli", "crawl", *sandbox.seeds]
         argv += ["--hosts", sandbox.hosts_url, "--out", str(out), "--quiet", *settings.argv()]
+        if ca is not None:
+            argv += ["--ca-bundle", str(ca)]
         with (out / LOG_FILE).open("wb") as log:
             session.process = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL

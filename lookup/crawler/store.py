@@ -4,6 +4,12 @@ Every URL the crawler ever admitted has one row in ``urls`` keyed by its hash â€
 this is the durable URL store behind the Bloom filter, and the durable frontier:
 ``state`` is ``queued`` (waiting), ``leased`` (in flight), ``done`` (fetched, with its
 outcome), ``cut`` (a trap rule refused it), ``blocked`` (robots.txt) or ``failed``.
+
+A crawl runs in **cycles** (``cycles``; the current one in ``meta``): each host may
+have at most its page budget admitted per cycle (``host_budget``), so the budget
+survives a restart within a cycle and starts afresh with the next one. The
+``hosts`` table also keeps each host's soft-404 probe and the frontier's own view
+of it (its ready time, queue and fetch in flight), written as the crawl runs.
 Work is leased, not assigned: a URL is ``leased`` while a fetch is in flight and a
 restarted crawler puts every lease it finds back to ``queued`` (the process that
 held them is gone), so nothing queued is ever lost. A page's result and the links
@@ -67,11 +73,9 @@ CREATE TABLE IF NOT EXISTS urls (
     out_links     INTEGER,
     dup_of        TEXT,
     dup_kind      TEXT,
-    dup_score     REAL
+    dup_score     REAL,
+    cycle         INTEGER NOT NULL DEFAULT 1
 );
-CREATE INDEX IF NOT EXISTS urls_state ON urls (state, seq);
-CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
-CREATE INDEX IF NOT EXISTS urls_due ON urls (state, next_due);
 CREATE TABLE IF NOT EXISTS hosts (
     host          TEXT PRIMARY KEY,
     address       TEXT,
@@ -86,7 +90,30 @@ CREATE TABLE IF NOT EXISTS hosts (
     admitted      INTEGER NOT NULL DEFAULT 0,
     fetched       INTEGER NOT NULL DEFAULT 0,
     errors        INTEGER NOT NULL DEFAULT 0,
-    backoffs      INTEGER NOT NULL DEFAULT 0
+    backoffs      INTEGER NOT NULL DEFAULT 0,
+    scheme        TEXT,
+    probe_url     TEXT,
+    probe_status  INTEGER,
+    probe_title   TEXT,
+    probe_text    TEXT,
+    probe_location TEXT,
+    probe_attempts INTEGER NOT NULL DEFAULT 0,
+    ready_at      REAL,
+    queue         INTEGER,
+    in_flight     INTEGER,
+    waiting_robots INTEGER,
+    state_at      REAL
+);
+CREATE TABLE IF NOT EXISTS cycles (
+    n          INTEGER PRIMARY KEY,
+    started_at REAL NOT NULL,
+    reason     TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS host_budget (
+    host     TEXT NOT NULL,
+    cycle    INTEGER NOT NULL,
+    admitted INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (host, cycle)
 );
 CREATE TABLE IF NOT EXISTS cuts (
     id     INTEGER PRIMARY KEY,
@@ -116,6 +143,12 @@ CREATE TABLE IF NOT EXISTS fetches (
 );
 """
 
+INDEXES = """
+CREATE INDEX IF NOT EXISTS urls_state ON urls (state, seq);
+CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
+CREATE INDEX IF NOT EXISTS urls_due ON urls (state, next_due);
+"""
+
 
 class CrawlStore:
     """The crawl's SQLite database (``DIR/crawl.sqlite``)."""
@@ -127,7 +160,20 @@ class CrawlStore:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.executescript(SCHEMA)
+        self._migrate()
+        self.db.executescript(INDEXES)
         self._in_tx = False
+
+    def _migrate(self) -> None:
+        """Add the columns a crawl database made by an older version lacks."""
+        for table in ("urls", "hosts"):
+            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
+            for line in SCHEMA.split(f"CREATE TABLE IF NOT EXISTS {table} (", 1)[1].split(
+                ");", 1
+            )[0].splitlines():
+                parts = line.strip().rstrip(",").split(None, 1)
+                if len(parts) == 2 and parts[0] not in have and "PRIMARY KEY" not in parts[1]:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {parts[0]} {parts[1]}")
 
     def close(self) -> None:
         self.db.close()
@@ -243,6 +289,13 @@ class CrawlStore:
             "FROM urls WHERE outcome = 'duplicate' ORDER BY seq"
         ).fetchall()
 
+    def soft_404s(self) -> list[sqlite3.Row]:
+        """Every page that answered 200 OK but meant "not found", with how that was seen."""
+        return self.db.execute(
+            "SELECT url, host, reason, title, content_hash, storage_key FROM urls "
+            "WHERE outcome = 'soft-404' ORDER BY seq"
+        ).fetchall()
+
     def blocked(self) -> list[sqlite3.Row]:
         """Every URL robots.txt kept us from, with the decision that did it."""
         return self.db.execute(
@@ -253,10 +306,11 @@ class CrawlStore:
     def host_row(self, host: str) -> sqlite3.Row | None:
         return self.db.execute("SELECT * FROM hosts WHERE host = ?", (host,)).fetchone()
 
-    def ensure_host(self, host: str, address: str) -> None:
+    def ensure_host(self, host: str, address: str, scheme: str | None = None) -> None:
         self.db.execute(
-            "INSERT INTO hosts(host, address) VALUES (?, ?) ON CONFLICT(host) DO NOTHING",
-            (host, address),
+            "INSERT INTO hosts(host, address, scheme) VALUES (?, ?, ?) "
+            "ON CONFLICT(host) DO NOTHING",
+            (host, address, scheme),
         )
 
     def update_host(self, host: str, **fields: Any) -> None:
@@ -270,6 +324,37 @@ class CrawlStore:
 
     def hosts(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM hosts ORDER BY host").fetchall()
+
+    # -- crawl cycles and the per-host budget -------------------------------------------
+    def add_cycle(self, n: int, started_at: float, reason: str) -> None:
+        self.db.execute(
+            "INSERT INTO cycles(n, started_at, reason) VALUES (?, ?, ?)", (n, started_at, reason)
+        )
+
+    def cycles(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM cycles ORDER BY n").fetchall()
+
+    def bump_budget(self, host: str, cycle: int, by: int = 1) -> None:
+        self.db.execute(
+            "INSERT INTO host_budget(host, cycle, admitted) VALUES (?, ?, ?) "
+            "ON CONFLICT(host, cycle) DO UPDATE SET admitted = admitted + excluded.admitted",
+            (host, cycle, by),
+        )
+
+    def budget_used(self, cycle: int) -> dict[str, int]:
+        """Pages admitted per host in ``cycle``."""
+        return {
+            r[0]: r[1]
+            for r in self.db.execute(
+                "SELECT host, admitted FROM host_budget WHERE cycle = ?", (cycle,)
+            )
+        }
+
+    def deferred(self) -> list[sqlite3.Row]:
+        """URLs refused because their host's budget was spent: they wait for a new cycle."""
+        return self.db.execute(
+            "SELECT * FROM urls WHERE state = 'cut' AND outcome = 'trap:host-budget' ORDER BY seq"
+        ).fetchall()
 
     # -- cuts, redirects, fetch log ----------------------------------------------------
     def add_cut(self, url: str, host: str, rule: str, detail: str = "") -> None:

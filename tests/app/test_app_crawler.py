@@ -113,19 +113,30 @@ def test_crawl_watch_inspect_and_index(
     assert at.button(key="crawl-start").disabled  # one crawl at a time
     deadline = time.monotonic() + 60
     seen_running = False
+    next_requests: set[str] = set()
     while "Finished" not in _text(at):
         assert time.monotonic() < deadline, _text(at)
         seen_running |= "Crawling" in _text(at) or "starting" in _text(at)
+        live = [d.value for d in at.dataframe if "Next request" in d.value.columns]
+        if live:  # the frontier's own ready times, while the crawl runs
+            next_requests |= set(live[0]["Next request"])
         time.sleep(1.0)
         _ok(at.run())
     assert seen_running
+    if next_requests:
+        assert {"now", "robots.txt first", "nothing queued"} | {
+            v for v in next_requests if v.startswith("in ") or v.startswith("parked")
+        } >= next_requests
     (crawl_dir,) = list_crawls(data / "crawls")
     snap = read_snapshot(crawl_dir)
     assert _metric(at, "Pages fetched") == f"{snap.pages:,}" and snap.pages > 50
     assert _metric(at, "Duplicates") == f"{snap.duplicates_total:,}"
     assert _metric(at, "Blocked by robots") == f"{snap.blocked:,}"
     hosts = _table(at, "Last pause (s)")
-    assert len(hosts) == len(snap.hosts) == 14
+    assert len(hosts) == len(snap.hosts) >= 14  # 14 names, docs over http and https
+    assert "docs.sandbox.test (https)" in set(hosts["Host"])
+    assert set(hosts["Budget used"]) <= {f"{h.budget_used} of 200" for h in snap.hosts}
+    assert "crawl cycle 1" in _text(at)
 
     # Politeness, judged from the sandbox's log.
     assert "Politeness checked from the server's side" in _text(at)
@@ -153,6 +164,18 @@ def test_crawl_watch_inspect_and_index(
     assert _metric(at, "SimHash distance") == "0 of 64 bits"
     _ok(at.segmented_control(key="dedup-mode").set_value("any two pages").run())
     assert at.selectbox(key="any-left").value != at.selectbox(key="any-right").value
+
+    # Soft 404s: every one the page lists was a planted soft 404, by the sandbox's log.
+    assert _metric(at, "Soft 404s") == f"{snap.soft_404s:,}" and snap.soft_404s > 0
+    soft = _table(at, "How it was caught")
+    planted = {f"http://{e.host}:{e.port}{e.target}" for e in web.log.entries() if e.soft_404}
+    assert len(soft) == snap.soft_404s and set(soft["URL"]) <= planted
+    probes = _table(at, "Probe", "Answer")
+    answers = dict(zip(probes["Host"], probes["Answer"], strict=True))
+    assert answers.get("shop.sandbox.test") == answers.get("calendar.sandbox.test") == "HTTP 200"
+    assert answers.get("docs.sandbox.test") == "HTTP 404"
+    assert at.selectbox(key="soft404-page").value in set(soft["URL"])
+    assert "The crawler's verdict" in _text(at)
 
     # robots.txt decisions and traps.
     blocked = _table(at, "URL", "Decision")

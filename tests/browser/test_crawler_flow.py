@@ -91,6 +91,12 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     expect(_metric_value(page, "SimHash distance")).to_contain_text("of 64 bits")
     expect(page.get_by_text("The crawler's verdict").first).to_be_visible()
 
+    # Soft 404s: what each host answered for a URL that cannot exist, and what matched it.
+    page.get_by_role("tab", name="Soft 404s").click()
+    expect(page.get_by_text("Each host's answer to a URL that cannot exist")).to_be_visible()
+    expect(page.get_by_text("Pages that said “not found” with 200 OK")).to_be_visible()
+    expect(_metric_value(page, "Caught by the probe")).not_to_have_text("0")
+
     page.get_by_role("tab", name="Search index").click()
     page.get_by_role("button", name="Build search index from this crawl").click()
     expect(page.get_by_text("Search index built")).to_be_visible(timeout=60_000)

@@ -35,6 +35,7 @@ def test_config(out: Path, web: Sandbox, **overrides: Any) -> CrawlConfig:
         robots_retry=600.0,
         traps=TrapPolicy(host_budget=HOST_BUDGET, max_depth=10),
         concurrency=32,
+        ca_bundle=web.ca_path if web.tls_port else None,  # trust the sandbox's own CA
     )
     base.update(overrides)
     return CrawlConfig(out, **base)
@@ -62,7 +63,12 @@ class CrawlRun:
 
     def requested(self) -> set[str]:
         """Every URL the sandbox was asked for (scheme://host:port/target)."""
-        return {f"http://{e.host}:{self.web.port}{e.target}" for e in self.log}
+        return {request_url(e) for e in self.log}
+
+
+def request_url(e: LoggedRequest) -> str:
+    """The URL of one logged request, as the crawler spelled it (before normalising)."""
+    return f"{e.scheme}://{e.host}:{e.port}{e.target}"
 
 
 @pytest.fixture(scope="module")

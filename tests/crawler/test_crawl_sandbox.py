@@ -16,7 +16,8 @@ from protego import Protego
 from lookup.crawler import normalize, read_events, read_record, url_hash
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.sandbox.web import Request, Response
-from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY, CrawlRun
+from lookup.crawler.session import FAILED_OUTCOMES
+from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY, CrawlRun, request_url
 
 # A stream the crawler cut off at its size cap ends, on the server, when the server
 # notices: up to a few scheduler ticks after the crawler let go.
@@ -161,7 +162,7 @@ def test_no_url_is_fetched_twice_in_one_cycle(crawl_run: CrawlRun) -> None:
         if e.host == urlsplit(crawl_run.manifest["hostile"]["stall"]).hostname:
             if e.path == "/stall.html":
                 continue  # a timeout is retried
-        answered[normalize(f"http://{e.host}:{crawl_run.web.port}{e.target}") or e.target] += 1
+        answered[normalize(request_url(e)) or e.target] += 1
     twice = {u: n for u, n in answered.items() if n > 1}
     assert not twice
 
@@ -286,3 +287,85 @@ def test_the_store_explains_every_duplicate_and_every_block(crawl_run: CrawlRun)
         assert store.fetch_log()[0]["kind"] == "robots"
     finally:
         store.close()
+
+
+def _probe_urls(run: CrawlRun) -> dict[str, str]:
+    return {r["host"]: r["probe_url"] for r in run.rows("SELECT host, probe_url FROM hosts")}
+
+
+def test_every_planted_soft_404_is_detected_and_no_real_page_is(crawl_run: CrawlRun) -> None:
+    # The oracle is the sandbox itself: its log marks every answer that was a planted
+    # soft 404 (the crawler never sees that mark).
+    probes = set(_probe_urls(crawl_run).values())
+    judged = soft = 0
+    for e in crawl_run.log:
+        url = normalize(request_url(e))
+        if e.status != 200 or e.path == "/robots.txt" or url in probes:
+            continue
+        row = crawl_run.url_row(url or "")
+        if row is None or row["kind"] != "page" or row["outcome"] in FAILED_OUTCOMES:
+            continue
+        judged += 1
+        soft += e.soft_404
+        assert (row["outcome"] == "soft-404") == e.soft_404, (url, row["outcome"], row["reason"])
+    assert judged > 100 and soft >= 5
+    # Every soft 404 linked from a real page was fetched and caught, by the right signal:
+    # the probe where the host soft-404s everything, the wording where it does not.
+    methods = {"calendar": "cannot exist", "shop": "cannot exist", "news": "says"}
+    events = {ev["url"] for ev in read_events(crawl_run.out / "events.jsonl")}
+    for url in crawl_run.manifest["soft_404s"]:
+        row = crawl_run.url_row(url)
+        assert row is not None and row["outcome"] == "soft-404", url
+        assert methods[urlsplit(url).hostname.split(".")[0]] in row["reason"], row["reason"]
+        assert url not in events and row["out_links"] == 0
+    # Their "did you mean" links were not followed.
+    assert not [u for u in crawl_run.requested() if "/events/launch-party-" in u]
+
+
+def test_each_host_is_probed_once_after_robots_txt_and_before_any_page(
+    crawl_run: CrawlRun,
+) -> None:
+    probes = _probe_urls(crawl_run)
+    status = dict(crawl_run.rows("SELECT host, probe_status FROM hosts"))
+    failing = set(crawl_run.manifest["robots"]["failing_hosts"])
+    by_origin: dict[tuple[str, int], list[LoggedRequest]] = defaultdict(list)
+    for e in crawl_run.log:
+        by_origin[(e.host, e.port)].append(e)
+    for (name, port), entries in by_origin.items():
+        entries.sort(key=lambda e: e.start)
+        kinds = ["probe" if "/lookupbot-probe-" in e.path else e.path for e in entries]
+        if name in failing:
+            assert "probe" not in kinds
+            continue
+        probe_url = probes[f"{name}:{port}"]
+        assert {request_url(e) for e in entries if "/lookupbot-probe-" in e.path} == {probe_url}
+        assert kinds[0] == "/robots.txt" and kinds[1] == "probe", (name, kinds[:3])
+        first_page = next(i for i, k in enumerate(kinds) if k not in ("/robots.txt", "probe"))
+        assert all(k != "probe" for k in kinds[first_page:])
+    port = crawl_run.web.port
+    assert status[f"shop.sandbox.test:{port}"] == status[f"calendar.sandbox.test:{port}"] == 200
+    assert status[f"news.sandbox.test:{port}"] == status[f"docs.sandbox.test:{port}"] == 404
+
+
+def test_https_is_fetched_over_tls_and_http_https_twins_are_deduplicated(
+    crawl_run: CrawlRun,
+) -> None:
+    tls = crawl_run.manifest["tls"]
+    secure = [e for e in crawl_run.log if e.scheme == "https"]
+    assert secure and {e.host for e in secure} == set(tls["hosts"])
+    assert {e.port for e in secure} == {tls["port"]}
+    for pair in tls["https_variants"]:
+        http, https = crawl_run.url_row(pair["http"]), crawl_run.url_row(pair["https"])
+        assert http["state"] == https["state"] == "done"
+        assert {http["outcome"], https["outcome"]} == {"ok", "duplicate"}
+        dup, original = (https, http) if https["outcome"] == "duplicate" else (http, https)
+        assert dup["dup_kind"] == "exact" and dup["dup_of"] == original["url"]
+    # Only one copy of each page reaches the indexer, whichever scheme it came by.
+    events = read_events(crawl_run.out / "events.jsonl")
+    paths: defaultdict[str, set[str]] = defaultdict(set)
+    for ev in events:
+        parts = urlsplit(ev["url"])
+        if parts.hostname == "docs.sandbox.test":
+            paths[parts.path + parts.query].add(parts.scheme)
+    assert paths and all(len(schemes) == 1 for schemes in paths.values())
+    assert not crawl_run.rows("SELECT url FROM urls WHERE outcome = 'tls'")

@@ -18,6 +18,7 @@ import pytest
 from lookup.cli import main
 from lookup.crawler import Sandbox, SandboxConfig, normalize, read_events
 from tests.conftest import ROOT, free_port, wait_http
+from tests.crawler.conftest import request_url
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,8 @@ def test_sandbox_command_serves_the_web(tmp_path: Path) -> None:
         (["crawl", "--out", "X", "--resume"], "nothing to resume"),
         (["crawl", "http://a.test/", "--out", "X", "--hosts", "/no/such/file"], "name table"),
         (["sandbox", "--base-address", "10.0.0.2"], "loopback"),
+        (["crawl", "http://a.test/", "--out", "X", "--new-cycle"], "--resume"),
+        (["crawl", "http://a.test/", "--out", "X", "--ca-bundle", "/no/such.pem"], "CA bundle"),
     ],
 )
 def test_bad_crawl_arguments_are_clear_errors(
@@ -87,12 +90,16 @@ def test_crawl_stops_at_a_limit_with_exit_0_and_resumes(
     assert "stopped: max-pages" in text and "pages fetched" in text
     report = json.loads((out / "report.json").read_text())
     assert report["stop_reason"] == "max-pages" and report["pages"] <= 15
+    # --sandbox fetched the sandbox's CA into the crawl directory, for its https host.
+    assert (out / "sandbox-ca.pem").read_bytes() == web.ca_pem
     # Starting again without --resume would clobber the crawl: refused.
     assert main(_crawl_args(web, out)) == 2
     assert "--resume" in capsys.readouterr().err
     assert main(_crawl_args(web, out, "--resume", "--max-pages", "15")) == 0
     report2 = json.loads((out / "report.json").read_text())
-    assert report2["stop_reason"] == "max-pages"
+    assert report2["stop_reason"] == "max-pages" and report2["cycle"] == 1
+    assert main(_crawl_args(web, out, "--resume", "--new-cycle", "--max-pages", "2")) == 0
+    assert "crawl cycle 2" in capsys.readouterr().out
     assert len(read_events(out / "events.jsonl")) > report["events"]
 
 
@@ -137,7 +144,7 @@ def test_sigkill_mid_crawl_then_resume_loses_nothing_and_refetches_nothing(
     assert main(_crawl_args(web, out, "--resume")) == 0
     after = [e for e in web.log.entries() if e.start >= resumed_at]
     refetched = {
-        normalize(f"http://{e.host}:{web.port}{e.target}")
+        normalize(request_url(e))
         for e in after
         if e.path != "/robots.txt"
     }

@@ -208,3 +208,27 @@ def test_politeness_holds_for_any_schedule(seed: int) -> None:
                 completed += 1
     assert completed >= 40  # every URL (plus each host's robots.txt) was served
     assert len(f) == 0
+
+
+def test_the_probe_comes_after_robots_txt_and_before_any_page_politely() -> None:
+    clock = FakeClock()
+    f = Frontier(PolitenessPolicy(min_delay=1.0, delay_factor=0.0), clock=clock)
+    for n in range(2):
+        f.add(entry("a.test", n), "127.0.0.2")
+    robots = f.lease()
+    assert robots is not None and robots.kind == "robots"
+    f.robots_known("a.test", crawl_delay=None)
+    f.probe_needed("a.test", True)
+    f.complete(robots, 0.0)
+    assert f.lease() is None  # the probe waits its turn like any request
+    assert f.snapshot()[0]["needs_probe"] and f.snapshot()[0]["ready_in"] == 1.0
+    clock.now += 1.0
+    probe = f.lease()
+    assert probe is not None and probe.kind == "probe" and probe.entry is None
+    assert len(f) == 2  # no page was taken for it
+    f.probe_needed("a.test", False)
+    f.complete(probe, 0.0)
+    clock.now += 1.0
+    page = f.lease()
+    assert page is not None and page.kind == "page"
+    assert f.snapshot()[0]["ready_at"] == clock.now  # leased now; ready time unchanged

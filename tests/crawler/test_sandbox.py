@@ -2,26 +2,40 @@
 
 from __future__ import annotations
 
+import ssl
 import time
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from lookup.crawler.dedup import content_hash, hamming, simhash
+from lookup.crawler.fetcher import tls_context
 from lookup.crawler.parse import parse_html
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.sandbox.web import Request
 from lookup.crawler.urlnorm import normalize
 
 
-def get(web: Sandbox, url: str, **headers: str) -> httpx.Response:
-    host, _, rest = url.removeprefix("http://").partition("/")
-    name = host.split(":")[0]
-    return httpx.get(
-        f"http://{web.hosts()[name]}:{web.port}/{rest}",
-        headers={"Host": host, **headers},
-        timeout=10,
-    )
+def get(
+    web: Sandbox, url: str, *, verify: ssl.SSLContext | None = None, **headers: str
+) -> httpx.Response:
+    """GET a sandbox URL at its host's address (http, or https with the sandbox's CA)."""
+    parts = urlsplit(url)
+    name = parts.hostname or ""
+    https = parts.scheme == "https"
+    target = f"{parts.scheme}://{web.hosts()[name]}:{parts.port}{parts.path or '/'}"
+    if parts.query:
+        target += "?" + parts.query
+    context = verify or (tls_context(web.ca_path) if https else None)
+    with httpx.Client(verify=context or True, timeout=10, trust_env=False) as client:
+        request = client.build_request(
+            "GET",
+            target,
+            headers={"Host": parts.netloc, **headers},
+            extensions={"sni_hostname": name} if https else {},
+        )
+        return client.send(request)
 
 
 def test_hosts_live_on_their_own_loopback_addresses(web: Sandbox) -> None:
@@ -111,3 +125,52 @@ def test_every_request_is_logged(web: Sandbox) -> None:
     assert entry.end >= entry.start and entry.wall > 0
     log = httpx.get(f"{web.control_url}/_sandbox/log?since={before}").text
     assert '"mirror.sandbox.test"' in log
+
+
+def test_docs_is_served_over_tls_with_the_sandboxs_own_ca(web: Sandbox) -> None:
+    tls = web.manifest()["tls"]
+    assert tls["hosts"] == ["docs.sandbox.test"] and tls["port"] == web.tls_port
+    assert httpx.get(tls["ca"]).content == web.ca_pem
+    before = len(web.log)
+    for pair in tls["https_variants"]:
+        plain, secure = get(web, pair["http"]), get(web, pair["https"])
+        assert plain.status_code == secure.status_code == 200
+        assert parse_html(plain.text).text == parse_html(secure.text).text  # the same page
+    logged = web.log.entries(before)
+    assert {(e.scheme, e.port) for e in logged} == {("http", web.port), ("https", web.tls_port)}
+    # Verification is real: without the sandbox's CA the certificate does not verify ...
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        get(web, tls["https_variants"][0]["https"], verify=ssl.create_default_context())
+    # ... and a name without a certificate is misdirected on the TLS port.
+    www = f"https://www.docs.sandbox.test:{web.tls_port}/"
+    context = tls_context(web.ca_path)
+    context.check_hostname = False  # the certificate names docs only; ask as www anyway
+    assert get(web, www, verify=context).status_code == 421
+
+
+def test_a_sandbox_without_tls_has_no_ca() -> None:
+    with Sandbox(SandboxConfig.small(tls_hosts=())) as plain:
+        assert plain.tls_port is None and plain.manifest()["tls"]["hosts"] == []
+        assert httpx.get(f"{plain.control_url}/_sandbox/ca.pem").status_code == 404
+        with pytest.raises(RuntimeError):
+            _ = plain.ca_pem
+    with pytest.raises(ValueError, match="nowhere"):
+        Sandbox(SandboxConfig.small(tls_hosts=("nowhere",)))
+
+
+def test_planted_soft_404s_answer_200_and_the_log_knows(web: Sandbox) -> None:
+    before = len(web.log)
+    for url in web.manifest()["soft_404s"]:
+        r = get(web, url)
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    # Hosts that soft-404 everything, and one that only does so for stories.
+    assert get(web, web.url("calendar", "/no/such/page")).status_code == 200
+    assert get(web, web.url("shop", "/no-such-aisle")).status_code == 200
+    assert get(web, web.url("news", "/no-such-page.html")).status_code == 404
+    # Real pages are not soft 404s.
+    assert get(web, web.url("news", "/")).status_code == 200
+    logged = web.log.entries(before)
+    assert [e.soft_404 for e in logged] == [True] * (len(logged) - 2) + [False, False]
+    # The shop's catch-all never says "not found": only a probe can reveal it.
+    catch_all = parse_html(get(web, web.manifest()["soft_404s"][-1]).text)
+    assert "found" not in catch_all.text.lower() and "404" not in catch_all.text

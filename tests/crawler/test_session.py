@@ -18,7 +18,14 @@ import pytest
 
 from lookup.crawler import DEFAULT_USER_AGENT, Sandbox
 from lookup.crawler.dedup import content_hash
-from lookup.crawler.inspector import compare_texts, duplicate_clusters, fetched_pages, page_text
+from lookup.crawler.inspector import (
+    compare_texts,
+    duplicate_clusters,
+    fetched_pages,
+    host_probes,
+    page_text,
+    soft_404_pages,
+)
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.session import (
     CrawlSession,
@@ -87,9 +94,16 @@ def test_every_request_is_in_the_sandboxs_log(watched: Watched) -> None:
     snap = watched.session.snapshot()
     assert len(log) == snap.requests
     assert {e.user_agent for e in log} == {DEFAULT_USER_AGENT}
-    per_host = Counter(e.host for e in log)
+    per_origin = Counter((e.scheme, f"{e.host}:{e.port}") for e in log)
+    db = sqlite3.connect(watched.session.out_dir / "crawl.sqlite")
+    try:
+        probes = dict(db.execute("SELECT host, probe_attempts FROM hosts"))
+    finally:
+        db.close()
     for h in snap.hosts:
-        assert per_host[_host(h.host)] == h.fetched + 1, h.host  # + its robots.txt
+        # Its pages, its robots.txt and its soft-404 probe (asked again after a 429/503).
+        assert per_origin[(h.scheme, h.host)] == h.fetched + 1 + probes[h.host], h.host
+    assert ("https", next(h.host for h in snap.hosts if h.scheme == "https")) in per_origin
     # Hosts whose robots.txt failed got that one request and nothing else.
     failing = {_host(h.host) for h in snap.hosts if h.robots_state == "disallow-all"}
     assert failing == {_host(n) for n in watched.web.manifest()["robots"]["failing_hosts"]}
@@ -98,7 +112,7 @@ def test_every_request_is_in_the_sandboxs_log(watched: Watched) -> None:
             assert e.path == "/robots.txt"
 
 
-def test_next_allowed_time_follows_the_last_request_and_its_pause(watched: Watched) -> None:
+def test_next_allowed_time_is_the_frontiers_own(watched: Watched) -> None:
     snap = watched.session.snapshot()
     db = sqlite3.connect(watched.session.out_dir / "crawl.sqlite")
     try:
@@ -107,9 +121,17 @@ def test_next_allowed_time_follows_the_last_request_and_its_pause(watched: Watch
                 "SELECT started, took, delay FROM fetches WHERE host = ? ORDER BY id DESC",
                 (h.host,),
             ).fetchone()
+            ready_at, state_at = db.execute(
+                "SELECT ready_at, state_at FROM hosts WHERE host = ?", (h.host,)
+            ).fetchone()
             assert h.last_request_at == started
-            assert h.next_allowed_at == pytest.approx(started + took + delay, abs=1e-6)
-            assert h.wait(started) == pytest.approx(took + delay, abs=1e-6)
+            # What the frontier wrote, never earlier than the last answer plus its pause
+            # (allowing for the two clocks the conversion reads).
+            assert h.next_allowed_at == ready_at and h.frontier_at == state_at
+            assert h.next_allowed_at >= started + took + delay - 1e-3
+            if h.waiting_robots:  # parked until robots.txt is retried
+                assert h.next_allowed_at >= started + 60
+            assert h.wait(h.next_allowed_at - 1) == pytest.approx(1.0)
             assert h.wait(h.next_allowed_at + 5) == 0.0
     finally:
         db.close()
@@ -284,6 +306,29 @@ def test_pair_measures_match_the_crawlers_verdicts(watched: Watched) -> None:
                 near += 1
                 assert r.minhash_jaccard == pytest.approx(d.score) and r.minhash_jaccard >= 0.8
     assert near > 0
+
+
+def test_soft_404s_and_probes_read_back_as_the_crawler_stored_them(watched: Watched) -> None:
+    from lookup.crawler import CrawlStore
+    from lookup.crawler.soft404 import masked_words
+
+    out = watched.session.out_dir
+    pages = soft_404_pages(out)
+    store = CrawlStore(out / "crawl.sqlite")
+    try:
+        assert [p.url for p in pages] == [r["url"] for r in store.soft_404s()]
+    finally:
+        store.close()
+    assert watched.session.snapshot().soft_404s == len(pages) > 0
+    probes = host_probes(out)
+    soft_hosts = {h for h, p in probes.items() if p.soft}
+    assert {h.split(".")[0] for h in soft_hosts} == {"shop", "calendar"}
+    for page in pages:
+        assert page.method == ("probe" if page.host in soft_hosts else "wording"), page
+        text = page_text(out, page.url).text  # its copy is in the WARC files
+        if page.method == "probe":
+            probe = probes[page.host]
+            assert masked_words(text, page.url) == masked_words(probe.text, probe.url)
 
 
 # ------------------------------------------------------------------ starting and stopping

@@ -4,14 +4,28 @@
 ``lookup sandbox`` serves it in the foreground. Hosts are names under
 ``.sandbox.test`` on their own loopback addresses (127.0.0.2, 127.0.0.3, ...), some
 sharing one address; the name table is at ``http://127.0.0.1:PORT/_sandbox/hosts``.
-The control address also serves the request log (``/_sandbox/log``) and the
-manifest of every known duplicate, trap and hostile behaviour (``/_sandbox/manifest``).
+The control address also serves the request log (``/_sandbox/log``), the manifest
+of every known duplicate, trap and hostile behaviour (``/_sandbox/manifest``) and
+the certificate of the sandbox's own CA (``/_sandbox/ca.pem``).
+
+Some hosts (``docs`` by default) are served over https too, on a second port of
+their address. Their certificate is issued at startup by a throwaway CA made with
+``trustme`` (held in memory; the CA certificate is written only into a temporary
+directory that :meth:`Sandbox.stop` removes). A crawler trusts it by adding that
+file to its CA bundle — verification is never switched off.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import ssl
+import tempfile
+import weakref
+from pathlib import Path
 from typing import Any
+
+import trustme
 
 from lookup.crawler.sandbox.sites import SandboxConfig, World, build_sites, esc, page
 from lookup.crawler.sandbox.web import (
@@ -33,12 +47,30 @@ class Sandbox:
         self.config = config or SandboxConfig()
         self.world = World(self.config)
         self.sites = build_sites(self.world)
+        unknown = set(self.config.tls_hosts) - set(self.world.names)
+        if unknown:
+            raise ValueError(f"no such sandbox hosts for TLS: {sorted(unknown)}")
         vhosts = {
             self.world.names[key]: (self.world.addresses[key], site.handle)
             for key, site in self.sites.handlers.items()
         }
+        tls_names = frozenset(self.world.names[k] for k in self.config.tls_hosts)
+        self.ca: trustme.CA | None = None
+        context: ssl.SSLContext | None = None
+        if tls_names:
+            self.ca = trustme.CA(organization_name="Lookup Workbench sandbox web (throwaway)")
+            leaf = self.ca.issue_cert(*sorted(tls_names))
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            leaf.configure_cert(context)
+        self._tmp: Path | None = None
         self.server = SandboxServer(
-            vhosts, self._control, self.config.control_address, self.config.port
+            vhosts,
+            self._control,
+            self.config.control_address,
+            self.config.port,
+            tls_names=tls_names,
+            tls_context=context,
+            tls_port=self.config.tls_port,
         )
 
     # -- lifecycle ---------------------------------------------------------------
@@ -46,6 +78,7 @@ class Sandbox:
         """Bind every address (port 0 picks a free one); returns the port."""
         port = self.server.bind()
         self.config.port = port
+        self.config.tls_port = self.server.tls_port
         return port
 
     def start(self) -> Sandbox:
@@ -57,10 +90,19 @@ class Sandbox:
     def serve_forever(self) -> None:
         """Serve in the calling thread until interrupted."""
         self.bind()
-        self.server.serve_forever()
+        try:
+            self.server.serve_forever()
+        finally:
+            self._remove_tmp()
 
     def stop(self) -> None:
         self.server.stop()
+        self._remove_tmp()
+
+    def _remove_tmp(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def __enter__(self) -> Sandbox:
         return self.start()
@@ -80,6 +122,30 @@ class Sandbox:
     @property
     def control_url(self) -> str:
         return f"http://{self.config.control_address}:{self.port}"
+
+    @property
+    def tls_port(self) -> int | None:
+        """The https port of the TLS hosts (None: no host speaks TLS)."""
+        return self.config.tls_port if self.ca is not None else None
+
+    @property
+    def ca_pem(self) -> bytes:
+        """The PEM certificate of the CA that signed the sandbox's TLS certificate."""
+        if self.ca is None:
+            raise RuntimeError("this sandbox serves no host over TLS")
+        return self.ca.cert_pem.bytes()
+
+    @property
+    def ca_path(self) -> Path:
+        """``ca_pem`` in a file (in a temporary directory removed by :meth:`stop`)."""
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="lookup-sandbox-"))
+            # Removed by stop(), or at exit for a sandbox never stopped.
+            weakref.finalize(self, shutil.rmtree, self._tmp, ignore_errors=True)
+        path = self._tmp / "sandbox-ca.pem"
+        if not path.exists():
+            path.write_bytes(self.ca_pem)
+        return path
 
     def hosts(self) -> dict[str, str]:
         """Host name → loopback address (what DNS would say)."""
@@ -110,15 +176,13 @@ class Sandbox:
         # The www twin serves every docs page again.
         twins = ("/", "/elsewhere.html", "/drafts/published-intro.html", "/feed.txt?format=html")
         for path in twins:
-            exact.append(
-                {
-                    "kind": "exact",
-                    "members": [
-                        {"url": w.url("docs", path), "reason": "original"},
-                        {"url": w.url("www", path), "reason": "www"},
-                    ],
-                }
-            )
+            members = [
+                {"url": w.url("docs", path), "reason": "original"},
+                {"url": w.url("www", path), "reason": "www"},
+            ]
+            if w.tls("docs"):
+                members.append({"url": w.https_url("docs", path), "reason": "https"})
+            exact.append({"kind": "exact", "members": members})
         return {
             "port": self.port,
             "agent": self.config.agent,
@@ -159,6 +223,20 @@ class Sandbox:
                 **h["junk"].manifest(),
             },
             "changing": h["blog"].changing() + h["wiki"].changing(),
+            # Pages that answer 200 OK but mean "not found"; the request log marks every
+            # such answer (``soft_404``), these are the ones linked from real pages.
+            "soft_404s": h["calendar"].soft_404s() + h["news"].soft_404s() + h["shop"].soft_404s(),
+            "tls": {
+                "port": self.tls_port,
+                "hosts": [w.names[k] for k in self.config.tls_hosts] if self.ca else [],
+                "ca": f"{self.control_url}/_sandbox/ca.pem" if self.ca else None,
+                "https_variants": [
+                    {"http": w.url("docs", p), "https": w.https_url("docs", p)}
+                    for p in ("/", f"/lib/{w.first_module}.html")
+                ]
+                if self.ca and w.tls("docs")
+                else [],
+            },
         }
 
     # -- the control address -----------------------------------------------------
@@ -167,6 +245,14 @@ class Sandbox:
             return Response(200, json.dumps(self.manifest(), indent=1), "application/json")
         if req.path == "/_sandbox/hosts":
             return Response(200, self.hosts_file(), "text/plain; charset=utf-8")
+        if req.path == "/_sandbox/ca.pem":
+            if self.ca is None:
+                return Response(
+                    404,
+                    json.dumps({"error": "NO_TLS", "message": "no sandbox host speaks TLS"}),
+                    "application/json",
+                )
+            return Response(200, self.ca_pem, "application/x-pem-file")
         if req.path == "/_sandbox/log":
             try:
                 since = max(0, int(req.params().get("since", "0") or 0))
@@ -186,7 +272,8 @@ class Sandbox:
             main = (
                 "<h1>The sandbox web</h1><table>"
                 f"{rows}</table><p><a href='/_sandbox/hosts'>hosts</a> "
-                "<a href='/_sandbox/manifest'>manifest</a> <a href='/_sandbox/log'>log</a></p>"
+                "<a href='/_sandbox/manifest'>manifest</a> <a href='/_sandbox/log'>log</a> "
+                "<a href='/_sandbox/ca.pem'>CA certificate</a></p>"
             )
             return Response(200, page("Sandbox", main))
         return Response(

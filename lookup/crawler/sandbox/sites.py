@@ -53,6 +53,8 @@ class SandboxConfig:
     time_scale: float = 1.0  # >1 makes pages change faster (freshness tests)
     calendar_year: int = 2026
     seed: int = 7
+    tls_hosts: tuple[str, ...] = ("docs",)  # hosts also served over https (none: no TLS)
+    tls_port: int = 0  # the https port on those hosts' addresses (0: any free port)
 
     @classmethod
     def small(cls, **overrides: Any) -> SandboxConfig:
@@ -111,6 +113,14 @@ class World:
 
     def url(self, key: str, path: str) -> str:
         return self.origin(key) + path
+
+    def tls(self, key: str) -> bool:
+        """Is host ``key`` also served over https?"""
+        return key in self.config.tls_hosts
+
+    def https_url(self, key: str, path: str) -> str:
+        """The https URL of ``path`` on host ``key`` (on the TLS port)."""
+        return f"https://{self.names[key]}:{self.config.tls_port}{path}"
 
     @property
     def first_module(self) -> str:
@@ -283,6 +293,11 @@ class DocsSite:
             ("http://external.example/", "a site outside the sandbox"),
             ("https://docs.python.org/3/", "the real documentation (outside)"),
         ]
+        if w.tls("docs"):  # the same pages again over https: http/https duplicates
+            links += [
+                (w.https_url("docs", "/"), "these pages over https"),
+                (w.https_url("docs", f"/lib/{w.first_module}.html"), "a module over https"),
+            ]
         items = "".join(f'<li><a href="{esc(u)}">{esc(t)}</a></li>' for u, t in links)
         return page("Elsewhere", f"<h1>Elsewhere on the sandbox web</h1><ul>{items}</ul>")
 
@@ -413,6 +428,11 @@ class MirrorSite:
                 {"url": w.url("www", f"/print/lib/{m}.html"), "reason": "www print-view"},
                 {"url": w.url("mirror", f"{self.PREFIX}{m}.html"), "reason": "mirror"},
             ]
+            if w.tls("docs"):
+                members += [
+                    {"url": w.https_url("docs", f"/lib/{m}.html"), "reason": "https"},
+                    {"url": w.https_url("docs", f"/print/lib/{m}.html"), "reason": "https print"},
+                ]
             out.append({"kind": "exact", "members": members})
         return out
 
@@ -427,6 +447,9 @@ ADVERT = (
 
 
 class NewsSite:
+    #: Dead links on the front page: stories that are gone, answered "200 OK, not found".
+    ARCHIVE = ("budget-talks-collapse-2019", "tram-line-opening-2021")
+
     def __init__(self, world: World) -> None:
         self.world = world
         self.stories = content.stories(world.config.stories)
@@ -465,10 +488,20 @@ class NewsSite:
                 f'&amp;utm_source=frontpage">{esc(s.title)}</a></li>'
                 for s in self.stories
             )
-            return html_response(page("News", f"<h1>Today's stories</h1><ul>{items}</ul>"))
+            archive = "".join(
+                f'<li><a href="/story/{slug}.html">{esc(slug.replace("-", " "))}</a></li>'
+                for slug in self.ARCHIVE
+            )
+            main = (
+                f"<h1>Today's stories</h1><ul>{items}</ul>"
+                f"<h2>From the archive</h2><ul>{archive}</ul>"
+            )
+            return html_response(page("News", main))
         m = re.fullmatch(r"/(story|live|promo)/([\w-]+)\.html", p) or re.fullmatch(
             r"/s/(\w+)/([\w-]+)\.html", p
         )
+        if m and m.group(1) in ("story", "live", "promo") and m.group(2) not in self.by_slug:
+            return self.missing_story(m.group(2))
         if not m or m.group(2) not in self.by_slug:
             return NOT_FOUND
         story = self.by_slug[m.group(2)]
@@ -483,6 +516,21 @@ class NewsSite:
         if kind != self.session_token(story.slug):
             return NOT_FOUND
         return html_response(self._story(story, f"<p>Welcome back, session {kind}.</p>"))
+
+    @staticmethod
+    def missing_story(slug: str) -> Response:
+        """A story that is gone: 200 OK saying so, and echoing what was asked for."""
+        words = esc(slug.replace("-", " "))
+        main = (
+            "<h1>Story not found</h1>"
+            f"<p>We looked everywhere for “{words}”, but it is not in our archive. It may "
+            "have been retracted, renamed or never published.</p>"
+            '<p>Try <a href="/">today\'s stories</a> instead.</p>'
+        )
+        return html_response(page("Story not found — Sandbox News", main), soft_404=True)
+
+    def soft_404s(self) -> list[str]:
+        return [self.world.url("news", f"/story/{slug}.html") for slug in self.ARCHIVE]
 
     def clusters(self) -> list[dict[str, Any]]:
         w = self.world
@@ -505,6 +553,9 @@ class NewsSite:
 # shop: faceted navigation, session ids in URLs
 # ---------------------------------------------------------------------------------
 class ShopSite:
+    #: Links on the shop's front page to paths it does not have (its catch-all answers).
+    DEAD = ("/gift-cards", "/clearance/2019")
+    DEPARTMENTS = ("Home and garden", "Electronics", "Books", "Clothing", "Toys and games")
     PER_PAGE = 4
     SORTS = ("price", "name", "newest")
     MAX_PAGE = 40
@@ -568,9 +619,10 @@ class ShopSite:
         if p == "/robots.txt":
             return text_response("User-agent: *\nDisallow: /cart\nDisallow: /checkout\n")
         if p == "/":
+            dead = "".join(f' <a href="{u}">{u.strip("/")}</a>' for u in self.DEAD)
             main = (
                 "<h1>The sandbox shop</h1><p>Functions of the standard library, for sale.</p>"
-                '<p><a href="/products">All products</a></p>'
+                f'<p><a href="/products">All products</a>{dead}</p>'
             )
             nav = f'<a href="/?visit={self._visit()}">home</a> <a href="/cart">cart</a>'
             return html_response(page("Shop", main, nav=nav))
@@ -589,7 +641,22 @@ class ShopSite:
             return html_response(page(prod.name, main, nav=f"Related: {rel}"))
         if p.startswith("/cart") or p.startswith("/checkout"):
             return html_response(page("Cart", "<h1>Your cart is empty</h1>"))
-        return NOT_FOUND
+        return self.catch_all(p)
+
+    def catch_all(self, path: str) -> Response:
+        """Any other path: a generic landing page with 200 OK — a soft 404 with no
+        "not found" wording anywhere, which only a comparison with a probe reveals."""
+        departments = "".join(f"<li>{d}</li>" for d in self.DEPARTMENTS)
+        main = (
+            f"<h1>Shop the sandbox</h1><p>Browse <code>{esc(path)}</code> and more in our "
+            f"departments:</p><ul>{departments}</ul>"
+            "<p>Free delivery on orders over 50 EUR. Returns within 30 days, no questions "
+            "asked. Our team answers every message within one working day.</p>"
+        )
+        return html_response(page("Sandbox shop", main), soft_404=True)
+
+    def soft_404s(self) -> list[str]:
+        return [self.world.url("shop", u) for u in self.DEAD]
 
 
 # ---------------------------------------------------------------------------------
@@ -635,7 +702,8 @@ class CalendarSite:
         )
         main = (
             "<h1>Sorry, we couldn't find that page</h1>"
-            "<p>The event you are looking for does not exist or has moved.</p>"
+            f"<p>Nothing on the calendar matches <code>{esc(path)}</code>. The event you are "
+            "looking for does not exist or has moved.</p>"
         )
         return page("Events", main + f"<aside>Did you mean: {suggestions}</aside>")
 
@@ -657,9 +725,8 @@ class CalendarSite:
             return html_response(self.month(int(m.group(1)), int(m.group(2))))
         if re.fullmatch(r"/guide/((guide|intro)/)*", p):
             return html_response(self.guide(p.count("/")))
-        if p.startswith("/events/"):
-            return html_response(self.soft_404(p))  # 200 OK with "not found" content
-        return NOT_FOUND
+        # Everything else, /events/... included: 200 OK with "not found" content.
+        return html_response(self.soft_404(p), soft_404=True)
 
     def traps(self) -> list[dict[str, str]]:
         h = self.world.names["calendar"]
@@ -668,6 +735,9 @@ class CalendarSite:
             {"host": h, "kind": "relative-link-loop", "prefix": "/guide/"},
             {"host": h, "kind": "soft-404", "prefix": "/events/"},
         ]
+
+    def soft_404s(self) -> list[str]:
+        return [self.world.url("calendar", "/events/launch-party")]
 
 
 # ---------------------------------------------------------------------------------

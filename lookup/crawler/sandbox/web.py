@@ -8,8 +8,11 @@ address table is served at ``http://127.0.0.1:PORT/_sandbox/hosts`` in
 
 One uvicorn server listens on one socket per address. A request is routed by its
 ``Host`` header, and a name requested on the wrong address gets ``421 Misdirected
-Request``, as a real virtual-hosting server would answer. Every request is logged
-(name, address, path, status, start and end on the monotonic clock), so tests can
+Request``, as a real virtual-hosting server would answer. Hosts that also speak
+TLS get a second socket on their address (the TLS port), served by a second
+uvicorn server with the sandbox's throwaway certificate; a name that has no
+certificate gets ``421`` there too. Every request is logged (name, address,
+scheme, port, path, status, start and end on the monotonic clock), so tests can
 judge the crawler's politeness from the server's side.
 """
 
@@ -19,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -65,6 +69,7 @@ class Response:
     delay: float = 0.0
     stream: tuple[bytes, int] | None = None
     chunked: bool = False  # stream without Content-Length (the size is learnt by reading)
+    soft_404: bool = False  # ground truth for the log: "not found" served as 200 OK
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,9 @@ class LoggedRequest:
     bytes_sent: int
     user_agent: str
     aborted: bool
+    scheme: str = "http"
+    port: int = 0
+    soft_404: bool = False  # the answer was a planted soft 404 (never sent to the client)
 
     @property
     def path(self) -> str:
@@ -119,10 +127,12 @@ Handler = Callable[[Request], Response]
 
 
 class SandboxServer:
-    """An ASGI app plus the uvicorn server that binds it on every address.
+    """An ASGI app plus the uvicorn servers that bind it on every address.
 
     ``vhosts`` maps a host name to ``(address, handler)``; ``control`` handles the
-    ``/_sandbox/...`` endpoints on the control address.
+    ``/_sandbox/...`` endpoints on the control address. ``tls_names`` are the
+    names also served over TLS (on ``tls_port`` of their address) with the
+    server-side ``tls_context``.
     """
 
     def __init__(
@@ -131,50 +141,52 @@ class SandboxServer:
         control: Handler,
         control_address: str,
         port: int,
+        *,
+        tls_names: frozenset[str] = frozenset(),
+        tls_context: ssl.SSLContext | None = None,
+        tls_port: int = 0,
     ) -> None:
+        if tls_names and tls_context is None:
+            raise ValueError("TLS names need a TLS context")
         self.vhosts = vhosts
         self.control = control
         self.control_address = control_address
         self.port = port
+        self.tls_names = tls_names
+        self.tls_context = tls_context
+        self.tls_port = tls_port
         self.log = RequestLog()
         self._server: uvicorn.Server | None = None
+        self._tls_server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._sockets: list[socket.socket] = []
+        self._tls_sockets: list[socket.socket] = []
 
     # -- binding -----------------------------------------------------------------
     def addresses(self) -> list[str]:
         return sorted({addr for addr, _ in self.vhosts.values()} | {self.control_address})
 
+    def tls_addresses(self) -> list[str]:
+        return sorted({self.vhosts[name][0] for name in self.tls_names})
+
     def bind(self) -> int:
-        """Bind one socket per address; with port 0, picks one port free on all of them."""
+        """Bind one socket per address (and the TLS ones); port 0 picks a free port."""
         if self._sockets:
             return self.port
-        for _attempt in range(20):
-            port = self.port
-            socks: list[socket.socket] = []
+        self.port, self._sockets = _bind_all(self.addresses(), self.port)
+        if self.tls_names:
             try:
-                for addr in self.addresses():
-                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    s.bind((addr, port))
-                    if port == 0:
-                        port = s.getsockname()[1]
-                    s.listen(1024)
-                    s.setblocking(False)
-                    socks.append(s)
+                self.tls_port, self._tls_sockets = _bind_all(self.tls_addresses(), self.tls_port)
             except OSError:
-                for s in socks:
+                for s in self._sockets:
                     s.close()
-                if self.port != 0:
-                    raise
-                continue
-            self.port = port
-            self._sockets = socks
-            return port
-        raise OSError("no port is free on every sandbox address")
+                self._sockets = []
+                raise
+        return self.port
 
     # -- running -----------------------------------------------------------------
-    def _config(self) -> uvicorn.Config:
+    def _config(self, tls: bool = False) -> uvicorn.Config:
+        context = self.tls_context
         return uvicorn.Config(
             self.app,
             interface="asgi3",
@@ -183,28 +195,35 @@ class SandboxServer:
             access_log=False,
             timeout_keep_alive=30,
             backlog=1024,
+            ssl_context_factory=(lambda _config, _default: context) if tls else None,
         )
+
+    async def _serve_all(self, started: threading.Event | None = None) -> None:
+        """Run the plain server and the TLS one until either is told to exit."""
+        self._server = uvicorn.Server(self._config())
+        servers = [(self._server, self._sockets)]
+        if self._tls_sockets:
+            self._tls_server = uvicorn.Server(self._config(tls=True))
+            servers.append((self._tls_server, self._tls_sockets))
+        tasks = [asyncio.create_task(srv.serve(sockets=socks)) for srv, socks in servers]
+        while not all(srv.started for srv, _ in servers) and not any(t.done() for t in tasks):
+            await asyncio.sleep(0.01)
+        if started is not None:
+            started.set()
+        # One server stopping (Ctrl-C, stop()) stops the other.
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for srv, _ in servers:
+            srv.should_exit = True
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def start_in_thread(self, timeout: float = 20.0) -> None:
         """Serve from a background thread; returns once the sockets accept."""
         if not self._sockets:
             self.bind()
-        self._server = uvicorn.Server(self._config())
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         started = threading.Event()
-
-        def run() -> None:
-            async def main() -> None:
-                assert self._server is not None
-                task = asyncio.create_task(self._server.serve(sockets=self._sockets))
-                while not self._server.started and not task.done():
-                    await asyncio.sleep(0.01)
-                started.set()
-                await task
-
-            asyncio.run(main())
-
-        self._thread = threading.Thread(target=run, name="sandbox-web", daemon=True)
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._serve_all(started)), name="sandbox-web", daemon=True
+        )
         self._thread.start()
         if not started.wait(timeout):
             raise TimeoutError("the sandbox server did not start")
@@ -213,19 +232,20 @@ class SandboxServer:
         """Serve in the calling thread until interrupted (Ctrl-C)."""
         if not self._sockets:
             self.bind()
-        self._server = uvicorn.Server(self._config())
-        self._server.run(sockets=self._sockets)
+        asyncio.run(self._serve_all())
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self._server is not None:
-            self._server.should_exit = True
+        for server in (self._server, self._tls_server):
+            if server is not None:
+                server.should_exit = True
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
-        for s in self._sockets:
+        for s in self._sockets + self._tls_sockets:
             with contextlib.suppress(OSError):
                 s.close()
         self._sockets = []
+        self._tls_sockets = []
 
     # -- the ASGI app ------------------------------------------------------------
     async def app(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -234,7 +254,8 @@ class SandboxServer:
         start = time.monotonic()
         wall = time.time()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        address = (scope.get("server") or ("", 0))[0]
+        address, port = (scope.get("server") or ("", 0))[:2]
+        scheme = scope.get("scheme", "http")
         name = headers.get("host", "").rsplit(":", 1)[0].lower().rstrip(".")
         req = Request(
             host=name,
@@ -245,9 +266,34 @@ class SandboxServer:
             headers=headers,
         )
         try:
-            resp = self._route(req)
+            if scheme == "https" and name not in self.tls_names:
+                resp = Response(421, f"{name} has no certificate here", "text/plain")
+            else:
+                resp = self._route(req)
         except Exception as exc:  # noqa: BLE001 - a handler bug must still be logged
             resp = Response(500, f"sandbox handler error: {exc!r}", "text/plain")
+        logged = False
+
+        def record(end: float, sent: int, aborted: bool) -> None:
+            nonlocal logged
+            logged = True
+            self.log.append(
+                host=name,
+                address=address,
+                method=req.method,
+                target=req.target,
+                status=resp.status,
+                start=start,
+                end=end,
+                wall=wall,
+                bytes_sent=sent,
+                user_agent=headers.get("user-agent", ""),
+                aborted=aborted,
+                scheme=scheme,
+                port=int(port or 0),
+                soft_404=resp.soft_404,
+            )
+
         aborted = False
         sent = 0
         end = [0.0]
@@ -256,20 +302,9 @@ class SandboxServer:
         if aborted:
             end[0] = time.monotonic()
         else:
-            sent, aborted = await self._send(resp, req.method, send, end, receive)
-        self.log.append(
-            host=name,
-            address=address,
-            method=req.method,
-            target=req.target,
-            status=resp.status,
-            start=start,
-            end=end[0],
-            wall=wall,
-            bytes_sent=sent,
-            user_agent=headers.get("user-agent", ""),
-            aborted=aborted,
-        )
+            sent, aborted = await self._send(resp, req.method, send, end, receive, record)
+        if not logged:
+            record(end[0], sent, aborted)
 
     def _route(self, req: Request) -> Response:
         if req.address == self.control_address and req.host not in self.vhosts:
@@ -303,12 +338,19 @@ class SandboxServer:
 
     @staticmethod
     async def _send(
-        resp: Response, method: str, send: Callable, end: list[float], receive: Callable
+        resp: Response,
+        method: str,
+        send: Callable,
+        end: list[float],
+        receive: Callable,
+        record: Callable[[float, int, bool], None],
     ) -> tuple[int, bool]:
         """Send ``resp``; ``end[0]`` is stamped just before the last part goes out.
 
         Stamping before the final send makes ``end`` a lower bound of the moment the
         client has the whole answer, so "next start − end" never overstates a gap.
+        A whole (not streamed) answer is logged with ``record`` before its last part
+        goes out, so a client that has the answer always finds it in the log.
         """
         body = resp.body.encode("utf-8") if isinstance(resp.body, str) else resp.body
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in resp.headers]
@@ -320,10 +362,12 @@ class SandboxServer:
         await send({"type": "http.response.start", "status": resp.status, "headers": headers})
         if method == "HEAD" or resp.status in (204, 304):
             end[0] = time.monotonic()
+            record(end[0], 0, False)
             await send({"type": "http.response.body", "body": b""})
             return 0, False
         if resp.stream is None:
             end[0] = time.monotonic()
+            record(end[0], len(body), False)
             await send({"type": "http.response.body", "body": body})
             return len(body), False
         chunk, count = resp.stream
@@ -352,6 +396,31 @@ class SandboxServer:
         finally:
             watcher.cancel()
         return sent, False
+
+
+def _bind_all(addresses: list[str], port: int) -> tuple[int, list[socket.socket]]:
+    """One listening socket per address on one port (port 0: one free on all of them)."""
+    for _attempt in range(20):
+        chosen = port
+        socks: list[socket.socket] = []
+        try:
+            for addr in addresses:
+                s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((addr, chosen))
+                if chosen == 0:
+                    chosen = s.getsockname()[1]
+                s.listen(1024)
+                s.setblocking(False)
+                socks.append(s)
+        except OSError:
+            for s in socks:
+                s.close()
+            if port != 0:
+                raise
+            continue
+        return chosen, socks
+    raise OSError("no port is free on every sandbox address")
 
 
 def log_as_json(entries: list[LoggedRequest]) -> str:

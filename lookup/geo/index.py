@@ -26,13 +26,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any, Protocol
 
 import numpy as np
 
 from lookup.geo import geohash as gh
 from lookup.geo.hours import MINUTES_PER_WEEK, week_bitmap
-from lookup.geo.ranking import TextIndex, bayesian_rating, haversine_m
+from lookup.geo.ranking import TextIndex, bayesian_rating, factorize, haversine_m
 from lookup.geo.store import COLUMNS
 
 #: When the 3×3 block holds more candidates than this, finer coverings are considered.
@@ -383,23 +384,32 @@ class GeohashIndex:
         cls, rows: Iterable[dict[str, Any] | Sequence[Any]], *, version: int = 1, seq: int = 0,
         **options: Any,
     ) -> GeohashIndex:
-        """Build from database rows: dicts, or tuples in :data:`lookup.geo.store.COLUMNS` order."""
-        tuples = [tuple(r.get(c) for c in COLUMNS) if isinstance(r, dict) else tuple(r)
-                  for r in rows]
-        at = {c: i for i, c in enumerate(COLUMNS)}
-        columns = list(zip(*tuples, strict=True)) if tuples else [()] * len(COLUMNS)
+        """Build from database rows: dicts, or tuples in :data:`lookup.geo.store.COLUMNS` order.
 
-        def col(name: str) -> tuple[Any, ...]:
-            return columns[at[name]]
+        Column-wise throughout: each needed column is read out of the rows once, repeated
+        values (categories, time zones, schedules, names, tag lists) are handled once per
+        distinct value, and everything per place is numpy.
+        """
+        rows = rows if isinstance(rows, list) else list(rows)
+        if any(issubclass(kind, dict) for kind in set(map(type, rows))):
+            rows = [tuple(r.get(c) for c in COLUMNS) if isinstance(r, dict) else tuple(r)
+                    for r in rows]
+        at = {c: i for i, c in enumerate(COLUMNS)}
+
+        def col(name: str) -> list[Any]:
+            return list(map(itemgetter(at[name]), rows))
 
         vocab = Vocab()
 
-        def coded(values: tuple[Any, ...], add: Any) -> list[int]:
-            ids = {v: add(v) for v in sorted({v or "" for v in values})}
-            return [ids[v or ""] for v in values]
+        def coded(values: list[Any], add: Any) -> np.ndarray:
+            distinct, inverse = factorize(values)
+            keys = [v or "" for v in distinct]
+            ids = {k: add(k) for k in sorted(set(keys))}
+            return np.array([ids[k] for k in keys], dtype=np.int64)[inverse]
 
-        count = np.array([v or 0 for v in col("review_count")], dtype=np.float64)
-        stars = np.array([v or 0 for v in col("review_stars")], dtype=np.float64)
+        nums, categories = col("num"), col("category")
+        count = _numbers(col("review_count"))
+        stars = _numbers(col("review_stars"))
         prior = float(stars.sum() / count.sum()) if count.sum() > 0 else 3.5
         lat = np.array(col("lat"), dtype=np.float64)
         lng = np.array(col("lng"), dtype=np.float64)
@@ -407,17 +417,14 @@ class GeohashIndex:
             "code": gh.encode_codes(lat, lng),
             "lat": lat,
             "lng": lng,
-            "num": col("num"),
+            "num": nums,
             "rating": bayesian_rating(stars, count, prior),
-            "category": coded(col("category"), vocab.category),
-            "price": [v or 0 for v in col("price")],
+            "category": coded(categories, vocab.category),
+            "price": _numbers(col("price")),
             "tz": coded(col("timezone"), vocab.timezone),
             "hours": coded(col("hours"), lambda h: vocab.schedule(h or None)),
         })
-        text = TextIndex.build(
-            [int(n) for n in col("num")], col("name"), col("category"),
-            [_tags(t) for t in col("tags")],
-        )
+        text = TextIndex.build(nums, col("name"), categories, col("tags"))
         return cls(cols.sorted_by_code(), text, vocab, prior_mean=prior, version=version,
                    seq=seq, **options)
 
@@ -698,6 +705,12 @@ def _tags(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return _tags_json(value)
     return tuple(str(t) for t in value)
+
+
+def _numbers(values: Sequence[Any]) -> np.ndarray:
+    """A numeric column as float64, with ``None`` (SQL NULL) as 0."""
+    out = np.array(values, dtype=np.float64) if len(values) else np.zeros(0)
+    return np.nan_to_num(out, nan=0.0, copy=False)
 
 
 def _rows_in(codes: np.ndarray, ranges: np.ndarray) -> np.ndarray:

@@ -13,10 +13,12 @@ The Bayesian average keeps one five-star review from beating 4.6 over a thousand
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +33,8 @@ _FIELDS = ("name", "tags", "category")
 _NAME, _TAGS, _CATEGORY = 0, 1, 2
 _FIELD_WEIGHT_ARRAY = np.array([FIELD_WEIGHTS[f] for f in _FIELDS])
 _WORD = re.compile(r"\w+")
+_SEPARATOR = "\x00"
+_WORD_OR_SEPARATOR = re.compile(r"\w+|\x00")
 
 
 def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
@@ -127,22 +131,84 @@ class TextIndex:
         return sorted(codes.values())
 
     @classmethod
-    def build(cls, nums: Sequence[int], names: Sequence[str], categories: Sequence[str],
-              tags: Sequence[Sequence[str]]) -> TextIndex:
-        """Index places numbered ``0..max(nums)`` (absent numbers get no words)."""
+    def build(cls, nums: Sequence[int], names: Sequence[str | None],
+              categories: Sequence[str | None],
+              tags: Sequence[Sequence[str] | str | None]) -> TextIndex:
+        """Index places numbered ``0..max(nums)`` (absent numbers get no words).
+
+        ``tags`` holds each place's tags, or their JSON list text as stored in the
+        database. Built column-wise: each distinct text is tokenised once (a million
+        places have a few hundred thousand distinct names and tag lists), and the
+        per-place rows come from one sort of 64-bit (place, word, field) keys.
+        """
         index = cls()
-        size = (max(nums) + 1) if len(nums) else 0
-        lengths = np.zeros(size, dtype=np.int64)
-        per_place: dict[int, list[int]] = {}
-        for num, name, cat, tg in zip(nums, names, categories, tags, strict=True):
-            codes = index._codes(name, cat, " ".join(tg))
-            per_place[num] = codes
-            lengths[num] = len(codes)
-        index.indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        flat = [c for num in sorted(per_place) for c in per_place[num]]
-        index.data = np.array(flat, dtype=np.int32)
-        index._memo.clear()
+        nums_a = np.asarray(nums, dtype=np.int64).reshape(-1)
+        size = int(nums_a.max()) + 1 if len(nums_a) else 0
+        columns = [(_NAME, *factorize(names)), (_TAGS, *_factorize_tags(tags)),
+                   (_CATEGORY, *factorize(categories))]
+        texts: list[str] = []
+        offsets: list[int] = []
+        for field, distinct, _ in columns:
+            offsets.append(len(texts))
+            if field == _TAGS:
+                texts.extend(_tag_text(t) for t in distinct)
+            else:
+                texts.extend("" if t is None else str(t) for t in distinct)
+        owner, tid = index._tokenize_texts(texts)
+        text_len = np.bincount(owner, minlength=len(texts))
+        text_start = np.cumsum(text_len) - text_len
+        # key = place << shift | word << 2 | field: sorting groups a place's words, orders
+        # them by word and, for a word in several fields, puts the best field first
+        shift = max(4 * len(index.vocab) - 1, 1).bit_length()
+        keys = []
+        for (field, _, inverse), offset in zip(columns, offsets, strict=True):
+            text = inverse + offset
+            lengths = text_len[text]
+            total = int(lengths.sum())
+            if not total:
+                continue
+            first = np.repeat(text_start[text] - (np.cumsum(lengths) - lengths), lengths)
+            first += np.arange(total, dtype=np.int64)
+            key = np.repeat(nums_a, lengths)
+            key <<= shift
+            key |= (tid[first] << 2) | field
+            keys.append(key)
+        if keys:
+            key = np.concatenate(keys) if len(keys) > 1 else keys[0]
+            key.sort(kind="stable")  # timsort: rows arrive in place order, so nearly sorted
+            pair = key >> 2
+            first_of_pair = np.ones(len(key), dtype=bool)
+            np.not_equal(pair[1:], pair[:-1], out=first_of_pair[1:])
+            key = key[first_of_pair]
+            index.data = (key & ((1 << shift) - 1)).astype(np.int32)
+            counts = np.bincount(key >> shift, minlength=size)
+        else:
+            counts = np.zeros(size, dtype=np.int64)
+        index.indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return index
+
+    def _tokenize_texts(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every word of many texts: (text number, vocabulary id) per word, in text order.
+
+        One regular-expression pass over all texts joined by NUL (not a word character,
+        so it never changes a text's words) rather than a list per text; each distinct
+        raw word is normalised once, and new words join the vocabulary in order of
+        first appearance.
+        """
+        if not texts:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        joined = _SEPARATOR.join(texts)
+        if joined.count(_SEPARATOR) != len(texts) - 1:
+            joined = _SEPARATOR.join(t.replace(_SEPARATOR, " ") for t in texts)
+        raw, raw_id = factorize(_WORD_OR_SEPARATOR.findall(joined))
+        vocab = self.vocab
+        setdefault = vocab.setdefault
+        ids = np.array([-1 if w == _SEPARATOR else setdefault(normalize_word(w), len(vocab))
+                        for w in raw], dtype=np.int64)
+        token = ids[raw_id]
+        is_word = token >= 0
+        owner = np.cumsum(~is_word)[is_word]
+        return owner, token[is_word]
 
     def set_place(self, num: int, name: str, category: str, tags: Iterable[str]) -> None:
         """Replace a place's words (an edit after the build)."""
@@ -196,3 +262,29 @@ class TextIndex:
     def nbytes(self) -> int:
         """Bytes held by the compressed rows (the vocabulary dict not counted)."""
         return int(self.indptr.nbytes + self.data.nbytes)
+
+
+def factorize(values: Iterable[Hashable]) -> tuple[list[Any], np.ndarray]:
+    """The distinct values in order of first appearance, and each value's number among them."""
+    ids: dict[Hashable, int] = {}
+    setdefault = ids.setdefault
+    codes = [setdefault(v, len(ids)) for v in values]
+    return list(ids), np.array(codes, dtype=np.int64)
+
+
+def _factorize_tags(tags: Sequence[Sequence[str] | str | None]) -> tuple[list[Any], np.ndarray]:
+    """:func:`factorize` for tag lists, which may be JSON texts, tuples or (unhashable) lists."""
+    try:
+        return factorize(tags)  # type: ignore[arg-type]
+    except TypeError:
+        return factorize(t if t is None or isinstance(t, str) else tuple(t) for t in tags)
+
+
+def _tag_text(tags: Sequence[str] | str | None) -> str:
+    """The words of a place's tags as one text (a ``str`` is the database's JSON list)."""
+    if tags is None:
+        return ""
+    if isinstance(tags, str):
+        value = json.loads(tags) if tags else []
+        tags = [str(t) for t in value] if isinstance(value, list) else []
+    return " ".join(tags)

@@ -20,14 +20,24 @@ deployment would once the trie outgrows one machine:
   loopback socket per shard, starts each shard server as a child process on it, waits
   until all answer, and stops them all on exit.
 
-The hot blocklist and the trending blend stay with the single-node ``/v1/suggest``;
-the sharded path serves the snapshots as built, which is what makes its answers
-comparable, byte for byte, with the unsharded trie.
+The router is also where the serve-time policy lives, as on the single server: the
+**hot blocklist** (the same :class:`~lookup.typeahead.filters.HotBlocklist`, its file and
+its ``/v1/typeahead/blocklist`` endpoints) is applied to every answer — the shards serve
+the snapshots as built, and when blocked suggestions leave a page short the router
+*over-fetches* (``fetch=N``: the shard's exact best N beyond its stored top k; for the
+head table, the same from every shard the prefix spans, merged by global rank) — and
+``POST /v1/searches`` feeds the same :class:`~lookup.typeahead.trending.TrendingTracker`,
+whose terms are blended into the page by score + boost exactly as the single server does.
+With the same blocklist and the same searches, the router answers what ``/v1/suggest``
+on one machine answers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import heapq
 import json
 import logging
 import os
@@ -36,8 +46,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -45,15 +56,38 @@ from urllib.parse import quote
 
 import aiohttp
 import httpx
+import numpy as np
+from fastapi import Body, Query, Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from yarl import URL
 
 from lookup.kit.http import ApiError
-from lookup.typeahead.http import error_body, send_json, suggest_params
-from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.sharding import ShardLayout, in_range, shard_file
+from lookup.typeahead.filters import HotBlocklist
+from lookup.typeahead.http import (
+    POLL_SECONDS,
+    error_body,
+    parse_query_string,
+    send_json,
+    suggest_params,
+)
+from lookup.typeahead.normalize import (
+    MAX_QUERY_CHARS,
+    has_control_chars,
+    normalize,
+    normalize_prefix,
+)
+from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
+from lookup.typeahead.sharding import ShardLayout, ShardPlan, in_range, shard_file
 from lookup.typeahead.snapshot import Snapshot
+from lookup.typeahead.trending import (
+    Clock,
+    SearchLog,
+    TrendingPolicy,
+    TrendingTerm,
+    TrendingTracker,
+)
+from lookup.typeahead.trie import TrieReader
 
 if TYPE_CHECKING:
     from lookup.server import Mounts
@@ -65,6 +99,10 @@ SHARD_PATH = "/v1/shard/suggest"
 #: Response headers naming who answered: a shard number or ``head``, and the cut's version.
 SHARD_HEADER = b"x-lookup-shard"
 VERSION_HEADER = b"x-lookup-version"
+#: The most completions a router may over-fetch from one shard for one prefix.
+MAX_FETCH = 4096
+#: The most ``exact`` terms one shard request may ask scores for.
+MAX_EXACT = 100
 
 
 def _encode(body: dict[str, Any]) -> bytes:
@@ -110,6 +148,61 @@ class ShardSlice:
     lo: str
     hi: str | None
     source_version: str
+    ranks: np.ndarray | None = None  # local id -> global rank (None: an older cut)
+
+
+def _ranked(reader: TrieReader, node: int) -> Iterator[int]:
+    """Every completion id under ``node``, best first, deduplicated, read lazily.
+
+    The stored list is the subtree's best k, so it is yielded without descending; only
+    a reader that wants more merges the children's sequences (and the node's own key).
+    """
+    top = list(reader.top(node))
+    yield from top
+    if len(top) < reader.k:
+        return  # the stored list already holds every completion
+    sources: list[Iterator[int]] = [_ranked(reader, c) for c in reader.children(node)]
+    own = reader.terminal(node)
+    if own >= 0:
+        sources.append(iter((own,)))
+    last = top[-1] if top else -1
+    for t in heapq.merge(*sources):
+        if t > last:
+            last = t
+            yield t
+
+
+def top_n(snap: Snapshot, prefix: str, n: int) -> list[int]:
+    """The exact best ``n`` completion ids of a (normalised) prefix, beyond the stored k."""
+    node = snap.reader.locate(prefix)
+    if node < 0:
+        return []
+    stored = snap.reader.top(node)
+    if n <= len(stored):
+        return list(stored[:n])
+    return list(islice(_ranked(snap.reader, node), n))
+
+
+def _int_param(params: dict[str, str], name: str, hi: int) -> int | None:
+    raw = params.get(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "INVALID_LIMIT", f"{name} must be an integer") from None
+    if not 1 <= value <= hi:
+        raise ApiError(400, "INVALID_LIMIT", f"{name} must be between 1 and {hi}")
+    return value
+
+
+def _all_values(raw: bytes, name: str) -> list[str]:
+    """Every value of a repeated parameter (``exact=a&exact=b``), decoded strictly."""
+    out = []
+    for part in raw.split(b"&"):
+        if part.split(b"=", 1)[0] == name.encode():
+            out.extend(parse_query_string(part).values())
+    return out
 
 
 class ShardServer:
@@ -127,12 +220,22 @@ class ShardServer:
                 continue  # a set being written, or a market with fewer shards
             snap = Snapshot(path)
             lo, hi = snap.meta["range"]
+            packed = snap.meta.get("ranks")
+            ranks = np.frombuffer(base64.b64decode(packed), "<u4") if packed else None
             self.slices[snap.market] = ShardSlice(
-                snap, lo, hi, str(snap.meta.get("source_version") or snap.version)
+                snap, lo, hi, str(snap.meta.get("source_version") or snap.version), ranks
             )
 
     def answer(self, raw: bytes) -> tuple[bytes, str]:
-        """``(body, source version)`` for a raw query string, or ``ApiError``."""
+        """``(body, source version)`` for a raw query string, or ``ApiError``.
+
+        Besides ``q``, ``market`` and ``limit`` (the public contract), the router may send
+        ``fetch=N`` (the exact best N completions instead of the first ``limit``, for
+        over-fetching past blocked ones), ``scores=1`` and ``ranks=1`` (each suggestion's
+        score and global rank), ``exact=term`` (repeatable: the score of the suggestion a
+        term leads to as a key, for the trending baseline and blend) and ``scatter=1``
+        (answer a prefix shorter than two characters from this shard's part of it).
+        """
         q, market, limit = suggest_params(raw)
         part = self.slices.get(market)
         if part is None:
@@ -141,12 +244,17 @@ class ShardServer:
                 400, "UNKNOWN_MARKET", f"shard {self.shard} holds no {market!r}; it holds: {known}"
             )
         p = normalize_prefix(q)
+        extended = any(x in raw for x in (b"fetch=", b"scores=", b"ranks=", b"exact=",
+                                           b"scatter="))  # fmt: skip
+        params = parse_query_string(raw) if extended else {}
         if len(p) < 2:
-            raise ApiError(
-                400, "NOT_SHARDED",
-                "prefixes shorter than two characters are answered from the router's head table",
-            )  # fmt: skip
-        if not in_range(p, part.lo, part.hi):
+            if params.get("scatter") != "1":
+                raise ApiError(
+                    400, "NOT_SHARDED",
+                    "prefixes shorter than two characters are answered from the router's "
+                    "head table",
+                )  # fmt: skip
+        elif not in_range(p, part.lo, part.hi):
             raise ApiError(
                 421, "WRONG_SHARD",
                 f"{p[:2]!r} is outside shard {self.shard} of {market} "
@@ -154,9 +262,38 @@ class ShardServer:
             )  # fmt: skip
         snap = part.snapshot
         found = snap.find(p, limit)
-        body = {"q": p, "version": part.source_version, "complete": found.complete,
-                "suggestions": snap.texts(found.ids)}  # fmt: skip
-        return _encode(body), part.source_version
+        if not extended:
+            body = {"q": p, "version": part.source_version, "complete": found.complete,
+                    "suggestions": snap.texts(found.ids)}  # fmt: skip
+            return _encode(body), part.source_version
+        fetch = _int_param(params, "fetch", MAX_FETCH)
+        ids = found.ids if fetch is None else top_n(snap, p, fetch)
+        out: dict[str, Any] = {
+            "q": p,
+            "version": part.source_version,
+            "complete": found.complete,
+            "suggestions": snap.texts(ids),
+        }
+        if params.get("scores") == "1":
+            out["scores"] = [snap.score(i) for i in ids]
+        if params.get("ranks") == "1":
+            if part.ranks is None:
+                raise ApiError(
+                    409, "OLD_FORMAT",
+                    f"shard {self.shard} of {market} was cut without global ranks; cut it again",
+                )  # fmt: skip
+            out["ranks"] = [int(part.ranks[i]) for i in ids]
+        terms = _all_values(raw, "exact")
+        if len(terms) > MAX_EXACT:
+            raise ApiError(400, "TOO_MANY_TERMS", f"at most {MAX_EXACT} exact terms per request")
+        if terms:
+            exact: dict[str, list[Any]] = {}
+            for term in terms:
+                t = snap.exact(term)
+                if t >= 0:
+                    exact[term] = [snap.score(t), snap.string(t) == term]
+            out["exact"] = exact
+        return _encode(out), part.source_version
 
     def status(self) -> dict[str, Any]:
         """What this server holds (for ``/healthz``)."""
@@ -206,6 +343,15 @@ def install_shard(mounts: Mounts, server: ShardServer) -> ShardServer:
 # --------------------------------------------------------------------------- router
 
 
+def shards_spanned(plan: ShardPlan, prefix: str) -> list[int]:
+    """The shards holding keys that start with a prefix shorter than two characters."""
+    if not prefix:
+        return list(range(plan.n))
+    nxt = chr(ord(prefix) + 1) if ord(prefix) < 0x10FFFF else None
+    return [i for i, (lo, hi) in enumerate(plan.ranges())
+            if (nxt is None or lo < nxt) and (hi is None or hi > prefix)]  # fmt: skip
+
+
 @dataclass
 class ShardStats:
     """What the router has seen of one shard."""
@@ -228,7 +374,10 @@ class ShardRouter:
     """The one endpoint in front of the shards: head table for short prefixes, one shard else.
 
     ``addresses[i]`` is the base URL of the server holding shard ``i`` of every market.
-    The router loads only the plans and head tables, never a shard's trie.
+    The router loads only the plans and head tables, never a shard's trie. With
+    :meth:`attach_serving` (``install_router`` does it over the data directory) it also
+    holds the serve-time state the single server holds: the hot blocklist, the trending
+    tracker and the search log.
     """
 
     def __init__(
@@ -250,6 +399,77 @@ class ShardRouter:
         self.max_connections = max_connections
         self.stats = [ShardStats(i, a) for i, a in enumerate(self.addresses)]
         self._session: aiohttp.ClientSession | None = None
+        self.blocklist: HotBlocklist | None = None
+        self.tracker: TrendingTracker | None = None
+        self.search_log: SearchLog | None = None
+        # per market: the score a term leads to as a key and whether it is that very
+        # suggestion, or None for an unknown key (fixed for the cut: never stale)
+        self._exact: dict[str, dict[str, tuple[float, bool] | None]] = {m: {} for m in layouts}
+
+    def attach_serving(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        clock: Clock = time.time,
+        trending: TrendingPolicy = TrendingPolicy(),
+    ) -> None:
+        """Serve-time policy over ``DATA_DIR/typeahead``, as ``SuggestService.from_data_dir``:
+        the hot blocklist (same file), the trending tracker and the search log."""
+        self.blocklist = HotBlocklist(blocklist_path(data_dir))
+        self.search_log = SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock)
+        blocklist = self.blocklist
+        self.tracker = TrendingTracker(
+            trending, clock=clock, baseline=self.baseline, blocklist=lambda: blocklist.effective
+        )
+
+    def baseline(self, market: str, query: str, now: float) -> float:
+        """Expected searches of ``query`` in a trending window (``SuggestService.baseline``).
+
+        The score comes from the shard owning the query (fetched when the query nears
+        the trending floor, see :meth:`record_search`); until it is known the query
+        counts as normal (infinite baseline), so nothing trends on a guess.
+        """
+        layout = self.layouts.get(market)
+        if layout is None or self.tracker is None:
+            return 0.0
+        cache = self._exact[market]
+        if query not in cache:
+            return float("inf")
+        known = cache[query]
+        if known is None:
+            return 0.0
+        decay = layout.source_meta.get("decay", {})
+        period_s = float(decay.get("period_s", 86400))
+        factor = float(decay.get("factor", 0.5 ** (1 / 7)))
+        per_second = known[0] * (1.0 - factor) / period_s
+        shares = layout.source_meta.get("hour_share") or [1 / 24] * 24
+        hour = int(((now + 19800) // 3600) % 24)
+        return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
+
+    async def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
+        """A submitted search: count it for trending, append it to the search log.
+
+        A query about to reach the trending floor first gets its snapshot score from its
+        shard (once per cut), so the tracker's baseline for it is the single server's.
+        """
+        if self.tracker is None:
+            raise RuntimeError("the router has no trending tracker; call attach_serving")
+        layout = self.layouts[market]
+        q = normalize(query)
+        policy = self.tracker.policy
+        if (
+            len(q) >= policy.min_chars
+            and q not in self._exact[market]
+            and self.tracker.window_count(market, q) + 1 >= policy.floor
+        ):
+            try:
+                await self._fetch_exact(layout, [q])
+            except ApiError as exc:  # counted anyway; it cannot trend until its shard answers
+                log.warning("no baseline for %r: %s", q, exc.message)
+        recorded = self.tracker.record(query, market, user)
+        if recorded is not None and self.search_log is not None:
+            self.search_log.append(recorded, market, user)
+        return recorded
 
     @classmethod
     def from_root(cls, root: str | os.PathLike[str], addresses: Sequence[str],
@@ -292,18 +512,149 @@ class ShardRouter:
             raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
         p = normalize_prefix(q)
         version = layout.source_version or ""
+        boosted = self.tracker.matching(market, p) if self.tracker is not None else []
         if len(p) <= 1:
-            top, complete = layout.head_answer(p, limit)
-            body = {"q": p, "version": version, "complete": complete, "suggestions": top}
-            return _encode(body), [(SHARD_HEADER, b"head")]
-        shard = layout.plan.shard_of(p)
-        return await self._ask(shard, layout, p, limit), [(SHARD_HEADER, str(shard).encode())]
+            page, complete = await self._head_page(layout, p, limit)
+            header = b"head"
+        else:
+            shard = layout.plan.shard_of(p)
+            header = str(shard).encode()
+            if self.blocklist is None and not boosted:  # the snapshot as built, byte for byte
+                body = await self._ask(shard, layout, f"q={quote(p, safe='')}&limit={limit}")
+                return body, [(SHARD_HEADER, header)]
+            page, complete, body = await self._shard_page(shard, layout, p, limit, bool(boosted))
+            if body is not None and not boosted:
+                return body, [(SHARD_HEADER, header)]
+        suggestions = [text for text, _, _ in page]
+        if boosted:
+            suggestions, complete = await self._blend(layout, page, complete, boosted, limit)
+        body = {"q": p, "version": version, "complete": complete, "suggestions": suggestions}
+        return _encode(body), [(SHARD_HEADER, header)]
 
-    async def _ask(self, shard: int, layout: ShardLayout, p: str, limit: int) -> bytes:
+    def _blocked(self, text: str) -> bool:
+        return self.blocklist is not None and self.blocklist.blocks(text)
+
+    async def _shard_page(
+        self, shard: int, layout: ShardLayout, p: str, limit: int, scored: bool
+    ) -> tuple[list[tuple[str, float, int]], bool, bytes | None]:
+        """The best ``limit`` unblocked ``(text, score, 0)`` from the owning shard.
+
+        Asks for ``limit`` first; if blocked ones leave the page short and the shard may
+        hold more, asks again for more (doubling), as the single server descends its trie.
+        The third item is the shard's body when nothing was filtered (to pass it on).
+        """
+        base = f"q={quote(p, safe='')}&limit={limit}" + ("&scores=1" if scored else "")
+        n = limit
+        first = await self._ask(shard, layout, base)
+        got = json.loads(first)
+        complete = bool(got["complete"])
+        while True:
+            texts: list[str] = got["suggestions"]
+            scores: list[float] = got.get("scores") or [0.0] * len(texts)
+            page = [(t, sc, 0) for t, sc in zip(texts, scores, strict=True) if not self._blocked(t)]
+            if len(page) == len(texts) and n == limit:
+                return page, complete, first
+            if len(page) >= limit or len(texts) < n or n >= MAX_FETCH:
+                return page[:limit], complete, None
+            n = min(MAX_FETCH, max(layout.k, 2 * n, limit + 2 * (len(texts) - len(page))))
+            got = json.loads(await self._ask(shard, layout, f"{base}&fetch={n}"))
+
+    async def _head_page(
+        self, layout: ShardLayout, p: str, limit: int
+    ) -> tuple[list[tuple[str, float, int]], bool]:
+        """The head table's answer, filtered; over-fetched from every shard ``p`` spans."""
+        entry = layout.head.get(p)
+        if entry is None:
+            return [], True
+        top: list[str] = entry["suggestions"]
+        scores: list[float] = entry.get("scores") or [0.0] * len(top)
+        complete = bool(entry["complete"]) and len(top) <= limit
+        page = [(t, sc, 0) for t, sc in zip(top, scores, strict=True) if not self._blocked(t)]
+        if len(page) >= limit or len(top) < layout.k:
+            return page[:limit], complete
+        n = layout.k
+        while True:
+            n = min(MAX_FETCH, max(2 * n, limit + 2 * (len(top) - len(page))))
+            merged, more = await self._scatter(layout, p, n)
+            page = [(t, sc, r) for r, t, sc in merged if not self._blocked(t)]
+            if len(page) >= limit or not more or n >= MAX_FETCH:
+                return page[:limit], complete
+            top = [t for _, t, _ in merged]
+
+    async def _scatter(
+        self, layout: ShardLayout, p: str, n: int
+    ) -> tuple[list[tuple[int, str, float]], bool]:
+        """The best ``n`` ``(rank, text, score)`` for a short prefix from every shard it spans,
+        merged by global rank; ``more`` if some shard may hold further ones."""
+        query = f"q={quote(p, safe='')}&limit=1&fetch={n}&scatter=1&scores=1&ranks=1"
+        shards = shards_spanned(layout.plan, p)
+        answers = await asyncio.gather(*(self._ask(i, layout, query) for i in shards))
+        best: dict[int, tuple[int, str, float]] = {}
+        more = False
+        for raw_body in answers:
+            got = json.loads(raw_body)
+            texts = got["suggestions"]
+            more = more or len(texts) >= n
+            for r, t, sc in zip(got["ranks"], texts, got["scores"], strict=True):
+                best[r] = (r, t, sc)  # an id reached by keys in two shards is one suggestion
+        return [best[r] for r in sorted(best)[:n]], more
+
+    async def _fetch_exact(self, layout: ShardLayout, terms: Sequence[str]) -> None:
+        """Ask the owning shards the scores the given terms lead to, and remember them."""
+        by_shard: dict[int, list[str]] = {}
+        for term in terms:
+            by_shard.setdefault(layout.plan.shard_of(term), []).append(term)
+
+        async def one(shard: int, group: list[str]) -> None:
+            for i in range(0, len(group), MAX_EXACT):
+                chunk = group[i : i + MAX_EXACT]
+                query = f"q={quote(chunk[0], safe='')}&limit=1&scatter=1&" + "&".join(
+                    f"exact={quote(t, safe='')}" for t in chunk
+                )
+                found = json.loads(await self._ask(shard, layout, query)).get("exact", {})
+                cache = self._exact[layout.market]
+                if len(cache) > 100_000:
+                    cache.clear()  # a bound; the entries are cheap to fetch again
+                for t in chunk:
+                    hit = found.get(t)
+                    cache[t] = (float(hit[0]), bool(hit[1])) if hit else None
+
+        await asyncio.gather(*(one(i, g) for i, g in by_shard.items()))
+
+    async def _blend(
+        self,
+        layout: ShardLayout,
+        page: list[tuple[str, float, int]],
+        complete: bool,
+        boosted: list[TrendingTerm],
+        limit: int,
+    ) -> tuple[list[str], bool]:
+        """``SuggestService._blend`` over the routed page: re-rank by score + boost.
+
+        A trending term not on the page needs its snapshot score; it is usually known
+        from :meth:`record_search`, else asked of its shard (whose failure fails the
+        request with 503, like any routed prefix of that shard).
+        """
+        total: dict[str, float] = {text: score for text, score, _ in page}
+        usable = [t for t in boosted if not self._blocked(t.query)]
+        cache = self._exact[layout.market]
+        missing = [t.query for t in usable if t.query not in total and t.query not in cache]
+        if missing:
+            await self._fetch_exact(layout, missing)
+        for term in usable:
+            q = term.query
+            if q not in total:
+                known = cache.get(q)
+                total[q] = known[0] if known is not None and known[1] else 0.0
+            total[q] += term.boost
+        ranked = sorted(total, key=lambda s: (-total[s], s))[:limit]
+        return ranked, complete and len(total) <= limit
+
+    async def _ask(self, shard: int, layout: ShardLayout, query: str) -> bytes:
         stats = self.stats[shard]
         stats.calls += 1
         url = URL(f"{self.addresses[shard]}{SHARD_PATH}?market={quote(layout.market, safe='')}"
-                  f"&q={quote(p, safe='')}&limit={limit}", encoded=True)  # fmt: skip
+                  f"&{query}", encoded=True)  # fmt: skip
         try:
             async with self.session().get(url) as r:
                 status, body = r.status, await r.read()
@@ -324,6 +675,8 @@ class ShardRouter:
             return body
         if status == 421:
             raise self._down(stats, layout, "does not own this range", code="SHARD_MISMATCH")
+        if status == 409:
+            raise self._down(stats, layout, "was cut by an older version", code="SHARD_MISMATCH")
         if status >= 500:
             raise self._down(stats, layout, f"answered {status}")
         try:  # a 4xx from the shard is the client's error: pass it on as it is
@@ -401,19 +754,140 @@ class RouterEndpoint:
 
 
 def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
-    """Mount ``/v1/suggest`` through the router, its status page and health probe."""
+    """Mount ``/v1/suggest`` through the router, its status page and health probe, and the
+    single server's serve-time endpoints: ``POST /v1/searches``, the trending set and the
+    hot blocklist (over ``mounts.data_dir`` unless :meth:`ShardRouter.attach_serving` ran)."""
+    if router.blocklist is None or router.tracker is None:
+        router.attach_serving(mounts.data_dir)
+    blocklist, tracker = router.blocklist, router.tracker
+    assert blocklist is not None and tracker is not None
     mounts.fast_routes.append(Route("/v1/suggest", RouterEndpoint(router)))
     api = mounts.api
     api.state.shard_router = router
+    tags = ["typeahead"]
 
     @api.get(
         "/v1/typeahead/shards",
-        tags=["typeahead"],
+        tags=tags,
         summary="The shard plan per market and every shard server's health",
     )
     async def shards() -> dict[str, Any]:
         return {"markets": router.describe(), "servers": await router.probe()}
 
+    def _unknown(market: object, status: int = 400) -> ApiError:
+        known = ", ".join(router.markets())
+        return ApiError(status, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
+
+    @api.post(
+        "/v1/searches",
+        tags=tags,
+        status_code=202,
+        summary="Record a submitted search (feeds trending and the next build)",
+    )
+    async def record_search(
+        request: Request,
+        payload: dict[str, Any] = Body(
+            ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
+        ),
+    ) -> dict[str, Any]:
+        q, market = payload.get("q"), payload.get("market", "en-IN")
+        if not isinstance(q, str) or not q.strip():
+            raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
+        if not isinstance(market, str):
+            raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
+        if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
+            raise ApiError(
+                400, "INVALID_QUERY",
+                f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
+            )  # fmt: skip
+        user = payload.get("userId")
+        if user is not None and (not isinstance(user, str) or len(user) > 200):
+            raise ApiError(
+                400, "INVALID_REQUEST", "userId must be a string of at most 200 characters"
+            )
+        if user is None and request.client is not None:
+            user = f"addr:{request.client.host}"
+        if market not in router.layouts:
+            raise _unknown(market)
+        normalized = await router.record_search(q, market, user)
+        if normalized is None:
+            raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
+        return {"q": normalized, "market": market, "recorded": True}
+
+    @api.get("/v1/typeahead/trending", tags=tags, summary="The current trending set of a market")
+    async def trending(market: str = Query("en-IN")) -> dict[str, Any]:
+        if market not in router.layouts:
+            raise _unknown(market, 404)
+        return {
+            "market": market,
+            "terms": [t.to_dict() for t in tracker.trending(market)],
+            "policy": tracker.policy.__dict__,
+        }
+
+    @api.get("/v1/typeahead/blocklist", tags=tags, summary="The serve-time blocklist")
+    async def get_blocklist() -> dict[str, Any]:
+        return {"terms": blocklist.hot_terms, "builtin": blocklist.builtin.terms,
+                "version": blocklist.version}  # fmt: skip
+
+    @api.post(
+        "/v1/typeahead/blocklist",
+        tags=tags,
+        summary="Add phrases to the hot blocklist (effective at once)",
+    )
+    async def add_blocklist(
+        payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
+    ) -> dict[str, Any]:
+        terms = payload.get("terms")
+        if terms is None and "term" in payload:
+            terms = [payload["term"]]
+        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
+            raise ApiError(
+                400, "INVALID_REQUEST", 'send {"terms": ["phrase", ...]} or {"term": "phrase"}'
+            )
+        if len(terms) > 1000:
+            raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
+        try:
+            added = blocklist.add(terms)
+        except ValueError as exc:
+            raise ApiError(400, "INVALID_TERM", str(exc)) from None
+        return {"added": added, "terms": blocklist.hot_terms, "version": blocklist.version}
+
+    @api.delete(
+        "/v1/typeahead/blocklist", tags=tags, summary="Remove a phrase from the hot blocklist"
+    )
+    async def remove_blocklist(
+        term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
+    ) -> dict[str, Any]:
+        try:
+            found = blocklist.remove(term)
+        except ValueError as exc:
+            raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
+        if not found:
+            raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
+        return {"removed": term, "terms": blocklist.hot_terms, "version": blocklist.version}
+
+    poller: dict[str, asyncio.Task[None]] = {}
+
+    async def _poll_forever() -> None:  # edits of the blocklist file, as the single server
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                blocklist.refresh()
+            except Exception:  # keep polling; a bad file must not stop the router
+                log.exception("blocklist refresh failed")
+
+    def _start() -> None:
+        poller["task"] = asyncio.get_running_loop().create_task(_poll_forever())
+
+    async def _stop() -> None:
+        task = poller.pop("task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    mounts.on_startup.append(_start)
+    mounts.on_shutdown.append(_stop)
     mounts.on_shutdown.append(router.aclose)
 
     def probe() -> dict[str, Any]:
@@ -421,6 +895,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
             "status": "ok",
             "markets": {m: lay.source_version for m, lay in router.layouts.items()},
             "shards": [s.to_dict() for s in router.stats],
+            "blocklistTerms": len(blocklist.hot_terms),
         }
 
     mounts.health["typeahead-router"] = probe
@@ -596,6 +1071,7 @@ def run_shard_server(
 
 
 __all__ = [
+    "MAX_FETCH",
     "SHARD_PATH",
     "RouterEndpoint",
     "ShardCluster",
@@ -607,4 +1083,6 @@ __all__ = [
     "install_router",
     "install_shard",
     "run_shard_server",
+    "shards_spanned",
+    "top_n",
 ]

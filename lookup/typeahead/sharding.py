@@ -21,6 +21,7 @@ trie answers.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -136,9 +137,15 @@ def plan_shards(
 
 #: The file in a market's shard directory that holds the plan and the head table.
 PLAN_FILE = "plan.json"
+#: The shard-set format: 2 adds global ranks to the shard files and scores to the head
+#: table (what the router needs to filter and blend); older sets are cut again.
+SHARD_FORMAT = 2
+#: The source snapshot's metadata a router needs for the trending baseline.
+SOURCE_META_KEYS = ("decay", "hour_share")
 
-#: ``head(prefix) -> (suggestions, complete)``: the unsharded trie's answer for a short prefix.
-HeadSource = Callable[[str], tuple[list[str], bool]]
+#: ``head(prefix) -> (suggestions, complete, scores)``: the unsharded trie's answer for a
+#: short prefix, with each suggestion's score.
+HeadSource = Callable[[str], tuple[list[str], bool, list[float]]]
 
 
 def shard_file(directory: str | os.PathLike[str], shard: int) -> Path:
@@ -164,14 +171,17 @@ def write_shards(
     k: int = 10,
     size_weight: float = 0.5,
     source_version: str | None = None,
+    source_meta: dict[str, Any] | None = None,
 ) -> ShardPlan:
     """Plan shards from ``(key, id, is_alias)`` entries and write one snapshot per shard.
 
     Ids are global ranks (0 is the best suggestion). Each shard keeps the global rank
     order — its local ids are the global ids renumbered in order — so "best" means the
-    same everywhere; each shard's file holds only its range's keys and the strings they
-    lead to. ``plan.json`` holds the boundaries and the head table (the empty prefix and
-    every one-character prefix, answered by ``head`` from the unsharded trie).
+    same everywhere, and its metadata keeps the global ranks themselves (``ranks``, base64
+    little-endian u4) so answers from several shards merge exactly. Each shard's file
+    holds only its range's keys and the strings they lead to. ``plan.json`` holds the
+    boundaries and the head table (the empty prefix and every one-character prefix,
+    answered by ``head`` from the unsharded trie, with scores).
     """
     keys = [key for key, _, _ in entries]
     weights = [float(scores[t]) for _, t, _ in entries]
@@ -188,16 +198,19 @@ def write_shards(
         trie = RadixTrie(k)
         for key, t, alias in part:
             trie.add(key, local[t], alias=alias)
+        ranks = base64.b64encode(np.asarray(used, dtype="<u4").tobytes()).decode("ascii")
         meta = {"shard": i, "of": plan.n, "range": list(ranges[i]),
-                "source_version": source_version}  # fmt: skip
+                "source_version": source_version, "ranks": ranks}  # fmt: skip
         write_snapshot(
             shard_file(d, i), market, trie.build(), [strings[t] for t in used], scores[used], meta
         )
     table: dict[str, dict[str, Any]] = {}
     for prefix in ["", *sorted({key[0] for key in keys})]:
-        suggestions, complete = head(prefix)
-        table[prefix] = {"suggestions": suggestions, "complete": complete}
-    body = {"market": market, "source_version": source_version, "plan": plan.to_dict(),
+        suggestions, complete, head_scores = head(prefix)
+        table[prefix] = {"suggestions": suggestions, "complete": complete,
+                         "scores": head_scores}  # fmt: skip
+    body = {"market": market, "source_version": source_version, "format": SHARD_FORMAT,
+            "k": k, "source_meta": source_meta or {}, "plan": plan.to_dict(),
             "head": table}  # fmt: skip
     (d / PLAN_FILE).write_text(json.dumps(body, ensure_ascii=False), encoding="utf-8")
     return plan
@@ -217,11 +230,13 @@ def shard_market(
     """
     full = TrieReader.from_arrays(build.trie)
 
-    def head(prefix: str) -> tuple[list[str], bool]:
+    def head(prefix: str) -> tuple[list[str], bool, list[float]]:
         node = full.locate(prefix)
         if node < 0:
-            return [], True
-        return [build.strings[t] for t in full.top(node)], full.is_complete(node)
+            return [], True, []
+        ids = list(full.top(node))
+        scores = [float(np.float32(build.scores[t])) for t in ids]
+        return [build.strings[t] for t in ids], full.is_complete(node), scores
 
     return write_shards(build.market, build.keys, build.strings, np.asarray(build.scores),
                         head, n_shards, directory, k=build.trie.k,
@@ -246,13 +261,14 @@ def shard_snapshot(
     entries = [(key, t, key != strings[t]) for key, t in snap.reader.iter_keys()]
     scores = np.asarray(snap.arrays()["scores"], dtype=np.float64)
 
-    def head(prefix: str) -> tuple[list[str], bool]:
+    def head(prefix: str) -> tuple[list[str], bool, list[float]]:
         found = snap.find(prefix, snap.k)
-        return snap.texts(found.ids), found.complete
+        return snap.texts(found.ids), found.complete, [snap.score(i) for i in found.ids]
 
+    meta = {key: snap.meta[key] for key in SOURCE_META_KEYS if key in snap.meta}
     return write_shards(snap.market, entries, strings, scores, head, n_shards, directory,
-                        k=snap.k, size_weight=size_weight,
-                        source_version=snap.version)  # fmt: skip
+                        k=snap.k, size_weight=size_weight, source_version=snap.version,
+                        source_meta=meta)  # fmt: skip
 
 
 @dataclass
@@ -264,6 +280,9 @@ class ShardLayout:
     plan: ShardPlan
     head: dict[str, dict[str, Any]]
     source_version: str | None
+    format: int = 1
+    k: int = 10
+    source_meta: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def load(cls, directory: str | os.PathLike[str]) -> ShardLayout:
@@ -271,7 +290,8 @@ class ShardLayout:
         d = Path(directory)
         body = json.loads((d / PLAN_FILE).read_text(encoding="utf-8"))
         return cls(d, body["market"], ShardPlan(**body["plan"]), body["head"],
-                   body.get("source_version"))  # fmt: skip
+                   body.get("source_version"), int(body.get("format", 1)),
+                   int(body.get("k", 10)), dict(body.get("source_meta") or {}))  # fmt: skip
 
     def head_answer(self, prefix: str, limit: int = 10) -> tuple[list[str], bool]:
         """The head table's answer for the empty or a one-character (normalised) prefix."""
@@ -316,8 +336,10 @@ def ensure_shard_sets(
         target = root / market
         try:
             layout = ShardLayout.load(target)
-            if layout.source_version == version and all(
-                shard_file(target, i).exists() for i in range(layout.plan.n)
+            if (
+                layout.source_version == version
+                and layout.format >= SHARD_FORMAT
+                and all(shard_file(target, i).exists() for i in range(layout.plan.n))
             ):
                 continue
         except (OSError, ValueError, KeyError, TypeError):
@@ -377,6 +399,7 @@ class ShardedSuggest:
 
 __all__ = [
     "PLAN_FILE",
+    "SHARD_FORMAT",
     "ShardLayout",
     "ShardPlan",
     "ShardedSuggest",

@@ -22,10 +22,15 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup.kit.http import ApiError
+from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, NotBuilt, SuggestService, UnknownMarket
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from fastapi import FastAPI
+
     from lookup.server import Mounts
 
 log = logging.getLogger("lookup.typeahead")
@@ -179,24 +184,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
             ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
         ),
     ) -> dict[str, Any]:
-        q, market = payload.get("q"), payload.get("market", "en-IN")
-        if not isinstance(q, str) or not q.strip():
-            raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
-        if not isinstance(market, str):
-            raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
-        if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
-            raise ApiError(
-                400,
-                "INVALID_QUERY",
-                f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
-            )
-        user = payload.get("userId")
-        if user is not None and (not isinstance(user, str) or len(user) > 200):
-            raise ApiError(
-                400, "INVALID_REQUEST", "userId must be a string of at most 200 characters"
-            )
-        if user is None and request.client is not None:
-            user = f"addr:{request.client.host}"
+        q, market, user = search_payload(request, payload)
         try:
             normalized = service.record_search(q, market, user)
         except UnknownMarket:
@@ -219,55 +207,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
             "policy": policy.__dict__ if policy else None,
         }
 
-    @api.get("/v1/typeahead/blocklist", tags=tags, summary="The serve-time blocklist")
-    async def get_blocklist() -> dict[str, Any]:
-        bl = service.blocklist
-        return {"terms": bl.hot_terms, "builtin": bl.builtin.terms, "version": bl.version}
-
-    @api.post(
-        "/v1/typeahead/blocklist",
-        tags=tags,
-        summary="Add phrases to the hot blocklist (effective at once)",
-    )
-    async def add_blocklist(
-        payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
-    ) -> dict[str, Any]:
-        terms = payload.get("terms")
-        if terms is None and "term" in payload:
-            terms = [payload["term"]]
-        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
-            raise ApiError(
-                400, "INVALID_REQUEST", 'send {"terms": ["phrase", ...]} or {"term": "phrase"}'
-            )
-        if len(terms) > 1000:
-            raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
-        try:
-            added = service.blocklist.add(terms)
-        except ValueError as exc:
-            raise ApiError(400, "INVALID_TERM", str(exc)) from None
-        return {
-            "added": added,
-            "terms": service.blocklist.hot_terms,
-            "version": service.blocklist.version,
-        }
-
-    @api.delete(
-        "/v1/typeahead/blocklist", tags=tags, summary="Remove a phrase from the hot blocklist"
-    )
-    async def remove_blocklist(
-        term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
-    ) -> dict[str, Any]:
-        try:
-            found = service.blocklist.remove(term)
-        except ValueError as exc:
-            raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
-        if not found:
-            raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
-        return {
-            "removed": term,
-            "terms": service.blocklist.hot_terms,
-            "version": service.blocklist.version,
-        }
+    mount_blocklist(api, lambda: service.blocklist)
 
     @api.get("/v1/typeahead/snapshots", tags=tags, summary="Snapshot versions per market")
     async def snapshots() -> dict[str, Any]:
@@ -383,3 +323,78 @@ __all__ = [
     "send_json",
     "suggest_params",
 ]
+
+
+def search_payload(request: Request, payload: dict[str, Any]) -> tuple[str, str, str | None]:
+    """Check a ``POST /v1/searches`` body: ``(q, market, user)``; anonymous users are keyed
+    by their address. Raises :class:`ApiError` (400) on a bad field."""
+    q, market = payload.get("q"), payload.get("market", "en-IN")
+    if not isinstance(q, str) or not q.strip():
+        raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
+    if not isinstance(market, str):
+        raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
+    if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
+        raise ApiError(
+            400,
+            "INVALID_QUERY",
+            f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
+        )
+    user = payload.get("userId")
+    if user is not None and (not isinstance(user, str) or len(user) > 200):
+        raise ApiError(400, "INVALID_REQUEST", "userId must be a string of at most 200 characters")
+    if user is None and request.client is not None:
+        user = f"addr:{request.client.host}"
+    return q, market, user
+
+
+def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None:
+    """The hot-blocklist endpoints (read, add, remove) over whatever ``blocklist()`` returns:
+    the single server and the shard router share them."""
+    tags = ["typeahead"]
+
+    def body(bl: HotBlocklist) -> dict[str, Any]:
+        return {"terms": bl.hot_terms, "version": bl.version}
+
+    @api.get("/v1/typeahead/blocklist", tags=tags, summary="The serve-time blocklist")
+    async def get_blocklist() -> dict[str, Any]:
+        bl = blocklist()
+        return {"terms": bl.hot_terms, "builtin": bl.builtin.terms, "version": bl.version}
+
+    @api.post(
+        "/v1/typeahead/blocklist",
+        tags=tags,
+        summary="Add phrases to the hot blocklist (effective at once)",
+    )
+    async def add_blocklist(
+        payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
+    ) -> dict[str, Any]:
+        terms = payload.get("terms")
+        if terms is None and "term" in payload:
+            terms = [payload["term"]]
+        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
+            raise ApiError(
+                400, "INVALID_REQUEST", 'send {"terms": ["phrase", ...]} or {"term": "phrase"}'
+            )
+        if len(terms) > 1000:
+            raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
+        bl = blocklist()
+        try:
+            added = bl.add(terms)
+        except ValueError as exc:
+            raise ApiError(400, "INVALID_TERM", str(exc)) from None
+        return {"added": added, **body(bl)}
+
+    @api.delete(
+        "/v1/typeahead/blocklist", tags=tags, summary="Remove a phrase from the hot blocklist"
+    )
+    async def remove_blocklist(
+        term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
+    ) -> dict[str, Any]:
+        bl = blocklist()
+        try:
+            found = bl.remove(term)
+        except ValueError as exc:
+            raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
+        if not found:
+            raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
+        return {"removed": term, **body(bl)}

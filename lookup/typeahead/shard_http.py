@@ -67,13 +67,13 @@ from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
     POLL_SECONDS,
     error_body,
+    mount_blocklist,
     parse_query_string,
+    search_payload,
     send_json,
     suggest_params,
 )
 from lookup.typeahead.normalize import (
-    MAX_QUERY_CHARS,
-    has_control_chars,
     normalize,
     normalize_prefix,
 )
@@ -790,23 +790,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
             ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
         ),
     ) -> dict[str, Any]:
-        q, market = payload.get("q"), payload.get("market", "en-IN")
-        if not isinstance(q, str) or not q.strip():
-            raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
-        if not isinstance(market, str):
-            raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
-        if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
-            raise ApiError(
-                400, "INVALID_QUERY",
-                f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
-            )  # fmt: skip
-        user = payload.get("userId")
-        if user is not None and (not isinstance(user, str) or len(user) > 200):
-            raise ApiError(
-                400, "INVALID_REQUEST", "userId must be a string of at most 200 characters"
-            )
-        if user is None and request.client is not None:
-            user = f"addr:{request.client.host}"
+        q, market, user = search_payload(request, payload)
         if market not in router.layouts:
             raise _unknown(market)
         normalized = await router.record_search(q, market, user)
@@ -824,47 +808,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
             "policy": tracker.policy.__dict__,
         }
 
-    @api.get("/v1/typeahead/blocklist", tags=tags, summary="The serve-time blocklist")
-    async def get_blocklist() -> dict[str, Any]:
-        return {"terms": blocklist.hot_terms, "builtin": blocklist.builtin.terms,
-                "version": blocklist.version}  # fmt: skip
-
-    @api.post(
-        "/v1/typeahead/blocklist",
-        tags=tags,
-        summary="Add phrases to the hot blocklist (effective at once)",
-    )
-    async def add_blocklist(
-        payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
-    ) -> dict[str, Any]:
-        terms = payload.get("terms")
-        if terms is None and "term" in payload:
-            terms = [payload["term"]]
-        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
-            raise ApiError(
-                400, "INVALID_REQUEST", 'send {"terms": ["phrase", ...]} or {"term": "phrase"}'
-            )
-        if len(terms) > 1000:
-            raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
-        try:
-            added = blocklist.add(terms)
-        except ValueError as exc:
-            raise ApiError(400, "INVALID_TERM", str(exc)) from None
-        return {"added": added, "terms": blocklist.hot_terms, "version": blocklist.version}
-
-    @api.delete(
-        "/v1/typeahead/blocklist", tags=tags, summary="Remove a phrase from the hot blocklist"
-    )
-    async def remove_blocklist(
-        term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
-    ) -> dict[str, Any]:
-        try:
-            found = blocklist.remove(term)
-        except ValueError as exc:
-            raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
-        if not found:
-            raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
-        return {"removed": term, "terms": blocklist.hot_terms, "version": blocklist.version}
+    mount_blocklist(api, lambda: blocklist)
 
     poller: dict[str, asyncio.Task[None]] = {}
 

@@ -592,6 +592,9 @@ def run_tail(
 
     Each scenario gets its own service and coordinator (two replicas per shard, their own
     threads), warmed up healthy so every shard has learned its hedge delay, then faulted.
+    Only the counters are zeroed after the warm-up: clearing the latency windows too would
+    put every shard back on the 10 ms default hedge delay for its first queries, which is
+    a cold start, not the steady state this measures.
     """
     services = {}
     try:
@@ -603,7 +606,7 @@ def run_tail(
                 svc.search(q, 1, 10, hedge=sc.hedge)
             if sc.slow_probability > 0:
                 svc.coordinator.set_fault(0, 0, "slow", slow_ms, sc.slow_probability)
-            svc.coordinator.reset_stats()
+            svc.coordinator.reset_counters()
         searches = {
             sc.label: (lambda q, svc=services[sc.label], h=sc.hedge: svc.search(q, 1, 10, hedge=h))
             for sc in scenarios
@@ -854,6 +857,7 @@ def _run(args: argparse.Namespace, work: Path, say: Say) -> int:
 
     targets = [
         ("ours OR / rank_bm25 (q/s)", ">=", 50.0),
+        ("ours /search / rank_bm25 (q/s)", ">=", 50.0),
         ("ours OR / bm25s (q/s)", ">=", 0.5),
         ("p99 slow shard hedged / p99 healthy", "<=", 1.5),
     ]

@@ -312,7 +312,7 @@ def search_box() -> None:
         box.text_input(
             "Search the crawled pages",
             key="search-q",
-            placeholder="e.g. regular expression",
+            placeholder='e.g. regular expression — or a phrase in quotes: "standard library"',
             max_chars=500,
         )
         per_page.selectbox("Per page", [10, 20, 50], key="search-limit")
@@ -345,7 +345,8 @@ def summary(body: dict[str, Any]) -> None:
     cols[4].metric(
         "Words matched with", mode, border=True,
         help="AND first (pages with every word); if no page has them all, the engine falls "
-        "back to OR (pages with any of them).",
+        "back to OR (pages with any of them). A phrase in double quotes is always required, "
+        "word after word, so a query with one never falls back.",
     )  # fmt: skip
     if queried and answered < queried:
         missing = [str(s["shard"]) for s in fanout.get("shards", []) if s.get("missedDeadline")]

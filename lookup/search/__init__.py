@@ -9,7 +9,14 @@ replicas) with a real-time tier for pages fetched since the last build.
 The dashboard and notebooks use the names exported here.
 """
 
-from lookup.search.analysis import analyze, analyze_document, analyze_query
+from lookup.search.analysis import (
+    ParsedQuery,
+    Phrase,
+    analyze,
+    analyze_document,
+    analyze_query,
+    parse_query,
+)
 from lookup.search.bm25 import K1, B, Signals, idf
 from lookup.search.coordinator import Coordinator, FaultSwitch, QueryError
 from lookup.search.events import EventLog, PageEvent, PageStore
@@ -33,6 +40,8 @@ __all__ = [
     "NotBuilt",
     "PageEvent",
     "PageStore",
+    "ParsedQuery",
+    "Phrase",
     "PostingList",
     "QueryError",
     "RealtimeTier",
@@ -52,5 +61,6 @@ __all__ = [
     "intersect_cursors",
     "make_snippet",
     "merge_segments",
+    "parse_query",
     "shard_of",
 ]

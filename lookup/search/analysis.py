@@ -111,6 +111,49 @@ def analyze_query(query: str) -> list[str]:
     return list(seen)
 
 
+#: Quotation marks that open and close a phrase (straight and typographic).
+_PHRASE = re.compile(
+    r'["\u201c\u201d\u201e\u00ab\u00bb]([^"\u201c\u201d\u201e\u00ab\u00bb]*)["\u201c\u201d\u201e\u00ab\u00bb]'
+)
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A quoted phrase: its index terms and each one's word offset from the first.
+
+    Stop words are not indexed but keep their place, so ``"state of the art"`` is
+    ``state`` at 0 and ``art`` at 3.
+    """
+
+    terms: tuple[str, ...]
+    offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A query's distinct terms (first-seen order) and its quoted phrases."""
+
+    terms: list[str]
+    phrases: tuple[Phrase, ...]
+
+
+def parse_query(query: str) -> ParsedQuery:
+    """Terms and phrases of a query: text in double quotes is a phrase, the rest loose words.
+
+    A quoted part with fewer than two index terms is only its words; an unmatched quote
+    mark is ignored.
+    """
+    phrases: list[Phrase] = []
+    for m in _PHRASE.finditer(query):
+        a = analyze(m.group(1))
+        if len(a.terms) > 1:
+            first = a.positions[0]
+            phrase = Phrase(tuple(a.terms), tuple(p - first for p in a.positions))
+            if phrase not in phrases:
+                phrases.append(phrase)
+    return ParsedQuery(analyze_query(query), tuple(phrases))
+
+
 def iter_words(text: str) -> Iterator[tuple[int, int, str | None]]:
     """``(start, end, term)`` for every word of ``text``; ``term`` is None for stop words.
 

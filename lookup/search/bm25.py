@@ -19,12 +19,18 @@ the signals break near-ties:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from lookup.search.analysis import Phrase
+
 K1 = 1.2
 B = 0.75
+
+#: Phrase keys ``candidate * span + position`` stay unique while positions are below this.
+_POSITION_SPAN = 1 << 32
 
 #: Reference time for the factored freshness boost (any fixed instant works).
 FRESH_REF = 1_700_000_000.0
@@ -111,6 +117,34 @@ class QueryPlan:
     conjunctive: bool = True  # AND; the coordinator falls back to OR when AND finds nothing
     or_fallback: bool = True  # a shard with no AND match also computes its OR top-k
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
+    phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
+
+
+def phrase_mask(
+    phrase: Phrase,
+    n_docs: int,
+    positions_of: Callable[[str], tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """Which of ``n_docs`` candidate documents contain ``phrase`` (word by word, in order).
+
+    ``positions_of(term)`` gives ``(owner, positions)``: every position of ``term`` in
+    every candidate that has it, ``owner`` being the candidate's index. A candidate
+    matches when some start ``p`` has each phrase term at ``p + offset`` — one sorted
+    set intersection over ``(candidate, p)`` keys per term, all candidates at once.
+    """
+    keys: np.ndarray | None = None
+    for term, offset in zip(phrase.terms, phrase.offsets, strict=True):
+        owner, pos = positions_of(term)
+        start = pos - offset
+        ok = start >= 0
+        here = np.unique(owner[ok] * _POSITION_SPAN + start[ok])
+        keys = here if keys is None else np.intersect1d(keys, here, assume_unique=True)
+        if keys.size == 0:
+            break
+    mask = np.zeros(n_docs, dtype=bool)
+    if keys is not None and keys.size:
+        mask[keys // _POSITION_SPAN] = True
+    return mask
 
 
 def make_plan(
@@ -121,8 +155,12 @@ def make_plan(
     k: int,
     now: float,
     signals: Signals | None = None,
+    phrases: tuple[Phrase, ...] = (),
 ) -> QueryPlan:
-    """Attach global statistics to a query's terms (sorted, so every shard sums alike)."""
+    """Attach global statistics to a query's terms (sorted, so every shard sums alike).
+
+    A query with phrases is strictly conjunctive: no OR fallback would honour them.
+    """
     pairs = sorted(zip(terms, dfs, strict=True))
     avgdl = (total_length / n_docs) if n_docs else 1.0
     return QueryPlan(
@@ -134,4 +172,6 @@ def make_plan(
         k=k,
         now=now,
         signals=signals or Signals(),
+        or_fallback=not phrases,
+        phrases=tuple(phrases),
     )

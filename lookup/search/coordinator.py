@@ -6,13 +6,26 @@ its slowest shard: with 100 shards each slow one time in a thousand, 1 − 0.999
 
 * **hedged requests** — every shard has two replicas; if the primary has not answered
   by about the shard's 95th-percentile latency, the same request goes to the other
-  replica and the first answer wins;
+  replica and the first answer wins; a primary that has lost most of its latest races
+  gets the hedge sent along with the request (a *tied request*) until it wins again;
 * **per-shard deadline** — a shard that has not answered by the deadline is left out;
   the response says so in ``shardsAnswered`` and the total is extrapolated.
 
 Replicas run in their own thread pools over the shared, immutable snapshot, and each
 has a **fault switch** (slow by N ms with probability p, or dead) so both mechanisms
 can be watched working. Snippets are made for the final page only.
+
+**Caller runs one shard.** Handing a request to another thread and back costs a GIL
+hand-over and a wake-up on each side — for a one-shard index, about as much as the
+query itself on a loaded machine. So the coordinator sends every other shard to its
+primary's pool first and then answers the first shard whose primary has no fault
+switch set on its own thread, as that primary (it counts as the primary's request and
+win). The mechanisms keep their meaning: that shard is the one a hedge could not help —
+its primary is local and healthy, and its request waits in no queue — while a shard
+with a slow or dead primary always goes through its pool and is hedged as before; a
+hedge due while the coordinator was busy fires as soon as it is free, and an answer is
+kept if it was *ready* by the deadline, so time spent running a shard inline never
+costs another shard its place (the inline shard itself is held to the same deadline).
 """
 
 from __future__ import annotations
@@ -30,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from lookup.search.analysis import analyze_query
+from lookup.search.analysis import parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
 from lookup.search.events import iso_time
 from lookup.search.shard import REALTIME, Hit, ShardAnswer, Snapshot
-from lookup.search.snippets import make_snippet
+from lookup.search.snippets import ForwardQuery, make_snippet, snippet_from_forward
 
 MAX_QUERY_CHARS = 500
 MAX_QUERY_TERMS = 32
@@ -49,6 +62,11 @@ LATENCY_WINDOW = 256
 MIN_SAMPLES = 20
 #: The p95 behind the hedge delay is recomputed after this many new samples.
 P95_EVERY = 16
+#: Hedged queries remembered per shard, and how many must have been won by the hedge
+#: (out of at least MIN_RACES) before the hedge is sent together with the request.
+RACE_WINDOW = 20
+MIN_RACES = 10
+LAGGING_SHARE = 0.8
 
 
 class QueryError(ValueError):
@@ -112,20 +130,27 @@ class Replica:
             delay = fault.delay_ms / 1000.0
             self.stats.slowed += 1
         shard = snapshot.shards[self.shard]
-        replica = self.replica
 
         def run() -> None:
-            try:
-                if delay:
-                    time.sleep(delay)
-                answer = shard.search(plan)
-                answer.replica = replica
-                answer.done_at = time.perf_counter()
-                inbox.put((shard.shard, answer))
-            except Exception as exc:  # a failed replica answers with its error
-                inbox.put((shard.shard, exc))
+            if delay:
+                time.sleep(delay)
+            self._execute(shard, plan, inbox)
 
         self._pool.submit(run)
+
+    def run_inline(self, snapshot: Snapshot, plan: Any, inbox: SimpleQueue) -> None:
+        """Answer on the calling thread, as this replica (only while its fault switch is ok)."""
+        self.stats.requests += 1
+        self._execute(snapshot.shards[self.shard], plan, inbox)
+
+    def _execute(self, shard: Any, plan: Any, inbox: SimpleQueue) -> None:
+        try:
+            answer = shard.search(plan)
+            answer.replica = self.replica
+            answer.done_at = time.perf_counter()
+            inbox.put((shard.shard, answer))
+        except Exception as exc:  # a failed replica answers with its error
+            inbox.put((shard.shard, exc))
 
     def close(self) -> None:
         """Stop the worker threads (pending work is abandoned)."""
@@ -146,6 +171,8 @@ class ShardGroup:
     _p95: float | None = None
     _p95_at: int = -1  # ``recorded`` when _p95 was computed
     recorded: int = 0
+    # of the latest hedged queries: did the primary answer first?
+    races: deque[bool] = field(default_factory=lambda: deque(maxlen=RACE_WINDOW))
 
     def record(self, latency_ms: float) -> None:
         """Add one answered request's latency to the window."""
@@ -166,11 +193,26 @@ class ShardGroup:
             self._p95_at = self.recorded
         return max(MIN_HEDGE_MS, self._p95)
 
+    def primary_lagging(self) -> bool:
+        """Has the primary lost most of the latest races to its hedge?
+
+        Then the hedge goes out with the request (a tied request) instead of after the
+        p95 wait: the primary is still asked, so the shard leaves this state as soon as
+        the primary starts winning again.
+        """
+        races = self.races
+        return len(races) >= MIN_RACES and races.count(False) >= LAGGING_SHARE * len(races)
+
     def forget(self) -> None:
         """Clear the latency window and counters."""
         self.latencies.clear()
+        self.races.clear()
         self._p95 = None
         self._p95_at = -1
+        self.reset_counters()
+
+    def reset_counters(self) -> None:
+        """Zero the counters, keeping what was learned (latency window, races)."""
         self.hedges = self.hedge_wins = self.deadline_misses = self.queries = 0
 
     def status(self) -> dict[str, Any]:
@@ -182,6 +224,7 @@ class ShardGroup:
             "p50Ms": round(float(np.percentile(lat, 50)), 3) if lat.size else None,
             "p95Ms": round(float(np.percentile(lat, 95)), 3) if lat.size else None,
             "hedgeDelayMs": round(self.hedge_delay_ms(), 3),
+            "primaryLagging": self.primary_lagging(),
             "hedgesFired": self.hedges,
             "hedgeWins": self.hedge_wins,
             "deadlineMisses": self.deadline_misses,
@@ -211,6 +254,7 @@ class FanoutTrace:
     missed_deadline: bool
     matched: int | None
     mode: str | None
+    inline: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """JSON form."""
@@ -222,6 +266,7 @@ class FanoutTrace:
             "missedDeadline": self.missed_deadline,
             "matched": self.matched,
             "mode": self.mode,
+            "inline": self.inline,
         }
 
 
@@ -235,7 +280,9 @@ class Coordinator:
         deadline_ms: float | None = None,
         hedge: bool = True,
         signals: Signals | None = None,
+        inline: bool = True,
     ) -> None:
+        """``inline``: the caller runs one healthy shard itself (see the module docstring)."""
         if replicas < 1:
             raise ValueError("a shard needs at least one replica")
         self.replicas_per_shard = replicas
@@ -246,9 +293,10 @@ class Coordinator:
         default = float(env) if env and env.replace(".", "", 1).isdigit() else DEFAULT_DEADLINE_MS
         self.deadline_ms = default if deadline_ms is None else deadline_ms
         self.hedge = hedge
+        self.inline = inline
         self.signals = signals or Signals()
         self.groups: list[ShardGroup] = []
-        self.recent: deque[dict[str, Any]] = deque(maxlen=50)
+        self.recent: deque[tuple[str, str, float, list[FanoutTrace], int, int]] = deque(maxlen=50)
         self._lock = threading.Lock()
 
     # --- shard groups and faults ---------------------------------------------------------
@@ -302,6 +350,14 @@ class Coordinator:
                 r.stats = ReplicaStats()
         self.recent.clear()
 
+    def reset_counters(self) -> None:
+        """Zero the counters but keep the learned hedge delays (to count one experiment)."""
+        for g in self.groups:
+            g.reset_counters()
+            for r in g.replicas:
+                r.stats = ReplicaStats()
+        self.recent.clear()
+
     def close(self) -> None:
         """Stop every replica's threads."""
         for g in self.groups:
@@ -313,9 +369,10 @@ class Coordinator:
         return {
             "deadlineMs": self.deadline_ms,
             "hedging": self.hedge,
+            "inline": self.inline,
             "replicasPerShard": self.replicas_per_shard,
             "shards": [g.status() for g in self.groups],
-            "recent": list(self.recent),
+            "recent": [_summary(e) for e in list(self.recent)],
         }
 
     # --- the query -----------------------------------------------------------------------
@@ -354,7 +411,8 @@ class Coordinator:
                 f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
                 "goes past it — refine the query instead",
             )
-        terms = analyze_query(text)
+        parsed = parse_query(text)
+        terms = parsed.terms
         if len(terms) > MAX_QUERY_TERMS:
             raise QueryError(
                 "QUERY_TOO_LONG",
@@ -392,6 +450,7 @@ class Coordinator:
             k=page * limit,
             now=time.time() if now is None else now,
             signals=signals or self.signals,
+            phrases=parsed.phrases,
         )
         answers, traces = self._fan_out(
             snapshot,
@@ -400,7 +459,7 @@ class Coordinator:
             self.hedge if hedge is None else hedge,
         )
         any_and = any(a.mode == "and" and a.matched > 0 for a in answers)
-        mode = "and" if any_and or len(plan.terms) == 1 else "or"
+        mode = "and" if any_and or len(plan.terms) == 1 or not plan.or_fallback else "or"
         used = [a for a in answers if a.mode == mode]
         hits: list[Hit] = sorted(
             (h for a in used for h in a.hits), key=lambda h: (-h.score, h.urlkey)
@@ -412,16 +471,28 @@ class Coordinator:
             estimated = int(round(matched * n_docs / answered_docs))
         else:
             estimated = matched
-        term_set = frozenset(plan.terms)
+        fwd_query = ForwardQuery.of(plan.terms) if page_hits else None
         results = []
         for h in page_hits:
-            stored = self._stored(snapshot, h)
+            fwd = None
+            if h.segment == REALTIME:
+                stored = self._stored(snapshot, h)
+            else:
+                reader = snapshot.shards[h.shard].segments[h.segment].reader
+                stored = reader.stored(h.doc)
+                fwd = reader.forward_of(h.doc)
+            page_text = stored.get("text") or ""
+            if fwd is not None:
+                snippet = snippet_from_forward(page_text, *fwd, fwd_query)  # type: ignore[arg-type]
+            else:  # the real-time tier, or a segment written before format 2
+                snippet = make_snippet(page_text, frozenset(plan.terms))
             item = {
                 "url": stored["url"],
                 "title": stored.get("title") or stored["url"],
-                "snippet": make_snippet(stored.get("text") or "", term_set),
+                "snippet": snippet,
                 "score": round(h.score, 6),
-                "crawledAt": iso_time(float(stored.get("crawledAt") or 0.0)),
+                "crawledAt": stored.get("crawledIso")
+                or iso_time(float(stored.get("crawledAt") or 0.0)),
             }
             if explain:
                 item["explain"] = self._explain(snapshot, plan, h)
@@ -434,18 +505,10 @@ class Coordinator:
         )
         took = (time.perf_counter() - started) * 1000.0
         body["tookMs"] = round(took, 3)
-        summary = {
-            "query": text,
-            "mode": mode,
-            "tookMs": round(took, 3),
-            "shards": [t.to_json() for t in traces],
-            "hedgesFired": sum(t.hedged for t in traces),
-            "shardsAnswered": len(answers),
-            "shardsQueried": n_shards,
-        }
-        self.recent.append(summary)
+        entry = (text, mode, took, traces, len(answers), n_shards)
+        self.recent.append(entry)  # formatted only when someone looks (status, trace)
         if trace:
-            body["fanout"] = {"terms": list(plan.terms), **summary}
+            body["fanout"] = {"terms": list(plan.terms), **_summary(entry)}
         return body
 
     def _fan_out(
@@ -456,21 +519,66 @@ class Coordinator:
         t0 = time.perf_counter()
         deadline = t0 + deadline_ms / 1000.0
         hedge_at: dict[int, float] = {}
+        hedge_sent: dict[int, float] = {}
+        hedged: set[int] = set()
+        inline = None
+        if self.inline:
+            inline = next((g for g in groups if g.replicas[0].fault.mode == "ok"), None)
         for g in groups:
             g.queries += 1
+            if g is inline:
+                continue  # answered below, on this thread, once the others are on their way
             g.replicas[0].submit(snapshot, plan, False, inbox)
             if hedge and len(g.replicas) > 1:
-                hedge_at[g.shard] = t0 + g.hedge_delay_ms() / 1000.0
+                if g.primary_lagging():  # it keeps losing the race: hedge with the request
+                    hedge_sent[g.shard] = time.perf_counter()
+                    g.replicas[1].submit(snapshot, plan, True, inbox)
+                    hedged.add(g.shard)
+                    g.hedges += 1
+                else:
+                    hedge_at[g.shard] = t0 + g.hedge_delay_ms() / 1000.0
+        if inline is not None:
+            # its answer (or error) is in the inbox when this returns; an error is hedged
+            # to the replica at once below, like a pooled primary's
+            inline.replicas[0].run_inline(snapshot, plan, inbox)
         answers: dict[int, ShardAnswer] = {}
         latency: dict[int, float] = {}
         service: dict[int, float] = {}  # the winning request's own time, from when it was sent
-        hedge_sent: dict[int, float] = {}
-        hedged: set[int] = set()
         pending = {g.shard for g in groups}
+
+        def accept(s: int, result: ShardAnswer) -> None:
+            answers[s] = result
+            latency[s] = (result.done_at - t0) * 1000.0
+            sent = hedge_sent.get(s, t0) if result.replica != 0 else t0
+            service[s] = (result.done_at - sent) * 1000.0
+            pending.discard(s)
+
+        def handle(s: int, result: ShardAnswer | BaseException) -> None:
+            if s not in pending:
+                return
+            if isinstance(result, BaseException):
+                if s not in hedged and hedge and len(groups[s].replicas) > 1:
+                    hedge_at[s] = 0.0  # the primary failed outright: ask the replica at once
+                return
+            accept(s, result)
+
         while pending:
             now = time.perf_counter()
             if now >= deadline:
+                # answers ready by the deadline count even if this thread was busy then
+                while pending:
+                    try:
+                        s, result = inbox.get_nowait()
+                    except Empty:
+                        break
+                    if isinstance(result, BaseException) or result.done_at <= deadline:
+                        handle(s, result)
                 break
+            try:  # what has already arrived first: no hedge for a shard that has answered
+                handle(*inbox.get_nowait())
+                continue
+            except Empty:
+                pass
             wake = deadline
             for s in list(hedge_at):
                 if s not in pending:
@@ -485,37 +593,39 @@ class Coordinator:
                 else:
                     wake = min(wake, hedge_at[s])
             try:
-                s, result = inbox.get(timeout=max(0.0, wake - now))
+                handle(*inbox.get(timeout=max(0.0, wake - now)))
             except Empty:
                 continue
-            if s not in pending:
-                continue
-            if isinstance(result, BaseException):
-                if s not in hedged and hedge and len(groups[s].replicas) > 1:
-                    hedge_at[s] = 0.0  # the primary failed outright: ask the replica at once
-                continue
-            answers[s] = result
-            latency[s] = (result.done_at - t0) * 1000.0
-            sent = hedge_sent.get(s, t0) if result.replica != 0 else t0
-            service[s] = (result.done_at - sent) * 1000.0
-            pending.discard(s)
         traces: list[FanoutTrace] = []
         for g in groups:
             s = g.shard
             a = answers.get(s)
             if a is None:
                 g.deadline_misses += 1
-                traces.append(FanoutTrace(s, None, None, s in hedged, True, None, None))
+                traces.append(
+                    FanoutTrace(s, None, None, s in hedged, True, None, None, g is inline)
+                )
                 continue
             # The hedge delay learns from how long one request takes, not from when the
             # query got its answer: a hedged answer's time from t0 includes the hedge delay
             # itself, and learning from it would push the delay up until hedging stopped.
             g.record(service[s])
+            if s in hedged:
+                g.races.append(a.replica == 0)
             g.replicas[a.replica].stats.wins += 1
             if a.replica != 0:
                 g.hedge_wins += 1
             traces.append(
-                FanoutTrace(s, latency[s], a.replica, s in hedged, False, a.matched, a.mode)
+                FanoutTrace(
+                    s,
+                    latency[s],
+                    a.replica,
+                    s in hedged,
+                    False,
+                    a.matched,
+                    a.mode,
+                    g is inline and a.replica == 0,
+                )
             )
         return [answers[s] for s in sorted(answers)], traces
 
@@ -584,3 +694,17 @@ class Coordinator:
             },
             "score": h.score,
         }
+
+
+def _summary(entry: tuple[str, str, float, list[FanoutTrace], int, int]) -> dict[str, Any]:
+    """One query's fan-out as JSON (the shard panel's row)."""
+    text, mode, took, traces, answered, n_shards = entry
+    return {
+        "query": text,
+        "mode": mode,
+        "tookMs": round(took, 3),
+        "shards": [t.to_json() for t in traces],
+        "hedgesFired": sum(t.hedged for t in traces),
+        "shardsAnswered": answered,
+        "shardsQueried": n_shards,
+    }

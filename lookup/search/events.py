@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -86,7 +88,14 @@ def parse_time(value: Any) -> float:
 
 
 def iso_time(epoch: float) -> str:
-    """``2026-07-29T04:11:05Z`` for an epoch time."""
+    """``2026-07-29T04:11:05Z`` for an epoch time (whole seconds, rounded down).
+
+    ``time.gmtime`` does it in half the time of ``datetime`` (this runs for every result
+    of every query); years outside 1..9999 go the ``datetime`` way, which refuses them.
+    """
+    whole = math.floor(round(epoch, 6))  # datetime rounds to microseconds first
+    if -62_135_596_800 <= whole < 253_402_300_800:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(whole))
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

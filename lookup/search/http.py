@@ -8,6 +8,12 @@ Management endpoints (status, shard fault switches, deletions) live on FastAPI.
 "crawledAt"}],"shardsQueried","shardsAnswered"}``; ``explain=true`` adds a per-result
 ``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional ``deadlineMs``
 and ``hedge`` override the coordinator's settings for one query.
+
+``q`` is words, AND first with an OR fallback when no page has them all; text in
+double quotes (``"standard library"``, typographic quotes too) is a **phrase**: every
+result holds its words in that order, matched on the positions stored in the postings
+(a stop word inside keeps its place: ``"state of the art"`` is *state*, two words,
+*art*). A query with a phrase never falls back to OR.
 """
 
 from __future__ import annotations

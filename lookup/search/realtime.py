@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from lookup.search.analysis import Analyzed, analyze_document
-from lookup.search.bm25 import QueryPlan, length_norm, term_scores
+from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
 from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
 from lookup.search.extract import ExtractedPage
 from lookup.search.indexer import shard_of
@@ -133,6 +133,29 @@ class RtShardView:
             keep &= ~np.isin(docs, dead)
         return docs[keep], tfs[keep]
 
+    @staticmethod
+    def _phrases(plan: QueryPlan, mi: MemoryIndex, docs: np.ndarray) -> np.ndarray:
+        """Mask over ``docs``: the documents that contain every phrase of the plan."""
+        owners: dict[str, list[int]] = {}
+        places: dict[str, list[int]] = {}
+        for k, d in enumerate(docs.tolist()):
+            stored = mi.docs[d].stored
+            a = analyze_document(stored.get("title") or "", stored.get("text") or "")
+            for term, pos in zip(a.terms, a.positions, strict=True):
+                owners.setdefault(term, []).append(k)
+                places.setdefault(term, []).append(pos)
+
+        def positions_of(term: str) -> tuple[np.ndarray, np.ndarray]:
+            return (
+                np.asarray(owners.get(term, []), dtype=np.int64),
+                np.asarray(places.get(term, []), dtype=np.int64),
+            )
+
+        keep = np.ones(docs.size, dtype=bool)
+        for phrase in plan.phrases:
+            keep &= phrase_mask(phrase, int(docs.size), positions_of)
+        return keep
+
     def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]:
         """Top k of this shard's real-time documents under the plan's global statistics."""
         st = self.build.state
@@ -171,6 +194,11 @@ class RtShardView:
                 return [], 0
             docs = np.array(sorted(acc), dtype=np.int64)
             bm = np.array([acc[d] for d in docs.tolist()])
+        if plan.phrases:  # the tier keeps no positions: its few candidates are re-analysed
+            keep = self._phrases(plan, mi, docs)
+            docs, bm = docs[keep], bm[keep]
+            if docs.size == 0:
+                return [], 0
         keys = np.array(mi.urlkey[:n], dtype=np.int64)[docs]
         crawled = np.array(mi.crawled[:n])[docs]
         sig = plan.signals

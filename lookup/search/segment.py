@@ -4,12 +4,22 @@ A segment is a directory written once (to a temporary name, then renamed) and ne
 modified. It holds:
 
 * the **term dictionary** — sorted terms (``terms.txt``) and, per term, its document
-  frequency and where its postings, skip entries and positions are (``termtab.npy``);
-* **postings** with tf (``postings.bin``), their **skip table** (``skip_last.npy``,
-  ``skip_off.npy``) and **positions** (``positions.bin``) — see :mod:`postings`;
+  frequency, where its postings, skip entries and positions are, and its packed byte
+  widths (``termtab.npy``);
+* **postings** with tf (``postings.bin``, packed; varints in format 1), their **skip
+  table** (``skip_last.npy``, ``skip_off.npy``) and **positions** (``positions.bin``)
+  — see :mod:`postings`;
 * per-document arrays: length in terms, crawl time, ingest sequence number, a 64-bit
   key of the URL and the URLs it links to (for in-link counts);
-* **stored fields** (url, title, text, crawledAt …) compressed one record per doc.
+* **stored fields** (url, title, text, crawledAt …), one JSON record per doc,
+  compressed with LZ4 against a dictionary of the segment's first records
+  (``stored_dict.bin``): records of a kilobyte are too small to compress well alone,
+  and LZ4 unpacks one in about a microsecond — several times faster than zlib, at a
+  smaller size here — which matters because every result on a page reads one;
+* a **forward index** for snippets (``fwd_prints.bin``, ``fwd_starts.bin``,
+  ``fwd_lengths.bin``, ``fwd_off.npy``): per word of the text's scanned prefix, a
+  one-byte fingerprint of its term, where it starts and how long it is — so the read
+  path makes a snippet without re-analysing the text (see :mod:`snippets`).
 
 Deletions never touch a segment: they are tombstone files beside it, named in the
 index manifest. :func:`merge_segments` writes a new segment from live documents only.
@@ -27,20 +37,74 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import lz4.block
 import numpy as np
+import orjson
 
 from lookup.search import manifest
 from lookup.search.analysis import Analyzed
+from lookup.search.events import iso_time
 from lookup.search.extract import normalize_url
 from lookup.search.postings import (
     BLOCK,
     PostingList,
+    decode_all,
     decode_varints,
     encode_postings,
     segmented_cumsum,
 )
+from lookup.search.snippets import forward_entries
 
-FORMAT = 1
+#: Format written now: 2 added packed postings, the snippet forward index and LZ4 stored
+#: fields.
+FORMAT = 2
+#: Formats this reader opens (format 1: zlib stored fields, snippets made at query time).
+READABLE_FORMATS = (1, 2)
+#: Bytes of a segment's first stored records that become its compression dictionary
+#: (LZ4 looks back at most 64 KiB).
+STORED_DICT_BYTES = 65_536
+
+
+class StoredPacker:
+    """Compresses stored-field records with LZ4 against a dictionary sampled from them.
+
+    Records are kept until :meth:`finish`, which builds the dictionary from records
+    spread evenly over the segment (deterministic, and representative of all of it —
+    a segment's first records may be a different kind of page from the rest).
+    """
+
+    def __init__(self) -> None:
+        self._raw: list[bytes] = []
+        self._bytes = 0
+
+    def add(self, raw: bytes) -> None:
+        """Append one record (uncompressed JSON bytes)."""
+        self._raw.append(raw)
+        self._bytes += len(raw)
+
+    def finish(self) -> tuple[bytes, list[bytes]]:
+        """The dictionary and every record's compressed bytes, in order."""
+        raw = self._raw
+        if not raw:
+            return b"", []
+        stride = max(1, self._bytes // STORED_DICT_BYTES)
+        dictionary = b"".join(raw[::stride])[-STORED_DICT_BYTES:]
+        blobs = [
+            lz4.block.compress(r, mode="high_compression", compression=9, dict=dictionary)
+            for r in raw
+        ]
+        self._raw = []
+        return dictionary, blobs
+
+
+@dataclass
+class Forward:
+    """A segment's snippet forward index: per doc a run of words (fingerprint, start, length)."""
+
+    prints: np.ndarray  # uint8 per word: its term's fingerprint, 0 for no term
+    starts: np.ndarray  # uint16 per word: its first character in the text
+    lengths: np.ndarray  # uint8 per word: its length in characters, 0 if over 255
+    off: np.ndarray  # int64 per doc + 1: the doc's first word
 
 
 def url_key(url: str) -> int:
@@ -68,8 +132,8 @@ class DocRecord:
     links: list[str] = field(default_factory=list)  # normalised outgoing URLs
 
     def stored(self) -> dict[str, Any]:
-        """The stored-fields record."""
-        return {
+        """The stored-fields record (with the fetch time already formatted for results)."""
+        record: dict[str, Any] = {
             "url": self.url,
             "urlHash": self.url_hash,
             "contentHash": self.content_hash,
@@ -78,6 +142,11 @@ class DocRecord:
             "crawledAt": self.crawled_at,
             "seq": self.seq,
         }
+        try:
+            record["crawledIso"] = iso_time(self.crawled_at)
+        except (ValueError, OverflowError, OSError):  # a time no calendar shows: format later
+            pass
+        return record
 
 
 @dataclass
@@ -125,26 +194,32 @@ def write_segment(
     link_off: np.ndarray,
     link_targets: np.ndarray,
     keys: list[list[str]],
-    stored_blobs: list[bytes],
+    stored: tuple[bytes, list[bytes]],
+    forward: Forward,
 ) -> SegmentInfo:
     """Write one immutable segment directory from sorted (term, doc) postings."""
+    if forward.off.size != len(doclen) + 1:
+        raise ValueError("the forward index needs one entry per document")
     enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions)
 
     def fill(tmp: Path) -> None:
         (tmp / "postings.bin").write_bytes(enc.postings.tobytes())
         (tmp / "positions.bin").write_bytes(enc.positions.tobytes())
         (tmp / "terms.txt").write_text("\n".join(terms), encoding="utf-8")
-        table = (
-            np.stack(
-                [enc.df, enc.post_off, enc.post_len, enc.skip_start, enc.pos_off, enc.pos_len],
-                axis=1,
-            )
-            if terms
-            else np.zeros((0, 6), dtype=np.int64)
-        )
+        columns = [
+            enc.df,
+            enc.post_off,
+            enc.post_len,
+            enc.skip_start,
+            enc.pos_off,
+            enc.pos_len,
+            enc.widths,
+        ]
+        table = np.stack(columns, axis=1) if terms else np.zeros((0, 7), dtype=np.int64)
         _save(tmp / "termtab.npy", table.astype(np.int64))
         _save(tmp / "skip_last.npy", enc.block_last.astype(np.int64))
         _save(tmp / "skip_off.npy", enc.block_off.astype(np.int64))
+        _save(tmp / "skip_pos.npy", enc.block_pos.astype(np.int64))
         _save(tmp / "doclen.npy", np.asarray(doclen, dtype=np.int32))
         _save(tmp / "crawled.npy", np.asarray(crawled, dtype=np.float64))
         _save(tmp / "seq.npy", np.asarray(seq, dtype=np.int64))
@@ -152,12 +227,18 @@ def write_segment(
         _save(tmp / "link_off.npy", np.asarray(link_off, dtype=np.int64))
         _save(tmp / "link_targets.npy", np.asarray(link_targets, dtype=np.int64))
         (tmp / "keys.json").write_text(json.dumps(keys), encoding="utf-8")
+        stored_dict, stored_blobs = stored
+        (tmp / "stored_dict.bin").write_bytes(stored_dict)
         offs = np.zeros(len(stored_blobs) + 1, dtype=np.int64)
         with (tmp / "stored.bin").open("wb") as f:
             for i, blob in enumerate(stored_blobs):
                 f.write(blob)
                 offs[i + 1] = offs[i] + len(blob)
         _save(tmp / "stored_off.npy", offs)
+        (tmp / "fwd_prints.bin").write_bytes(np.ascontiguousarray(forward.prints, "u1").tobytes())
+        (tmp / "fwd_starts.bin").write_bytes(np.ascontiguousarray(forward.starts, "<u2").tobytes())
+        (tmp / "fwd_lengths.bin").write_bytes(np.ascontiguousarray(forward.lengths, "u1").tobytes())
+        _save(tmp / "fwd_off.npy", np.asarray(forward.off, dtype=np.int64))
         meta = {
             "format": FORMAT,
             "docs": int(len(doclen)),
@@ -188,7 +269,11 @@ class SegmentWriter:
         self.link_off = array("q", [0])
         self.link_targets = array("q")
         self.keys: list[list[str]] = []
-        self.blobs: list[bytes] = []
+        self.stored = StoredPacker()
+        self.fwd_prints = array("B")
+        self.fwd_starts = array("H")
+        self.fwd_lengths = array("B")
+        self.fwd_off = array("q", [0])
 
     def __len__(self) -> int:
         return len(self.doclen)
@@ -217,7 +302,12 @@ class SegmentWriter:
         self.link_targets.extend(targets)
         self.link_off.append(len(self.link_targets))
         self.keys.append([doc.url_hash, doc.content_hash])
-        self.blobs.append(zlib.compress(json.dumps(doc.stored()).encode("utf-8"), 6))
+        self.stored.add(json.dumps(doc.stored()).encode("utf-8"))
+        prints, starts, lengths = forward_entries(doc.text)
+        self.fwd_prints.frombytes(prints.tobytes())
+        self.fwd_starts.frombytes(starts.tobytes())
+        self.fwd_lengths.frombytes(lengths.tobytes())
+        self.fwd_off.append(len(self.fwd_prints))
         return doc_id
 
     def write(self, path: Path) -> SegmentInfo:
@@ -236,6 +326,12 @@ class SegmentWriter:
         order = np.argsort(tids, kind="stable")  # docs were added in order: (term, doc) sort
         flat = np.frombuffer(self.p_pos, dtype=np.int64) if self.p_pos else np.zeros(0, np.int64)
         positions = _gather_positions(flat, tfs, order)
+        forward = Forward(
+            _array(self.fwd_prints, np.uint8),
+            _array(self.fwd_starts, np.uint16),
+            _array(self.fwd_lengths, np.uint8),
+            np.frombuffer(self.fwd_off, dtype=np.int64),
+        )
         return write_segment(
             path,
             terms,
@@ -252,8 +348,14 @@ class SegmentWriter:
             if self.link_targets
             else np.zeros(0, np.int64),
             self.keys,
-            self.blobs,
+            self.stored.finish(),
+            forward,
         )
+
+
+def _array(values: array, dtype: type) -> np.ndarray:
+    """A numpy view of an ``array.array`` (empty arrays have no buffer to view)."""
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype=dtype)
 
 
 def _gather_positions(flat: np.ndarray, tfs: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -274,7 +376,7 @@ class SegmentReader:
         self.path = Path(path)
         self.name = self.path.name
         meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
-        if meta.get("format") != FORMAT:
+        if meta.get("format") not in READABLE_FORMATS:
             raise ValueError(f"{self.path}: unsupported segment format {meta.get('format')}")
         self.meta = meta
         self.n_docs = int(meta["docs"])
@@ -288,6 +390,8 @@ class SegmentReader:
         self.termtab = load("termtab.npy", mmap=False)
         self.skip_last = load("skip_last.npy", mmap=False)
         self.skip_off = load("skip_off.npy", mmap=False)
+        # format 1 has no per-block position offsets: phrase checks decode whole lists
+        self.skip_pos = load("skip_pos.npy", mmap=False) if meta["format"] >= 2 else None
         self.postings_buf = _map_bytes(self.path / "postings.bin")
         self.positions_buf = _map_bytes(self.path / "positions.bin")
         self.doclen = load("doclen.npy", mmap=False).astype(np.float64)
@@ -301,7 +405,37 @@ class SegmentReader:
         self.content_hashes: list[str] = [k[1] for k in keys]
         self.stored_off = load("stored_off.npy", mmap=False)
         self._stored = _map_bytes(self.path / "stored.bin")
+        dict_path = self.path / "stored_dict.bin"
+        # format 1 compressed each record alone with zlib
+        self.stored_dict: bytes | None = dict_path.read_bytes() if meta["format"] >= 2 else None
         self.total_length = int(meta["totalLength"])
+        self.forward: Forward | None = None
+        self._fwd_views: tuple[memoryview, memoryview, memoryview] | None = None
+        if meta["format"] >= 2:
+            self.forward = Forward(
+                _map_bytes(self.path / "fwd_prints.bin"),
+                _map_bytes(self.path / "fwd_starts.bin").view("<u2"),
+                _map_bytes(self.path / "fwd_lengths.bin"),
+                load("fwd_off.npy", mmap=False),
+            )
+
+    def forward_of(self, doc: int) -> tuple[bytes, memoryview, bytes] | None:
+        """The snippet forward index of ``doc``: fingerprints, starts, lengths.
+
+        None for a format-1 segment, which has no forward index.
+        """
+        fwd = self.forward
+        if fwd is None:
+            return None
+        if self._fwd_views is None:
+            self._fwd_views = (
+                memoryview(fwd.prints),
+                memoryview(fwd.starts),
+                memoryview(fwd.lengths),
+            )
+        prints, starts, lengths = self._fwd_views
+        a, b = int(fwd.off[doc]), int(fwd.off[doc + 1])
+        return prints[a:b].tobytes(), starts[a:b], lengths[a:b].tobytes()
 
     def df(self, term: str) -> int:
         """Documents in this segment containing ``term`` (deleted ones included)."""
@@ -313,7 +447,7 @@ class SegmentReader:
         row = self.term_index.get(term)
         if row is None:
             return None
-        df, off, length, skip_start, pos_off, pos_len = (int(x) for x in self.termtab[row])
+        df, off, length, skip_start, pos_off, pos_len, *widths = self.termtab[row].tolist()
         nb = (df + BLOCK - 1) // BLOCK
         return PostingList(
             self.postings_buf,
@@ -325,15 +459,28 @@ class SegmentReader:
             self.positions_buf,
             pos_off,
             pos_len,
+            widths[0] if widths else 0,  # format 1 has no widths column: varints
+            None if self.skip_pos is None else self.skip_pos[skip_start : skip_start + nb],
         )
 
     def stored_blob(self, doc: int) -> bytes:
         """The compressed stored-fields record of ``doc``."""
         return bytes(self._stored[int(self.stored_off[doc]) : int(self.stored_off[doc + 1])])
 
+    def stored_raw(self, doc: int) -> bytes:
+        """The stored-fields record of ``doc`` as uncompressed JSON bytes."""
+        blob = self._stored[int(self.stored_off[doc]) : int(self.stored_off[doc + 1])]
+        if self.stored_dict is None:
+            return zlib.decompress(blob)
+        return lz4.block.decompress(blob, dict=self.stored_dict)
+
     def stored(self, doc: int) -> dict[str, Any]:
         """The stored fields (url, title, text, crawledAt, …) of ``doc``."""
-        return json.loads(zlib.decompress(self.stored_blob(doc)))
+        raw = self.stored_raw(doc)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:  # e.g. NaN, which json writes and orjson refuses
+            return json.loads(raw)
 
     def links_of(self, doc: int) -> np.ndarray:
         """URL keys that ``doc`` links to."""
@@ -347,9 +494,8 @@ class SegmentReader:
         ``positions`` is empty unless ``with_positions``.
         """
         df = self.termtab[:, 0].astype(np.int64) if len(self.terms) else np.zeros(0, np.int64)
-        vals = decode_varints(np.asarray(self.postings_buf))
-        gaps, tfs = vals[0::2], vals[1::2]
-        docs = segmented_cumsum(gaps, df)
+        widths = self.termtab[:, 6] if self.termtab.shape[1] > 6 else None
+        docs, tfs = decode_all(self.postings_buf, df, self.termtab[:, 1], widths)
         tids = np.repeat(np.arange(df.size, dtype=np.int64), df)
         if not with_positions:
             return tids, docs, tfs, np.zeros(0, dtype=np.int64)
@@ -368,7 +514,9 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
     """Merge segments into one new segment, keeping only documents whose live flag is set.
 
     Postings are merged directly (decoded, renumbered, re-encoded), not rebuilt from
-    text; stored fields are copied byte for byte.
+    text; stored records are recompressed against the new segment's dictionary and the
+    forward index is copied byte for byte (built from the stored text for a format-1
+    input).
     """
     vocab_set: set[str] = set()
     for reader, _ in inputs:
@@ -376,7 +524,11 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
     parts_t, parts_d, parts_tf, parts_pos = [], [], [], []
     doclen, crawled, seq, urlkey, link_off, targets = [], [], [], [], [0], []
     keys: list[list[str]] = []
-    blobs: list[bytes] = []
+    packer = StoredPacker()
+    fwd_prints: list[np.ndarray] = []
+    fwd_starts: list[np.ndarray] = []
+    fwd_lengths: list[np.ndarray] = []
+    fwd_off = [0]
     merged_terms = sorted(vocab_set)
     merged_index = {t: i for i, t in enumerate(merged_terms)}
     base = 0
@@ -392,6 +544,7 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
         parts_d.append(remap[docs[keep]])
         parts_tf.append(tfs[keep])
         parts_pos.append(pos[np.repeat(keep, tfs)])
+        fwd = reader.forward
         for d in kept_docs:
             d = int(d)
             doclen.append(int(reader.doclen[d]))
@@ -402,7 +555,16 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
             targets.append(t)
             link_off.append(link_off[-1] + t.size)
             keys.append([reader.url_hashes[d], reader.content_hashes[d]])
-            blobs.append(reader.stored_blob(d))
+            packer.add(reader.stored_raw(d))
+            if fwd is not None:
+                a, b = int(fwd.off[d]), int(fwd.off[d + 1])
+                prints, starts, lengths = fwd.prints[a:b], fwd.starts[a:b], fwd.lengths[a:b]
+            else:
+                prints, starts, lengths = forward_entries(reader.stored(d)["text"])
+            fwd_prints.append(prints)
+            fwd_starts.append(starts)
+            fwd_lengths.append(lengths)
+            fwd_off.append(fwd_off[-1] + prints.size)
         base += kept_docs.size
     tids = np.concatenate(parts_t) if parts_t else np.zeros(0, np.int64)
     docs = np.concatenate(parts_d) if parts_d else np.zeros(0, np.int64)
@@ -416,6 +578,12 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
     tids = compact[tids]
     order = np.lexsort((docs, tids))
     positions = _gather_positions(flat, tfs, order)
+    forward = Forward(
+        np.concatenate(fwd_prints) if fwd_prints else np.zeros(0, np.uint8),
+        np.concatenate(fwd_starts) if fwd_starts else np.zeros(0, np.uint16),
+        np.concatenate(fwd_lengths) if fwd_lengths else np.zeros(0, np.uint8),
+        np.asarray(fwd_off, dtype=np.int64),
+    )
     return write_segment(
         path,
         terms,
@@ -430,5 +598,6 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
         np.asarray(link_off, dtype=np.int64),
         np.concatenate(targets) if targets else np.zeros(0, np.int64),
         keys,
-        blobs,
+        packer.finish(),
+        forward,
     )

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from lookup.search.analysis import analyze_document
-from lookup.search.bm25 import QueryPlan, Signals, length_norm, term_scores
+from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
 from lookup.search.segment import SegmentReader
 
@@ -117,6 +117,21 @@ class SegmentView:
     def live(self, mask: np.ndarray) -> None:
         self._live = mask
         self.live_count = int(mask.sum())
+        self.all_live = self.live_count == mask.size  # then nothing needs filtering
+
+    def _decoded(
+        self, lists: list[Any], j: int, memo: dict[int, tuple[np.ndarray, np.ndarray]] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Live ``(docs, tfs)`` of query term ``j``, decoded once per query (``memo``)."""
+        if memo is not None and j in memo:
+            return memo[j]
+        d, tf = lists[j].decode()
+        if not self.all_live:
+            keep = self._live[d]
+            d, tf = d[keep], tf[keep]
+        if memo is not None:
+            memo[j] = (d, tf)
+        return d, tf
 
     def boosts(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
         """Per-doc link boost and freshness base for these signal weights (cached)."""
@@ -130,10 +145,16 @@ class SegmentView:
             self._boosts = cached
         return cached[1], cached[2]
 
-    def match(self, plan: QueryPlan, conjunctive: bool) -> tuple[np.ndarray, np.ndarray, int]:
+    def match(
+        self,
+        plan: QueryPlan,
+        conjunctive: bool,
+        memo: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Live matching docs, their BM25 scores (terms summed in plan order), match count.
 
-        The count is exact unless the OR candidate budget cut the work short.
+        The count is exact unless the OR candidate budget cut the work short. ``memo``
+        keeps lists decoded by an AND pass for the OR pass of the same query.
         """
         reader = self.reader
         lists = [reader.postings(t) for t in plan.terms]
@@ -142,10 +163,8 @@ class SegmentView:
             if any(pl is None for pl in lists):
                 return np.zeros(0, np.int64), np.zeros(0), 0
             order = sorted(range(len(lists)), key=lambda j: lists[j].df)  # type: ignore[union-attr]
-            docs, tf0 = lists[order[0]].decode()  # type: ignore[union-attr]
-            keep = self.live[docs]
-            docs = docs[keep]
-            tfs: dict[int, np.ndarray] = {order[0]: tf0[keep]}
+            docs, tf0 = self._decoded(lists, order[0], memo)
+            tfs: dict[int, np.ndarray] = {order[0]: tf0}
             for j in order[1:]:
                 if docs.size == 0:
                     break
@@ -154,6 +173,11 @@ class SegmentView:
                 for key in tfs:
                     tfs[key] = tfs[key][found]
                 tfs[j] = tf
+            if plan.phrases and docs.size:
+                keep = self._phrases(plan, lists, docs)
+                docs = docs[keep]
+                for key in tfs:
+                    tfs[key] = tfs[key][keep]
             if docs.size == 0:
                 return docs, np.zeros(0), 0
             norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
@@ -178,15 +202,16 @@ class SegmentView:
         parts_d: list[np.ndarray] = []
         parts_s: list[np.ndarray] = []
         for j in sorted(open_terms):
-            d, tf = lists[j].decode()  # type: ignore[union-attr]
-            keep = self.live[d]
-            d, tf = d[keep], tf[keep]
+            d, tf = self._decoded(lists, j, memo)
             parts_d.append(d)
             parts_s.append(
                 term_scores(tf, length_norm(norm_of[d], plan.avgdl, plan.k1, plan.b), plan.idfs[j])
             )
         docs, bm = _accumulate(parts_d, parts_s, reader.n_docs)
         closed = [j for j in present if j not in open_terms]
+        if plan.phrases and docs.size:  # phrases are required even under OR semantics
+            keep = self._phrases(plan, lists, docs)
+            docs, bm = docs[keep], bm[keep]
         if not closed:
             return docs, bm, int(docs.size)
         norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
@@ -197,7 +222,28 @@ class SegmentView:
             bm[found] += term_scores(tf, norm[found], plan.idfs[j])
             widest = max(widest, pl.df)  # type: ignore[union-attr]
         # every document holding a closed term matches too: count at least the widest one
-        return docs, bm, max(int(docs.size), widest)
+        return docs, bm, int(docs.size) if plan.phrases else max(int(docs.size), widest)
+
+    @staticmethod
+    def _phrases(plan: QueryPlan, lists: list[Any], docs: np.ndarray) -> np.ndarray:
+        """Mask over ``docs`` (sorted): those that contain every phrase of the plan."""
+        by_term = dict(zip(plan.terms, lists, strict=True))
+        cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+        def positions_of(term: str) -> tuple[np.ndarray, np.ndarray]:
+            if term not in cache:
+                pl = by_term.get(term)
+                if pl is None:
+                    cache[term] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+                else:
+                    _, owner, pos = pl.positions_for(docs)
+                    cache[term] = (owner, pos)
+            return cache[term]
+
+        keep = np.ones(docs.size, dtype=bool)
+        for phrase in plan.phrases:
+            keep &= phrase_mask(phrase, int(docs.size), positions_of)
+        return keep
 
     def term_tf(self, term: str, doc: int) -> int:
         """Frequency of ``term`` in ``doc`` (a skip-table probe, for explanations)."""
@@ -223,22 +269,36 @@ class ShardIndex:
         rt = getattr(self.realtime, "visible_count", 0)
         return batch + int(rt)
 
-    def _run(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]:
+    def _run(
+        self,
+        plan: QueryPlan,
+        conjunctive: bool,
+        memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None,
+    ) -> tuple[list[Hit], int]:
         hits: list[Hit] = []
         matched = 0
         sig = plan.signals
         for si, view in enumerate(self.segments):
-            docs, bm, count = view.match(plan, conjunctive)
+            docs, bm, count = view.match(plan, conjunctive, memos[si] if memos else None)
             if docs.size == 0:
                 continue
             matched += count
-            link, fresh_base = view.boosts(sig)
-            final = bm + link[docs] + sig.fresh_from_base(fresh_base[docs], plan.now)
+            final = bm
+            if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip the gathers
+                link, fresh_base = view.boosts(sig)
+                final = bm + link[docs] + sig.fresh_from_base(fresh_base[docs], plan.now)
             keys = view.url_keys[docs]
-            for i in top_k(final, keys, plan.k):
-                hits.append(
-                    Hit(float(final[i]), int(keys[i]), float(bm[i]), self.shard, si, int(docs[i]))
+            top = top_k(final, keys, plan.k)
+            hits.extend(
+                Hit(f, k, b, self.shard, si, d)
+                for f, k, b, d in zip(
+                    final[top].tolist(),
+                    keys[top].tolist(),
+                    bm[top].tolist(),
+                    docs[top].tolist(),
+                    strict=True,
                 )
+            )
         if self.realtime is not None:
             rt_hits, rt_matched = self.realtime.search(plan, conjunctive)
             hits.extend(rt_hits)
@@ -249,10 +309,11 @@ class ShardIndex:
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
-        hits, matched = self._run(plan, plan.conjunctive)
+        memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in self.segments]
+        hits, matched = self._run(plan, plan.conjunctive, memos)
         mode = "and" if plan.conjunctive else "or"
         if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
-            hits, matched = self._run(plan, False)
+            hits, matched = self._run(plan, False, memos)
             mode = "or"
         return ShardAnswer(
             shard=self.shard,

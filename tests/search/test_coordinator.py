@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from lookup.search import SearchService
@@ -119,3 +122,105 @@ def test_fault_switch_validates(service_4: SearchService) -> None:
     }
     co.reset_stats()
     assert co.status()["shards"][0]["queries"] == 0
+
+
+def test_the_caller_answers_the_first_healthy_shard_itself(service_4: SearchService) -> None:
+    body = service_4.search(QUERY, now=NOW, trace=True)
+    shards = body["fanout"]["shards"]
+    assert [s["inline"] for s in shards] == [True, False, False, False]
+    assert shards[0]["replica"] == 0 and not shards[0]["hedged"]
+    # a shard whose primary has a fault switch set always goes through its pool
+    service_4.coordinator.set_fault(0, 0, "slow", delay_ms=1)
+    shards = service_4.search(QUERY, now=NOW, trace=True)["fanout"]["shards"]
+    assert [s["inline"] for s in shards] == [False, True, False, False]
+    service_4.coordinator.clear_faults()
+    service_4.coordinator.inline = False
+    shards = service_4.search(QUERY, now=NOW, trace=True)["fanout"]["shards"]
+    assert not any(s["inline"] for s in shards)
+    assert service_4.search(QUERY, now=NOW)["results"] == body["results"]
+
+
+def test_an_inline_shard_past_the_deadline_is_left_out(service_1: SearchService) -> None:
+    body = service_1.search(QUERY, now=NOW, trace=True, deadline_ms=1e-6)
+    assert body["shardsAnswered"] == 0 and body["results"] == []
+    shard = body["fanout"]["shards"][0]
+    assert shard["inline"] and shard["missedDeadline"]
+
+
+def test_answers_ready_by_the_deadline_count_while_the_caller_was_busy(
+    service_4: SearchService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shard 0 runs on the caller's thread and takes longer than the deadline; the pooled
+    shards answered in time meanwhile and must not be thrown away with it."""
+    shard0 = service_4.snapshot().shards[0]
+    original = shard0.search
+
+    def slow(plan):  # type: ignore[no-untyped-def]
+        time.sleep(1.5)
+        return original(plan)
+
+    monkeypatch.setattr(shard0, "search", slow)
+    body = service_4.search(QUERY, now=NOW, trace=True, deadline_ms=1000, hedge=False)
+    shards = body["fanout"]["shards"]
+    assert shards[0]["inline"] and shards[0]["missedDeadline"]
+    assert body["shardsAnswered"] == 3
+    assert all(not s["missedDeadline"] for s in shards[1:])
+
+
+def test_an_inline_failure_is_hedged_to_the_replica_at_once(
+    service_4: SearchService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    healthy = service_4.search(QUERY, now=NOW)
+    shard0 = service_4.snapshot().shards[0]
+    original = shard0.search
+    caller = threading.current_thread()
+
+    def broken_here(plan):  # type: ignore[no-untyped-def]
+        if threading.current_thread() is caller:
+            raise RuntimeError("the primary crashed")
+        return original(plan)
+
+    monkeypatch.setattr(shard0, "search", broken_here)
+    body = service_4.search(QUERY, now=NOW, trace=True, deadline_ms=5000)
+    shard = body["fanout"]["shards"][0]
+    assert shard["inline"] is False and shard["hedged"] and shard["replica"] == 1
+    assert body["shardsAnswered"] == 4
+    assert _urls(body) == _urls(healthy)
+
+
+def test_a_primary_that_keeps_losing_gets_its_hedge_with_the_request(
+    service_4: SearchService,
+) -> None:
+    co = service_4.coordinator
+    group = co.ensure_shards(4)[0]
+    assert not group.primary_lagging()
+    co.set_fault(0, 0, "slow", delay_ms=3000)
+    group.races.extend([False] * 9)
+    assert not group.primary_lagging()  # too few races to judge
+    group.races.append(False)
+    assert group.primary_lagging() and co.status()["shards"][0]["primaryLagging"]
+    # the hedge leaves with the request: shard 0 answers long before any hedge delay
+    for _ in range(25):
+        group.record(400.0)  # a p95 that a delayed hedge would have to wait out
+    assert group.hedge_delay_ms() == pytest.approx(400.0)
+    body = service_4.search(QUERY, now=NOW, trace=True, deadline_ms=2500)
+    shard0 = body["fanout"]["shards"][0]
+    assert shard0["hedged"] and shard0["replica"] == 1 and shard0["latencyMs"] < 300
+    assert group.races[-1] is False
+    # once the primary wins its races again, hedges wait for the p95 as before
+    group.races.extend([True] * 20)
+    assert not group.primary_lagging()
+
+
+def test_reset_counters_keeps_the_learned_hedge_delay(service_4: SearchService) -> None:
+    co = service_4.coordinator
+    group = co.ensure_shards(4)[0]
+    for _ in range(30):
+        group.record(2.0)
+    group.races.extend([False] * 12)
+    service_4.search(QUERY, now=NOW)
+    co.reset_counters()
+    assert group.queries == 0 and group.hedges == 0 and not co.recent
+    assert group.hedge_delay_ms() == pytest.approx(2.0) and group.primary_lagging()
+    co.reset_stats()
+    assert group.hedge_delay_ms() == pytest.approx(10.0) and not group.primary_lagging()

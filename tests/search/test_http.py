@@ -161,3 +161,18 @@ def test_search_is_reachable_with_every_subsystem_mounted(tmp_path: Path, index_
         r = c.get("/search", params={"q": "heap"})
         assert r.status_code == 200 and r.json()["results"]
         assert c.get("/healthz").json()["systems"]["search"]["status"] == "ok"
+
+
+@pytest.mark.parametrize(
+    "q", ['"return value"', '"', '""', '"the of"', 'a "b', "“return value”", '"' * 499 + "x"]
+)
+def test_quoted_phrases_over_http(client: TestClient, q: str) -> None:
+    r = client.get("/search", params={"q": q})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    if q in ('"return value"', "“return value”"):
+        loose = client.get("/search", params={"q": "return value"}).json()
+        assert 0 < body["estimatedTotal"] < loose["estimatedTotal"]
+        assert all("<em>" in i["snippet"] for i in body["results"])
+    else:
+        assert body["estimatedTotal"] >= 0

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from lookup.search.postings import (
     BLOCK,
     PostingList,
+    decode_all,
     decode_varints,
     encode_postings,
     encode_varint,
@@ -75,7 +76,7 @@ def term_postings(draw: st.DrawFn) -> list[dict[int, list[int]]]:
     return out
 
 
-def _encode(terms: list[dict[int, list[int]]]) -> list[PostingList]:
+def _encode(terms: list[dict[int, list[int]]], codec: str = "packed") -> list[PostingList]:
     tids, docs, tfs, pos = [], [], [], []
     for t, plist in enumerate(terms):
         for d, ps in plist.items():
@@ -89,6 +90,7 @@ def _encode(terms: list[dict[int, list[int]]]) -> list[PostingList]:
         np.array(docs, np.int64),
         np.array(tfs, np.int64),
         np.array(pos, np.int64),
+        codec=codec,
     )
     lists = []
     for t in range(len(terms)):
@@ -105,17 +107,21 @@ def _encode(terms: list[dict[int, list[int]]]) -> list[PostingList]:
                 enc.positions,
                 int(enc.pos_off[t]),
                 int(enc.pos_len[t]),
+                int(enc.widths[t]),
+                enc.block_pos[s : s + nb],
             )
         )
     return lists
 
 
+@pytest.mark.parametrize("codec", ["packed", "varint"])
 @settings(max_examples=60, deadline=None)
 @given(term_postings(), st.lists(st.integers(0, 3100), max_size=60))
 def test_postings_round_trip_blocks_lookup_and_positions(
-    terms: list[dict[int, list[int]]], probes: list[int]
+    codec: str, terms: list[dict[int, list[int]]], probes: list[int]
 ) -> None:
-    for plist, pl in zip(terms, _encode(terms), strict=True):
+    lists = _encode(terms, codec)
+    for plist, pl in zip(terms, lists, strict=True):
         docs, tfs = pl.decode()
         assert docs.tolist() == list(plist)
         assert tfs.tolist() == [len(p) for p in plist.values()]
@@ -136,12 +142,34 @@ def test_postings_round_trip_blocks_lookup_and_positions(
         assert ftf.tolist() == [len(plist[t]) for t in targets[found].tolist()]
         if pl.df:
             assert [p.tolist() for p in pl.positions()] == list(plist.values())
+    # the whole-segment decoder agrees with list-by-list decoding
+    enc_df = np.array([pl.df for pl in lists], np.int64)
+    enc_off = np.array([pl.off for pl in lists], np.int64)
+    widths = np.array([pl.widths for pl in lists], np.int64)
+    all_docs, all_tfs = decode_all(lists[0].buf, enc_df, enc_off, widths)
+    assert all_docs.tolist() == [d for plist in terms for d in plist]
+    assert all_tfs.tolist() == [len(p) for plist in terms for p in plist.values()]
 
 
+def test_packed_lists_use_the_narrowest_width_and_wide_values_survive() -> None:
+    docs = {0: [1], 300: [2], 70_000: [3], 2**32 - 1: [4]}
+    small = {1: [1], 2: [1, 2, 3]}
+    wide, narrow = _encode([docs, small])
+    assert wide.widths & 0xF == 4 and wide.widths >> 4 == 1  # a gap needs 4 bytes, tfs 1
+    assert narrow.widths == 1 | (1 << 4)
+    assert narrow.length == 2 * (1 + 1)
+    assert wide.decode()[0].tolist() == list(docs)
+    with pytest.raises(ValueError):
+        _encode([{2**32: [1]}])
+
+
+@pytest.mark.parametrize("codec", ["packed", "varint"])
 @settings(max_examples=60, deadline=None)
 @given(term_postings())
-def test_cursor_intersection_equals_set_intersection(terms: list[dict[int, list[int]]]) -> None:
-    lists = _encode(terms)
+def test_cursor_intersection_equals_set_intersection(
+    codec: str, terms: list[dict[int, list[int]]]
+) -> None:
+    lists = _encode(terms, codec)
     expected = sorted(set.intersection(*(set(t) for t in terms)))
     with_skips, _ = intersect_cursors(lists, use_skips=True)
     without, _ = intersect_cursors(lists, use_skips=False)

@@ -126,6 +126,15 @@ class RequestLog:
 Handler = Callable[[Request], Response]
 
 
+def _fast_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when installed (what ``uvicorn.run`` would pick), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
+
+
 class SandboxServer:
     """An ASGI app plus the uvicorn servers that bind it on every address.
 
@@ -232,7 +241,8 @@ class SandboxServer:
         """Serve in the calling thread until interrupted (Ctrl-C)."""
         if not self._sockets:
             self.bind()
-        asyncio.run(self._serve_all())
+        with asyncio.Runner(loop_factory=_fast_loop_factory()) as runner:
+            runner.run(self._serve_all())
 
     def stop(self, timeout: float = 10.0) -> None:
         for server in (self._server, self._tls_server):

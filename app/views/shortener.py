@@ -40,6 +40,12 @@ TRAFFIC_LABELS = {
     "preview": "Link-preview fetchers (Slack, WhatsApp, …)",
     "scraper": "Scraper guessing keys",
 }
+SCAN_BADGE = {
+    "SAFE": ":green-badge[SAFE]",
+    "SUSPICIOUS": ":orange-badge[SUSPICIOUS]",
+    "MALICIOUS": ":red-badge[MALICIOUS]",
+    "PENDING": ":gray-badge[PENDING]",
+}
 STATUS_BADGE = {
     "ACTIVE": ":green-badge[ACTIVE]",
     "DISABLED": ":red-badge[DISABLED]",
@@ -186,8 +192,8 @@ def created_card() -> None:
         text, qr = st.columns([3, 2], vertical_alignment="center")
         with text:
             st.markdown(
-                f"[Preview page]({short}+) shows the destination and the safety verdict "
-                "before going there."
+                f"[Preview page]({short}+) shows the destination, the safety verdict and "
+                "the reasons for it before going there."
             )
             if created.get("expiresAt"):
                 st.caption(f"Expires {created['expiresAt']}")
@@ -210,14 +216,25 @@ def my_links() -> list[dict[str, Any]]:
     return list(answer.body.get("links", []))
 
 
+def scan_why(link: dict[str, Any]) -> str:
+    """The scanner's reasons for a link's verdict, in one line (what fired, or why none)."""
+    reasons = link.get("scanReasons") or []
+    if reasons:
+        return "; ".join(reasons)
+    if link.get("scanVerdict") == "PENDING":
+        return "not scanned yet"
+    return "no rule fired"
+
+
 def links_table(links: list[dict[str, Any]]) -> None:
-    """A table of the owner's links with status and scan verdict."""
+    """A table of the owner's links with status, scan verdict and the reasons for it."""
     rows = [
         {
             "Short URL": link["shortUrl"],
             "Destination": link.get("longUrl") or "—",
             "Status": link["status"],
             "Scan": link.get("scanVerdict", ""),
+            "Why": scan_why(link),
             "Created": pd.to_datetime(link["createdAt"]),
             "Expires": pd.to_datetime(link["expiresAt"]) if link.get("expiresAt") else None,
             "Clicks left": link.get("clicksRemaining"),
@@ -233,6 +250,9 @@ def links_table(links: list[dict[str, Any]]) -> None:
         column_config={
             "Short URL": st.column_config.LinkColumn("Short URL", width="medium"),
             "Destination": st.column_config.TextColumn("Destination", width="large"),
+            "Why": st.column_config.TextColumn(
+                "Why", width="medium", help="The safety scanner's rules that fired"
+            ),
             "Created": st.column_config.DatetimeColumn("Created", format="YYYY-MM-DD HH:mm"),
             "Expires": st.column_config.DatetimeColumn("Expires", format="YYYY-MM-DD HH:mm"),
         },
@@ -338,10 +358,13 @@ def link_panel(links: list[dict[str, Any]]) -> None:
         border=True,
         help="Chat apps fetching the link to draw a preview card.",
     )
+    verdict = link.get("scanVerdict", "?")
     figures[4].markdown(
         f"**Status** {STATUS_BADGE.get(link['status'], link['status'])}  \n"
-        f"**Scan** `{link.get('scanVerdict', '?')}`"
+        f"**Scan** {SCAN_BADGE.get(verdict, verdict)}"
     )
+    if link.get("scanReasons"):
+        figures[4].caption(f"{len(link['scanReasons'])} scan rule(s) fired — see below")
     if totals["total"] == 0:
         st.info(
             "No clicks yet. Open the short link (in the table above, or with **Open it** "
@@ -394,10 +417,30 @@ def _probe(key: str) -> None:
     }
 
 
+def scan_verdict(link: dict[str, Any]) -> None:
+    """The safety scan's verdict with the reasons behind it: the rules and blocklist
+    entries that fired, as the scanner recorded them."""
+    verdict = link.get("scanVerdict", "?")
+    reasons = link.get("scanReasons") or []
+    st.markdown(f"**Safety scan** {SCAN_BADGE.get(verdict, verdict)}")
+    if reasons:
+        st.markdown("Why:\n" + "\n".join(f"- {reason}" for reason in reasons))
+    elif verdict == "PENDING":
+        st.caption("Not scanned yet: the scanner checks every new link within moments.")
+    else:
+        st.caption("No safety rule fired for this destination.")
+    st.caption(
+        f"The same verdict and reasons are on the link's public [preview page]"
+        f"({link['shortUrl']}+)."
+    )
+
+
 def safety_panel(link: dict[str, Any]) -> None:
-    """Disable or enable the link, and see exactly what the next click gets."""
+    """The scan verdict and its reasons; disable or enable the link, and see exactly what
+    the next click gets."""
     key = link["key"]
     with st.container(border=True, key="safety-panel"):
+        scan_verdict(link)
         st.markdown("**Take it down** — a disabled link gets a warning page, never a `Location`")
         buttons = st.columns([1, 1, 1, 2], vertical_alignment="center")
         if link["status"] == "ACTIVE":

@@ -25,6 +25,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from lookup.kit.dblock import writer_lock
+
 #: Digits, then lower case, then upper case: ``0 → "0"``, ``61 → "Z"``.
 BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _BASE62_INDEX = {ch: i for i, ch in enumerate(BASE62_ALPHABET)}
@@ -205,7 +207,7 @@ class IdAllocator:
         self._end = 0
         self._start = start
         self._conn: sqlite3.Connection | None = None
-        with self._db_lock:
+        with self._db_lock, writer_lock(self.db_path):
             self._connect()
 
     def _connect(self) -> sqlite3.Connection:
@@ -226,7 +228,7 @@ class IdAllocator:
 
     def lease(self) -> Lease:
         """Take the next block from the allocator row (one atomic statement)."""
-        with self._db_lock:
+        with self._db_lock, writer_lock(self.db_path):
             rows = (
                 self._connect()
                 .execute(

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 
 class Status(enum.StrEnum):
@@ -64,6 +64,8 @@ class Link:
     status_reason: str | None = None
     id: int | None = None
     alias: bool = False
+    #: Why the scanner gave its verdict: the rules and blocklist entries that fired.
+    scan_reasons: tuple[str, ...] = ()
 
     @property
     def is_tombstone(self) -> bool:
@@ -102,11 +104,13 @@ def verdict(link: Link | None, now: float) -> Outcome:
     return Outcome.REDIRECT
 
 
-@dataclass(frozen=True, slots=True)
-class ClickContext:
+class ClickContext(NamedTuple):
     """What the redirect hands to the analytics hook: one click, raw and unparsed.
 
-    Parsing (user agent, bot flags, hashing the IP) happens off the redirect path.
+    A plain named tuple, not a dataclass: the redirect builds one per click (a single
+    ``tuple.__new__``), and the click buffer may hold tens of thousands — tuples of
+    strings and numbers are cheap to build and the garbage collector stops tracking
+    them. Parsing (user agent, bot flags, hashing the IP) happens off the redirect path.
     ``country`` comes from an edge header (``CF-IPCountry`` or ``X-Country``) if present.
     """
 
@@ -119,7 +123,6 @@ class ClickContext:
     accept_language: str | None = None
     method: str = "GET"
     status: int = 302
-    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def format_time(ts: float | None) -> str | None:

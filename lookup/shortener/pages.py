@@ -39,6 +39,14 @@ def _page(title: str, body: str) -> str:
     )
 
 
+def scan_reasons_html(link: Link) -> str:
+    """The scanner's reasons for its verdict as a list (empty when none fired)."""
+    if not link.scan_reasons:
+        return ""
+    items = "".join(f"<li>{escape(reason)}</li>" for reason in link.scan_reasons)
+    return f'<ul id="reasons">{items}</ul>'
+
+
 def warning_page(link: Link, short_url: str) -> str:
     """Shown instead of a redirect for a DISABLED link: no Location, no clickable destination."""
     by_scanner = bool(link.status_reason) and link.status_reason != "owner"
@@ -47,11 +55,15 @@ def warning_page(link: Link, short_url: str) -> str:
         if by_scanner
         else "Its owner has disabled it."
     )
+    reasons = ""
+    if by_scanner and link.scan_reasons:
+        reasons = f"<p>Safety scan: <strong>{escape(link.scan_verdict)}</strong>, because:</p>"
+        reasons += scan_reasons_html(link)
     return _page(
         "Warning: this link has been disabled",
         '<h1 id="warning">Warning: this link has been disabled</h1>'
         f'<div class="warn"><p>The short link <code>{escape(short_url)}</code> '
-        f"no longer redirects. {escape(why)}</p>"
+        f"no longer redirects. {escape(why)}</p>{reasons}"
         f"<p>It pointed to <code>{escape(link.long_url)}</code>. "
         "We recommend you do not visit it.</p>"
         "</div>",
@@ -90,9 +102,15 @@ def preview_page(link: Link, short_url: str, status: str) -> str:
             f'<p><a class="btn" id="continue" href="/{escape(link.key)}" '
             'rel="noreferrer">Continue</a></p>'
         )
+    if link.scan_reasons:
+        why = "<p>Why: the scanner's rules that fired —</p>" + scan_reasons_html(link)
+    elif link.scan_verdict == "PENDING":
+        why = "<p>The safety scan has not run yet.</p>"
+    else:
+        why = "<p>No safety rule fired for this destination.</p>"
     return _page(
         "Link preview",
         f"<h1>Preview of <code>{escape(short_url)}</code></h1>{destination}"
         f"<p>Safety scan: <strong id=verdict>{escape(link.scan_verdict)}</strong> · "
-        f"status: <strong id=status>{escape(status)}</strong></p>{action}",
+        f"status: <strong id=status>{escape(status)}</strong></p>{why}{action}",
     )

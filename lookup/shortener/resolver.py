@@ -54,6 +54,7 @@ def decode_link(raw: bytes) -> Link:
     data = json.loads(raw)
     data["status"] = Status(data["status"])
     data["tags"] = tuple(data["tags"])
+    data["scan_reasons"] = tuple(data.get("scan_reasons", ()))  # absent in older entries
     return Link(**data)
 
 

@@ -395,14 +395,19 @@ class Scanner:
         self.last_assessment[link.key] = result
         if len(self.last_assessment) > 10_000:
             self.last_assessment.pop(next(iter(self.last_assessment)))
+        news = link.scan_verdict != result.verdict or link.scan_reasons != result.reasons
         if result.verdict == "MALICIOUS":
-            if link.status is not Status.DISABLED or link.scan_verdict != "MALICIOUS":
-                svc.set_scan_verdict(link.key, "MALICIOUS", actor=SCANNER_ACTOR)
+            if link.status is not Status.DISABLED or news:
+                svc.set_scan_verdict(
+                    link.key, "MALICIOUS", reasons=result.reasons, actor=SCANNER_ACTOR
+                )
                 self.disabled += link.status is not Status.DISABLED
                 log.warning("disabled %s: %s", link.key, "; ".join(result.reasons))
             return
-        if link.scan_verdict != result.verdict:
-            svc.set_scan_verdict(link.key, result.verdict, actor=SCANNER_ACTOR)
+        if news:
+            svc.set_scan_verdict(
+                link.key, result.verdict, reasons=result.reasons, actor=SCANNER_ACTOR
+            )
         reason = link.status_reason or ""
         if link.status is Status.DISABLED and reason.startswith(f"{SCANNER_ACTOR}:"):
             svc.enable(link.key, actor=SCANNER_ACTOR)

@@ -86,6 +86,7 @@ class LinkView(BaseModel):
     redirectType: int
     passwordProtected: bool
     scanVerdict: str
+    scanReasons: list[str] = []
     alias: bool | None = None
     updatedAt: str | None = None
     maxClicks: int | None = None

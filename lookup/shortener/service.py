@@ -179,7 +179,8 @@ class ShortenerConfig:
     trust_forwarded_for: bool = False
     synchronous: str = "NORMAL"
     analytics: bool = True
-    analytics_process: bool = False
+    aggregator: str = "thread"
+    aggregator_nice: int = 19
     scanner: bool = True
 
     @classmethod
@@ -188,14 +189,26 @@ class ShortenerConfig:
         ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
         ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
         click analytics / the safety scanner (for comparisons). The click aggregator runs
-        in its own process unless ``LOOKUP_SHORTENER_AGGREGATOR=thread``."""
+        in its own process at CPU priority ``LOOKUP_SHORTENER_AGGREGATOR_NICE`` (19),
+        unless ``LOOKUP_SHORTENER_AGGREGATOR`` says ``thread`` (in this process) or
+        ``external`` (not here: ``python -m lookup.shortener.analytics`` runs it)."""
+        aggregator = os.environ.get("LOOKUP_SHORTENER_AGGREGATOR", "process").strip().lower()
+        if aggregator not in ("thread", "process", "external"):
+            raise ValueError(
+                "LOOKUP_SHORTENER_AGGREGATOR must be thread, process or external,"
+                f" not {aggregator!r}"
+            )
+        nice = os.environ.get("LOOKUP_SHORTENER_AGGREGATOR_NICE", "19").strip()
+        if not nice.isdigit() or int(nice) > 19:
+            raise ValueError(f"LOOKUP_SHORTENER_AGGREGATOR_NICE must be 0..19, not {nice!r}")
         return cls(
             data_dir=Path(data_dir),
             base_url=base_url,
             limits=Limits.from_env(),
             trust_forwarded_for=os.environ.get("LOOKUP_TRUST_FORWARDED_FOR", "") in ("1", "true"),
             analytics=os.environ.get("LOOKUP_SHORTENER_ANALYTICS", "1") not in ("0", "false"),
-            analytics_process=os.environ.get("LOOKUP_SHORTENER_AGGREGATOR", "process") != "thread",
+            aggregator=aggregator,
+            aggregator_nice=int(nice),
             scanner=os.environ.get("LOOKUP_SHORTENER_SCANNER", "1") not in ("0", "false"),
         )
 
@@ -359,6 +372,7 @@ class ShortenerService:
             "redirectType": link.redirect_type,
             "passwordProtected": bool(link.password_hash),
             "scanVerdict": link.scan_verdict,
+            "scanReasons": list(link.scan_reasons),
         }
 
     def owner_view(self, link: Link) -> dict[str, Any]:
@@ -661,6 +675,7 @@ class ShortenerService:
                 raise _bad(exc.code, exc.message) from None
             if changes["long_url"] != link.long_url:
                 changes["scan_verdict"] = "PENDING"
+                changes["scan_reasons"] = ()
                 action = "retarget"
         if "tags" in patch:
             changes["tags"] = parse_tags(patch["tags"] if patch["tags"] is not None else [])
@@ -780,11 +795,20 @@ class ShortenerService:
         self._notify("enabled", new)
         return new
 
-    def set_scan_verdict(self, key: str, verdict_name: str, *, actor: str = "scanner") -> Link:
-        """Record the scanner's verdict; MALICIOUS also disables the link at once."""
+    def set_scan_verdict(
+        self,
+        key: str,
+        verdict_name: str,
+        *,
+        reasons: tuple[str, ...] | list[str] = (),
+        actor: str = "scanner",
+    ) -> Link:
+        """Record the scanner's verdict and the reasons behind it (the rules and blocklist
+        entries that fired, shown wherever the verdict is); MALICIOUS also disables the
+        link at once."""
         if verdict_name not in SCAN_VERDICTS:
             raise ValueError(f"unknown verdict {verdict_name!r}")
-        changes: dict[str, Any] = {"scan_verdict": verdict_name}
+        changes: dict[str, Any] = {"scan_verdict": verdict_name, "scan_reasons": tuple(reasons)}
         if verdict_name == "MALICIOUS":
             changes.update(status=Status.DISABLED, status_reason=f"{actor}: malicious")
         try:
@@ -1048,4 +1072,5 @@ class ShortenerService:
         visitors["rangeTo"] = format_time(visitors["rangeTo"])
         stats["status"] = self.effective_status(link).value
         stats["scanVerdict"] = link.scan_verdict
+        stats["scanReasons"] = list(link.scan_reasons)
         return stats

@@ -1,7 +1,9 @@
 """The link store — the source of truth — and the write path's atomic operations (SQLite).
 
 Embedded default: one SQLite file in WAL mode (readers never block the writer), one
-connection per thread, ``busy_timeout`` so writers queue instead of failing, and
+connection per thread, an in-process writer lock so the threads of one process queue
+without SQLite's busy-handler sleeps (:mod:`lookup.kit.dblock`), ``busy_timeout`` so
+writers of different processes queue instead of failing, and
 ``BEGIN IMMEDIATE`` for every multi-statement write so a transaction takes the write
 lock before it reads. With ``synchronous=NORMAL`` a commit survives the death of the
 process (the SIGKILL test checks it); a power cut may lose the last few commits.
@@ -32,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from lookup.kit.dblock import WalCheckpointer, writer_lock
 from lookup.shortener.model import Link, Status
 
 _SCHEMA = """
@@ -53,7 +56,8 @@ CREATE TABLE IF NOT EXISTS links (
     password_hash  TEXT,
     tags           TEXT NOT NULL DEFAULT '[]',
     scan_verdict   TEXT NOT NULL DEFAULT 'PENDING',
-    status_reason  TEXT
+    status_reason  TEXT,
+    scan_reasons   TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS links_by_owner ON links(owner, created_at, key);
 CREATE INDEX IF NOT EXISTS links_due_by_date ON links(expires_at)
@@ -83,8 +87,11 @@ CREATE INDEX IF NOT EXISTS link_audit_by_key ON link_audit(key, seq);
 
 _COLUMNS = (
     "key, id, alias, long_url, owner, created_at, updated_at, expires_at, max_clicks, clicks, "
-    "status, redirect_type, max_age, password_hash, tags, scan_verdict, status_reason"
+    "status, redirect_type, max_age, password_hash, tags, scan_verdict, status_reason, "
+    "scan_reasons"
 )
+#: Columns added after the first release, with their definitions (added on open).
+_ADDED_COLUMNS = {"scan_reasons": "TEXT NOT NULL DEFAULT '[]'"}
 
 #: Columns a caller may change through :meth:`LinkStore.update`.
 UPDATABLE = frozenset(
@@ -99,6 +106,7 @@ UPDATABLE = frozenset(
         "status",
         "status_reason",
         "scan_verdict",
+        "scan_reasons",
     }
 )
 
@@ -164,11 +172,12 @@ def _row_to_link(row: tuple[Any, ...]) -> Link:
         tags=tuple(json.loads(row[14] or "[]")),
         scan_verdict=row[15],
         status_reason=row[16],
+        scan_reasons=tuple(json.loads(row[17] or "[]")),
     )
 
 
 def _to_db(column: str, value: Any) -> Any:
-    if column == "tags":
+    if column == "tags" or column == "scan_reasons":
         return json.dumps(list(value))
     if column == "status" and isinstance(value, Status):
         return value.value
@@ -197,8 +206,15 @@ class LinkStore:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
+        self._writer = writer_lock(self.path)
+        self.checkpointer = WalCheckpointer(self.path, busy_timeout_ms=busy_timeout_ms)
         conn = self._conn()
-        conn.executescript(_SCHEMA)
+        with self._writer:
+            conn.executescript(_SCHEMA)
+            have = {row[1] for row in conn.execute("PRAGMA table_info(links)")}
+            for column, definition in _ADDED_COLUMNS.items():
+                if column not in have:  # a database from before the column existed
+                    conn.execute(f"ALTER TABLE links ADD COLUMN {column} {definition}")
 
     # -- connections -------------------------------------------------------------------
 
@@ -211,6 +227,7 @@ class LinkStore:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        self.checkpointer.prepare(conn)
         self._local.conn = conn
         with self._all_lock:
             self._all.append(conn)
@@ -218,19 +235,27 @@ class LinkStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction that holds the write lock from its first statement."""
+        """A write transaction that holds the write lock from its first statement.
+
+        The threads of this process queue on an in-process lock first (see
+        :mod:`lookup.kit.dblock`), so only writers of *other* processes ever meet
+        SQLite's busy handler and its sleeps; the WAL is checkpointed by a background
+        thread, never inside a commit (see :class:`lookup.kit.dblock.WalCheckpointer`).
+        """
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
+        with self._writer:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
             conn.execute("COMMIT")
+        self.checkpointer.committed()
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread); later calls reopen."""
+        self.checkpointer.stop()
         with self._all_lock:
             for conn in self._all:
                 try:
@@ -270,7 +295,7 @@ class LinkStore:
                         raise IdempotencyMismatch(idempotency.key)
                     return CreateResult(json.loads(row[1]), None, True)
             cur = conn.execute(
-                f"INSERT INTO links ({_COLUMNS}) VALUES ({', '.join('?' * 17)})"
+                f"INSERT INTO links ({_COLUMNS}) VALUES ({', '.join('?' * 18)})"
                 " ON CONFLICT(key) DO NOTHING",
                 (
                     link.key,
@@ -290,6 +315,7 @@ class LinkStore:
                     json.dumps(list(link.tags)),
                     link.scan_verdict,
                     link.status_reason,
+                    json.dumps(list(link.scan_reasons)),
                 ),
             )
             if cur.rowcount != 1:
@@ -426,16 +452,15 @@ class LinkStore:
         Returns the updated link, or None when the link is not active, expired, or has
         used all its clicks (then exactly ``max_clicks`` callers were admitted).
         """
-        rows = (
-            self._conn()
-            .execute(
+        conn = self._conn()
+        with self._writer:
+            rows = conn.execute(
                 f"UPDATE links SET clicks = clicks + 1 WHERE key = ? AND status = 'ACTIVE'"
                 f" AND max_clicks IS NOT NULL AND clicks < max_clicks"
                 f" AND (expires_at IS NULL OR expires_at > ?) RETURNING {_COLUMNS}",
                 (key, now),
-            )
-            .fetchall()
-        )  # step to the end, so the statement completes and commits
+            ).fetchall()  # step to the end, so the statement completes and commits
+        self.checkpointer.committed()
         return _row_to_link(rows[0]) if rows else None
 
     def expire_due(self, now: float) -> list[str]:

@@ -131,3 +131,40 @@ def test_the_simulator_shows_what_each_layer_absorbed(page: AppTest) -> None:
     table = _frame(at, "Short URL")
     assert len(table) == 6 and all("simulated" in tags for tags in table["Tags"])
     assert int(_metric(at, "People")) == 60  # the viral burst: 20 % of 300
+
+
+def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: str) -> None:
+    """A destination the safety scanner flags: the page shows the verdict and the rules
+    that fired — the same reasons the scanner's own ``assess`` gives — in the table and
+    in the safety panel; a clean link says that no rule fired."""
+    import time
+
+    from lookup.shortener.scanner import DEFAULT_FEED, ThreatFeed, assess
+
+    at = page
+    url = "https://paypal.com.account-verify.top/login"
+    expected = assess(url, None, ThreatFeed.load(DEFAULT_FEED))
+    assert expected.verdict == "MALICIOUS" and len(expected.reasons) >= 2
+    at.text_input(key="create-url").input(url)
+    _ok(at.button(key="create-submit").click().run())
+    deadline = time.monotonic() + 30  # the scanner works off the request path
+    while list(_frame(at, "Short URL")["Scan"]) != ["MALICIOUS"]:
+        assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
+        time.sleep(0.2)
+        _ok(at.button(key="stats-refresh").click().run())
+    table = _frame(at, "Short URL")
+    assert list(table["Why"]) == ["; ".join(expected.reasons)]
+    text = _text(at)
+    assert "**Safety scan** :red-badge[MALICIOUS]" in text
+    assert "Why:\n" + "\n".join(f"- {reason}" for reason in expected.reasons) in text
+    assert list(table["Status"]) == ["DISABLED"]  # a MALICIOUS verdict takes it down
+
+    at.text_input(key="create-url").input("https://example.com/plain")
+    _ok(at.button(key="create-submit").click().run())
+    deadline = time.monotonic() + 30
+    while "SAFE" not in list(_frame(at, "Short URL")["Scan"]):
+        assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
+        time.sleep(0.2)
+        _ok(at.button(key="stats-refresh").click().run())
+    table = _frame(at, "Short URL")
+    assert dict(zip(table["Scan"], table["Why"], strict=True))["SAFE"] == "no rule fired"

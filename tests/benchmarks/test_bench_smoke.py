@@ -31,6 +31,19 @@ def _port_is_closed(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
+def test_visit_script_embeds_paths_and_header_sets() -> None:
+    headers = bench_redirect.visitor_headers(50)
+    assert len(headers) == 50 and all("User-Agent" in h for h in headers)
+    assert bench_redirect.visitor_headers(50) == headers  # deterministic
+    script = bench_redirect.lua_visit_script(["/abc1234"], [{"User-Agent": 'a "b" \\ c'}])
+    assert '"/abc1234"' in script and '["User-Agent"] = "a \\"b\\" \\\\ c"' in script
+    assert "WRK_JSON" in script
+    with pytest.raises(ValueError):
+        bench_redirect.lua_visit_script([], headers)
+    with pytest.raises(ValueError):
+        bench_redirect.lua_visit_script(["/x"], [{"User-Agent": "a\nb"}])
+
+
 def test_lua_scripts_embed_paths_and_report_json() -> None:
     get = lua_get_script(["/abc1234", "/xyz9876"])
     assert '"/abc1234"' in get and '"/xyz9876"' in get and "WRK_JSON" in get
@@ -108,10 +121,15 @@ def test_main_resolve_only_prints_the_table(capsys: pytest.CaptureFixture[str]) 
 @needs_wrk
 def test_http_benchmarks_at_tiny_size() -> None:
     redirect = bench_redirect.bench_redirects(seconds=1, runs=1, keys=5, connections=4, warmup=0)
-    for name in ("bare", "hook off", "hook on"):
+    for name in bench_redirect.REDIRECT_CONFIGS:
         assert redirect[name]["requests"] > 0
         assert redirect[name]["errors"] == 0
     assert redirect["metrics_hook_on"]["clicks"]["emitted"] > 0
+    assert redirect["metrics_hook_on"]["analytics"]["aggregator"]["mode"] == "external"
+    assert redirect["metrics_aggregator"]["analytics"]["aggregator"]["mode"] == "process"
+    (catch_up,) = redirect["catch_up"]  # the external aggregator folded the 'hook on' run
+    assert catch_up["records"] == catch_up["counted"] > 0 and catch_up["duplicates"] == 0
+    assert redirect["aggregator_lag"][0]["caughtUpAfterS"] is not None
     assert redirect["metrics_hook_on"]["links"]["ACTIVE"] == 5
     creates = bench_redirect.bench_creates(seconds=1, runs=1, connections=4)
     assert creates["ours"]["requests"] > 0 and creates["ours"]["errors"] == 0

@@ -364,3 +364,34 @@ def test_a_restart_sweeps_everything_only_when_the_rules_changed(
     after = Scanner(service, clock=clock)
     after.drain()
     assert after.full_sweeps == 1 and service.get(key).status is Status.DISABLED
+
+
+def test_the_reasons_behind_a_verdict_are_kept_and_shown(
+    make_app: Callable[..., Any], admin: Callable[[Any], dict[str, str]], auth: dict[str, str]
+) -> None:
+    """The rules and blocklist entries that fired are stored with the verdict and shown
+    wherever it is: the link's API view, its preview page and the warning page."""
+    app = make_app(scanner=True)
+    url = "https://paypal.com.account-verify.top/login"
+    bad = app.client.post("/v1/links", json={"longUrl": url}, headers=auth).json()["key"]
+    plain = "https://sub.example.org/a"
+    key = app.client.post("/v1/links", json={"longUrl": plain}, headers=auth).json()["key"]
+    oracle = assess(url, app.service.blocklist, app.service.scanner.feed_file.current())
+    assert oracle.verdict == "MALICIOUS" and len(oracle.reasons) >= 2
+    assert eventually(lambda: _link(app, bad).scan_reasons == oracle.reasons)
+    assert eventually(lambda: _link(app, key).scan_verdict == "SAFE")
+    view = app.client.get(f"/v1/links/{bad}", headers=auth).json()
+    assert view["scanVerdict"] == "MALICIOUS" and view["scanReasons"] == list(oracle.reasons)
+    preview = app.client.get(f"/{bad}+").text
+    warning = app.client.get(f"/{bad}", follow_redirects=False).text
+    for reason in oracle.reasons:  # none has an HTML-special character to escape
+        assert f"<li>{reason}</li>" in preview and f"<li>{reason}</li>" in warning
+    assert app.client.get(f"/v1/links/{key}", headers=auth).json()["scanReasons"] == []
+    assert "No safety rule fired" in app.client.get(f"/{key}+").text
+    # A blocklist entry is a reason too, and a clean rescan clears it again.
+    app.client.post("/v1/shortener/blocklist", json={"add": ["example.org"]}, headers=admin(app))
+    assert eventually(lambda: _link(app, key).scan_reasons == ("example.org is on the blocklist",))
+    assert "<li>example.org is on the blocklist</li>" in app.client.get(f"/{key}+").text
+    app.client.post("/v1/shortener/blocklist", json={"remove": ["example.org"]}, headers=admin(app))
+    assert eventually(lambda: _link(app, key).status is Status.ACTIVE)
+    assert _link(app, key).scan_reasons == ()

@@ -3,26 +3,34 @@
 The pipeline, as the seed draws it::
 
     redirect --offer--> ClickBuffer --ClickShipper--> ClickLog --ClickAggregator--> counts
-    (no I/O, no lock)   (bounded; drops   (thread: enrich,   (append-only,  (thread: dedup by id,
-                         when full)        batch, retry)      offsets)       minute + hour, HLL)
+    (a tuple; no I/O,   (bounded; drops  (thread: ids, IP  (append-   (own process: enrich,
+     no lock)            when full)       hash, batch)      only)      dedup, minute/hour, HLL)
 
 * :class:`ClickBuffer` — what ``service.on_click`` calls; a ``deque.append`` or a counted drop;
-* :class:`ClickShipper` — drains batches, parses user agents, hashes IPs, appends to the log;
+* :class:`ClickShipper` — a thread in the redirect server: drains batches, writes them to
+  the log as :class:`RawClick` s (headers unparsed, the IP replaced by its keyed hash) —
+  the only per-click work the redirect server's process does besides the append;
 * :class:`ClickLog` — the stream interface; :class:`SqliteClickLog` (``clicklog.sqlite3``)
   is the embedded default, :class:`MemoryClickLog` the in-memory one; Kafka or Redis
   Streams fit the same four methods;
-* :class:`ClickAggregator` — per-key per-minute and per-hour counts by country, device,
-  OS, browser and referrer, humans apart from bots and link-preview fetchers, and a
-  HyperLogLog per key for unique visitors (``clickstats.sqlite3``);
-* :class:`ClickAnalytics` — wires them to a :class:`~lookup.shortener.ShortenerService`
-  and runs the shipper thread and the aggregator (a thread, or — what ``lookup serve``
-  does — a separate process, started with the first shipped batch, so that the
-  aggregation's CPU is spent on another core and not under the redirect process's GIL;
-  the seed's "stream job" is a separate service too).
+* :class:`ClickAggregator` — parses user agents (LRU on the strings), tells people from
+  bots and link-preview fetchers, and keeps per-key per-minute and per-hour counts by
+  country, device, OS, browser and referrer, and a HyperLogLog per key for unique
+  visitors (``clickstats.sqlite3``);
+* :class:`ClickAnalytics` — wires them to a :class:`~lookup.shortener.ShortenerService`.
+
+Where the aggregator runs (``aggregator=``): ``"process"`` — what ``lookup serve`` does —
+a second process, started with the first shipped batch (a server nobody clicks needs
+none) at a low CPU priority (``aggregator_nice``, 19 by default: on a shared machine the
+redirects come first and analytics trails; on a machine of its own it gets every cycle);
+``"thread"`` — a thread in this process (tests, notebooks); ``"external"`` — not here
+at all: ``python -m lookup.shortener.analytics --data-dir DIR`` runs it elsewhere, as the
+seed's separate stream job.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -48,11 +56,12 @@ from lookup.shortener.analytics.events import (
     PREVIEW,
     ClickEnricher,
     ClickEvent,
+    RawClick,
     classify_agent,
     country_code,
     referrer_host,
 )
-from lookup.shortener.analytics.log import ClickLog, MemoryClickLog, SqliteClickLog
+from lookup.shortener.analytics.log import ClickLog, LogRecord, MemoryClickLog, SqliteClickLog
 from lookup.shortener.analytics.shipper import ClickShipper
 
 if TYPE_CHECKING:
@@ -60,12 +69,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("lookup.shortener.analytics")
 
+#: Where the aggregator runs (see the module docstring).
+AGGREGATOR_MODES = ("thread", "process", "external")
+
 
 class ClickAnalytics:
     """Buffer, shipper, click log and aggregator for one shortener data directory.
 
-    ``start()`` runs the shipper and the aggregator in two daemon threads; ``stop()``
-    ends them and ships what is left. ``flush()`` ships and aggregates everything now
+    ``start()`` runs the shipper in a daemon thread and the aggregator where ``aggregator``
+    says (a thread, a niced process started by the first shipped batch, or nowhere here);
+    ``stop()`` ends them and ships what is left. ``flush()`` ships and aggregates everything now
     (the stats endpoint calls it, so an owner sees their clicks at once; otherwise the
     pipeline trails the redirects by about ``ship_interval_s + aggregate_interval_s``).
     """
@@ -80,19 +93,28 @@ class ClickAnalytics:
         ship_interval_s: float = 0.25,
         aggregate_interval_s: float = 1.0,
         click_log: ClickLog | None = None,
-        aggregator_process: bool = False,
+        aggregator: str = "thread",
+        aggregator_nice: int = 19,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if aggregator not in AGGREGATOR_MODES:
+            raise ValueError(f"aggregator must be one of {AGGREGATOR_MODES}, not {aggregator!r}")
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.buffer = ClickBuffer(capacity)
         self.log: ClickLog = click_log or SqliteClickLog(self.dir / "clicklog.sqlite3")
         self.enricher = ClickEnricher(secret)
+        self._secret = secret
         self.shipper = ClickShipper(self.buffer, self.log, self.enricher, batch_size=batch_size)
-        self.aggregator = ClickAggregator(self.dir / "clickstats.sqlite3", self.log, clock=clock)
+        self.aggregator = ClickAggregator(
+            self.dir / "clickstats.sqlite3", self.log, enricher=self.enricher, clock=clock
+        )
         self.ship_interval_s = ship_interval_s
         self.aggregate_interval_s = aggregate_interval_s
-        self.aggregator_process = aggregator_process and isinstance(self.log, SqliteClickLog)
+        if aggregator != "thread" and not isinstance(self.log, SqliteClickLog):
+            aggregator = "thread"  # another process cannot read an in-memory log
+        self.mode = aggregator
+        self.aggregator_nice = aggregator_nice
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._process: Any = None
@@ -114,6 +136,11 @@ class ClickAnalytics:
 
     # -- background --------------------------------------------------------------------
 
+    @property
+    def aggregator_process(self) -> bool:
+        """Whether the aggregator runs as a second process of this server."""
+        return self.mode == "process"
+
     def start(self) -> None:
         """Start the shipper thread and the aggregator thread or process (idempotent)."""
         if self._threads:
@@ -122,7 +149,7 @@ class ClickAnalytics:
         loops: list[tuple[str, Callable[[], int], float]] = [
             ("click-shipper", self._ship_round, self.ship_interval_s)
         ]
-        if not self.aggregator_process:
+        if self.mode == "thread":
             loops.append(("click-aggregator", self.aggregator.step, self.aggregate_interval_s))
         for name, work, interval in loops:
             thread = threading.Thread(
@@ -157,9 +184,11 @@ class ClickAnalytics:
             args=(
                 str(self.aggregator.path),
                 self.log.path,
+                self._secret,
                 self.aggregate_interval_s,
                 os.getpid(),
                 self._process_stop,
+                self.aggregator_nice,
             ),
             name="click-aggregator",
             daemon=True,
@@ -167,7 +196,8 @@ class ClickAnalytics:
         self._process.start()
 
     def stop(self, *, flush: bool = True) -> None:
-        """Stop the background work; with ``flush``, ship and aggregate what is left."""
+        """Stop the background work; with ``flush``, ship what is left and — unless the
+        aggregator is external, whose job that stays — fold it."""
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=10)
@@ -181,7 +211,10 @@ class ClickAnalytics:
             self._process = None
         if flush:
             try:
-                self.flush()
+                if self.mode == "external":
+                    self.shipper.flush()
+                else:
+                    self.flush()
             except Exception:
                 log.exception("could not flush the click buffer on shutdown")
 
@@ -193,7 +226,10 @@ class ClickAnalytics:
             close()
 
     def flush(self) -> int:
-        """Ship everything buffered and fold everything logged; returns events folded."""
+        """Ship everything buffered and fold everything logged; returns events folded.
+
+        The folding happens in the calling thread whatever the mode (the stats endpoint
+        wants its counts now); several aggregators may fold one log safely."""
         self.shipper.flush()
         return self.aggregator.catch_up()
 
@@ -207,7 +243,8 @@ class ClickAnalytics:
             "shipper": self.shipper.stats(),
             "log": {"endOffset": self.log.end_offset()},
             "aggregator": {
-                "mode": "process" if self.aggregator_process else "thread",
+                "mode": self.mode,
+                "nice": self.aggregator_nice if self.mode == "process" else None,
                 "offset": consumer["offset"],
                 "lagEvents": self.log.backlog(consumer["offset"]),
                 "counted": consumer["counted"],
@@ -218,11 +255,25 @@ class ClickAnalytics:
 
 
 def run_aggregator(
-    stats_path: str, log_path: str, interval_s: float, parent_pid: int, stop: Any
+    stats_path: str,
+    log_path: str,
+    secret: bytes,
+    interval_s: float,
+    parent_pid: int | None,
+    stop: Any,
+    nice: int = 0,
 ) -> None:
-    """The aggregator as its own process: fold the log until told to stop or orphaned."""
-    aggregator = ClickAggregator(stats_path, SqliteClickLog(log_path))
-    while not stop.is_set() and os.getppid() == parent_pid:
+    """The aggregator as its own process: fold the log until told to stop or orphaned.
+
+    ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
+    None means no parent to outlive (the stand-alone ``python -m`` form)."""
+    if nice > 0:
+        with contextlib.suppress(OSError, AttributeError):
+            os.nice(nice)
+    aggregator = ClickAggregator(
+        stats_path, SqliteClickLog(log_path), enricher=ClickEnricher(secret)
+    )
+    while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
         try:
             busy = aggregator.step()
         except Exception:
@@ -235,6 +286,7 @@ def run_aggregator(
 
 __all__ = [
     "AGENT_KINDS",
+    "AGGREGATOR_MODES",
     "BOT",
     "GRAINS",
     "HUMAN",
@@ -248,7 +300,9 @@ __all__ = [
     "ClickEvent",
     "ClickLog",
     "ClickShipper",
+    "LogRecord",
     "MemoryClickLog",
+    "RawClick",
     "SqliteClickLog",
     "classify_agent",
     "country_code",

@@ -1,7 +1,11 @@
 """The aggregator: turns the click log into per-key counts per minute and per hour.
 
-It consumes the log from its committed offset, in batches. For each batch, in one
-SQLite transaction:
+It consumes the log from its committed offset, in batches. It runs in its own process
+(in the seed's design, on its own machine), so it is where each click's expensive work
+happens: raw clicks from the shipper are enriched here — user agent parsed (with an LRU
+on user-agent strings), bots and link-preview fetchers told apart, referrer reduced to
+its host, visitor hashed (:meth:`~lookup.shortener.analytics.events.ClickEnricher.event`).
+For each batch, in one SQLite transaction:
 
 1. duplicates from at-least-once delivery are skipped. Our own shipper's ids are
    ``<producer>-<sequence>`` (see :class:`~lookup.shortener.analytics.ClickBuffer`), so,
@@ -37,13 +41,16 @@ import time
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from itertools import compress
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from datasketch import HyperLogLog
 
-from lookup.shortener.analytics.events import HUMAN, ClickEvent
-from lookup.shortener.analytics.log import ClickLog
+from lookup.kit.ids import load_or_create_secret
+from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent
+from lookup.shortener.analytics.log import ClickLog, LogRecord
 
 MINUTE, HOUR, DAY = 60, 3_600, 86_400
 GRAINS = {"minute": ("m", MINUTE), "hour": ("h", HOUR)}
@@ -109,6 +116,44 @@ def _dims(agent: str, attributes: list[str]) -> list[tuple[str, str]]:
     return [("all", ""), ("human", ""), *zip(BREAKDOWNS, attributes, strict=True)]
 
 
+_FIELD = {name: i for i, name in enumerate(ClickEvent._fields)}
+
+
+def count_rows(events: list[ClickEvent]) -> list[tuple[str, str, int, str, str, int]]:
+    """``(key, grain, bucket, dim, value, n)`` for every counter ``events`` add to.
+
+    Column by column: the per-event work is ``zip``, ``itertools.compress`` and
+    ``Counter`` — loops that run in C — once per dimension and grain; Python code runs
+    once per distinct counter, not once per event and dimension. (Same result as adding
+    :func:`event_dims` of each event at its minute and hour, which the tests check.)
+    """
+    if not events:
+        return []
+    columns = list(zip(*events, strict=True))
+    keys, agents = columns[_FIELD["key"]], columns[_FIELD["agent"]]
+    minutes = [int(ts // MINUTE) * MINUTE for ts in columns[_FIELD["ts"]]]
+    hours = [minute - minute % HOUR for minute in minutes]
+    human = [agent == HUMAN for agent in agents]
+    other = [not h for h in human]
+    human_keys = list(compress(keys, human))
+    other_keys = list(compress(keys, other))
+    other_agents = list(compress(agents, other))
+    rows: list[tuple[str, str, int, str, str, int]] = []
+    for grain, buckets in (("m", minutes), ("h", hours)):
+        human_buckets = list(compress(buckets, human))
+        everyone = Counter(zip(keys, buckets, strict=True))
+        rows += [(k, grain, b, "all", "", n) for (k, b), n in everyone.items()]
+        people = Counter(zip(human_keys, human_buckets, strict=True))
+        rows += [(k, grain, b, "human", "", n) for (k, b), n in people.items()]
+        others = Counter(zip(other_keys, compress(buckets, other), other_agents, strict=True))
+        rows += [(k, grain, b, "agent", a, n) for (k, b, a), n in others.items()]
+        for dim in BREAKDOWNS:
+            values = compress(columns[_FIELD[dim]], human)
+            counted = Counter(zip(human_keys, human_buckets, values, strict=True))
+            rows += [(k, grain, b, dim, v, n) for (k, b, v), n in counted.items()]
+    return rows
+
+
 _PRODUCER = re.compile(r"[0-9a-f]{12}")
 _SEQUENCE = re.compile(r"[0-9a-f]{1,15}")
 
@@ -137,15 +182,26 @@ def _load_sketch(blob: bytes | None) -> HyperLogLog:
 
 
 class ClickAggregator:
-    """Folds the click log into counters and sketches in its own SQLite file."""
+    """Folds the click log into counters and sketches in its own SQLite file.
+
+    ``enricher`` turns the shipper's raw clicks into events; without one, the first raw
+    click loads (or creates) the secret ``secret.key`` beside the stats file — the
+    shortener's own secret when the stats live in its data directory.
+
+    ``batch_size`` caps the events folded per transaction. It is large on purpose: each
+    batch reads and writes every touched key's sketch once and upserts each counter
+    once, so when catching up, 50,000 clicks per batch fold about four times faster than
+    5,000 (1,000 hot keys); when tailing, a batch is whatever arrived since the last one.
+    """
 
     def __init__(
         self,
         path: str | os.PathLike[str],
         click_log: ClickLog,
         *,
+        enricher: ClickEnricher | None = None,
         name: str = "clicks",
-        batch_size: int = 5_000,
+        batch_size: int = 50_000,
         dedup_window_s: float = DAY,
         minute_retention_s: float = 7 * DAY,
         raw_retention_s: float = 7 * DAY,
@@ -154,6 +210,7 @@ class ClickAggregator:
     ) -> None:
         self.path = str(path)
         self.log = click_log
+        self._enricher = enricher
         self.name = name
         self.batch_size = batch_size
         self.dedup_window_s = dedup_window_s
@@ -173,6 +230,14 @@ class ClickAggregator:
             " ON CONFLICT(name) DO NOTHING",
             (name,),
         )
+
+    @property
+    def enricher(self) -> ClickEnricher:
+        """What enriches raw clicks (created from ``secret.key`` on first use if not given)."""
+        if self._enricher is None:
+            secret = load_or_create_secret(Path(self.path).parent / "secret.key")
+            self._enricher = ClickEnricher(secret)
+        return self._enricher
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -247,18 +312,23 @@ class ClickAggregator:
         return total
 
     def _fresh(
-        self, conn: sqlite3.Connection, records: list[tuple[int, ClickEvent]]
-    ) -> list[ClickEvent]:
-        """The events of ``records`` not counted before, each once (see step 1 above)."""
-        by_producer: dict[str, list[tuple[int, ClickEvent]]] = defaultdict(list)
-        foreign: list[ClickEvent] = []
+        self, conn: sqlite3.Connection, records: list[tuple[int, LogRecord]]
+    ) -> list[LogRecord]:
+        """The records of ``records`` not counted before, each once (see step 1 above)."""
+        by_producer: dict[str, list[tuple[int, LogRecord]]] = defaultdict(list)
+        foreign: list[LogRecord] = []
+        producers: dict[str, bool] = {}  # a batch has few producers: check each once
+        seq_ok = _SEQUENCE.fullmatch
         for _offset, event in records:
-            producer, dash, seq = event.event_id.partition("-")
-            if dash and _PRODUCER.fullmatch(producer) and _SEQUENCE.fullmatch(seq):
+            producer, dash, seq = event[0].partition("-")
+            ok = producers.get(producer)
+            if ok is None:
+                ok = producers[producer] = bool(dash and _PRODUCER.fullmatch(producer))
+            if ok and seq_ok(seq):
                 by_producer[producer].append((int(seq, 16), event))
             else:
                 foreign.append(event)
-        fresh: list[ClickEvent] = []
+        fresh: list[LogRecord] = []
         for producer, items in by_producer.items():
             known = conn.execute(
                 "SELECT lo, hi FROM seen_ranges WHERE producer = ? ORDER BY lo", (producer,)
@@ -299,7 +369,7 @@ class ClickAggregator:
                         f"SELECT event_id FROM seen_events WHERE event_id IN ({marks})", chunk
                     )
                 )
-            new: list[ClickEvent] = []
+            new: list[LogRecord] = []
             for event in foreign:
                 if event.event_id not in seen:
                     seen.add(event.event_id)  # a duplicate inside the batch counts once, too
@@ -311,25 +381,18 @@ class ClickAggregator:
             fresh.extend(new)
         return fresh
 
-    def _fold(self, conn: sqlite3.Connection, records: list[tuple[int, ClickEvent]]) -> None:
-        fresh = self._fresh(conn, records)
-        # Count identical (key, minute, attributes) first: real traffic repeats itself,
-        # so the per-dimension counters below run once per distinct signature.
-        signatures = Counter(
-            (e.key, int(e.ts // MINUTE) * MINUTE, e.agent, e.country, e.device, e.os,
-             e.browser, e.referrer)
-            for e in fresh
-        )  # fmt: skip
-        counters: Counter[tuple[str, str, int, str, str]] = Counter()
-        for (key, minute, agent, *attributes), n in signatures.items():
-            hour = minute - minute % HOUR
-            for dim, value in _dims(agent, attributes):
-                counters[(key, "m", minute, dim, value)] += n
-                counters[(key, "h", hour, dim, value)] += n
+    def _fold(self, conn: sqlite3.Connection, records: list[tuple[int, LogRecord]]) -> None:
+        new = self._fresh(conn, records)
+        raw = [r for r in new if type(r) is not ClickEvent]
+        if raw:  # enrich only what is counted: a duplicate costs no parsing
+            enriched = iter(self.enricher.events(raw))
+            fresh = [r if type(r) is ClickEvent else next(enriched) for r in new]
+        else:
+            fresh = new  # type: ignore[assignment]
         conn.executemany(
             "INSERT INTO counts (key, grain, bucket, dim, value, n) VALUES (?, ?, ?, ?, ?, ?)"
             " ON CONFLICT(key, grain, bucket, dim, value) DO UPDATE SET n = n + excluded.n",
-            [(*k, n) for k, n in counters.items()],
+            count_rows(fresh),
         )
         visitors: dict[tuple[str, int], set[str]] = defaultdict(set)
         for event in fresh:

@@ -1,15 +1,18 @@
 """Click events: what one redirect tells analytics, enriched off the redirect path.
 
 The redirect hands over a raw :class:`~lookup.shortener.model.ClickContext` (headers
-as they came). :class:`ClickEnricher` turns it into a :class:`ClickEvent` in the
-shipper's thread: the user agent is parsed with ``user-agents`` (Browserscope's
-``ua-parser`` rules) into device class, OS and browser; bots and link-preview
-fetchers are recognised; the referrer is reduced to its host; the client IP is
-replaced by a keyed hash and never written anywhere.
+as they came). The shipper, in the redirect server's process, turns it into a
+:class:`RawClick` — the same headers with the client IP replaced by a keyed hash (the
+address is never written anywhere), nothing parsed — and writes batches of those to the
+click log. :class:`ClickEnricher` turns a raw click into a :class:`ClickEvent` in the
+aggregator's process: the user agent is parsed with ``user-agents`` (Browserscope's
+``ua-parser`` rules) into device class, OS and browser; bots and link-preview fetchers
+are recognised; the referrer is reduced to its host; the visitor is hashed.
 
 Visitor identity follows the privacy-friendly web-analytics recipe: a keyed hash of
-IP and user agent (no cookie), so "unique visitors" is an estimate of distinct
-(address, browser) pairs, counted with a HyperLogLog by the aggregator.
+the (already keyed) IP hash and the user agent (no cookie), so "unique visitors" is an
+estimate of distinct (address, browser) pairs, counted with a HyperLogLog by the
+aggregator.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -195,7 +199,7 @@ def describe(
 ) -> tuple[str, str, str, str, str, str]:
     """(country, device, OS, browser, referrer host, agent kind) for one click's headers.
 
-    One cache for the whole combination: the shipper enriches every click, and most
+    One cache for the whole combination: the aggregator enriches every click, and most
     clicks repeat a combination seen moments before.
     """
     info = classify_agent(user_agent)
@@ -209,11 +213,106 @@ def describe(
     )
 
 
-class ClickEnricher:
-    """Turns raw clicks into :class:`ClickEvent` s with a secret key for the IP hashes.
+class RawClick(NamedTuple):
+    """One click as the shipper writes it to the click log: the headers still unparsed.
 
-    Hashes are memoised per address and per (address, user agent): a visitor clicks
-    more than once, and an HMAC costs more than a dictionary lookup.
+    The redirect server does no more than this per click — the only derived field is
+    the keyed IP hash (so the address itself is never written anywhere). Parsing the
+    user agent, spotting bots and preview fetchers, reducing the referrer to its host and
+    hashing the visitor happen in the aggregator (:meth:`ClickEnricher.event`), which
+    runs in its own process and, in the seed's design, on its own machine.
+    """
+
+    event_id: str
+    key: str
+    ts: float
+    ip_hash: str
+    user_agent: str | None
+    referer: str | None
+    country: str | None
+
+
+#: Longest referrer the shipper keeps (only its host is counted).
+MAX_REFERER_LENGTH = 2_048
+
+
+#: The columns of a :class:`RawBatch`: a :class:`RawClick` without its event id.
+RAW_COLUMNS = RawClick._fields[1:]
+
+
+class RawBatch(Sequence[RawClick]):
+    """The shipper's batch: consecutive clicks of one producer, ids implied by position.
+
+    Like a Kafka record batch (a base offset plus deltas), the batch stores its producer
+    and first sequence number once, and the clicks **column by column** — one sequence
+    each for :data:`RAW_COLUMNS` (key, ts, ip_hash, user_agent, referer, country) — so
+    that building it and encoding it are loops in C (``zip``, ``map``, the JSON encoder),
+    not Python code per click. Indexing or iterating it gives :class:`RawClick` s with
+    their event ids ``producer-<seq hex>``. A log that knows the form
+    (:class:`~lookup.shortener.analytics.log.SqliteClickLog`) stores it as is; any other
+    log simply iterates it.
+    """
+
+    __slots__ = ("columns", "first_seq", "producer")
+
+    def __init__(self, producer: str, first_seq: int, columns: Sequence[Sequence[Any]]) -> None:
+        if len(columns) != len(RAW_COLUMNS):
+            raise ValueError(f"a raw batch has {len(RAW_COLUMNS)} columns, not {len(columns)}")
+        if len({len(column) for column in columns}) > 1:
+            raise ValueError("the columns of a raw batch differ in length")
+        self.producer = producer
+        self.first_seq = first_seq
+        self.columns = tuple(columns)
+
+    @classmethod
+    def from_rows(cls, producer: str, first_seq: int, rows: list[tuple[Any, ...]]) -> RawBatch:
+        """A batch from ``(key, ts, ip_hash, user_agent, referer, country)`` rows."""
+        if not rows:
+            return cls(producer, first_seq, [()] * len(RAW_COLUMNS))
+        return cls(producer, first_seq, list(zip(*rows, strict=True)))
+
+    @property
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The clicks as ``(key, ts, ip_hash, user_agent, referer, country)`` tuples."""
+        return list(zip(*self.columns, strict=True))
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("raw batch index out of range")
+        row = (column[index] for column in self.columns)
+        return RawClick(f"{self.producer}-{self.first_seq + index:x}", *row)
+
+    def __iter__(self) -> Iterator[RawClick]:
+        prefix, make, cls = f"{self.producer}-", tuple.__new__, RawClick
+        for seq, row in enumerate(zip(*self.columns, strict=True), self.first_seq):
+            yield make(cls, (f"{prefix}{seq:x}", *row))
+
+    def __repr__(self) -> str:
+        return f"RawBatch({self.producer!r}, {self.first_seq}, <{len(self)} clicks>)"
+
+
+def _capped(values: Sequence[str | None], limit: int) -> Sequence[str | None]:
+    """``values`` with every string cut to ``limit`` characters; the check runs in C and
+    the values come back untouched (the same object) when none is longer."""
+    if max(map(len, filter(None, values)), default=0) <= limit:
+        return values
+    return [v if v is None or len(v) <= limit else v[:limit] for v in values]
+
+
+class ClickEnricher:
+    """Raw clicks → :class:`RawClick` (shipper) → :class:`ClickEvent` (aggregator).
+
+    Keyed with a secret for the hashes. Everything is memoised: the IP hash per address
+    (the shipper's only per-click cost beyond building a tuple), and the derived fields
+    per set of headers — a visitor clicks more than once, most clicks repeat a user agent
+    seen moments before, parsing one costs 0.2–8 ms and an HMAC more than a dict lookup.
     """
 
     def __init__(self, secret: bytes) -> None:
@@ -228,13 +327,13 @@ class ClickEnricher:
         raw = (ip or "").encode("utf-8", "replace")
         return hmac.new(self._ip_key, raw, hashlib.sha256).hexdigest()[:16]
 
-    def _visitor(self, ip: str | None, user_agent: str | None) -> str:
-        """Keyed hash of (IP, user agent): one visitor without cookies."""
-        raw = f"{ip or ''}\x00{(user_agent or '')[:MAX_UA_LENGTH]}".encode("utf-8", "replace")
+    def _visitor(self, ip_hash: str, user_agent: str | None) -> str:
+        """Keyed hash of (IP hash, user agent): one visitor without cookies."""
+        raw = f"{ip_hash}\x00{(user_agent or '')[:MAX_UA_LENGTH]}".encode("utf-8", "replace")
         return hmac.new(self._visitor_key, raw, hashlib.sha256).hexdigest()[:16]
 
     def _derive(
-        self, user_agent: str | None, referer: str | None, country: str | None, ip: str | None
+        self, user_agent: str | None, referer: str | None, country: str | None, ip_hash: str
     ) -> tuple[str, ...]:
         """The fields of an event after its key and time: one cache entry per header set."""
         ua = user_agent[:MAX_UA_LENGTH] if user_agent else None
@@ -245,43 +344,92 @@ class ClickEnricher:
             os_family,
             browser,
             referrer,
-            self.ip_hash(ip),
-            self.visitor(ip, ua),
+            ip_hash,
+            self.visitor(ip_hash, ua),
             agent,
         )
 
-    def enrich(self, event_id: str, ctx: ClickContext) -> ClickEvent:
-        """The stored event for one raw click."""
-        derived = self._derived(ctx.user_agent, ctx.referer, ctx.country, ctx.client_ip)
-        return ClickEvent._make((event_id, ctx.key, float(ctx.ts), *derived))
+    # -- the shipper's half (redirect server process) ----------------------------------
 
-    def enrich_many(self, raw: list[tuple[str, ClickContext]]) -> list[ClickEvent]:
-        """:meth:`enrich` for a drained batch, with the per-event Python kept to a minimum.
+    def raw(self, event_id: str, ctx: ClickContext) -> RawClick:
+        """The log record of one click: headers as they came, the IP replaced by its hash."""
+        return RawClick(event_id, *self.raw_batch("", 0, [ctx]).rows[0])
 
-        The shipper runs in the redirect server's process, so every microsecond spent
-        here per click is taken from the event loop (the GIL): one cache lookup for the
-        whole header set (user agent, referrer, country, client IP) and one tuple build.
+    def raw_batch(
+        self,
+        producer: str,
+        first_seq: int,
+        clicks: list[ClickContext] | list[tuple[Any, ...]],
+    ) -> RawBatch:
+        """The log batch for drained clicks (:class:`ClickContext` s or plain tuples in its
+        field order); event ids ``producer-<seq hex>`` from ``first_seq``.
+
+        This is all the redirect server's process does per click beyond the buffer, and
+        none of it is a Python loop: the clicks are transposed into columns (``zip``),
+        the IP column is mapped through the cached keyed hash (``map`` over an
+        ``lru_cache``), and overlong user agents and referrers — which would let a
+        hostile header bloat the log — are found with ``max(map(len, ...))`` and cut
+        only if there are any.
         """
+        if not clicks:
+            return RawBatch.from_rows(producer, first_seq, [])
+        key, ts, ip, ua, referer, country = list(zip(*clicks, strict=True))[:6]
+        ip_hash = tuple(map(self.ip_hash, ip))
+        ua = _capped(ua, MAX_UA_LENGTH)
+        referer = _capped(referer, MAX_REFERER_LENGTH)
+        return RawBatch(producer, first_seq, (key, ts, ip_hash, ua, referer, country))
+
+    # -- the aggregator's half (its own process) ---------------------------------------
+
+    def event(self, raw: RawClick | tuple[Any, ...]) -> ClickEvent:
+        """The counted event for one logged click: agent parsed, referrer host, visitor."""
+        event_id, key, ts, ip_hash, ua, referer, country = raw
+        derived = self._derived(ua, referer, country, ip_hash)
+        return tuple.__new__(ClickEvent, (event_id, key, float(ts), *derived))
+
+    def events(self, raws: list[RawClick] | list[tuple[Any, ...]]) -> list[ClickEvent]:
+        """:meth:`event` for a batch, with the per-event Python kept to a minimum."""
         derived = self._derived
         make = tuple.__new__
         cls = ClickEvent
         return [
-            make(
-                cls,
-                (
-                    event_id,
-                    ctx.key,
-                    float(ctx.ts),
-                    *derived(ctx.user_agent, ctx.referer, ctx.country, ctx.client_ip),
-                ),
-            )
-            for event_id, ctx in raw
+            make(cls, (event_id, key, float(ts), *derived(ua, referer, country, ip_hash)))
+            for event_id, key, ts, ip_hash, ua, referer, country in raws
         ]
+
+    # -- both halves at once (tests, notebooks, in-memory pipelines) -------------------
+
+    def enrich(self, event_id: str, ctx: ClickContext) -> ClickEvent:
+        """The counted event for one raw click (:meth:`raw`, then :meth:`event`)."""
+        return self.event(self.raw(event_id, ctx))
+
+    def enrich_many(self, raw: list[tuple[str, ClickContext]]) -> list[ClickEvent]:
+        """:meth:`enrich` for ``(event_id, click)`` pairs."""
+        return self.events([self.raw(event_id, ctx) for event_id, ctx in raw])
+
+
+def as_event(record: RawClick | ClickEvent, enricher: ClickEnricher) -> ClickEvent:
+    """A log record as a counted event: raw clicks are enriched, events pass through."""
+    if type(record) is ClickEvent:
+        return record
+    return enricher.event(record)  # type: ignore[arg-type]
 
 
 def event_fields() -> tuple[str, ...]:
     """The column names of a :class:`ClickEvent`, in order."""
     return ClickEvent._fields
+
+
+def record_from_row(row: Sequence[Any]) -> RawClick | ClickEvent:
+    """A log record from its stored row: 7 fields are a :class:`RawClick`, 11 a
+    :class:`ClickEvent` (already enriched, e.g. by an edge that parses user agents)."""
+    if type(row) is RawClick or type(row) is ClickEvent:
+        return row  # type: ignore[return-value]
+    if len(row) == len(RawClick._fields):
+        return RawClick._make(row)
+    if len(row) == len(ClickEvent._fields):
+        return ClickEvent._make(row)
+    raise ValueError(f"a click log record has 7 or 11 fields, not {len(row)}")
 
 
 def event_from_row(row: tuple[Any, ...]) -> ClickEvent:

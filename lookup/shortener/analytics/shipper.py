@@ -1,8 +1,12 @@
 """The shipper: moves clicks from the buffer to the click log in batches, in the background.
 
-It runs in its own thread, never on the event loop. Each round drains up to
-``batch_size`` raw clicks, enriches them (user agent, bot flags, hashes) and appends
-them to the log in one write. If the log refuses, the same batch — same event ids —
+It runs in its own thread, never on the event loop, but in the redirect server's
+process — so each microsecond it spends per click is taken from the redirects (the
+GIL). It therefore does the least it can: each round takes up to ``batch_size`` clicks,
+turns each into a :class:`~lookup.shortener.analytics.events.RawClick` (an event id,
+the cached keyed hash of the IP, the headers as they came) and appends the batch to
+the log in one write. Parsing user agents, classifying bots and hashing visitors is
+the aggregator's job, in its own process. If the log refuses, the same batch — same event ids —
 is retried with back-off; the buffer meanwhile keeps filling and, once full, drops
 new clicks instead of slowing the redirect. A retry after a write whose
 acknowledgement was lost puts the batch in the log twice: that is at-least-once
@@ -17,14 +21,14 @@ import time
 from collections.abc import Callable
 
 from lookup.shortener.analytics.buffer import ClickBuffer
-from lookup.shortener.analytics.events import ClickEnricher, ClickEvent
+from lookup.shortener.analytics.events import ClickEnricher, RawBatch
 from lookup.shortener.analytics.log import ClickLog
 
 log = logging.getLogger("lookup.shortener.analytics")
 
 
 class ClickShipper:
-    """Buffer → enrich → click log, batch by batch (see the module docstring)."""
+    """Buffer → raw click records → click log, batch by batch (see the module docstring)."""
 
     def __init__(
         self,
@@ -42,7 +46,7 @@ class ClickShipper:
         self.batch_size = batch_size
         self.max_backoff_s = max_backoff_s
         self.clock = clock
-        self._pending: list[ClickEvent] = []
+        self._pending: RawBatch | None = None
         self._lock = threading.Lock()
         self._failures = 0
         self._retry_at = 0.0
@@ -53,7 +57,7 @@ class ClickShipper:
     @property
     def pending(self) -> int:
         """Events taken from the buffer but not yet acknowledged by the log."""
-        return len(self._pending)
+        return 0 if self._pending is None else len(self._pending)
 
     def ship_once(self) -> int:
         """Ship one batch (retrying a failed one first); returns how many events were written.
@@ -64,10 +68,10 @@ class ClickShipper:
             if self._pending and self.clock() < self._retry_at:
                 return 0
             if not self._pending:
-                raw = self.buffer.drain(self.batch_size)
-                if not raw:
+                first, clicks = self.buffer.take(self.batch_size)
+                if not clicks:
                     return 0
-                self._pending = self.enricher.enrich_many(raw)
+                self._pending = self.enricher.raw_batch(self.buffer.origin, first, clicks)
             batch = self._pending
             try:
                 self.log.append(batch)
@@ -79,7 +83,7 @@ class ClickShipper:
                 if self.failed_writes <= 5 or self.failed_writes % 100 == 0:
                     log.warning("the click log refused a batch; retrying", exc_info=True)
                 return 0
-            self._pending = []
+            self._pending = None
             self._failures = 0
             self.shipped += len(batch)
             self.batches += 1

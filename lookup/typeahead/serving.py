@@ -262,15 +262,14 @@ class SuggestService:
         snap = slot.current  # type: ignore[union-attr]
         p = normalize_prefix(prefix)
         hot = self.blocklist
-        excluded = (
-            snap.blocked_ids(hot.effective, hot.version) if len(hot.effective) else frozenset()
-        )
-        found = snap.find(p, limit, excluded)
+        effective = hot.effective
+        excluded = snap.blocked_ids(effective, hot.version) if len(effective) else frozenset()
+        ids, complete, _ = snap.find(p, limit, excluded)
         tracker = self.tracker
         boosted = tracker.matching(market, p) if tracker is not None else None
         if not boosted:
-            return SuggestResult(p, market, snap.version, found.complete, snap.texts(found.ids))
-        return self._blend(p, market, snap, found.ids, found.complete, boosted, limit)
+            return SuggestResult(p, market, snap.version, complete, snap.texts(ids))
+        return self._blend(p, market, snap, ids, complete, boosted, limit)
 
     def _blend(
         self,

@@ -15,8 +15,13 @@ targets, all reached through their own spelling — then the list is every compl
 and a client may filter it locally for longer prefixes.
 
 The walker reads those arrays through ``memoryview`` (zero-copy over a memory-mapped
-snapshot file): per node one ``bisect`` among the children's first code points and
-one label comparison. Nothing is allocated per lookup beyond the answer itself.
+snapshot file). Two small structures derived when a reader is made keep the walk
+short: a dict from every prefix of up to a few code points (as many levels as fit a
+budget of entries, ~1/8 of the node count) to where it ends in the trie — so a short
+prefix costs one dict lookup and a longer one starts its walk there — and a string of
+every node's first code point, so that finding a child among its contiguous siblings
+is one C-level ``str.find`` over their slice. Below that, per node: one ``find`` and
+one label comparison (none for one-code-point labels, which the ``find`` matched).
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ K = 10
 
 FLAG_COMPLETE = 1
 FLAG_TERMINAL = 2
+
+# the reader's shortcut dict: at most n_nodes // _SHORTCUT_DIVISOR entries (or the minimum)
+_SHORTCUT_DIVISOR = 8
+_SHORTCUT_MIN = 1024
+_NODE_MASK = (1 << 32) - 1
 
 
 @dataclass
@@ -207,6 +217,17 @@ def _offsets(lengths: Iterable[int], n: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(np.fromiter(lengths, np.int64, n))]).astype(np.uint32)
 
 
+def _code_points_str(cps: Sequence[int]) -> str:
+    """The code points as one string (one character per node; decoded in bulk)."""
+    arr = np.asarray(cps, dtype=np.uint32)
+    if not len(arr) or int(arr.max()) < 128:
+        return arr.astype(np.uint8).tobytes().decode("ascii")
+    try:
+        return arr.astype("<u4").tobytes().decode("utf-32-le")
+    except UnicodeDecodeError:  # a lone surrogate: no codec takes it, chr does
+        return "".join(map(chr, arr.tolist()))
+
+
 def common_prefix_len(a: str, b: str) -> int:
     """Length of the longest common prefix (binary search on slices: C-speed compares)."""
     lo, hi = 0, min(len(a), len(b))
@@ -245,6 +266,8 @@ class TrieReader:
         flags: Sequence[int],
         terminal: Sequence[int],
         k: int = K,
+        *,
+        shortcut_budget: int | None = None,
     ) -> None:
         self._fc = first_child
         self._cp = first_cp
@@ -256,9 +279,53 @@ class TrieReader:
         self._term = terminal
         self.k = k
         self.n_nodes = len(first_cp)
+        self._firsts = _code_points_str(first_cp)
+        if shortcut_budget is None:
+            shortcut_budget = max(_SHORTCUT_MIN, self.n_nodes // _SHORTCUT_DIVISOR)
+        self._short, self._short_depth = self._shortcuts(shortcut_budget)
+
+    def _shortcuts(self, budget: int) -> tuple[dict[str, int], int]:
+        """Every prefix of up to ``depth`` code points → where it ends, level by level.
+
+        The value packs the locus node (low 32 bits) and how many code points of that
+        node's label are still unmatched (the prefix ends inside the edge; high bits).
+        A level is added only if the total stays within ``budget`` entries (its size is
+        counted before anything is allocated, so nothing is built and thrown away).
+        """
+        fc, lo_, labels = self._fc, self._lo, self._labels
+        short: dict[str, int] = {"": 0}
+        level = [""]
+        depth = 0
+        while level:
+            size = 0
+            for key in level:
+                v = short[key]
+                node = v & _NODE_MASK
+                size += 1 if v >> 32 else fc[node + 1] - fc[node]
+            if not size or len(short) + size > budget:
+                break
+            nxt: list[str] = []
+            for key in level:
+                v = short[key]
+                node = v & _NODE_MASK
+                rem = v >> 32
+                if rem:
+                    b = lo_[node + 1]
+                    ext = key + labels[b - rem]
+                    short[ext] = node | (rem - 1) << 32
+                    nxt.append(ext)
+                    continue
+                for j in range(fc[node], fc[node + 1]):
+                    a, b = lo_[j], lo_[j + 1]
+                    ext = key + labels[a]
+                    short[ext] = j | (b - a - 1) << 32
+                    nxt.append(ext)
+            level = nxt
+            depth += 1
+        return short, depth
 
     @classmethod
-    def from_arrays(cls, arrays: TrieArrays) -> TrieReader:
+    def from_arrays(cls, arrays: TrieArrays, *, shortcut_budget: int | None = None) -> TrieReader:
         """A reader over freshly built arrays (memoryviews over the numpy buffers)."""
         return cls(
             memoryview(arrays.first_child),
@@ -270,49 +337,57 @@ class TrieReader:
             memoryview(arrays.flags),
             memoryview(arrays.terminal),
             arrays.k,
+            shortcut_budget=shortcut_budget,
         )
 
     def locate(self, prefix: str) -> int:
         """The node whose subtree holds exactly the keys starting with ``prefix``; -1 if none."""
-        fc, cp, lo_, labels = self._fc, self._cp, self._lo, self._labels
-        node = 0
-        i = 0
         n = len(prefix)
-        while i < n:
-            lo = fc[node]
-            hi = fc[node + 1]
-            if lo == hi:
+        d = self._short_depth
+        if n <= d:
+            v = self._short.get(prefix)
+            return -1 if v is None else v & _NODE_MASK
+        v = self._short.get(prefix[:d])
+        if v is None:
+            return -1
+        node = v & _NODE_MASK
+        rem = v >> 32
+        lo_, labels = self._lo, self._labels
+        i = d
+        if rem:  # the first d code points end inside the edge into ``node``
+            b = lo_[node + 1]
+            if n - i < rem:
+                return node if labels.startswith(prefix[i:], b - rem) else -1
+            if not prefix.startswith(labels[b - rem : b], i):
                 return -1
-            c = ord(prefix[i])
-            j = bisect_left(cp, c, lo, hi)
-            if j == hi or cp[j] != c:
+            i += rem
+        fc, firsts = self._fc, self._firsts
+        while i < n:
+            j = firsts.find(prefix[i], fc[node], fc[node + 1])
+            if j < 0:
                 return -1
             a = lo_[j]
-            b = lo_[j + 1]
-            if n - i >= b - a:
-                if not prefix.startswith(labels[a:b], i):
+            m = lo_[j + 1] - a
+            if m == 1:  # the find matched the whole label
+                i += 1
+            elif n - i >= m:
+                if not prefix.startswith(labels[a : a + m], i):
                     return -1
-                i += b - a
+                i += m
             else:
-                if not labels.startswith(prefix[i:], a):
-                    return -1
-                i = n
+                return j if labels.startswith(prefix[i:], a) else -1
             node = j
         return node
 
     def exact(self, key: str) -> int:
         """The target of ``key`` if it is a key of the trie, else -1."""
-        fc, cp, lo_, labels = self._fc, self._cp, self._lo, self._labels
+        fc, firsts, lo_, labels = self._fc, self._firsts, self._lo, self._labels
         node = 0
         i = 0
         n = len(key)
         while i < n:
-            lo, hi = fc[node], fc[node + 1]
-            if lo == hi:
-                return -1
-            c = ord(key[i])
-            j = bisect_left(cp, c, lo, hi)
-            if j == hi or cp[j] != c:
+            j = firsts.find(key[i], fc[node], fc[node + 1])
+            if j < 0:
                 return -1
             a, b = lo_[j], lo_[j + 1]
             if n - i < b - a or not key.startswith(labels[a:b], i):

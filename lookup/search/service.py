@@ -149,10 +149,20 @@ class SearchService:
             self.tier.start()
 
     def stop(self) -> None:
-        """Stop background work."""
-        if self.tier is not None:
-            self.tier.stop()
+        """Stop background work and let go of the open index.
+
+        Each segment file is memory-mapped, and a mapping holds a file descriptor until it is
+        freed: dropping the snapshot (and the tier, which holds it too) here closes them even if
+        something keeps the app alive (FastAPI caches endpoint functions, and with them their
+        closures).
+        """
+        tier, self.tier = self.tier, None
+        if tier is not None:
+            tier.stop()
         self.coordinator.close()
+        with self._loading:
+            self._snapshot = None
+            self._token = None
 
     def health(self) -> dict[str, Any]:
         """Health probe: built or not, and what is live."""

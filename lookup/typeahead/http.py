@@ -276,28 +276,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
         except NotBuilt as exc:
             raise ApiError(503, "NOT_BUILT", str(exc)) from None
 
-    poller: dict[str, asyncio.Task[None]] = {}
-
-    async def _poll_forever() -> None:
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            try:
-                service.poll()
-            except Exception:  # keep polling; a bad file must not stop the server
-                log.exception("typeahead poll failed")
-
-    def _start() -> None:
-        poller["task"] = asyncio.get_running_loop().create_task(_poll_forever())
-
-    async def _stop() -> None:
-        task = poller.pop("task", None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    mounts.on_startup.append(_start)
-    mounts.on_shutdown.append(_stop)
+    mount_poller(mounts, service.poll, "typeahead poll")
 
     def probe() -> dict[str, Any]:
         status = service.status()
@@ -398,3 +377,30 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None
         if not found:
             raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
         return {"removed": term, **body(bl)}
+
+
+def mount_poller(mounts: Mounts, poll: Callable[[], object], what: str) -> None:
+    """Call ``poll`` every :data:`POLL_SECONDS` while the app runs (new snapshots, edits of
+    the blocklist file); a failing poll is logged and retried, never fatal."""
+    poller: dict[str, asyncio.Task[None]] = {}
+
+    async def _poll_forever() -> None:
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            try:
+                poll()
+            except Exception:  # keep polling; a bad file must not stop the server
+                log.exception("%s failed", what)
+
+    def _start() -> None:
+        poller["task"] = asyncio.get_running_loop().create_task(_poll_forever())
+
+    async def _stop() -> None:
+        task = poller.pop("task", None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    mounts.on_startup.append(_start)
+    mounts.on_shutdown.append(_stop)

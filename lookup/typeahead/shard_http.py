@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import heapq
 import json
 import logging
@@ -65,9 +64,9 @@ from yarl import URL
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
-    POLL_SECONDS,
     error_body,
     mount_blocklist,
+    mount_poller,
     parse_query_string,
     search_payload,
     send_json,
@@ -810,28 +809,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
 
     mount_blocklist(api, lambda: blocklist)
 
-    poller: dict[str, asyncio.Task[None]] = {}
-
-    async def _poll_forever() -> None:  # edits of the blocklist file, as the single server
-        while True:
-            await asyncio.sleep(POLL_SECONDS)
-            try:
-                blocklist.refresh()
-            except Exception:  # keep polling; a bad file must not stop the router
-                log.exception("blocklist refresh failed")
-
-    def _start() -> None:
-        poller["task"] = asyncio.get_running_loop().create_task(_poll_forever())
-
-    async def _stop() -> None:
-        task = poller.pop("task", None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    mounts.on_startup.append(_start)
-    mounts.on_shutdown.append(_stop)
+    mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server
     mounts.on_shutdown.append(router.aclose)
 
     def probe() -> dict[str, Any]:

@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         ready = READY_TEXT.get(args.page)
         if ready:
             expect(page.get_by_text(ready).first).to_be_visible(timeout=30_000)
+        else:  # any other page: its title is drawn and its first script run has ended
+            expect(page.locator("h1").first).to_be_visible(timeout=30_000)
+            app = page.locator('[data-testid="stApp"]')
+            expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
         if args.page == "capacity":
             expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
         # Wait for the script run to finish (the "Running..." widget goes away).

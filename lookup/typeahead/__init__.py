@@ -9,8 +9,10 @@ Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
 :mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
 blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
 :mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table),
-:mod:`~lookup.typeahead.shard_http` (shard servers and the router over HTTP) and
-:mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
+:mod:`~lookup.typeahead.shard_server`, :mod:`~lookup.typeahead.router` and
+:mod:`~lookup.typeahead.supervisor` (shard servers, the router in front of them and the
+processes running them), :mod:`~lookup.typeahead.http` (``/v1/suggest``) and
+:mod:`~lookup.typeahead.manage` (the management API).
 """
 
 from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state

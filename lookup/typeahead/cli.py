@@ -131,7 +131,7 @@ def _timeout(value: str) -> float:
 
 
 def _cmd_serve_shard(args: argparse.Namespace) -> int:
-    from lookup.typeahead.shard_http import run_shard_server
+    from lookup.typeahead.shard_server import run_shard_server
 
     try:
         run_shard_server(
@@ -157,8 +157,9 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
     import uvicorn
 
     from lookup.server import create_app
-    from lookup.typeahead.shard_http import ShardCluster, ShardRouter, install_router
+    from lookup.typeahead.router import ShardRouter, install_router
     from lookup.typeahead.sharding import ensure_shard_sets
+    from lookup.typeahead.supervisor import ShardCluster
 
     data_dir = _data_dir(args)
     if args.shards > 64:

@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from lookup.typeahead import querylog
@@ -37,14 +38,23 @@ def _limit(value: str) -> int:
     return n
 
 
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 0.0 <= x <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {x}")
-    return x
+def _number_between(lo: float, hi: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number from ``lo`` to ``hi`` inclusive."""
+
+    def parse(value: str) -> float:
+        try:
+            x = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        if not lo <= x <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo:g} and {hi:g}{unit}, got {x}")
+        return x
+
+    return parse
+
+
+_fraction = _number_between(0.0, 1.0)
+_timeout = _number_between(0.01, 60.0, " seconds")
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -118,16 +128,6 @@ def _cmd_snapshots(args: argparse.Namespace) -> int:
         for v in store.versions(market):
             print(f"{market}  {v}{'  (current)' if v == current else ''}")
     return 0
-
-
-def _timeout(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 0.01 <= x <= 60:
-        raise argparse.ArgumentTypeError(f"must be between 0.01 and 60 seconds, got {x}")
-    return x
 
 
 def _cmd_serve_shard(args: argparse.Namespace) -> int:

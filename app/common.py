@@ -7,13 +7,14 @@ The dashboard is a client of the HTTP API (``lookup serve``); it finds it at
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import streamlit as st
+
+from lookup import settings
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "data"
@@ -24,12 +25,12 @@ API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
 
 def api_url() -> str:
     """The base address of the HTTP API, without a trailing slash."""
-    return (os.environ.get("LOOKUP_API_URL") or DEFAULT_API_URL).rstrip("/")
+    return (settings.get("api_url") or DEFAULT_API_URL).rstrip("/")
 
 
 def data_dir() -> Path:
     """The directory that holds every data set and index (``$LOOKUP_DATA_DIR`` or ``./data``)."""
-    return Path(os.environ.get("LOOKUP_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+    return Path(settings.get("data_dir") or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def api_client(base_url: str | None = None) -> httpx.Client:

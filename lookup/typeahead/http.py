@@ -26,12 +26,12 @@ from starlette.types import Receive, Scope, Send
 from lookup.kit.http import ApiError
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import MAX_LIMIT, NotBuilt, SuggestService, UnknownMarket
+from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket, not_built
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
     from lookup.typeahead.filters import HotBlocklist
     from lookup.typeahead.trending import TrendingPolicy, TrendingTerm
 
@@ -76,8 +76,6 @@ class SuggestEndpoint:
             raise ApiError(
                 400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}"
             ) from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
         return json.dumps(result.body(), ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -225,7 +223,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
         status = service.status()
         served = {m: s["current"]["version"] for m, s in status.items() if s["current"]}
         if not served:
-            return {"status": "NOT_BUILT", "message": str(NotBuilt("any market"))}
+            return {"status": "NOT_BUILT", "message": not_built("any market").message}
         return {
             "status": "ok",
             "markets": served,

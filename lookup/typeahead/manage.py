@@ -9,7 +9,8 @@ endpoints through :func:`mount_serve_time`, each over a small object implementin
 validated swap, rollback, reload and the trie walk) is :func:`mount_snapshots`.
 
 These are management calls, off the hot path, so they keep FastAPI's validation and
-OpenAPI; errors are :class:`~lookup.kit.http.ApiError` (the app maps them to JSON).
+OpenAPI; errors are :class:`~lookup.kit.http.ApiError` or domain errors from
+:mod:`lookup.errors` (the app maps both to JSON).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import Body, Query, Request
 
+from lookup.errors import NotBuilt
 from lookup.kit.http import ApiError
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import NotBuilt, UnknownMarket
+from lookup.typeahead.serving import UnknownMarket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -197,8 +199,8 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
         market_or_404(market)
         try:
             out = service.rollback(market)
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
+        except NotBuilt:
+            raise  # a LookupError too, but the app answers it with 503
         except LookupError as exc:
             raise ApiError(409, "NO_PREVIOUS", str(exc)) from None
         return {"market": market, "version": out.version, "previous": out.previous}
@@ -248,8 +250,6 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
             return service.trace(q, market)
         except UnknownMarket:
             raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}") from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
 
 
 __all__ = [

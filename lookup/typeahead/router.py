@@ -65,7 +65,7 @@ from lookup.typeahead.trending import (
 )
 
 if TYPE_CHECKING:
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
 
 log = logging.getLogger("lookup.typeahead.shards")
 

@@ -48,7 +48,7 @@ from lookup.typeahead.snapshot import Snapshot
 from lookup.typeahead.trie import TrieReader
 
 if TYPE_CHECKING:
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
 
 #: The shard servers' endpoint (internal: the router calls it, clients call the router).
 SHARD_PATH = "/v1/shard/suggest"
@@ -279,7 +279,7 @@ def run_shard_server(
     """
     import uvicorn
 
-    from lookup.server import create_app
+    from lookup.kit.asgi import build_app as create_app
 
     server = ShardServer(root, shard)
     app = create_app(root, subsystems=[lambda m: install_shard(m, server)])

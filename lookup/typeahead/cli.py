@@ -12,7 +12,7 @@ from pathlib import Path
 from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import LogError
 from lookup.typeahead.pipeline import BuildConfig, run, snapshot_root, stderr_progress
-from lookup.typeahead.snapshot import SnapshotError, SnapshotStore, ValidationPolicy
+from lookup.typeahead.snapshot import SnapshotError, ValidationPolicy, open_snapshot_store
 
 
 def _data_dir(args: argparse.Namespace) -> Path:
@@ -60,7 +60,7 @@ _timeout = _number_between(0.01, 60.0, " seconds")
 def _cmd_build(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     if args.missing:
-        store = SnapshotStore(snapshot_root(data_dir))
+        store = open_snapshot_store(snapshot_root(data_dir))
         if all(store.current(m) for m in querylog.MARKETS):
             print("typeahead: every market already has a published snapshot (skipped)")
             return 0
@@ -119,8 +119,8 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_snapshots(args: argparse.Namespace) -> int:
-    store = SnapshotStore(snapshot_root(_data_dir(args)))
-    markets = store.markets()
+    store = open_snapshot_store(snapshot_root(_data_dir(args)))
+    markets = store.names()
     if not markets:
         print("no snapshots yet; run `lookup typeahead build`", file=sys.stderr)
         return 1

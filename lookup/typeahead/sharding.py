@@ -37,7 +37,7 @@ import numpy as np
 
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import MarketBuild, snapshot_root, typeahead_dir
-from lookup.typeahead.snapshot import Snapshot, SnapshotStore, write_snapshot
+from lookup.typeahead.snapshot import Snapshot, open_snapshot_store, write_snapshot
 from lookup.typeahead.trie import RadixTrie, TrieReader
 
 
@@ -329,9 +329,9 @@ def ensure_shard_sets(
     """
     if n_shards < 1:
         raise ValueError("n_shards must be at least 1")
-    store = SnapshotStore(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_root(data_dir))
     root = shard_sets_root(data_dir, n_shards)
-    markets = [m for m in store.markets() if store.current(m)]
+    markets = [m for m in store.names() if store.current(m)]
     if not markets:
         raise LookupError(
             "no typeahead snapshot to shard yet; build one with "
@@ -350,7 +350,7 @@ def ensure_shard_sets(
                 continue
         except (OSError, ValueError, KeyError, TypeError):
             pass  # missing or unreadable: cut it again
-        snap = store.load(market, version)
+        snap = store.open(market, version)
         assert snap is not None
         if progress:
             progress(f"{market}: cutting {version} into {n_shards} shards")

@@ -17,8 +17,6 @@ typed against requests actually sent.
 from __future__ import annotations
 
 import html
-import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +24,8 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_client, api_url, cached_health, probe_health, show_api_status
+from common import Answer, api_client, api_url, cached_health, probe_health, show_api_status
+from common import call as api_call
 from st_keyup import st_keyup
 
 from lookup.typeahead import normalize_prefix
@@ -87,34 +86,6 @@ CSS = """
 # ------------------------------------------------------------------------------ HTTP
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An API response, or why there is none; the page shows it, never an exception."""
-
-    status: int
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    problem: str | None = None
-    ms: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and 200 <= self.status < 300
-
-    @property
-    def code(self) -> str | None:
-        """The error code of a JSON error body (``NOT_BUILT``, ``UNKNOWN_MARKET`` …)."""
-        return self.body.get("error") if isinstance(self.body, dict) else None
-
-    def message(self) -> str:
-        """A sentence for the person looking at the page."""
-        if self.problem:
-            return self.problem
-        if isinstance(self.body, dict) and "message" in self.body:
-            return f"{self.body['message']} ({self.body.get('error', self.status)})"
-        return f"the API answered HTTP {self.status}"
-
-
 @st.cache_resource(show_spinner=False)
 def keepalive_client(base_url: str) -> httpx.Client:
     """One pooled client per API address: a browser keeps its connection open too."""
@@ -122,23 +93,8 @@ def keepalive_client(base_url: str) -> httpx.Client:
 
 
 def call(method: str, path: str, client: httpx.Client | None = None, **kwargs: Any) -> Answer:
-    """One API call; network failures and non-JSON answers become an :class:`Answer`."""
-    t0 = time.perf_counter()
-    try:
-        http = client or keepalive_client(api_url())
-        response = http.request(method, path, **kwargs)
-    except httpx.TimeoutException:
-        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
-    except httpx.HTTPError as exc:
-        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
-    ms = (time.perf_counter() - t0) * 1000
-    body: Any = None
-    if response.headers.get("content-type", "").startswith("application/json"):
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-    return Answer(response.status_code, body, dict(response.headers), ms=ms)
+    """One API call over ``client``, else this session's kept-alive connection."""
+    return api_call(method, path, client=client or keepalive_client(api_url()), **kwargs)
 
 
 def fetch_suggest(raw: str, market: str) -> Answer:

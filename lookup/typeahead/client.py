@@ -51,7 +51,7 @@ class SuggestReply(Protocol):
     @property
     def ms(self) -> float: ...
     @property
-    def code(self) -> str | None: ...
+    def error(self) -> str | None: ...
     def message(self) -> str: ...
 
 
@@ -265,9 +265,9 @@ class SuggestClient:
                 self.late += 1
                 self._note(raw, "a late failure, ignored: a newer answer is on screen")
                 return None
-            self._note(raw, f"request failed: {answer.code or answer.status or 'no answer'}")
+            self._note(raw, f"request failed: {answer.error or answer.status or 'no answer'}")
             shown = Shown(
-                raw, prefix, market, source="error", problem=answer.message(), code=answer.code
+                raw, prefix, market, source="error", problem=answer.message(), code=answer.error
             )
             return self._show(shown, ticket.seq)
         version = str(body.get("version"))

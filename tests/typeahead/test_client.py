@@ -42,7 +42,7 @@ class FakeClock:
 
 @dataclass(frozen=True)
 class Reply:
-    """A ``SuggestReply`` as the dashboard's ``Answer`` carries it."""
+    """A ``SuggestReply`` shaped like the dashboard's ``Answer`` (``app/common.py``)."""
 
     status: int
     body: Any = None
@@ -55,7 +55,7 @@ class Reply:
         return self.problem is None and 200 <= self.status < 300
 
     @property
-    def code(self) -> str | None:
+    def error(self) -> str | None:
         return self.body.get("error") if isinstance(self.body, dict) else None
 
     def message(self) -> str:

@@ -26,18 +26,9 @@ from lookup.typeahead.client import (
 )
 from lookup.typeahead.normalize import normalize_prefix
 
+from .conftest import Clock
+
 CORPUS = ["iphone 15", "iphone 16", "iphone 16 pro", "ipl score", "ipl live", "india"]
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @dataclass(frozen=True)
@@ -90,8 +81,8 @@ def truth(prefix: str, server: FakeServer) -> list[str]:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> Clock:
+    return Clock()
 
 
 @pytest.fixture
@@ -100,7 +91,7 @@ def server() -> FakeServer:
 
 
 @pytest.fixture
-def client(clock: FakeClock) -> SuggestClient:
+def client(clock: Clock) -> SuggestClient:
     return SuggestClient(clock=clock)
 
 
@@ -120,7 +111,7 @@ def test_typed_counts_the_keystrokes_a_report_merges() -> None:
     assert c.typed("ipl") and (c.keystrokes, c.reports) == (5, 2)  # backspace, then "l"
 
 
-def test_debounce_reports_once_typing_pauses(clock: FakeClock) -> None:
+def test_debounce_reports_once_typing_pauses(clock: Clock) -> None:
     # steps are binary fractions, so the fake clock's sums are exact
     d = Debouncer(0.125, clock)
     assert d.ready() is None and not d.pending
@@ -142,7 +133,7 @@ def test_debounce_reports_once_typing_pauses(clock: FakeClock) -> None:
     assert d.ready() == "iphon"
 
 
-def test_debounce_zero_reports_every_keystroke(clock: FakeClock) -> None:
+def test_debounce_zero_reports_every_keystroke(clock: Clock) -> None:
     d = Debouncer(0.0, clock)
     reported = []
     for text in ("i", "ip", "iph"):
@@ -154,7 +145,7 @@ def test_debounce_zero_reports_every_keystroke(clock: FakeClock) -> None:
 
 
 def test_debounced_typing_sends_one_request_per_pause(
-    clock: FakeClock, client: SuggestClient, server: FakeServer
+    clock: Clock, client: SuggestClient, server: FakeServer
 ) -> None:
     d = Debouncer(0.125, clock)
     # "in" typed in a burst, a pause, then "dia" typed in a burst, a pause.
@@ -184,7 +175,7 @@ def test_empty_box_asks_nothing(client: SuggestClient, server: FakeServer) -> No
 
 
 def test_an_exact_prefix_is_answered_from_the_cache_until_max_age(
-    clock: FakeClock, client: SuggestClient, server: FakeServer
+    clock: Clock, client: SuggestClient, server: FakeServer
 ) -> None:
     assert client.resolve("ip", "en-IN", server).source == "server"
     clock.advance(299)

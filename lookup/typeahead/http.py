@@ -24,7 +24,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup.kit.http import ApiError
-from lookup.typeahead.manage import mount_serve_time, mount_snapshots
+from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket, not_built
 
@@ -72,11 +72,8 @@ class SuggestEndpoint:
         try:
             result = self.service.lookup(q, market, limit)
         except UnknownMarket:
-            known = ", ".join(self.service.known_markets())
-            raise ApiError(
-                400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}"
-            ) from None
-        return json.dumps(result.body(), ensure_ascii=False, separators=(",", ":")).encode()
+            raise unknown_market(market, self.service.known_markets()) from None
+        return encode_json(result.body())
 
 
 def suggest_params(raw: bytes) -> tuple[str, str, int]:

@@ -51,7 +51,7 @@ from lookup.typeahead.http import (
     send_refusal,
     suggest_params,
 )
-from lookup.typeahead.manage import TAGS, mount_serve_time
+from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize, normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
@@ -235,8 +235,7 @@ class ShardRouter:
         q, market, limit = suggest_params(raw)
         layout = self.layouts.get(market)
         if layout is None:
-            known = ", ".join(self.markets())
-            raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
+            raise unknown_market(market, self.markets())
         p = normalize_prefix(q)
         version = layout.source_version or ""
         boosted = self.tracker.matching(market, p) if self.tracker is not None else []

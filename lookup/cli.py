@@ -15,7 +15,7 @@ from lookup import __version__
 
 #: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
 COMMANDS: list[str] = [
-    "lookup.capacity_cli",
+    "lookup.capacity.cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",

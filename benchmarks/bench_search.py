@@ -136,7 +136,7 @@ def generate_pages(
     from lookup.crawler.dedup import content_hash
     from lookup.crawler.output import EventLog as CrawlEventLog
     from lookup.crawler.output import WarcStore, iso
-    from lookup.crawler.urlnorm import url_hash
+    from lookup.kit.urlnorm import url_hash
 
     if count <= 0:
         return 0

@@ -23,7 +23,7 @@ from lookup.crawler.robots import RobotsCache, RobotsPolicy
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.store import CrawlStore
 from lookup.crawler.traps import TrapGuard, TrapPolicy, url_pattern
-from lookup.crawler.urlnorm import normalize, url_hash
+from lookup.kit.urlnorm import normalize, url_hash
 
 __all__ = [
     "DEFAULT_USER_AGENT",

@@ -233,7 +233,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
     from lookup.crawler.fetcher import parse_hosts_file
     from lookup.crawler.session import fetch_sandbox_ca
     from lookup.crawler.traps import TrapPolicy
-    from lookup.crawler.urlnorm import normalize
+    from lookup.kit.urlnorm import normalize
 
     seeds = list(args.seeds)
     hosts: dict[str, str] = {}

@@ -63,7 +63,7 @@ from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature, classify, probe_path
 from lookup.crawler.store import CrawlStore
 from lookup.crawler.traps import TrapGuard, TrapPolicy
-from lookup.crawler.urlnorm import host_of, normalize, url_hash
+from lookup.kit.urlnorm import host_of, normalize, url_hash
 
 __all__ = ["CrawlConfig", "CrawlError", "CrawlProgress", "CrawlReport", "Crawler", "crawl"]
 

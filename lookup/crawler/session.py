@@ -27,7 +27,6 @@ import atexit
 import contextlib
 import ipaddress
 import json
-import os
 import re
 import signal
 import sqlite3
@@ -45,6 +44,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from lookup import settings
 from lookup.crawler.sandbox.web import LoggedRequest, iter_log_json
 
 __all__ = [
@@ -70,8 +70,8 @@ __all__ = [
 ]
 
 #: The environment variable that says where the sandbox web's control address is.
-SANDBOX_ENV = "LOOKUP_SANDBOX_URL"
-DEFAULT_SANDBOX_URL = "http://127.0.0.1:8600"
+SANDBOX_ENV = settings.SETTINGS["sandbox_url"].env
+DEFAULT_SANDBOX_URL = settings.SETTINGS["sandbox_url"].default
 SESSION_FILE = "session.json"
 PROGRESS_FILE = "progress.jsonl"
 LOG_FILE = "crawl.log"
@@ -89,7 +89,7 @@ FAILED_OUTCOMES = (
 
 def sandbox_url() -> str:
     """The sandbox web's control address: ``$LOOKUP_SANDBOX_URL`` or the ``make run`` default."""
-    return (os.environ.get(SANDBOX_ENV) or DEFAULT_SANDBOX_URL).rstrip("/")
+    return str(settings.get("sandbox_url")).rstrip("/")
 
 
 def _loopback(url: str) -> bool:

@@ -11,6 +11,7 @@ The public API the dashboard, the notebooks and the HTTP layer use:
 * :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
 """
 
+from lookup.errors import NotBuilt
 from lookup.geo import geohash
 from lookup.geo.index import Box, GeohashIndex, Plan, ScanIndex, circle_box
 from lookup.geo.quadtree import QuadtreeIndex
@@ -23,7 +24,7 @@ from lookup.geo.search import (
     SearchError,
     SearchResult,
 )
-from lookup.geo.service import NotBuilt, PlacesService
+from lookup.geo.service import PlacesService
 from lookup.geo.store import Change, PlaceError, PlaceStore
 
 __all__ = [

@@ -27,8 +27,9 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
+from lookup.errors import NotBuilt
 from lookup.geo.search import SearchError
-from lookup.geo.service import PLANNERS, NotBuilt, PlacesService
+from lookup.geo.service import PLANNERS, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.kit.http import ApiError
 
@@ -71,10 +72,10 @@ def _json(body: dict[str, Any]) -> Response:
                     media_type="application/json")
 
 
-def _not_built() -> ApiError:
-    return ApiError(
-        503, "NOT_BUILT",
+def _not_built() -> NotBuilt:
+    return NotBuilt(
         "the places data set is not built yet; run: lookup datasets build places",
+        command="lookup datasets build places",
     )
 
 
@@ -88,10 +89,7 @@ def mount(mounts: Any) -> None:
         if planner not in PLANNERS:
             raise ApiError(400, "INVALID_PARAMETER",
                            f"index must be one of {', '.join(PLANNERS)}, got {planner!r}")
-        try:
-            return service.searcher(planner)
-        except NotBuilt:
-            raise _not_built() from None
+        return service.searcher(planner)
 
     async def search(request: StarletteRequest) -> Response:
         params = request.query_params
@@ -153,10 +151,7 @@ def mount(mounts: Any) -> None:
     api = mounts.api
 
     def store() -> Any:
-        try:
-            service.require()
-        except NotBuilt:
-            raise _not_built() from None
+        service.require()
         return service.store
 
     def place_error(exc: PlaceError) -> ApiError:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lookup.errors import NotBuilt
 from lookup.geo.index import GeohashIndex, ScanIndex
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
@@ -28,10 +29,6 @@ PLANNERS = ("geohash", "quadtree", "scan")
 PROFILE_CACHE_SIZE = 200_000
 _PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
                     "review_stars", "country", "timezone", "generated")
-
-
-class NotBuilt(RuntimeError):
-    """The places data set has not been built yet."""
 
 
 class PlacesService:
@@ -73,7 +70,10 @@ class PlacesService:
     def require(self) -> GeohashIndex:
         """The current index, or ``NotBuilt``."""
         if not self.ready():
-            raise NotBuilt("the places data set is not built; run: lookup datasets build places")
+            raise NotBuilt(
+                "the places data set is not built yet; run: lookup datasets build places",
+                command="lookup datasets build places",
+            )
         assert self.index is not None
         return self.index
 

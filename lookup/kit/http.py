@@ -12,6 +12,8 @@ from typing import Any
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lookup import errors
+
 #: The largest request body any route accepts (bytes); larger bodies get 413.
 MAX_BODY_BYTES = 64 * 1024
 
@@ -62,6 +64,27 @@ class ApiError(Exception):
     def response(self) -> JSONResponse:
         """The JSON response for this error."""
         return error_response(self.status, self.code, self.message, self.headers, self.extra)
+
+
+#: The HTTP status of each domain error (the one place the mapping is written).
+STATUS_OF: dict[type[errors.WorkbenchError], int] = {
+    errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.Gone: 410,
+    errors.TooLarge: 413,
+    errors.RateLimited: 429,
+    errors.NotBuilt: 503,
+    errors.Unavailable: 503,
+}
+
+
+def api_error_for(exc: errors.WorkbenchError) -> ApiError:
+    """The HTTP answer for a domain error: its status, code, message, headers and fields."""
+    status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 400)
+    return ApiError(status, exc.code, exc.message, headers=exc.headers, extra=exc.extra)
 
 
 def error_response(

@@ -9,6 +9,7 @@ replicas) with a real-time tier for pages fetched since the last build.
 The dashboard and notebooks use the names exported here.
 """
 
+from lookup.errors import NotBuilt
 from lookup.search.analysis import (
     ParsedQuery,
     Phrase,
@@ -26,7 +27,7 @@ from lookup.search.manifest import current_manifest
 from lookup.search.postings import PostingList, decode_varints, encode_varints, intersect_cursors
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import SegmentReader, merge_segments
-from lookup.search.service import NotBuilt, SearchService
+from lookup.search.service import SearchService
 from lookup.search.shard import Snapshot
 from lookup.search.snippets import make_snippet
 

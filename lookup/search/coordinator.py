@@ -31,7 +31,6 @@ costs another shard its place (the inline shard itself is held to the same deadl
 from __future__ import annotations
 
 import math
-import os
 import random
 import threading
 import time
@@ -287,11 +286,7 @@ class Coordinator:
             raise ValueError("a shard needs at least one replica")
         self.replicas_per_shard = replicas
         self.workers = workers_per_replica
-        # $LOOKUP_SEARCH_DEADLINE_MS overrides the default (the test suite raises it so a
-        # loaded CI machine does not turn a healthy shard into a deadline miss).
-        env = os.environ.get("LOOKUP_SEARCH_DEADLINE_MS")
-        default = float(env) if env and env.replace(".", "", 1).isdigit() else DEFAULT_DEADLINE_MS
-        self.deadline_ms = default if deadline_ms is None else deadline_ms
+        self.deadline_ms = DEFAULT_DEADLINE_MS if deadline_ms is None else deadline_ms
         self.hedge = hedge
         self.inline = inline
         self.signals = signals or Signals()

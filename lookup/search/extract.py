@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from lookup.crawler.urlnorm import normalize as crawl_normalize
+from lookup.kit.urlnorm import normalize as crawl_normalize
 
 #: Elements whose text is never part of a page's main content.
 BOILERPLATE = [

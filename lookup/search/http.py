@@ -30,7 +30,7 @@ from starlette.routing import Route
 
 from lookup.kit.http import ApiError
 from lookup.search.coordinator import QueryError
-from lookup.search.service import NotBuilt, SearchService
+from lookup.search.service import SearchService
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -73,9 +73,6 @@ def _deadline_param(request: Request) -> float | None:
     return value
 
 
-def _not_built(exc: NotBuilt) -> ApiError:
-    return ApiError(503, "NOT_BUILT", str(exc), extra={"command": "lookup index CRAWL_DIR"})
-
 
 def search_route(service: SearchService) -> Route:
     """The ``GET /search`` fast-path route over ``service``."""
@@ -96,8 +93,6 @@ def search_route(service: SearchService) -> Route:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
         except QueryError as exc:
             raise ApiError(400, exc.code, exc.message) from None
-        except NotBuilt as exc:
-            raise _not_built(exc) from None
         return JSONResponse(body)
 
     return Route("/search", endpoint, methods=["GET"])
@@ -129,10 +124,7 @@ def mount(mounts: Any) -> None:
     api = mounts.api
 
     def snapshot_or_503() -> Any:
-        try:
-            return service.snapshot()
-        except NotBuilt as exc:
-            raise _not_built(exc) from None
+        return service.snapshot()  # NotBuilt answers 503 (lookup.kit.http.STATUS_OF)
 
     @api.get("/search/status", tags=["search"], summary="The live index version and tiers")
     def search_status() -> dict[str, Any]:

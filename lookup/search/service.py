@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lookup import settings
+from lookup.errors import NotBuilt
 from lookup.search.coordinator import Coordinator
 from lookup.search.events import url_hash_of
 from lookup.search.extract import normalize_url
@@ -27,10 +29,6 @@ log = logging.getLogger("lookup.search")
 RELOAD_SECONDS = 1.0
 
 
-class NotBuilt(RuntimeError):
-    """No search index has been published in the index directory yet."""
-
-
 class SearchService:
     """Live search over an index directory, reloading new versions as they are published."""
 
@@ -43,7 +41,9 @@ class SearchService:
         poll_seconds: float = 0.5,
     ) -> None:
         self.index_dir = Path(index_dir)
-        self.coordinator = coordinator or Coordinator()
+        self.coordinator = coordinator or Coordinator(
+            deadline_ms=settings.get("search_deadline_ms")
+        )
         self.tier: RealtimeTier | None = (
             RealtimeTier(self.index_dir, poll_seconds) if realtime else None
         )
@@ -99,7 +99,8 @@ class SearchService:
         snap = self._snapshot
         if snap is None:
             raise NotBuilt(
-                f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`"
+                f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`",
+                command="lookup index CRAWL_DIR",
             )
         return snap
 

@@ -13,11 +13,12 @@ blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
 :mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
 """
 
+from lookup.errors import NotBuilt
 from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state
 from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist, looks_private
 from lookup.typeahead.normalize import normalize, normalize_prefix
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
-from lookup.typeahead.serving import MARKETS, NotBuilt, SuggestResult, SuggestService, UnknownMarket
+from lookup.typeahead.serving import MARKETS, SuggestResult, SuggestService, UnknownMarket
 from lookup.typeahead.sharding import (
     ShardedSuggest,
     ShardLayout,

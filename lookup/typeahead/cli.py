@@ -15,7 +15,7 @@ from lookup.typeahead.snapshot import SnapshotError, SnapshotStore, ValidationPo
 
 
 def _data_dir(args: argparse.Namespace) -> Path:
-    from lookup.server import resolve_data_dir
+    from lookup.kit.mounts import resolve_data_dir
 
     return resolve_data_dir(args.data_dir)
 
@@ -95,7 +95,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_suggest(args: argparse.Namespace) -> int:
-    from lookup.typeahead.serving import NotBuilt, SuggestService, UnknownMarket
+    from lookup.errors import NotBuilt
+    from lookup.typeahead.serving import SuggestService, UnknownMarket
 
     service = SuggestService.from_data_dir(_data_dir(args))
     try:
@@ -156,7 +157,7 @@ def _exit_quietly(signum: int, frame: object) -> None:
 def _cmd_serve_shards(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from lookup.server import create_app
+    from lookup.kit.asgi import build_app as create_app
     from lookup.typeahead.shard_http import ShardCluster, ShardRouter, install_router
     from lookup.typeahead.sharding import ensure_shard_sets
 
@@ -214,7 +215,7 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``lookup typeahead build|suggest|snapshots|serve-shards|serve-shard``."""
-    from lookup.cli import _add_data_dir
+    from lookup.kit.cliargs import add_data_dir as _add_data_dir
 
     p = sub.add_parser(
         "typeahead",
@@ -297,7 +298,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_data_dir(v)
     v.set_defaults(func=_cmd_snapshots)
 
-    from lookup.cli import _port
+    from lookup.kit.cliargs import port as _port
 
     levels = ["critical", "error", "warning", "info", "debug"]
     ss = tsub.add_parser(

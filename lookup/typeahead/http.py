@@ -21,17 +21,18 @@ from fastapi import Body, Query, Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from lookup.errors import NotBuilt
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import MAX_LIMIT, NotBuilt, SuggestService, UnknownMarket
+from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket, not_built
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fastapi import FastAPI
 
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
 
 log = logging.getLogger("lookup.typeahead")
 
@@ -74,8 +75,6 @@ class SuggestEndpoint:
             raise ApiError(
                 400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}"
             ) from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
         return json.dumps(result.body(), ensure_ascii=False, separators=(",", ":")).encode()
 
 
@@ -222,8 +221,8 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
         _market_or_404(market)
         try:
             out = service.rollback(market)
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
+        except NotBuilt:
+            raise
         except LookupError as exc:
             raise ApiError(409, "NO_PREVIOUS", str(exc)) from None
         return {"market": market, "version": out.version, "previous": out.previous}
@@ -273,8 +272,6 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
             return service.trace(q, market)
         except UnknownMarket:
             raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}") from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
 
     mount_poller(mounts, service.poll, "typeahead poll")
 
@@ -282,7 +279,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
         status = service.status()
         served = {m: s["current"]["version"] for m, s in status.items() if s["current"]}
         if not served:
-            return {"status": "NOT_BUILT", "message": str(NotBuilt("any market"))}
+            return {"status": "NOT_BUILT", "message": not_built("any market").message}
         return {
             "status": "ok",
             "markets": served,

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lookup.errors import NotBuilt
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path, snapshot_root, typeahead_dir
@@ -44,15 +45,13 @@ MARKETS = ("en-IN", "hi-IN")
 MAX_LIMIT = 10
 
 
-class NotBuilt(LookupError):
-    """No snapshot for this market yet."""
-
-    def __init__(self, market: str) -> None:
-        super().__init__(
-            f"no typeahead snapshot for {market} yet; build one with "
-            "`lookup datasets build typeahead` then `lookup typeahead build`"
-        )
-        self.market = market
+def not_built(market: str) -> NotBuilt:
+    """The error for a market with no snapshot yet, naming the commands that build one."""
+    return NotBuilt(
+        f"no typeahead snapshot for {market} yet; build one with "
+        "`lookup datasets build typeahead` then `lookup typeahead build`",
+        command="lookup typeahead build",
+    )
 
 
 class UnknownMarket(LookupError):
@@ -164,7 +163,7 @@ class SuggestService:
         """
         version = version or self.store.current(market)
         if version is None:
-            raise NotBuilt(market)
+            raise not_built(market)
         try:
             new = self.store.load(market, version)
         except (SnapshotError, ValueError) as exc:
@@ -201,7 +200,7 @@ class SuggestService:
         with self._lock:
             slot = self._slots.get(market)
             if slot is None:
-                raise NotBuilt(market)
+                raise not_built(market)
             if slot.previous is None:
                 raise LookupError(f"{market} has no previous snapshot to roll back to")
             if not self.store.path(market, slot.previous.version).exists():
@@ -232,7 +231,7 @@ class SuggestService:
         if slot is None:
             if market not in self.markets and market not in self.store.markets():
                 raise UnknownMarket(market)
-            raise NotBuilt(market)
+            raise not_built(market)
         return slot.current
 
     def known_markets(self) -> list[str]:

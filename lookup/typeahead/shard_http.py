@@ -89,7 +89,7 @@ from lookup.typeahead.trending import (
 from lookup.typeahead.trie import TrieReader
 
 if TYPE_CHECKING:
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
 
 log = logging.getLogger("lookup.typeahead.shards")
 
@@ -964,7 +964,7 @@ def run_shard_server(
     """
     import uvicorn
 
-    from lookup.server import create_app
+    from lookup.kit.asgi import build_app as create_app
 
     server = ShardServer(root, shard)
     app = create_app(root, subsystems=[lambda m: install_shard(m, server)])

@@ -14,7 +14,7 @@ from lookup.crawler.fetcher import tls_context
 from lookup.crawler.parse import parse_html
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.sandbox.web import Request
-from lookup.crawler.urlnorm import normalize
+from lookup.kit.urlnorm import normalize
 
 
 def get(

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from w3lib.url import canonicalize_url
 
-from lookup.crawler.urlnorm import host_of, normalize, remove_dot_segments, url_hash
+from lookup.kit.urlnorm import host_of, normalize, remove_dot_segments, url_hash
 
 
 def test_the_seeds_example() -> None:

@@ -58,7 +58,7 @@ class Step:
     unit: str = ""
     label: Template | None = None
     by: Formula | None = None
-    when: Callable[[Mapping[str, Any]], bool] | None = None
+    when: Callable[[Workings], bool] | None = None
     at_least: float | None = None
     kept: bool = True
 
@@ -98,7 +98,7 @@ def figure(
     formula: str,
     *,
     by: str | None = None,
-    when: Callable[[Mapping[str, Any]], bool] | None = None,
+    when: Callable[[Workings], bool] | None = None,
     at_least: float | None = None,
 ) -> Step:
     """A figure: a field of the plan and a row of its estimate."""

@@ -7,10 +7,9 @@ would hold ten years of links but be a fifth full, so keys are 7 characters.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from lookup.capacity.checks import Validated, assume, fraction
-from lookup.capacity.core import Plan, figure, quantity
+from lookup.capacity.core import Plan, Workings, figure, quantity
 from lookup.capacity.helpers import BASE62
 
 
@@ -39,11 +38,11 @@ class ShortenerAssumptions(Validated):
     days_per_month: float = assume(30.0, "days in a month for the per-second conversion")
 
 
-def _has_too_short(v: Any) -> bool:
+def _has_too_short(v: Workings) -> bool:
     return v["too_short_length"] >= 1
 
 
-def _has_fit(v: Any) -> bool:
+def _has_fit(v: Workings) -> bool:
     return v["fit_length"] < v["key_length"]
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from typing import Any
 
 import orjson
@@ -31,39 +30,9 @@ from lookup.errors import NotBuilt
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, PlacesService
 from lookup.geo.store import PlaceError
-from lookup.kit.http import ApiError
+from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 
 SYNC_INTERVAL_S = 1.0
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _flag(params: Any, name: str, default: bool = False) -> bool:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ApiError(400, "INVALID_PARAMETER", f"{name} must be true or false, got {raw!r}")
-
-
-def _number(params: Any, name: str, *, required: bool = False, default: float | None = None
-            ) -> float | None:
-    raw = params.get(name)
-    if raw is None or raw.strip() == "":
-        if required:
-            raise ApiError(400, "INVALID_PARAMETER", f"{name} is required")
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a finite number")
-    return value
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -85,31 +54,27 @@ def mount(mounts: Any) -> None:
     mounts.api.state.places = service
 
     def searcher(params: Any) -> Any:
-        planner = params.get("index") or "geohash"
-        if planner not in PLANNERS:
-            raise ApiError(400, "INVALID_PARAMETER",
-                           f"index must be one of {', '.join(PLANNERS)}, got {planner!r}")
-        return service.searcher(planner)
+        return service.searcher(choice_param(params, "index", PLANNERS, "geohash"))
 
     async def search(request: StarletteRequest) -> Response:
         params = request.query_params
-        lat = _number(params, "lat", required=True)
-        lng = _number(params, "lng", required=True)
-        radius = _number(params, "radius", default=2000.0)
+        lat = float_param(params, "lat", required=True)
+        lng = float_param(params, "lng", required=True)
+        radius = float_param(params, "radius", 2000.0)
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=_flag(params, "openNow"),
+                category=params.get("category"), open_now=bool_param(params, "openNow"),
                 price=params.get("price"), q=params.get("q"),
             )
             result = s.search(
                 lat, lng, radius, filters=filters, limit=params.get("limit", "20"),
-                cursor=params.get("cursor") or None, widen=_flag(params, "widen", True),
-                use_cache=_flag(params, "cache", True),
+                cursor=params.get("cursor") or None, widen=bool_param(params, "widen", True),
+                use_cache=bool_param(params, "cache", True),
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
-        body = result.to_json(explain=_flag(params, "explain"))
+        body = result.to_json(explain=bool_param(params, "explain"))
         if body.get("explain") is not None:
             plan = result.plan
             body["explain"]["index"] = s.planner.name
@@ -121,21 +86,16 @@ def mount(mounts: Any) -> None:
 
     async def area(request: StarletteRequest) -> Response:
         params = request.query_params
-        bounds = [_number(params, k, required=True) for k in ("south", "west", "north", "east")]
+        bounds = [float_param(params, k, required=True) for k in ("south", "west", "north", "east")]
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=_flag(params, "openNow"),
+                category=params.get("category"), open_now=bool_param(params, "openNow"),
                 price=params.get("price"), q=params.get("q"),
             )
-            limit_raw = params.get("limit", "100")
-            if not limit_raw.isdigit() or not 1 <= int(limit_raw) <= 500:
-                raise SearchError("INVALID_PARAMETER", "limit must be an integer from 1 to 500")
-            max_pins_raw = params.get("maxPins", "300")
-            if not max_pins_raw.isdigit() or not 1 <= int(max_pins_raw) <= 5000:
-                raise SearchError("INVALID_PARAMETER", "maxPins must be an integer from 1 to 5000")
-            body = s.area(*bounds, filters=filters, limit=int(limit_raw),
-                          max_pins=int(max_pins_raw))
+            limit = int_param(params, "limit", 100, low=1, high=500)
+            max_pins = int_param(params, "maxPins", 300, low=1, high=5000)
+            body = s.area(*bounds, filters=filters, limit=limit, max_pins=max_pins)
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
         for item in body["results"]:

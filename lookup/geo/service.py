@@ -22,7 +22,8 @@ from lookup.errors import NotBuilt
 from lookup.geo.index import GeohashIndex, ScanIndex
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
-from lookup.geo.store import PlaceStore
+from lookup.geo.store import PlaceStore, open_place_store
+from lookup.kit.storeurl import sqlite_url
 
 PLANNERS = ("geohash", "quadtree", "scan")
 #: Profiles kept in memory; the oldest loaded go first beyond this.
@@ -63,7 +64,7 @@ class PlacesService:
             return False
         with self._load_lock:
             if self.index is None:
-                self.store = PlaceStore(self.path)
+                self.store = open_place_store(sqlite_url(self.path))
                 self._swap(self._build(version=1))
         return True
 

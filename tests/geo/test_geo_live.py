@@ -14,7 +14,7 @@ from lookup.datasets import places as places_dataset
 from lookup.geo import geohash as gh
 from lookup.geo.search import Filters
 from lookup.geo.service import PlacesService
-from lookup.geo.store import PlaceError, PlaceStore, row_dict
+from lookup.geo.store import PlaceError, PlaceStore, SqlitePlaceStore, row_dict
 from tests.geo.conftest import NOW, Oracle, write_places_db
 
 HOURS = {"mon": ["09:00-17:00"], "sat": ["10:00-14:00"]}
@@ -59,7 +59,7 @@ def _check_against_oracle(service: PlacesService, points: list[tuple[float, floa
 
 
 def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
-    store = PlaceStore(places_dataset.db_path(data_dir), clock=lambda: 1000.0)
+    store = SqlitePlaceStore(places_dataset.db_path(data_dir), clock=lambda: 1000.0)
     start = store.last_seq()
     added = store.add({"name": "Dosa Point", "lat": 12.93, "lng": 77.62, "category": "restaurant",
                        "tags": ["dosa", "Idli"], "hours": HOURS, "price": 2,
@@ -101,7 +101,7 @@ def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
     ],
 )
 def test_store_rejects_bad_fields(data_dir: Path, fields: dict[str, Any], code: str) -> None:
-    store = PlaceStore(places_dataset.db_path(data_dir))
+    store = SqlitePlaceStore(places_dataset.db_path(data_dir))
     before = store.last_seq()
     with pytest.raises(PlaceError) as err:
         store.add(fields)
@@ -200,7 +200,7 @@ def test_replaying_changes_is_harmless(service: PlacesService) -> None:
     )
     # and a fresh index that replays the same change twice ends in the same state
     fresh = PlacesService(service.data_dir, cache_ttl=0.0)
-    fresh.store = PlaceStore(store.path)
+    fresh.store = SqlitePlaceStore(store.path)
     rebuilt = fresh._build(version=1)
     assert rebuilt.seq == store.last_seq()
     assert rebuilt.apply(changes[0]) is False

@@ -10,14 +10,14 @@
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself.
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
-builds it. Writes go to the database and its change stream; a background task tails
-the stream into the live index every second (and each write nudges it at once).
+builds it. Writes go to the database and its change stream; the service's tailer (a
+background task) applies the stream to the live index every second, and each write
+syncs it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import orjson
@@ -28,11 +28,9 @@ from starlette.routing import Route
 
 from lookup.errors import NotBuilt
 from lookup.geo.search import SearchError
-from lookup.geo.service import PLANNERS, PlacesService
+from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
-
-SYNC_INTERVAL_S = 1.0
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -120,7 +118,7 @@ def mount(mounts: Any) -> None:
 
     @api.get("/v1/places/index", tags=["places"], summary="The live index: version, size, memory")
     async def index_stats() -> dict[str, Any]:
-        stats = service.stats()
+        stats = service.index_status()
         if stats["status"] == "NOT_BUILT":
             raise _not_built()
         return stats
@@ -168,34 +166,15 @@ def mount(mounts: Any) -> None:
 
     # ---------------------------------------------------------- lifecycle
 
-    tasks: list[asyncio.Task[None]] = []
-
-    async def tail_changes() -> None:
-        while True:
-            await asyncio.sleep(SYNC_INTERVAL_S)
-            with contextlib.suppress(Exception):  # a failed poll is retried on the next tick
-                service.sync()
-
     async def start() -> None:
-        await asyncio.to_thread(service.ready)
-        tasks.append(asyncio.create_task(tail_changes()))
+        await asyncio.to_thread(service.start, SYNC_INTERVAL_S)
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        service.close()
+        await asyncio.to_thread(service.close)
 
     mounts.on_startup.append(start)
     mounts.on_shutdown.append(stop)
-
-    def health() -> dict[str, Any]:
-        stats = service.stats()
-        stats.pop("memory", None)
-        return stats
-
-    mounts.health["places"] = health
+    mounts.health["places"] = service.status
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

@@ -79,8 +79,8 @@ def mount(mounts: Any) -> None:
     service = SearchService(Path(mounts.data_dir) / "search")
     mounts.fast_routes.insert(0, search_route(service))
     mounts.on_startup.append(service.start)
-    mounts.on_shutdown.append(service.stop)
-    mounts.health["search"] = service.health
+    mounts.on_shutdown.append(service.close)
+    mounts.health["search"] = service.status
     api = mounts.api
 
     def snapshot_or_503() -> Any:
@@ -89,7 +89,7 @@ def mount(mounts: Any) -> None:
     @api.get("/search/status", tags=["search"], summary="The live index version and tiers")
     def search_status() -> dict[str, Any]:
         snapshot_or_503()
-        return service.health()
+        return service.status()
 
     @api.get("/search/shards", tags=["search"], summary="Per-shard latency, hedges, misses, faults")
     def shards_status() -> dict[str, Any]:

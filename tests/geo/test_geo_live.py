@@ -248,3 +248,47 @@ def test_readers_never_see_a_half_swapped_index(service: PlacesService) -> None:
         thread.join(timeout=30)
     assert not errors
     assert len(totals) == 1  # same data, every version answers the same
+
+
+def _wait_for(check: Any, seconds: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_the_tailer_applies_outside_writes_in_the_background(service: PlacesService) -> None:
+    from lookup.kit.service import LiveService
+
+    assert isinstance(service, LiveService)
+    writer = SqlitePlaceStore(service.path)  # another writer (e.g. a second process)
+    added = writer.add({"name": "Tailed Cafe", "lat": 10.0, "lng": 10.0, "category": "cafe"})
+    writer.close()
+    service.start(interval=0.05)
+    assert service.index is not None
+    _wait_for(lambda: service.index.seq == service.store.last_seq())  # type: ignore[union-attr]
+    found = service.searcher().matches(10.0, 10.0, 200, Filters(), NOW)[0].cols.num.tolist()
+    assert added["num"] in found
+    status = service.status()
+    assert status["status"] == "ok"
+    assert status["sync"]["running"] and status["sync"]["failures"] == 0
+    service.close()
+    service.close()  # twice is fine
+    assert not service.status()["sync"]["running"]
+
+
+def test_a_failing_poll_is_counted_not_swallowed(
+    service: PlacesService, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> int:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(service, "sync", broken)
+    with caplog.at_level("ERROR", logger="lookup.geo"):
+        service.start(interval=0.05)
+        _wait_for(lambda: service.status()["sync"]["failures"] >= 2)
+    status = service.status()["sync"]
+    assert status["failures"] >= 2 and status["running"]  # the loop keeps going
+    assert status["lastError"] == "OSError: disk went away"
+    assert "places-sync" in caplog.text

@@ -23,7 +23,7 @@ from lookup.kit.background import BackgroundTask
 from lookup.search.coordinator import Coordinator
 from lookup.search.events import url_hash_of
 from lookup.search.extract import normalize_url
-from lookup.search.manifest import current_token
+from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
 from lookup.search.shard import Snapshot
@@ -39,13 +39,14 @@ class SearchService:
 
     def __init__(
         self,
-        index_dir: str | Path,
+        index_dir: str | Path | IndexLocation,
         *,
         coordinator: Coordinator | None = None,
         realtime: bool = True,
         poll_seconds: float = 0.5,
     ) -> None:
-        self.index_dir = Path(index_dir)
+        self.location = open_index_location(index_dir)
+        self.index_dir = self.location.path
         self.coordinator = coordinator or Coordinator(
             deadline_ms=settings.get("search_deadline_ms")
         )
@@ -62,7 +63,7 @@ class SearchService:
     # --- versions ---------------------------------------------------------------------------
     def _open(self, token: str) -> None:
         try:
-            snap = Snapshot.open(self.index_dir)
+            snap = self.location.open()
             if snap is None:
                 return
             if self.tier is not None:
@@ -82,7 +83,7 @@ class SearchService:
         ``wait=False`` returns the live snapshot at once when there is one and leaves the
         opening to the background watcher (started here if it is not running yet).
         """
-        token = current_token(self.index_dir)
+        token = self.location.current_token()
         self._checked = time.monotonic()
         if token is None or token == self._token:
             return self._snapshot
@@ -94,12 +95,12 @@ class SearchService:
 
     def _open_newest(self, token: str) -> None:
         with self._loading:
-            if current_token(self.index_dir) != self._token:
+            if self.location.current_token() != self._token:
                 self._open(token)
 
     def _check(self) -> None:
         """One round of the watcher: open a newly published version, if any."""
-        token = current_token(self.index_dir)
+        token = self.location.current_token()
         self._checked = time.monotonic()
         if token is not None and token != self._token:
             self._open_newest(token)

@@ -201,15 +201,13 @@ def test_the_watcher_opens_a_new_version_in_the_background(live) -> None:  # typ
 def test_a_failing_version_check_is_counted(  # type: ignore[no-untyped-def]
     live, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import lookup.search.service as service_module
-
     _, _, svc = live
     svc.start()
 
-    def broken(index_dir: object) -> str:
+    def broken() -> str:
         raise PermissionError("CURRENT unreadable")
 
-    monkeypatch.setattr(service_module, "current_token", broken)
+    monkeypatch.setattr(svc.location, "current_token", broken)
     _wait_for(lambda: svc.status()["reloader"]["failures"] >= 1)
     reloader = svc.status()["reloader"]
     assert reloader["failures"] >= 1 and reloader["running"]

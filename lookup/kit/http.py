@@ -196,13 +196,14 @@ def _shown(raw: str) -> str:
     return repr(raw[:ECHO_CHARS])
 
 
-def _absent(params: Mapping[str, str], name: str, required: bool, code: str) -> bool:
+def _given(params: Mapping[str, str], name: str, required: bool, code: str) -> str | None:
+    """The raw value, or None when absent or blank (a 400 when ``required``)."""
     raw = params.get(name)
     if raw is None or raw.strip() == "":
         if required:
             raise ApiError(400, code, f"{name} is required")
-        return True
-    return False
+        return None
+    return raw
 
 
 def bool_param(
@@ -235,21 +236,25 @@ def float_param(
     code: str = "INVALID_PARAMETER",
 ) -> float | None:
     """``name`` as a finite number, within ``[low, high]`` when given."""
-    if _absent(params, name, required, code):
+    raw = params.get(name)
+    if raw is None or not raw.strip():
+        if required:
+            raise ApiError(400, code, f"{name} is required")
         return default
-    raw = params[name]
-    ranged = low is not None or high is not None
     try:
         value = float(raw)
     except ValueError:
-        if ranged:
+        if low is not None or high is not None:
             raise ApiError(400, code, f"{name} must be a number {_bounds(low, high)}") from None
         raise ApiError(400, code, f"{name} must be a number, got {_shown(raw)}") from None
-    if not math.isfinite(value):
-        if ranged:
-            raise ApiError(400, code, f"{name} must be {_bounds(low, high)}")
-        raise ApiError(400, code, f"{name} must be a finite number")
-    if (low is not None and value < low) or (high is not None and value > high):
+    if low is None and high is None:
+        if not math.isfinite(value):
+            raise ApiError(400, code, f"{name} must be a finite number")
+    elif (
+        not math.isfinite(value)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
         raise ApiError(400, code, f"{name} must be {_bounds(low, high)}")
     return value
 
@@ -265,9 +270,9 @@ def int_param(
     code: str = "INVALID_PARAMETER",
 ) -> int | None:
     """``name`` as an integer, within ``[low, high]`` when given."""
-    if _absent(params, name, required, code):
+    raw = _given(params, name, required, code)
+    if raw is None:
         return default
-    raw = params[name]
     ranged = low is not None or high is not None
     try:
         value = int(raw)

@@ -16,7 +16,7 @@ from lookup.kit.cliargs import add_data_dir, port
 
 #: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
 COMMANDS: list[str] = [
-    "lookup.capacity_cli",
+    "lookup.capacity.cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",

@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("shortener", "typeahead", "geo", "crawler", "search")
-EDGE = ("lookup.server", "lookup.cli", "lookup.launcher", "lookup.capacity_cli")
+EDGE = ("lookup.server", "lookup.cli", "lookup.launcher", "lookup.capacity.cli")
 FOUNDATION = ("lookup.kit", "lookup.settings", "lookup.errors")
 UI = ("streamlit", "app", "IPython", "ipykernel", "jupyter", "nbformat", "nbclient")
 

@@ -78,14 +78,14 @@ from benchmarks.common import (
 )
 from lookup.typeahead import (
     DEFAULT_BLOCKLIST,
-    Blocklist,
     HotBlocklist,
     RadixTrie,
     Snapshot,
     SuggestService,
+    TermBlocklist,
     TrieSnapshotStore,
-    normalize,
     normalize_prefix,
+    normalize_query,
     write_snapshot,
 )
 
@@ -122,7 +122,7 @@ def make_corpus(n: int, seed: int = 1, vocabulary: int = 60_000) -> Corpus:
 
     words = list(
         dict.fromkeys(
-            normalize(w) for w in top_n_list("en", vocabulary) if w.isascii() and w.isalpha()
+            normalize_query(w) for w in top_n_list("en", vocabulary) if w.isascii() and w.isalpha()
         )
     )
     v = len(words)
@@ -130,7 +130,7 @@ def make_corpus(n: int, seed: int = 1, vocabulary: int = 60_000) -> Corpus:
     weight /= weight.sum()
     rng = np.random.default_rng(seed)
     found: dict[str, float] = {w: float(weight[i]) for i, w in enumerate(words[: n // 10 + 1])}
-    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
     while len(found) < n:
         m = max(1000, (n - len(found)) * 2)
         idx = rng.choice(v, size=(m, 3), p=weight)

@@ -16,9 +16,9 @@ processes running them), :mod:`~lookup.typeahead.http` (``/v1/suggest``) and
 """
 
 from lookup.errors import NotBuilt
-from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist, looks_private
-from lookup.typeahead.normalize import normalize, normalize_prefix
+from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_query_log, steady_state
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, HotBlocklist, TermBlocklist, looks_private
+from lookup.typeahead.normalize import normalize_prefix, normalize_query
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
 from lookup.typeahead.serving import MARKETS, SuggestResult, SuggestService, UnknownMarket
 from lookup.typeahead.sharding import (
@@ -48,7 +48,7 @@ __all__ = [
     "DEFAULT_BLOCKLIST",
     "K",
     "MARKETS",
-    "Blocklist",
+    "TermBlocklist",
     "BuildConfig",
     "HotBlocklist",
     "MarketBuild",
@@ -74,13 +74,13 @@ __all__ = [
     "decay_factor",
     "ensure_shard_sets",
     "looks_private",
-    "normalize",
+    "normalize_query",
     "normalize_prefix",
     "open_snapshot_store",
     "phonetic_key",
     "plan_shards",
     "publish_validated",
-    "read_events",
+    "read_query_log",
     "romanize",
     "run",
     "shard_market",

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_events
+from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_query_log
 from lookup.typeahead.filters import (
     DEFAULT_BLOCKLIST,
-    Blocklist,
     FilterConfig,
     FilterReport,
     HotBlocklist,
+    TermBlocklist,
     select_queries,
 )
 from lookup.typeahead.normalize import script_of
@@ -103,7 +103,7 @@ class MarketBuild:
 
 
 def compile_market(
-    state: MarketScores, blocklist: Blocklist, config: BuildConfig = BuildConfig()
+    state: MarketScores, blocklist: TermBlocklist, config: BuildConfig = BuildConfig()
 ) -> MarketBuild:
     """Filter one market's queries, group variants, add learned keys, rank, build the trie."""
     queries, scores = state.queries, state.score
@@ -238,7 +238,7 @@ def run(
     result = BuildResult(str(log) if log else None)
     if log is not None:
         t0 = time.perf_counter()
-        batch = read_events(log)
+        batch = read_query_log(log)
         say(
             f"read {len(batch):,} events ({len(batch.queries):,} distinct queries) "
             f"in {time.perf_counter() - t0:.1f}s"

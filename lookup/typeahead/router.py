@@ -52,7 +52,7 @@ from lookup.typeahead.http import (
     suggest_params,
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
-from lookup.typeahead.normalize import normalize, normalize_prefix
+from lookup.typeahead.normalize import normalize_prefix, normalize_query
 from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
 from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
@@ -182,7 +182,7 @@ class ShardRouter:
         if self.tracker is None:
             raise RuntimeError("the router has no trending tracker; call attach_serving")
         layout = self.layouts[market]
-        q = normalize(query)
+        q = normalize_query(query)
         policy = self.tracker.policy
         if (
             len(q) >= policy.min_chars

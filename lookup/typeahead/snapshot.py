@@ -41,7 +41,7 @@ import numpy as np
 
 from lookup.errors import NotFound
 from lookup.kit.snapshots import snapshot_directory
-from lookup.typeahead.filters import Blocklist, private_ids
+from lookup.typeahead.filters import TermBlocklist, private_ids
 from lookup.typeahead.trie import FLAG_COMPLETE, TrieArrays, TrieReader
 
 if TYPE_CHECKING:
@@ -287,7 +287,7 @@ class Snapshot:
         """The id a query (as a key) leads to, or -1."""
         return self.reader.exact(query)
 
-    def blocked_ids(self, blocklist: Blocklist, token: object = None) -> frozenset[int]:
+    def blocked_ids(self, blocklist: TermBlocklist, token: object = None) -> frozenset[int]:
         """Ids of suggestions the blocklist blocks; cached per ``token`` (a blocklist version)."""
         key = token if token is not None else id(blocklist)
         cached = self._blocked
@@ -425,7 +425,7 @@ def default_probes(snap: Snapshot, extra: Iterable[str] = ()) -> list[str]:
 def validate(
     new: Snapshot,
     previous: Snapshot | None,
-    blocklist: Blocklist,
+    blocklist: TermBlocklist,
     policy: ValidationPolicy = ValidationPolicy(),
 ) -> ValidationReport:
     """Decide whether ``new`` may replace ``previous`` (see the module docstring)."""
@@ -615,7 +615,7 @@ def open_snapshot_store(url: str | os.PathLike[str], keep: int = 5) -> TrieSnaps
 def publish_validated(
     store: SnapshotStore[Snapshot],
     candidate: str | os.PathLike[str],
-    blocklist: Blocklist,
+    blocklist: TermBlocklist,
     policy: ValidationPolicy = ValidationPolicy(),
     *,
     force: bool = False,

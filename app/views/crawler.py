@@ -12,7 +12,6 @@ offers to start one.
 from __future__ import annotations
 
 import html
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -53,6 +52,7 @@ from lookup.crawler.session import (
     sandbox_url,
 )
 from lookup.crawler.soft404 import masked_words
+from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
 
 SELECTED = "crawler.selected"
 NOTICE = "crawler.notice"
@@ -559,23 +559,18 @@ def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
     if entries is not None and session.sandbox_url:
         note = "The sandbox's log holds no request from this crawl (was it restarted?)."
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            fetches = db.execute(
-                "SELECT host, address, started, took, status, url FROM fetches ORDER BY started"
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            fetches = reader.fetch_log(order="started")
+    except (FileNotFoundError, CrawlStateError):
         fetches = []
     rows = pd.DataFrame(
         {
-            "host": [short_host(f[0]) for f in fetches],
-            "address": [f[1] or "" for f in fetches],
-            "t": [f[2] - started for f in fetches],
-            "duration": [f[3] for f in fetches],
-            "status": [f[4] for f in fetches],
-            "target": ["/" + f[5].split("://", 1)[-1].partition("/")[2] for f in fetches],
+            "host": [short_host(f.host) for f in fetches],
+            "address": [f.address or "" for f in fetches],
+            "t": [f.started - started for f in fetches],
+            "duration": [f.took for f in fetches],
+            "status": [f.status for f in fetches],
+            "target": ["/" + f.url.split("://", 1)[-1].partition("/")[2] for f in fetches],
             "aborted": [False for _ in fetches],
         }
     )
@@ -949,22 +944,11 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
             hosts, hide_index=True, key="robots-hosts", height=ROW_PX * (len(hosts) + 1) + 3
         )
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            blocked = db.execute(
-                "SELECT url, reason FROM urls WHERE state = 'blocked' ORDER BY seq"
-            ).fetchall()
-            waiting = db.execute(
-                "SELECT u.url, h.robots_reason, h.robots_status FROM urls u JOIN hosts h "
-                "ON u.host = h.host WHERE u.state = 'queued' AND h.robots_state = "
-                "'disallow-all' ORDER BY u.seq"
-            ).fetchall()
-            noindex = db.execute(
-                "SELECT url, reason FROM urls WHERE outcome = 'noindex' ORDER BY seq"
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            blocked = [(u.url, u.reason) for u in reader.blocked()]
+            waiting = reader.waiting_on_robots()
+            noindex = [(u.url, u.reason) for u in reader.urls_with_outcome("noindex")]
+    except (FileNotFoundError, CrawlStateError) as exc:
         st.error(f"This crawl's robots decisions cannot be read: {exc}")
         return
     rows = [{"URL": u, "Decision": r or "disallowed by robots.txt"} for u, r in blocked]
@@ -1038,21 +1022,13 @@ def traps_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         st.dataframe(counts, hide_index=True, key="trap-rules")
     rule = st.selectbox("Show the URLs cut by", ["every rule", *counts["Rule"]], key="trap-rule")
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            sql = "SELECT url, rule, detail FROM cuts"
-            args: tuple[str, ...] = ()
-            if rule != "every rule":
-                sql += " WHERE rule = ?"
-                args = (rule,)
-            cuts = db.execute(sql + " ORDER BY id", args).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            cuts = reader.cuts(None if rule == "every rule" else rule)
+    except (FileNotFoundError, CrawlStateError) as exc:
         st.error(f"This crawl's cuts cannot be read: {exc}")
         return
     st.dataframe(
-        pd.DataFrame([{"URL": u, "Rule": r, "Why": d} for u, r, d in cuts]),
+        pd.DataFrame([{"URL": c.url, "Rule": c.rule, "Why": c.detail} for c in cuts]),
         hide_index=True,
         key="cuts-table",
     )

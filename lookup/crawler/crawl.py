@@ -53,18 +53,16 @@ from lookup.crawler.fetcher import (
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
 from lookup.crawler.outcomes import (
     FAILED,
-    NETWORK_ERRORS,
-    REDIRECTS,
     RETRY_STATUSES,
     FetchContext,
     Link,
     RuleKit,
     decide,
     importance,
+    probe_signature,
 )
 from lookup.crawler.output import EventLog, WarcStore, iso
-from lookup.crawler.parse import parse_html
-from lookup.crawler.robots import MAX_ROBOTS_BYTES, RobotsCache, RobotsPolicy
+from lookup.crawler.robots import RobotsCache
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature, probe_path
 from lookup.crawler.store import (
@@ -77,9 +75,7 @@ from lookup.crawler.store import (
     FetchRecord,
     FrontierHostState,
     HostPause,
-    ProbeAnswer,
     RedirectRecord,
-    RobotsRecord,
     UrlRecord,
     crawl_state_url,
     open_crawl_store,
@@ -268,25 +264,8 @@ class Crawler:
                 self._probe_urls[h.host] = h.probe_url
                 self._probe_attempts[h.host] = h.probe_attempts
             if h.probe_status is not None:
-                self._probes[h.host] = ProbeSignature(
-                    h.host, h.probe_url or "", h.probe_status or None, h.probe_title or "",
-                    h.probe_text or "", h.probe_location,
-                )  # fmt: skip
-            # A failing robots.txt is re-read at once after a restart: fail closed, retry.
-            if h.robots_state in ("rules", "allow-all") and (h.robots_expires_at or 0) > now_wall:
-                assert h.robots_expires_at is not None
-                self.robots.put(
-                    RobotsPolicy(
-                        h.host,
-                        h.robots_state,
-                        self.config.agent,
-                        h.robots_status,
-                        h.robots_body or "",
-                        h.robots_reason or "",
-                        h.robots_fetched_at or now_wall,
-                        h.robots_expires_at,
-                    )  # fmt: skip
-                )
+                self._probes[h.host] = ProbeSignature.from_host(h)
+            self.robots.restore(h, now_wall)
         for row in self.store.originals():
             self.dedup.register(
                 row.url_hash,
@@ -608,26 +587,8 @@ class Crawler:
         c = self.config
         host = lease.host
         scheme = self._schemes.get(host, "http")
-        url = f"{scheme}://{host}/robots.txt"
-        res = await self.fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        took = res.took
-        hops = 0
-        # RFC 9309 §2.3.1.2: follow at least five redirects — on the same host only, so
-        # the hop is still this host's one request; a cross-host redirect fails closed.
-        while res.ok and res.status in REDIRECTS and hops < 5:
-            target = normalize(res.header("location") or "", url)
-            if target is None or host_of(target) != host:
-                break
-            hops += 1
-            res = await self.fetcher.fetch(target, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-            took += res.took
-        if not res.ok:
-            policy = self.robots.unreachable(host, f"{res.error}: {res.detail}")
-        elif res.status in REDIRECTS:
-            policy = self.robots.unreachable(host, f"HTTP {res.status} redirect not followed")
-        else:
-            assert res.status is not None
-            policy = self.robots.from_response(host, res.status, res.body)
+        answer = await self.robots.read(self.fetcher, host, scheme)
+        policy, res = answer.policy, answer.result
         failing = policy.state == "disallow-all"
         self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
         hq = self.frontier.host(host)
@@ -638,34 +599,24 @@ class Crawler:
         if probe and host not in self._probe_urls:
             self._probe_urls[host] = f"{scheme}://{host}{probe_path()}"
         self.frontier.probe_needed(host, probe)
-        delay = self.frontier.complete(lease, took, extra_wait=c.robots_retry if failing else 0.0)
+        extra_wait = c.robots_retry if failing else 0.0
+        delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
         self._counts["robots"] += 1
-        self._counts["requests"] += 1 + hops
+        self._counts["requests"] += 1 + answer.hops
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
         items = []
         for sm in sitemaps:
             n = normalize(sm)
             if n is not None:
-                items.append((n, 0, url, "sitemap", 0))
-        robots = RobotsRecord(
-            policy.state, policy.status, policy.body, policy.reason, policy.fetched_at,
-            policy.expires_at, policy.crawl_delay,
-        )  # fmt: skip
+                items.append((n, 0, answer.url, "sitemap", 0))
         with self.store.transaction():
             self.store.record_robots(
-                host, robots, self._pause(host, delay), self._probe_urls.get(host)
+                host, answer.record, self._pause(host, delay), self._probe_urls.get(host)
             )
             self.store.add_fetch(
                 FetchRecord(
-                    url,
-                    host,
-                    lease.address,
-                    "robots",
-                    res.started,
-                    took,
-                    res.status,
-                    policy.state,
-                    delay,
+                    answer.url, host, lease.address, "robots", res.started, answer.took,
+                    res.status, policy.state, delay,
                 )  # fmt: skip
             )
         if items:
@@ -677,7 +628,6 @@ class Crawler:
 
     async def _do_probe(self, lease: Lease) -> None:
         """Ask ``host`` for a URL that cannot exist: what does its "not found" look like?"""
-        c = self.config
         host = lease.host
         url = self._probe_urls.get(host) or f"{self._schemes.get(host, 'http')}://{host}/"
         policy = self.robots.get(host)
@@ -698,26 +648,12 @@ class Crawler:
         self._counts["probes"] += 1
         self._probe_attempts[host] += 1
         attempts = self._probe_attempts[host]
-        retry = (res.status in RETRY_STATUSES and attempts < c.max_attempts) or (
-            res.error in NETWORK_ERRORS and attempts < c.max_error_attempts
-        )
-        signature: ProbeSignature | None = None
-        if not retry:
-            title = text = ""
-            if res.status == 200 and res.error is None:
-                parsed = parse_html(res.text(), c.agent)
-                title, text = parsed.title, parsed.text
-            signature = ProbeSignature(
-                host, url, res.status, title[:300], text[:20_000], res.header("location")
-            )
+        signature = probe_signature(res, host, url, attempts, self.config)
+        if signature is not None:
             self._probes[host] = signature
             self.frontier.probe_needed(host, False)
         outcome = f"probe:{res.error or res.status}"
-        answer = None
-        if signature is not None:
-            answer = ProbeAnswer(
-                signature.status or 0, signature.title, signature.text, signature.location
-            )
+        answer = signature.answer if signature is not None else None
         with self.store.transaction():
             self.store.record_probe(host, url, attempts, self._pause(host, delay), answer)
             self.store.add_fetch(self._fetch_record(lease, url, "probe", res, outcome, delay))

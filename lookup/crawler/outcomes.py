@@ -66,6 +66,7 @@ __all__ = [
     "not_modified",
     "other_status",
     "page",
+    "probe_signature",
     "redirect",
     "reschedule",
     "robots_directives",
@@ -445,6 +446,26 @@ def page(ctx: FetchContext) -> Outcome | None:
         "title": ctx.parsed.title[:300],
     }
     return Outcome("ok", facts, links=ctx.links, event=event)
+
+
+def probe_signature(
+    res: FetchResult, host: str, url: str, attempts: int, config: CrawlConfig
+) -> ProbeSignature | None:
+    """What a host's answer to its soft-404 probe says; None: ask again later.
+
+    A back-off (429/503) or a network error is asked again while attempts last; any
+    other answer is the host's signature (a 200's title and main text are kept).
+    """
+    retry = (res.status in RETRY_STATUSES and attempts < config.max_attempts) or (
+        res.error in NETWORK_ERRORS and attempts < config.max_error_attempts
+    )
+    if retry:
+        return None
+    title = text = ""
+    if res.status == 200 and res.error is None:
+        parsed = parse_html(res.text(), config.agent)
+        title, text = parsed.title, parsed.text
+    return ProbeSignature(host, url, res.status, title[:300], text[:20_000], res.header("location"))
 
 
 #: The rules in the order they are asked; the first that answers decides.

@@ -21,6 +21,7 @@ from lookup.crawler.outcomes import (
     network_error,
     not_modified,
     page,
+    probe_signature,
     redirect,
     robots_directives,
     server_error,
@@ -197,3 +198,18 @@ def test_rules_are_asked_in_order(make: Make) -> None:
     assert decide(make(status=404)).name == "http-404"
     assert decide(make(status=None, error="too-large")).name == "too-large"
     assert decide(make(body=HTML.format(text=STORY))).name == "ok"
+
+
+def test_a_probe_is_asked_again_after_a_back_off_and_then_kept(make: Make, kit: RuleKit) -> None:
+    url = "http://a.test/no-such-page-x1"
+    busy = make(url, status=503).result
+    assert probe_signature(busy, "a.test", url, 1, kit.config) is None  # attempts left
+    final = probe_signature(busy, "a.test", url, 3, kit.config)
+    assert final is not None and final.status == 503 and final.answer.status == 503
+    body = "<html><head><title>Oops</title></head><body><main>Nothing here.</main></body></html>"
+    soft = probe_signature(make(url, body=body).result, "a.test", url, 1, kit.config)
+    assert soft is not None and (soft.status, soft.title) == (200, "Oops") and soft.soft
+    gone = probe_signature(
+        make(url, status=None, error="timeout").result, "a.test", url, 2, kit.config
+    )
+    assert gone is not None and gone.status is None and gone.answer.status == 0

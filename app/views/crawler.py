@@ -402,33 +402,13 @@ def progress_chart(session: CrawlSession) -> go.Figure | None:
         subplot_titles=("Pages per second", "Frontier (URLs waiting) and duplicates"),
         horizontal_spacing=0.08,
     )
-    fig.add_trace(
-        go.Scatter(x=t, y=rates, mode="lines", name="pages/s", line=dict(color="#1f6feb")),
-        row=1,
-        col=1,
+    lines = (
+        (rates, "pages/s", dict(color="#1f6feb"), 1),
+        ([s.frontier for s in samples], "frontier", dict(color="#8250df"), 2),
+        ([s.duplicates for s in samples], "duplicates", dict(color="#bf8700", dash="dot"), 2),
     )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=[s.frontier for s in samples],
-            mode="lines",
-            name="frontier",
-            line=dict(color="#8250df"),
-        ),
-        row=1,
-        col=2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=[s.duplicates for s in samples],
-            mode="lines",
-            name="duplicates",
-            line=dict(color="#bf8700", dash="dot"),
-        ),
-        row=1,
-        col=2,
-    )
+    for y, name, line, col in lines:
+        fig.add_trace(go.Scatter(x=t, y=y, mode="lines", name=name, line=line), row=1, col=col)
     fig.update_xaxes(title_text="seconds since the crawl started")
     fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=10), legend=dict(x=1.02, y=1))
     return fig
@@ -767,39 +747,37 @@ def compare_pair(session: CrawlSession, left: str, right: str, verdict: str | No
         st.warning(f"These pages cannot be read back from the crawl's WARC files: {exc}")
         return
     r = compare_texts(a.text, b.text, context=30)
-    cols = st.columns(5)
-    cols[0].metric(
-        "SimHash distance",
-        f"{r.hamming} of 64 bits",
-        help="Hamming distance between the two 64-bit SimHash fingerprints of the word "
-        "3-shingles; the crawler calls ≤ 3 a near-duplicate.",
-        border=True,
+    metrics = (
+        (
+            "SimHash distance",
+            f"{r.hamming} of 64 bits",
+            "Hamming distance between the two 64-bit SimHash fingerprints of the word "
+            "3-shingles; the crawler calls ≤ 3 a near-duplicate.",
+        ),
+        (
+            "Shingle Jaccard",
+            f"{r.jaccard:.3f}",
+            "Shared distinct word 3-shingles ÷ all distinct shingles of the two pages (exact).",
+        ),
+        (
+            "MinHash estimate",
+            f"{r.minhash_jaccard:.3f}",
+            "datasketch's estimate of that Jaccard from 128 permutations; the crawler's LSH "
+            "calls ≥ 0.8 a near-duplicate.",
+        ),
+        (
+            "Words that differ",
+            f"{r.words_changed_left} / {r.words_changed_right}",
+            "Words only on the left / only on the right, aligned with difflib.",
+        ),
+        (
+            "Same text (SHA-256)",
+            "yes" if r.identical else "no",
+            "An exact duplicate has the same hash of its whitespace-normalised main text.",
+        ),
     )
-    cols[1].metric(
-        "Shingle Jaccard",
-        f"{r.jaccard:.3f}",
-        help="Shared distinct word 3-shingles ÷ all distinct shingles of the two pages (exact).",
-        border=True,
-    )
-    cols[2].metric(
-        "MinHash estimate",
-        f"{r.minhash_jaccard:.3f}",
-        help="datasketch's estimate of that Jaccard from 128 permutations; the crawler's LSH "
-        "calls ≥ 0.8 a near-duplicate.",
-        border=True,
-    )
-    cols[3].metric(
-        "Words that differ",
-        f"{r.words_changed_left} / {r.words_changed_right}",
-        help="Words only on the left / only on the right, aligned with difflib.",
-        border=True,
-    )
-    cols[4].metric(
-        "Same text (SHA-256)",
-        "yes" if r.identical else "no",
-        help="An exact duplicate has the same hash of its whitespace-normalised main text.",
-        border=True,
-    )
+    for col, (label, value, hint) in zip(st.columns(len(metrics)), metrics, strict=True):
+        col.metric(label, value, help=hint, border=True)
     if verdict:
         st.caption(f"The crawler's verdict: {verdict}")
     lcol, rcol = st.columns(2)

@@ -307,16 +307,9 @@ class Crawler:
 
     @staticmethod
     def _entry(row: UrlRecord) -> FrontierEntry:
+        r = row
         return FrontierEntry(
-            url=row.url,
-            url_hash=row.url_hash,
-            host=row.host,
-            depth=row.depth,
-            level=row.level,
-            kind=row.kind,
-            redirects=row.redirects,
-            attempts=row.attempts,
-            seq=row.seq,
+            r.url, r.url_hash, r.host, r.depth, r.level, r.kind, r.redirects, r.attempts, r.seq
         )
 
     async def _add_seeds(self) -> None:

@@ -11,7 +11,9 @@ robots.txt first on each host, then one probe for a URL that cannot exist (what
 the host's "not found" looks like, to tell soft 404s), one request per host and
 per address at a time, each after the host's delay. A page's outcome and the links
 it found are committed in one transaction after its WARC record and event are
-written.
+written. What an answer means is decided by the ordered outcome rules of
+:mod:`lookup.crawler.outcomes`; every write goes through the crawl-state writer
+(:class:`~lookup.crawler.store.CrawlWriter`), in typed records.
 
 The crawl runs in **cycles**: a host's page budget counts the URLs admitted for it
 in the current cycle (kept in the store, so a restart within a cycle does not

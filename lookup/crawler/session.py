@@ -48,6 +48,7 @@ from lookup.crawler.store import (
     ANSWER_FAILURES,
     STATE_FILE,
     CrawlStateError,
+    FetchRecord,
     HostRecord,
     crawl_state_url,
     open_crawl_reader,
@@ -514,7 +515,9 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
     )
 
 
-def _host_status(h: HostRecord, queues: dict[str, int], last: Any, budget_used: int) -> HostStatus:
+def _host_status(
+    h: HostRecord, queues: dict[str, int], last: FetchRecord | None, budget_used: int
+) -> HostStatus:
     """One host of the crawl state as the session view shows it."""
     return HostStatus(
         host=h.host,

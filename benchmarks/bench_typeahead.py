@@ -82,8 +82,8 @@ from lookup.typeahead import (
     HotBlocklist,
     RadixTrie,
     Snapshot,
-    SnapshotStore,
     SuggestService,
+    TrieSnapshotStore,
     normalize,
     normalize_prefix,
     write_snapshot,
@@ -208,7 +208,7 @@ def build_ours(corpus: Corpus, directory: Path) -> Ours:
     trie.add_many(zip(corpus.queries, range(len(corpus)), strict=True))
     arrays = trie.build()
     build_s = time.perf_counter() - t0
-    store = SnapshotStore(directory)
+    store = TrieSnapshotStore(directory)
     store.market_dir(MARKET).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     path = write_snapshot(
@@ -221,7 +221,7 @@ def build_ours(corpus: Corpus, directory: Path) -> Ours:
     )
     write_s = time.perf_counter() - t0
     snapshot = Snapshot(path)
-    store.set_current(MARKET, snapshot.version)
+    store.activate(MARKET, snapshot.version)
     service = SuggestService(store=store, blocklist=HotBlocklist(None))
     outcome = service.deploy(MARKET, snapshot.version, compare=False)
     if not outcome.deployed:
@@ -562,7 +562,7 @@ def bench_http(
         target = data_dir / "typeahead" / "snapshots" / MARKET
         target.mkdir(parents=True)
         shutil.copyfile(ours.path, target / ours.path.name)
-        SnapshotStore(data_dir / "typeahead" / "snapshots").set_current(
+        TrieSnapshotStore(data_dir / "typeahead" / "snapshots").activate(
             MARKET, ours.snapshot.version
         )
         body = json.dumps(ours.service.lookup("ip", MARKET).body(), separators=(",", ":"))

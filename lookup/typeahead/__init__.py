@@ -9,8 +9,10 @@ Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
 :mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
 blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
 :mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table),
-:mod:`~lookup.typeahead.shard_http` (shard servers and the router over HTTP) and
-:mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
+:mod:`~lookup.typeahead.shard_server`, :mod:`~lookup.typeahead.router` and
+:mod:`~lookup.typeahead.supervisor` (shard servers, the router in front of them and the
+processes running them), :mod:`~lookup.typeahead.http` (``/v1/suggest``) and
+:mod:`~lookup.typeahead.manage` (the management API).
 """
 
 from lookup.errors import NotBuilt
@@ -31,8 +33,10 @@ from lookup.typeahead.sharding import (
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
-    SnapshotStore,
+    TrieSnapshotStore,
     ValidationPolicy,
+    open_snapshot_store,
+    publish_validated,
     validate,
     write_snapshot,
 )
@@ -56,11 +60,11 @@ __all__ = [
     "ShardedSuggest",
     "Snapshot",
     "SnapshotError",
-    "SnapshotStore",
     "SuggestResult",
     "SuggestService",
     "TrendingPolicy",
     "TrendingTracker",
+    "TrieSnapshotStore",
     "TrieArrays",
     "TrieReader",
     "UnknownMarket",
@@ -72,8 +76,10 @@ __all__ = [
     "looks_private",
     "normalize",
     "normalize_prefix",
+    "open_snapshot_store",
     "phonetic_key",
     "plan_shards",
+    "publish_validated",
     "read_events",
     "romanize",
     "run",

@@ -30,9 +30,10 @@ from lookup.typeahead.filters import (
 )
 from lookup.typeahead.normalize import script_of
 from lookup.typeahead.snapshot import (
-    SnapshotStore,
     ValidationPolicy,
     ValidationReport,
+    open_snapshot_store,
+    publish_validated,
     write_snapshot,
 )
 from lookup.typeahead.translit import group_variants
@@ -253,7 +254,7 @@ def run(
         raise ValueError("no events folded yet: give a log with --log or build the query log")
     hot = HotBlocklist(blocklist_path(data_dir))
     blocklist = hot.effective
-    store = SnapshotStore(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_root(data_dir))
     staging = base / "staging"
     for market, state in sorted(board.markets.items()):
         t0 = time.perf_counter()
@@ -275,7 +276,7 @@ def run(
         }
         path = write_market(mb, staging, meta)
         size = path.stat().st_size
-        report: ValidationReport = store.publish(path, blocklist, policy, force=force)
+        report: ValidationReport = publish_validated(store, path, blocklist, policy, force=force)
         secs = time.perf_counter() - t0
         say(
             f"{market}: {len(mb.strings):,} suggestions, {len(mb.keys):,} keys, "

@@ -17,6 +17,19 @@ EVENTS = 50_000
 SEED = 7
 
 
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, t: float = 1_800_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
 @dataclass
 class Built:
     """A data directory with the small log and published snapshots, plus what went in."""

@@ -14,8 +14,10 @@ from lookup.typeahead.filters import Blocklist
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
-    SnapshotStore,
+    TrieSnapshotStore,
     ValidationPolicy,
+    open_snapshot_store,
+    publish_validated,
     validate,
     write_snapshot,
 )
@@ -107,26 +109,37 @@ def test_validation_refuses_size_jumps_blocked_and_broken_probes(tmp_path: Path)
 
 
 def test_store_publishes_refuses_and_prunes(tmp_path: Path) -> None:
-    store = SnapshotStore(tmp_path / "snaps", keep=3)
+    store = TrieSnapshotStore(tmp_path / "snaps", keep=3)
     staging = tmp_path / "staging"
     staging.mkdir()
     first = make(staging / "x.trie", HEAD, version="20260101T000000Z-aaaaaa")
-    assert store.publish(first, Blocklist()).ok
+    assert publish_validated(store, first, Blocklist()).ok
     assert store.current("en-IN") == "20260101T000000Z-aaaaaa"
     bad = make(staging / "y.trie", HEAD[:10], version="20260102T000000Z-bbbbbb")
-    report = store.publish(bad, Blocklist())
+    report = publish_validated(store, bad, Blocklist())
     assert not report.ok
     assert store.current("en-IN") == "20260101T000000Z-aaaaaa"  # the old one keeps serving
     assert (tmp_path / "snaps" / "en-IN" / "rejected" / "20260102T000000Z-bbbbbb.json").exists()
     for day in range(3, 8):
         v = f"202601{day:02d}T000000Z-cccccc"
-        assert store.publish(make(staging / "z.trie", HEAD, version=v), Blocklist()).ok
+        assert publish_validated(store, make(staging / "z.trie", HEAD, version=v), Blocklist()).ok
     assert store.versions("en-IN") == [f"202601{d:02d}T000000Z-cccccc" for d in (5, 6, 7)]
-    assert store.load("en-IN").version == "20260107T000000Z-cccccc"
+    opened = store.open("en-IN")
+    assert opened is not None and opened.version == "20260107T000000Z-cccccc"
     with pytest.raises(ValueError):
         store.path("en-IN", "../../etc/passwd")
     with pytest.raises(ValueError):
         store.market_dir("../x")
+
+
+def test_the_store_opens_from_a_url(tmp_path: Path) -> None:
+    url = (tmp_path / "snaps").as_uri()
+    assert url.startswith("file:///")
+    assert open_snapshot_store(url).root == tmp_path / "snaps"
+    assert open_snapshot_store(str(tmp_path / "snaps")).root == tmp_path / "snaps"
+    for bad in ("sqlite:///x.db", "memory:", "s3://bucket/x", "file://host/x", ""):
+        with pytest.raises(ValueError, match="snapshot store URL|file URL|local directory"):
+            open_snapshot_store(bad)
 
 
 def test_file_is_compact(tmp_path: Path) -> None:

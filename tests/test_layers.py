@@ -35,6 +35,7 @@ STORE_MODULES = {
     "lookup/shortener/analytics/aggregate.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
+    "lookup/crawler/store_sqlite.py",
 }
 
 

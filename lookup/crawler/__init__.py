@@ -17,14 +17,14 @@ store, host records, every cut with its rule, every fetch), written through
 
 from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError, CrawlProgress, CrawlReport, crawl
 from lookup.crawler.dedup import DuplicateDetector, SimHashIndex, Verdict, hamming, simhash
-from lookup.crawler.fetcher import DEFAULT_USER_AGENT, Resolver, parse_hosts_file
+from lookup.crawler.fetcher import DEFAULT_USER_AGENT, DnsResolver, parse_hosts_file
 from lookup.crawler.frontier import Frontier, FrontierEntry, HostQueue, PolitenessPolicy
 from lookup.crawler.output import read_events, read_record
 from lookup.crawler.robots import RobotsCache, RobotsPolicy
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.store import CrawlReader, CrawlWriter, open_crawl_reader, open_crawl_store
 from lookup.crawler.traps import TrapGuard, TrapPolicy, url_pattern
-from lookup.kit.urlnorm import normalize, url_hash
+from lookup.kit.urlnorm import normalize_url, url_hash
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -40,7 +40,7 @@ __all__ = [
     "FrontierEntry",
     "HostQueue",
     "PolitenessPolicy",
-    "Resolver",
+    "DnsResolver",
     "RobotsCache",
     "RobotsPolicy",
     "Sandbox",
@@ -51,7 +51,7 @@ __all__ = [
     "Verdict",
     "crawl",
     "hamming",
-    "normalize",
+    "normalize_url",
     "open_crawl_reader",
     "open_crawl_store",
     "parse_hosts_file",

@@ -45,10 +45,10 @@ from lookup.crawler.config import CrawlConfig, CrawlError, CrawlProgress, CrawlR
 from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_from_bytes
 from lookup.crawler.fetcher import (
     HTML_TYPES,
+    DnsResolver,
     Fetcher,
     FetchResult,
     ResolveError,
-    Resolver,
     parse_retry_after,
     tls_context,
 )
@@ -63,7 +63,7 @@ from lookup.crawler.outcomes import (
     importance,
     probe_signature,
 )
-from lookup.crawler.output import EventLog, WarcStore, iso
+from lookup.crawler.output import EventLogWriter, WarcStore, iso
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature, probe_path
@@ -83,7 +83,7 @@ from lookup.crawler.store import (
     open_crawl_store,
 )
 from lookup.crawler.traps import TrapGuard
-from lookup.kit.urlnorm import host_of, normalize, url_hash
+from lookup.kit.urlnorm import host_of, normalize_url, url_hash
 
 __all__ = ["CrawlConfig", "CrawlError", "CrawlProgress", "CrawlReport", "Crawler", "crawl"]
 
@@ -190,8 +190,8 @@ class Crawler:
             except (OSError, ssl.SSLError) as exc:
                 self._close()
                 raise CrawlError(f"cannot use {c.ca_bundle} as a CA bundle: {exc}") from None
-        allowed = None if c.allow_any_address else Resolver.allowed
-        self.resolver = Resolver(
+        allowed = None if c.allow_any_address else DnsResolver.allowed
+        self.resolver = DnsResolver(
             table={k.lower(): v for k, v in c.hosts.items()},
             strict=c.strict_hosts,
             allowed=allowed,
@@ -228,7 +228,7 @@ class Crawler:
             self.store.add_cycle(CycleRecord(1, now, "start"))
             self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
-        self.events = EventLog(self.out / "events.jsonl")
+        self.events = EventLogWriter(self.out / "events.jsonl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url)
 
     def _close(self) -> None:
@@ -316,7 +316,7 @@ class Crawler:
 
     async def _add_seeds(self) -> None:
         for seed in self.config.seeds:
-            url = normalize(seed)
+            url = normalize_url(seed)
             if url is None:
                 raise CrawlError(f"not a crawlable http(s) URL: {seed!r}")
             await self._admit_many([(url, 0, None, "page", 0)])
@@ -601,7 +601,7 @@ class Crawler:
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
         items = []
         for sm in sitemaps:
-            n = normalize(sm)
+            n = normalize_url(sm)
             if n is not None:
                 items.append((n, 0, answer.url, "sitemap", 0))
         with self.store.transaction():

@@ -44,7 +44,7 @@ from lookup.crawler.store import (
     Validators,
 )
 from lookup.crawler.traps import TrapGuard
-from lookup.kit.urlnorm import normalize
+from lookup.kit.urlnorm import normalize_url
 
 __all__ = [
     "FAILED",
@@ -144,12 +144,12 @@ class FetchContext:
     @cached_property
     def _base(self) -> str:
         p, url = self.parsed, self.entry.url
-        return (normalize(p.base_url, url) if p.base_url else url) or url
+        return (normalize_url(p.base_url, url) if p.base_url else url) or url
 
     @cached_property
     def canonical(self) -> str | None:
         c = self.parsed.canonical
-        return normalize(c, self._base) if c else None
+        return normalize_url(c, self._base) if c else None
 
     @cached_property
     def links(self) -> list[Link]:
@@ -158,7 +158,7 @@ class FetchContext:
         out: dict[str, None] = {}
         if not self.directives.nofollow:
             for href in self.parsed.links:
-                n = normalize(href, self._base)
+                n = normalize_url(href, self._base)
                 if n is not None and n != e.url:
                     out[n] = None
             if self.canonical and self.canonical != e.url:
@@ -255,7 +255,7 @@ def redirect(ctx: FetchContext) -> Outcome | None:
         return None
     e, c = ctx.entry, ctx.kit.config
     location = ctx.result.header("location")
-    target = normalize(location or "", e.url)
+    target = normalize_url(location or "", e.url)
     if target is None:
         return Outcome("redirect", UrlFacts(reason=f"unusable Location {location!r}"))
     if e.redirects + 1 > c.max_redirects:
@@ -319,7 +319,7 @@ def sitemap(ctx: FetchContext) -> Outcome | None:
                 loc = (child.text or "").strip()
             elif child.tag.endswith("lastmod"):
                 lastmod = (child.text or "").strip()
-        url = normalize(loc) if loc else None
+        url = normalize_url(loc) if loc else None
         if url is None:
             continue
         links.append((url, e.depth + 1, e.url, "sitemap" if is_index else "page", 0))

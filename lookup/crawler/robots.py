@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from protego import Protego
 
 from lookup.crawler.store import HostRecord, RobotsRecord
-from lookup.kit.urlnorm import host_of, normalize
+from lookup.kit.urlnorm import host_of, normalize_url
 
 if TYPE_CHECKING:
     from lookup.crawler.fetcher import Fetcher, FetchResult
@@ -176,7 +176,7 @@ class RobotsCache:
         res = await fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
         took, hops = res.took, 0
         while res.ok and res.status in _REDIRECTS and hops < 5:
-            target = normalize(res.header("location") or "", url)
+            target = normalize_url(res.header("location") or "", url)
             if target is None or host_of(target) != host:
                 break
             hops += 1

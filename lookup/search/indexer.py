@@ -34,7 +34,7 @@ from lookup.search.events import (
     PageStore,
     page_from_payload,
 )
-from lookup.search.extract import normalize_url
+from lookup.search.extract import comparable_url
 from lookup.search.location import open_index_location
 from lookup.search.manifest import (
     DELETIONS_LOG,
@@ -296,7 +296,7 @@ def build_index(
                 text=page.text,
                 crawled_at=ev.fetched_at,
                 seq=ev.seq,
-                links=[normalize_url(u) for u in ev.out_links]
+                links=[comparable_url(u) for u in ev.out_links]
                 if ev.out_links is not None
                 else page.links,
             )

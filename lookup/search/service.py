@@ -22,7 +22,7 @@ from lookup.errors import NotBuilt
 from lookup.kit.background import BackgroundTask
 from lookup.search.coordinator import Coordinator
 from lookup.search.events import url_hash_of
-from lookup.search.extract import normalize_url
+from lookup.search.extract import comparable_url
 from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
@@ -131,7 +131,7 @@ class SearchService:
             raise RuntimeError("deletions need the real-time tier")
         candidates = [url_hash] if url_hash else []
         if url:
-            candidates += [url_hash_of(url), url_hash_of(normalize_url(url))]
+            candidates += [url_hash_of(url), url_hash_of(comparable_url(url))]
         key = next((c for c in candidates if c and c in snap.locations), None)
         if key is None and snap.realtime is not None:
             key = next((c for c in candidates if c in snap.realtime.latest), None)

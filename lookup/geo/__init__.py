@@ -12,21 +12,36 @@ The public API the dashboard, the notebooks and the HTTP layer use:
 * :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
 """
 
-from lookup.errors import NotBuilt
-from lookup.geo import geohash
-from lookup.geo.index import Box, GeohashIndex, Plan, ScanIndex, circle_box
-from lookup.geo.quadtree import QuadtreeIndex
-from lookup.geo.ranking import bayesian_rating, haversine_m, score, tokenize
-from lookup.geo.search import (
-    MAX_RADIUS_M,
-    WIDEN_STEPS_M,
-    Filters,
-    ProximitySearch,
-    SearchError,
-    SearchResult,
-)
-from lookup.geo.service import PlacesService
-from lookup.geo.store import Change, PlaceError, PlaceStore, SqlitePlaceStore, open_place_store
+from lookup.kit.lazy import lazy_exports
+
+#: Each public name and the module it lives in, imported on first use.
+_EXPORTS = {
+    "geohash": "lookup.geo",
+    "NotBuilt": "lookup.errors",
+    "Box": "lookup.geo.index",
+    "GeohashIndex": "lookup.geo.index",
+    "Plan": "lookup.geo.index",
+    "ScanIndex": "lookup.geo.index",
+    "circle_box": "lookup.geo.index",
+    "QuadtreeIndex": "lookup.geo.quadtree",
+    "bayesian_rating": "lookup.geo.ranking",
+    "haversine_m": "lookup.geo.ranking",
+    "score": "lookup.geo.ranking",
+    "tokenize": "lookup.geo.ranking",
+    "MAX_RADIUS_M": "lookup.geo.search",
+    "WIDEN_STEPS_M": "lookup.geo.search",
+    "Filters": "lookup.geo.search",
+    "ProximitySearch": "lookup.geo.search",
+    "SearchError": "lookup.geo.search",
+    "SearchResult": "lookup.geo.search",
+    "PlacesService": "lookup.geo.service",
+    "Change": "lookup.geo.store",
+    "PlaceError": "lookup.geo.store",
+    "PlaceStore": "lookup.geo.store",
+    "SqlitePlaceStore": "lookup.geo.store",
+    "open_place_store": "lookup.geo.store",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "MAX_RADIUS_M",

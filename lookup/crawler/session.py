@@ -1,6 +1,6 @@
 """Run a crawl of the sandbox web in a child process and watch it live.
 
-What a dashboard (or a notebook) needs around :func:`lookup.crawler.crawl`:
+What a dashboard (or a notebook) needs around :func:`lookup.crawler.engine`:
 
 - :func:`probe_sandbox` asks a sandbox web's control address for its manifest;
   :class:`SandboxProcess` starts one (``lookup sandbox``) when none answers.

@@ -49,6 +49,7 @@ import numpy as np
 from datasketch import HyperLogLog
 
 from lookup.kit.ids import load_or_create_secret
+from lookup.kit.sqlite import ConnectionPool
 from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent
 from lookup.shortener.analytics.log import ClickLog, LogRecord
 
@@ -219,9 +220,7 @@ class ClickAggregator:
         self.housekeeping_s = housekeeping_s
         self.clock = clock
         self._lock = threading.Lock()
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._pool = ConnectionPool(self.path)  # WAL, synchronous NORMAL, 10 s busy timeout
         self._last_housekeeping = -math.inf
         conn = self._conn()
         conn.executescript(_SCHEMA)
@@ -240,27 +239,11 @@ class ClickAggregator:
         return self._enricher
 
     def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
-        return conn
+        return self._pool.get()
 
     def close(self) -> None:
         """Close every connection (they reopen on next use)."""
-        with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+        self._pool.close()
 
     # -- consuming ---------------------------------------------------------------------
 

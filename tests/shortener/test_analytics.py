@@ -451,14 +451,20 @@ class BlockingLog(SqliteClickLog):
         super().append(events)
 
 
-def test_redirects_do_not_wait_for_a_stalled_click_log(make_app: Callable[..., Any]) -> None:
-    app = make_app(analytics=False)
-    svc = app.service
-    stalled = BlockingLog(svc.dir / "stalled.sqlite3")
-    analytics = ClickAnalytics.for_service(
-        svc, capacity=5, batch_size=5, ship_interval_s=0.01, click_log=stalled
-    ).attach(svc)
-    analytics.start()
+def test_redirects_do_not_wait_for_a_stalled_click_log(
+    make_app: Callable[..., Any], tmp_path: Path
+) -> None:
+    stalled = BlockingLog(tmp_path / "stalled.sqlite3")
+    app = make_app(
+        analytics_options={
+            "capacity": 5,
+            "batch_size": 5,
+            "ship_interval_s": 0.01,
+            "click_log": stalled,
+        }
+    )
+    analytics = app.shortener.analytics
+    assert analytics is not None and analytics.log is stalled
     try:
         key = app.client.post("/v1/links", json={"longUrl": "https://example.com/"}).json()["key"]
         app.client.get(f"/{key}", follow_redirects=False)
@@ -468,7 +474,7 @@ def test_redirects_do_not_wait_for_a_stalled_click_log(make_app: Callable[..., A
         stats = analytics.buffer.stats()
         assert stats["accepted"] + stats["dropped"] == 31
         assert stats["dropped"] >= 31 - 5 - 5  # at most one batch in flight + a full buffer
-        assert svc.metrics()["analytics"]["buffer"]["dropped"] == stats["dropped"]
+        assert app.shortener.metrics()["analytics"]["buffer"]["dropped"] == stats["dropped"]
     finally:
         stalled.release.set()
         analytics.stop()
@@ -550,11 +556,11 @@ def test_clicks_buffered_at_shutdown_are_shipped(
     make_app: Callable[..., Any], auth: dict[str, str]
 ) -> None:
     first = make_app()
-    first.service.analytics.stop(flush=False)  # nothing ships in the background now
+    first.shortener.analytics.stop(flush=False)  # nothing ships in the background now
     key = _create(first, auth, longUrl="https://example.com/")
     for _ in range(5):
         first.client.get(f"/{key}", follow_redirects=False)
-    assert first.service.analytics.buffer.stats()["queued"] == 5
+    assert first.shortener.analytics.buffer.stats()["queued"] == 5
     first.client.__exit__(None, None, None)  # the lifespan's shutdown ships the buffer
     second = make_app()  # the same data directory, a new process in all but name
     stats = second.client.get(f"/v1/links/{key}/stats", headers=auth).json()

@@ -204,7 +204,7 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], dict[str, str]]:
     monkeypatch.delenv("LOOKUP_ADMIN_TOKEN", raising=False)
 
     def headers(app: Any) -> dict[str, str]:
-        return {"Authorization": f"Bearer {load_admin_token(app.service.dir)}"}
+        return {"Authorization": f"Bearer {load_admin_token(app.shortener.dir)}"}
 
     return headers
 
@@ -270,7 +270,7 @@ def test_editing_the_blocklist_file_triggers_a_rescan(make_app: Callable[..., An
     app = make_app(scanner=True)
     key = app.client.post("/v1/links", json={"longUrl": "https://files.example.net/"}).json()["key"]
     assert eventually(lambda: _link(app, key).scan_verdict == "SAFE")
-    with app.service.blocklist.path.open("a") as fh:
+    with app.shortener.blocklist.path.open("a") as fh:
         fh.write("example.net\n")
     # The blocklist notices the new mtime within its 2 s recheck; the scanner then sweeps.
     assert eventually(lambda: _link(app, key).status is Status.DISABLED, timeout=20)
@@ -376,7 +376,7 @@ def test_the_reasons_behind_a_verdict_are_kept_and_shown(
     bad = app.client.post("/v1/links", json={"longUrl": url}, headers=auth).json()["key"]
     plain = "https://sub.example.org/a"
     key = app.client.post("/v1/links", json={"longUrl": plain}, headers=auth).json()["key"]
-    oracle = assess(url, app.service.blocklist, app.service.scanner.feed_file.current())
+    oracle = assess(url, app.shortener.blocklist, app.shortener.scanner.feed_file.current())
     assert oracle.verdict == "MALICIOUS" and len(oracle.reasons) >= 2
     assert eventually(lambda: _link(app, bad).scan_reasons == oracle.reasons)
     assert eventually(lambda: _link(app, key).scan_verdict == "SAFE")

@@ -579,7 +579,7 @@ def test_the_aggregator_can_run_as_its_own_process(tmp_path: Path) -> None:
     analytics.start()
     try:
         assert analytics._process is None  # nobody clicked yet: no second process
-        assert [t.name for t in analytics._threads] == ["click-shipper"]  # nothing folds here
+        assert [t.name for t in analytics._tasks] == ["click-shipper"]  # nothing folds here
         for i in range(300):
             analytics.buffer.offer(_ctx(ts=T0 + i, user_agent=IPHONE))
         deadline = time.monotonic() + 60

@@ -161,7 +161,7 @@ def test_an_external_aggregator_folds_what_the_server_shipped(
     app = make_app(aggregator="external")
     analytics = app.shortener.analytics
     assert analytics.mode == "external"
-    assert [t.name for t in analytics._threads] == ["click-shipper"]
+    assert [t.name for t in analytics._tasks] == ["click-shipper"]
     key = app.client.post("/v1/links", json={"longUrl": "https://e.example/"}, headers=auth)
     key = key.json()["key"]
     visits = [{"User-Agent": IPHONE, "CF-IPCountry": "IN"}, {"User-Agent": SLACKBOT},

@@ -339,7 +339,7 @@ def test_producer_ranges_stay_compact(tmp_path: Path) -> None:
     agg.catch_up()
     assert agg.consumer_state()["counted"] == 10_000
     assert agg.consumer_state()["duplicates"] == 2_500
-    conn = agg._conn()
+    conn = agg.counts._conn()
     assert conn.execute("SELECT lo, hi FROM seen_ranges").fetchall() == [(1, 10_000)]
     assert conn.execute("SELECT COUNT(*) FROM seen_events").fetchone()[0] == 0
 
@@ -396,7 +396,7 @@ def test_a_replayed_log_changes_nothing(tmp_path: Path) -> None:
     agg = ClickAggregator(tmp_path / "s.sqlite3", click_log, batch_size=7)
     agg.catch_up()
     before = agg.stats("abc1234", T0, T0 + 60, "minute")
-    agg._conn().execute("UPDATE consumer SET log_offset = 0")  # rewind
+    agg.counts._conn().execute("UPDATE consumer SET log_offset = 0")  # rewind
     agg.catch_up()
     assert agg.stats("abc1234", T0, T0 + 60, "minute") == before
     assert before["totals"]["clicks"] == 50

@@ -2,9 +2,10 @@
 
 :class:`Shortener` opens the state through its factories — the link store
 (:func:`~lookup.shortener.store.open_link_store`), the id allocator
-(:func:`~lookup.kit.ids.open_id_allocator`) and the click log
-(:func:`~lookup.shortener.analytics.log.open_click_log`), from URLs derived from the data
-directory — and builds the parts in dependency order, each given what it talks to:
+(:func:`~lookup.kit.ids.open_id_allocator`), the click log
+(:func:`~lookup.shortener.analytics.log.open_click_log`) and the click counts
+(:func:`~lookup.shortener.analytics.counts.open_click_counts`), from URLs derived from the
+data directory — and builds the parts in dependency order, each given what it talks to:
 
 * analytics first (it needs nobody): its buffer's ``offer`` becomes the service's
   ``on_click``;
@@ -36,6 +37,7 @@ from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_al
 from lookup.kit.ratelimit import RateLimiter, RatePolicy
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
+from lookup.shortener.analytics.counts import open_click_counts
 from lookup.shortener.analytics.log import open_click_log
 from lookup.shortener.api import LinkApi
 from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords
@@ -207,6 +209,10 @@ class Shortener:
             }
             if options.get("click_log") is None:
                 options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
+            if options.get("click_counts") is None:
+                options["click_counts"] = open_click_counts(
+                    sqlite_url(self.dir / "clickstats.sqlite3")
+                )
             self.analytics = ClickAnalytics(self.dir, secret, **options)
 
         self.events = LinkEvents()

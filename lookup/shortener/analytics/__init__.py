@@ -16,7 +16,8 @@ The pipeline, as the seed draws it::
 * :class:`ClickAggregator` — parses user agents (LRU on the strings), tells people from
   bots and link-preview fetchers, and keeps per-key per-minute and per-hour counts by
   country, device, OS, browser and referrer, and a HyperLogLog per key for unique
-  visitors (``clickstats.sqlite3``);
+  visitors in a :class:`ClickCounts` store (:class:`SqliteClickCounts`,
+  ``clickstats.sqlite3``; :func:`open_click_counts`);
 * :class:`ClickAnalytics` — owns them for one data directory: its buffer's ``offer`` is the
   service's click hook (:mod:`lookup.shortener.app` passes it in), and it answers a
   link's click stats (:meth:`ClickAnalytics.click_stats`).
@@ -49,6 +50,7 @@ from lookup.shortener.analytics.aggregate import (
     event_dims,
 )
 from lookup.shortener.analytics.buffer import ClickBuffer
+from lookup.shortener.analytics.counts import ClickCounts, SqliteClickCounts, open_click_counts
 from lookup.shortener.analytics.events import (
     AGENT_KINDS,
     BOT,
@@ -97,6 +99,7 @@ class ClickAnalytics:
         ship_interval_s: float = 0.25,
         aggregate_interval_s: float = 1.0,
         click_log: ClickLog | None = None,
+        click_counts: ClickCounts | None = None,
         aggregator: str = "thread",
         aggregator_nice: int = 19,
         clock: Callable[[], float] = time.time,
@@ -110,13 +113,14 @@ class ClickAnalytics:
         self.enricher = ClickEnricher(secret)
         self._secret = secret
         self.shipper = ClickShipper(self.buffer, self.log, self.enricher, batch_size=batch_size)
-        self.aggregator = ClickAggregator(
-            self.dir / "clickstats.sqlite3", self.log, enricher=self.enricher, clock=clock
-        )
+        counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
+        self.aggregator = ClickAggregator(counts, self.log, enricher=self.enricher, clock=clock)
         self.ship_interval_s = ship_interval_s
         self.aggregate_interval_s = aggregate_interval_s
-        if aggregator != "thread" and not isinstance(self.log, SqliteClickLog):
-            aggregator = "thread"  # another process cannot read an in-memory log
+        if aggregator != "thread" and not (
+            isinstance(self.log, SqliteClickLog) and isinstance(counts, SqliteClickCounts)
+        ):
+            aggregator = "thread"  # another process cannot reach in-memory state
         self.mode = aggregator
         self.aggregator_nice = aggregator_nice
         self._running = False
@@ -303,6 +307,7 @@ __all__ = [
     "ClickAggregator",
     "ClickAnalytics",
     "ClickBuffer",
+    "ClickCounts",
     "ClickEnricher",
     "ClickEvent",
     "ClickLog",
@@ -310,10 +315,12 @@ __all__ = [
     "LogRecord",
     "MemoryClickLog",
     "RawClick",
+    "SqliteClickCounts",
     "SqliteClickLog",
     "classify_agent",
     "country_code",
     "event_dims",
+    "open_click_counts",
     "open_click_log",
     "referrer_host",
     "run_aggregator",

@@ -31,7 +31,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -66,6 +66,7 @@ def _decode(blob: str) -> list[list[object]]:
         return json.loads(blob)  # type: ignore[no-any-return]
 
 
+@runtime_checkable
 class ClickLog(Protocol):
     """What the shipper writes to and the aggregator reads from."""
 

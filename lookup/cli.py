@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
 from collections.abc import Sequence
 
@@ -15,7 +16,7 @@ from lookup.kit.cliargs import add_data_dir, port
 
 #: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
 COMMANDS: list[str] = [
-    "lookup.capacity_cli",
+    "lookup.capacity.cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",
@@ -42,6 +43,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
     )
+    return 0
+
+
+def _cmd_settings(args: argparse.Namespace) -> int:
+    rows = settings.describe()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for row in rows:
+        value = "(unset)" if row["value"] in ("", None) else row["value"]
+        unit = f" [{row['unit']}]" if row["unit"] else ""
+        print(f"{row['env']}={value}{unit}")
+        print(f"    {row['help']}")
     return 0
 
 
@@ -79,6 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_dir(serve)
     serve.set_defaults(func=_cmd_serve)
 
+    show = sub.add_parser(
+        "settings",
+        help="every knob (environment variable) with its current value and what it does",
+        description="Print every LOOKUP_* setting: its current value, unit and purpose.",
+    )
+    show.add_argument("--json", action="store_true", help="print the table as JSON")
+    show.set_defaults(func=_cmd_settings)
+
     for module in COMMANDS:
         importlib.import_module(module).register(sub)
     return parser
@@ -93,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except settings.SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

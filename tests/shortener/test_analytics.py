@@ -618,3 +618,39 @@ def test_fuzzed_stats_queries_never_5xx(app: Any, params: dict[str, str]) -> Non
     assert resp.status_code in (200, 400, 422), resp.text
     if resp.status_code != 200:
         assert resp.json()["error"]
+
+
+class FlakyLog(MemoryClickLog):
+    """An in-memory log whose first two reads fail (a broker briefly down for consumers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures_left = 2
+
+    def read(self, after: int, limit: int) -> Any:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise OSError("the click log is briefly down")
+        return super().read(after, limit)
+
+
+def test_failed_background_rounds_are_counted_and_the_loops_go_on(tmp_path: Path) -> None:
+    import time
+
+    flaky = FlakyLog()
+    analytics = ClickAnalytics(
+        tmp_path, b"s" * 32, ship_interval_s=0.01, aggregate_interval_s=0.01, click_log=flaky
+    )
+    analytics.start()
+    try:
+        for i in range(10):
+            analytics.buffer.offer(_ctx(ts=T0 + i, user_agent=IPHONE))
+        deadline = time.monotonic() + 60
+        while analytics.aggregator.consumer_state()["counted"] < 10:
+            assert time.monotonic() < deadline, analytics.stats()
+            time.sleep(0.02)
+        assert analytics.stats()["loopErrors"] == 2  # the aggregator's two failed rounds
+    finally:
+        analytics.stop()
+    assert analytics.stats()["loopErrors"] == 2  # still reported once the loops stopped
+    analytics.close()

@@ -395,3 +395,34 @@ def test_the_reasons_behind_a_verdict_are_kept_and_shown(
     app.client.post("/v1/shortener/blocklist", json={"remove": ["example.org"]}, headers=admin(app))
     assert eventually(lambda: _link(app, key).status is Status.ACTIVE)
     assert _link(app, key).scan_reasons == ()
+
+
+def test_a_failing_round_is_counted_and_the_scanner_keeps_running(
+    shortener: Shortener, clock: Any
+) -> None:
+    class FlakyStore:
+        """The real store, except the sweep's first two pages fail."""
+
+        def __init__(self) -> None:
+            self.failures_left = 2
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(shortener.store, name)
+
+        def iter_links(self, **kw: Any) -> Any:
+            if self.failures_left:
+                self.failures_left -= 1
+                raise RuntimeError("the store is briefly down")
+            return shortener.store.iter_links(**kw)
+
+    scanner = Scanner(
+        FlakyStore(), shortener.service, shortener.blocklist,  # type: ignore[arg-type]
+        state_dir=shortener.dir, clock=clock, tick_s=0.01,
+    )  # fmt: skip
+    scanner.start()
+    try:
+        assert eventually(lambda: scanner.full_sweeps == 1)  # it got past the failures
+        assert scanner.stats()["errors"] == 2
+    finally:
+        scanner.stop()
+    assert not scanner._task.running

@@ -338,3 +338,18 @@ def test_limits_come_from_the_environment() -> None:
     assert limits.owner == Limits().owner
     with pytest.raises(ValueError, match="LOOKUP_SHORTENER_RATE_OWNER"):
         Limits.from_env({"LOOKUP_SHORTENER_RATE_OWNER": "lots"})
+
+
+def test_a_failing_subscriber_never_stops_a_change_or_the_others(
+    api: LinkApi, shortener: Shortener
+) -> None:
+    heard: list[str] = []
+
+    def broken(event: str, link: object) -> None:
+        raise RuntimeError("subscriber exploded")
+
+    shortener.events.subscribe(broken)
+    shortener.events.subscribe(lambda event, link: heard.append(event))
+    key = api.create({"longUrl": "https://a.example/"}, owner=OWNER).body["key"]
+    assert shortener.service.get(key).long_url == "https://a.example/"
+    assert heard == ["created"]

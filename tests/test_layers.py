@@ -35,7 +35,6 @@ STORE_MODULES = {
     "lookup/shortener/analytics/counts.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
-    "lookup/datasets/places.py",
 }
 
 

@@ -7,7 +7,8 @@ The public API the dashboard, the notebooks and the HTTP layer use:
   :class:`QuadtreeIndex` and :class:`ScanIndex` plan the same searches differently;
 * :class:`ProximitySearch` — radius and map-area search: filters, ranking, cursor
   pages, widening and the per-cell result cache;
-* :class:`PlaceStore` — the places database and its change stream (write path);
+* :class:`PlaceStore` — the places database and its change stream (write path):
+  :class:`SqlitePlaceStore` behind it, opened by :func:`open_place_store`;
 * :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
 """
 
@@ -25,7 +26,7 @@ from lookup.geo.search import (
     SearchResult,
 )
 from lookup.geo.service import PlacesService
-from lookup.geo.store import Change, PlaceError, PlaceStore
+from lookup.geo.store import Change, PlaceError, PlaceStore, SqlitePlaceStore, open_place_store
 
 __all__ = [
     "MAX_RADIUS_M",
@@ -44,10 +45,12 @@ __all__ = [
     "ScanIndex",
     "SearchError",
     "SearchResult",
+    "SqlitePlaceStore",
     "bayesian_rating",
     "circle_box",
     "geohash",
     "haversine_m",
+    "open_place_store",
     "score",
     "tokenize",
 ]

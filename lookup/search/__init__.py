@@ -4,7 +4,8 @@ Write path: :func:`build_index` turns a crawl directory (``events.jsonl`` + WARC
 files) into immutable segments with compressed postings and skip pointers, published
 as a versioned manifest. Read path: :class:`SearchService` serves the live version
 through a :class:`Coordinator` (fan-out, per-shard deadline, hedged requests to
-replicas) with a real-time tier for pages fetched since the last build.
+replicas) with a real-time tier for pages fetched since the last build. The published
+versions live in an :class:`IndexLocation` (a directory today: :func:`open_index_location`).
 
 The dashboard and notebooks use the names exported here.
 """
@@ -23,6 +24,7 @@ from lookup.search.coordinator import Coordinator, FaultSwitch, QueryError
 from lookup.search.events import EventLog, PageEvent, PageStore
 from lookup.search.extract import extract_page
 from lookup.search.indexer import IndexReport, build_index, shard_of
+from lookup.search.location import DirectoryIndexLocation, IndexLocation, open_index_location
 from lookup.search.manifest import current_manifest
 from lookup.search.postings import PostingList, decode_varints, encode_varints, intersect_cursors
 from lookup.search.realtime import RealtimeTier
@@ -35,8 +37,10 @@ __all__ = [
     "B",
     "K1",
     "Coordinator",
+    "DirectoryIndexLocation",
     "EventLog",
     "FaultSwitch",
+    "IndexLocation",
     "IndexReport",
     "NotBuilt",
     "PageEvent",
@@ -62,6 +66,7 @@ __all__ = [
     "intersect_cursors",
     "make_snippet",
     "merge_segments",
+    "open_index_location",
     "parse_query",
     "shard_of",
 ]

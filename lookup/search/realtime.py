@@ -22,6 +22,7 @@ Two mechanisms make the handoff exact:
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from array import array
@@ -32,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from lookup.kit.background import BackgroundTask
 from lookup.search.analysis import Analyzed, analyze_document
 from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
 from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
@@ -40,6 +42,8 @@ from lookup.search.indexer import shard_of
 from lookup.search.manifest import DELETIONS_LOG
 from lookup.search.segment import url_key
 from lookup.search.shard import REALTIME, Hit, Snapshot, top_k
+
+log = logging.getLogger("lookup.search")
 
 
 @dataclass
@@ -325,8 +329,7 @@ class RealtimeTier:
         self._source: tuple[str, str] | None = None
         self._log: EventLog | None = None
         self._store: PageStore | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._poller: BackgroundTask | None = None
         self.ingested = 0
         self.failed = 0
         self.last_poll = 0.0
@@ -408,27 +411,17 @@ class RealtimeTier:
 
     # --- background tailing ---------------------------------------------------------------
     def start(self) -> None:
-        """Poll the crawl log in a daemon thread."""
-        if self._thread is not None:
+        """Poll the crawl log every ``poll_seconds`` in the background (a failed poll is
+        logged and counted, and the next one retries)."""
+        if self._poller is not None and self._poller.running:
             return
-        self._stop.clear()
-
-        def loop() -> None:
-            while not self._stop.wait(self.poll_seconds):
-                try:
-                    self.poll()
-                except Exception:  # keep tailing; the next poll retries
-                    self.failed += 1
-
-        self._thread = threading.Thread(target=loop, name="search-realtime", daemon=True)
-        self._thread.start()
+        self._poller = BackgroundTask("search-realtime", self.poll, self.poll_seconds, logger=log)
+        self._poller.start()
 
     def stop(self) -> None:
-        """Stop the background thread."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        """Stop the background polling."""
+        if self._poller is not None:
+            self._poller.stop()
 
     def status(self) -> dict[str, Any]:
         """Counters for the dashboard and health checks."""
@@ -440,5 +433,6 @@ class RealtimeTier:
             "pendingDeletions": len(self._deletions),
             "logSeq": self._position.seq,
             "ingested": self.ingested,
-            "failed": self.failed,
+            "failed": self.failed + (self._poller.failures if self._poller else 0),
+            "poller": self._poller.status() if self._poller else None,
         }

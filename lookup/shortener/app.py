@@ -5,7 +5,10 @@
 (:func:`~lookup.kit.ids.open_id_allocator`), the click log
 (:func:`~lookup.shortener.analytics.log.open_click_log`) and the click counts
 (:func:`~lookup.shortener.analytics.counts.open_click_counts`), from URLs derived from the
-data directory — and builds the parts in dependency order, each given what it talks to:
+data directory; the rate limiters (:func:`~lookup.kit.ratelimit.open_rate_limiter`, in-process
+token buckets) and the shared cache tier (:func:`~lookup.kit.cache.open_shared_cache`,
+none unless the config hands one in) likewise — and builds the parts in dependency order,
+each given what it talks to:
 
 * analytics first (it needs nobody): its buffer's ``offer`` becomes the service's
   ``on_click``;
@@ -32,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
-from lookup.kit.cache import SharedCache
+from lookup.kit.cache import SharedCache, open_shared_cache
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
-from lookup.kit.ratelimit import RateLimiter, RatePolicy
+from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.counts import open_click_counts
@@ -155,6 +158,9 @@ class LinkEvents:
 class Shortener:
     """The shortener over one data directory (``<data_dir>/shortener/``), wired once.
 
+    A :class:`~lookup.kit.service.LiveService`: :meth:`status` for ``/healthz``,
+    :meth:`close` to stop and let go.
+
     ``analytics_options`` go to :class:`~lookup.shortener.analytics.ClickAnalytics`
     (``capacity``, ``batch_size``, ``ship_interval_s``, ``click_log``, ...).
     """
@@ -188,15 +194,19 @@ class Shortener:
             cache_size=config.cache_size,
             cache_ttl_s=config.cache_ttl_s,
             negative_ttl_s=config.negative_ttl_s,
-            shared=config.shared,
+            shared=config.shared if config.shared is not None else open_shared_cache("none:"),
             clock=mono,
         )
         limits = config.limits
-        self.limit_anonymous = RateLimiter(limits.anonymous, name="anonymous", clock=mono)
-        self.limit_owner = RateLimiter(limits.owner, name="owner", clock=mono)
-        self.limit_ip = RateLimiter(limits.ip, name="ip", clock=mono)
-        self.limit_misses = RateLimiter(limits.misses, name="misses", clock=mono)
-        self.limit_passwords = RateLimiter(limits.passwords, name="passwords", clock=mono)
+
+        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
+            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
+        self.limit_owner = limiter(limits.owner, "owner")
+        self.limit_ip = limiter(limits.ip, "ip")
+        self.limit_misses = limiter(limits.misses, "misses")
+        self.limit_passwords = limiter(limits.passwords, "passwords")
         self.views = LinkViews(self.base_url, clock=clock)
 
         self.analytics: ClickAnalytics | None = None
@@ -263,8 +273,10 @@ class Shortener:
             self.analytics.stop()
 
     def close(self) -> None:
-        """Release every database connection (they reopen on next use, so a restarted
-        lifespan still works)."""
+        """Stop the background work (if running) and release every database connection;
+        safe to call twice (connections reopen on next use, so a restarted lifespan still
+        works)."""
+        self.stop()
         if self.analytics is not None:
             self.analytics.close()
         self.service.close()
@@ -298,8 +310,9 @@ class Shortener:
             "scanner": None if self.scanner is None else self.scanner.stats(),
         }
 
-    def health(self) -> dict[str, Any]:
-        """A cheap readiness probe (full counts live in :meth:`metrics`)."""
+    def status(self) -> dict[str, Any]:
+        """A cheap readiness probe for ``/healthz`` (the :class:`~lookup.kit.service.
+        LiveService` call; full counts live in :meth:`metrics`)."""
         self.store.ping()
         cache = self.resolver.stats()
         return {

@@ -715,12 +715,13 @@ def mount(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await asyncio.to_thread(shortener.stop)  # ships what is still buffered
-        shortener.close()  # connections reopen on next use, so a restarted lifespan still works
+        # Stops the scanner and analytics (shipping what is still buffered), then lets go of
+        # the connections; they reopen on next use, so a restarted lifespan still works.
+        await asyncio.to_thread(shortener.close)
 
     mounts.on_startup.append(startup)
     mounts.on_shutdown.append(shutdown)
-    mounts.health["shortener"] = shortener.health
+    mounts.health["shortener"] = shortener.status
     return shortener
 
 

@@ -10,6 +10,7 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -113,3 +114,12 @@ def test_each_module_imports_alone(module: str) -> None:
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_the_composition_root_is_a_live_service(shortener: Any) -> None:
+    from lookup.kit.service import LiveService
+
+    assert isinstance(shortener, LiveService)
+    assert shortener.status()["status"] == "ready"
+    shortener.close()
+    shortener.close()  # safe twice

@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.common import machine_summary, median, print_table  # noqa: E402
 from lookup.search import (  # noqa: E402
     Coordinator,
-    EventLog,
+    EventLogReader,
     PageStore,
     SearchService,
     Signals,
@@ -211,7 +211,7 @@ def read_corpus(crawl_dir: Path) -> list[Doc]:
     get exactly the title and text our engine indexes.
     """
     latest: dict[str, Any] = {}
-    for event, _ in EventLog(crawl_dir).read():
+    for event, _ in EventLogReader(crawl_dir).read():
         if event.is_upsert or event.is_delete:
             latest[event.url_hash] = event
     store = PageStore(crawl_dir)

@@ -35,6 +35,7 @@ STORE_MODULES = {
     "lookup/shortener/analytics/counts.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
+    "lookup/crawler/store_sqlite.py",
 }
 
 

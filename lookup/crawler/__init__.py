@@ -10,8 +10,9 @@ Public API::
 
 A crawl writes ``DIR/events.jsonl`` (one ``PageFetched`` event per new or changed
 page), ``DIR/warc/*.warc.gz`` (raw pages; :func:`read_record` reads one back by its
-``storageKey``) and ``DIR/crawl.sqlite`` (:class:`CrawlStore`: the durable frontier,
-the URL store, host records, every cut with its rule, every fetch).
+``storageKey``) and ``DIR/crawl.sqlite`` (the crawl state: the durable frontier, the URL
+store, host records, every cut with its rule, every fetch), written through
+:class:`CrawlWriter` and read through :class:`CrawlReader` (:func:`open_crawl_reader`).
 """
 
 from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError, CrawlProgress, CrawlReport, crawl
@@ -21,7 +22,7 @@ from lookup.crawler.frontier import Frontier, FrontierEntry, HostQueue, Politene
 from lookup.crawler.output import read_events, read_record
 from lookup.crawler.robots import RobotsCache, RobotsPolicy
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
-from lookup.crawler.store import CrawlStore
+from lookup.crawler.store import CrawlReader, CrawlWriter, open_crawl_reader, open_crawl_store
 from lookup.crawler.traps import TrapGuard, TrapPolicy, url_pattern
 from lookup.kit.urlnorm import normalize, url_hash
 
@@ -31,7 +32,8 @@ __all__ = [
     "CrawlError",
     "CrawlProgress",
     "CrawlReport",
-    "CrawlStore",
+    "CrawlReader",
+    "CrawlWriter",
     "Crawler",
     "DuplicateDetector",
     "Frontier",
@@ -50,6 +52,8 @@ __all__ = [
     "crawl",
     "hamming",
     "normalize",
+    "open_crawl_reader",
+    "open_crawl_store",
     "parse_hosts_file",
     "read_events",
     "read_record",

@@ -21,7 +21,7 @@ from lookup.search.analysis import (
 )
 from lookup.search.bm25 import K1, B, Signals, idf
 from lookup.search.coordinator import Coordinator, FaultSwitch, QueryError
-from lookup.search.events import EventLog, PageEvent, PageStore
+from lookup.search.events import EventLogReader, PageEvent, PageStore
 from lookup.search.extract import extract_page
 from lookup.search.indexer import IndexReport, build_index, shard_of
 from lookup.search.location import DirectoryIndexLocation, IndexLocation, open_index_location
@@ -30,7 +30,7 @@ from lookup.search.postings import PostingList, decode_varints, encode_varints, 
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import SegmentReader, merge_segments
 from lookup.search.service import SearchService
-from lookup.search.shard import Snapshot
+from lookup.search.shard import IndexVersion
 from lookup.search.snippets import make_snippet
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "K1",
     "Coordinator",
     "DirectoryIndexLocation",
-    "EventLog",
+    "EventLogReader",
     "FaultSwitch",
     "IndexLocation",
     "IndexReport",
@@ -53,7 +53,7 @@ __all__ = [
     "SearchService",
     "SegmentReader",
     "Signals",
-    "Snapshot",
+    "IndexVersion",
     "analyze",
     "analyze_document",
     "analyze_query",

@@ -27,7 +27,13 @@ from pathlib import Path
 import numpy as np
 
 from lookup.search.analysis import analyze_document
-from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
+from lookup.search.events import (
+    EventLogReader,
+    LogPosition,
+    PageEvent,
+    PageStore,
+    page_from_payload,
+)
 from lookup.search.extract import normalize_url
 from lookup.search.location import open_index_location
 from lookup.search.manifest import (
@@ -152,7 +158,7 @@ def build_index(
     out = Path(index_dir).resolve()
     location = open_index_location(out)  # segments are written beside its manifests
     say = progress or _quiet
-    log = EventLog(crawl)
+    log = EventLogReader(crawl)
     if not log.exists():
         raise FileNotFoundError(f"{crawl} has no {log.path.name}: run `lookup crawl` first")
     with location.writer():

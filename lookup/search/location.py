@@ -21,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from lookup.search import manifest as manifests
 from lookup.search.manifest import Manifest
-from lookup.search.shard import Snapshot
+from lookup.search.shard import IndexVersion
 
 __all__ = ["DirectoryIndexLocation", "IndexLocation", "open_index_location"]
 
@@ -61,7 +61,7 @@ class IndexLocation(Protocol):
         """Hold the one-writer lock (``RuntimeError`` when another writer holds it)."""
         ...
 
-    def open(self) -> Snapshot | None:
+    def open(self) -> IndexVersion | None:
         """The live version opened for queries, or None if nothing is published."""
         ...
 
@@ -114,9 +114,9 @@ class DirectoryIndexLocation:
         with manifests.writer_lock(self.path):
             yield
 
-    def open(self) -> Snapshot | None:
+    def open(self) -> IndexVersion | None:
         """The live version mapped for queries."""
-        return Snapshot.open(self.path)
+        return IndexVersion.open(self.path)
 
 
 def open_index_location(where: str | os.PathLike[str] | IndexLocation) -> IndexLocation:

@@ -36,12 +36,18 @@ import numpy as np
 from lookup.kit.background import BackgroundTask
 from lookup.search.analysis import Analyzed, analyze_document
 from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
-from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
+from lookup.search.events import (
+    EventLogReader,
+    LogPosition,
+    PageEvent,
+    PageStore,
+    page_from_payload,
+)
 from lookup.search.extract import ExtractedPage
 from lookup.search.indexer import shard_of
 from lookup.search.manifest import DELETIONS_LOG
 from lookup.search.segment import url_key
-from lookup.search.shard import REALTIME, Hit, Snapshot, top_k
+from lookup.search.shard import REALTIME, Hit, IndexVersion, top_k
 
 log = logging.getLogger("lookup.search")
 
@@ -221,7 +227,7 @@ class RtShardView:
 class RtBuild:
     """The tier's documents and tombstones relative to one batch snapshot (one writer)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: IndexVersion) -> None:
         self.snapshot = snapshot
         n = len(snapshot.shards)
         self.indexes = [MemoryIndex() for _ in range(n)]
@@ -327,7 +333,7 @@ class RealtimeTier:
         self._deletions: list[ApiDeletion] = []
         self._position = LogPosition()
         self._source: tuple[str, str] | None = None
-        self._log: EventLog | None = None
+        self._log: EventLogReader | None = None
         self._store: PageStore | None = None
         self._poller: BackgroundTask | None = None
         self.ingested = 0
@@ -343,7 +349,7 @@ class RealtimeTier:
         st = build.state
         return st.docs, st.length, st.df
 
-    def rebase(self, snapshot: Snapshot) -> None:
+    def rebase(self, snapshot: IndexVersion) -> None:
         """Bind the tier to a new batch snapshot (call before the snapshot goes live)."""
         with self._lock:
             src = snapshot.manifest.source
@@ -352,7 +358,7 @@ class RealtimeTier:
                 self._retained = []
                 self._position = LogPosition(src.offset, src.seq)
                 self._source = key
-                self._log = EventLog(src.crawl_dir)
+                self._log = EventLogReader(src.crawl_dir)
                 self._store = PageStore(src.crawl_dir)
             elif self._position.seq < src.seq:
                 self._position = LogPosition(src.offset, src.seq)

@@ -26,7 +26,7 @@ from lookup.search.extract import normalize_url
 from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
-from lookup.search.shard import Snapshot
+from lookup.search.shard import IndexVersion
 
 log = logging.getLogger("lookup.search")
 
@@ -53,7 +53,7 @@ class SearchService:
         self.tier: RealtimeTier | None = (
             RealtimeTier(self.index_dir, poll_seconds) if realtime else None
         )
-        self._snapshot: Snapshot | None = None
+        self._snapshot: IndexVersion | None = None
         self._token: str | None = None
         self._checked = 0.0
         self._loading = threading.Lock()
@@ -77,7 +77,7 @@ class SearchService:
             self.load_error = str(exc)
             log.warning("could not open search index %s: %s", token, exc)
 
-    def reload(self, wait: bool = True) -> Snapshot | None:
+    def reload(self, wait: bool = True) -> IndexVersion | None:
         """Open the newest published version now if it differs from the live one.
 
         ``wait=False`` returns the live snapshot at once when there is one and leaves the
@@ -105,7 +105,7 @@ class SearchService:
         if token is not None and token != self._token:
             self._open_newest(token)
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self) -> IndexVersion:
         """The live snapshot (checking for a newer one at most once a second)."""
         if self._snapshot is None or (
             not self._watcher.running and time.monotonic() - self._checked > RELOAD_SECONDS
@@ -143,7 +143,7 @@ class SearchService:
         return {"deleted": True, "urlHash": key}
 
     @staticmethod
-    def _find_by_url(snap: Snapshot, url: str) -> str | None:
+    def _find_by_url(snap: IndexVersion, url: str) -> str | None:
         if not url:
             return None
         key = url_key(url)

@@ -9,14 +9,16 @@ Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
 :mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
 blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
 :mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table),
-:mod:`~lookup.typeahead.shard_http` (shard servers and the router over HTTP) and
-:mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
+:mod:`~lookup.typeahead.shard_server`, :mod:`~lookup.typeahead.router` and
+:mod:`~lookup.typeahead.supervisor` (shard servers, the router in front of them and the
+processes running them), :mod:`~lookup.typeahead.http` (``/v1/suggest``) and
+:mod:`~lookup.typeahead.manage` (the management API).
 """
 
 from lookup.errors import NotBuilt
-from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist, looks_private
-from lookup.typeahead.normalize import normalize, normalize_prefix
+from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_query_log, steady_state
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, HotBlocklist, TermBlocklist, looks_private
+from lookup.typeahead.normalize import normalize_prefix, normalize_query
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
 from lookup.typeahead.serving import MARKETS, SuggestResult, SuggestService, UnknownMarket
 from lookup.typeahead.sharding import (
@@ -31,8 +33,10 @@ from lookup.typeahead.sharding import (
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
-    SnapshotStore,
+    TrieSnapshotStore,
     ValidationPolicy,
+    open_snapshot_store,
+    publish_validated,
     validate,
     write_snapshot,
 )
@@ -44,7 +48,7 @@ __all__ = [
     "DEFAULT_BLOCKLIST",
     "K",
     "MARKETS",
-    "Blocklist",
+    "TermBlocklist",
     "BuildConfig",
     "HotBlocklist",
     "MarketBuild",
@@ -56,11 +60,11 @@ __all__ = [
     "ShardedSuggest",
     "Snapshot",
     "SnapshotError",
-    "SnapshotStore",
     "SuggestResult",
     "SuggestService",
     "TrendingPolicy",
     "TrendingTracker",
+    "TrieSnapshotStore",
     "TrieArrays",
     "TrieReader",
     "UnknownMarket",
@@ -70,11 +74,13 @@ __all__ = [
     "decay_factor",
     "ensure_shard_sets",
     "looks_private",
-    "normalize",
+    "normalize_query",
     "normalize_prefix",
+    "open_snapshot_store",
     "phonetic_key",
     "plan_shards",
-    "read_events",
+    "publish_validated",
+    "read_query_log",
     "romanize",
     "run",
     "shard_market",

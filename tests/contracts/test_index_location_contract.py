@@ -19,7 +19,7 @@ from lookup.search.analysis import analyze_document
 from lookup.search.location import DirectoryIndexLocation, IndexLocation, open_index_location
 from lookup.search.manifest import Manifest, SegmentEntry, SourceState, shard_dir
 from lookup.search.segment import DocRecord, SegmentWriter
-from lookup.search.shard import Snapshot
+from lookup.search.shard import IndexVersion
 
 
 def _directory(tmp_path: Path) -> IndexLocation:
@@ -89,7 +89,7 @@ def test_publish_makes_a_version_live(location: IndexLocation) -> None:
     assert current.version == 1 and current.watermark == 1
     assert location.versions() == [1] and location.manifest(1).to_json() == current.to_json()
     snap = location.open()
-    assert isinstance(snap, Snapshot) and snap.version == 1 and snap.live_docs == 1
+    assert isinstance(snap, IndexVersion) and snap.version == 1 and snap.live_docs == 1
 
 
 def test_each_publish_swaps_the_live_version_and_its_token(location: IndexLocation) -> None:

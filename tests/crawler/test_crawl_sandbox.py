@@ -274,19 +274,17 @@ def test_sitemaps_from_robots_txt_are_read_with_their_lastmod(crawl_run: CrawlRu
 
 
 def test_the_store_explains_every_duplicate_and_every_block(crawl_run: CrawlRun) -> None:
-    from lookup.crawler import CrawlStore
+    from lookup.crawler import open_crawl_reader
+    from lookup.crawler.store import crawl_state_url
 
-    store = CrawlStore(crawl_run.out / "crawl.sqlite")
-    try:
-        dups = store.duplicates()
-        assert dups and all(d["dup_of"] and d["dup_kind"] for d in dups)
-        assert {d["dup_kind"] for d in dups} >= {"exact"}
+    with open_crawl_reader(crawl_state_url(crawl_run.out)) as store:
+        dups = store.urls_with_outcome("duplicate")
+        assert dups and all(d.dup_of and d.dup_kind for d in dups)
+        assert {d.dup_kind for d in dups} >= {"exact"}
         blocked = store.blocked()
-        assert blocked and all(b["reason"] for b in blocked)
-        assert {c["rule"] for c in store.cuts()} == set(store.count_cuts())
-        assert store.fetch_log()[0]["kind"] == "robots"
-    finally:
-        store.close()
+        assert blocked and all(b.reason for b in blocked)
+        assert {c.rule for c in store.cuts()} == set(store.count_cuts())
+        assert store.fetch_log()[0].kind == "robots"
 
 
 def _probe_urls(run: CrawlRun) -> dict[str, str]:

@@ -35,7 +35,7 @@ STORE_MODULES = {
     "lookup/kit/ids.py",
     "lookup/shortener/store.py",
     "lookup/shortener/analytics/log.py",
-    "lookup/shortener/analytics/aggregate.py",
+    "lookup/shortener/analytics/counts.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
     "lookup/crawler/store_sqlite.py",

@@ -32,9 +32,9 @@ framework and no analytics.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from lookup.kit.lazy import lazy_exports
 
+#: Each public name and the module it lives in, imported on first use.
 _EXPORTS = {
     "KEY_LENGTH": "lookup.shortener.keys",
     "KEY_SPACE": "lookup.shortener.keys",
@@ -74,16 +74,4 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -44,13 +44,11 @@ import gc
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +59,8 @@ import httpx
 import numpy as np
 
 from benchmarks.common import (
-    ROOT,
     WrkResult,
+    constant_json_app,
     fmt_ms,
     fmt_rate,
     free_port,
@@ -71,6 +69,8 @@ from benchmarks.common import (
     median,
     print_table,
     run_wrk,
+    serve_uvicorn,
+    spawned,
     wrk_path,
 )
 from lookup.datasets import places as places_dataset
@@ -289,18 +289,7 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
 
 def _anchor_app(body: bytes) -> Any:
     """Bare Starlette: ``GET /v1/search`` answers the same JSON bytes every time."""
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import Response
-    from starlette.routing import Route
-
-    async def search(request: Request) -> Response:
-        return Response(body, media_type="application/json")
-
-    async def health(request: Request) -> Response:
-        return Response(b'{"status":"ok"}', media_type="application/json")
-
-    return Starlette(routes=[Route("/v1/search", search), Route("/healthz", health)])
+    return constant_json_app("/v1/search", body)
 
 
 def _serve_anchor(argv: Sequence[str]) -> int:
@@ -308,46 +297,16 @@ def _serve_anchor(argv: Sequence[str]) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--body", type=Path, required=True)
     args = parser.parse_args(argv)
-    import uvicorn
-
-    uvicorn.run(_anchor_app(args.body.read_bytes()), host="127.0.0.1", port=args.port,
-                loop="uvloop", http="httptools", access_log=False, log_level="warning")
+    serve_uvicorn(_anchor_app(args.body.read_bytes()), args.port)
     return 0
 
 
-@contextmanager
 def server(argv: list[str], port: int, ready_path: str, timeout_s: float = 900.0
-           ) -> Iterator[str]:
+           ) -> AbstractContextManager[str]:
     """A server subprocess on ``port``, answering 200 on ``ready_path``; stopped after."""
-    url = f"http://127.0.0.1:{port}"
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(f"server exited with {proc.returncode}:\n"
-                                   + log.read().decode(errors="replace")[-3000:])
-            try:
-                if httpx.get(url + ready_path, timeout=5.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{argv[:4]} did not answer {ready_path} in {timeout_s} s")
-            time.sleep(0.25)
-        yield url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
+    return spawned(argv, f"http://127.0.0.1:{port}", ready_path=ready_path, timeout_s=timeout_s,
+                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, stop_timeout_s=20.0,
+                   request_timeout_s=5.0, poll_s=0.25)
 
 
 def dense_city_paths(data_dir: Path, count: int = 1_000, seed: int = 11) -> tuple[str, list[str]]:

@@ -67,16 +67,7 @@ from benchmarks.common import (
     wrk_path,
 )
 from lookup.shortener import Shortener, ShortenerConfig
-from lookup.shortener.simulate import (
-    BROWSER_WEIGHTS,
-    BROWSERS,
-    COUNTRIES,
-    COUNTRY_WEIGHTS,
-    CRAWLERS,
-    PREVIEWERS,
-    REFERRER_WEIGHTS,
-    REFERRERS,
-)
+from lookup.shortener.simulate import CRAWLERS, PREVIEWERS, browser_headers
 
 REDIRECT_TARGET = 0.60
 ANALYTICS_COST_TARGET = 0.10
@@ -133,15 +124,7 @@ def visitor_headers(count: int = 2_000, seed: int = 7) -> list[dict[str, str]]:
         if roll < 0.10:
             out.append({"User-Agent": rng.choice(PREVIEWERS)})
             continue
-        template = rng.choices(BROWSERS, BROWSER_WEIGHTS)[0]
-        headers = {
-            "User-Agent": template.format(minor=rng.randint(0, 6), build=rng.randint(1, 250)),
-            "CF-IPCountry": rng.choices(COUNTRIES, COUNTRY_WEIGHTS)[0],
-        }
-        referrer = rng.choices(REFERRERS, REFERRER_WEIGHTS)[0]
-        if referrer:
-            headers["Referer"] = referrer
-        out.append(headers)
+        out.append(browser_headers(rng))
     return out
 
 

@@ -46,14 +46,12 @@ import heapq
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +65,7 @@ import numpy as np
 
 from benchmarks.common import (
     WrkResult,
+    constant_json_app,
     fmt_rate,
     free_port,
     lua_get_script,
@@ -74,6 +73,8 @@ from benchmarks.common import (
     median,
     print_table,
     run_wrk,
+    serve_uvicorn,
+    spawned,
     wrk_path,
 )
 from lookup.typeahead import (
@@ -459,19 +460,7 @@ def resident_per_query(path: Path, prefixes: Sequence[str]) -> dict[str, float]:
 
 def bare_suggest_app(body: bytes) -> Any:
     """The anchor: bare Starlette answering ``/v1/suggest`` with a constant suggest body."""
-    from starlette.applications import Starlette
-    from starlette.responses import Response
-    from starlette.routing import Route
-
-    headers = {"cache-control": CACHE_CONTROL}
-
-    async def suggest(request: Any) -> Response:
-        return Response(body, media_type="application/json", headers=headers)
-
-    async def healthz(request: Any) -> Response:
-        return Response(b'{"status":"ok"}', media_type="application/json")
-
-    return Starlette(routes=[Route("/v1/suggest", suggest), Route("/healthz", healthz)])
+    return constant_json_app("/v1/suggest", body, {"cache-control": CACHE_CONTROL})
 
 
 def _serve_anchor(argv: Sequence[str]) -> int:
@@ -479,52 +468,8 @@ def _serve_anchor(argv: Sequence[str]) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--body", required=True, help="the JSON body to answer")
     args = parser.parse_args(argv)
-    import uvicorn
-
-    # The stack `lookup serve` gets from uvicorn[standard]: uvloop + httptools, no access log.
-    uvicorn.run(
-        bare_suggest_app(args.body.encode()),
-        host="127.0.0.1",
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        access_log=False,
-        log_level="warning",
-    )
+    serve_uvicorn(bare_suggest_app(args.body.encode()), args.port)
     return 0
-
-
-@contextmanager
-def spawned(argv: Sequence[str], url: str, timeout_s: float = 120.0) -> Iterator[str]:
-    """A server process answering ``url + /healthz``; SIGTERM (then SIGKILL) on exit."""
-    log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(list(argv), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise RuntimeError(
-                    f"{argv[:4]} exited with {proc.returncode}:\n{log.read().decode()[-3000:]}"
-                )
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2.0).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{argv[:4]} did not answer within {timeout_s:.0f} s")
-            time.sleep(0.2)
-        yield url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
 
 
 def suggest_paths(corpus: Corpus, count: int, seed: int = 3) -> list[str]:

@@ -27,7 +27,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,6 +254,87 @@ def run_wrk(
 # --------------------------------------------------------------------------- servers
 
 
+def log_tail(log: Any, chars: int = 4000) -> str:
+    """The last ``chars`` characters a server wrote to its ``log`` file (empty if none)."""
+    if log is None:
+        return ""
+    log.seek(0)
+    return str(log.read().decode(errors="replace")[-chars:])
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 15.0) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL after ``timeout_s``."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes],
+    url: str,
+    log: Any,
+    *,
+    what: str,
+    timeout_s: float,
+    any_answer: bool = False,
+    request_timeout_s: float = 2.0,
+    poll_s: float = 0.2,
+) -> None:
+    """Wait until ``url`` answers 200 (any HTTP answer with ``any_answer``).
+
+    Raises RuntimeError with the tail of ``log`` if the process exits first, and
+    TimeoutError after ``timeout_s``.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}:\n{log_tail(log)}")
+        try:
+            status = httpx.get(url, timeout=request_timeout_s).status_code
+            if any_answer or status == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} did not answer {url} within {timeout_s:g} s")
+        time.sleep(poll_s)
+
+
+@contextmanager
+def spawned(
+    argv: Sequence[str],
+    url: str,
+    *,
+    ready_path: str = "/healthz",
+    timeout_s: float = 120.0,
+    env: dict[str, str] | None = None,
+    stop_timeout_s: float = 15.0,
+    request_timeout_s: float = 2.0,
+    poll_s: float = 0.2,
+) -> Iterator[str]:
+    """A server process (``argv``) at ``url`` answering 200 on ``ready_path``; stopped after."""
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(list(argv), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(
+            proc,
+            url + ready_path,
+            log,
+            what=" ".join(map(str, argv[:4])),
+            timeout_s=timeout_s,
+            request_timeout_s=request_timeout_s,
+            poll_s=poll_s,
+        )
+        yield url
+    finally:
+        stop_process(proc, stop_timeout_s)
+        log.close()
+
+
 @dataclass
 class ServerProcess:
     """One benchmark server in its own process on a free loopback port.
@@ -297,38 +379,31 @@ class ServerProcess:
         self._proc = subprocess.Popen(
             cmd, cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT
         )
-        deadline = time.monotonic() + self.startup_timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                code, log = self._proc.returncode, self.log()
-                self.stop()
-                raise RuntimeError(f"{self.kind} server exited with {code}:\n{log}")
-            try:
-                # any HTTP answer means the server (and its lifespan startup) is up
-                httpx.get(f"{self.url}/healthz", timeout=1.0)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        self.stop()
-        raise TimeoutError(f"{self.kind} server did not answer within {self.startup_timeout_s} s")
+        try:
+            # any HTTP answer means the server (and its lifespan startup) is up
+            wait_ready(
+                self._proc,
+                f"{self.url}/healthz",
+                self._log,
+                what=f"{self.kind} server",
+                timeout_s=self.startup_timeout_s,
+                any_answer=True,
+                request_timeout_s=1.0,
+                poll_s=0.1,
+            )
+        except (RuntimeError, TimeoutError):
+            self.stop()
+            raise
 
     def log(self) -> str:
         """What the server printed so far (the tail)."""
-        if self._log is None:
-            return ""
-        self._log.seek(0)
-        return self._log.read().decode(errors="replace")[-4000:]
+        return log_tail(self._log)
 
     def stop(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL) and read its shutdown counters."""
         proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if proc is not None:
+            stop_process(proc)
         if self._info_path is not None and self._info_path.exists():
             self.info = json.loads(self._info_path.read_text())
             self._info_path.unlink()
@@ -361,6 +436,36 @@ def create_links(base_url: str, count: int, *, concurrency: int = 16) -> list[st
 
 
 # ------------------------------------------------------------ server entry points
+
+
+def serve_uvicorn(app: Any, port: int, *, lifespan: str = "auto") -> None:
+    """Serve ``app`` on loopback with the stack `lookup serve` gets from uvicorn[standard]:
+    uvloop + httptools, no access log."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        access_log=False,
+        log_level="warning",
+        lifespan=lifespan,
+    )
+
+
+def constant_json_app(path: str, body: bytes, headers: dict[str, str] | None = None) -> Any:
+    """An anchor: bare Starlette answering ``path`` with the same JSON bytes every time
+    (and ``/healthz``)."""
+
+    async def answer(request: Request) -> Response:
+        return Response(body, media_type="application/json", headers=headers)
+
+    async def healthz(request: Request) -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    return Starlette(routes=[Route(path, answer), Route("/healthz", healthz)])
 
 
 def bare_redirect_app() -> Any:
@@ -478,9 +583,6 @@ def _serve(argv: Sequence[str]) -> int:
     parser.add_argument("--info", type=Path)
     parser.add_argument("--click-hook", choices=["default", "noop"], default="default")
     args = parser.parse_args(argv)
-
-    import uvicorn
-
     if args.kind == "bare":
         app = bare_redirect_app()
     else:
@@ -493,17 +595,7 @@ def _serve(argv: Sequence[str]) -> int:
             app = shortener_app(
                 args.data_dir, f"http://127.0.0.1:{args.port}", args.click_hook, args.info
             )
-    # The stack `lookup serve` gets from uvicorn[standard]: uvloop + httptools, no access log.
-    uvicorn.run(
-        app,
-        host="127.0.0.1",
-        port=args.port,
-        loop="uvloop",
-        http="httptools",
-        access_log=False,
-        log_level="warning",
-        lifespan="on" if args.kind == "shortener" else "auto",
-    )
+    serve_uvicorn(app, args.port, lifespan="on" if args.kind == "shortener" else "auto")
     return 0
 
 

@@ -23,7 +23,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
@@ -212,37 +212,39 @@ class Vocab:
         self.bitmaps = np.zeros((1, MINUTES_PER_WEEK), dtype=bool)
         self._lock = threading.Lock()
 
-    def category(self, name: str) -> int:
+    def _intern(
+        self,
+        names: list[str],
+        ids: dict[str, int],
+        key: str,
+        on_new: Callable[[str], None] | None = None,
+    ) -> int:
+        """The id of ``key`` in one table, adding it (after ``on_new(key)``) when new."""
         with self._lock:
-            cid = self._category_ids.get(name)
-            if cid is None:
-                cid = self._category_ids[name] = len(self.categories)
-                self.categories.append(name)
-            return cid
+            found = ids.get(key)
+            if found is None:
+                if on_new is not None:
+                    on_new(key)
+                found = ids[key] = len(names)
+                names.append(key)
+            return found
+
+    def category(self, name: str) -> int:
+        return self._intern(self.categories, self._category_ids, name)
 
     def category_id(self, name: str) -> int | None:
         """The id of a known category, else ``None``."""
         return self._category_ids.get(name)
 
     def timezone(self, name: str | None) -> int:
-        key = name or ""
-        with self._lock:
-            tid = self._tz_ids.get(key)
-            if tid is None:
-                tid = self._tz_ids[key] = len(self.timezones)
-                self.timezones.append(key)
-            return tid
+        return self._intern(self.timezones, self._tz_ids, name or "")
 
     def schedule(self, hours_json: str | None) -> int:
-        key = hours_json or ""
-        with self._lock:
-            sid = self._schedule_ids.get(key)
-            if sid is None:
-                bits = week_bitmap(json.loads(key))
-                sid = self._schedule_ids[key] = len(self.schedules)
-                self.schedules.append(key)
-                self.bitmaps = np.vstack([self.bitmaps, bits[None, :]])
-            return sid
+        return self._intern(self.schedules, self._schedule_ids, hours_json or "", self._add_week)
+
+    def _add_week(self, hours_json: str) -> None:
+        bits = week_bitmap(json.loads(hours_json))
+        self.bitmaps = np.vstack([self.bitmaps, bits[None, :]])
 
     @property
     def nbytes(self) -> int:
@@ -516,6 +518,16 @@ class GeohashIndex:
         delta_idx = _rows_in(delta.code, ranges) if len(delta) else np.zeros(0, np.int64)
         return base_idx, delta_idx
 
+    def _rows_in_ranges(self, ranges: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Live base rows and delta rows whose codes fall in ``ranges``; and rows read."""
+        delta, alive = self._delta_cols, self.alive
+        b = _rows_in(self.base.code, ranges)
+        d = _rows_in(delta.code, ranges) if len(delta) else np.zeros(0, np.int64)
+        read = len(b) + len(d)
+        if alive is not None and len(b):
+            b = b[alive[b]]
+        return b, d, read
+
     def within_radius(
         self, ranges: np.ndarray, lat: float, lng: float, radius_m: float
     ) -> tuple[PlaceColumns, np.ndarray, int]:
@@ -525,12 +537,8 @@ class GeohashIndex:
         Only latitude and longitude are read for the candidates; the other columns are
         gathered for the survivors.
         """
-        delta, alive = self._delta_cols, self.alive
-        b = _rows_in(self.base.code, ranges)
-        d = _rows_in(delta.code, ranges) if len(delta) else np.zeros(0, np.int64)
-        read = len(b) + len(d)
-        if alive is not None and len(b):
-            b = b[alive[b]]
+        delta = self._delta_cols
+        b, d, read = self._rows_in_ranges(ranges)
         dist_b = haversine_m(lat, lng, self.base.lat[b], self.base.lng[b])
         keep_b = dist_b <= radius_m
         if not len(d):
@@ -542,12 +550,8 @@ class GeohashIndex:
 
     def in_box(self, ranges: np.ndarray, box: Box) -> tuple[PlaceColumns, int]:
         """Live places in ``ranges`` that lie inside the rectangle ``box``; and rows read."""
-        delta, alive = self._delta_cols, self.alive
-        b = _rows_in(self.base.code, ranges)
-        d = _rows_in(delta.code, ranges) if len(delta) else np.zeros(0, np.int64)
-        read = len(b) + len(d)
-        if alive is not None and len(b):
-            b = b[alive[b]]
+        delta = self._delta_cols
+        b, d, read = self._rows_in_ranges(ranges)
         b = b[box.contains(self.base.lat[b], self.base.lng[b])]
         if len(d):
             d = d[box.contains(delta.lat[d], delta.lng[d])]

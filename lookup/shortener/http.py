@@ -52,6 +52,11 @@ _new_tuple = tuple.__new__
 CACHE_302 = b"max-age=0, s-maxage=60"
 _GONE_CACHE = {"Cache-Control": "max-age=0, s-maxage=60"}
 _NO_STORE = {"Cache-Control": "no-store"}
+#: The 410 answers of a tombstone: error code and what the message says of the link.
+_GONE = {
+    Outcome.EXPIRED: ("LINK_EXPIRED", "has expired"),
+    Outcome.DELETED: ("LINK_DELETED", "was deleted"),
+}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": schemas.ErrorBody, "description": "invalid input (specific error code)"},
     401: {"model": schemas.ErrorBody, "description": "missing or invalid bearer token"},
@@ -210,25 +215,11 @@ class RedirectHandler:
     async def _gone_or_missing(
         self, scope: Scope, receive: Receive, send: Send, key: str, outcome: Outcome
     ) -> None:
-        if outcome is Outcome.EXPIRED:
+        gone = _GONE.get(outcome)
+        if gone is not None:
+            code, what = gone
             await _send_error(
-                scope,
-                receive,
-                send,
-                410,
-                "LINK_EXPIRED",
-                f"the link {key!r} has expired",
-                _GONE_CACHE,
-            )
-        elif outcome is Outcome.DELETED:
-            await _send_error(
-                scope,
-                receive,
-                send,
-                410,
-                "LINK_DELETED",
-                f"the link {key!r} was deleted",
-                _GONE_CACHE,
+                scope, receive, send, 410, code, f"the link {key!r} {what}", _GONE_CACHE
             )
         else:
             await _send_error(
@@ -348,6 +339,24 @@ def _qr(shortener: Shortener, key: str) -> segno.QRCode:
     if link.is_tombstone:
         raise errors.Gone(f"the link {key!r} is {link.status.value.lower()}", code="LINK_GONE")
     return segno.make(shortener.views.short_url(key), error="m", micro=False)
+
+
+#: Per QR format: its media type and segno's options beyond scale and quiet zone.
+_QR_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
+    "png": ("image/png", {}),
+    "svg": ("image/svg+xml", {"xmldecl": False}),
+}
+
+
+async def _qr_image(shortener: Shortener, key: str, scale: int, kind: str) -> Response:
+    """The QR code of ``key``'s short URL as a ``kind`` image (cached for an hour)."""
+    media_type, options = _QR_FORMATS[kind]
+    qr = await run_in_threadpool(_qr, shortener, key)
+    out = io.BytesIO()
+    qr.save(out, kind=kind, scale=scale, border=4, **options)
+    return Response(
+        out.getvalue(), media_type=media_type, headers={"Cache-Control": "public, max-age=3600"}
+    )
 
 
 def _domain_list(body: dict[str, Any], name: str) -> list[str]:
@@ -543,14 +552,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="QR code of the short URL (PNG)",
     )
     async def qr_png(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        qr = await run_in_threadpool(_qr, shortener, key)
-        out = io.BytesIO()
-        qr.save(out, kind="png", scale=scale, border=4)
-        return Response(
-            out.getvalue(),
-            media_type="image/png",
-            headers={"Cache-Control": "public, max-age=3600"},
-        )
+        return await _qr_image(shortener, key, scale, "png")
 
     @router.get(
         "/v1/links/{key}/qr.svg",
@@ -559,14 +561,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="QR code of the short URL (SVG)",
     )
     async def qr_svg(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        qr = await run_in_threadpool(_qr, shortener, key)
-        out = io.BytesIO()
-        qr.save(out, kind="svg", scale=scale, border=4, xmldecl=False)
-        return Response(
-            out.getvalue(),
-            media_type="image/svg+xml",
-            headers={"Cache-Control": "public, max-age=3600"},
-        )
+        return await _qr_image(shortener, key, scale, "svg")
 
     @router.get(
         "/v1/links/{key}/stats",

@@ -194,7 +194,8 @@ def zipf_weights(n: int, s: float) -> list[float]:
     return [w / total for w in raw]
 
 
-def _visitor_headers(rng: random.Random) -> dict[str, str]:
+def browser_headers(rng: random.Random) -> dict[str, str]:
+    """A browser visitor's headers: user agent, country and (sometimes) a referrer."""
     template = rng.choices(BROWSERS, BROWSER_WEIGHTS)[0]
     headers = {
         "User-Agent": template.format(minor=rng.randint(0, 6), build=rng.randint(1, 250)),
@@ -218,7 +219,7 @@ def plan_visits(
     n_preview = int(n * plan.preview_share)
     n_scraper = int(n * plan.scraper_share)
     n_human = n - n_viral - n_bot - n_preview - n_scraper
-    visitors = [_visitor_headers(rng) for _ in range(plan.visitors)]
+    visitors = [browser_headers(rng) for _ in range(plan.visitors)]
     weights = zipf_weights(len(keys), plan.zipf_s)
     regular: list[Visit] = []
     for key in rng.choices(keys, weights, k=n_human):

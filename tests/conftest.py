@@ -1,13 +1,17 @@
-"""Shared fixtures: free loopback ports and running the real ``lookup`` command."""
+"""Shared fixtures: free loopback ports, ASGI apps served in a thread, and running the real
+``lookup`` command."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -20,6 +24,60 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def loopback_socket() -> socket.socket:
+    """A TCP socket bound to a free port on 127.0.0.1, for a server to listen on (no race
+    for the port between choosing it and binding it)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+@contextmanager
+def serve_in_thread(
+    app: object, sock: socket.socket | None = None, *, timeout_s: float = 30.0
+) -> Iterator[str]:
+    """Serve an ASGI app with uvicorn (lifespan on) in a thread on ``sock`` (a fresh
+    loopback socket by default); yields its base URL and stops the server after."""
+    import uvicorn
+
+    sock = sock or loopback_socket()
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")  # type: ignore[arg-type]
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the test server on port {port} did not start")
+            time.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+def lookup_serve(data_dir: Path, port: int, **popen: Any) -> subprocess.Popen[bytes]:
+    """Start the real ``lookup serve`` command on ``port`` over ``data_dir``."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "lookup.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(data_dir),
+        ],
+        cwd=ROOT,
+        **popen,
+    )
 
 
 def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 60.0) -> None:
@@ -41,19 +99,7 @@ def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 6
 def live_api(tmp_path: Path) -> Iterator[str]:
     """A real ``lookup serve`` process on a free loopback port; yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lookup.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-        cwd=ROOT,
-    )
+    proc = lookup_serve(tmp_path / "data", port)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/healthz", proc)

@@ -7,6 +7,7 @@ session so "my links" are the links made from this browser tab.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -53,6 +54,12 @@ STATUS_BADGE = {
     "DELETED": ":gray-badge[DELETED]",
 }
 
+#: The take-down button a link's status offers: label, icon, widget key, status it sets.
+STATUS_TOGGLE = {
+    "ACTIVE": ("Disable link", ":material/block:", "link-disable", "DISABLED"),
+    "DISABLED": ("Enable link", ":material/check_circle:", "link-enable", "ACTIVE"),
+}
+
 
 def call(method: str, path: str, *, auth: bool = True, **kwargs: Any) -> Answer:
     """One API call with the page's owner token; network failures become an Answer."""
@@ -60,6 +67,12 @@ def call(method: str, path: str, *, auth: bool = True, **kwargs: Any) -> Answer:
     if auth and st.session_state.get(TOKEN):
         headers["Authorization"] = f"Bearer {st.session_state[TOKEN]}"
     return api_call(method, path, headers=headers, **kwargs)
+
+
+def metric_row(columns: Sequence[Any], figures: Sequence[tuple[str, str, str | None]]) -> None:
+    """Bordered metrics, one a column: ``(label, value, help)`` each."""
+    for column, (label, value, help_text) in zip(columns, figures, strict=True):
+        column.metric(label, value, border=True, help=help_text)
 
 
 def ensure_token() -> bool:
@@ -298,29 +311,26 @@ def link_panel(links: list[dict[str, Any]]) -> None:
     stats = answer.body
     totals = stats["totals"]
     figures = st.columns(5)
-    figures[0].metric(
-        "People",
-        f"{totals['clicks']:,}",
-        border=True,
-        help="Clicks by people: bots and link previews excluded.",
-    )
-    figures[1].metric(
-        "Unique visitors",
-        f"{stats['uniqueVisitors']['allTime']:,}",
-        border=True,
-        help="HyperLogLog estimate of distinct (IP, browser) pairs, all time (±1.6 %).",
-    )
-    figures[2].metric(
-        "Bots",
-        f"{totals['bots']:,}",
-        border=True,
-        help="Crawlers and scripted clients, counted apart.",
-    )
-    figures[3].metric(
-        "Link previews",
-        f"{totals['previews']:,}",
-        border=True,
-        help="Chat apps fetching the link to draw a preview card.",
+    metric_row(
+        figures[:4],
+        [
+            (
+                "People",
+                f"{totals['clicks']:,}",
+                "Clicks by people: bots and link previews excluded.",
+            ),
+            (
+                "Unique visitors",
+                f"{stats['uniqueVisitors']['allTime']:,}",
+                "HyperLogLog estimate of distinct (IP, browser) pairs, all time (±1.6 %).",
+            ),
+            ("Bots", f"{totals['bots']:,}", "Crawlers and scripted clients, counted apart."),
+            (
+                "Link previews",
+                f"{totals['previews']:,}",
+                "Chat apps fetching the link to draw a preview card.",
+            ),
+        ],
     )
     verdict = link.get("scanVerdict", "?")
     figures[4].markdown(
@@ -407,21 +417,11 @@ def safety_panel(link: dict[str, Any]) -> None:
         scan_verdict(link)
         st.markdown("**Take it down** — a disabled link gets a warning page, never a `Location`")
         buttons = st.columns([1, 1, 1, 2], vertical_alignment="center")
-        if link["status"] == "ACTIVE":
+        toggle = STATUS_TOGGLE.get(link["status"])
+        if toggle is not None:
+            label, icon, widget_key, target = toggle
             buttons[0].button(
-                "Disable link",
-                icon=":material/block:",
-                key="link-disable",
-                on_click=_set_status,
-                args=(key, "DISABLED"),
-            )
-        elif link["status"] == "DISABLED":
-            buttons[0].button(
-                "Enable link",
-                icon=":material/check_circle:",
-                key="link-enable",
-                on_click=_set_status,
-                args=(key, "ACTIVE"),
+                label, icon=icon, key=widget_key, on_click=_set_status, args=(key, target)
             )
         buttons[1].button(
             "Try the next click",
@@ -512,31 +512,32 @@ def simulator() -> None:
     layers = result.layers
     lookups = max(1, layers.get("lookups", 0))
     served_from_memory = layers.get("l1Hits", 0) + layers.get("negativeHits", 0)
-    cols = st.columns(5)
-    cols[0].metric("Requests", f"{result.total:,}", border=True)
-    cols[1].metric(
-        "Answered from memory",
-        f"{served_from_memory / lookups:.1%}",
-        border=True,
-        help="LRU hits plus negative-cache hits, of all redirect lookups.",
-    )
-    cols[2].metric(
-        "Store reads",
-        f"{layers.get('storeReads', 0):,}",
-        border=True,
-        help="Lookups that reached SQLite (found or not).",
-    )
-    cols[3].metric(
-        "Latency p50 / p99",
-        f"{result.latency_ms['p50']:.0f} / {result.latency_ms['p99']:.0f} ms",
-        border=True,
-        help="Round trips measured by the simulator's client (two cores shared with the server).",
-    )
-    cols[4].metric(
-        "Clicks dropped",
-        f"{result.analytics.get('dropped', 0):,}",
-        border=True,
-        help="Click events the analytics buffer had to drop (full buffer).",
+    metric_row(
+        st.columns(5),
+        [
+            ("Requests", f"{result.total:,}", None),
+            (
+                "Answered from memory",
+                f"{served_from_memory / lookups:.1%}",
+                "LRU hits plus negative-cache hits, of all redirect lookups.",
+            ),
+            (
+                "Store reads",
+                f"{layers.get('storeReads', 0):,}",
+                "Lookups that reached SQLite (found or not).",
+            ),
+            (
+                "Latency p50 / p99",
+                f"{result.latency_ms['p50']:.0f} / {result.latency_ms['p99']:.0f} ms",
+                "Round trips measured by the simulator's client "
+                "(two cores shared with the server).",
+            ),
+            (
+                "Clicks dropped",
+                f"{result.analytics.get('dropped', 0):,}",
+                "Click events the analytics buffer had to drop (full buffer).",
+            ),
+        ],
     )
     rows = result.layer_rows()
     left, right = st.columns([1, 1], gap="medium")

@@ -10,6 +10,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -180,6 +181,33 @@ class BodyLimit:
 
 
 # -- query parameters --------------------------------------------------------------------
+
+
+def parse_query_string(raw: bytes) -> dict[str, str]:
+    """Decode ``a=1&b=%C3%A9`` strictly: invalid UTF-8 is a 400, the first of repeats wins.
+
+    For the raw ASGI endpoints that read ``scope["query_string"]`` themselves (typeahead's
+    ``/v1/suggest``, its shard servers and router); its result is a mapping the ``*_param``
+    readers below accept.
+    """
+    out: dict[str, str] = {}
+    if not raw:
+        return out
+    for part in raw.split(b"&"):
+        if not part:
+            continue
+        k, _, v = part.partition(b"=")
+        try:
+            key = unquote_to_bytes(k.replace(b"+", b" ")).decode("utf-8")
+            value = unquote_to_bytes(v.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(
+                400, "INVALID_QUERY", "the query string is not valid UTF-8 once percent-decoded"
+            ) from None
+        out.setdefault(key, value)
+    return out
+
+
 #
 # One way to read a query parameter for every system: absent (or blank) gives the default,
 # a value that does not parse or lies outside its range is a 400 ``ApiError`` with the code

@@ -18,12 +18,11 @@ import json
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote_to_bytes
 
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from lookup.kit.http import ApiError
+from lookup.kit.http import ApiError, parse_query_string
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
@@ -92,35 +91,24 @@ def suggest_params(raw: bytes) -> tuple[str, str, int]:
         raise ApiError(400, "INVALID_QUERY", "q may not contain control characters")
     market = params.get("market", "en-IN")
     limit_raw = params.get("limit")
-    limit = MAX_LIMIT
-    if limit_raw is not None:
-        try:
-            limit = int(limit_raw)
-        except ValueError:
-            raise ApiError(400, "INVALID_LIMIT", "limit must be an integer") from None
-        if not 1 <= limit <= MAX_LIMIT:
-            raise ApiError(400, "INVALID_LIMIT", f"limit must be between 1 and {MAX_LIMIT}")
+    limit = MAX_LIMIT if limit_raw is None else count_param(limit_raw, "limit", MAX_LIMIT)
     return q, market, limit
 
 
-def parse_query_string(raw: bytes) -> dict[str, str]:
-    """Decode ``a=1&b=%C3%A9`` strictly: invalid UTF-8 is a 400, the first of repeats wins."""
-    out: dict[str, str] = {}
-    if not raw:
-        return out
-    for part in raw.split(b"&"):
-        if not part:
-            continue
-        k, _, v = part.partition(b"=")
-        try:
-            key = unquote_to_bytes(k.replace(b"+", b" ")).decode("utf-8")
-            value = unquote_to_bytes(v.replace(b"+", b" ")).decode("utf-8")
-        except UnicodeDecodeError:
-            raise ApiError(
-                400, "INVALID_QUERY", "the query string is not valid UTF-8 once percent-decoded"
-            ) from None
-        out.setdefault(key, value)
-    return out
+def count_param(raw: str, name: str, most: int) -> int:
+    """A how-many parameter's value: an integer from 1 to ``most``, else 400 INVALID_LIMIT.
+
+    Stricter than :func:`lookup.kit.http.int_param` on purpose (an empty value is refused,
+    not defaulted) and worded as the typeahead API has always answered; callers test for
+    absence first, so an absent parameter costs no call on the hot path.
+    """
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ApiError(400, "INVALID_LIMIT", f"{name} must be an integer") from None
+    if not 1 <= value <= most:
+        raise ApiError(400, "INVALID_LIMIT", f"{name} must be between 1 and {most}")
+    return value
 
 
 def error_body(code: str, message: str) -> bytes:
@@ -252,6 +240,7 @@ __all__ = [
     "ServicePolicy",
     "SuggestEndpoint",
     "allows_get",
+    "count_param",
     "encode_json",
     "error_body",
     "install",

@@ -32,12 +32,12 @@ import numpy as np
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from lookup.kit.http import ApiError
+from lookup.kit.http import ApiError, parse_query_string
 from lookup.typeahead.http import (
     NOT_GET,
     allows_get,
+    count_param,
     encode_json,
-    parse_query_string,
     send_answer,
     send_refusal,
     suggest_params,
@@ -102,19 +102,6 @@ def top_n(snap: Snapshot, prefix: str, n: int) -> list[int]:
     if n <= len(stored):
         return list(stored[:n])
     return list(islice(_ranked(snap.reader, node), n))
-
-
-def _int_param(params: dict[str, str], name: str, hi: int) -> int | None:
-    raw = params.get(name)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError(400, "INVALID_LIMIT", f"{name} must be an integer") from None
-    if not 1 <= value <= hi:
-        raise ApiError(400, "INVALID_LIMIT", f"{name} must be between 1 and {hi}")
-    return value
 
 
 def _all_values(raw: bytes, name: str) -> list[str]:
@@ -187,7 +174,8 @@ class ShardServer:
             body = {"q": p, "version": part.source_version, "complete": found.complete,
                     "suggestions": snap.texts(found.ids)}  # fmt: skip
             return encode_json(body), part.source_version
-        fetch = _int_param(params, "fetch", MAX_FETCH)
+        fetch_raw = params.get("fetch")
+        fetch = None if fetch_raw is None else count_param(fetch_raw, "fetch", MAX_FETCH)
         ids = found.ids if fetch is None else top_n(snap, p, fetch)
         out: dict[str, Any] = {
             "q": p,

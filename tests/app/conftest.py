@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-import uvicorn
 from starlette.types import ASGIApp
+
+from tests.conftest import serve_in_thread
 
 # The suite imports in importlib mode, which puts no test folder on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -21,27 +21,12 @@ from dashboard_testing import free_port  # noqa: E402
 @pytest.fixture
 def serve_asgi() -> Iterator[Callable[[ASGIApp], str]]:
     """Serve ASGI apps on free loopback ports in threads; yields ``serve(app) -> url``."""
-    servers: list[tuple[uvicorn.Server, threading.Thread]] = []
+    with ExitStack() as servers:
 
-    def serve(app: ASGIApp) -> str:
-        port = free_port()
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"the test server on port {port} did not start")
-            time.sleep(0.02)
-        servers.append((server, thread))
-        return f"http://127.0.0.1:{port}"
+        def serve(app: ASGIApp) -> str:
+            return servers.enter_context(serve_in_thread(app))
 
-    yield serve
-    for server, thread in servers:
-        server.should_exit = True
-        thread.join(timeout=10)
+        yield serve
 
 
 @pytest.fixture

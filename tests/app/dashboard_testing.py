@@ -10,6 +10,8 @@ import socket
 import sys
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 if str(APP_DIR) not in sys.path:
     sys.path.insert(0, str(APP_DIR))
@@ -24,3 +26,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def ok(at: AppTest) -> AppTest:
+    """``at`` after checking its last run raised nothing (the exceptions shown if it did)."""
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def open_page(page: str) -> AppTest:
+    """The dashboard's home page run, then ``page`` reached through its navigation."""
+    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    return ok(at.switch_page(page).run())
+
+
+def metric_value(at: AppTest, label: str) -> str:
+    """The value shown by the one metric labelled ``label``."""
+    found = [m.value for m in at.metric if m.label == label]
+    assert len(found) == 1, (label, [m.label for m in at.metric])
+    return str(found[0])

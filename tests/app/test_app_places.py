@@ -12,17 +12,16 @@ import json
 import math
 import re
 import sqlite3
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import uvicorn
-from dashboard_testing import HOME, RUN_TIMEOUT, free_port
+from dashboard_testing import open_page
 from streamlit.testing.v1 import AppTest
+
+from tests.conftest import serve_in_thread
 
 PLACES = "views/places.py"
 SEED_POINT = (12.9352, 77.6245)  # Koramangala, the page's first preset
@@ -96,39 +95,24 @@ def places_api(built: Path) -> Iterator[str]:
     """The real API over the built data set, on a free loopback port."""
     from lookup.server import create_app
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(built), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the API did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_in_thread(create_app(built), timeout_s=60) as url:
+        yield url
 
 
-def open_page(url: str) -> AppTest:
+def page_at(url: str) -> AppTest:
     """The page, reached through the dashboard's navigation, talking to ``url``."""
     mp = pytest.MonkeyPatch()
     mp.setenv("LOOKUP_API_URL", url)
     try:
-        at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-        at.switch_page(PLACES).run()
+        return open_page(PLACES)
     finally:
         mp.undo()
-    return at
 
 
 @pytest.fixture
 def page(places_api: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
     monkeypatch.setenv("LOOKUP_API_URL", places_api)
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    at.switch_page(PLACES).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PLACES)
 
 
 def metric(at: AppTest, label: str) -> Any:
@@ -195,7 +179,7 @@ def _preset_point(at: AppTest, name: str) -> tuple[float, float]:
 
 
 def test_api_down_says_how_to_start_it(nothing_listening: str) -> None:
-    at = open_page(nothing_listening)
+    at = page_at(nothing_listening)
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     assert "lookup serve" in text and nothing_listening in text
@@ -203,7 +187,7 @@ def test_api_down_says_how_to_start_it(nothing_listening: str) -> None:
 
 
 def test_not_built_names_the_command(threaded_api: str) -> None:
-    at = open_page(threaded_api)
+    at = page_at(threaded_api)
     assert not at.exception
     text = " ".join(i.value for i in at.info)
     assert "lookup datasets build places" in text

@@ -21,7 +21,7 @@ from types import ModuleType
 
 import httpx
 import pytest
-from dashboard_testing import APP_DIR, HOME, RUN_TIMEOUT
+from dashboard_testing import APP_DIR, metric_value, ok, open_page
 from hypothesis import given
 from hypothesis import strategies as st
 from starlette.types import ASGIApp
@@ -54,11 +54,6 @@ def _load_page_module() -> ModuleType:
 page_module = _load_page_module()
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _text(at: AppTest) -> str:
     parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
     parts += [t.value for t in at.title] + [h.value for h in at.subheader]
@@ -66,12 +61,6 @@ def _text(at: AppTest) -> str:
         parts += [e.value for e in getattr(at, kind)]
     parts += [c.value for c in at.code]
     return "\n".join(parts)
-
-
-def _metric(at: AppTest, label: str) -> str:
-    found = [m.value for m in at.metric if m.label == label]
-    assert len(found) == 1, (label, [m.label for m in at.metric])
-    return found[0]
 
 
 def _frames(at: AppTest, column: str) -> list:  # type: ignore[type-arg]
@@ -89,7 +78,7 @@ def _urls(at: AppTest) -> list[str]:
 
 def _search(at: AppTest, query: str) -> AppTest:
     at.text_input(key="search-q").input(query)
-    return _ok(at.button(key="search-submit").click().run())
+    return ok(at.button(key="search-submit").click().run())
 
 
 @pytest.fixture(scope="module")
@@ -117,9 +106,7 @@ def search_api(
 @pytest.fixture
 def page(search_api: str, api_at: Callable[[str], None]) -> Iterator[AppTest]:
     api_at(search_api)
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    at.switch_page(PAGE).run()
-    yield _ok(at)
+    yield open_page(PAGE)
 
 
 # ------------------------------------------------------------------ without an index
@@ -129,8 +116,7 @@ def test_without_the_api_the_page_says_so(
     nothing_listening: str, api_at: Callable[[str], None]
 ) -> None:
     api_at(nothing_listening)
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    _ok(at.switch_page(PAGE).run())
+    at = open_page(PAGE)
     text = _text(at)
     assert "Web search" in text and "API down" in text and "lookup serve" in text
     assert not at.text_input and not at.button
@@ -140,8 +126,7 @@ def test_without_an_index_the_page_says_how_to_build_one(
     tmp_path: Path, serve_asgi: Callable[[ASGIApp], str], api_at: Callable[[str], None]
 ) -> None:
     api_at(serve_asgi(create_app(tmp_path / "data", subsystems=SEARCH)))
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    _ok(at.switch_page(PAGE).run())
+    at = open_page(PAGE)
     text = _text(at)
     assert "No search index yet" in text
     assert "lookup crawl --sandbox" in text and "lookup index crawl/" in text
@@ -149,7 +134,7 @@ def test_without_an_index_the_page_says_how_to_build_one(
     if page_module.crawler_page() is not None:
         assert at.get("page_link"), "the Crawler page holds the build button: link to it"
     assert not at.text_input  # no search box that could only fail
-    _ok(at.button(key="search-check").click().run())
+    ok(at.button(key="search-check").click().run())
 
 
 # --------------------------------------------------------------------- searching
@@ -157,9 +142,9 @@ def test_without_an_index_the_page_says_how_to_build_one(
 
 def test_results_are_ranked_highlighted_and_explained(page: AppTest, search_api: str) -> None:
     at = _search(page, "return value")
-    assert _metric(at, "Shards answered") == "4 of 4"
-    assert _metric(at, "Words matched with") == "AND"
-    assert re.fullmatch(r"about \d+", _metric(at, "Results"))
+    assert metric_value(at, "Shards answered") == "4 of 4"
+    assert metric_value(at, "Words matched with") == "AND"
+    assert re.fullmatch(r"about \d+", metric_value(at, "Results"))
     cards = _cards(at)
     assert len(cards) >= 5 and all("<mark>" in c for c in cards)
     assert [re.search(r"#(\d+) ·", c).group(1) for c in cards] == [
@@ -195,21 +180,21 @@ def test_results_are_ranked_highlighted_and_explained(page: AppTest, search_api:
 
 
 def test_an_example_query_runs_from_its_pill(page: AppTest) -> None:
-    at = _ok(page.pills(key="search-example").set_value("heap queue").run())
+    at = ok(page.pills(key="search-example").set_value("heap queue").run())
     assert at.text_input(key="search-q").value == "heap queue"
-    assert _metric(at, "Shards answered") == "4 of 4"
+    assert metric_value(at, "Shards answered") == "4 of 4"
     assert not at.pills  # the examples make way for the results
 
 
 def test_paging_moves_through_the_ranking(page: AppTest) -> None:
     at = _search(page, "return")
-    assert int(_metric(at, "Results").split()[1]) > 20
+    assert int(metric_value(at, "Results").split()[1]) > 20
     first = _urls(at)
-    _ok(at.button(key="search-next").click().run())
+    ok(at.button(key="search-next").click().run())
     second = _urls(at)
     assert second and set(second).isdisjoint(first)
     assert _cards(at)[0].count("#11 ·") == 1
-    _ok(at.button(key="search-prev").click().run())
+    ok(at.button(key="search-prev").click().run())
     assert _urls(at) == first
 
 
@@ -236,19 +221,19 @@ def test_queries_that_cannot_run_get_a_sentence(page: AppTest) -> None:
 def test_a_dead_shard_gives_partial_results(page: AppTest, search_api: str) -> None:
     at = _search(page, "return value")
     healthy = _urls(at)
-    _ok(at.slider(key="search-deadline").set_value(150).run())
-    _ok(at.segmented_control(key="search-fault-2").set_value("down").run())
+    ok(at.slider(key="search-deadline").set_value(150).run())
+    ok(at.segmented_control(key="search-fault-2").set_value("down").run())
     shards = httpx.get(f"{search_api}/search/shards").json()
     assert shards["deadlineMs"] == 150
     assert [r["fault"]["mode"] for r in shards["shards"][2]["replicas"]] == ["dead", "dead"]
-    assert _metric(at, "Shards answered") == "3 of 4"
+    assert metric_value(at, "Shards answered") == "3 of 4"
     assert "Partial results" in _text(at) and "shard 2 did not answer" in _text(at)
     from lookup.search import shard_of
     from tests.search.corpus import url_hash
 
     assert _urls(at) == [u for u in healthy if shard_of(url_hash(u), 4) != 2][: len(_urls(at))]
-    _ok(at.button(key="search-heal").click().run())
-    assert _metric(at, "Shards answered") == "4 of 4"
+    ok(at.button(key="search-heal").click().run())
+    assert metric_value(at, "Shards answered") == "4 of 4"
     assert at.segmented_control(key="search-fault-2").value == "ok"
 
 
@@ -256,29 +241,29 @@ def test_a_slow_primary_is_hedged_and_hedging_can_be_switched_off(
     page: AppTest, search_api: str
 ) -> None:
     at = _search(page, "return value")
-    _ok(at.slider(key="search-slow-ms").set_value(800).run())
-    _ok(at.segmented_control(key="search-fault-1").set_value("slow").run())
+    ok(at.slider(key="search-slow-ms").set_value(800).run())
+    ok(at.segmented_control(key="search-fault-1").set_value("slow").run())
     fault = httpx.get(f"{search_api}/search/shards").json()["shards"][1]["replicas"][0]["fault"]
     assert fault == {"mode": "slow", "delayMs": 800.0, "probability": 1.0}
-    assert int(_metric(at, "Hedges fired")) >= 1
-    assert _metric(at, "Shards answered") == "4 of 4"
+    assert int(metric_value(at, "Hedges fired")) >= 1
+    assert metric_value(at, "Shards answered") == "4 of 4"
     trace = httpx.get(f"{search_api}/search/shards").json()["recent"][-1]["shards"][1]
     assert trace["hedged"] and trace["replica"] == 1
     # without hedging the slow primary is waited for, up to the deadline
-    _ok(at.toggle(key="search-hedging").set_value(False).run())
+    ok(at.toggle(key="search-hedging").set_value(False).run())
     assert httpx.get(f"{search_api}/search/shards").json()["hedging"] is False
-    assert _metric(at, "Hedges fired") == "0"
-    assert _metric(at, "Shards answered") == "3 of 4"  # 800 ms > the 250 ms deadline
-    _ok(at.toggle(key="search-hedging").set_value(True).run())
-    _ok(at.button(key="search-heal").click().run())
+    assert metric_value(at, "Hedges fired") == "0"
+    assert metric_value(at, "Shards answered") == "3 of 4"  # 800 ms > the 250 ms deadline
+    ok(at.toggle(key="search-hedging").set_value(True).run())
+    ok(at.button(key="search-heal").click().run())
     assert at.segmented_control(key="search-fault-1").value == "ok"
 
 
 def test_the_load_test_records_each_setting(page: AppTest) -> None:
     at = _search(page, "heap")
     load = at.slider(key="search-burst-n")
-    _ok(load.set_value(10).run())
-    _ok(at.button(key="search-burst").click().run())
+    ok(load.set_value(10).run())
+    ok(at.button(key="search-burst").click().run())
     (table,) = _frames(at, "settings")
     assert list(table["queries"]) == [10]
     assert table["settings"][0].startswith("all healthy; hedging on")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from dashboard_testing import HOME, RUN_TIMEOUT
+from dashboard_testing import metric_value, ok, open_page
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/shortener.py"
@@ -29,11 +29,6 @@ def _text(at: AppTest) -> str:
     return "\n".join(parts)
 
 
-def _ok(at: AppTest) -> AppTest:
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
     """The one table on the page that has ``column``, as a pandas DataFrame."""
     found = [d.value for d in at.dataframe if column in d.value.columns]
@@ -41,26 +36,17 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
     return found[0]
 
 
-def _metric(at: AppTest, label: str) -> str:
-    found = [m.value for m in at.metric if m.label == label]
-    assert len(found) == 1, (label, [m.label for m in at.metric])
-    return found[0]
-
-
 @pytest.fixture
 def page(threaded_api: str, api_at: Callable[[str], None]) -> Iterator[AppTest]:
     api_at(threaded_api)
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    at.switch_page(PAGE).run()
-    yield _ok(at)
+    yield open_page(PAGE)
 
 
 def test_without_the_api_the_page_says_so(
     nothing_listening: str, api_at: Callable[[str], None]
 ) -> None:
     api_at(nothing_listening)
-    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    _ok(at.switch_page(PAGE).run())
+    at = open_page(PAGE)
     text = _text(at)
     assert "URL shortener" in text and "API down" in text
     assert "needs the API" in text and "lookup serve" in text
@@ -72,7 +58,7 @@ def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
     assert "No links yet" in _text(at)
     at.text_input(key="create-url").input("https://example.com/launch-notes")
     at.text_input(key="create-alias").input("launch-notes")
-    _ok(at.button(key="create-submit").click().run())
+    ok(at.button(key="create-submit").click().run())
     text = _text(at)
     assert "Your short link" in text
     assert "/launch-notes](" in text  # the short URL is a markdown link
@@ -80,7 +66,7 @@ def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
     table = _frame(at, "Short URL")
     assert list(table["Status"]) == ["ACTIVE"]
     assert table["Short URL"][0].endswith("/launch-notes")
-    assert _metric(at, "People") == "0"
+    assert metric_value(at, "People") == "0"
 
     # Clicks over HTTP, as browsers and a chat app would make them.
     with httpx.Client(base_url=threaded_api) as client:
@@ -90,28 +76,28 @@ def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
             {"User-Agent": "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"},
         ):
             assert client.get("/launch-notes", headers=headers).status_code == 302
-    _ok(at.button(key="stats-refresh").click().run())
-    assert _metric(at, "People") == "2"
-    assert _metric(at, "Link previews") == "1"
-    assert _metric(at, "Unique visitors") == "1"
+    ok(at.button(key="stats-refresh").click().run())
+    assert metric_value(at, "People") == "2"
+    assert metric_value(at, "Link previews") == "1"
+    assert metric_value(at, "Unique visitors") == "1"
     assert at.get("plotly_chart")  # clicks over time, countries, devices, ...
 
-    _ok(at.button(key="link-disable").click().run())
+    ok(at.button(key="link-disable").click().run())
     assert "launch-notes is now DISABLED" in _text(at)
-    _ok(at.button(key="link-probe").click().run())
+    ok(at.button(key="link-probe").click().run())
     text = _text(at)
     assert "HTTP 403" in text and "no `Location` header" in text
     assert "this link has been disabled" in text
     assert list(_frame(at, "Short URL")["Status"]) == ["DISABLED"]
-    _ok(at.button(key="link-enable").click().run())
-    _ok(at.button(key="link-probe").click().run())
+    ok(at.button(key="link-enable").click().run())
+    ok(at.button(key="link-probe").click().run())
     assert "HTTP 302" in _text(at) and "https://example.com/launch-notes" in _text(at)
 
 
 def test_a_refused_link_shows_the_reason(page: AppTest) -> None:
     at = page
     at.text_input(key="create-url").input("javascript:alert(1)")
-    _ok(at.button(key="create-submit").click().run())
+    ok(at.button(key="create-submit").click().run())
     errors = " ".join(e.value for e in at.error)
     assert "Not shortened" in errors and "INVALID_URL" in errors
 
@@ -120,8 +106,8 @@ def test_the_simulator_shows_what_each_layer_absorbed(page: AppTest) -> None:
     at = page
     at.slider(key="sim-requests").set_value(300)
     at.slider(key="sim-links").set_value(5)
-    _ok(at.button(key="sim-run").click().run())
-    assert _metric(at, "Requests") == "300"
+    ok(at.button(key="sim-run").click().run())
+    assert metric_value(at, "Requests") == "300"
     layers = _frame(at, "meaning")
     assert list(layers["layer"])[:2] == ["In-process LRU cache", "Negative cache"]
     assert layers["lookups"].sum() >= 300
@@ -130,7 +116,7 @@ def test_the_simulator_shows_what_each_layer_absorbed(page: AppTest) -> None:
     # The simulated links are now "my links", the viral one selected with its clicks.
     table = _frame(at, "Short URL")
     assert len(table) == 6 and all("simulated" in tags for tags in table["Tags"])
-    assert int(_metric(at, "People")) == 60  # the viral burst: 20 % of 300
+    assert int(metric_value(at, "People")) == 60  # the viral burst: 20 % of 300
 
 
 def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: str) -> None:
@@ -146,12 +132,12 @@ def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: st
     expected = assess(url, None, ThreatFeed.load(DEFAULT_FEED))
     assert expected.verdict == "MALICIOUS" and len(expected.reasons) >= 2
     at.text_input(key="create-url").input(url)
-    _ok(at.button(key="create-submit").click().run())
+    ok(at.button(key="create-submit").click().run())
     deadline = time.monotonic() + 30  # the scanner works off the request path
     while list(_frame(at, "Short URL")["Scan"]) != ["MALICIOUS"]:
         assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
         time.sleep(0.2)
-        _ok(at.button(key="stats-refresh").click().run())
+        ok(at.button(key="stats-refresh").click().run())
     table = _frame(at, "Short URL")
     assert list(table["Why"]) == ["; ".join(expected.reasons)]
     text = _text(at)
@@ -160,11 +146,11 @@ def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: st
     assert list(table["Status"]) == ["DISABLED"]  # a MALICIOUS verdict takes it down
 
     at.text_input(key="create-url").input("https://example.com/plain")
-    _ok(at.button(key="create-submit").click().run())
+    ok(at.button(key="create-submit").click().run())
     deadline = time.monotonic() + 30
     while "SAFE" not in list(_frame(at, "Short URL")["Scan"]):
         assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
         time.sleep(0.2)
-        _ok(at.button(key="stats-refresh").click().run())
+        ok(at.button(key="stats-refresh").click().run())
     table = _frame(at, "Short URL")
     assert dict(zip(table["Scan"], table["Why"], strict=True))["SAFE"] == "no rule fired"

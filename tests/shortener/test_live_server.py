@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.conftest import free_port, lookup_serve
+
 FAST_LIMITS = {
     "LOOKUP_SHORTENER_RATE_ANON": "100000/1",
     "LOOKUP_SHORTENER_RATE_OWNER": "100000/1",
@@ -27,28 +26,13 @@ FAST_LIMITS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, **FAST_LIMITS}
     env.pop("LOOKUP_PUBLIC_URL", None)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "lookup.cli",
-            "serve",
-            "--port",
-            str(port),
-            "--data-dir",
-            str(data_dir),
-        ],
-        cwd=ROOT,
+    proc = lookup_serve(
+        data_dir,
+        port,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

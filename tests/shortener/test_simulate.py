@@ -7,15 +7,12 @@ cache absorbs the scraper's retries, and analytics saw exactly the planned click
 
 from __future__ import annotations
 
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from lookup.server import create_app
 from lookup.shortener.simulate import (
@@ -25,29 +22,21 @@ from lookup.shortener.simulate import (
     simulate_traffic,
     zipf_weights,
 )
+from tests.conftest import loopback_socket, serve_in_thread
 
 TOKEN = "simulator-owner-token-0123456789"
 
 
 @pytest.fixture
-def live_api(tmp_path: Path, unused_port: int) -> Iterator[str]:
+def live_api(tmp_path: Path) -> Iterator[str]:
+    sock = loopback_socket()
     app = create_app(
         tmp_path / "data",
-        base_url=f"http://127.0.0.1:{unused_port}",
+        base_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
         subsystems=["lookup.shortener.http:mount"],
     )
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=unused_port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{unused_port}"
-    server.should_exit = True
-    thread.join(timeout=15)
+    with serve_in_thread(app, sock) as url:
+        yield url
 
 
 @pytest.fixture

@@ -13,20 +13,16 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
-import uvicorn
 
 from lookup.kit.http import ApiError
 from lookup.server import create_app
@@ -41,7 +37,7 @@ from lookup.typeahead.sharding import (
 )
 from lookup.typeahead.snapshot import Snapshot
 from lookup.typeahead.supervisor import ShardCluster
-from tests.conftest import ROOT, free_port, wait_http
+from tests.conftest import ROOT, free_port, serve_in_thread, wait_http
 
 from .conftest import Built
 
@@ -59,29 +55,6 @@ class Deployment:
     router: ShardRouter
     url: str
     oracle: SuggestService
-
-
-@contextmanager
-def serve_in_thread(app: object) -> Iterator[str]:
-    """Serve an ASGI app with uvicorn in a thread on an ephemeral loopback port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")  # type: ignore[arg-type]
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "router did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ from tests.conftest import serve_in_thread
 # The suite imports in importlib mode, which puts no test folder on sys.path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dashboard_testing import free_port  # noqa: E402
+from dashboard_testing import free_port, open_page  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
 
 
 @pytest.fixture
@@ -45,6 +46,18 @@ def api_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
         monkeypatch.setenv("LOOKUP_API_URL", url)
 
     return point
+
+
+@pytest.fixture
+def visit(api_at: Callable[[str], None]) -> Callable[[str, str], AppTest]:
+    """``visit(page, api_url)``: the dashboard pointed at ``api_url`` (for this test), its
+    ``page`` reached through the navigation and drawn without an exception."""
+
+    def open_at(page: str, api_url: str) -> AppTest:
+        api_at(api_url)
+        return open_page(page)
+
+    return open_at
 
 
 @pytest.fixture

@@ -45,3 +45,15 @@ def metric_value(at: AppTest, label: str) -> str:
     found = [m.value for m in at.metric if m.label == label]
     assert len(found) == 1, (label, [m.label for m in at.metric])
     return str(found[0])
+
+
+def page_text(at: AppTest, *, with_code: bool = False) -> str:
+    """What the last run wrote as markdown, captions, titles, subheaders and alerts (and
+    code blocks ``with_code``), in one string."""
+    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
+    parts += [t.value for t in at.title] + [h.value for h in at.subheader]
+    for kind in ("error", "warning", "info", "success"):
+        parts += [e.value for e in getattr(at, kind)]
+    if with_code:
+        parts += [c.value for c in at.code]
+    return "\n".join(parts)

@@ -21,7 +21,7 @@ from types import ModuleType
 
 import httpx
 import pytest
-from dashboard_testing import APP_DIR, metric_value, ok, open_page
+from dashboard_testing import APP_DIR, metric_value, ok, open_page, page_text
 from hypothesis import given
 from hypothesis import strategies as st
 from starlette.types import ASGIApp
@@ -55,12 +55,7 @@ page_module = _load_page_module()
 
 
 def _text(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    parts += [t.value for t in at.title] + [h.value for h in at.subheader]
-    for kind in ("error", "warning", "info", "success"):
-        parts += [e.value for e in getattr(at, kind)]
-    parts += [c.value for c in at.code]
-    return "\n".join(parts)
+    return page_text(at, with_code=True)  # the page shows its commands as code
 
 
 def _frames(at: AppTest, column: str) -> list:  # type: ignore[type-arg]
@@ -104,19 +99,17 @@ def search_api(
 
 
 @pytest.fixture
-def page(search_api: str, api_at: Callable[[str], None]) -> Iterator[AppTest]:
-    api_at(search_api)
-    yield open_page(PAGE)
+def page(search_api: str, visit: Callable[[str, str], AppTest]) -> Iterator[AppTest]:
+    yield visit(PAGE, search_api)
 
 
 # ------------------------------------------------------------------ without an index
 
 
 def test_without_the_api_the_page_says_so(
-    nothing_listening: str, api_at: Callable[[str], None]
+    nothing_listening: str, visit: Callable[[str, str], AppTest]
 ) -> None:
-    api_at(nothing_listening)
-    at = open_page(PAGE)
+    at = visit(PAGE, nothing_listening)
     text = _text(at)
     assert "Web search" in text and "API down" in text and "lookup serve" in text
     assert not at.text_input and not at.button

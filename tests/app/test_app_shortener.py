@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
-from dashboard_testing import metric_value, ok, open_page
+from dashboard_testing import metric_value, ok, page_text
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/shortener.py"
@@ -19,14 +19,6 @@ IPHONE = (
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 "
     "(KHTML, like Gecko) Version/17.4 Mobile/15E148 Safari/604.1"
 )
-
-
-def _text(at: AppTest) -> str:
-    parts = [m.value for m in at.markdown] + [c.value for c in at.caption]
-    parts += [t.value for t in at.title] + [h.value for h in at.subheader]
-    for kind in ("error", "warning", "info", "success"):
-        parts += [e.value for e in getattr(at, kind)]
-    return "\n".join(parts)
 
 
 def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
@@ -37,17 +29,15 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def page(threaded_api: str, api_at: Callable[[str], None]) -> Iterator[AppTest]:
-    api_at(threaded_api)
-    yield open_page(PAGE)
+def page(threaded_api: str, visit: Callable[[str, str], AppTest]) -> Iterator[AppTest]:
+    yield visit(PAGE, threaded_api)
 
 
 def test_without_the_api_the_page_says_so(
-    nothing_listening: str, api_at: Callable[[str], None]
+    nothing_listening: str, visit: Callable[[str, str], AppTest]
 ) -> None:
-    api_at(nothing_listening)
-    at = open_page(PAGE)
-    text = _text(at)
+    at = visit(PAGE, nothing_listening)
+    text = page_text(at)
     assert "URL shortener" in text and "API down" in text
     assert "needs the API" in text and "lookup serve" in text
     assert not at.text_input and not at.button  # nothing to click that could fail
@@ -55,11 +45,11 @@ def test_without_the_api_the_page_says_so(
 
 def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
     at = page
-    assert "No links yet" in _text(at)
+    assert "No links yet" in page_text(at)
     at.text_input(key="create-url").input("https://example.com/launch-notes")
     at.text_input(key="create-alias").input("launch-notes")
     ok(at.button(key="create-submit").click().run())
-    text = _text(at)
+    text = page_text(at)
     assert "Your short link" in text
     assert "/launch-notes](" in text  # the short URL is a markdown link
     assert len(at.get("image")) == 1  # the QR code, fetched from the API
@@ -83,15 +73,15 @@ def test_shorten_click_watch_disable(page: AppTest, threaded_api: str) -> None:
     assert at.get("plotly_chart")  # clicks over time, countries, devices, ...
 
     ok(at.button(key="link-disable").click().run())
-    assert "launch-notes is now DISABLED" in _text(at)
+    assert "launch-notes is now DISABLED" in page_text(at)
     ok(at.button(key="link-probe").click().run())
-    text = _text(at)
+    text = page_text(at)
     assert "HTTP 403" in text and "no `Location` header" in text
     assert "this link has been disabled" in text
     assert list(_frame(at, "Short URL")["Status"]) == ["DISABLED"]
     ok(at.button(key="link-enable").click().run())
     ok(at.button(key="link-probe").click().run())
-    assert "HTTP 302" in _text(at) and "https://example.com/launch-notes" in _text(at)
+    assert "HTTP 302" in page_text(at) and "https://example.com/launch-notes" in page_text(at)
 
 
 def test_a_refused_link_shows_the_reason(page: AppTest) -> None:
@@ -140,7 +130,7 @@ def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: st
         ok(at.button(key="stats-refresh").click().run())
     table = _frame(at, "Short URL")
     assert list(table["Why"]) == ["; ".join(expected.reasons)]
-    text = _text(at)
+    text = page_text(at)
     assert "**Safety scan** :red-badge[MALICIOUS]" in text
     assert "Why:\n" + "\n".join(f"- {reason}" for reason in expected.reasons) in text
     assert list(table["Status"]) == ["DISABLED"]  # a MALICIOUS verdict takes it down

@@ -1,10 +1,18 @@
-"""Query-parameter helpers: defaults, parsing, ranges and the 400 they raise."""
+"""Query-parameter helpers: the strict query-string decoder, defaults, parsing, ranges and
+the 400 they raise."""
 
 from __future__ import annotations
 
 import pytest
 
-from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
+from lookup.kit.http import (
+    ApiError,
+    bool_param,
+    choice_param,
+    float_param,
+    int_param,
+    parse_query_string,
+)
 
 
 def _refused(call, *args, **kw) -> ApiError:  # type: ignore[no-untyped-def]
@@ -62,3 +70,17 @@ def test_choices() -> None:
     assert choice_param({"index": "scan"}, "index", ("geohash", "scan"), "geohash") == "scan"
     err = _refused(choice_param, {"index": "rtree"}, "index", ("geohash", "scan"), "geohash")
     assert err.message == "index must be one of geohash, scan, got 'rtree'"
+
+
+def test_query_strings_decode_strictly_and_the_first_repeat_wins() -> None:
+    assert parse_query_string(b"") == {}
+    assert parse_query_string(b"q=caf%C3%A9+au+lait&&limit=3&q=second&flag") == {
+        "q": "café au lait",
+        "limit": "3",
+        "flag": "",
+    }
+    params = parse_query_string(b"lat=12.5&n=7")
+    assert float_param(params, "lat") == 12.5 and int_param(params, "n") == 7
+    err = _refused(parse_query_string, b"q=%C3%28")
+    assert err.code == "INVALID_QUERY"
+    assert err.message == "the query string is not valid UTF-8 once percent-decoded"

@@ -6,11 +6,23 @@ scripts in this process, so importing this module does the same for the pages' i
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+
+from tests.conftest import free_port
+
+__all__ = [
+    "APP_DIR",
+    "HOME",
+    "RUN_TIMEOUT",
+    "free_port",
+    "metric_value",
+    "ok",
+    "open_page",
+    "page_text",
+]
 
 APP_DIR = Path(__file__).resolve().parents[2] / "app"
 if str(APP_DIR) not in sys.path:
@@ -19,13 +31,6 @@ if str(APP_DIR) not in sys.path:
 HOME = APP_DIR / "Home.py"
 #: Seconds one script run may take; generous, since two cores are shared.
 RUN_TIMEOUT = 60
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def ok(at: AppTest) -> AppTest:

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +110,8 @@ def page_at(url: str) -> AppTest:
 
 
 @pytest.fixture
-def page(places_api: str, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv("LOOKUP_API_URL", places_api)
-    return open_page(PLACES)
+def page(places_api: str, visit: Callable[[str, str], AppTest]) -> AppTest:
+    return visit(PLACES, places_api)
 
 
 def metric(at: AppTest, label: str) -> Any:

@@ -63,7 +63,7 @@ def _generate(args: argparse.Namespace) -> int:
     if args.etcd:
         workers = [args.worker] if args.worker >= 0 else None
         lease = WorkerLease(etcd_client(args.etcd), ttl_s=args.ttl, workers=workers)
-        lease.acquire()
+        lease.acquire(wait_s=args.wait)
         gen = lease.generator()
         summary.update(worker=lease.worker_id, lease=lease.lease_id, epoch=lease.epoch)
     else:
@@ -112,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--count", type=int, default=100_000, help="ids to issue; 0: until stopped")
     g.add_argument("--ttl", type=float, default=2.0)
     g.add_argument("--go", default="", help="wait for this file before issuing")
+    g.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a free id")
     args = parser.parse_args(argv)
     return _generate(args)
 
@@ -121,11 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def spawn_generator(
     out: Path, *, etcd: str = "", worker: int = -1, count: int = 100_000,
-    ttl: float = 2.0, go: Path | None = None,
+    ttl: float = 2.0, go: Path | None = None, wait_s: float = 0.0,
 ) -> subprocess.Popen[bytes]:
     """Start one generator process (this checkout's ``lookup``, whatever is installed)."""
     cmd = [sys.executable, "-m", "lookup.blocks.ids.drill", "generate", "--out", str(out),
-           "--worker", str(worker), "--count", str(count), "--ttl", str(ttl)]
+           "--worker", str(worker), "--count", str(count), "--ttl", str(ttl),
+           "--wait", str(wait_s)]
     if etcd:
         cmd += ["--etcd", etcd]
     if go is not None:
@@ -259,7 +261,8 @@ def lease_loss_drill(etcd: EtcdServer, how: str = "revoke", ttl: float = 2.0,
                 proc.kill()
                 proc.wait()
         old_ids, summary = read_ids(old)
-        taker = spawn_generator(new, etcd=etcd.url, worker=worker, count=20_000, ttl=ttl)
+        taker = spawn_generator(new, etcd=etcd.url, worker=worker, count=20_000, ttl=ttl,
+                                wait_s=ttl * 3 + 10)
         _run_all([taker], timeout_s=ttl * 5 + 60)
         new_ids, new_summary = read_ids(new)
     both = set(old_ids) | set(new_ids)

@@ -20,7 +20,7 @@ from lookup.blocks.ids.formats import ULIDGenerator, UUIDv7Generator, uuid4_by_h
 from lookup.blocks.ids.snowflake import Snowflake
 from lookup.kit.ids import IdAllocator
 
-__all__ = ["ID_KINDS", "IdKind", "make_kind"]
+__all__ = ["ID_KINDS", "IdKind", "library_uuid4", "make_kind"]
 
 Key = int | bytes
 

@@ -117,21 +117,27 @@ class WorkerLease:
 
     # ------------------------------------------------------------------ taking the id
 
-    def acquire(self) -> int:
-        """Lease a free worker id, wait out its previous holders' mark; return the id."""
-        sent = self.monotonic()
-        self._lease = self.client.lease(self.ttl)
-        self._state.deadline = sent + self.ttl
-        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                             "lease": self._lease.id})
-        for worker in self.candidates:
-            found = self._try_create(worker, holder)
+    def acquire(self, wait_s: float = 0.0) -> int:
+        """Lease a free worker id, wait out its previous holders' mark; return the id.
+
+        ``wait_s`` keeps trying that long while every candidate is taken (a new holder
+        waiting for a dead holder's lease to expire).
+        """
+        give_up = self.monotonic() + wait_s
+        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
+        while True:
+            sent = self.monotonic()
+            self._lease = self.client.lease(self.ttl)
+            self._state.deadline = sent + self.ttl
+            found = next(((w, f) for w in self.candidates
+                          if (f := self._try_create(w, holder)) is not None), None)
             if found is not None:
-                self.worker_id, (self.epoch, high) = worker, found
+                self.worker_id, (self.epoch, high) = found
                 break
-        else:
             self._lease.revoke()
-            raise Unavailable(f"every worker id of {len(self.candidates)} is leased")
+            if self.monotonic() >= give_up:
+                raise Unavailable(f"every worker id of {len(self.candidates)} is leased")
+            time.sleep(0.1)
         self._state.floor_ms = high
         self._event("acquired", f"worker {self.worker_id}, epoch {self.epoch}, mark {high}")
         self._thread = threading.Thread(target=self._keep_alive, name="snowflake-lease",

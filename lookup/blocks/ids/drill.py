@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,10 @@ ROOT = Path(lookup.__file__).resolve().parents[1]
 # ------------------------------------------------------------------- the child process
 
 
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(0)  # unwinds through the ``finally`` that writes the summary
+
+
 def _generate(args: argparse.Namespace) -> int:
     """Issue ids (leased or on a fixed worker id) and write them and a summary."""
     out = Path(args.out)
@@ -73,9 +78,13 @@ def _generate(args: argparse.Namespace) -> int:
     go = Path(args.go) if args.go else None
     while go is not None and not go.exists():
         time.sleep(0.002)
+    signal.signal(signal.SIGTERM, _exit_on_term)
+    pause = 1.0 / args.rate if args.rate > 0 else 0.0
     started = time.perf_counter()
     try:
         while args.count <= 0 or len(ids) < args.count:
+            if pause:
+                time.sleep(pause)
             try:
                 ids.append(gen.next_id())
             except ClockMovedBackwards:
@@ -113,6 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--ttl", type=float, default=2.0)
     g.add_argument("--go", default="", help="wait for this file before issuing")
     g.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a free id")
+    g.add_argument("--rate", type=float, default=0.0, help="ids per second (0: flat out)")
     args = parser.parse_args(argv)
     return _generate(args)
 
@@ -122,12 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def spawn_generator(
     out: Path, *, etcd: str = "", worker: int = -1, count: int = 100_000,
-    ttl: float = 2.0, go: Path | None = None, wait_s: float = 0.0,
+    ttl: float = 2.0, go: Path | None = None, wait_s: float = 0.0, rate: float = 0.0,
 ) -> subprocess.Popen[bytes]:
     """Start one generator process (this checkout's ``lookup``, whatever is installed)."""
     cmd = [sys.executable, "-m", "lookup.blocks.ids.drill", "generate", "--out", str(out),
            "--worker", str(worker), "--count", str(count), "--ttl", str(ttl),
-           "--wait", str(wait_s)]
+           "--wait", str(wait_s), "--rate", str(rate)]
     if etcd:
         cmd += ["--etcd", etcd]
     if go is not None:

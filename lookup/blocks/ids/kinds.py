@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lookup.blocks.ids.formats import ULIDGenerator, UUIDv7Generator, uuid4_by_hand
-from lookup.blocks.ids.snowflake import Snowflake
+from lookup.blocks.ids.snowflake import SEED_LAYOUT, Snowflake
 from lookup.kit.ids import IdAllocator
 
-__all__ = ["ID_KINDS", "IdKind", "library_uuid4", "make_kind"]
+__all__ = ["ID_KINDS", "LAYOUTS", "IdKind", "bit_fields", "library_uuid4", "make_kind",
+           "timestamp_ms"]
 
 Key = int | bytes
 
@@ -73,6 +74,43 @@ def make_kind(name: str, *, workdir: str | Path | None = None, worker: int = 1,
     if name == "Snowflake":
         return Snowflake(worker).next_id
     raise ValueError(f"unknown id kind {name!r}; choose from {', '.join(ID_KINDS)}")
+
+
+#: Each kind's fields, high bits first: (name, width in bits).
+LAYOUTS: dict[str, list[tuple[str, int]]] = {
+    "Snowflake": [("sign", 1), ("timestamp", 41), ("worker", 10), ("sequence", 12)],
+    "UUIDv7": [("unix ms", 48), ("version", 4), ("rand_a / counter", 12), ("variant", 2),
+               ("rand_b", 62)],
+    "ULID": [("unix ms", 48), ("randomness", 80)],
+    "UUIDv4": [("random", 48), ("version", 4), ("random", 12), ("variant", 2), ("random", 62)],
+    "sequential int": [("counter", 64)],
+    "ticket server": [("counter", 64)],
+}
+
+
+def bit_fields(kind: str, key: int | bytes) -> list[dict[str, object]]:
+    """``key`` cut into ``kind``'s fields: name, bits (as text) and value, high bits first."""
+    n = key if isinstance(key, int) else int.from_bytes(key, "big")
+    width = sum(w for _, w in LAYOUTS[kind])
+    bits = format(n, f"0{width}b")
+    out: list[dict[str, object]] = []
+    at = 0
+    for name, w in LAYOUTS[kind]:
+        chunk = bits[at:at + w]
+        out.append({"field": name, "bits": w, "binary": chunk, "value": int(chunk, 2)})
+        at += w
+    return out
+
+
+def timestamp_ms(kind: str, key: int | bytes) -> int | None:
+    """The Unix ms a key of ``kind`` carries, or ``None`` for kinds that carry no time."""
+    if kind == "Snowflake":
+        assert isinstance(key, int)
+        return SEED_LAYOUT.decode(key).unix_ms
+    if kind in ("UUIDv7", "ULID"):
+        assert isinstance(key, bytes)
+        return int.from_bytes(key, "big") >> 80
+    return None
 
 
 def library_uuid4() -> bytes:

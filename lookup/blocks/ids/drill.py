@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -74,7 +75,9 @@ def _generate(args: argparse.Namespace) -> int:
     else:
         gen = Snowflake(args.worker)
         summary.update(worker=args.worker)
-    Path(f"{out}.ready").write_text(json.dumps(summary))
+    staged = Path(f"{out}.ready.tmp")
+    staged.write_text(json.dumps(summary))
+    os.replace(staged, f"{out}.ready")  # atomic: a reader never sees it half written
     go = Path(args.go) if args.go else None
     while go is not None and not go.exists():
         time.sleep(0.002)
@@ -101,7 +104,8 @@ def _generate(args: argparse.Namespace) -> int:
             summary["events"] = [e.__dict__ for e in lease.events]
             summary["reserved_ms"] = lease.reserved_ms
             lease.release()
-        ids.tofile(out.open("wb"))
+        with out.open("wb") as fh:
+            ids.tofile(fh)
         summary.update(issued=len(ids), seconds=seconds, waits=gen.waits)
         if ids:
             summary.update(first_ms=gen.layout.decode(ids[0]).unix_ms,

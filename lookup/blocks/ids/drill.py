@@ -37,7 +37,7 @@ from lookup import settings
 from lookup.blocks.ids.etcd import EtcdServer, etcd_client
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, ClockMovedBackwards, Snowflake
 from lookup.blocks.ids.snowflake import wall_clock_ms as _wall_ms
-from lookup.blocks.ids.workers import WorkerLease
+from lookup.blocks.ids.workers import ReservationExhausted, WorkerLease
 from lookup.errors import Unavailable
 
 __all__ = [
@@ -90,7 +90,8 @@ def _generate(args: argparse.Namespace) -> int:
                 time.sleep(pause)
             try:
                 ids.append(gen.next_id())
-            except ClockMovedBackwards:
+            except (ClockMovedBackwards, ReservationExhausted):
+                time.sleep(0.0005)  # transient: the clock or the next renewal catches up
                 continue
             except Unavailable as exc:  # lease lost, or its deadline passed
                 summary.update(stopped=type(exc).__name__, stopped_wall_ms=_wall_ms(),

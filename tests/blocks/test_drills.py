@@ -32,10 +32,12 @@ def test_eight_processes_through_etcd_leases_never_duplicate(etcd: EtcdServer) -
 
 def test_two_processes_on_one_worker_id_without_leases_duplicate() -> None:
     result = shared_worker_drill(processes=2, count=200_000, worker=7)
-    print(f"\nshared worker id: {result.duplicates:,} duplicates in {result.total:,} ids")
+    print(f"\nshared worker id: {result.duplicates:,} duplicates in {result.total:,} ids, "
+          f"{result.shared_ms} milliseconds in which both issued")
     assert result.workers == [7, 7]
     assert all(result.strictly_increasing)  # each process alone is fine ...
     assert result.duplicates > 0  # ... together they collide
+    assert result.shared_ms > 0  # and only in the milliseconds both issued in
     assert result.distinct + result.duplicates == result.total
 
 

@@ -190,6 +190,7 @@ class DrillResult:
     workers: list[int]
     seconds: float
     summaries: list[dict[str, Any]] = field(default_factory=list)
+    shared_ms: int = 0  # milliseconds in which two or more processes issued ids
 
     @property
     def ids_per_s(self) -> float:
@@ -202,16 +203,20 @@ def _collect(outs: Sequence[Path], per_process: int) -> DrillResult:
     total = 0
     increasing, workers, summaries = [], [], []
     seconds = 0.0
+    ms_seen: dict[int, int] = {}
     for out in outs:
         ids, summary = read_ids(out)
         total += len(ids)
         every.update(ids)
+        for ms in {SEED_LAYOUT.decode(i).unix_ms for i in ids}:
+            ms_seen[ms] = ms_seen.get(ms, 0) + 1
         increasing.append(all(a < b for a, b in zip(ids, ids[1:], strict=False)))
         workers.append(int(summary["worker"]))
         summaries.append(summary)
         seconds = max(seconds, float(summary["seconds"]))
+    shared = sum(1 for n in ms_seen.values() if n > 1)
     return DrillResult(len(outs), per_process, total, len(every), total - len(every),
-                       increasing, workers, seconds, summaries)
+                       increasing, workers, seconds, summaries, shared)
 
 
 def _fleet(work: Path, n: int, count: int, *, etcd: str, worker: int, ttl: float) -> DrillResult:

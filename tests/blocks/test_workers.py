@@ -119,3 +119,32 @@ def test_a_revoked_lease_stops_the_generator_at_the_next_renewal(etcd: EtcdServe
         gen.next_id()
     assert gen.issued == issued  # refused for good, not only once
     lease.release()
+
+
+def test_a_leased_generator_refuses_a_backwards_step(etcd: EtcdServer) -> None:
+    from lookup.blocks.ids import ClockMovedBackwards, wall_clock_ms
+
+    class Wall:
+        """The real wall clock plus an offset the test moves (an NTP step)."""
+
+        offset = 0
+
+        def __call__(self) -> int:
+            return wall_clock_ms() + self.offset
+
+    wall = Wall()
+    lease = WorkerLease(etcd_client(etcd.url), ttl_s=30, workers=[303], clock=wall)
+    lease.acquire()
+    try:
+        gen = lease.generator()
+        before = gen.take(1000)
+        wall.offset = -5_000  # the clock steps back five seconds
+        with pytest.raises(ClockMovedBackwards):
+            gen.next_id()
+        assert gen.issued == 1000
+        wall.offset = 0
+        after = gen.take(1000)
+    finally:
+        lease.release()
+    assert not set(before) & set(after) and max(before) < min(after)
+    assert gen.refusals == 1

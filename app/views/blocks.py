@@ -143,8 +143,10 @@ def _ids_tab() -> None:
     if result:
         table = pd.DataFrame(ratios(result)).set_index("kind")
         st.dataframe(table)
-        st.bar_chart(table[["insert time ×", "pages ×"]], stack=False)
-        st.bar_chart(table[["newest 100 ×"]])
+        for col, name in zip(st.columns(3), ["insert time ×", "pages ×", "newest 100 ×"],
+                             strict=True):
+            col.markdown(f"**{name}**")
+            col.bar_chart(table[[name]], height=260)
         st.caption("× = against the sequential int measured in the same run. "
                    "`benchmarks/bench_ids.py` runs this at 1M rows, and in PostgreSQL.")
 

@@ -87,7 +87,7 @@ def test_index_locality_at_a_small_size(page: AppTest) -> None:
     table = _frame(page, "pages ×")
     assert table.loc["sequential int", "pages ×"] == 1.0
     assert all(table["newest 100 right"])
-    assert len(page.get("vega_lite_chart")) == 2  # insert time and pages; newest 100
+    assert len(page.get("vega_lite_chart")) == 3  # insert time, pages, newest 100
 
 
 @pytest.mark.skipif(not etcd_available(), reason="etcd is not installed")

@@ -15,6 +15,9 @@ import cannot hide a dependency.
 from __future__ import annotations
 
 import ast
+import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -36,7 +39,7 @@ STORE_MODULES = {
     "lookup/shortener/analytics/aggregate.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
-    "lookup/datasets/places.py",
+    "lookup/crawler/store_sqlite.py",
 }
 
 
@@ -136,3 +139,32 @@ def test_no_lookup_module_is_over_900_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 900
     }
     assert not long, long
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_every_public_name_of_a_system_resolves(system: str) -> None:
+    package = importlib.import_module(f"lookup.{system}")
+    missing = [name for name in package.__all__ if not hasattr(package, name)]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("module", "heavy"),
+    [
+        ("lookup.shortener.keys", ("fastapi", "starlette", "segno", "datasketch", "numpy")),
+        ("lookup.typeahead.normalize", ("fastapi", "numpy", "pyarrow")),
+        ("lookup.search.analysis", ("fastapi", "numpy")),
+        ("lookup.crawler.dedup", ("fastapi", "uvicorn", "httpx", "lookup.crawler.sandbox")),
+        ("lookup.kit.urlnorm", ("fastapi", "numpy", "httpx")),
+    ],
+)
+def test_a_light_module_imports_light(module: str, heavy: tuple[str, ...]) -> None:
+    """Package ``__init__`` files re-export lazily: one module never drags in the stack."""
+    code = (
+        f"import sys, {module}\n"
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "", f"importing {module} loaded {out.stdout.strip()}"

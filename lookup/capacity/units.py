@@ -73,7 +73,10 @@ def format_quantity(value: float, unit: str) -> str:
         return f"{_plain(value)}{unit}"
     if unit == "s":
         if value != 0 and abs(value) < 1:
-            return f"{_g(_round_sig(value * 1000))} ms"
+            ms = _round_sig(value * 1000)
+            if abs(ms) < 1000:
+                return f"{_g(ms)} ms"
+            value = ms / 1000  # 0.99999 s rounds to 1,000 ms: say "1 s"
         if value.is_integer() and abs(value) < 1e10:
             return f"{int(value):,} s"
         return f"{_plain(value)} s"

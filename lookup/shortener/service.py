@@ -41,7 +41,7 @@ from lookup import settings
 from lookup.kit.cache import SharedCache
 from lookup.kit.http import ApiError
 from lookup.kit.ids import FeistelPermutation, IdAllocator, load_or_create_secret
-from lookup.kit.ratelimit import RateLimiter, RatePolicy
+from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.shortener.keys import (
     KEY_SPACE,
     AliasRejected,
@@ -313,11 +313,14 @@ class ShortenerService:
         )
         limits = config.limits
         mono = config.mono_clock
-        self.limit_anonymous = RateLimiter(limits.anonymous, name="anonymous", clock=mono)
-        self.limit_owner = RateLimiter(limits.owner, name="owner", clock=mono)
-        self.limit_ip = RateLimiter(limits.ip, name="ip", clock=mono)
-        self.limit_misses = RateLimiter(limits.misses, name="misses", clock=mono)
-        self.limit_passwords = RateLimiter(limits.passwords, name="passwords", clock=mono)
+        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
+            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
+        self.limit_owner = limiter(limits.owner, "owner")
+        self.limit_ip = limiter(limits.ip, "ip")
+        self.limit_misses = limiter(limits.misses, "misses")
+        self.limit_passwords = limiter(limits.passwords, "passwords")
         self.on_click: Callable[[ClickContext], None] = lambda ctx: None
         self.listeners: list[Callable[[str, Link], None]] = []
         self.clicks_emitted = 0

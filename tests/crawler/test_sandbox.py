@@ -14,7 +14,7 @@ from lookup.crawler.fetcher import tls_context
 from lookup.crawler.parse import parse_html
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.sandbox.web import Request
-from lookup.kit.urlnorm import normalize
+from lookup.kit.urlnorm import normalize_url
 
 
 def get(
@@ -69,7 +69,7 @@ def test_url_variants_serve_the_same_page(web: Sandbox) -> None:
     base = web.seeds()[0]
     for v in web.manifest()["url_variants"]:
         canonical = parse_html(get(web, v["normal"]).text).text
-        assert normalize(v["raw"], base) == v["normal"]
+        assert normalize_url(v["raw"], base) == v["normal"]
         if v["raw"].startswith("/lib/") and "?utm_" in v["raw"]:
             # Tracking parameters reach the server and change nothing.
             assert parse_html(get(web, web.url("docs", v["raw"])).text).text == canonical
@@ -107,7 +107,7 @@ def test_every_link_of_the_sandbox_web_leads_to_a_page() -> None:
             body = resp.body if isinstance(resp.body, str) else resp.body.decode("utf-8", "replace")
             links += parse_html(body).links
         for link in links:
-            target = normalize(link, url)
+            target = normalize_url(link, url)
             if target and target.startswith("http://") and urlsplit(target).hostname in key_of:
                 if target not in seen:
                     seen.add(target)

@@ -45,3 +45,15 @@ def test_importing_the_ids_block_pulls_in_no_system_and_no_streamlit() -> None:
     assert not [m for m in out if m.startswith("streamlit")]
     assert not [m for m in out if m.split(".")[1] in systems], out
     assert importlib.import_module("lookup.blocks").__doc__
+
+
+def test_every_public_name_resolves_and_the_snowflake_alone_stays_light() -> None:
+    ids = importlib.import_module("lookup.blocks.ids")
+    assert sorted(ids.__all__) == sorted(set(ids.__all__))
+    for name in ids.__all__:
+        assert getattr(ids, name) is not None, name
+    code = ("import sys, lookup.blocks.ids.snowflake, lookup.blocks.ids.formats\n"
+            "print('etcd3gw' in sys.modules, 'lookup.blocks.ids.workers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["False", "False"]

@@ -11,26 +11,33 @@
 * :mod:`lookup.blocks.ids.drill` — the drills with real processes and a real etcd.
 """
 
-from lookup.blocks.ids.formats import (
-    ULIDGenerator,
-    UUIDv7Generator,
-    decode_crockford,
-    encode_crockford,
-    ulid_timestamp_ms,
-    uuid4_by_hand,
-    uuid7_timestamp_ms,
-)
-from lookup.blocks.ids.kinds import ID_KINDS, IdKind, make_kind
-from lookup.blocks.ids.snowflake import (
-    SEED_EPOCH_MS,
-    SEED_LAYOUT,
-    ClockMovedBackwards,
-    Snowflake,
-    SnowflakeLayout,
-    SnowflakeParts,
-    wall_clock_ms,
-)
-from lookup.blocks.ids.workers import LeaseLost, ReservationExhausted, WorkerLease
+from lookup.kit.lazy import lazy_exports
+
+#: Each public name and the module it lives in, imported on first use (so importing the
+#: Snowflake alone does not pull in the etcd client).
+_EXPORTS = {
+    "ULIDGenerator": "lookup.blocks.ids.formats",
+    "UUIDv7Generator": "lookup.blocks.ids.formats",
+    "decode_crockford": "lookup.blocks.ids.formats",
+    "encode_crockford": "lookup.blocks.ids.formats",
+    "ulid_timestamp_ms": "lookup.blocks.ids.formats",
+    "uuid4_by_hand": "lookup.blocks.ids.formats",
+    "uuid7_timestamp_ms": "lookup.blocks.ids.formats",
+    "ID_KINDS": "lookup.blocks.ids.kinds",
+    "IdKind": "lookup.blocks.ids.kinds",
+    "make_kind": "lookup.blocks.ids.kinds",
+    "SEED_EPOCH_MS": "lookup.blocks.ids.snowflake",
+    "SEED_LAYOUT": "lookup.blocks.ids.snowflake",
+    "ClockMovedBackwards": "lookup.blocks.ids.snowflake",
+    "Snowflake": "lookup.blocks.ids.snowflake",
+    "SnowflakeLayout": "lookup.blocks.ids.snowflake",
+    "SnowflakeParts": "lookup.blocks.ids.snowflake",
+    "wall_clock_ms": "lookup.blocks.ids.snowflake",
+    "LeaseLost": "lookup.blocks.ids.workers",
+    "ReservationExhausted": "lookup.blocks.ids.workers",
+    "WorkerLease": "lookup.blocks.ids.workers",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ID_KINDS",

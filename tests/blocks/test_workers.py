@@ -148,3 +148,13 @@ def test_a_leased_generator_refuses_a_backwards_step(etcd: EtcdServer) -> None:
         lease.release()
     assert not set(before) & set(after) and max(before) < min(after)
     assert gen.refusals == 1
+
+
+def test_the_ttl_comes_from_the_setting(etcd: EtcdServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOOKUP_SNOWFLAKE_LEASE_TTL", "7")
+    client = etcd_client(etcd.url)
+    with WorkerLease(client, workers=[304]) as lease:
+        assert lease.ttl == 7
+        granted = client.post(client.get_url("/kv/lease/timetolive"), json={"ID": lease.lease_id})
+        assert int(granted["grantedTTL"]) == 7
+    assert WorkerLease(client, ttl_s=0.5).ttl == 2  # etcd's floor: whole seconds, at least 2

@@ -37,6 +37,7 @@ from typing import Any
 import etcd3gw
 from etcd3gw.utils import _decode, _encode
 
+from lookup import settings
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Clock, Snowflake, SnowflakeLayout
 from lookup.blocks.ids.snowflake import wall_clock_ms as _wall_ms
 from lookup.errors import Unavailable
@@ -86,13 +87,16 @@ class _State:
 
 
 class WorkerLease:
-    """One process's lease on one Snowflake worker id, kept alive by a thread."""
+    """One process's lease on one Snowflake worker id, kept alive by a thread.
+
+    ``ttl_s`` defaults to the ``snowflake_lease_ttl`` setting (``LOOKUP_SNOWFLAKE_LEASE_TTL``).
+    """
 
     def __init__(
         self,
         client: etcd3gw.Etcd3Client,
         *,
-        ttl_s: float,
+        ttl_s: float | None = None,
         layout: SnowflakeLayout = SEED_LAYOUT,
         workers: Iterable[int] | None = None,
         clock: Clock = _wall_ms,
@@ -100,7 +104,8 @@ class WorkerLease:
         max_wait_s: float | None = None,
     ) -> None:
         self.client = client
-        self.ttl = max(2, math.ceil(ttl_s))  # etcd's lease TTL is whole seconds, at least 2
+        ttl = settings.get("snowflake_lease_ttl") if ttl_s is None else ttl_s
+        self.ttl = max(2, math.ceil(ttl))  # etcd's lease TTL is whole seconds, at least 2
         self.layout = layout
         self.candidates = list(range(layout.max_worker + 1) if workers is None else workers)
         self.clock = clock

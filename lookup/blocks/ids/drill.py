@@ -129,6 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     g.add_argument("--wait", type=float, default=0.0, help="seconds to wait for a free id")
     g.add_argument("--rate", type=float, default=0.0, help="ids per second (0: flat out)")
     args = parser.parse_args(argv)
+    if not args.etcd and args.worker < 0:
+        parser.error("without --etcd, give the fixed --worker id")
     return _generate(args)
 
 

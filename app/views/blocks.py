@@ -154,6 +154,17 @@ def _ids_tab() -> None:
     _leases()
 
 
+def _holders_table(fleet: LeaseFleet, live: bool) -> None:
+    """The worker keys and their leases; re-drawn every second (alone) while ``live``."""
+
+    @st.fragment(run_every=1.0 if live else None)
+    def table() -> None:
+        if _fleet() is fleet:  # not stopped meanwhile
+            st.dataframe(pd.DataFrame(fleet.holders()), hide_index=True)
+
+    table()
+
+
 def _leases() -> None:
     if not (etcd_available() or settings.get("etcd_url")):
         st.info(f"etcd is not installed ({settings.get('etcd_bin')} is missing): "
@@ -170,8 +181,9 @@ def _leases() -> None:
             atexit.register(fleet.stop)
             st.rerun()
         return
+    live = st.toggle("Refresh every second", value=True, key="ids-fleet-live")
+    _holders_table(fleet, live)
     holders = fleet.holders()
-    st.dataframe(pd.DataFrame(holders), hide_index=True)
     running = [h["generator"] for h in holders if h["process"] == "running"]
     cols = st.columns(4)
     victim = cols[0].selectbox("Generator", running, key="ids-fleet-victim") if running else None

@@ -135,3 +135,9 @@ def test_crockford_round_trip_and_library_agreement(n: int) -> None:
     text = encode_crockford(n)
     assert len(text) == 26 and decode_crockford(text) == n
     assert str(ulid.ULID.from_int(n)) == text
+
+
+def test_uuid7_random_bits_come_fresh_for_every_id() -> None:
+    gen = UUIDv7Generator(clock=Fixed(list(range(10_000, 12_000))))
+    rand_b = [gen.next_int() & ((1 << 62) - 1) for _ in range(2000)]  # past one pool refill
+    assert len(set(rand_b)) == 2000

@@ -48,17 +48,25 @@ _VARIANT_RFC = 0b10 << 62
 class UUIDv7Generator:
     """RFC 9562 UUIDv7 with a 12-bit per-millisecond counter; thread-safe."""
 
+    #: Random bytes drawn from the OS at a time (one system call per 409 ids, not per id).
+    POOL_BYTES = 4090
+
     def __init__(self, clock: Clock = wall_clock_ms, random: Random = os.urandom) -> None:
         self._clock = clock
         self._random = random
         self._lock = threading.Lock()
         self._last_ms = -1
         self._counter = 0
+        self._pool = b""
+        self._at = 0
 
     def next_int(self) -> int:
         """The next UUIDv7 as a 128-bit integer."""
-        rand = int.from_bytes(self._random(10), "big")
         with self._lock:
+            if self._at + 10 > len(self._pool):
+                self._pool, self._at = self._random(self.POOL_BYTES), 0
+            rand = int.from_bytes(self._pool[self._at:self._at + 10], "big")
+            self._at += 10
             ms = self._clock() & _MS_MASK
             if ms > self._last_ms:
                 self._last_ms, self._counter = ms, (rand >> 64) & 0x7FF  # top bit clear

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lookup
 from lookup import settings
 from lookup.blocks.ids.etcd import EtcdServer, etcd_client
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, ClockMovedBackwards, Snowflake
@@ -50,7 +49,8 @@ __all__ = [
     "spawn_generator",
 ]
 
-ROOT = Path(lookup.__file__).resolve().parents[1]
+#: The checkout this module is in: generator processes run its ``lookup``, not an installed one.
+ROOT = Path(__file__).resolve().parents[3]
 
 
 # ------------------------------------------------------------------- the child process

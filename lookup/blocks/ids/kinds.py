@@ -18,7 +18,8 @@ from pathlib import Path
 
 from lookup.blocks.ids.formats import ULIDGenerator, UUIDv7Generator, uuid4_by_hand
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Snowflake
-from lookup.kit.ids import IdAllocator
+from lookup.kit.ids import open_id_allocator
+from lookup.kit.storeurl import sqlite_url
 
 __all__ = ["ID_KINDS", "LAYOUTS", "IdKind", "bit_fields", "library_uuid4", "make_kind",
            "timestamp_ms"]
@@ -70,7 +71,7 @@ def make_kind(name: str, *, workdir: str | Path | None = None, worker: int = 1,
         return ULIDGenerator().next_bytes
     if name == "ticket server":
         where = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="lookup-ticket-"))
-        return IdAllocator(where / "tickets.db", block_size=block_size).next_id
+        return open_id_allocator(sqlite_url(where / "tickets.db"), block_size=block_size).next_id
     if name == "Snowflake":
         return Snowflake(worker).next_id
     raise ValueError(f"unknown id kind {name!r}; choose from {', '.join(ID_KINDS)}")

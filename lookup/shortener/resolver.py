@@ -259,7 +259,11 @@ class Resolver:
                 "evictions": l1["evictions"],
                 "expirations": l1["expirations"],
             },
-            "negative": {"hits": self.negative_hits, "size": len(self.negative)},
+            "negative": {
+                "hits": self.negative_hits,
+                "size": len(self.negative),
+                "expirations": self.negative.expirations,
+            },
             "shared": {
                 "tier": self.shared.name,
                 "hits": self.shared_hits,

@@ -7,13 +7,16 @@ The dashboard is a client of the HTTP API (``lookup serve``); it finds it at
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import streamlit as st
+
+from lookup import settings
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "data"
@@ -24,17 +27,84 @@ API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
 
 def api_url() -> str:
     """The base address of the HTTP API, without a trailing slash."""
-    return (os.environ.get("LOOKUP_API_URL") or DEFAULT_API_URL).rstrip("/")
+    return (settings.get("api_url") or DEFAULT_API_URL).rstrip("/")
 
 
 def data_dir() -> Path:
     """The directory that holds every data set and index (``$LOOKUP_DATA_DIR`` or ``./data``)."""
-    return Path(os.environ.get("LOOKUP_DATA_DIR") or DEFAULT_DATA_DIR).expanduser().resolve()
+    return Path(settings.get("data_dir") or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def api_client(base_url: str | None = None) -> httpx.Client:
     """A short-timeout HTTP client bound to the API; use it as a context manager."""
     return httpx.Client(base_url=base_url or api_url(), timeout=API_TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One API response, or why there is none: the page shows it, never an exception."""
+
+    status: int
+    body: Any = None
+    content: bytes = b""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    problem: str | None = None
+    ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and 200 <= self.status < 300
+
+    @property
+    def error(self) -> str | None:
+        """The API's error code (``NOT_BUILT``, ``INVALID_PARAMETER``, …), if it sent one."""
+        if isinstance(self.body, dict) and isinstance(self.body.get("error"), str):
+            return str(self.body["error"])
+        return None
+
+    def message(self) -> str:
+        """A sentence for the person looking at the page."""
+        if self.problem:
+            return self.problem
+        if isinstance(self.body, dict) and "message" in self.body:
+            return f"{self.body['message']} ({self.body.get('error', self.status)})"
+        return f"the API answered HTTP {self.status}"
+
+
+def call(
+    method: str,
+    path: str,
+    *,
+    client: httpx.Client | None = None,
+    timeout: float | httpx.Timeout | None = None,
+    **kwargs: Any,
+) -> Answer:
+    """One API call; a network failure or a non-JSON body becomes an :class:`Answer`.
+
+    ``client`` reuses a pooled connection (the typeahead page keeps one alive, as a
+    browser would); ``timeout`` overrides the short default for slow calls.
+    """
+    if timeout is not None:
+        kwargs["timeout"] = timeout
+    started = time.perf_counter()
+    try:
+        if client is not None:
+            response = client.request(method, path, **kwargs)
+        else:
+            with api_client() as own:
+                response = own.request(method, path, **kwargs)
+    except httpx.TimeoutException:
+        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
+    except httpx.HTTPError as exc:
+        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
+    ms = (time.perf_counter() - started) * 1000.0
+    body: Any = None
+    if response.headers.get("content-type", "").startswith("application/json"):
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+    return Answer(response.status_code, body, response.content, response.headers, ms=ms)
 
 
 @dataclass(frozen=True)

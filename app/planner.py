@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -98,171 +99,154 @@ class System:
         return False
 
 
-def _k(field: str, label: str, lo: float, hi: float, step: float, **kw: Any) -> Knob:
-    return Knob(field, label, lo, hi, step, **kw)
+#: How an assumption may be shown: in these units, at this scale of its value.
+SHOWN_IN: dict[str, float] = {"millions": 1e6, "billions": 1e9, "KB": 1e3, "%": PERCENT}
 
 
-SHORTENER = System(
+def _decimals(x: float) -> int:
+    exponent = Decimal(str(x)).as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def _k(
+    field: str,
+    label: str,
+    lo: float,
+    hi: float,
+    step: float,
+    *,
+    shown_in: str | None = None,
+    slider: bool = False,
+    fmt: str | None = None,
+) -> Knob:
+    """A knob; ``shown_in`` names the unit (and so the scale) it is shown in.
+
+    The label says the unit ("New links a month (millions)") and the number format
+    shows as many decimals as the smallest value or the step needs, unless ``fmt``
+    says otherwise.
+    """
+    scale = SHOWN_IN[shown_in] if shown_in else 1.0
+    if shown_in:
+        label = f"{label} ({shown_in})"
+    if fmt is None:
+        fmt = f"%.{max(_decimals(lo), _decimals(step))}f"
+    return Knob(field, label, lo, hi, step, scale, slider, fmt)
+
+
+def _system(name: str, intro: str, headline: tuple[str, ...], *knobs: Knob) -> System:
+    """One tab: the assumptions class and planner are :data:`lookup.capacity.PLANNERS`'s."""
+    assumptions, plan = capacity.PLANNERS[name]
+    return System(name, name.capitalize(), assumptions, plan, knobs, headline, intro)
+
+
+SHORTENER = _system(
     "shortener",
-    "Shortener",
-    capacity.ShortenerAssumptions,
-    capacity.shortener,
-    (
-        _k("links_per_month", "New links a month (millions)", 1, 2000, 1, scale=1e6,
-           slider=True, fmt="%.0f"),
-        _k("read_write_ratio", "Redirects per link created", 1, 1000, 1, slider=True,
-           fmt="%.0f"),
-        _k("peak_factor", "Peak traffic (× average)", 1, 20, 0.5, slider=True, fmt="%.1f"),
-        _k("retention_years", "Years a link is kept", 1, 30, 1, slider=True, fmt="%d"),
-        _k("bytes_per_link", "Bytes per stored link", 50, 10_000, 50, fmt="%.0f"),
-        _k("bytes_per_click_event", "Bytes per click event", 10, 5_000, 10, fmt="%.0f"),
-        _k("replicas", "Copies of the link store", 1, 9, 1),
-        _k("alphabet", "Characters allowed in a key", 10, 94, 1),
-        _k("max_key_density", "Highest acceptable key-space fill (%)", 0.001, 100, 0.1,
-           scale=PERCENT, fmt="%.3f"),
-        _k("hot_links_per_day", "Distinct links clicked a day (millions)", 0.1, 10_000, 1,
-           scale=1e6, fmt="%.1f"),
-        _k("cache_bytes_per_link", "Cache bytes per hot link", 10, 10_000, 10, fmt="%.0f"),
-        _k("days_per_month", "Days in a month", 28, 31, 1, fmt="%.0f"),
-    ),
-    ("writes_per_s", "reads_per_s", "links_total", "replicated_storage_bytes", "key_length"),
     "One exact key to one long address, written once and read a hundred times. The key's "
     "length is a choice about how full the key space gets, not just whether it fits.",
+    ("writes_per_s", "reads_per_s", "links_total", "replicated_storage_bytes", "key_length"),
+    _k("links_per_month", "New links a month", 1, 2000, 1, shown_in="millions", slider=True),
+    _k("read_write_ratio", "Redirects per link created", 1, 1000, 1, slider=True),
+    _k("peak_factor", "Peak traffic (× average)", 1, 20, 0.5, slider=True),
+    _k("retention_years", "Years a link is kept", 1, 30, 1, fmt="%d", slider=True),
+    _k("bytes_per_link", "Bytes per stored link", 50, 10_000, 50),
+    _k("bytes_per_click_event", "Bytes per click event", 10, 5_000, 10),
+    _k("replicas", "Copies of the link store", 1, 9, 1),
+    _k("alphabet", "Characters allowed in a key", 10, 94, 1),
+    _k("max_key_density", "Highest acceptable key-space fill", 0.001, 100, 0.1, shown_in="%"),
+    _k("hot_links_per_day", "Distinct links clicked a day", 0.1, 10_000, 1, shown_in="millions"),
+    _k("cache_bytes_per_link", "Cache bytes per hot link", 10, 10_000, 10),
+    _k("days_per_month", "Days in a month", 28, 31, 1),
 )
 
-TYPEAHEAD = System(
+TYPEAHEAD = _system(
     "typeahead",
-    "Typeahead",
-    capacity.TypeaheadAssumptions,
-    capacity.typeahead,
-    (
-        _k("searches_per_day", "Searches a day (billions)", 0.1, 20, 0.1, scale=1e9,
-           slider=True, fmt="%.1f"),
-        _k("keystrokes_per_search", "Keystrokes per search", 1, 40, 1, slider=True, fmt="%.0f"),
-        _k("requests_per_search", "Requests per search after debounce", 1, 40, 0.5,
-           slider=True, fmt="%.1f"),
-        _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
-        _k("edge_hit_ratio", "Answered by edge and browser caches (%)", 0, 95, 5,
-           scale=PERCENT, slider=True, fmt="%.0f%%"),
-        _k("score_half_life_days", "Score half-life (days)", 0.5, 60, 0.5, slider=True,
-           fmt="%.1f"),
-        _k("lookups_per_node_per_s", "Lookups per second one node serves", 1_000, 500_000,
-           1_000, fmt="%.0f"),
-        _k("headroom_factor", "Fleet headroom (× minimum)", 1, 5, 0.1, fmt="%.1f"),
-        _k("distinct_queries", "Distinct queries kept (millions)", 1, 10_000, 10, scale=1e6,
-           fmt="%.0f"),
-        _k("bytes_per_query", "Bytes per query string", 1, 200, 1, fmt="%.0f"),
-        _k("query_length_chars", "Characters per query", 1, 200, 1, fmt="%.0f"),
-        _k("bytes_per_score", "Bytes per score", 1, 16, 1, fmt="%.0f"),
-        _k("radix_nodes_per_query", "Radix-trie nodes per query, at most", 0.1, 4, 0.1,
-           fmt="%.1f"),
-        _k("node_label_bytes", "Bytes per node label", 0, 64, 1, fmt="%.0f"),
-        _k("node_children_bytes", "Bytes per node's children", 0, 128, 1, fmt="%.0f"),
-        _k("top_k", "Suggestions precomputed per node", 1, 50, 1),
-        _k("query_id_bytes", "Bytes per query id", 1, 16, 1, fmt="%.0f"),
-        _k("build_interval_hours", "Hours between index builds", 0.25, 168, 0.25, fmt="%.2f"),
-        _k("example_daily_count", "Example query: searches a day", 0, 10_000_000, 1_000,
-           fmt="%.0f"),
-    ),
-    ("keystroke_rate_per_s", "origin_peak_per_s", "nodes_with_headroom", "total_bytes",
-     "steady_state_score"),
     "Every key with a given prefix, answered on each keystroke. The top ten per prefix are "
     "precomputed in a trie built offline from the query log.",
-)
+    ("keystroke_rate_per_s", "origin_peak_per_s", "nodes_with_headroom", "total_bytes",
+     "steady_state_score"),
+    _k("searches_per_day", "Searches a day", 0.1, 20, 0.1, shown_in="billions", slider=True),
+    _k("keystrokes_per_search", "Keystrokes per search", 1, 40, 1, slider=True),
+    _k("requests_per_search", "Requests per search after debounce", 1, 40, 0.5, slider=True),
+    _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True),
+    _k("edge_hit_ratio", "Answered by edge and browser caches", 0, 95, 5, shown_in="%",
+       fmt="%.0f%%", slider=True),
+    _k("score_half_life_days", "Score half-life (days)", 0.5, 60, 0.5, slider=True),
+    _k("lookups_per_node_per_s", "Lookups per second one node serves", 1_000, 500_000, 1_000),
+    _k("headroom_factor", "Fleet headroom (× minimum)", 1, 5, 0.1),
+    _k("distinct_queries", "Distinct queries kept", 1, 10_000, 10, shown_in="millions"),
+    _k("bytes_per_query", "Bytes per query string", 1, 200, 1),
+    _k("query_length_chars", "Characters per query", 1, 200, 1),
+    _k("bytes_per_score", "Bytes per score", 1, 16, 1),
+    _k("radix_nodes_per_query", "Radix-trie nodes per query, at most", 0.1, 4, 0.1),
+    _k("node_label_bytes", "Bytes per node label", 0, 64, 1),
+    _k("node_children_bytes", "Bytes per node's children", 0, 128, 1),
+    _k("top_k", "Suggestions precomputed per node", 1, 50, 1),
+    _k("query_id_bytes", "Bytes per query id", 1, 16, 1),
+    _k("build_interval_hours", "Hours between index builds", 0.25, 168, 0.25),
+    _k("example_daily_count", "Example query: searches a day", 0, 10_000_000, 1_000),
+)  # fmt: skip
 
-PROXIMITY = System(
+PROXIMITY = _system(
     "proximity",
-    "Proximity",
-    capacity.ProximityAssumptions,
-    capacity.proximity,
-    (
-        _k("businesses", "Businesses (millions)", 1, 2_000, 1, scale=1e6, slider=True,
-           fmt="%.0f"),
-        _k("daily_active_users", "Daily active users (millions)", 1, 2_000, 1, scale=1e6,
-           slider=True, fmt="%.0f"),
-        _k("searches_per_user_per_day", "Searches per user a day", 1, 50, 1, slider=True,
-           fmt="%.0f"),
-        _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
-        _k("edits_per_day", "Business adds and edits a day (millions)", 0.01, 100, 0.1,
-           scale=1e6, fmt="%.2f"),
-        _k("reviews_per_day", "Reviews a day (millions)", 0, 1_000, 1, scale=1e6, fmt="%.1f"),
-        _k("index_bytes_per_business", "Bytes per business in the location index", 8, 512, 4,
-           fmt="%.0f"),
-        _k("profile_bytes", "Bytes per business profile", 100, 100_000, 100, fmt="%.0f"),
-        _k("review_bytes", "Bytes per review", 100, 100_000, 100, fmt="%.0f"),
-        _k("businesses_per_leaf", "Businesses per quadtree leaf", 1, 10_000, 10, fmt="%.0f"),
-        _k("quadtree_node_bytes", "Bytes per quadtree node", 8, 1_024, 8, fmt="%.0f"),
-        _k("id_bytes", "Bytes per business id", 1, 32, 1, fmt="%.0f"),
-    ),
-    ("search_rate_per_s", "peak_search_rate_per_s", "reads_per_write_at_peak", "index_bytes",
-     "quadtree_total_bytes"),
     "From one dimension to two: a map cell is the key, so “near me” becomes a prefix "
     "question again. Only a narrow index (id, position, a few ranking fields) needs memory.",
-)
+    ("search_rate_per_s", "peak_search_rate_per_s", "reads_per_write_at_peak", "index_bytes",
+     "quadtree_total_bytes"),
+    _k("businesses", "Businesses", 1, 2_000, 1, shown_in="millions", slider=True),
+    _k("daily_active_users", "Daily active users", 1, 2_000, 1, shown_in="millions", slider=True),
+    _k("searches_per_user_per_day", "Searches per user a day", 1, 50, 1, slider=True),
+    _k("peak_factor", "Peak traffic (× average)", 1, 10, 0.5, slider=True),
+    _k("edits_per_day", "Business adds and edits a day", 0.01, 100, 0.1, shown_in="millions"),
+    _k("reviews_per_day", "Reviews a day", 0, 1_000, 1, shown_in="millions", fmt="%.1f"),
+    _k("index_bytes_per_business", "Bytes per business in the location index", 8, 512, 4),
+    _k("profile_bytes", "Bytes per business profile", 100, 100_000, 100),
+    _k("review_bytes", "Bytes per review", 100, 100_000, 100),
+    _k("businesses_per_leaf", "Businesses per quadtree leaf", 1, 10_000, 10),
+    _k("quadtree_node_bytes", "Bytes per quadtree node", 8, 1_024, 8),
+    _k("id_bytes", "Bytes per business id", 1, 32, 1),
+)  # fmt: skip
 
-CRAWLER = System(
+CRAWLER = _system(
     "crawler",
-    "Crawler",
-    capacity.CrawlerAssumptions,
-    capacity.crawler,
-    (
-        _k("pages_per_month", "Pages fetched a month (billions)", 0.1, 20, 0.1, scale=1e9,
-           slider=True, fmt="%.1f"),
-        _k("peak_factor", "Peak fetch rate (× average)", 1, 10, 0.5, slider=True, fmt="%.1f"),
-        _k("page_bytes", "Average page (KB)", 10, 2_000, 10, scale=1e3, slider=True,
-           fmt="%.0f"),
-        _k("links_per_page", "Links per page", 0, 500, 5, slider=True, fmt="%.0f"),
-        _k("host_delay_seconds", "Seconds between requests to one host", 0.1, 60, 0.1,
-           slider=True, fmt="%.1f"),
-        _k("fetch_seconds", "Seconds per fetch", 0.1, 30, 0.1, slider=True, fmt="%.1f"),
-        _k("bloom_fp_rate", "Bloom filter false positives (%)", 0.0001, 50, 0.1,
-           scale=PERCENT, fmt="%.4f"),
-        _k("known_urls", "URLs known in total (billions)", 0.1, 1_000, 1, scale=1e9,
-           fmt="%.1f"),
-        _k("bloom_partitions", "Bloom filter partitions", 1, 4_096, 1),
-        _k("compression_ratio", "Compression ratio", 1, 20, 0.5, fmt="%.1f"),
-        _k("retention_months", "Months of page versions kept", 1, 120, 1, fmt="%.0f"),
-        _k("url_metadata_bytes", "Metadata bytes per URL", 10, 10_000, 10, fmt="%.0f"),
-        _k("connections_per_machine", "Connections one fetcher holds", 10, 100_000, 50,
-           fmt="%.0f"),
-        _k("big_site_pages", "Pages on one big site (millions)", 0.01, 1_000, 1, scale=1e6,
-           fmt="%.2f"),
-        _k("days_per_month", "Days in a month", 28, 31, 1, fmt="%.0f"),
-    ),
-    ("fetch_rate_per_s", "bandwidth_bits_per_s", "retained_bytes", "bloom_bytes",
-     "big_site_days"),
     "The one system that builds an index instead of reading one. Scale is modest; "
     "politeness, duplicates and the “have we seen this link?” check are the hard parts.",
-)
+    ("fetch_rate_per_s", "bandwidth_bits_per_s", "retained_bytes", "bloom_bytes",
+     "big_site_days"),
+    _k("pages_per_month", "Pages fetched a month", 0.1, 20, 0.1, shown_in="billions", slider=True),
+    _k("peak_factor", "Peak fetch rate (× average)", 1, 10, 0.5, slider=True),
+    _k("page_bytes", "Average page", 10, 2_000, 10, shown_in="KB", slider=True),
+    _k("links_per_page", "Links per page", 0, 500, 5, slider=True),
+    _k("host_delay_seconds", "Seconds between requests to one host", 0.1, 60, 0.1, slider=True),
+    _k("fetch_seconds", "Seconds per fetch", 0.1, 30, 0.1, slider=True),
+    _k("bloom_fp_rate", "Bloom filter false positives", 0.0001, 50, 0.1, shown_in="%"),
+    _k("known_urls", "URLs known in total", 0.1, 1_000, 1, shown_in="billions"),
+    _k("bloom_partitions", "Bloom filter partitions", 1, 4_096, 1),
+    _k("compression_ratio", "Compression ratio", 1, 20, 0.5),
+    _k("retention_months", "Months of page versions kept", 1, 120, 1),
+    _k("url_metadata_bytes", "Metadata bytes per URL", 10, 10_000, 10),
+    _k("connections_per_machine", "Connections one fetcher holds", 10, 100_000, 50),
+    _k("big_site_pages", "Pages on one big site", 0.01, 1_000, 1, shown_in="millions"),
+    _k("days_per_month", "Days in a month", 28, 31, 1),
+)  # fmt: skip
 
-SEARCH = System(
+SEARCH = _system(
     "search",
-    "Search",
-    capacity.SearchAssumptions,
-    capacity.search,
-    (
-        _k("documents", "Documents in the index (billions)", 0.1, 100, 0.1, scale=1e9,
-           slider=True, fmt="%.1f"),
-        _k("shards", "Index shards every query touches", 1, 1_000, 1, slider=True),
-        _k("shard_slow_probability", "Chance one shard is slow (%)", 0, 100, 0.01,
-           scale=PERCENT, fmt="%.3f"),
-        _k("terms_per_document", "Distinct terms per document", 10, 10_000, 10, fmt="%.0f"),
-        _k("bytes_per_posting", "Bytes per posting", 0.5, 16, 0.5, fmt="%.1f"),
-        _k("top_k", "Results each shard returns", 1, 1_000, 1),
-        _k("pages_per_month", "Pages crawled a month (billions)", 0.1, 20, 0.1, scale=1e9,
-           fmt="%.1f"),
-        _k("page_bytes", "Average raw page (KB)", 1, 2_000, 10, scale=1e3, fmt="%.0f"),
-        _k("text_bytes_per_page", "Extracted text per page (KB)", 0.1, 1_000, 0.5,
-           scale=1e3, fmt="%.1f"),
-        _k("seen_urls", "URLs in the seen-URL filter (billions)", 0.1, 1_000, 1, scale=1e9,
-           fmt="%.1f"),
-        _k("bloom_fp_rate", "Bloom filter false positives (%)", 0.0001, 50, 0.1,
-           scale=PERCENT, fmt="%.4f"),
-    ),
-    ("index_bytes", "shard_index_bytes", "fanout_tail_probability", "candidates_merged"),
     "The crawler's pages, split by document over many shards. Every query asks every "
     "shard, so the slowest shard sets the pace.",
-)
+    ("index_bytes", "shard_index_bytes", "fanout_tail_probability", "candidates_merged"),
+    _k("documents", "Documents in the index", 0.1, 100, 0.1, shown_in="billions", slider=True),
+    _k("shards", "Index shards every query touches", 1, 1_000, 1, slider=True),
+    _k("shard_slow_probability", "Chance one shard is slow", 0, 100, 0.01, shown_in="%",
+       fmt="%.3f"),
+    _k("terms_per_document", "Distinct terms per document", 10, 10_000, 10),
+    _k("bytes_per_posting", "Bytes per posting", 0.5, 16, 0.5),
+    _k("top_k", "Results each shard returns", 1, 1_000, 1),
+    _k("pages_per_month", "Pages crawled a month", 0.1, 20, 0.1, shown_in="billions"),
+    _k("page_bytes", "Average raw page", 1, 2_000, 10, shown_in="KB"),
+    _k("text_bytes_per_page", "Extracted text per page", 0.1, 1_000, 0.5, shown_in="KB"),
+    _k("seen_urls", "URLs in the seen-URL filter", 0.1, 1_000, 1, shown_in="billions"),
+    _k("bloom_fp_rate", "Bloom filter false positives", 0.0001, 50, 0.1, shown_in="%"),
+)  # fmt: skip
 
 SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH)
 

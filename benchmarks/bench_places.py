@@ -74,7 +74,7 @@ from benchmarks.common import (
     wrk_path,
 )
 from lookup.datasets import places as places_dataset
-from lookup.geo import GeohashIndex, PlaceStore, ProximitySearch, QuadtreeIndex, haversine_m
+from lookup.geo import GeohashIndex, ProximitySearch, QuadtreeIndex, SqlitePlaceStore, haversine_m
 from lookup.geo.geohash import EARTH_RADIUS_M
 
 THIS_FILE = Path(__file__).resolve()
@@ -152,7 +152,7 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
     from sklearn.neighbors import BallTree
 
     db = places_dataset.db_path(data_dir)
-    store = PlaceStore(db)
+    store = SqlitePlaceStore(db)
     try:
         seq, rows = store.snapshot()
     finally:

@@ -41,7 +41,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.common import machine_summary, median, print_table  # noqa: E402
 from lookup.search import (  # noqa: E402
     Coordinator,
-    EventLog,
+    EventLogReader,
     PageStore,
     SearchService,
     Signals,
@@ -134,9 +134,8 @@ def generate_pages(
     Zipf skew, so some pages collect many in-links (the link signal has something to do).
     """
     from lookup.crawler.dedup import content_hash
-    from lookup.crawler.output import EventLog as CrawlEventLog
-    from lookup.crawler.output import WarcStore, iso
-    from lookup.crawler.urlnorm import url_hash
+    from lookup.crawler.output import EventLogWriter, WarcStore, iso
+    from lookup.kit.urlnorm import url_hash
 
     if count <= 0:
         return 0
@@ -152,7 +151,7 @@ def generate_pages(
     popularity /= popularity.sum()
     targets = rng.choice(count, size=(count, 5), p=popularity)
     warc = WarcStore(out)
-    events = CrawlEventLog(out / "events.jsonl")
+    events = EventLogWriter(out / "events.jsonl")
     start = datetime(2026, 3, 1, tzinfo=UTC).timestamp()
     pos = 0
     last = time.monotonic()
@@ -211,7 +210,7 @@ def read_corpus(crawl_dir: Path) -> list[Doc]:
     get exactly the title and text our engine indexes.
     """
     latest: dict[str, Any] = {}
-    for event, _ in EventLog(crawl_dir).read():
+    for event, _ in EventLogReader(crawl_dir).read():
         if event.is_upsert or event.is_delete:
             latest[event.url_hash] = event
     store = PageStore(crawl_dir)

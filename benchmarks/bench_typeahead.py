@@ -78,14 +78,14 @@ from benchmarks.common import (
 )
 from lookup.typeahead import (
     DEFAULT_BLOCKLIST,
-    Blocklist,
     HotBlocklist,
     RadixTrie,
     Snapshot,
-    SnapshotStore,
     SuggestService,
-    normalize,
+    TermBlocklist,
+    TrieSnapshotStore,
     normalize_prefix,
+    normalize_query,
     write_snapshot,
 )
 
@@ -122,7 +122,7 @@ def make_corpus(n: int, seed: int = 1, vocabulary: int = 60_000) -> Corpus:
 
     words = list(
         dict.fromkeys(
-            normalize(w) for w in top_n_list("en", vocabulary) if w.isascii() and w.isalpha()
+            normalize_query(w) for w in top_n_list("en", vocabulary) if w.isascii() and w.isalpha()
         )
     )
     v = len(words)
@@ -130,7 +130,7 @@ def make_corpus(n: int, seed: int = 1, vocabulary: int = 60_000) -> Corpus:
     weight /= weight.sum()
     rng = np.random.default_rng(seed)
     found: dict[str, float] = {w: float(weight[i]) for i, w in enumerate(words[: n // 10 + 1])}
-    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
     while len(found) < n:
         m = max(1000, (n - len(found)) * 2)
         idx = rng.choice(v, size=(m, 3), p=weight)
@@ -208,7 +208,7 @@ def build_ours(corpus: Corpus, directory: Path) -> Ours:
     trie.add_many(zip(corpus.queries, range(len(corpus)), strict=True))
     arrays = trie.build()
     build_s = time.perf_counter() - t0
-    store = SnapshotStore(directory)
+    store = TrieSnapshotStore(directory)
     store.market_dir(MARKET).mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     path = write_snapshot(
@@ -221,7 +221,7 @@ def build_ours(corpus: Corpus, directory: Path) -> Ours:
     )
     write_s = time.perf_counter() - t0
     snapshot = Snapshot(path)
-    store.set_current(MARKET, snapshot.version)
+    store.activate(MARKET, snapshot.version)
     service = SuggestService(store=store, blocklist=HotBlocklist(None))
     outcome = service.deploy(MARKET, snapshot.version, compare=False)
     if not outcome.deployed:
@@ -562,7 +562,7 @@ def bench_http(
         target = data_dir / "typeahead" / "snapshots" / MARKET
         target.mkdir(parents=True)
         shutil.copyfile(ours.path, target / ours.path.name)
-        SnapshotStore(data_dir / "typeahead" / "snapshots").set_current(
+        TrieSnapshotStore(data_dir / "typeahead" / "snapshots").activate(
             MARKET, ours.snapshot.version
         )
         body = json.dumps(ours.service.lookup("ip", MARKET).body(), separators=(",", ":"))

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
+import json
 import sys
 from collections.abc import Sequence
 
-from lookup import __version__
+from lookup import __version__, settings
+from lookup.kit.cliargs import add_data_dir, port
 
 #: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
 COMMANDS: list[str] = [
-    "lookup.capacity_cli",
+    "lookup.capacity.cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",
@@ -24,18 +25,11 @@ COMMANDS: list[str] = [
 ]
 
 
-def _add_data_dir(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--data-dir",
-        default=None,
-        help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
-    )
-
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from lookup.server import create_app, resolve_data_dir
+    from lookup.kit.mounts import resolve_data_dir
+    from lookup.server import create_app
 
     data_dir = resolve_data_dir(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -49,6 +43,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         access_log=args.access_log,
     )
+    return 0
+
+
+def _cmd_settings(args: argparse.Namespace) -> int:
+    rows = settings.describe()
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for row in rows:
+        value = "(unset)" if row["value"] in ("", None) else row["value"]
+        unit = f" [{row['unit']}]" if row["unit"] else ""
+        print(f"{row['env']}={value}{unit}")
+        print(f"    {row['help']}")
     return 0
 
 
@@ -73,32 +80,30 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000, help="port to bind (default 8000)")
+    serve.add_argument("--port", type=port, default=8000, help="port to bind (default 8000)")
     serve.add_argument(
         "--public-url",
-        default=os.environ.get("LOOKUP_PUBLIC_URL"),
+        default=settings.get("public_url") or None,
         help="the address clients use to reach this server (default http://HOST:PORT)",
     )
     serve.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.add_argument("--access-log", action="store_true", help="log every request")
-    _add_data_dir(serve)
+    add_data_dir(serve)
     serve.set_defaults(func=_cmd_serve)
+
+    show = sub.add_parser(
+        "settings",
+        help="every knob (environment variable) with its current value and what it does",
+        description="Print every LOOKUP_* setting: its current value, unit and purpose.",
+    )
+    show.add_argument("--json", action="store_true", help="print the table as JSON")
+    show.set_defaults(func=_cmd_settings)
 
     for module in COMMANDS:
         importlib.import_module(module).register(sub)
     return parser
-
-
-def _port(value: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be between 0 and 65535, got {port}")
-    return port
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except settings.SettingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

@@ -7,7 +7,6 @@ dies the others are stopped too, so nothing is left listening.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
@@ -15,6 +14,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from lookup import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO_ROOT / "app" / "Home.py"
@@ -49,11 +50,11 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     """Start the API and the dashboard and supervise them until interrupted."""
-    from lookup.server import resolve_data_dir
+    from lookup.kit.mounts import resolve_data_dir
 
     data_dir = resolve_data_dir(args.data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, LOOKUP_DATA_DIR=str(data_dir))
+    env = settings.child_environ(LOOKUP_DATA_DIR=str(data_dir))
     api_url = f"http://{args.host}:{args.api_port}"
     env["LOOKUP_API_URL"] = api_url
     env.setdefault("LOOKUP_PUBLIC_URL", api_url)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from lookup import capacity as cap
-from lookup.capacity_cli import parse_number
+from lookup.capacity.cli import parse_number
 from lookup.cli import main
 
 
@@ -88,7 +88,7 @@ def test_help_lists_every_assumption_with_its_default(capsys) -> None:
 
 
 def test_help_defaults_parse_back_to_the_defaults() -> None:
-    from lookup.capacity_cli import default_text
+    from lookup.capacity.cli import default_text
 
     for cls, _ in cap.PLANNERS.values():
         for f in dataclasses.fields(cls):

@@ -12,7 +12,6 @@ offers to start one.
 from __future__ import annotations
 
 import html
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -53,6 +52,7 @@ from lookup.crawler.session import (
     sandbox_url,
 )
 from lookup.crawler.soft404 import masked_words
+from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
 
 SELECTED = "crawler.selected"
 NOTICE = "crawler.notice"
@@ -402,33 +402,13 @@ def progress_chart(session: CrawlSession) -> go.Figure | None:
         subplot_titles=("Pages per second", "Frontier (URLs waiting) and duplicates"),
         horizontal_spacing=0.08,
     )
-    fig.add_trace(
-        go.Scatter(x=t, y=rates, mode="lines", name="pages/s", line=dict(color="#1f6feb")),
-        row=1,
-        col=1,
+    lines = (
+        (rates, "pages/s", dict(color="#1f6feb"), 1),
+        ([s.frontier for s in samples], "frontier", dict(color="#8250df"), 2),
+        ([s.duplicates for s in samples], "duplicates", dict(color="#bf8700", dash="dot"), 2),
     )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=[s.frontier for s in samples],
-            mode="lines",
-            name="frontier",
-            line=dict(color="#8250df"),
-        ),
-        row=1,
-        col=2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=t,
-            y=[s.duplicates for s in samples],
-            mode="lines",
-            name="duplicates",
-            line=dict(color="#bf8700", dash="dot"),
-        ),
-        row=1,
-        col=2,
-    )
+    for y, name, line, col in lines:
+        fig.add_trace(go.Scatter(x=t, y=y, mode="lines", name=name, line=line), row=1, col=col)
     fig.update_xaxes(title_text="seconds since the crawl started")
     fig.update_layout(height=280, margin=dict(l=10, r=10, t=40, b=10), legend=dict(x=1.02, y=1))
     return fig
@@ -559,23 +539,18 @@ def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
     if entries is not None and session.sandbox_url:
         note = "The sandbox's log holds no request from this crawl (was it restarted?)."
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            fetches = db.execute(
-                "SELECT host, address, started, took, status, url FROM fetches ORDER BY started"
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            fetches = reader.fetch_log(order="started")
+    except (FileNotFoundError, CrawlStateError):
         fetches = []
     rows = pd.DataFrame(
         {
-            "host": [short_host(f[0]) for f in fetches],
-            "address": [f[1] or "" for f in fetches],
-            "t": [f[2] - started for f in fetches],
-            "duration": [f[3] for f in fetches],
-            "status": [f[4] for f in fetches],
-            "target": ["/" + f[5].split("://", 1)[-1].partition("/")[2] for f in fetches],
+            "host": [short_host(f.host) for f in fetches],
+            "address": [f.address or "" for f in fetches],
+            "t": [f.started - started for f in fetches],
+            "duration": [f.took for f in fetches],
+            "status": [f.status for f in fetches],
+            "target": ["/" + f.url.split("://", 1)[-1].partition("/")[2] for f in fetches],
             "aborted": [False for _ in fetches],
         }
     )
@@ -772,39 +747,37 @@ def compare_pair(session: CrawlSession, left: str, right: str, verdict: str | No
         st.warning(f"These pages cannot be read back from the crawl's WARC files: {exc}")
         return
     r = compare_texts(a.text, b.text, context=30)
-    cols = st.columns(5)
-    cols[0].metric(
-        "SimHash distance",
-        f"{r.hamming} of 64 bits",
-        help="Hamming distance between the two 64-bit SimHash fingerprints of the word "
-        "3-shingles; the crawler calls ≤ 3 a near-duplicate.",
-        border=True,
+    metrics = (
+        (
+            "SimHash distance",
+            f"{r.hamming} of 64 bits",
+            "Hamming distance between the two 64-bit SimHash fingerprints of the word "
+            "3-shingles; the crawler calls ≤ 3 a near-duplicate.",
+        ),
+        (
+            "Shingle Jaccard",
+            f"{r.jaccard:.3f}",
+            "Shared distinct word 3-shingles ÷ all distinct shingles of the two pages (exact).",
+        ),
+        (
+            "MinHash estimate",
+            f"{r.minhash_jaccard:.3f}",
+            "datasketch's estimate of that Jaccard from 128 permutations; the crawler's LSH "
+            "calls ≥ 0.8 a near-duplicate.",
+        ),
+        (
+            "Words that differ",
+            f"{r.words_changed_left} / {r.words_changed_right}",
+            "Words only on the left / only on the right, aligned with difflib.",
+        ),
+        (
+            "Same text (SHA-256)",
+            "yes" if r.identical else "no",
+            "An exact duplicate has the same hash of its whitespace-normalised main text.",
+        ),
     )
-    cols[1].metric(
-        "Shingle Jaccard",
-        f"{r.jaccard:.3f}",
-        help="Shared distinct word 3-shingles ÷ all distinct shingles of the two pages (exact).",
-        border=True,
-    )
-    cols[2].metric(
-        "MinHash estimate",
-        f"{r.minhash_jaccard:.3f}",
-        help="datasketch's estimate of that Jaccard from 128 permutations; the crawler's LSH "
-        "calls ≥ 0.8 a near-duplicate.",
-        border=True,
-    )
-    cols[3].metric(
-        "Words that differ",
-        f"{r.words_changed_left} / {r.words_changed_right}",
-        help="Words only on the left / only on the right, aligned with difflib.",
-        border=True,
-    )
-    cols[4].metric(
-        "Same text (SHA-256)",
-        "yes" if r.identical else "no",
-        help="An exact duplicate has the same hash of its whitespace-normalised main text.",
-        border=True,
-    )
+    for col, (label, value, hint) in zip(st.columns(len(metrics)), metrics, strict=True):
+        col.metric(label, value, help=hint, border=True)
     if verdict:
         st.caption(f"The crawler's verdict: {verdict}")
     lcol, rcol = st.columns(2)
@@ -949,22 +922,11 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
             hosts, hide_index=True, key="robots-hosts", height=ROW_PX * (len(hosts) + 1) + 3
         )
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            blocked = db.execute(
-                "SELECT url, reason FROM urls WHERE state = 'blocked' ORDER BY seq"
-            ).fetchall()
-            waiting = db.execute(
-                "SELECT u.url, h.robots_reason, h.robots_status FROM urls u JOIN hosts h "
-                "ON u.host = h.host WHERE u.state = 'queued' AND h.robots_state = "
-                "'disallow-all' ORDER BY u.seq"
-            ).fetchall()
-            noindex = db.execute(
-                "SELECT url, reason FROM urls WHERE outcome = 'noindex' ORDER BY seq"
-            ).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            blocked = [(u.url, u.reason) for u in reader.blocked()]
+            waiting = reader.waiting_on_robots()
+            noindex = [(u.url, u.reason) for u in reader.urls_with_outcome("noindex")]
+    except (FileNotFoundError, CrawlStateError) as exc:
         st.error(f"This crawl's robots decisions cannot be read: {exc}")
         return
     rows = [{"URL": u, "Decision": r or "disallowed by robots.txt"} for u, r in blocked]
@@ -1038,21 +1000,13 @@ def traps_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         st.dataframe(counts, hide_index=True, key="trap-rules")
     rule = st.selectbox("Show the URLs cut by", ["every rule", *counts["Rule"]], key="trap-rule")
     try:
-        db = sqlite3.connect(f"file:{session.out_dir / 'crawl.sqlite'}?mode=ro", uri=True)
-        try:
-            sql = "SELECT url, rule, detail FROM cuts"
-            args: tuple[str, ...] = ()
-            if rule != "every rule":
-                sql += " WHERE rule = ?"
-                args = (rule,)
-            cuts = db.execute(sql + " ORDER BY id", args).fetchall()
-        finally:
-            db.close()
-    except sqlite3.Error as exc:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            cuts = reader.cuts(None if rule == "every rule" else rule)
+    except (FileNotFoundError, CrawlStateError) as exc:
         st.error(f"This crawl's cuts cannot be read: {exc}")
         return
     st.dataframe(
-        pd.DataFrame([{"URL": u, "Rule": r, "Why": d} for u, r, d in cuts]),
+        pd.DataFrame([{"URL": c.url, "Rule": c.rule, "Why": c.detail} for c in cuts]),
         hide_index=True,
         key="cuts-table",
     )

@@ -18,7 +18,6 @@ import math
 import re
 import statistics
 import time
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 from branca.element import Element
-from common import api_client, api_url, show_api_status
+from common import Answer, api_url, call, show_api_status
 from streamlit_folium import st_folium
 
 from lookup.datasets.places import CATEGORIES
@@ -97,54 +96,14 @@ LAND = "#f6f4ef"
 # --------------------------------------------------------------------------- HTTP
 
 
-@dataclass(frozen=True)
-class Answer:
-    """One API response, or why there is none — the page shows it, never raises it."""
-
-    status: int
-    body: Any = None
-    elapsed_ms: float = 0.0
-    problem: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and self.status == 200 and isinstance(self.body, dict)
-
-    @property
-    def error(self) -> str | None:
-        """The API's error code (``NOT_BUILT``, ``INVALID_PARAMETER``, ...), if any."""
-        if isinstance(self.body, dict) and isinstance(self.body.get("error"), str):
-            return str(self.body["error"])
-        return None
-
-    def message(self) -> str:
-        """A sentence for the person looking at the page."""
-        if self.problem:
-            return self.problem
-        if isinstance(self.body, dict) and "message" in self.body:
-            return f"{self.body['message']} ({self.body.get('error', self.status)})"
-        return f"the API answered HTTP {self.status}"
-
-
 def get(path: str, params: dict[str, Any] | None = None,
         timeout: httpx.Timeout | None = None) -> Answer:
     """``GET`` one API path; a network failure or a non-JSON body becomes an :class:`Answer`."""
-    started = time.perf_counter()
-    try:
-        with api_client() as client:
-            response = client.get(path, params=params, timeout=timeout or client.timeout)
-    except httpx.TimeoutException:
-        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
-    except httpx.HTTPError as exc:
-        return Answer(0, problem=f"the API at {api_url()} cannot be reached "
-                                 f"({type(exc).__name__})")
-    elapsed = (time.perf_counter() - started) * 1000.0
-    try:
-        body = response.json()
-    except ValueError:
-        return Answer(response.status_code, problem=f"{path} did not answer JSON "
-                                                    f"(HTTP {response.status_code})")
-    return Answer(response.status_code, body, elapsed)
+    answer = call("GET", path, params=params, timeout=timeout)
+    if answer.problem is None and answer.body is None:
+        return Answer(answer.status, problem=f"{path} did not answer JSON "
+                                             f"(HTTP {answer.status})")
+    return answer
 
 
 def memo_get(path: str, params: dict[str, Any]) -> Answer:
@@ -699,7 +658,7 @@ def show_metrics(first: Answer) -> None:
                    help="A short first page widens the radius: 2, 5, 10, then 20 km.",
                    border=True)
     cols[4].metric("Time taken", f"{float(explain.get('tookMs', 0)):.2f} ms",
-                   delta=f"{first.elapsed_ms:.0f} ms round trip", delta_color="off",
+                   delta=f"{first.ms:.0f} ms round trip", delta_color="off",
                    delta_arrow="off",
                    help="In the server (index, filters, ranking, page); the round trip "
                         "adds HTTP and JSON." + (" Served from the per-cell result cache."
@@ -719,7 +678,7 @@ def compare_indexes() -> None:
             if not answer.ok:
                 break
             took.append(float(answer.body["explain"]["tookMs"]))
-            trips.append(answer.elapsed_ms)
+            trips.append(answer.ms)
         assert answer is not None
         if not answer.ok:
             st.warning(f"{INDEX_LABELS[index]}: {answer.message()}", icon=":material/warning:")

@@ -13,7 +13,6 @@ import html
 import math
 import statistics
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,7 +21,8 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_url, data_dir, show_api_status
+from common import Answer, api_url, data_dir, show_api_status
+from common import call as api_call
 from navigation import PAGES
 
 QUERY = "search.query"
@@ -64,46 +64,9 @@ CSS = """
 # ---------------------------------------------------------------------------- the API
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An API response, or why there is none; never an exception for the page to show."""
-
-    status: int
-    body: Any = None
-    problem: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and 200 <= self.status < 300
-
-    @property
-    def error(self) -> str | None:
-        """The API's error code (``NOT_BUILT``, ``EMPTY_QUERY``, …), if it sent one."""
-        return self.body.get("error") if isinstance(self.body, dict) else None
-
-    def message(self) -> str:
-        """A sentence for the person looking at the page."""
-        if self.problem:
-            return self.problem
-        if isinstance(self.body, dict) and "message" in self.body:
-            return f"{self.body['message']} ({self.body.get('error', self.status)})"
-        return f"the API answered HTTP {self.status}"
-
-
 def call(method: str, path: str, timeout: float = 5.0, **kwargs: Any) -> Answer:
-    """One API call; network failures and non-JSON answers become an :class:`Answer`."""
-    try:
-        with httpx.Client(base_url=api_url(), timeout=timeout) as client:
-            response = client.request(method, path, **kwargs)
-    except httpx.TimeoutException:
-        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
-    except httpx.HTTPError as exc:
-        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    return Answer(response.status_code, body)
+    """One API call with this page's longer default timeout (the fan-out can be slow)."""
+    return api_call(method, path, timeout=timeout, **kwargs)
 
 
 def _search_timeout(deadline_ms: float | None) -> float:

@@ -7,7 +7,6 @@ session so "my links" are the links made from this browser tab.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +15,8 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_client, api_url, show_api_status
+from common import Answer, api_url, show_api_status
+from common import call as api_call
 
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
@@ -54,48 +54,12 @@ STATUS_BADGE = {
 }
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An API response, or why there is none; never an exception for the page to show."""
-
-    status: int
-    body: Any = None
-    content: bytes = b""
-    headers: httpx.Headers | None = None
-    problem: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and 200 <= self.status < 300
-
-    def message(self) -> str:
-        """A sentence for the person looking at the page."""
-        if self.problem:
-            return self.problem
-        if isinstance(self.body, dict) and "message" in self.body:
-            return f"{self.body['message']} ({self.body.get('error', self.status)})"
-        return f"the API answered HTTP {self.status}"
-
-
 def call(method: str, path: str, *, auth: bool = True, **kwargs: Any) -> Answer:
     """One API call with the page's owner token; network failures become an Answer."""
     headers = dict(kwargs.pop("headers", {}) or {})
     if auth and st.session_state.get(TOKEN):
         headers["Authorization"] = f"Bearer {st.session_state[TOKEN]}"
-    try:
-        with api_client() as client:
-            response = client.request(method, path, headers=headers, **kwargs)
-    except httpx.TimeoutException:
-        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
-    except httpx.HTTPError as exc:
-        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
-    body: Any = None
-    if response.headers.get("content-type", "").startswith("application/json"):
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-    return Answer(response.status_code, body, response.content, response.headers)
+    return api_call(method, path, headers=headers, **kwargs)
 
 
 def ensure_token() -> bool:

@@ -7,19 +7,16 @@ at ``$LOOKUP_API_URL``: ``GET /v1/suggest`` for the answers, ``/v1/typeahead/tra
 for the trie walk, ``POST /v1/searches`` for the trending replay, and the snapshot and
 blocklist endpoints for swap, rollback and blocking.
 
-This session plays the design's *client*: it debounces (in the browser), keeps a local
-prefix cache honouring the answer's ``Cache-Control: max-age``, and reuses an answer
-marked ``complete`` by filtering it for longer prefixes instead of asking again. The
-counters show what that saves: keystrokes typed against requests actually sent.
+This session plays the design's *client* (:class:`lookup.typeahead.client.SuggestClient`):
+it debounces (in the browser), keeps a local prefix cache honouring the answer's
+``Cache-Control: max-age``, and reuses an answer marked ``complete`` by filtering it for
+longer prefixes instead of asking again. The counters show what that saves: keystrokes
+typed against requests actually sent.
 """
 
 from __future__ import annotations
 
 import html
-import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,10 +24,12 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_client, api_url, cached_health, probe_health, show_api_status
+from common import Answer, api_client, api_url, cached_health, probe_health, show_api_status
+from common import call as api_call
 from st_keyup import st_keyup
 
 from lookup.typeahead import normalize_prefix
+from lookup.typeahead.client import Shown, SuggestClient
 
 MARKETS = {"en-IN": "English · en-IN", "hi-IN": "Hindi · hi-IN"}
 PLACEHOLDER = {"en-IN": "Start typing: ip, weather in, flights to …", "hi-IN": "kya, मौसम, सोना …"}
@@ -46,7 +45,6 @@ BURST_TERMS = {"en-IN": "ind vs aus final live", "hi-IN": "भारत बन�
 BURST_RAMP = (15, 40, 90, 160, 250, 330)
 BURST_USERS = 60
 MAX_CHARS = 100
-DEFAULT_MAX_AGE = 300.0
 BUILD_COMMANDS = (
     "lookup datasets build typeahead   # the query log (~20 s)\n"
     "lookup typeahead build            # a validated snapshot per market"
@@ -88,34 +86,6 @@ CSS = """
 # ------------------------------------------------------------------------------ HTTP
 
 
-@dataclass(frozen=True)
-class Answer:
-    """An API response, or why there is none; the page shows it, never an exception."""
-
-    status: int
-    body: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    problem: str | None = None
-    ms: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.problem is None and 200 <= self.status < 300
-
-    @property
-    def code(self) -> str | None:
-        """The error code of a JSON error body (``NOT_BUILT``, ``UNKNOWN_MARKET`` …)."""
-        return self.body.get("error") if isinstance(self.body, dict) else None
-
-    def message(self) -> str:
-        """A sentence for the person looking at the page."""
-        if self.problem:
-            return self.problem
-        if isinstance(self.body, dict) and "message" in self.body:
-            return f"{self.body['message']} ({self.body.get('error', self.status)})"
-        return f"the API answered HTTP {self.status}"
-
-
 @st.cache_resource(show_spinner=False)
 def keepalive_client(base_url: str) -> httpx.Client:
     """One pooled client per API address: a browser keeps its connection open too."""
@@ -123,214 +93,13 @@ def keepalive_client(base_url: str) -> httpx.Client:
 
 
 def call(method: str, path: str, client: httpx.Client | None = None, **kwargs: Any) -> Answer:
-    """One API call; network failures and non-JSON answers become an :class:`Answer`."""
-    t0 = time.perf_counter()
-    try:
-        http = client or keepalive_client(api_url())
-        response = http.request(method, path, **kwargs)
-    except httpx.TimeoutException:
-        return Answer(0, problem=f"the API at {api_url()} did not answer in time")
-    except httpx.HTTPError as exc:
-        return Answer(0, problem=f"the API at {api_url()} cannot be reached ({type(exc).__name__})")
-    ms = (time.perf_counter() - t0) * 1000
-    body: Any = None
-    if response.headers.get("content-type", "").startswith("application/json"):
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-    return Answer(response.status_code, body, dict(response.headers), ms=ms)
+    """One API call over ``client``, else this session's kept-alive connection."""
+    return api_call(method, path, client=client or keepalive_client(api_url()), **kwargs)
 
 
 def fetch_suggest(raw: str, market: str) -> Answer:
     """``GET /v1/suggest`` exactly as a browser would send it."""
     return call("GET", "/v1/suggest", params={"q": raw, "market": market, "limit": 10})
-
-
-def max_age(headers: dict[str, str]) -> float:
-    """Seconds an answer may be reused, from its ``Cache-Control`` header."""
-    m = re.search(r"max-age=(\d+)", headers.get("cache-control", ""))
-    return float(m.group(1)) if m else DEFAULT_MAX_AGE
-
-
-# -------------------------------------------------------------------------- the client
-
-
-@dataclass
-class Cached:
-    """One answer kept by the client."""
-
-    suggestions: list[str]
-    complete: bool
-    version: str
-    expires: float  # time.monotonic() deadline
-
-
-@dataclass
-class Shown:
-    """What the dropdown shows for the current text, and where it came from."""
-
-    raw: str
-    prefix: str
-    market: str
-    suggestions: list[str] = field(default_factory=list)
-    complete: bool = False
-    version: str | None = None
-    source: str = "empty"  # empty | server | cache | complete | error
-    via: str | None = None  # the prefix whose complete answer was filtered
-    ms: float | None = None
-    problem: str | None = None
-    code: str | None = None
-
-
-def edits(before: str, after: str) -> int:
-    """Keystrokes that turn ``before`` into ``after``: delete back to the common prefix,
-    then type the rest."""
-    n = 0
-    for a, b in zip(before, after, strict=False):
-        if a != b:
-            break
-        n += 1
-    return (len(before) - n) + (len(after) - n)
-
-
-@dataclass
-class SuggestClient:
-    """The design's typeahead client: local prefix cache and reuse of ``complete`` answers.
-
-    Debouncing happens in the browser (the box only reports a value once typing pauses);
-    what arrives here is decided in this order: nothing to ask for an empty box; an
-    unexpired answer for this exact prefix; an unexpired ``complete`` answer for a
-    shorter prefix, filtered locally; otherwise one request. An answer from a newer
-    snapshot version evicts the answers of older ones.
-    """
-
-    cache: dict[tuple[str, str], Cached] = field(default_factory=dict)
-    versions: dict[str, str] = field(default_factory=dict)
-    last_value: str = ""
-    keystrokes: int = 0
-    reports: int = 0
-    requests: int = 0
-    refreshes: int = 0  # requests made with no keystroke (market switch, swap, block)
-    from_cache: int = 0
-    from_complete: int = 0
-    shown: Shown | None = None
-    history: list[dict[str, str]] = field(default_factory=list)
-
-    @property
-    def answered_locally(self) -> int:
-        """Answers that needed no request."""
-        return self.from_cache + self.from_complete
-
-    def typed(self, value: str) -> bool:
-        """Take the text the box reported; True if it changed.
-
-        The keystrokes are the edits from the last reported text (delete back to the
-        common prefix, type the rest): what a person typed, however many of those
-        keystrokes the debounce merged into this one report.
-        """
-        n = edits(self.last_value, value)
-        self.keystrokes += n
-        if n:
-            self.reports += 1
-        self.last_value = value
-        return n > 0
-
-    def forget(self, market: str | None = None) -> None:
-        """Drop cached answers (all, or one market's) and re-resolve the text on screen."""
-        for key in [k for k in self.cache if market is None or k[0] == market]:
-            del self.cache[key]
-        self.shown = None
-
-    def local(self, prefix: str, market: str, now: float) -> Shown | None:
-        """An answer without a request, if the cache has one."""
-        hit = self.cache.get((market, prefix))
-        if hit is not None and hit.expires > now:
-            self.from_cache += 1
-            return Shown(
-                "", prefix, market, list(hit.suggestions), hit.complete, hit.version, "cache"
-            )
-        for n in range(len(prefix) - 1, 0, -1):
-            shorter = self.cache.get((market, prefix[:n]))
-            if shorter is not None and shorter.complete and shorter.expires > now:
-                self.from_complete += 1
-                kept = [s for s in shorter.suggestions if s.startswith(prefix)]
-                return Shown(
-                    "", prefix, market, kept, True, shorter.version, "complete", via=prefix[:n]
-                )
-        return None
-
-    def resolve(
-        self,
-        raw: str,
-        market: str,
-        fetch: Callable[[str, str], Answer] = fetch_suggest,
-        *,
-        typed: bool = True,
-    ) -> Shown:
-        """The answer for what the box holds now (see the class docstring).
-
-        ``typed=False`` marks a refresh that no keystroke caused (the market changed, or
-        the page dropped the cache after a swap or a block).
-        """
-        prefix = normalize_prefix(raw)
-        if not prefix.strip():
-            shown = Shown(raw, prefix, market)
-            self._note(raw, "empty box: nothing to ask")
-        else:
-            now = time.monotonic()
-            shown = self.local(prefix, market, now) or self._ask(raw, prefix, market, fetch, now)
-            shown.raw = raw
-            if shown.source in ("server", "error") and not typed:
-                self.refreshes += 1
-        self.shown = shown
-        return shown
-
-    def _ask(
-        self,
-        raw: str,
-        prefix: str,
-        market: str,
-        fetch: Callable[[str, str], Answer],
-        now: float,
-    ) -> Shown:
-        self.requests += 1
-        answer = fetch(raw, market)
-        body = answer.body if isinstance(answer.body, dict) else {}
-        if not answer.ok or "suggestions" not in body:
-            self._note(raw, f"request failed: {answer.code or answer.status or 'no answer'}")
-            return Shown(
-                raw, prefix, market, source="error", problem=answer.message(), code=answer.code
-            )
-        version = str(body.get("version"))
-        if self.versions.get(market) not in (None, version):
-            stale = [k for k, v in self.cache.items() if k[0] == market and v.version != version]
-            for key in stale:
-                del self.cache[key]
-        self.versions[market] = version
-        served = str(body.get("q", prefix))
-        entry = Cached(
-            list(body["suggestions"]),
-            bool(body.get("complete")),
-            version,
-            now + max_age(answer.headers),
-        )
-        self.cache[(market, served)] = entry
-        self._note(raw, f"request sent ({answer.ms:.1f} ms)")
-        return Shown(
-            raw, served, market, entry.suggestions, entry.complete, version, "server", ms=answer.ms
-        )
-
-    def _note(self, raw: str, what: str) -> None:
-        self.history.append({"typed": raw, "client did": what})
-        del self.history[:-12]
-
-    def note_local(self, shown: Shown) -> None:
-        """Record in the history what a local answer was."""
-        if shown.source == "cache":
-            self._note(shown.raw, "answered from the local cache")
-        elif shown.source == "complete":
-            self._note(shown.raw, f"filtered the complete answer for {shown.via!r}")
 
 
 def client() -> SuggestClient:
@@ -445,7 +214,7 @@ def search_panel(market: str, debounce: int) -> None:
         changed = c.typed(value)
         shown = c.shown
         if changed or shown is None or shown.market != market or shown.raw != value:
-            shown = c.resolve(value, market, typed=changed)
+            shown = c.resolve(value, market, fetch_suggest, typed=changed)
             c.note_local(shown)
         if shown.source == "error":
             if shown.code == "NOT_BUILT":
@@ -831,20 +600,31 @@ def built_at(version: str) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def tab_state(intro: str, path: str, unavailable: str) -> dict[str, Any] | None:
+    """A management tab's opening: its explanation, then its state from ``GET path``
+    (None, with a warning saying why, when the API cannot give it)."""
+    st.markdown(intro)
+    answer = call("GET", path)
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"{unavailable}: {answer.message()}", icon=":material/warning:")
+        return None
+    return answer.body
+
+
 def snapshots_tab(market: str) -> None:
     """Stored versions of the market's snapshot, with validated swap and one-step rollback."""
-    st.markdown(
+    body = tab_state(
         "Each build publishes an immutable, versioned snapshot. Swapping one in loads it "
         "beside the current one, **validates** it (structure and checksum, size within "
         "tolerance, probe prefixes still sensible, nothing blocked or private) and replaces "
         "one pointer; lookups in flight finish on the trie they started on. The previous "
-        "snapshot stays loaded for a one-step rollback."
+        "snapshot stays loaded for a one-step rollback.",
+        "/v1/typeahead/snapshots",
+        "Snapshot versions unavailable",
     )
-    answer = call("GET", "/v1/typeahead/snapshots")
-    if not answer.ok or not isinstance(answer.body, dict):
-        st.warning(f"Snapshot versions unavailable: {answer.message()}", icon=":material/warning:")
+    if body is None:
         return
-    info = answer.body.get("markets", {}).get(market)
+    info = body.get("markets", {}).get(market)
     if not info or not info.get("current"):
         not_built_message(market)
         return
@@ -941,16 +721,16 @@ def _after_deploy(market: str, out: Answer, verb: str) -> None:
 
 def blocklist_tab(market: str) -> None:
     """The hot blocklist: a phrase added here disappears from every answer at once."""
-    st.markdown(
+    body = tab_state(
         "Some removals cannot wait for the next build — a legal order, a tragedy. The suggest "
         "service checks every candidate against a small **hot blocklist**, matched at word "
         "boundaries (`fake aadhaar` blocks *buy fake aadhaar card*). It takes effect on the "
         "very next request; where a blocked suggestion leaves a stored top 10 short, the "
-        "server reads further down the subtree to fill it."
+        "server reads further down the subtree to fill it.",
+        "/v1/typeahead/blocklist",
+        "The blocklist is unavailable",
     )
-    answer = call("GET", "/v1/typeahead/blocklist")
-    if not answer.ok or not isinstance(answer.body, dict):
-        st.warning(f"The blocklist is unavailable: {answer.message()}", icon=":material/warning:")
+    if body is None:
         return
     shown = client().shown
     current = shown.suggestions if shown and shown.market == market else []
@@ -970,8 +750,8 @@ def blocklist_tab(market: str) -> None:
     if submitted:
         block(term, market, shown)
     with right:
-        hot = answer.body.get("terms", [])
-        st.markdown(f"**Hot blocklist** ({len(hot)} · version {answer.body.get('version')})")
+        hot = body.get("terms", [])
+        st.markdown(f"**Hot blocklist** ({len(hot)} · version {body.get('version')})")
         if not hot:
             st.caption("Empty: only the built-in policy list below applies.")
         for t in hot:
@@ -986,7 +766,7 @@ def blocklist_tab(market: str) -> None:
                 )
                 drop_answers()
                 st.rerun()
-        builtin = answer.body.get("builtin", [])
+        builtin = body.get("builtin", [])
         st.caption(
             "Built-in policy list (every build and every request): "
             + ", ".join(f"`{b}`" for b in builtin)

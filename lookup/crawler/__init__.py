@@ -10,20 +10,50 @@ Public API::
 
 A crawl writes ``DIR/events.jsonl`` (one ``PageFetched`` event per new or changed
 page), ``DIR/warc/*.warc.gz`` (raw pages; :func:`read_record` reads one back by its
-``storageKey``) and ``DIR/crawl.sqlite`` (:class:`CrawlStore`: the durable frontier,
-the URL store, host records, every cut with its rule, every fetch).
+``storageKey``) and ``DIR/crawl.sqlite`` (the crawl state: the durable frontier, the URL
+store, host records, every cut with its rule, every fetch), written through
+:class:`CrawlWriter` and read through :class:`CrawlReader` (:func:`open_crawl_reader`).
 """
 
-from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError, CrawlProgress, CrawlReport, crawl
-from lookup.crawler.dedup import DuplicateDetector, SimHashIndex, Verdict, hamming, simhash
-from lookup.crawler.fetcher import DEFAULT_USER_AGENT, Resolver, parse_hosts_file
-from lookup.crawler.frontier import Frontier, FrontierEntry, HostQueue, PolitenessPolicy
-from lookup.crawler.output import read_events, read_record
-from lookup.crawler.robots import RobotsCache, RobotsPolicy
-from lookup.crawler.sandbox import Sandbox, SandboxConfig
-from lookup.crawler.store import CrawlStore
-from lookup.crawler.traps import TrapGuard, TrapPolicy, url_pattern
-from lookup.crawler.urlnorm import normalize, url_hash
+from lookup.kit.lazy import lazy_exports
+
+#: Each public name and the module it lives in, imported on first use.
+_EXPORTS = {
+    "CrawlConfig": "lookup.crawler.crawl",
+    "Crawler": "lookup.crawler.crawl",
+    "CrawlError": "lookup.crawler.crawl",
+    "CrawlProgress": "lookup.crawler.crawl",
+    "CrawlReport": "lookup.crawler.crawl",
+    "crawl": "lookup.crawler.crawl",
+    "DuplicateDetector": "lookup.crawler.dedup",
+    "SimHashIndex": "lookup.crawler.dedup",
+    "Verdict": "lookup.crawler.dedup",
+    "hamming": "lookup.crawler.dedup",
+    "simhash": "lookup.crawler.dedup",
+    "DEFAULT_USER_AGENT": "lookup.crawler.fetcher",
+    "DnsResolver": "lookup.crawler.fetcher",
+    "parse_hosts_file": "lookup.crawler.fetcher",
+    "Frontier": "lookup.crawler.frontier",
+    "FrontierEntry": "lookup.crawler.frontier",
+    "HostQueue": "lookup.crawler.frontier",
+    "PolitenessPolicy": "lookup.crawler.frontier",
+    "read_events": "lookup.crawler.output",
+    "read_record": "lookup.crawler.output",
+    "RobotsCache": "lookup.crawler.robots",
+    "RobotsPolicy": "lookup.crawler.robots",
+    "Sandbox": "lookup.crawler.sandbox",
+    "SandboxConfig": "lookup.crawler.sandbox",
+    "CrawlReader": "lookup.crawler.store",
+    "CrawlWriter": "lookup.crawler.store",
+    "open_crawl_reader": "lookup.crawler.store",
+    "open_crawl_store": "lookup.crawler.store",
+    "TrapGuard": "lookup.crawler.traps",
+    "TrapPolicy": "lookup.crawler.traps",
+    "url_pattern": "lookup.crawler.traps",
+    "normalize_url": "lookup.kit.urlnorm",
+    "url_hash": "lookup.kit.urlnorm",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -31,14 +61,15 @@ __all__ = [
     "CrawlError",
     "CrawlProgress",
     "CrawlReport",
-    "CrawlStore",
+    "CrawlReader",
+    "CrawlWriter",
     "Crawler",
     "DuplicateDetector",
     "Frontier",
     "FrontierEntry",
     "HostQueue",
     "PolitenessPolicy",
-    "Resolver",
+    "DnsResolver",
     "RobotsCache",
     "RobotsPolicy",
     "Sandbox",
@@ -49,7 +80,9 @@ __all__ = [
     "Verdict",
     "crawl",
     "hamming",
-    "normalize",
+    "normalize_url",
+    "open_crawl_reader",
+    "open_crawl_store",
     "parse_hosts_file",
     "read_events",
     "read_record",

@@ -233,7 +233,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
     from lookup.crawler.fetcher import parse_hosts_file
     from lookup.crawler.session import fetch_sandbox_ca
     from lookup.crawler.traps import TrapPolicy
-    from lookup.crawler.urlnorm import normalize
+    from lookup.kit.urlnorm import normalize_url
 
     seeds = list(args.seeds)
     hosts: dict[str, str] = {}
@@ -260,7 +260,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         print("error: give at least one SEED URL (or --sandbox PORT, or --resume)", file=sys.stderr)
         return 2
     for seed in seeds:
-        if normalize(seed) is None:
+        if normalize_url(seed) is None:
             print(f"error: not a crawlable http(s) URL: {seed!r}", file=sys.stderr)
             return 2
     if args.new_cycle and not args.resume:

@@ -8,7 +8,7 @@ checks the content type before reading the body, never follows redirects itself
 sends a User-Agent that names the crawler with a contact URL, and sends
 ``If-None-Match`` / ``If-Modified-Since`` when recrawling.
 
-Names are resolved by :class:`Resolver` — a per-host cache in front of either a
+Names are resolved by :class:`DnsResolver` — a per-host cache in front of either a
 static table (the sandbox web's ``/etc/hosts``-style name table, since
 ``.sandbox.test`` has no DNS) or the system resolver — and the request goes to
 the resolved address with the original ``Host`` header (and SNI for https).
@@ -40,7 +40,7 @@ __all__ = [
     "Fetcher",
     "HTML_TYPES",
     "ResolveError",
-    "Resolver",
+    "DnsResolver",
     "parse_hosts_file",
     "parse_retry_after",
     "tls_context",
@@ -72,7 +72,7 @@ def parse_hosts_file(text: str) -> dict[str, str]:
 
 
 @dataclass
-class Resolver:
+class DnsResolver:
     """A per-host address cache over a static table and/or the system resolver.
 
     ``strict`` uses the table only (no DNS query ever leaves the machine).
@@ -233,7 +233,7 @@ class Fetcher:
 
     def __init__(
         self,
-        resolver: Resolver,
+        resolver: DnsResolver,
         *,
         user_agent: str = DEFAULT_USER_AGENT,
         connect_timeout: float = 5.0,

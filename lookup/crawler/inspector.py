@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from lookup.crawler.dedup import (
 )
 from lookup.crawler.output import read_record
 from lookup.crawler.parse import parse_html
+from lookup.crawler.store import CrawlReader, crawl_state_url, open_crawl_reader
 
 __all__ = [
     "ClusterMember",
@@ -87,56 +87,35 @@ class DuplicateCluster:
         return all(d.kind == "exact" for d in self.duplicates)
 
 
-def _db(out_dir: Path | str) -> sqlite3.Connection:
-    path = Path(out_dir) / "crawl.sqlite"
-    if not path.is_file():
-        raise FileNotFoundError(f"{out_dir} holds no crawl (no crawl.sqlite)")
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
-    db.row_factory = sqlite3.Row
-    return db
+def _reader(out_dir: Path | str) -> CrawlReader:
+    """The crawl state of ``out_dir``, read-only (``FileNotFoundError`` when there is none)."""
+    return open_crawl_reader(crawl_state_url(out_dir))
 
 
 def duplicate_clusters(out_dir: Path | str) -> list[DuplicateCluster]:
     """Every duplicate the crawl recorded, grouped under its original; biggest first."""
-    db = _db(out_dir)
-    try:
-        dups = db.execute(
-            "SELECT url, host, dup_of, dup_kind, dup_score, storage_key FROM urls "
-            "WHERE outcome = 'duplicate' AND dup_of IS NOT NULL ORDER BY seq"
-        ).fetchall()
+    with _reader(out_dir) as reader:
         groups: dict[str, list[ClusterMember]] = {}
-        for r in dups:
-            groups.setdefault(r["dup_of"], []).append(
-                ClusterMember(r["url"], r["host"], r["dup_kind"], r["dup_score"], r["storage_key"])
+        for r in reader.duplicates():
+            assert r.dup_of is not None and r.dup_kind is not None
+            groups.setdefault(r.dup_of, []).append(
+                ClusterMember(r.url, r.host, r.dup_kind, r.dup_score, r.storage_key)
             )
         clusters = []
         for original_url, members in groups.items():
-            row = db.execute(
-                "SELECT url, host, storage_key FROM urls WHERE url = ?", (original_url,)
-            ).fetchone()
-            host = row["host"] if row is not None else ""
-            key = row["storage_key"] if row is not None else None
+            row = reader.url(original_url)
+            host = row.host if row is not None else ""
+            key = row.storage_key if row is not None else None
             original = ClusterMember(original_url, host, "original", None, key)
             clusters.append(DuplicateCluster(original, members))
-    finally:
-        db.close()
     clusters.sort(key=lambda c: (-len(c.duplicates), c.original.url))
     return clusters
 
 
 def fetched_pages(out_dir: Path | str) -> list[str]:
     """URLs of every page whose copy is in the crawl's WARC files, in crawl order."""
-    db = _db(out_dir)
-    try:
-        return [
-            r[0]
-            for r in db.execute(
-                "SELECT url FROM urls WHERE storage_key IS NOT NULL "
-                "AND outcome IN ('ok', 'duplicate', 'unchanged') ORDER BY seq"
-            )
-        ]
-    finally:
-        db.close()
+    with _reader(out_dir) as reader:
+        return reader.stored_pages()
 
 
 @dataclass(frozen=True)
@@ -153,22 +132,16 @@ class Soft404Page:
 
 def soft_404_pages(out_dir: Path | str) -> list[Soft404Page]:
     """Every soft 404 the crawl found, in crawl order."""
-    db = _db(out_dir)
-    try:
-        rows = db.execute(
-            "SELECT url, host, reason, title, storage_key FROM urls "
-            "WHERE outcome = 'soft-404' ORDER BY seq"
-        ).fetchall()
-    finally:
-        db.close()
+    with _reader(out_dir) as reader:
+        rows = reader.urls_with_outcome("soft-404")
     return [
         Soft404Page(
-            r["url"],
-            r["host"],
-            "probe" if "cannot exist" in (r["reason"] or "") else "wording",
-            r["reason"] or "",
-            r["title"] or "",
-            r["storage_key"],
+            r.url,
+            r.host,
+            "probe" if "cannot exist" in (r.reason or "") else "wording",
+            r.reason or "",
+            r.title or "",
+            r.storage_key,
         )
         for r in rows
     ]
@@ -192,21 +165,12 @@ class HostProbe:
 
 def host_probes(out_dir: Path | str) -> dict[str, HostProbe]:
     """Each probed host's answer to its probe, by host (hosts not probed are absent)."""
-    db = _db(out_dir)
-    try:
-        cols = {r[1] for r in db.execute("PRAGMA table_info(hosts)")}
-        if "probe_status" not in cols:  # a crawl made before probes existed
-            return {}
-        rows = db.execute(
-            "SELECT host, probe_url, probe_status, probe_title, probe_text FROM hosts "
-            "WHERE probe_status IS NOT NULL ORDER BY host"
-        ).fetchall()
-    finally:
-        db.close()
+    with _reader(out_dir) as reader:
+        rows = reader.host_probes()
     return {
-        r["host"]: HostProbe(
-            r["host"], r["probe_url"] or "", r["probe_status"] or None,
-            r["probe_title"] or "", r["probe_text"] or "",
+        r.host: HostProbe(
+            r.host, r.probe_url or "", r.probe_status or None, r.probe_title or "",
+            r.probe_text or "",
         )  # fmt: skip
         for r in rows
     }
@@ -249,28 +213,21 @@ def page_text(out_dir: Path | str, url: str) -> PageText:
 
     Raises ``KeyError`` when the crawl holds no copy of that URL.
     """
-    db = _db(out_dir)
-    try:
-        row = db.execute(
-            "SELECT url, storage_key, dup_of, dup_kind, title FROM urls WHERE url = ?", (url,)
-        ).fetchone()
-        if row is None or not row["storage_key"]:
+    with _reader(out_dir) as reader:
+        row = reader.url(url)
+        if row is None or not row.storage_key:
             raise KeyError(f"the crawl holds no copy of {url}")
-        key = row["storage_key"]
+        key = row.storage_key
         rtype, headers, body = read_record(out_dir, key)
         stored_as = None
         if rtype == "revisit":  # an exact duplicate: the payload is its original's
-            original = db.execute(
-                "SELECT url, storage_key FROM urls WHERE url = ?", (row["dup_of"],)
-            ).fetchone()
-            if original is None or not original["storage_key"]:
+            original = reader.url(row.dup_of) if row.dup_of else None
+            if original is None or not original.storage_key:
                 raise KeyError(f"the original of {url} is not in the crawl")
-            _, headers, body = read_record(out_dir, original["storage_key"])
-            stored_as = original["url"]
-    finally:
-        db.close()
+            _, headers, body = read_record(out_dir, original.storage_key)
+            stored_as = original.url
     parsed = parse_html(_decode(body, headers))
-    return PageText(url, parsed.title or row["title"] or "", parsed.text, key, rtype, stored_as)
+    return PageText(url, parsed.title or row.title or "", parsed.text, key, rtype, stored_as)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-__all__ = ["EventLog", "WarcStore", "read_record"]
+__all__ = ["EventLogWriter", "WarcStore", "read_record"]
 
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified"}
 
@@ -118,7 +118,7 @@ def read_record(out_dir: Path | str, storage_key: str) -> tuple[str, dict[str, s
     raise KeyError(storage_key)
 
 
-class EventLog:
+class EventLogWriter:
     """``events.jsonl``: append-only, one JSON object per line, one ``write`` per line."""
 
     def __init__(self, path: Path) -> None:

@@ -20,9 +20,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from protego import Protego
+
+from lookup.crawler.store import HostRecord, RobotsRecord
+from lookup.kit.urlnorm import host_of, normalize_url
+
+if TYPE_CHECKING:
+    from lookup.crawler.fetcher import Fetcher, FetchResult
 
 __all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsPolicy"]
 
@@ -158,3 +165,64 @@ class RobotsCache:
 
     def __len__(self) -> int:
         return len(self._policies)
+
+    async def read(self, fetcher: Fetcher, host: str, scheme: str) -> RobotsAnswer:
+        """Ask ``host`` for its robots.txt and cache the policy its answer makes.
+
+        RFC 9309 §2.3.1.2: follow at least five redirects — on the same host only, so
+        the hop is still this host's one request; a cross-host redirect fails closed.
+        """
+        url = f"{scheme}://{host}/robots.txt"
+        res = await fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
+        took, hops = res.took, 0
+        while res.ok and res.status in _REDIRECTS and hops < 5:
+            target = normalize_url(res.header("location") or "", url)
+            if target is None or host_of(target) != host:
+                break
+            hops += 1
+            res = await fetcher.fetch(target, accept=None, max_bytes=MAX_ROBOTS_BYTES)
+            took += res.took
+        if not res.ok:
+            policy = self.unreachable(host, f"{res.error}: {res.detail}")
+        elif res.status in _REDIRECTS:
+            policy = self.unreachable(host, f"HTTP {res.status} redirect not followed")
+        else:
+            assert res.status is not None
+            policy = self.from_response(host, res.status, res.body)
+        return RobotsAnswer(policy, url, res, took, hops)
+
+    def restore(self, h: HostRecord, now: float) -> None:
+        """Put back a host's stored policy after a restart, if it was readable and is fresh.
+
+        A failing robots.txt is re-read at once after a restart: fail closed, retry.
+        """
+        if h.robots_state in ("rules", "allow-all") and (h.robots_expires_at or 0) > now:
+            assert h.robots_expires_at is not None
+            self.put(
+                RobotsPolicy(
+                    h.host, h.robots_state, self.agent, h.robots_status, h.robots_body or "",
+                    h.robots_reason or "", h.robots_fetched_at or now, h.robots_expires_at,
+                )  # fmt: skip
+            )
+
+
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+@dataclass(frozen=True)
+class RobotsAnswer:
+    """A robots.txt request: the policy it made, what was asked and how long it took."""
+
+    policy: RobotsPolicy
+    url: str
+    result: FetchResult
+    took: float  # seconds, every hop included
+    hops: int  # same-host redirects followed
+
+    @property
+    def record(self) -> RobotsRecord:
+        """The policy as the crawl state keeps it."""
+        p = self.policy
+        return RobotsRecord(
+            p.state, p.status, p.body, p.reason, p.fetched_at, p.expires_at, p.crawl_delay
+        )

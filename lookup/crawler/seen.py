@@ -18,9 +18,8 @@ large when more URLs than it was sized for have been added.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from lookup.crawler.store import CrawlStore
+from lookup.crawler.store import CrawlWriter, UrlRecord
 from lookup.kit.bloom import BloomFilter
 
 __all__ = ["SeenStats", "SeenUrls"]
@@ -39,7 +38,9 @@ class SeenStats:
 class SeenUrls:
     """Bloom filter + URL store: ``check`` inserts a URL row iff the URL is new."""
 
-    def __init__(self, store: CrawlStore, capacity: int = 1_000_000, fp_rate: float = 0.01) -> None:
+    def __init__(
+        self, store: CrawlWriter, capacity: int = 1_000_000, fp_rate: float = 0.01
+    ) -> None:
         self.store = store
         self.fp_rate = fp_rate
         self.stats = SeenStats()
@@ -47,9 +48,9 @@ class SeenUrls:
         self.bloom = BloomFilter(max(capacity, 2 * known, 1), fp_rate)
         self.bloom.update(store.iter_url_hashes())
 
-    def check(self, row: dict[str, Any]) -> bool:
-        """Insert ``row`` (a ``urls`` row with ``url_hash``) if its URL is new; True if it was."""
-        h = row["url_hash"]
+    def check(self, row: UrlRecord) -> bool:
+        """Insert ``row`` into the URL store if its URL is new; True if it was."""
+        h = row.url_hash
         if not self.bloom.might_contain(h):
             self.stats.definitely_new += 1
             self.bloom.add(h)

@@ -6,19 +6,18 @@ What a dashboard (or a notebook) needs around :func:`lookup.crawler.crawl`:
   :class:`SandboxProcess` starts one (``lookup sandbox``) when none answers.
 - :class:`CrawlSession` runs ``lookup crawl`` as a child process writing into a
   crawl directory, bounded by seconds and pages, and samples its progress.
-- :func:`read_snapshot` reads any crawl directory — running or finished — from
-  the crawl's own SQLite state: pages, frontier, the crawl cycle, each host's
-  queue, budget, soft-404 probe and the time its next request is allowed — the
-  frontier's own ready time (its heap of host ready times), which the crawler
-  writes into its state twice a second.
+- :func:`read_snapshot` reads any crawl directory — running or finished — through
+  the crawl state's reader (:func:`lookup.crawler.store.open_crawl_reader`): pages,
+  frontier, the crawl cycle, each host's queue, budget, soft-404 probe and the time its
+  next request is allowed — the frontier's own ready time (its heap of host ready
+  times), which the crawler writes into its state twice a second.
 - :func:`read_request_log` and :func:`politeness_gaps` judge the crawl from the
   server's side: every request the sandbox received, and the gaps between them
   against the rule ``max(Crawl-delay, factor × fetch time, minimum)``.
 
 A child process rather than a thread: the crawl gets its own interpreter (and its
 own event loop and GIL), can be stopped with a signal like ``lookup crawl`` on a
-terminal, and a reader never blocks it — SQLite's WAL lets readers and the one
-writer work at once.
+terminal, and a reader never blocks it (the reader opens the state read-only).
 """
 
 from __future__ import annotations
@@ -27,10 +26,8 @@ import atexit
 import contextlib
 import ipaddress
 import json
-import os
 import re
 import signal
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -45,7 +42,18 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from lookup import settings
 from lookup.crawler.sandbox.web import LoggedRequest, iter_log_json
+from lookup.crawler.store import (
+    ANSWER_FAILURES,
+    STATE_FILE,
+    CrawlStateError,
+    FetchRecord,
+    HostRecord,
+    crawl_state_url,
+    open_crawl_reader,
+)
+from lookup.kit.background import BackgroundTask
 
 __all__ = [
     "DEFAULT_SANDBOX_URL",
@@ -70,26 +78,18 @@ __all__ = [
 ]
 
 #: The environment variable that says where the sandbox web's control address is.
-SANDBOX_ENV = "LOOKUP_SANDBOX_URL"
-DEFAULT_SANDBOX_URL = "http://127.0.0.1:8600"
+SANDBOX_ENV = settings.SETTINGS["sandbox_url"].env
+DEFAULT_SANDBOX_URL = settings.SETTINGS["sandbox_url"].default
 SESSION_FILE = "session.json"
 PROGRESS_FILE = "progress.jsonl"
 LOG_FILE = "crawl.log"
 #: Fetch outcomes that are not an HTTP answer (the request failed or was refused).
-_NETWORK = ("timeout", "connect", "protocol", "dns")
-FAILED_OUTCOMES = (
-    *_NETWORK,
-    *(f"retry:{e}" for e in _NETWORK),
-    "tls",
-    "too-large",
-    "not-html",
-    "binary",
-)
+FAILED_OUTCOMES = ANSWER_FAILURES
 
 
 def sandbox_url() -> str:
     """The sandbox web's control address: ``$LOOKUP_SANDBOX_URL`` or the ``make run`` default."""
-    return (os.environ.get(SANDBOX_ENV) or DEFAULT_SANDBOX_URL).rstrip("/")
+    return str(settings.get("sandbox_url")).rstrip("/")
 
 
 def _loopback(url: str) -> bool:
@@ -438,12 +438,6 @@ class CrawlSnapshot:
 RECENT_WINDOW = 5.0
 
 
-def _connect_ro(db_path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5.0)
-    db.row_factory = sqlite3.Row
-    return db
-
-
 def _read_json(path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text("utf-8"))
@@ -453,102 +447,36 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 
 def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapshot:
-    """Read the state of the crawl in ``out_dir`` (its ``crawl.sqlite`` and ``report.json``).
+    """Read the state of the crawl in ``out_dir`` (its crawl state and ``report.json``).
 
     Raises ``FileNotFoundError`` when there is no crawl state there, and
-    ``sqlite3.DatabaseError`` when the file is not a crawl database.
+    :class:`~lookup.crawler.store.CrawlStateError` when it is not a crawl's state.
     """
     out = Path(out_dir)
-    db_path = out / "crawl.sqlite"
-    if not db_path.is_file():
-        raise FileNotFoundError(f"{out} holds no crawl (no crawl.sqlite)")
+    if not (out / STATE_FILE).is_file():
+        raise FileNotFoundError(f"{out} holds no crawl (no {STATE_FILE})")
     now = time.time() if now is None else now
     report = _read_json(out / "report.json")
-    db = _connect_ro(db_path)
-    try:
-        meta = {r["key"]: json.loads(r["value"]) for r in db.execute("SELECT * FROM meta")}
+    with open_crawl_reader(crawl_state_url(out)) as reader:
+        meta = reader.meta()
         # Until the crawler has opened its state, the crawl has not started.
         started_at = meta.get("started_at")
-        fail = ", ".join(f"'{o}'" for o in FAILED_OUTCOMES)
-        answered = (
-            "kind NOT IN ('robots', 'probe') AND status IS NOT NULL AND status NOT IN (429, 503) "
-            f"AND outcome NOT IN ({fail}) "
-        )
-        pages = db.execute(f"SELECT COUNT(*) FROM fetches WHERE {answered}").fetchone()[0]
-        recent = db.execute(
-            f"SELECT COUNT(*) FROM fetches WHERE {answered} AND started >= ?",
-            (now - RECENT_WINDOW,),
-        ).fetchone()[0]
-        requests, robots = db.execute(
-            "SELECT COUNT(*), COALESCE(SUM(kind = 'robots'), 0) FROM fetches"
-        ).fetchone()
-        states = {r[0]: r[1] for r in db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state")}
-        outcomes = {
-            str(r[0]): r[1]
-            for r in db.execute(
-                "SELECT outcome, COUNT(*) FROM urls WHERE outcome IS NOT NULL GROUP BY outcome"
-            )
-        }
-        dups = {
-            str(r[0]): r[1]
-            for r in db.execute(
-                "SELECT dup_kind, COUNT(*) FROM urls WHERE outcome = 'duplicate' GROUP BY dup_kind"
-            )
-        }
-        traps = {r[0]: r[1] for r in db.execute("SELECT rule, COUNT(*) FROM cuts GROUP BY rule")}
+        pages = reader.count_pages()
+        recent = reader.count_pages(since=now - RECENT_WINDOW)
+        requests, robots = reader.count_requests()
+        states = reader.count_states()
+        outcomes = reader.count_outcomes()
+        dups = reader.count_duplicate_kinds()
+        traps = reader.count_cuts()
         cycle = int(meta.get("cycle", 1))
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        budget: dict[str, int] = {}
-        cycles = 1
-        if "host_budget" in tables:
-            budget = dict(
-                db.execute("SELECT host, admitted FROM host_budget WHERE cycle = ?", (cycle,))
-            )
-            cycles = db.execute("SELECT COUNT(*) FROM cycles").fetchone()[0] or 1
-        per_host: dict[str, dict[str, int]] = defaultdict(dict)
-        for r in db.execute(
-            "SELECT host, state, COUNT(*) AS n FROM urls WHERE state IN ('queued', 'leased') "
-            "GROUP BY host, state"
-        ):
-            per_host[r["host"]][r["state"]] = r["n"]
-        last = {
-            r["host"]: r
-            for r in db.execute(
-                "SELECT f.host, f.started, f.took, f.delay FROM fetches f JOIN "
-                "(SELECT host, MAX(id) AS id FROM fetches GROUP BY host) m ON f.id = m.id"
-            )
-        }
-        hosts = []
-        for r in db.execute("SELECT * FROM hosts ORDER BY host"):
-            h = r["host"]
-            lf = last.get(h)
-            col = _columns(r)
-            hosts.append(
-                HostStatus(
-                    host=h,
-                    address=r["address"] or "",
-                    robots_state=r["robots_state"],
-                    robots_status=r["robots_status"],
-                    robots_reason=r["robots_reason"] or "",
-                    crawl_delay=r["crawl_delay"],
-                    queued=per_host[h].get("queued", 0),
-                    in_flight=per_host[h].get("leased", 0),
-                    fetched=r["fetched"],
-                    errors=r["errors"],
-                    backoffs=r["backoffs"],
-                    last_request_at=lf["started"] if lf is not None else None,
-                    last_delay=lf["delay"] if lf is not None else None,
-                    next_allowed_at=col.get("ready_at") if lf is not None else None,
-                    scheme=col.get("scheme") or "http",
-                    budget_used=budget.get(h, 0),
-                    probe_url=col.get("probe_url"),
-                    probe_status=col.get("probe_status"),
-                    frontier_at=col.get("state_at"),
-                    waiting_robots=bool(col.get("waiting_robots")),
-                )
-            )
-    finally:
-        db.close()
+        budget = reader.budget_used(cycle)
+        cycles = reader.count_cycles()
+        per_host = reader.host_queues()
+        last = reader.last_fetches()
+        hosts = [
+            _host_status(h, per_host.get(h.host, {}), last.get(h.host), budget.get(h.host, 0))
+            for h in reader.hosts()
+        ]
     finished = report is not None
     if finished and report is not None:
         elapsed = float(report.get("elapsed", 0.0))
@@ -587,9 +515,32 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
     )
 
 
-def _columns(row: sqlite3.Row) -> dict[str, Any]:
-    """A row as a dict (a crawl database from an older version lacks some columns)."""
-    return {k: row[k] for k in row.keys()}  # noqa: SIM118 - sqlite3.Row is not a mapping
+def _host_status(
+    h: HostRecord, queues: dict[str, int], last: FetchRecord | None, budget_used: int
+) -> HostStatus:
+    """One host of the crawl state as the session view shows it."""
+    return HostStatus(
+        host=h.host,
+        address=h.address or "",
+        robots_state=h.robots_state,
+        robots_status=h.robots_status,
+        robots_reason=h.robots_reason or "",
+        crawl_delay=h.crawl_delay,
+        queued=queues.get("queued", 0),
+        in_flight=queues.get("leased", 0),
+        fetched=h.fetched,
+        errors=h.errors,
+        backoffs=h.backoffs,
+        last_request_at=last.started if last is not None else None,
+        last_delay=last.delay if last is not None else None,
+        next_allowed_at=h.ready_at if last is not None else None,
+        scheme=h.scheme or "http",
+        budget_used=budget_used,
+        probe_url=h.probe_url,
+        probe_status=h.probe_status,
+        frontier_at=h.state_at,
+        waiting_robots=bool(h.waiting_robots),
+    )
 
 
 class CrawlSession:
@@ -606,8 +557,9 @@ class CrawlSession:
         self.out_dir = Path(out_dir)
         self.info = info
         self.process: subprocess.Popen[bytes] | None = None
-        self._sampler: threading.Thread | None = None
-        self._stop_sampling = threading.Event()
+        self._sampler: BackgroundTask | None = None
+        self._sampled_last = False
+        self._sample_lock = threading.Lock()
 
     # -- starting and stopping -----------------------------------------------------
     @classmethod
@@ -624,7 +576,7 @@ class CrawlSession:
         out = Path(out_dir)
         if not sandbox.up:
             raise RuntimeError(f"no sandbox web answers at {sandbox.url}: {sandbox.problem}")
-        if (out / "crawl.sqlite").exists():
+        if (out / STATE_FILE).exists():
             raise FileExistsError(f"{out} already holds a crawl")
         out.mkdir(parents=True, exist_ok=True)
         try:
@@ -655,9 +607,7 @@ class CrawlSession:
                 argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         _adopt(session.process)
-        session._sampler = threading.Thread(
-            target=session._sample_loop, args=(sample_every,), name="crawl-sampler", daemon=True
-        )
+        session._sampler = BackgroundTask("crawl-sampler", session._sample, sample_every)
         session._sampler.start()
         return session
 
@@ -665,7 +615,7 @@ class CrawlSession:
     def open(cls, out_dir: Path | str) -> CrawlSession:
         """A crawl directory read back from disk (no process attached)."""
         out = Path(out_dir)
-        if not (out / "crawl.sqlite").is_file() and not (out / SESSION_FILE).is_file():
+        if not (out / STATE_FILE).is_file() and not (out / SESSION_FILE).is_file():
             raise FileNotFoundError(f"{out} holds no crawl")
         return cls(out, _read_json(out / SESSION_FILE) or {})
 
@@ -692,15 +642,14 @@ class CrawlSession:
             code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
-        if self._sampler is not None:
-            self._sampler.join(timeout=5.0)
+        self._stop_sampler()
         return code
 
     def kill(self) -> None:
         """Stop the crawler for good (SIGTERM, then SIGKILL after a grace period)."""
         if self.process is not None:
             _terminate(self.process)
-        self._stop_sampling.set()
+        self._stop_sampler()
 
     # -- what it did -------------------------------------------------------------------
     @property
@@ -766,30 +715,24 @@ class CrawlSession:
         ]
 
     def _agent(self) -> str | None:
-        db_path = self.out_dir / "crawl.sqlite"
-        if not db_path.is_file():
-            return None
         try:
-            db = _connect_ro(db_path)
-            try:
-                row = db.execute("SELECT value FROM meta WHERE key = 'agent'").fetchone()
-            finally:
-                db.close()
-        except sqlite3.Error:
+            with open_crawl_reader(crawl_state_url(self.out_dir)) as reader:
+                return reader.meta().get("agent")
+        except (FileNotFoundError, CrawlStateError):
             return None
-        return json.loads(row[0]) if row else None
 
     # -- the sampler ---------------------------------------------------------------------
-    def _sample_loop(self, every: float) -> None:
-        started = float(self.info["started_at"])
-        path = self.out_dir / PROGRESS_FILE
-        with path.open("a", encoding="utf-8") as f:
-            while True:
-                alive = self.running and not self._stop_sampling.is_set()
-                with contextlib.suppress(FileNotFoundError, sqlite3.Error):
+    def _sample(self) -> None:
+        """Append one progress sample; once the crawler has exited, the last one, and stop."""
+        with self._sample_lock:
+            if self._sampled_last:
+                return
+            alive = self.running
+            try:
+                with contextlib.suppress(FileNotFoundError, CrawlStateError):
                     s = read_snapshot(self.out_dir)
                     sample = ProgressSample(
-                        t=round(time.time() - started, 3),
+                        t=round(time.time() - float(self.info["started_at"]), 3),
                         pages=s.pages,
                         requests=s.requests,
                         frontier=s.frontier,
@@ -797,20 +740,30 @@ class CrawlSession:
                         duplicates=s.duplicates_total,
                         traps_cut=s.traps_total,
                     )
-                    f.write(json.dumps(asdict(sample)) + "\n")
-                    f.flush()
+                    with (self.out_dir / PROGRESS_FILE).open("a", encoding="utf-8") as f:
+                        f.write(json.dumps(asdict(sample)) + "\n")
+            finally:
                 if not alive:
-                    return
-                self._stop_sampling.wait(every)
+                    self._sampled_last = True
+                    if self._sampler is not None:
+                        self._sampler.stop()
+
+    def _stop_sampler(self) -> None:
+        """Stop the sampler, after the last sample of a crawler that has exited."""
+        if self._sampler is None:
+            return
+        self._sampler.stop(timeout=5.0)
+        if not self.running:
+            self._sample()
 
 
 def list_crawls(root: Path | str) -> list[Path]:
-    """Crawl directories under ``root`` (each holding ``crawl.sqlite``), newest first."""
+    """Crawl directories under ``root`` (each holding its crawl state), newest first."""
     base = Path(root)
     if not base.is_dir():
         return []
-    found = [p for p in base.iterdir() if p.is_dir() and (p / "crawl.sqlite").is_file()]
-    return sorted(found, key=lambda p: (p / "crawl.sqlite").stat().st_mtime, reverse=True)
+    found = [p for p in base.iterdir() if p.is_dir() and (p / STATE_FILE).is_file()]
+    return sorted(found, key=lambda p: (p / STATE_FILE).stat().st_mtime, reverse=True)
 
 
 # ------------------------------------------------------------------------ politeness

@@ -35,6 +35,7 @@ from lookup.crawler.dedup import (
     shingle_hashes,
     simhash_from_hashes,
 )
+from lookup.crawler.store import HostRecord, ProbeAnswer
 
 __all__ = [
     "NOT_FOUND_WORDING",
@@ -95,6 +96,19 @@ class ProbeSignature:
     title: str = ""
     text: str = ""  # main text of a 200 answer
     location: str | None = None  # Location of a redirect answer
+
+    @property
+    def answer(self) -> ProbeAnswer:
+        """The answer as the crawl state keeps it (status 0: no answer)."""
+        return ProbeAnswer(self.status or 0, self.title, self.text, self.location)
+
+    @classmethod
+    def from_host(cls, h: HostRecord) -> ProbeSignature:
+        """The answer a host gave its probe, as the crawl state kept it."""
+        return cls(
+            h.host, h.probe_url or "", h.probe_status or None, h.probe_title or "",
+            h.probe_text or "", h.probe_location,
+        )  # fmt: skip
 
     @property
     def soft(self) -> bool:

@@ -1,387 +1,488 @@
-"""Durable crawl state in one SQLite file: the URL store, host records, cuts, fetch log.
+"""Crawl state behind two seams: the **writer** the crawl loop calls, the **reader** for the rest.
 
-Every URL the crawler ever admitted has one row in ``urls`` keyed by its hash —
-this is the durable URL store behind the Bloom filter, and the durable frontier:
-``state`` is ``queued`` (waiting), ``leased`` (in flight), ``done`` (fetched, with its
-outcome), ``cut`` (a trap rule refused it), ``blocked`` (robots.txt) or ``failed``.
+Durable crawl state is the URL store (one record per URL ever admitted, keyed by its
+hash — the durable frontier behind the Bloom filter), host records, crawl cycles and
+each host's page budget per cycle, every cut with its rule, every redirect and every
+fetch. A URL's ``state`` is ``queued`` (waiting), ``leased`` (in flight), ``done``
+(fetched, with its outcome), ``cut`` (a trap rule refused it), ``blocked``
+(robots.txt) or ``failed``.
 
-A crawl runs in **cycles** (``cycles``; the current one in ``meta``): each host may
-have at most its page budget admitted per cycle (``host_budget``), so the budget
-survives a restart within a cycle and starts afresh with the next one. The
-``hosts`` table also keeps each host's soft-404 probe and the frontier's own view
-of it (its ready time, queue and fetch in flight), written as the crawl runs.
-Work is leased, not assigned: a URL is ``leased`` while a fetch is in flight and a
-restarted crawler puts every lease it finds back to ``queued`` (the process that
-held them is gone), so nothing queued is ever lost. A page's result and the links
-it discovered are committed in one transaction, after its WARC record and event
-are written, so a committed ``done`` is never fetched again.
+- :class:`CrawlWriter` names what the crawl loop does to that state, in typed records
+  (:class:`UrlRecord`, :class:`FetchedUrl`, :class:`FetchRecord`, :class:`CutRecord`,
+  :class:`RobotsRecord`, ...): admit, lease, settle, count, and what ``--resume`` reads
+  back to rebuild memory.
+- :class:`CrawlReader` names every query the dashboard, the inspector and the session
+  view ask of a crawl (running or finished); it never writes.
+- :func:`open_crawl_store` and :func:`open_crawl_reader` pick the implementation from a
+  URL: today ``sqlite:///DIR/crawl.sqlite`` (:mod:`lookup.crawler.store_sqlite`).
 
-WAL mode with ``synchronous=NORMAL`` survives the crawler being killed (SIGKILL)
-at any instant; only a power cut could lose the last transactions.
+Neither seam leaks its engine: answers are records, plain dicts and lists, and an
+unreadable state raises :class:`CrawlStateError`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import sqlite3
+import os
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
-__all__ = ["CrawlStore", "URL_STATES"]
+from lookup.kit.storeurl import parse_store_url, sqlite_url
+
+__all__ = [
+    "ANSWER_FAILURES",
+    "HOST_COUNTERS",
+    "STATE_FILE",
+    "URL_STATES",
+    "ContentFacts",
+    "CrawlReader",
+    "CrawlStateError",
+    "CrawlWriter",
+    "CutRecord",
+    "CycleRecord",
+    "FetchRecord",
+    "FetchedUrl",
+    "FrontierHostState",
+    "HostPause",
+    "HostRecord",
+    "PageFacts",
+    "ProbeAnswer",
+    "RedirectRecord",
+    "RobotsRecord",
+    "Schedule",
+    "UrlFacts",
+    "UrlRecord",
+    "Validators",
+    "crawl_state_url",
+    "open_crawl_reader",
+    "open_crawl_store",
+]
 
 URL_STATES = ("queued", "leased", "done", "cut", "blocked", "failed")
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS urls (
-    url_hash      TEXT PRIMARY KEY,
-    url           TEXT NOT NULL,
-    host          TEXT NOT NULL,
-    state         TEXT NOT NULL,
-    kind          TEXT NOT NULL DEFAULT 'page',
-    depth         INTEGER NOT NULL DEFAULT 0,
-    level         INTEGER NOT NULL DEFAULT 1,
-    seq           INTEGER NOT NULL DEFAULT 0,
-    redirects     INTEGER NOT NULL DEFAULT 0,
-    attempts      INTEGER NOT NULL DEFAULT 0,
-    found_on      TEXT,
-    discovered_at REAL,
-    lease_until   REAL,
-    outcome       TEXT,
-    reason        TEXT,
-    http_status   INTEGER,
-    fetched_at    TEXT,
-    last_fetch    REAL,
-    fetches       INTEGER NOT NULL DEFAULT 0,
-    changes       INTEGER NOT NULL DEFAULT 0,
-    interval      REAL,
-    next_due      REAL,
-    importance    REAL NOT NULL DEFAULT 1.0,
-    sitemap_lastmod REAL,
-    etag          TEXT,
-    last_modified TEXT,
-    content_hash  TEXT,
-    simhash       TEXT,
-    minhash       BLOB,
-    near_eligible INTEGER NOT NULL DEFAULT 0,
-    storage_key   TEXT,
-    title         TEXT,
-    canonical     TEXT,
-    out_links     INTEGER,
-    dup_of        TEXT,
-    dup_kind      TEXT,
-    dup_score     REAL,
-    cycle         INTEGER NOT NULL DEFAULT 1
-);
-CREATE TABLE IF NOT EXISTS hosts (
-    host          TEXT PRIMARY KEY,
-    address       TEXT,
-    robots_state  TEXT,
-    robots_status INTEGER,
-    robots_body   TEXT,
-    robots_reason TEXT,
-    robots_fetched_at REAL,
-    robots_expires_at REAL,
-    crawl_delay   REAL,
-    last_delay    REAL NOT NULL DEFAULT 0,
-    admitted      INTEGER NOT NULL DEFAULT 0,
-    fetched       INTEGER NOT NULL DEFAULT 0,
-    errors        INTEGER NOT NULL DEFAULT 0,
-    backoffs      INTEGER NOT NULL DEFAULT 0,
-    scheme        TEXT,
-    probe_url     TEXT,
-    probe_status  INTEGER,
-    probe_title   TEXT,
-    probe_text    TEXT,
-    probe_location TEXT,
-    probe_attempts INTEGER NOT NULL DEFAULT 0,
-    ready_at      REAL,
-    queue         INTEGER,
-    in_flight     INTEGER,
-    waiting_robots INTEGER,
-    state_at      REAL
-);
-CREATE TABLE IF NOT EXISTS cycles (
-    n          INTEGER PRIMARY KEY,
-    started_at REAL NOT NULL,
-    reason     TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS host_budget (
-    host     TEXT NOT NULL,
-    cycle    INTEGER NOT NULL,
-    admitted INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (host, cycle)
-);
-CREATE TABLE IF NOT EXISTS cuts (
-    id     INTEGER PRIMARY KEY,
-    url    TEXT NOT NULL,
-    host   TEXT NOT NULL,
-    rule   TEXT NOT NULL,
-    detail TEXT,
-    at     REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS redirects (
-    from_url TEXT NOT NULL,
-    to_url   TEXT NOT NULL,
-    status   INTEGER NOT NULL,
-    at       REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS fetches (
-    id       INTEGER PRIMARY KEY,
-    url      TEXT NOT NULL,
-    host     TEXT NOT NULL,
-    address  TEXT,
-    kind     TEXT NOT NULL,
-    started  REAL NOT NULL,
-    took     REAL NOT NULL,
-    status   INTEGER,
-    outcome  TEXT NOT NULL,
-    delay    REAL
-);
-"""
-
-INDEXES = """
-CREATE INDEX IF NOT EXISTS urls_state ON urls (state, seq);
-CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
-CREATE INDEX IF NOT EXISTS urls_due ON urls (state, next_due);
-"""
+#: The host counters the crawl loop bumps.
+HOST_COUNTERS = ("admitted", "fetched", "errors", "backoffs")
+HostCounter = Literal["admitted", "fetched", "errors", "backoffs"]
+#: The crawl state's file inside a crawl directory (the layout ``lookup crawl`` writes).
+STATE_FILE = "crawl.sqlite"
+_NETWORK = ("timeout", "connect", "protocol", "dns")
+#: Fetch outcomes that are not an HTTP answer (the request failed or was refused): a page
+#: fetch with one of them does not count as a page fetched.
+ANSWER_FAILURES = (
+    *_NETWORK,
+    *(f"retry:{e}" for e in _NETWORK),
+    "tls",
+    "too-large",
+    "not-html",
+    "binary",
+)
+_ACCEPTED = ("sqlite",)
 
 
-class CrawlStore:
-    """The crawl's SQLite database (``DIR/crawl.sqlite``)."""
+class CrawlStateError(Exception):
+    """The crawl state cannot be read (not a crawl database, damaged, or unreachable)."""
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self._migrate()
-        self.db.executescript(INDEXES)
-        self._in_tx = False
 
-    def _migrate(self) -> None:
-        """Add the columns a crawl database made by an older version lacks."""
-        for table in ("urls", "hosts"):
-            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})")}
-            for line in SCHEMA.split(f"CREATE TABLE IF NOT EXISTS {table} (", 1)[1].split(
-                ");", 1
-            )[0].splitlines():
-                parts = line.strip().rstrip(",").split(None, 1)
-                if len(parts) == 2 and parts[0] not in have and "PRIMARY KEY" not in parts[1]:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {parts[0]} {parts[1]}")
+# ----------------------------------------------------------------------------- records
 
-    def close(self) -> None:
-        self.db.close()
 
-    @contextlib.contextmanager
-    def tx(self) -> Iterator[sqlite3.Connection]:
-        """One atomic transaction (nested calls join the outer one)."""
-        if self._in_tx:
-            yield self.db
-            return
-        self.db.execute("BEGIN IMMEDIATE")
-        self._in_tx = True
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        else:
-            self.db.execute("COMMIT")
-        finally:
-            self._in_tx = False
+@dataclass
+class UrlRecord:
+    """One URL of the URL store: where it came from, its state, and what its fetch found."""
 
-    # -- meta ------------------------------------------------------------------------
-    def get_meta(self, key: str, default: Any = None) -> Any:
-        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
+    url_hash: str
+    url: str
+    host: str
+    state: str
+    kind: str = "page"  # page | sitemap
+    depth: int = 0
+    level: int = 1  # frontier priority level (0 first)
+    seq: int = 0  # discovery order
+    redirects: int = 0
+    attempts: int = 0
+    found_on: str | None = None
+    discovered_at: float | None = None
+    lease_until: float | None = None
+    outcome: str | None = None
+    reason: str | None = None
+    http_status: int | None = None
+    fetched_at: str | None = None  # ISO 8601
+    last_fetch: float | None = None  # wall clock
+    fetches: int = 0
+    changes: int = 0
+    interval: float | None = None  # recrawl interval, seconds
+    next_due: float | None = None
+    importance: float = 1.0
+    sitemap_lastmod: float | None = None
+    etag: str | None = None
+    last_modified: str | None = None
+    content_hash: str | None = None
+    simhash: str | None = None  # 0x-prefixed hex
+    minhash: bytes | None = None
+    near_eligible: int = 0
+    storage_key: str | None = None
+    title: str | None = None
+    canonical: str | None = None
+    out_links: int | None = None
+    dup_of: str | None = None
+    dup_kind: str | None = None
+    dup_score: float | None = None
+    cycle: int = 1
 
-    def set_meta(self, key: str, value: Any) -> None:
-        self.db.execute(
-            "INSERT INTO meta(key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, json.dumps(value)),
-        )
 
-    # -- the URL store -----------------------------------------------------------------
-    def insert_url(self, row: dict[str, Any], *, if_absent: bool) -> bool:
-        """Insert a URL row; returns True when inserted (False: the hash was known).
+@dataclass
+class HostRecord:
+    """One host: its address, robots.txt, counters, soft-404 probe and frontier state."""
 
-        ``if_absent=False`` is the Bloom filter's "definitely new" path: a conflict
-        there would be a bug, and raises.
-        """
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        verb = "INSERT OR IGNORE" if if_absent else "INSERT"
-        cur = self.db.execute(f"{verb} INTO urls ({cols}) VALUES ({marks})", tuple(row.values()))
-        return cur.rowcount == 1
+    host: str
+    address: str | None = None
+    robots_state: str | None = None  # rules | allow-all | disallow-all | None (not read)
+    robots_status: int | None = None
+    robots_body: str | None = None
+    robots_reason: str | None = None
+    robots_fetched_at: float | None = None
+    robots_expires_at: float | None = None
+    crawl_delay: float | None = None
+    last_delay: float = 0.0
+    admitted: int = 0
+    fetched: int = 0
+    errors: int = 0
+    backoffs: int = 0
+    scheme: str | None = None
+    probe_url: str | None = None
+    probe_status: int | None = None  # 0: no answer; None: not asked yet
+    probe_title: str | None = None
+    probe_text: str | None = None
+    probe_location: str | None = None
+    probe_attempts: int = 0
+    ready_at: float | None = None  # wall clock: the frontier's ready time
+    queue: int | None = None
+    in_flight: int | None = None
+    waiting_robots: int | None = None
+    state_at: float | None = None  # when the frontier's state was last written
 
-    def update_url(self, url_hash: str, **fields: Any) -> None:
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        self.db.execute(f"UPDATE urls SET {sets} WHERE url_hash = ?", (*fields.values(), url_hash))
 
-    def url_row(self, url_hash: str) -> sqlite3.Row | None:
-        return self.db.execute("SELECT * FROM urls WHERE url_hash = ?", (url_hash,)).fetchone()
+@dataclass(frozen=True)
+class FetchRecord:
+    """One request the crawler made (robots.txt, probe, page or sitemap)."""
 
-    def url_exists(self, url_hash: str) -> bool:
-        return (
-            self.db.execute("SELECT 1 FROM urls WHERE url_hash = ?", (url_hash,)).fetchone()
-            is not None
-        )
+    url: str
+    host: str
+    address: str | None
+    kind: str  # robots | probe | page | sitemap
+    started: float  # wall clock
+    took: float  # seconds
+    status: int | None
+    outcome: str
+    delay: float | None  # the pause chosen after it
 
-    def iter_url_hashes(self) -> Iterator[str]:
-        for (h,) in self.db.execute("SELECT url_hash FROM urls"):
-            yield h
 
-    def queued(self) -> list[sqlite3.Row]:
-        """Every queued URL in discovery order (to rebuild the frontier)."""
-        return self.db.execute(
-            "SELECT * FROM urls WHERE state = 'queued' ORDER BY seq"
-        ).fetchall()
+@dataclass(frozen=True)
+class CutRecord:
+    """A URL a trap rule refused, with the rule and why."""
 
-    def release_stale_leases(self) -> int:
-        """Leases held by a crawler that is gone go back to the queue."""
-        cur = self.db.execute(
-            "UPDATE urls SET state = 'queued', lease_until = NULL WHERE state = 'leased'"
-        )
-        return cur.rowcount
+    url: str
+    host: str
+    rule: str
+    detail: str = ""
+    at: float = field(default_factory=time.time)
 
-    def originals(self) -> list[sqlite3.Row]:
-        """Pages indexed as originals (to rebuild the duplicate detector)."""
-        return self.db.execute(
-            "SELECT url_hash, content_hash, simhash, minhash, near_eligible FROM urls "
-            "WHERE state = 'done' AND outcome = 'ok' AND content_hash IS NOT NULL"
-        ).fetchall()
 
-    def due_for_recrawl(self, now: float, limit: int = 1000) -> list[sqlite3.Row]:
-        return self.db.execute(
-            "SELECT * FROM urls WHERE state = 'done' AND next_due IS NOT NULL AND next_due <= ? "
-            "ORDER BY next_due LIMIT ?",
-            (now, limit),
-        ).fetchall()
+@dataclass(frozen=True)
+class RedirectRecord:
+    """A redirect the crawler followed (or would have)."""
 
-    def max_seq(self) -> int:
-        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM urls").fetchone()[0])
+    from_url: str
+    to_url: str
+    status: int
+    at: float = field(default_factory=time.time)
 
-    def count_states(self) -> dict[str, int]:
-        return {
-            row[0]: row[1]
-            for row in self.db.execute("SELECT state, COUNT(*) FROM urls GROUP BY state")
-        }
 
-    def count_outcomes(self) -> dict[str, int]:
-        return {
-            str(row[0]): row[1]
-            for row in self.db.execute(
-                "SELECT outcome, COUNT(*) FROM urls WHERE outcome IS NOT NULL GROUP BY outcome"
-            )
-        }
+@dataclass(frozen=True)
+class CycleRecord:
+    """A crawl cycle: its number, when it started and why."""
 
-    def duplicates(self) -> list[sqlite3.Row]:
-        """Every page found to duplicate another: which one, by which method, how close."""
-        return self.db.execute(
-            "SELECT url, host, dup_of, dup_kind, dup_score, storage_key, content_hash, simhash "
-            "FROM urls WHERE outcome = 'duplicate' ORDER BY seq"
-        ).fetchall()
+    n: int
+    started_at: float
+    reason: str  # start | time | new-cycle
 
-    def soft_404s(self) -> list[sqlite3.Row]:
-        """Every page that answered 200 OK but meant "not found", with how that was seen."""
-        return self.db.execute(
-            "SELECT url, host, reason, title, content_hash, storage_key FROM urls "
-            "WHERE outcome = 'soft-404' ORDER BY seq"
-        ).fetchall()
 
-    def blocked(self) -> list[sqlite3.Row]:
-        """Every URL robots.txt kept us from, with the decision that did it."""
-        return self.db.execute(
-            "SELECT url, host, outcome, reason FROM urls WHERE state = 'blocked' ORDER BY seq"
-        ).fetchall()
+@dataclass(frozen=True)
+class HostPause:
+    """The pause the frontier chose after a host's last request, and when it may go again."""
 
-    # -- hosts -----------------------------------------------------------------------
-    def host_row(self, host: str) -> sqlite3.Row | None:
-        return self.db.execute("SELECT * FROM hosts WHERE host = ?", (host,)).fetchone()
+    last_delay: float
+    ready_at: float  # wall clock
 
-    def ensure_host(self, host: str, address: str, scheme: str | None = None) -> None:
-        self.db.execute(
-            "INSERT INTO hosts(host, address, scheme) VALUES (?, ?, ?) "
-            "ON CONFLICT(host) DO NOTHING",
-            (host, address, scheme),
-        )
 
-    def update_host(self, host: str, **fields: Any) -> None:
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        self.db.execute(f"UPDATE hosts SET {sets} WHERE host = ?", (*fields.values(), host))
+@dataclass(frozen=True)
+class RobotsRecord:
+    """A host's robots.txt as the crawler read it."""
 
-    def bump_host(self, host: str, column: str, by: int = 1) -> None:
-        if column not in ("admitted", "fetched", "errors", "backoffs"):
-            raise ValueError(column)
-        self.db.execute(f"UPDATE hosts SET {column} = {column} + ? WHERE host = ?", (by, host))
+    state: str
+    status: int | None
+    body: str
+    reason: str
+    fetched_at: float
+    expires_at: float
+    crawl_delay: float | None
 
-    def hosts(self) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM hosts ORDER BY host").fetchall()
 
-    # -- crawl cycles and the per-host budget -------------------------------------------
-    def add_cycle(self, n: int, started_at: float, reason: str) -> None:
-        self.db.execute(
-            "INSERT INTO cycles(n, started_at, reason) VALUES (?, ?, ?)", (n, started_at, reason)
-        )
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """What a host answered for the URL that cannot exist."""
 
-    def cycles(self) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM cycles ORDER BY n").fetchall()
+    status: int  # 0: no answer
+    title: str
+    text: str
+    location: str | None
 
-    def bump_budget(self, host: str, cycle: int, by: int = 1) -> None:
-        self.db.execute(
-            "INSERT INTO host_budget(host, cycle, admitted) VALUES (?, ?, ?) "
-            "ON CONFLICT(host, cycle) DO UPDATE SET admitted = admitted + excluded.admitted",
-            (host, cycle, by),
-        )
 
-    def budget_used(self, cycle: int) -> dict[str, int]:
-        """Pages admitted per host in ``cycle``."""
-        return {
-            r[0]: r[1]
-            for r in self.db.execute(
-                "SELECT host, admitted FROM host_budget WHERE cycle = ?", (cycle,)
-            )
-        }
+@dataclass(frozen=True)
+class FrontierHostState:
+    """The frontier's own view of one host, written while the crawl runs."""
 
-    def deferred(self) -> list[sqlite3.Row]:
-        """URLs refused because their host's budget was spent: they wait for a new cycle."""
-        return self.db.execute(
-            "SELECT * FROM urls WHERE state = 'cut' AND outcome = 'trap:host-budget' ORDER BY seq"
-        ).fetchall()
+    host: str
+    ready_at: float  # wall clock
+    queue: int
+    in_flight: int
+    waiting_robots: int
+    state_at: float
 
-    # -- cuts, redirects, fetch log ----------------------------------------------------
-    def add_cut(self, url: str, host: str, rule: str, detail: str = "") -> None:
-        self.db.execute(
-            "INSERT INTO cuts(url, host, rule, detail, at) VALUES (?, ?, ?, ?, ?)",
-            (url, host, rule, detail, time.time()),
-        )
 
-    def cuts(self) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM cuts ORDER BY id").fetchall()
+@dataclass(frozen=True)
+class PageFacts:
+    """What parsing a page found: its title, canonical URL and number of links."""
 
-    def count_cuts(self) -> dict[str, int]:
-        return {
-            row[0]: row[1]
-            for row in self.db.execute("SELECT rule, COUNT(*) FROM cuts GROUP BY rule")
-        }
+    title: str
+    canonical: str | None
+    out_links: int
 
-    def add_redirect(self, from_url: str, to_url: str, status: int) -> None:
-        self.db.execute(
-            "INSERT INTO redirects(from_url, to_url, status, at) VALUES (?, ?, ?, ?)",
-            (from_url, to_url, status, time.time()),
-        )
 
-    def add_fetch(self, **fields: Any) -> None:
-        cols = ", ".join(fields)
-        marks = ", ".join("?" for _ in fields)
-        self.db.execute(f"INSERT INTO fetches ({cols}) VALUES ({marks})", tuple(fields.values()))
+@dataclass(frozen=True)
+class ContentFacts:
+    """A page's fingerprints and what they matched (``dup_*`` None: an original)."""
 
-    def fetch_log(self) -> list[sqlite3.Row]:
-        return self.db.execute("SELECT * FROM fetches ORDER BY id").fetchall()
+    content_hash: str
+    simhash: str
+    near_eligible: int
+    minhash: bytes | None
+    dup_of: str | None = None
+    dup_kind: str | None = None
+    dup_score: float | None = None
+
+
+@dataclass(frozen=True)
+class Validators:
+    """The answer's validators for a conditional recrawl."""
+
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When to fetch the page again: the adaptive interval and the time it is due."""
+
+    interval: float
+    next_due: float
+
+
+@dataclass(frozen=True)
+class UrlFacts:
+    """What an outcome rule found out about a URL; None fields leave the stored value as is."""
+
+    reason: str | None = None
+    page: PageFacts | None = None
+    content: ContentFacts | None = None
+    validators: Validators | None = None
+    storage_key: str | None = None
+    schedule: Schedule | None = None
+    changes: int | None = None
+
+
+@dataclass(frozen=True)
+class FetchedUrl:
+    """What one fetch did to one URL: its new state and outcome, and the facts found."""
+
+    url_hash: str
+    state: str  # queued (try again) | done | failed
+    outcome: str
+    attempts: int
+    http_status: int | None
+    fetched_at: str
+    last_fetch: float
+    fetches: int | None = None  # None: unchanged
+    facts: UrlFacts = field(default_factory=UrlFacts)
+
+
+# ----------------------------------------------------------------------------- seams
+
+
+class CrawlWriter(Protocol):
+    """What the crawl loop does to its durable state (one crawler process at a time)."""
+
+    def close(self) -> None: ...
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One atomic unit of writes (nested calls join the outer one)."""
+        ...
+
+    # meta
+    def get_meta(self, key: str, default: Any = None) -> Any: ...
+    def set_meta(self, key: str, value: Any) -> None: ...
+
+    # the URL store
+    def insert_url(self, record: UrlRecord, *, if_absent: bool) -> bool:
+        """Insert a new URL; True when inserted. ``if_absent=False`` raises on a known hash."""
+        ...
+
+    def url(self, url_hash: str) -> UrlRecord | None: ...
+    def url_exists(self, url_hash: str) -> bool: ...
+    def iter_url_hashes(self) -> Iterator[str]: ...
+    def max_seq(self) -> int: ...
+    def lease_url(self, url_hash: str, until: float) -> None: ...
+
+    def settle_url(
+        self, url_hash: str, state: str, outcome: str, reason: str | None = None
+    ) -> None:
+        """A URL that will not be fetched now: blocked, cut or failed (reason None: kept)."""
+        ...
+
+    def record_fetched(self, fetched: FetchedUrl) -> None: ...
+    def note_reason(self, url_hash: str, reason: str) -> None: ...
+    def set_next_due(self, url_hash: str, when: float | None) -> None: ...
+    def set_sitemap_lastmod(self, url_hash: str, lastmod: float) -> None: ...
+    def requeue_due(self, url_hash: str, *, level: int, cycle: int) -> None: ...
+    def readmit_deferred(self, url_hash: str, *, cycle: int, reason: str) -> None: ...
+
+    # what --resume and the recrawl read back
+    def queued(self) -> list[UrlRecord]: ...
+    def release_stale_leases(self) -> int: ...
+    def originals(self) -> list[UrlRecord]: ...
+    def indexed_outcomes(self) -> list[tuple[str, str]]: ...
+    def due_for_recrawl(self, now: float, limit: int = 1000) -> list[UrlRecord]: ...
+    def deferred(self) -> list[UrlRecord]: ...
+
+    # hosts
+    def hosts(self) -> list[HostRecord]: ...
+    def ensure_host(self, host: str, address: str, scheme: str | None = None) -> None: ...
+    def count_host(self, host: str, counter: HostCounter, by: int = 1) -> None: ...
+    def set_host_pause(self, host: str, pause: HostPause) -> None: ...
+
+    def record_robots(
+        self, host: str, robots: RobotsRecord, pause: HostPause, probe_url: str | None
+    ) -> None: ...
+
+    def record_probe(
+        self, host: str, url: str, attempts: int, pause: HostPause, answer: ProbeAnswer | None
+    ) -> None: ...
+
+    def write_frontier_state(self, states: list[FrontierHostState]) -> None: ...
+
+    # cycles and budgets
+    def add_cycle(self, cycle: CycleRecord) -> None: ...
+    def cycles(self) -> list[CycleRecord]: ...
+    def bump_budget(self, host: str, cycle: int, by: int = 1) -> None: ...
+    def budget_used(self, cycle: int) -> dict[str, int]: ...
+
+    # cuts, redirects, the fetch log
+    def add_cut(self, cut: CutRecord) -> None: ...
+    def add_redirect(self, redirect: RedirectRecord) -> None: ...
+    def add_fetch(self, fetch: FetchRecord) -> None: ...
+
+    # counts for the crawl's report
+    def count_states(self) -> dict[str, int]: ...
+    def count_outcomes(self) -> dict[str, int]: ...
+    def count_cuts(self) -> dict[str, int]: ...
+
+
+class CrawlReader(Protocol):
+    """Every question the dashboard, the inspector and the session view ask of a crawl."""
+
+    def close(self) -> None: ...
+    def __enter__(self) -> CrawlReader: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+    def meta(self) -> dict[str, Any]: ...
+
+    # counts
+    def count_states(self) -> dict[str, int]: ...
+    def count_outcomes(self) -> dict[str, int]: ...
+    def count_duplicate_kinds(self) -> dict[str, int]: ...
+    def count_cuts(self) -> dict[str, int]: ...
+    def count_cycles(self) -> int: ...
+    def count_requests(self) -> tuple[int, int]:
+        """Every request made, and how many of them were for robots.txt."""
+        ...
+
+    def count_pages(self, since: float | None = None) -> int:
+        """Page fetches that got an HTTP answer (not 429/503), optionally since a wall time."""
+        ...
+
+    def budget_used(self, cycle: int) -> dict[str, int]: ...
+
+    # hosts
+    def hosts(self) -> list[HostRecord]: ...
+    def host_queues(self) -> dict[str, dict[str, int]]:
+        """Per host, how many URLs are ``queued`` and ``leased``."""
+        ...
+
+    def last_fetches(self) -> dict[str, FetchRecord]:
+        """Each host's latest request."""
+        ...
+
+    def host_probes(self) -> list[HostRecord]:
+        """Hosts whose soft-404 probe was answered, by host."""
+        ...
+
+    # URLs
+    def url(self, url: str) -> UrlRecord | None:
+        """The URL store's record of ``url`` (by its text, as stored)."""
+        ...
+
+    def urls_with_outcome(self, outcome: str) -> list[UrlRecord]: ...
+    def duplicates(self) -> list[UrlRecord]: ...
+    def blocked(self) -> list[UrlRecord]: ...
+    def waiting_on_robots(self) -> list[tuple[str, str | None, int | None]]:
+        """Queued URLs whose host's robots.txt is unreadable: (url, reason, status)."""
+        ...
+
+    def stored_pages(self) -> list[str]:
+        """URLs whose copy is in the crawl's WARC files, in crawl order."""
+        ...
+
+    # cuts and the fetch log
+    def cuts(self, rule: str | None = None) -> list[CutRecord]: ...
+    def fetch_log(self, order: Literal["id", "started"] = "id") -> list[FetchRecord]: ...
+
+
+# ---------------------------------------------------------------------------- factory
+
+
+def crawl_state_url(out_dir: str | os.PathLike[str]) -> str:
+    """The store URL of the crawl state in a crawl directory (``DIR/crawl.sqlite``)."""
+    return sqlite_url(Path(out_dir) / STATE_FILE)
+
+
+def open_crawl_store(url: str) -> CrawlWriter:
+    """The crawl state named by ``url`` (``sqlite:///DIR/crawl.sqlite``), opened for writing."""
+    parsed = parse_store_url(url, _ACCEPTED)
+    from lookup.crawler.store_sqlite import SqliteCrawlStore
+
+    assert parsed.path is not None
+    return SqliteCrawlStore(parsed.path)
+
+
+def open_crawl_reader(url: str) -> CrawlReader:
+    """The crawl state named by ``url``, opened read-only (for a running or finished crawl).
+
+    Raises ``FileNotFoundError`` when there is no crawl state there.
+    """
+    parsed = parse_store_url(url, _ACCEPTED)
+    from lookup.crawler.store_sqlite import SqliteCrawlReader
+
+    assert parsed.path is not None
+    return SqliteCrawlReader(parsed.path)

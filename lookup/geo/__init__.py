@@ -7,24 +7,41 @@ The public API the dashboard, the notebooks and the HTTP layer use:
   :class:`QuadtreeIndex` and :class:`ScanIndex` plan the same searches differently;
 * :class:`ProximitySearch` — radius and map-area search: filters, ranking, cursor
   pages, widening and the per-cell result cache;
-* :class:`PlaceStore` — the places database and its change stream (write path);
+* :class:`PlaceStore` — the places database and its change stream (write path):
+  :class:`SqlitePlaceStore` behind it, opened by :func:`open_place_store`;
 * :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
 """
 
-from lookup.geo import geohash
-from lookup.geo.index import Box, GeohashIndex, Plan, ScanIndex, circle_box
-from lookup.geo.quadtree import QuadtreeIndex
-from lookup.geo.ranking import bayesian_rating, haversine_m, score, tokenize
-from lookup.geo.search import (
-    MAX_RADIUS_M,
-    WIDEN_STEPS_M,
-    Filters,
-    ProximitySearch,
-    SearchError,
-    SearchResult,
-)
-from lookup.geo.service import NotBuilt, PlacesService
-from lookup.geo.store import Change, PlaceError, PlaceStore
+from lookup.kit.lazy import lazy_exports
+
+#: Each public name and the module it lives in, imported on first use.
+_EXPORTS = {
+    "geohash": "lookup.geo",
+    "NotBuilt": "lookup.errors",
+    "Box": "lookup.geo.index",
+    "GeohashIndex": "lookup.geo.index",
+    "Plan": "lookup.geo.index",
+    "ScanIndex": "lookup.geo.index",
+    "circle_box": "lookup.geo.index",
+    "QuadtreeIndex": "lookup.geo.quadtree",
+    "bayesian_rating": "lookup.geo.ranking",
+    "haversine_m": "lookup.geo.ranking",
+    "score": "lookup.geo.ranking",
+    "tokenize": "lookup.geo.ranking",
+    "MAX_RADIUS_M": "lookup.geo.search",
+    "WIDEN_STEPS_M": "lookup.geo.search",
+    "Filters": "lookup.geo.search",
+    "ProximitySearch": "lookup.geo.search",
+    "SearchError": "lookup.geo.search",
+    "SearchResult": "lookup.geo.search",
+    "PlacesService": "lookup.geo.service",
+    "Change": "lookup.geo.store",
+    "PlaceError": "lookup.geo.store",
+    "PlaceStore": "lookup.geo.store",
+    "SqlitePlaceStore": "lookup.geo.store",
+    "open_place_store": "lookup.geo.store",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "MAX_RADIUS_M",
@@ -43,10 +60,12 @@ __all__ = [
     "ScanIndex",
     "SearchError",
     "SearchResult",
+    "SqlitePlaceStore",
     "bayesian_rating",
     "circle_box",
     "geohash",
     "haversine_m",
+    "open_place_store",
     "score",
     "tokenize",
 ]

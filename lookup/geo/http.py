@@ -10,15 +10,14 @@
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself.
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
-builds it. Writes go to the database and its change stream; a background task tails
-the stream into the live index every second (and each write nudges it at once).
+builds it. Writes go to the database and its change stream; the service's tailer (a
+background task) applies the stream to the live index every second, and each write
+syncs it at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 from typing import Any
 
 import orjson
@@ -27,42 +26,11 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
+from lookup.errors import NotBuilt
 from lookup.geo.search import SearchError
-from lookup.geo.service import PLANNERS, NotBuilt, PlacesService
+from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
-from lookup.kit.http import ApiError
-
-SYNC_INTERVAL_S = 1.0
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _flag(params: Any, name: str, default: bool = False) -> bool:
-    raw = params.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ApiError(400, "INVALID_PARAMETER", f"{name} must be true or false, got {raw!r}")
-
-
-def _number(params: Any, name: str, *, required: bool = False, default: float | None = None
-            ) -> float | None:
-    raw = params.get(name)
-    if raw is None or raw.strip() == "":
-        if required:
-            raise ApiError(400, "INVALID_PARAMETER", f"{name} is required")
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a number, got {raw!r}") from None
-    if not math.isfinite(value):
-        raise ApiError(400, "INVALID_PARAMETER", f"{name} must be a finite number")
-    return value
+from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -71,10 +39,10 @@ def _json(body: dict[str, Any]) -> Response:
                     media_type="application/json")
 
 
-def _not_built() -> ApiError:
-    return ApiError(
-        503, "NOT_BUILT",
+def _not_built() -> NotBuilt:
+    return NotBuilt(
         "the places data set is not built yet; run: lookup datasets build places",
+        command="lookup datasets build places",
     )
 
 
@@ -84,34 +52,27 @@ def mount(mounts: Any) -> None:
     mounts.api.state.places = service
 
     def searcher(params: Any) -> Any:
-        planner = params.get("index") or "geohash"
-        if planner not in PLANNERS:
-            raise ApiError(400, "INVALID_PARAMETER",
-                           f"index must be one of {', '.join(PLANNERS)}, got {planner!r}")
-        try:
-            return service.searcher(planner)
-        except NotBuilt:
-            raise _not_built() from None
+        return service.searcher(choice_param(params, "index", PLANNERS, "geohash"))
 
     async def search(request: StarletteRequest) -> Response:
         params = request.query_params
-        lat = _number(params, "lat", required=True)
-        lng = _number(params, "lng", required=True)
-        radius = _number(params, "radius", default=2000.0)
+        lat = float_param(params, "lat", required=True)
+        lng = float_param(params, "lng", required=True)
+        radius = float_param(params, "radius", 2000.0)
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=_flag(params, "openNow"),
+                category=params.get("category"), open_now=bool_param(params, "openNow"),
                 price=params.get("price"), q=params.get("q"),
             )
             result = s.search(
                 lat, lng, radius, filters=filters, limit=params.get("limit", "20"),
-                cursor=params.get("cursor") or None, widen=_flag(params, "widen", True),
-                use_cache=_flag(params, "cache", True),
+                cursor=params.get("cursor") or None, widen=bool_param(params, "widen", True),
+                use_cache=bool_param(params, "cache", True),
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
-        body = result.to_json(explain=_flag(params, "explain"))
+        body = result.to_json(explain=bool_param(params, "explain"))
         if body.get("explain") is not None:
             plan = result.plan
             body["explain"]["index"] = s.planner.name
@@ -123,21 +84,16 @@ def mount(mounts: Any) -> None:
 
     async def area(request: StarletteRequest) -> Response:
         params = request.query_params
-        bounds = [_number(params, k, required=True) for k in ("south", "west", "north", "east")]
+        bounds = [float_param(params, k, required=True) for k in ("south", "west", "north", "east")]
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=_flag(params, "openNow"),
+                category=params.get("category"), open_now=bool_param(params, "openNow"),
                 price=params.get("price"), q=params.get("q"),
             )
-            limit_raw = params.get("limit", "100")
-            if not limit_raw.isdigit() or not 1 <= int(limit_raw) <= 500:
-                raise SearchError("INVALID_PARAMETER", "limit must be an integer from 1 to 500")
-            max_pins_raw = params.get("maxPins", "300")
-            if not max_pins_raw.isdigit() or not 1 <= int(max_pins_raw) <= 5000:
-                raise SearchError("INVALID_PARAMETER", "maxPins must be an integer from 1 to 5000")
-            body = s.area(*bounds, filters=filters, limit=int(limit_raw),
-                          max_pins=int(max_pins_raw))
+            limit = int_param(params, "limit", 100, low=1, high=500)
+            max_pins = int_param(params, "maxPins", 300, low=1, high=5000)
+            body = s.area(*bounds, filters=filters, limit=limit, max_pins=max_pins)
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
         for item in body["results"]:
@@ -153,10 +109,7 @@ def mount(mounts: Any) -> None:
     api = mounts.api
 
     def store() -> Any:
-        try:
-            service.require()
-        except NotBuilt:
-            raise _not_built() from None
+        service.require()
         return service.store
 
     def place_error(exc: PlaceError) -> ApiError:
@@ -165,7 +118,7 @@ def mount(mounts: Any) -> None:
 
     @api.get("/v1/places/index", tags=["places"], summary="The live index: version, size, memory")
     async def index_stats() -> dict[str, Any]:
-        stats = service.stats()
+        stats = service.index_status()
         if stats["status"] == "NOT_BUILT":
             raise _not_built()
         return stats
@@ -213,34 +166,15 @@ def mount(mounts: Any) -> None:
 
     # ---------------------------------------------------------- lifecycle
 
-    tasks: list[asyncio.Task[None]] = []
-
-    async def tail_changes() -> None:
-        while True:
-            await asyncio.sleep(SYNC_INTERVAL_S)
-            with contextlib.suppress(Exception):  # a failed poll is retried on the next tick
-                service.sync()
-
     async def start() -> None:
-        await asyncio.to_thread(service.ready)
-        tasks.append(asyncio.create_task(tail_changes()))
+        await asyncio.to_thread(service.start, SYNC_INTERVAL_S)
 
     async def stop() -> None:
-        for task in tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        service.close()
+        await asyncio.to_thread(service.close)
 
     mounts.on_startup.append(start)
     mounts.on_shutdown.append(stop)
-
-    def health() -> dict[str, Any]:
-        stats = service.stats()
-        stats.pop("memory", None)
-        return stats
-
-    mounts.health["places"] = health
+    mounts.health["places"] = service.status
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

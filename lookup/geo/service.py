@@ -5,12 +5,16 @@ edits, moves, deletes become visible within a poll), hydrates result pages from 
 database through a profile cache, and rebuilds a new index version from the whole
 table on demand — the nightly rebuild that corrects anything an incremental update
 missed. Readers always see one complete index: the swap is a single reference update.
+
+The tailer is a :class:`~lookup.kit.background.BackgroundTask` (:meth:`PlacesService.start`):
+a failed poll is logged and counted in :meth:`PlacesService.status`, and the next one retries.
 """
 
 from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import threading
 import time
@@ -18,20 +22,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lookup.errors import NotBuilt
 from lookup.geo.index import GeohashIndex, ScanIndex
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
-from lookup.geo.store import PlaceStore
+from lookup.geo.store import PlaceStore, open_place_store
+from lookup.kit.background import BackgroundTask
+from lookup.kit.storeurl import sqlite_url
+
+log = logging.getLogger("lookup.geo")
 
 PLANNERS = ("geohash", "quadtree", "scan")
+#: How often the tailer applies the change stream to the live index (seconds).
+SYNC_INTERVAL_S = 1.0
 #: Profiles kept in memory; the oldest loaded go first beyond this.
 PROFILE_CACHE_SIZE = 200_000
 _PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
                     "review_stars", "country", "timezone", "generated")
-
-
-class NotBuilt(RuntimeError):
-    """The places data set has not been built yet."""
 
 
 class PlacesService:
@@ -53,6 +60,7 @@ class PlacesService:
         self._profiles: dict[int, dict[str, Any]] = {}
         self._profiles_lock = threading.Lock()
         self.last_build_seconds = 0.0
+        self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -66,18 +74,30 @@ class PlacesService:
             return False
         with self._load_lock:
             if self.index is None:
-                self.store = PlaceStore(self.path)
+                self.store = open_place_store(sqlite_url(self.path))
                 self._swap(self._build(version=1))
         return True
 
     def require(self) -> GeohashIndex:
         """The current index, or ``NotBuilt``."""
         if not self.ready():
-            raise NotBuilt("the places data set is not built; run: lookup datasets build places")
+            raise NotBuilt(
+                "the places data set is not built yet; run: lookup datasets build places",
+                command="lookup datasets build places",
+            )
         assert self.index is not None
         return self.index
 
+    def start(self, interval: float = SYNC_INTERVAL_S) -> None:
+        """Load the index if the data set is built, and tail the change stream into it."""
+        self.ready()
+        if not self._tailer.running:
+            self._tailer = BackgroundTask("places-sync", self.sync, interval, logger=log)
+            self._tailer.start()
+
     def close(self) -> None:
+        """Stop the tailer and close the store; safe to call twice."""
+        self._tailer.stop()
         if self.store is not None:
             self.store.close()
 
@@ -111,7 +131,7 @@ class PlacesService:
         with self._write_lock:
             fresh = self._build(version=old.version + 1)
             self._swap(fresh)
-        return self.stats()
+        return self.index_status()
 
     def sync(self) -> int:
         """Apply every change since the index's position in the stream; returns how many."""
@@ -174,14 +194,25 @@ class PlacesService:
                     del cache[next(iter(cache))]
         return out
 
-    def stats(self) -> dict[str, Any]:
-        """What the health probe and the management API report."""
+    def status(self) -> dict[str, Any]:
+        """The health probe: built or not, the live version, and the tailer's failures."""
+        return self._report(with_memory=False)
+
+    def index_status(self) -> dict[str, Any]:
+        """:meth:`status` with the index's memory breakdown (the management API's answer)."""
+        return self._report(with_memory=True)
+
+    def _report(self, *, with_memory: bool) -> dict[str, Any]:
         if not self.ready():
-            return {"status": "NOT_BUILT", "message": "run: lookup datasets build places"}
+            return {
+                "status": "NOT_BUILT",
+                "message": "run: lookup datasets build places",
+                "sync": self._tailer.status(),
+            }
         index = self.index
         assert index is not None
         memory = index.memory()
-        return {
+        out: dict[str, Any] = {
             "status": "ok",
             "places": len(index),
             "indexVersion": index.version,
@@ -191,8 +222,11 @@ class PlacesService:
             "liveChanges": index.generation,
             "deltaPlaces": index.delta_size,
             "narrowBytesPerPlace": round(memory["narrowBytesPerPlace"], 2),
-            "memory": memory,
+            "sync": self._tailer.status(),
         }
+        if with_memory:
+            out["memory"] = memory
+        return out
 
 
 def _profile(row: dict[str, Any]) -> dict[str, Any]:

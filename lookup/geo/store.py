@@ -1,26 +1,35 @@
-"""The places database (SQLite): the source of truth, and the write path's change stream.
+"""The places database: the source of truth, and the write path's change stream.
 
-The index is a derived copy shaped for one question; this file is the business
+The index is a derived copy shaped for one question; this store is the business
 database it is derived from. Owners' adds, edits, moves and deletes land here, and
 each one appends a row to ``changes`` in the same transaction (a transactional
 outbox). The live index tails that stream; the nightly-style rebuild reads the whole
 table. Nothing here is on the read path of a search.
+
+:class:`PlaceStore` is the interface the places service, its HTTP routes and the
+change-stream tailer use; :class:`SqlitePlaceStore` is the embedded implementation and
+:func:`open_place_store` picks one from a URL (``sqlite:///path``). The data set's
+builder writes a new database through :class:`PlaceDatabaseWriter`, so every statement
+that touches the places tables lives in this module.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from lookup.geo import geohash
 from lookup.geo.hours import canonical_json, parse_hours, zone
+from lookup.kit import sqlite as kit_sqlite
+from lookup.kit.storeurl import parse_store_url
 
 #: Bumped when the table layout changes; stored in ``meta``.
 SCHEMA_VERSION = "1"
@@ -80,16 +89,78 @@ def create_schema(conn: sqlite3.Connection) -> None:
 
 
 def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Open the places database (WAL, so the index can read while owners write)."""
+    """Open the places database (WAL, so the index can read while owners write).
+
+    Python's implicit transactions stay on: a write and its change row commit together
+    (``with conn:``), and a snapshot opens its own ``BEGIN``.
+    """
+    conn = kit_sqlite.connect(path, readonly=readonly, busy_timeout_ms=5000, autocommit=False)
     if readonly:
-        conn = sqlite3.connect(f"file:{Path(path)}?mode=ro", uri=True, check_same_thread=False)
-    else:
-        conn = sqlite3.connect(str(path), check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute("PRAGMA busy_timeout=5000")
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def is_complete(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a places database whose builder finished (``meta.complete``)."""
+    if not Path(path).exists():
+        return False
+    try:
+        conn = kit_sqlite.connect(path, readonly=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return bool(row and row[0] == "1")
+
+
+class PlaceDatabaseWriter:
+    """Writes a new places database in bulk: the data set builder's one way in.
+
+    No journal and no fsync while writing (the builder writes a temporary file and
+    renames it into place only when :meth:`finish` has run); :meth:`finish` stores the
+    build's ``meta``, marks the database complete and leaves it in WAL mode for the
+    readers and writers that open it next.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._conn = kit_sqlite.connect(
+            self.path, wal=False, synchronous="OFF", pragmas=("journal_mode = OFF",),
+            autocommit=False,
+        )
+        create_schema(self._conn)
+        marks = ", ".join("?" for _ in COLUMNS)
+        self._insert = f"INSERT INTO places({', '.join(COLUMNS)}) VALUES ({marks})"
+
+    def insert(self, rows: Iterable[Sequence[Any]]) -> None:
+        """Add place rows, each a tuple in :data:`COLUMNS` order."""
+        self._conn.executemany(self._insert, rows)
+
+    def insert_dicts(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Add place rows given as dicts keyed by :data:`COLUMNS` (a missing key is NULL)."""
+        self.insert(tuple(r.get(c) for c in COLUMNS) for r in rows)
+
+    def finish(self, meta: Mapping[str, str]) -> None:
+        """Store ``meta``, mark the database complete, commit, and switch it to WAL."""
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list(meta.items())
+        )
+        self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('complete', '1')")
+        self._conn.commit()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+
+    def close(self) -> None:
+        """Close the connection (an unfinished database stays incomplete)."""
+        self._conn.close()
+
+    def __enter__(self) -> PlaceDatabaseWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class PlaceError(ValueError):
@@ -118,8 +189,84 @@ def row_dict(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip(COLUMNS, tuple(row), strict=True))
 
 
-class PlaceStore:
-    """Add, edit, move and delete places; every write appends to the change stream.
+@runtime_checkable
+class PlaceStore(Protocol):
+    """The places database as the places service, its routes and the tailer use it.
+
+    Reads: one place, the count, profile columns for a page of place numbers, the whole
+    table with the change sequence it is consistent with, and the change stream.
+    Writes (each appends to the change stream atomically): add, edit, move, review,
+    delete; a bad edit raises :class:`PlaceError`.
+    """
+
+    def get(self, place_id: str) -> dict[str, Any] | None:
+        """The place row with ``place_id``, or ``None``."""
+        ...
+
+    def count(self) -> int:
+        """How many places the database holds."""
+        ...
+
+    def profiles(self, nums: list[int], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+        """Rows (as dicts of ``columns``) for the given place numbers."""
+        ...
+
+    def last_seq(self) -> int:
+        """The sequence number of the newest change (0 when there is none)."""
+        ...
+
+    def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
+        """Changes with a sequence number above ``seq``, oldest first."""
+        ...
+
+    def snapshot(self) -> tuple[int, list[tuple[Any, ...]]]:
+        """Every row (tuples in :data:`COLUMNS` order, by ``num``) and its change sequence."""
+        ...
+
+    def iter_rows(self) -> Iterator[dict[str, Any]]:
+        """Every place row as a dict."""
+        ...
+
+    def add(self, fields: dict[str, Any], *, place_id: str | None = None) -> dict[str, Any]:
+        """Create a business; returns the stored row."""
+        ...
+
+    def edit(self, place_id: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Change some fields of a place; returns the new row."""
+        ...
+
+    def move(self, place_id: str, lat: float, lng: float) -> dict[str, Any]:
+        """Move a place; returns the new row."""
+        ...
+
+    def add_review(self, place_id: str, stars: int) -> dict[str, Any]:
+        """Record one 1–5 star review on the place's totals; returns the new row."""
+        ...
+
+    def delete(self, place_id: str) -> dict[str, Any]:
+        """Remove a place; returns the row it had."""
+        ...
+
+    def close(self) -> None:
+        """Let go of the database."""
+        ...
+
+
+def open_place_store(
+    url: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
+) -> PlaceStore:
+    """The places store ``url`` names: ``sqlite:///path`` (or a bare path) to an existing file.
+
+    ``clock`` stamps ``updated_at`` and change times. An unknown scheme raises
+    ValueError naming the accepted ones.
+    """
+    parsed = parse_store_url(str(url), accepted=("sqlite",))
+    assert parsed.path is not None
+    return SqlitePlaceStore(parsed.path, clock=clock)
+
+
+class SqlitePlaceStore:
+    """Add, edit, move and delete places in a SQLite file; every write appends to the stream.
 
     Thread-safe (one connection behind a lock). ``clock`` stamps ``updated_at``.
     """

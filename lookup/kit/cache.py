@@ -291,3 +291,28 @@ class MemorySharedCache:
 
     def __len__(self) -> int:
         return len(self._cache)
+
+
+def open_shared_cache(
+    url: str | None = "", *, clock: Callable[[], float] = time.monotonic
+) -> SharedCache:
+    """The shared cache tier ``url`` names.
+
+    ``none:`` or an empty URL: no tier (:class:`NullSharedCache`, the embedded default);
+    ``memory:``: a tier inside this process (:class:`MemorySharedCache`; ``clock`` is its
+    time source). An unknown scheme raises ValueError naming the accepted ones.
+    """
+    from lookup.kit.storeurl import parse_store_url
+
+    text = (url or "").strip()
+    if not text or text.lower() in ("none", "none:"):
+        return NullSharedCache()
+    try:
+        parsed = parse_store_url(text, accepted=("memory",))
+    except ValueError:
+        raise ValueError(
+            f"unsupported shared cache URL {url!r}; expected one of: none:, memory:"
+        ) from None
+    if parsed.scheme == "memory":
+        return MemorySharedCache(clock=clock)
+    raise ValueError(f"unsupported shared cache URL {url!r}")  # pragma: no cover

@@ -7,10 +7,14 @@ nothing a client sends may produce a 500 or a traceback.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lookup import errors
 
 #: The largest request body any route accepts (bytes); larger bodies get 413.
 MAX_BODY_BYTES = 64 * 1024
@@ -62,6 +66,27 @@ class ApiError(Exception):
     def response(self) -> JSONResponse:
         """The JSON response for this error."""
         return error_response(self.status, self.code, self.message, self.headers, self.extra)
+
+
+#: The HTTP status of each domain error (the one place the mapping is written).
+STATUS_OF: dict[type[errors.WorkbenchError], int] = {
+    errors.InvalidInput: 400,
+    errors.Unauthorized: 401,
+    errors.Forbidden: 403,
+    errors.NotFound: 404,
+    errors.Conflict: 409,
+    errors.Gone: 410,
+    errors.TooLarge: 413,
+    errors.RateLimited: 429,
+    errors.NotBuilt: 503,
+    errors.Unavailable: 503,
+}
+
+
+def api_error_for(exc: errors.WorkbenchError) -> ApiError:
+    """The HTTP answer for a domain error: its status, code, message, headers and fields."""
+    status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 400)
+    return ApiError(status, exc.code, exc.message, headers=exc.headers, extra=exc.extra)
 
 
 def error_response(
@@ -151,3 +176,140 @@ class BodyLimit:
         await error_response(
             413, "PAYLOAD_TOO_LARGE", f"request bodies are limited to {self.limit} bytes"
         )(scope, receive, send)
+
+
+# -- query parameters --------------------------------------------------------------------
+#
+# One way to read a query parameter for every system: absent (or blank) gives the default,
+# a value that does not parse or lies outside its range is a 400 ``ApiError`` with the code
+# ``INVALID_PARAMETER`` (or the caller's) and a message naming the parameter and what it
+# accepts. A parameter's raw value is echoed back at most :data:`ECHO_CHARS` characters long.
+
+#: The spellings a boolean query parameter accepts (an empty value counts as false).
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+#: How much of a bad value an error message repeats.
+ECHO_CHARS = 40
+
+
+def _shown(raw: str) -> str:
+    return repr(raw[:ECHO_CHARS])
+
+
+def _given(params: Mapping[str, str], name: str, required: bool, code: str) -> str | None:
+    """The raw value, or None when absent or blank (a 400 when ``required``)."""
+    raw = params.get(name)
+    if raw is None or raw.strip() == "":
+        if required:
+            raise ApiError(400, code, f"{name} is required")
+        return None
+    return raw
+
+
+def bool_param(
+    params: Mapping[str, str],
+    name: str,
+    default: bool | None = False,
+    *,
+    code: str = "INVALID_PARAMETER",
+) -> bool | None:
+    """``name`` as a boolean (``true/false``, ``1/0``, ``yes/no``, ``on/off``; empty is false)."""
+    raw = params.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in TRUE_WORDS:
+        return True
+    if value in FALSE_WORDS:
+        return False
+    raise ApiError(400, code, f"{name} must be true or false, got {_shown(raw)}")
+
+
+def float_param(
+    params: Mapping[str, str],
+    name: str,
+    default: float | None = None,
+    *,
+    required: bool = False,
+    low: float | None = None,
+    high: float | None = None,
+    code: str = "INVALID_PARAMETER",
+) -> float | None:
+    """``name`` as a finite number, within ``[low, high]`` when given."""
+    raw = params.get(name)
+    if raw is None or not raw.strip():
+        if required:
+            raise ApiError(400, code, f"{name} is required")
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        if low is not None or high is not None:
+            raise ApiError(400, code, f"{name} must be a number {_bounds(low, high)}") from None
+        raise ApiError(400, code, f"{name} must be a number, got {_shown(raw)}") from None
+    if low is None and high is None:
+        if not math.isfinite(value):
+            raise ApiError(400, code, f"{name} must be a finite number")
+    elif (
+        not math.isfinite(value)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
+        raise ApiError(400, code, f"{name} must be {_bounds(low, high)}")
+    return value
+
+
+def int_param(
+    params: Mapping[str, str],
+    name: str,
+    default: int | None = None,
+    *,
+    required: bool = False,
+    low: int | None = None,
+    high: int | None = None,
+    code: str = "INVALID_PARAMETER",
+) -> int | None:
+    """``name`` as an integer, within ``[low, high]`` when given."""
+    raw = _given(params, name, required, code)
+    if raw is None:
+        return default
+    ranged = low is not None or high is not None
+    try:
+        value = int(raw)
+    except ValueError:
+        if ranged:
+            raise ApiError(400, code, f"{name} must be an integer {_range(low, high)}") from None
+        raise ApiError(400, code, f"{name} must be an integer, got {_shown(raw)}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ApiError(400, code, f"{name} must be an integer {_range(low, high)}")
+    return value
+
+
+def choice_param(
+    params: Mapping[str, str],
+    name: str,
+    choices: Iterable[str],
+    default: str,
+    *,
+    code: str = "INVALID_PARAMETER",
+) -> str:
+    """``name`` as one of ``choices`` (absent or empty gives ``default``)."""
+    options = tuple(choices)
+    raw = params.get(name)
+    if not raw:
+        return default
+    if raw not in options:
+        raise ApiError(400, code, f"{name} must be one of {', '.join(options)}, got {_shown(raw)}")
+    return raw
+
+
+def _bounds(low: float | None, high: float | None) -> str:
+    if low is not None and high is not None:
+        return f"between {low:g} and {high:g}"
+    return f"at least {low:g}" if low is not None else f"at most {high:g}"
+
+
+def _range(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    return f"of at least {low}" if low is not None else f"of at most {high}"

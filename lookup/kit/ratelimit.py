@@ -3,8 +3,12 @@
 A bucket holds up to ``capacity`` tokens and refills at ``refill_per_s``; a request
 costs tokens and is refused when the bucket cannot pay. Refill is lazy (computed from
 the time since the last visit), so a bucket costs O(1) time and memory and needs no
-timer. :class:`RateLimiter` keeps one bucket per identity (an owner, an IP address)
-in a bounded LRU, so a flood of distinct identities cannot exhaust memory.
+timer. :class:`MemoryRateLimiter` keeps one bucket per identity (an owner, an IP
+address) in a bounded LRU, so a flood of distinct identities cannot exhaust memory.
+
+:class:`RateLimiter` is the interface the services use; :func:`open_rate_limiter`
+picks the implementation from a URL (``memory:`` — the in-process buckets; a shared
+backend keeping exact budgets across processes plugs in behind the same interface).
 
 Every decision carries what the client needs to cooperate instead of guessing:
 ``RateLimit-Limit``, ``RateLimit-Remaining``, ``RateLimit-Reset`` (seconds until the
@@ -21,6 +25,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from lookup.kit.storeurl import parse_store_url
+
+__all__ = [
+    "MemoryRateLimiter",
+    "RateDecision",
+    "RateLimiter",
+    "RatePolicy",
+    "check_all",
+    "most_restrictive",
+    "open_rate_limiter",
+]
 
 #: Float noise tolerated when comparing token counts (a refill computed as
 #: ``elapsed × rate`` may land a hair below the whole number it stands for).
@@ -96,6 +113,43 @@ def most_restrictive(decisions: Iterable[RateDecision]) -> RateDecision:
     return min(items, key=lambda d: (d.remaining, -d.reset_s))
 
 
+@runtime_checkable
+class RateLimiter(Protocol):
+    """Token buckets per identity under one policy: what the services ask of a rate limiter.
+
+    ``check`` takes tokens when the identity can pay, ``peek`` only looks, ``charge``
+    takes after the fact, ``refund`` gives back; ``reset`` forgets every identity and
+    ``stats`` reports counters for dashboards.
+    """
+
+    policy: RatePolicy
+    name: str
+
+    def check(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Take ``cost`` tokens from ``identity``'s bucket if it can pay; say what happened."""
+        ...
+
+    def peek(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Whether ``identity`` could pay ``cost`` now, without taking anything."""
+        ...
+
+    def charge(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Take ``cost`` tokens after the fact (never below zero)."""
+        ...
+
+    def refund(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Give back tokens (never above the capacity)."""
+        ...
+
+    def reset(self) -> None:
+        """Forget every bucket (all identities start full again)."""
+        ...
+
+    def stats(self) -> dict[str, object]:
+        """Counters and the policy, for dashboards."""
+        ...
+
+
 class _Bucket:
     __slots__ = ("tokens", "stamp")
 
@@ -104,8 +158,8 @@ class _Bucket:
         self.stamp = stamp
 
 
-class RateLimiter:
-    """One token bucket per identity under one :class:`RatePolicy`; thread-safe."""
+class MemoryRateLimiter:
+    """One in-process token bucket per identity under one :class:`RatePolicy`; thread-safe."""
 
     def __init__(
         self,
@@ -215,3 +269,21 @@ def check_all(checks: Iterable[tuple[RateLimiter, Hashable]], cost: float = 1.0)
             return most_restrictive(decisions)
         taken.append((limiter, identity))
     return most_restrictive(decisions)
+
+
+def open_rate_limiter(
+    url: str,
+    policy: RatePolicy,
+    *,
+    name: str = "",
+    clock: Callable[[], float] = time.monotonic,
+) -> RateLimiter:
+    """The rate limiter ``url`` names: ``memory:`` gives in-process token buckets.
+
+    ``clock`` is the limiter's time source (monotonic seconds; tests inject one).
+    An unknown scheme raises ValueError naming the accepted ones.
+    """
+    parsed = parse_store_url(url, accepted=("memory",))
+    if parsed.scheme == "memory":
+        return MemoryRateLimiter(policy, name=name, clock=clock)
+    raise ValueError(f"unsupported rate limiter URL {url!r}")  # pragma: no cover

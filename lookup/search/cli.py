@@ -23,8 +23,8 @@ def _progress() -> object:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from lookup.kit.mounts import resolve_data_dir
     from lookup.search.indexer import build_index
-    from lookup.server import resolve_data_dir
 
     crawl = Path(args.crawl_dir)
     if not (crawl / "events.jsonl").is_file():

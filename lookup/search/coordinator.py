@@ -31,7 +31,6 @@ costs another shard its place (the inline shard itself is held to the same deadl
 from __future__ import annotations
 
 import math
-import os
 import random
 import threading
 import time
@@ -46,7 +45,7 @@ import numpy as np
 from lookup.search.analysis import parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
 from lookup.search.events import iso_time
-from lookup.search.shard import REALTIME, Hit, ShardAnswer, Snapshot
+from lookup.search.shard import REALTIME, Hit, IndexVersion, ShardAnswer
 from lookup.search.snippets import ForwardQuery, make_snippet, snippet_from_forward
 
 MAX_QUERY_CHARS = 500
@@ -112,7 +111,7 @@ class Replica:
         self.stats = ReplicaStats()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix=f"shard{shard}r{replica}")
 
-    def submit(self, snapshot: Snapshot, plan: Any, hedge: bool, inbox: SimpleQueue) -> None:
+    def submit(self, snapshot: IndexVersion, plan: Any, hedge: bool, inbox: SimpleQueue) -> None:
         """Send a query to this replica; the answer (or error) is put into ``inbox``.
 
         A dead replica never answers; a slow one sleeps first, holding its worker
@@ -138,7 +137,7 @@ class Replica:
 
         self._pool.submit(run)
 
-    def run_inline(self, snapshot: Snapshot, plan: Any, inbox: SimpleQueue) -> None:
+    def run_inline(self, snapshot: IndexVersion, plan: Any, inbox: SimpleQueue) -> None:
         """Answer on the calling thread, as this replica (only while its fault switch is ok)."""
         self.stats.requests += 1
         self._execute(snapshot.shards[self.shard], plan, inbox)
@@ -287,11 +286,7 @@ class Coordinator:
             raise ValueError("a shard needs at least one replica")
         self.replicas_per_shard = replicas
         self.workers = workers_per_replica
-        # $LOOKUP_SEARCH_DEADLINE_MS overrides the default (the test suite raises it so a
-        # loaded CI machine does not turn a healthy shard into a deadline miss).
-        env = os.environ.get("LOOKUP_SEARCH_DEADLINE_MS")
-        default = float(env) if env and env.replace(".", "", 1).isdigit() else DEFAULT_DEADLINE_MS
-        self.deadline_ms = default if deadline_ms is None else deadline_ms
+        self.deadline_ms = DEFAULT_DEADLINE_MS if deadline_ms is None else deadline_ms
         self.hedge = hedge
         self.inline = inline
         self.signals = signals or Signals()
@@ -378,7 +373,7 @@ class Coordinator:
     # --- the query -----------------------------------------------------------------------
     def search(
         self,
-        snapshot: Snapshot,
+        snapshot: IndexVersion,
         query: str,
         page: int = 1,
         limit: int = 10,
@@ -512,7 +507,7 @@ class Coordinator:
         return body
 
     def _fan_out(
-        self, snapshot: Snapshot, plan: Any, deadline_ms: float, hedge: bool
+        self, snapshot: IndexVersion, plan: Any, deadline_ms: float, hedge: bool
     ) -> tuple[list[ShardAnswer], list[FanoutTrace]]:
         groups = self.ensure_shards(len(snapshot.shards))
         inbox: SimpleQueue = SimpleQueue()
@@ -630,13 +625,13 @@ class Coordinator:
         return [answers[s] for s in sorted(answers)], traces
 
     @staticmethod
-    def _stored(snapshot: Snapshot, h: Hit) -> dict[str, Any]:
+    def _stored(snapshot: IndexVersion, h: Hit) -> dict[str, Any]:
         if h.segment == REALTIME:
             return snapshot.realtime.indexes[h.shard].docs[h.doc].stored  # type: ignore[union-attr]
         return snapshot.stored(h.shard, h.segment, h.doc)
 
     @staticmethod
-    def _explain(snapshot: Snapshot, plan: Any, h: Hit) -> dict[str, Any]:
+    def _explain(snapshot: IndexVersion, plan: Any, h: Hit) -> dict[str, Any]:
         """Per-term idf, tf and length normalisation, plus each signal's contribution."""
         if h.segment == REALTIME:
             mi = snapshot.realtime.indexes[h.shard]  # type: ignore[union-attr]

@@ -140,7 +140,7 @@ class LogPosition:
     seq: int = 0
 
 
-class EventLog:
+class EventLogReader:
     """The crawl's ``events.jsonl``, read from any position, tolerant of a half-written tail."""
 
     def __init__(self, crawl_dir: str | Path) -> None:

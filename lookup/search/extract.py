@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from lookup.crawler.urlnorm import normalize as crawl_normalize
+from lookup.kit.urlnorm import normalize_url
 
 #: Elements whose text is never part of a page's main content.
 BOILERPLATE = [
@@ -75,7 +75,7 @@ def _clean(text: str) -> str:
 
 
 @lru_cache(maxsize=1 << 18)
-def normalize_url(url: str) -> str:
+def comparable_url(url: str) -> str:
     """A URL's comparable form, exactly as the crawler normalises the URLs it fetches.
 
     Pages and the links pointing at them must meet on the same string for in-link
@@ -83,7 +83,7 @@ def normalize_url(url: str) -> str:
     default port or fragment, sorted query without tracking parameters); a URL it
     rejects keeps a minimal normal form. Cached: the same links recur on page after page.
     """
-    normal = crawl_normalize(url)
+    normal = normalize_url(url)
     if normal is not None:
         return normal
     try:
@@ -121,7 +121,7 @@ def extract_page(html: str, url: str = "", with_links: bool = True) -> Extracted
         if "nofollow" in (a.attributes.get("rel") or "").lower():
             continue
         try:
-            absolute = normalize_url(urljoin(url, href)) if url else normalize_url(href)
+            absolute = comparable_url(urljoin(url, href)) if url else comparable_url(href)
         except ValueError:
             continue
         if absolute.startswith(("http://", "https://")) and absolute not in seen:

@@ -28,53 +28,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from lookup.kit.http import ApiError
+from lookup.kit.http import ApiError, bool_param, float_param, int_param
 from lookup.search.coordinator import QueryError
-from lookup.search.service import NotBuilt, SearchService
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
-
-
-def _int_param(request: Request, name: str, default: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ApiError(
-            400, "INVALID_PARAMETER", f"{name} must be an integer, got {raw[:40]!r}"
-        ) from None
-
-
-def _bool_param(request: Request, name: str, default: bool | None) -> bool | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ApiError(400, "INVALID_PARAMETER", f"{name} must be true or false, got {raw[:40]!r}")
-
-
-def _deadline_param(request: Request) -> float | None:
-    raw = request.query_params.get("deadlineMs")
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ApiError(400, "INVALID_PARAMETER", "deadlineMs must be a number") from None
-    if not 1.0 <= value <= 10_000.0:
-        raise ApiError(400, "INVALID_PARAMETER", "deadlineMs must be between 1 and 10000")
-    return value
-
-
-def _not_built(exc: NotBuilt) -> ApiError:
-    return ApiError(503, "NOT_BUILT", str(exc), extra={"command": "lookup index CRAWL_DIR"})
+from lookup.search.service import SearchService
 
 
 def search_route(service: SearchService) -> Route:
@@ -84,20 +40,19 @@ def search_route(service: SearchService) -> Route:
         q = request.query_params.get("q")
         if q is None:
             raise ApiError(400, "EMPTY_QUERY", "add a query: /search?q=your+words")
-        page = _int_param(request, "page", 1)
-        limit = _int_param(request, "limit", 10)
+        params = request.query_params
+        page = int_param(params, "page", 1)
+        limit = int_param(params, "limit", 10)
         options: dict[str, Any] = {
-            "explain": bool(_bool_param(request, "explain", False)),
-            "trace": bool(_bool_param(request, "trace", False)),
-            "deadline_ms": _deadline_param(request),
-            "hedge": _bool_param(request, "hedge", None),
+            "explain": bool(bool_param(params, "explain", False)),
+            "trace": bool(bool_param(params, "trace", False)),
+            "deadline_ms": float_param(params, "deadlineMs", low=1.0, high=10_000.0),
+            "hedge": bool_param(params, "hedge", None),
         }
         try:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
         except QueryError as exc:
             raise ApiError(400, exc.code, exc.message) from None
-        except NotBuilt as exc:
-            raise _not_built(exc) from None
         return JSONResponse(body)
 
     return Route("/search", endpoint, methods=["GET"])
@@ -124,20 +79,17 @@ def mount(mounts: Any) -> None:
     service = SearchService(Path(mounts.data_dir) / "search")
     mounts.fast_routes.insert(0, search_route(service))
     mounts.on_startup.append(service.start)
-    mounts.on_shutdown.append(service.stop)
-    mounts.health["search"] = service.health
+    mounts.on_shutdown.append(service.close)
+    mounts.health["search"] = service.status
     api = mounts.api
 
     def snapshot_or_503() -> Any:
-        try:
-            return service.snapshot()
-        except NotBuilt as exc:
-            raise _not_built(exc) from None
+        return service.snapshot()  # NotBuilt answers 503 (lookup.kit.http.STATUS_OF)
 
     @api.get("/search/status", tags=["search"], summary="The live index version and tiers")
     def search_status() -> dict[str, Any]:
         snapshot_or_503()
-        return service.health()
+        return service.status()
 
     @api.get("/search/shards", tags=["search"], summary="Per-shard latency, hedges, misses, faults")
     def shards_status() -> dict[str, Any]:

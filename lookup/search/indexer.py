@@ -27,16 +27,20 @@ from pathlib import Path
 import numpy as np
 
 from lookup.search.analysis import analyze_document
-from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
-from lookup.search.extract import normalize_url
+from lookup.search.events import (
+    EventLogReader,
+    LogPosition,
+    PageEvent,
+    PageStore,
+    page_from_payload,
+)
+from lookup.search.extract import comparable_url
+from lookup.search.location import open_index_location
 from lookup.search.manifest import (
     DELETIONS_LOG,
     Manifest,
     SegmentEntry,
     SourceState,
-    collect_garbage,
-    current_manifest,
-    publish,
     read_tombstones,
     shard_dir,
     write_tombstones,
@@ -149,17 +153,16 @@ def build_index(
     shard count; otherwise (or with ``rebuild``) a full build into a new version.
     ``optimize`` merges each shard down to one segment.
     """
-    from lookup.search.manifest import writer_lock
-
     started = time.perf_counter()
     crawl = Path(crawl_dir).resolve()
     out = Path(index_dir).resolve()
+    location = open_index_location(out)  # segments are written beside its manifests
     say = progress or _quiet
-    log = EventLog(crawl)
+    log = EventLogReader(crawl)
     if not log.exists():
         raise FileNotFoundError(f"{crawl} has no {log.path.name}: run `lookup crawl` first")
-    with writer_lock(out):
-        prev = current_manifest(out)
+    with location.writer():
+        prev = location.current()
         n_shards = shards or (prev.shards if prev else DEFAULT_SHARDS)
         if n_shards < 1:
             raise ValueError("--shards must be at least 1")
@@ -293,7 +296,7 @@ def build_index(
                 text=page.text,
                 crawled_at=ev.fetched_at,
                 seq=ev.seq,
-                links=[normalize_url(u) for u in ev.out_links]
+                links=[comparable_url(u) for u in ev.out_links]
                 if ev.out_links is not None
                 else page.links,
             )
@@ -369,8 +372,8 @@ def build_index(
             segments=[st.entries for st in states],
             next_segment=next_segment,
         )
-        publish(out, manifest)
-        collect_garbage(out)
+        location.publish(manifest)
+        location.collect_garbage()
         report.live_docs = manifest.live_docs
         report.watermark = manifest.watermark
         report.bytes_on_disk = sum(

@@ -28,7 +28,8 @@ CURRENT = "CURRENT"
 #: indexes may switch it off; nothing else about the write path changes.
 DURABLE = True
 DELETIONS_LOG = "deletions.jsonl"
-_MANIFEST = re.compile(r"^manifest-(\d{6})\.json$")
+#: The file name of a manifest version.
+MANIFEST = re.compile(r"^manifest-(\d{6})\.json$")
 
 
 @dataclass
@@ -118,7 +119,7 @@ def current_manifest(index_dir: str | Path) -> Manifest | None:
         name = (index_dir / CURRENT).read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    if not _MANIFEST.match(name):
+    if not MANIFEST.match(name):
         return None
     try:
         data = json.loads((index_dir / name).read_text(encoding="utf-8"))
@@ -181,7 +182,7 @@ def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
     """
     index_dir = Path(index_dir)
     versions = sorted(
-        int(m.group(1)) for p in index_dir.iterdir() if (m := _MANIFEST.match(p.name))
+        int(m.group(1)) for p in index_dir.iterdir() if (m := MANIFEST.match(p.name))
     )
     keep = versions[-keep_versions:]
     wanted: set[Path] = set()

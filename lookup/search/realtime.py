@@ -22,6 +22,7 @@ Two mechanisms make the handoff exact:
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from array import array
@@ -32,14 +33,23 @@ from typing import Any
 
 import numpy as np
 
+from lookup.kit.background import BackgroundTask
 from lookup.search.analysis import Analyzed, analyze_document
 from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
-from lookup.search.events import EventLog, LogPosition, PageEvent, PageStore, page_from_payload
+from lookup.search.events import (
+    EventLogReader,
+    LogPosition,
+    PageEvent,
+    PageStore,
+    page_from_payload,
+)
 from lookup.search.extract import ExtractedPage
 from lookup.search.indexer import shard_of
 from lookup.search.manifest import DELETIONS_LOG
 from lookup.search.segment import url_key
-from lookup.search.shard import REALTIME, Hit, Snapshot, top_k
+from lookup.search.shard import REALTIME, Hit, IndexVersion, top_k
+
+log = logging.getLogger("lookup.search")
 
 
 @dataclass
@@ -217,7 +227,7 @@ class RtShardView:
 class RtBuild:
     """The tier's documents and tombstones relative to one batch snapshot (one writer)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: IndexVersion) -> None:
         self.snapshot = snapshot
         n = len(snapshot.shards)
         self.indexes = [MemoryIndex() for _ in range(n)]
@@ -323,10 +333,9 @@ class RealtimeTier:
         self._deletions: list[ApiDeletion] = []
         self._position = LogPosition()
         self._source: tuple[str, str] | None = None
-        self._log: EventLog | None = None
+        self._log: EventLogReader | None = None
         self._store: PageStore | None = None
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._poller: BackgroundTask | None = None
         self.ingested = 0
         self.failed = 0
         self.last_poll = 0.0
@@ -340,7 +349,7 @@ class RealtimeTier:
         st = build.state
         return st.docs, st.length, st.df
 
-    def rebase(self, snapshot: Snapshot) -> None:
+    def rebase(self, snapshot: IndexVersion) -> None:
         """Bind the tier to a new batch snapshot (call before the snapshot goes live)."""
         with self._lock:
             src = snapshot.manifest.source
@@ -349,7 +358,7 @@ class RealtimeTier:
                 self._retained = []
                 self._position = LogPosition(src.offset, src.seq)
                 self._source = key
-                self._log = EventLog(src.crawl_dir)
+                self._log = EventLogReader(src.crawl_dir)
                 self._store = PageStore(src.crawl_dir)
             elif self._position.seq < src.seq:
                 self._position = LogPosition(src.offset, src.seq)
@@ -408,27 +417,17 @@ class RealtimeTier:
 
     # --- background tailing ---------------------------------------------------------------
     def start(self) -> None:
-        """Poll the crawl log in a daemon thread."""
-        if self._thread is not None:
+        """Poll the crawl log every ``poll_seconds`` in the background (a failed poll is
+        logged and counted, and the next one retries)."""
+        if self._poller is not None and self._poller.running:
             return
-        self._stop.clear()
-
-        def loop() -> None:
-            while not self._stop.wait(self.poll_seconds):
-                try:
-                    self.poll()
-                except Exception:  # keep tailing; the next poll retries
-                    self.failed += 1
-
-        self._thread = threading.Thread(target=loop, name="search-realtime", daemon=True)
-        self._thread.start()
+        self._poller = BackgroundTask("search-realtime", self.poll, self.poll_seconds, logger=log)
+        self._poller.start()
 
     def stop(self) -> None:
-        """Stop the background thread."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        """Stop the background polling."""
+        if self._poller is not None:
+            self._poller.stop()
 
     def status(self) -> dict[str, Any]:
         """Counters for the dashboard and health checks."""
@@ -440,5 +439,6 @@ class RealtimeTier:
             "pendingDeletions": len(self._deletions),
             "logSeq": self._position.seq,
             "ingested": self.ingested,
-            "failed": self.failed,
+            "failed": self.failed + (self._poller.failures if self._poller else 0),
+            "poller": self._poller.status() if self._poller else None,
         }

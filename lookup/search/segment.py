@@ -44,7 +44,7 @@ import orjson
 from lookup.search import manifest
 from lookup.search.analysis import Analyzed
 from lookup.search.events import iso_time
-from lookup.search.extract import normalize_url
+from lookup.search.extract import comparable_url
 from lookup.search.postings import (
     BLOCK,
     PostingList,
@@ -109,7 +109,7 @@ class Forward:
 
 def url_key(url: str) -> int:
     """64-bit key of a URL after normalisation (links and pages meet on it)."""
-    return normal_url_key(normalize_url(url))
+    return normal_url_key(comparable_url(url))
 
 
 def normal_url_key(normal_url: str) -> int:

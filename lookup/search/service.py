@@ -3,6 +3,10 @@
 It notices a newly published index version (``lookup index`` swapping ``CURRENT``),
 opens it in the background, rebinds the real-time tier to it and only then makes it
 live — one reference swap, so queries never lock and never see half a version.
+
+The watcher that checks for new versions is a :class:`~lookup.kit.background.BackgroundTask`
+(started by :meth:`SearchService.start`, or on the first query that finds a newer version):
+a failed check is logged and counted in :meth:`SearchService.status`, and the next retries.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lookup import settings
+from lookup.errors import NotBuilt
+from lookup.kit.background import BackgroundTask
 from lookup.search.coordinator import Coordinator
 from lookup.search.events import url_hash_of
-from lookup.search.extract import normalize_url
-from lookup.search.manifest import current_token
+from lookup.search.extract import comparable_url
+from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
-from lookup.search.shard import Snapshot
+from lookup.search.shard import IndexVersion
 
 log = logging.getLogger("lookup.search")
 
@@ -27,36 +34,36 @@ log = logging.getLogger("lookup.search")
 RELOAD_SECONDS = 1.0
 
 
-class NotBuilt(RuntimeError):
-    """No search index has been published in the index directory yet."""
-
-
 class SearchService:
     """Live search over an index directory, reloading new versions as they are published."""
 
     def __init__(
         self,
-        index_dir: str | Path,
+        index_dir: str | Path | IndexLocation,
         *,
         coordinator: Coordinator | None = None,
         realtime: bool = True,
         poll_seconds: float = 0.5,
     ) -> None:
-        self.index_dir = Path(index_dir)
-        self.coordinator = coordinator or Coordinator()
+        self.location = open_index_location(index_dir)
+        self.index_dir = self.location.path
+        self.coordinator = coordinator or Coordinator(
+            deadline_ms=settings.get("search_deadline_ms")
+        )
         self.tier: RealtimeTier | None = (
             RealtimeTier(self.index_dir, poll_seconds) if realtime else None
         )
-        self._snapshot: Snapshot | None = None
+        self._snapshot: IndexVersion | None = None
         self._token: str | None = None
         self._checked = 0.0
         self._loading = threading.Lock()
         self.load_error: str | None = None
+        self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
 
     # --- versions ---------------------------------------------------------------------------
     def _open(self, token: str) -> None:
         try:
-            snap = Snapshot.open(self.index_dir)
+            snap = self.location.open()
             if snap is None:
                 return
             if self.tier is not None:
@@ -70,36 +77,45 @@ class SearchService:
             self.load_error = str(exc)
             log.warning("could not open search index %s: %s", token, exc)
 
-    def reload(self, wait: bool = True) -> Snapshot | None:
-        """Open the newest published version now if it differs from the live one."""
-        token = current_token(self.index_dir)
+    def reload(self, wait: bool = True) -> IndexVersion | None:
+        """Open the newest published version now if it differs from the live one.
+
+        ``wait=False`` returns the live snapshot at once when there is one and leaves the
+        opening to the background watcher (started here if it is not running yet).
+        """
+        token = self.location.current_token()
         self._checked = time.monotonic()
         if token is None or token == self._token:
             return self._snapshot
         if wait or self._snapshot is None:
-            with self._loading:
-                if current_token(self.index_dir) != self._token:
-                    self._open(token)
+            self._open_newest(token)
             return self._snapshot
-        if self._loading.acquire(blocking=False):
-
-            def run() -> None:
-                try:
-                    self._open(token)
-                finally:
-                    self._loading.release()
-
-            threading.Thread(target=run, name="search-reload", daemon=True).start()
+        self._watcher.start()
         return self._snapshot
 
-    def snapshot(self) -> Snapshot:
+    def _open_newest(self, token: str) -> None:
+        with self._loading:
+            if self.location.current_token() != self._token:
+                self._open(token)
+
+    def _check(self) -> None:
+        """One round of the watcher: open a newly published version, if any."""
+        token = self.location.current_token()
+        self._checked = time.monotonic()
+        if token is not None and token != self._token:
+            self._open_newest(token)
+
+    def snapshot(self) -> IndexVersion:
         """The live snapshot (checking for a newer one at most once a second)."""
-        if self._snapshot is None or time.monotonic() - self._checked > RELOAD_SECONDS:
+        if self._snapshot is None or (
+            not self._watcher.running and time.monotonic() - self._checked > RELOAD_SECONDS
+        ):
             self.reload(wait=False)
         snap = self._snapshot
         if snap is None:
             raise NotBuilt(
-                f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`"
+                f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`",
+                command="lookup index CRAWL_DIR",
             )
         return snap
 
@@ -115,7 +131,7 @@ class SearchService:
             raise RuntimeError("deletions need the real-time tier")
         candidates = [url_hash] if url_hash else []
         if url:
-            candidates += [url_hash_of(url), url_hash_of(normalize_url(url))]
+            candidates += [url_hash_of(url), url_hash_of(comparable_url(url))]
         key = next((c for c in candidates if c and c in snap.locations), None)
         if key is None and snap.realtime is not None:
             key = next((c for c in candidates if c in snap.realtime.latest), None)
@@ -127,7 +143,7 @@ class SearchService:
         return {"deleted": True, "urlHash": key}
 
     @staticmethod
-    def _find_by_url(snap: Snapshot, url: str) -> str | None:
+    def _find_by_url(snap: IndexVersion, url: str) -> str | None:
         if not url:
             return None
         key = url_key(url)
@@ -143,19 +159,21 @@ class SearchService:
 
     # --- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
-        """Open the index if there is one and start tailing the crawl log."""
+        """Open the index if there is one, watch for new versions and tail the crawl log."""
         self.reload(wait=True)
+        self._watcher.start()
         if self.tier is not None:
             self.tier.start()
 
-    def stop(self) -> None:
-        """Stop background work and let go of the open index.
+    def close(self) -> None:
+        """Stop background work and let go of the open index; safe to call twice.
 
         Each segment file is memory-mapped, and a mapping holds a file descriptor until it is
         freed: dropping the snapshot (and the tier, which holds it too) here closes them even if
         something keeps the app alive (FastAPI caches endpoint functions, and with them their
         closures).
         """
+        self._watcher.stop()
         tier, self.tier = self.tier, None
         if tier is not None:
             tier.stop()
@@ -164,15 +182,20 @@ class SearchService:
             self._snapshot = None
             self._token = None
 
-    def health(self) -> dict[str, Any]:
-        """Health probe: built or not, and what is live."""
+    def stop(self) -> None:
+        """The same as :meth:`close` (the name the notebook and the benchmark use)."""
+        self.close()
+
+    def status(self) -> dict[str, Any]:
+        """Health probe: built or not, what is live, and the background loops' failures."""
         try:
             snap = self.snapshot()
         except NotBuilt as exc:
-            return {"status": "NOT_BUILT", "message": str(exc)}
+            return {"status": "NOT_BUILT", "message": str(exc), "reloader": self._watcher.status()}
         out: dict[str, Any] = {"status": "ok", **snap.status()}
         if self.tier is not None:
             out["realtime"] = self.tier.status()
         if self.load_error:
             out["loadError"] = self.load_error
+        out["reloader"] = self._watcher.status()
         return out

@@ -11,7 +11,7 @@ a thread hop) carries a handful of hits, never posting lists. Query execution:
 3. score with BM25 using the corpus-wide statistics in the plan, blend in-links and
    freshness, and keep the top k (ties broken by URL key, so any sharding ranks alike).
 
-:class:`Snapshot` is one loaded manifest version: all shards, the in-link counts
+:class:`IndexVersion` is one loaded manifest version: all shards, the in-link counts
 from the crawl graph, and the corpus statistics.
 """
 
@@ -325,7 +325,7 @@ class ShardIndex:
         )
 
 
-class Snapshot:
+class IndexVersion:
     """One published index version, opened: shards, in-links, corpus statistics."""
 
     def __init__(self, index_dir: Path, manifest: Manifest) -> None:
@@ -375,7 +375,7 @@ class Snapshot:
             self._tomb_masks.append(masks)
 
     @classmethod
-    def open(cls, index_dir: str | Path) -> Snapshot | None:
+    def open(cls, index_dir: str | Path) -> IndexVersion | None:
         """The live version of an index directory, or None if nothing is published."""
         manifest = current_manifest(index_dir)
         if manifest is None:

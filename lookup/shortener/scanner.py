@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from lookup import settings
 from lookup.shortener.model import Link, Status
 from lookup.shortener.urls import Blocklist, UrlRejected, normalize_host
 
@@ -533,16 +534,16 @@ class Scanner:
 # -- blocklist administration ------------------------------------------------------------
 
 
-ADMIN_TOKEN_ENV = "LOOKUP_ADMIN_TOKEN"
+ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
 
 
 def load_admin_token(
     directory: str | os.PathLike[str], environ: dict[str, str] | None = None
 ) -> str:
     """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
-    env = os.environ if environ is None else environ
-    if env.get(ADMIN_TOKEN_ENV):
-        return env[ADMIN_TOKEN_ENV].strip()
+    token = settings.get("admin_token", environ)
+    if token:
+        return token
     path = Path(directory) / "admin.token"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)

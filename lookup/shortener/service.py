@@ -30,7 +30,6 @@ import hmac
 import io
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Callable
@@ -38,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lookup import settings
 from lookup.kit.cache import SharedCache
 from lookup.kit.http import ApiError
 from lookup.kit.ids import FeistelPermutation, IdAllocator, load_or_create_secret
-from lookup.kit.ratelimit import RateLimiter, RatePolicy
+from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.shortener.keys import (
     KEY_SPACE,
     AliasRejected,
@@ -139,25 +139,22 @@ class Limits:
     misses: RatePolicy = field(default_factory=lambda: RatePolicy.per(50, 1, burst=500))
     passwords: RatePolicy = field(default_factory=lambda: RatePolicy.per(10, 60))
 
-    _ENV = {
-        "anonymous": "LOOKUP_SHORTENER_RATE_ANON",
-        "owner": "LOOKUP_SHORTENER_RATE_OWNER",
-        "ip": "LOOKUP_SHORTENER_RATE_IP",
-        "misses": "LOOKUP_SHORTENER_RATE_MISSES",
-        "passwords": "LOOKUP_SHORTENER_RATE_PASSWORD",
+    _SETTINGS = {
+        "anonymous": "shortener_rate_anon",
+        "owner": "shortener_rate_owner",
+        "ip": "shortener_rate_ip",
+        "misses": "shortener_rate_misses",
+        "passwords": "shortener_rate_password",
     }
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Limits:
         """Defaults, overridden by ``LOOKUP_SHORTENER_RATE_*`` = ``COUNT/SECONDS[:BURST]``."""
-        env = os.environ if environ is None else environ
         limits = cls()
-        for attr, var in cls._ENV.items():
-            if env.get(var):
-                try:
-                    setattr(limits, attr, RatePolicy.parse(env[var]))
-                except ValueError as exc:
-                    raise ValueError(f"{var}: {exc}") from None
+        for attr, name in cls._SETTINGS.items():
+            text = settings.get(name, environ)
+            if text:
+                setattr(limits, attr, RatePolicy.parse(text))
         return limits
 
 
@@ -192,24 +189,15 @@ class ShortenerConfig:
         in its own process at CPU priority ``LOOKUP_SHORTENER_AGGREGATOR_NICE`` (19),
         unless ``LOOKUP_SHORTENER_AGGREGATOR`` says ``thread`` (in this process) or
         ``external`` (not here: ``python -m lookup.shortener.analytics`` runs it)."""
-        aggregator = os.environ.get("LOOKUP_SHORTENER_AGGREGATOR", "process").strip().lower()
-        if aggregator not in ("thread", "process", "external"):
-            raise ValueError(
-                "LOOKUP_SHORTENER_AGGREGATOR must be thread, process or external,"
-                f" not {aggregator!r}"
-            )
-        nice = os.environ.get("LOOKUP_SHORTENER_AGGREGATOR_NICE", "19").strip()
-        if not nice.isdigit() or int(nice) > 19:
-            raise ValueError(f"LOOKUP_SHORTENER_AGGREGATOR_NICE must be 0..19, not {nice!r}")
         return cls(
             data_dir=Path(data_dir),
             base_url=base_url,
             limits=Limits.from_env(),
-            trust_forwarded_for=os.environ.get("LOOKUP_TRUST_FORWARDED_FOR", "") in ("1", "true"),
-            analytics=os.environ.get("LOOKUP_SHORTENER_ANALYTICS", "1") not in ("0", "false"),
-            aggregator=aggregator,
-            aggregator_nice=int(nice),
-            scanner=os.environ.get("LOOKUP_SHORTENER_SCANNER", "1") not in ("0", "false"),
+            trust_forwarded_for=settings.get("trust_forwarded_for"),
+            analytics=settings.get("shortener_analytics"),
+            aggregator=settings.get("shortener_aggregator"),
+            aggregator_nice=settings.get("shortener_aggregator_nice"),
+            scanner=settings.get("shortener_scanner"),
         )
 
 
@@ -325,11 +313,14 @@ class ShortenerService:
         )
         limits = config.limits
         mono = config.mono_clock
-        self.limit_anonymous = RateLimiter(limits.anonymous, name="anonymous", clock=mono)
-        self.limit_owner = RateLimiter(limits.owner, name="owner", clock=mono)
-        self.limit_ip = RateLimiter(limits.ip, name="ip", clock=mono)
-        self.limit_misses = RateLimiter(limits.misses, name="misses", clock=mono)
-        self.limit_passwords = RateLimiter(limits.passwords, name="passwords", clock=mono)
+        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
+            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
+        self.limit_owner = limiter(limits.owner, "owner")
+        self.limit_ip = limiter(limits.ip, "ip")
+        self.limit_misses = limiter(limits.misses, "misses")
+        self.limit_passwords = limiter(limits.passwords, "passwords")
         self.on_click: Callable[[ClickContext], None] = lambda ctx: None
         self.listeners: list[Callable[[str, Link], None]] = []
         self.clicks_emitted = 0

@@ -9,41 +9,67 @@ Write path (offline): :mod:`~lookup.typeahead.querylog` generates the data set,
 :mod:`~lookup.typeahead.serving` (:class:`SuggestService`, atomic swap, hot
 blocklist), :mod:`~lookup.typeahead.trending` (the speed layer),
 :mod:`~lookup.typeahead.sharding` (prefix-range shards with a head table),
-:mod:`~lookup.typeahead.shard_http` (shard servers and the router over HTTP) and
-:mod:`~lookup.typeahead.http` (``/v1/suggest`` and the management API).
+:mod:`~lookup.typeahead.shard_server`, :mod:`~lookup.typeahead.router` and
+:mod:`~lookup.typeahead.supervisor` (shard servers, the router in front of them and the
+processes running them), :mod:`~lookup.typeahead.http` (``/v1/suggest``) and
+:mod:`~lookup.typeahead.manage` (the management API).
 """
 
-from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events, steady_state
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, HotBlocklist, looks_private
-from lookup.typeahead.normalize import normalize, normalize_prefix
-from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run
-from lookup.typeahead.serving import MARKETS, NotBuilt, SuggestResult, SuggestService, UnknownMarket
-from lookup.typeahead.sharding import (
-    ShardedSuggest,
-    ShardLayout,
-    ShardPlan,
-    ensure_shard_sets,
-    plan_shards,
-    shard_market,
-    shard_snapshot,
-)
-from lookup.typeahead.snapshot import (
-    Snapshot,
-    SnapshotError,
-    SnapshotStore,
-    ValidationPolicy,
-    validate,
-    write_snapshot,
-)
-from lookup.typeahead.translit import phonetic_key, romanize
-from lookup.typeahead.trending import TrendingPolicy, TrendingTracker
-from lookup.typeahead.trie import K, RadixTrie, TrieArrays, TrieReader, brute_force_top
+from lookup.kit.lazy import lazy_exports
+
+#: Each public name and the module it lives in, imported on first use.
+_EXPORTS = {
+    "NotBuilt": "lookup.errors",
+    "ScoreBoard": "lookup.typeahead.aggregate",
+    "decay_factor": "lookup.typeahead.aggregate",
+    "read_query_log": "lookup.typeahead.aggregate",
+    "steady_state": "lookup.typeahead.aggregate",
+    "DEFAULT_BLOCKLIST": "lookup.typeahead.filters",
+    "HotBlocklist": "lookup.typeahead.filters",
+    "TermBlocklist": "lookup.typeahead.filters",
+    "looks_private": "lookup.typeahead.filters",
+    "normalize_prefix": "lookup.typeahead.normalize",
+    "normalize_query": "lookup.typeahead.normalize",
+    "BuildConfig": "lookup.typeahead.pipeline",
+    "MarketBuild": "lookup.typeahead.pipeline",
+    "compile_market": "lookup.typeahead.pipeline",
+    "run": "lookup.typeahead.pipeline",
+    "MARKETS": "lookup.typeahead.serving",
+    "SuggestResult": "lookup.typeahead.serving",
+    "SuggestService": "lookup.typeahead.serving",
+    "UnknownMarket": "lookup.typeahead.serving",
+    "ShardedSuggest": "lookup.typeahead.sharding",
+    "ShardLayout": "lookup.typeahead.sharding",
+    "ShardPlan": "lookup.typeahead.sharding",
+    "ensure_shard_sets": "lookup.typeahead.sharding",
+    "plan_shards": "lookup.typeahead.sharding",
+    "shard_market": "lookup.typeahead.sharding",
+    "shard_snapshot": "lookup.typeahead.sharding",
+    "Snapshot": "lookup.typeahead.snapshot",
+    "SnapshotError": "lookup.typeahead.snapshot",
+    "TrieSnapshotStore": "lookup.typeahead.snapshot",
+    "ValidationPolicy": "lookup.typeahead.snapshot",
+    "open_snapshot_store": "lookup.typeahead.snapshot",
+    "publish_validated": "lookup.typeahead.snapshot",
+    "validate": "lookup.typeahead.snapshot",
+    "write_snapshot": "lookup.typeahead.snapshot",
+    "phonetic_key": "lookup.typeahead.translit",
+    "romanize": "lookup.typeahead.translit",
+    "TrendingPolicy": "lookup.typeahead.trending",
+    "TrendingTracker": "lookup.typeahead.trending",
+    "K": "lookup.typeahead.trie",
+    "RadixTrie": "lookup.typeahead.trie",
+    "TrieArrays": "lookup.typeahead.trie",
+    "TrieReader": "lookup.typeahead.trie",
+    "brute_force_top": "lookup.typeahead.trie",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_BLOCKLIST",
     "K",
     "MARKETS",
-    "Blocklist",
+    "TermBlocklist",
     "BuildConfig",
     "HotBlocklist",
     "MarketBuild",
@@ -55,11 +81,11 @@ __all__ = [
     "ShardedSuggest",
     "Snapshot",
     "SnapshotError",
-    "SnapshotStore",
     "SuggestResult",
     "SuggestService",
     "TrendingPolicy",
     "TrendingTracker",
+    "TrieSnapshotStore",
     "TrieArrays",
     "TrieReader",
     "UnknownMarket",
@@ -69,11 +95,13 @@ __all__ = [
     "decay_factor",
     "ensure_shard_sets",
     "looks_private",
-    "normalize",
+    "normalize_query",
     "normalize_prefix",
+    "open_snapshot_store",
     "phonetic_key",
     "plan_shards",
-    "read_events",
+    "publish_validated",
+    "read_query_log",
     "romanize",
     "run",
     "shard_market",

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize
+from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
 from lookup.typeahead.spelling import retype_pairs
 
 HALF_LIFE_S = 7 * 86400
@@ -244,7 +244,7 @@ def events_from_table(table: Any) -> EventBatch:
     for i, raw in enumerate(q_values):
         if raw is None:
             continue
-        text = normalize(str(raw))
+        text = normalize_query(str(raw))
         if not text or len(text) > MAX_QUERY_CHARS or has_control_chars(text):
             continue
         j = norm_index.get(text)
@@ -270,7 +270,7 @@ def events_from_table(table: Any) -> EventBatch:
     )
 
 
-def read_events(path: str | os.PathLike[str]) -> EventBatch:
+def read_query_log(path: str | os.PathLike[str]) -> EventBatch:
     """Read and normalise a CSV or Parquet log (columns ts, market, query, user_id[, is_bot])."""
     return events_from_table(read_table(path))
 
@@ -549,7 +549,7 @@ __all__ = [
     "ScoreBoard",
     "decay_factor",
     "events_from_table",
-    "read_events",
+    "read_query_log",
     "read_table",
     "steady_state",
     "user_hash",

@@ -6,16 +6,17 @@ import argparse
 import json
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import LogError
 from lookup.typeahead.pipeline import BuildConfig, run, snapshot_root, stderr_progress
-from lookup.typeahead.snapshot import SnapshotError, SnapshotStore, ValidationPolicy
+from lookup.typeahead.snapshot import SnapshotError, ValidationPolicy, open_snapshot_store
 
 
 def _data_dir(args: argparse.Namespace) -> Path:
-    from lookup.server import resolve_data_dir
+    from lookup.kit.mounts import resolve_data_dir
 
     return resolve_data_dir(args.data_dir)
 
@@ -37,20 +38,29 @@ def _limit(value: str) -> int:
     return n
 
 
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 0.0 <= x <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {x}")
-    return x
+def _number_between(lo: float, hi: float, unit: str = "") -> Callable[[str], float]:
+    """An argparse type: a number from ``lo`` to ``hi`` inclusive."""
+
+    def parse(value: str) -> float:
+        try:
+            x = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+        if not lo <= x <= hi:
+            raise argparse.ArgumentTypeError(f"must be between {lo:g} and {hi:g}{unit}, got {x}")
+        return x
+
+    return parse
+
+
+_fraction = _number_between(0.0, 1.0)
+_timeout = _number_between(0.01, 60.0, " seconds")
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     if args.missing:
-        store = SnapshotStore(snapshot_root(data_dir))
+        store = open_snapshot_store(snapshot_root(data_dir))
         if all(store.current(m) for m in querylog.MARKETS):
             print("typeahead: every market already has a published snapshot (skipped)")
             return 0
@@ -95,7 +105,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_suggest(args: argparse.Namespace) -> int:
-    from lookup.typeahead.serving import NotBuilt, SuggestService, UnknownMarket
+    from lookup.errors import NotBuilt
+    from lookup.typeahead.serving import SuggestService, UnknownMarket
 
     service = SuggestService.from_data_dir(_data_dir(args))
     try:
@@ -108,8 +119,8 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_snapshots(args: argparse.Namespace) -> int:
-    store = SnapshotStore(snapshot_root(_data_dir(args)))
-    markets = store.markets()
+    store = open_snapshot_store(snapshot_root(_data_dir(args)))
+    markets = store.names()
     if not markets:
         print("no snapshots yet; run `lookup typeahead build`", file=sys.stderr)
         return 1
@@ -120,18 +131,8 @@ def _cmd_snapshots(args: argparse.Namespace) -> int:
     return 0
 
 
-def _timeout(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not 0.01 <= x <= 60:
-        raise argparse.ArgumentTypeError(f"must be between 0.01 and 60 seconds, got {x}")
-    return x
-
-
 def _cmd_serve_shard(args: argparse.Namespace) -> int:
-    from lookup.typeahead.shard_http import run_shard_server
+    from lookup.typeahead.shard_server import run_shard_server
 
     try:
         run_shard_server(
@@ -156,9 +157,10 @@ def _exit_quietly(signum: int, frame: object) -> None:
 def _cmd_serve_shards(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from lookup.server import create_app
-    from lookup.typeahead.shard_http import ShardCluster, ShardRouter, install_router
+    from lookup.kit.asgi import build_app as create_app
+    from lookup.typeahead.router import ShardRouter, install_router
     from lookup.typeahead.sharding import ensure_shard_sets
+    from lookup.typeahead.supervisor import ShardCluster
 
     data_dir = _data_dir(args)
     if args.shards > 64:
@@ -214,7 +216,7 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``lookup typeahead build|suggest|snapshots|serve-shards|serve-shard``."""
-    from lookup.cli import _add_data_dir
+    from lookup.kit.cliargs import add_data_dir as _add_data_dir
 
     p = sub.add_parser(
         "typeahead",
@@ -297,7 +299,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     _add_data_dir(v)
     v.set_defaults(func=_cmd_snapshots)
 
-    from lookup.cli import _port
+    from lookup.kit.cliargs import port as _port
 
     levels = ["critical", "error", "warning", "info", "debug"]
     ss = tsub.add_parser(

@@ -2,7 +2,7 @@
 
 Safety is enforced in three places (build, serve, trending) with the same two tools:
 
-* :class:`Blocklist` — phrases matched at word boundaries (``"fake aadhaar"`` blocks
+* :class:`TermBlocklist` — phrases matched at word boundaries (``"fake aadhaar"`` blocks
   ``"buy fake aadhaar card"`` but not ``"fake aadhaarx"``); a set lookup per word
   n-gram for one query, one regex pass over the whole string table for a snapshot;
 * :func:`looks_private` — personal data (phone numbers, e-mail addresses, Aadhaar
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize
+from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
 
 #: Phrases blocked by policy in every build and at serve time (the hot list adds to these).
 DEFAULT_BLOCKLIST: tuple[str, ...] = (
@@ -53,7 +53,7 @@ def private_ids(joined: str, offsets: Sequence[int]) -> set[int]:
     return {bisect_right(offsets, m.start()) - 1 for m in _PRIVATE.finditer(joined)}
 
 
-class Blocklist:
+class TermBlocklist:
     """A set of normalised phrases that block any query containing them as whole words."""
 
     def __init__(self, terms: Iterable[str] = ()) -> None:
@@ -69,7 +69,7 @@ class Blocklist:
             raise ValueError("a blocklist term must be a string")
         if has_control_chars(term):
             raise ValueError("a blocklist term may not contain control characters")
-        t = normalize(term)
+        t = normalize_query(term)
         if not t:
             raise ValueError("a blocklist term may not be empty")
         if len(t) > MAX_QUERY_CHARS:
@@ -85,7 +85,7 @@ class Blocklist:
 
     def discard(self, term: str) -> bool:
         """Remove a term; True if it was there."""
-        t = normalize(term)
+        t = normalize_query(term)
         if t not in self._terms:
             return False
         self._terms.discard(t)
@@ -101,10 +101,10 @@ class Blocklist:
         return len(self._terms)
 
     def __contains__(self, term: object) -> bool:
-        return isinstance(term, str) and normalize(term) in self._terms
+        return isinstance(term, str) and normalize_query(term) in self._terms
 
-    def __or__(self, other: Blocklist) -> Blocklist:
-        return Blocklist(self._terms | other._terms)
+    def __or__(self, other: TermBlocklist) -> TermBlocklist:
+        return TermBlocklist(self._terms | other._terms)
 
     def blocks(self, query: str) -> bool:
         """True if a phrase occurs in the (normalised) query at word boundaries."""
@@ -149,8 +149,8 @@ class HotBlocklist:
         self, path: str | os.PathLike[str] | None, builtin: Iterable[str] = DEFAULT_BLOCKLIST
     ):
         self.path = Path(path) if path is not None else None
-        self.builtin = Blocklist(builtin)
-        self._hot = Blocklist()
+        self.builtin = TermBlocklist(builtin)
+        self._hot = TermBlocklist()
         self._lock = threading.Lock()
         self._mtime: float | None = None
         self.version = 0
@@ -158,7 +158,7 @@ class HotBlocklist:
         self.refresh()
 
     @property
-    def effective(self) -> Blocklist:
+    def effective(self) -> TermBlocklist:
         """Built-in plus hot phrases (an immutable snapshot; replaced on change)."""
         return self._effective
 
@@ -173,7 +173,7 @@ class HotBlocklist:
 
     def add(self, terms: Iterable[str]) -> list[str]:
         """Add phrases (normalised), persist the file, and return what was stored."""
-        cleaned = [Blocklist.clean(t) for t in terms]
+        cleaned = [TermBlocklist.clean(t) for t in terms]
         with self._lock:
             for t in cleaned:
                 self._hot.add(t)
@@ -182,7 +182,7 @@ class HotBlocklist:
 
     def remove(self, term: str) -> bool:
         """Remove a hot phrase; ``ValueError`` for a built-in one. True if it was there."""
-        t = normalize(term)
+        t = normalize_query(term)
         if t in self.builtin and t not in self._hot:
             raise ValueError(
                 f"{t!r} is on the built-in blocklist and cannot be removed at run time"
@@ -220,12 +220,12 @@ class HotBlocklist:
                 if not line.strip() or line.lstrip().startswith("#"):
                     continue
                 try:
-                    terms.append(Blocklist.clean(line))
+                    terms.append(TermBlocklist.clean(line))
                 except ValueError:
                     continue  # blank or unusable lines are skipped, not fatal
         with self._lock:
             self._mtime = mtime
-            new = Blocklist(terms)
+            new = TermBlocklist(terms)
             if new.terms == self._hot.terms:
                 return False
             self._hot = new
@@ -259,7 +259,7 @@ def select_queries(
     queries: Sequence[str],
     scores: Sequence[float],
     users: Sequence[int],
-    blocklist: Blocklist,
+    blocklist: TermBlocklist,
     config: FilterConfig = FilterConfig(),
 ) -> tuple[list[int], FilterReport]:
     """Indices of the queries worth suggesting, and what each rule removed."""
@@ -282,7 +282,7 @@ def select_queries(
 
 __all__ = [
     "DEFAULT_BLOCKLIST",
-    "Blocklist",
+    "TermBlocklist",
     "FilterConfig",
     "FilterReport",
     "HotBlocklist",

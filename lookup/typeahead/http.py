@@ -1,11 +1,13 @@
-"""HTTP for typeahead: the hot ``GET /v1/suggest`` and the management endpoints.
+"""HTTP for typeahead: the hot ``GET /v1/suggest`` and the single server's mounting.
 
 ``/v1/suggest`` is a bare ASGI endpoint on the server's fast path: it parses the raw
 query string itself (so invalid UTF-8 in a percent-encoding is a clean 400, not a
 silent replacement character), answers from memory and sets
-``Cache-Control: public, max-age=300`` so browsers and the CDN absorb repeats.
+``Cache-Control: public, max-age=300`` so browsers and the CDN absorb repeats. The
+helpers for raw endpoints here are shared with the shard servers and the router.
 Everything else — recording searches, the hot blocklist, snapshot versions,
-swap/rollback, the trending set, the trie walk — lives on the FastAPI app.
+swap/rollback, the trending set, the trie walk — lives on the FastAPI app, declared
+in :mod:`~lookup.typeahead.manage`.
 """
 
 from __future__ import annotations
@@ -14,24 +16,24 @@ import asyncio
 import contextlib
 import json
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote_to_bytes
 
-from fastapi import Body, Query, Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup.kit.http import ApiError
-from lookup.typeahead.filters import HotBlocklist
+from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import MAX_LIMIT, NotBuilt, SuggestService, UnknownMarket
+from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket, not_built
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fastapi import FastAPI
-
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
+    from lookup.typeahead.filters import HotBlocklist
+    from lookup.typeahead.trending import TrendingPolicy, TrendingTerm
 
 log = logging.getLogger("lookup.typeahead")
 
@@ -70,13 +72,8 @@ class SuggestEndpoint:
         try:
             result = self.service.lookup(q, market, limit)
         except UnknownMarket:
-            known = ", ".join(self.service.known_markets())
-            raise ApiError(
-                400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}"
-            ) from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
-        return json.dumps(result.body(), ensure_ascii=False, separators=(",", ":")).encode()
+            raise unknown_market(market, self.service.known_markets()) from None
+        return encode_json(result.body())
 
 
 def suggest_params(raw: bytes) -> tuple[str, str, int]:
@@ -152,6 +149,36 @@ async def send_json(
     await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 
 
+def encode_json(body: dict[str, Any]) -> bytes:
+    """The same JSON bytes ``/v1/suggest`` sends (compact, UTF-8 kept)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def send_answer(
+    scope: Scope, send: Send, body: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """A 200 answer of a raw suggest endpoint (cacheable), with extra headers."""
+    await send_json(send, 200, body, scope.get("method", "GET"), cache=True, extra=headers)
+
+
+async def send_refusal(scope: Scope, send: Send, exc: ApiError) -> None:
+    """An :class:`ApiError` as the app-wide error body, with the error's own headers."""
+    extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
+    await send_json(
+        send, exc.status, error_body(exc.code, exc.message), scope.get("method", "GET"),
+        extra=extra,
+    )  # fmt: skip
+
+
+def allows_get(scope: Scope) -> bool:
+    """True for the methods a raw suggest endpoint answers (GET and HEAD)."""
+    return scope.get("method", "GET") in ("GET", "HEAD")
+
+
+#: What a raw suggest endpoint answers to any other method.
+NOT_GET = ApiError(405, "METHOD_NOT_ALLOWED", "use GET", headers={"Allow": "GET, HEAD"})
+
+
 # --------------------------------------------------------------------------- mounting
 
 
@@ -160,129 +187,40 @@ def mount(mounts: Mounts) -> None:
     install(mounts, SuggestService.from_data_dir(mounts.data_dir))
 
 
+@dataclass(frozen=True)
+class ServicePolicy:
+    """The single server's :class:`~lookup.typeahead.manage.ServeTimePolicy`."""
+
+    service: SuggestService
+
+    def known_markets(self) -> list[str]:
+        return self.service.known_markets()
+
+    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
+        return self.service.record_search(query, market, user)
+
+    def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
+        tracker = self.service.tracker
+        return (tracker.trending(market), tracker.policy) if tracker else ([], None)
+
+    def hot_blocklist(self) -> HotBlocklist:
+        return self.service.blocklist
+
+
 def install(mounts: Mounts, service: SuggestService) -> SuggestService:
     """Mount the routes, the poller and the health probe for a given service."""
     mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
     api = mounts.api
     api.state.typeahead = service
-    tags = ["typeahead"]
-
-    def _market_or_404(market: str) -> None:
-        if market not in service.known_markets():
-            known = ", ".join(service.known_markets())
-            raise ApiError(404, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
-
-    @api.post(
-        "/v1/searches",
-        tags=tags,
-        status_code=202,
-        summary="Record a submitted search (feeds trending and the next build)",
-    )
-    async def record_search(
-        request: Request,
-        payload: dict[str, Any] = Body(
-            ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
-        ),
-    ) -> dict[str, Any]:
-        q, market, user = search_payload(request, payload)
-        try:
-            normalized = service.record_search(q, market, user)
-        except UnknownMarket:
-            known = ", ".join(service.known_markets())
-            raise ApiError(
-                400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}"
-            ) from None
-        if normalized is None:
-            raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
-        return {"q": normalized, "market": market, "recorded": True}
-
-    @api.get("/v1/typeahead/trending", tags=tags, summary="The current trending set of a market")
-    async def trending(market: str = Query("en-IN")) -> dict[str, Any]:
-        _market_or_404(market)
-        terms = service.tracker.trending(market) if service.tracker else []
-        policy = service.tracker.policy if service.tracker else None
-        return {
-            "market": market,
-            "terms": [t.to_dict() for t in terms],
-            "policy": policy.__dict__ if policy else None,
-        }
-
-    mount_blocklist(api, lambda: service.blocklist)
-
-    @api.get("/v1/typeahead/snapshots", tags=tags, summary="Snapshot versions per market")
-    async def snapshots() -> dict[str, Any]:
-        return {"markets": service.status()}
-
-    @api.post(
-        "/v1/typeahead/snapshots/{market}/rollback",
-        tags=tags,
-        summary="Swap back to the previous snapshot",
-    )
-    async def rollback(market: str) -> dict[str, Any]:
-        _market_or_404(market)
-        try:
-            out = service.rollback(market)
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
-        except LookupError as exc:
-            raise ApiError(409, "NO_PREVIOUS", str(exc)) from None
-        return {"market": market, "version": out.version, "previous": out.previous}
-
-    @api.post(
-        "/v1/typeahead/snapshots/{market}/activate",
-        tags=tags,
-        summary="Validate a stored version and swap it in",
-    )
-    async def activate(
-        market: str,
-        payload: dict[str, Any] = Body(..., examples=[{"version": "20261009T060000Z-ab12cd"}]),
-    ) -> dict[str, Any]:
-        _market_or_404(market)
-        version = payload.get("version")
-        if not isinstance(version, str):
-            raise ApiError(400, "INVALID_REQUEST", 'send {"version": "..."}')
-        if version not in service.store.versions(market):
-            raise ApiError(404, "NOT_FOUND", f"no stored snapshot {version!r} for {market}")
-        out = service.deploy(market, version, compare=bool(payload.get("compare", False)))
-        if not out.deployed:
-            raise ApiError(
-                409,
-                "VALIDATION_FAILED",
-                out.message,
-                extra={"report": out.report.to_dict() if out.report else None},
-            )
-        return {"market": market, "version": out.version, "previous": out.previous}
-
-    @api.post(
-        "/v1/typeahead/snapshots/reload",
-        tags=tags,
-        summary="Deploy what the build published (the poller also does this every second)",
-    )
-    async def reload() -> dict[str, Any]:
-        return service.poll()
-
-    @api.get(
-        "/v1/typeahead/trace", tags=tags, summary="The trie walk for a prefix (for explanations)"
-    )
-    async def trace(
-        q: str = Query("", max_length=MAX_QUERY_CHARS), market: str = Query("en-IN")
-    ) -> dict[str, Any]:
-        if has_control_chars(q):
-            raise ApiError(400, "INVALID_QUERY", "q may not contain control characters")
-        try:
-            return service.trace(q, market)
-        except UnknownMarket:
-            raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}") from None
-        except NotBuilt as exc:
-            raise ApiError(503, "NOT_BUILT", str(exc)) from None
-
+    mount_serve_time(api, ServicePolicy(service))
+    mount_snapshots(api, service)
     mount_poller(mounts, service.poll, "typeahead poll")
 
     def probe() -> dict[str, Any]:
         status = service.status()
         served = {m: s["current"]["version"] for m, s in status.items() if s["current"]}
         if not served:
-            return {"status": "NOT_BUILT", "message": str(NotBuilt("any market"))}
+            return {"status": "NOT_BUILT", "message": not_built("any market").message}
         return {
             "status": "ok",
             "markets": served,
@@ -291,92 +229,6 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
 
     mounts.health["typeahead"] = probe
     return service
-
-
-__all__ = [
-    "SuggestEndpoint",
-    "error_body",
-    "install",
-    "mount",
-    "parse_query_string",
-    "send_json",
-    "suggest_params",
-]
-
-
-def search_payload(request: Request, payload: dict[str, Any]) -> tuple[str, str, str | None]:
-    """Check a ``POST /v1/searches`` body: ``(q, market, user)``; anonymous users are keyed
-    by their address. Raises :class:`ApiError` (400) on a bad field."""
-    q, market = payload.get("q"), payload.get("market", "en-IN")
-    if not isinstance(q, str) or not q.strip():
-        raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
-    if not isinstance(market, str):
-        raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
-    if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
-        raise ApiError(
-            400,
-            "INVALID_QUERY",
-            f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
-        )
-    user = payload.get("userId")
-    if user is not None and (not isinstance(user, str) or len(user) > 200):
-        raise ApiError(400, "INVALID_REQUEST", "userId must be a string of at most 200 characters")
-    if user is None and request.client is not None:
-        user = f"addr:{request.client.host}"
-    return q, market, user
-
-
-def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None:
-    """The hot-blocklist endpoints (read, add, remove) over whatever ``blocklist()`` returns:
-    the single server and the shard router share them."""
-    tags = ["typeahead"]
-
-    def body(bl: HotBlocklist) -> dict[str, Any]:
-        return {"terms": bl.hot_terms, "version": bl.version}
-
-    @api.get("/v1/typeahead/blocklist", tags=tags, summary="The serve-time blocklist")
-    async def get_blocklist() -> dict[str, Any]:
-        bl = blocklist()
-        return {"terms": bl.hot_terms, "builtin": bl.builtin.terms, "version": bl.version}
-
-    @api.post(
-        "/v1/typeahead/blocklist",
-        tags=tags,
-        summary="Add phrases to the hot blocklist (effective at once)",
-    )
-    async def add_blocklist(
-        payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
-    ) -> dict[str, Any]:
-        terms = payload.get("terms")
-        if terms is None and "term" in payload:
-            terms = [payload["term"]]
-        if not isinstance(terms, list) or not terms or not all(isinstance(t, str) for t in terms):
-            raise ApiError(
-                400, "INVALID_REQUEST", 'send {"terms": ["phrase", ...]} or {"term": "phrase"}'
-            )
-        if len(terms) > 1000:
-            raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
-        bl = blocklist()
-        try:
-            added = bl.add(terms)
-        except ValueError as exc:
-            raise ApiError(400, "INVALID_TERM", str(exc)) from None
-        return {"added": added, **body(bl)}
-
-    @api.delete(
-        "/v1/typeahead/blocklist", tags=tags, summary="Remove a phrase from the hot blocklist"
-    )
-    async def remove_blocklist(
-        term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
-    ) -> dict[str, Any]:
-        bl = blocklist()
-        try:
-            found = bl.remove(term)
-        except ValueError as exc:
-            raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
-        if not found:
-            raise ApiError(404, "NOT_FOUND", f"{term!r} is not on the hot blocklist")
-        return {"removed": term, **body(bl)}
 
 
 def mount_poller(mounts: Mounts, poll: Callable[[], object], what: str) -> None:
@@ -404,3 +256,21 @@ def mount_poller(mounts: Mounts, poll: Callable[[], object], what: str) -> None:
 
     mounts.on_startup.append(_start)
     mounts.on_shutdown.append(_stop)
+
+
+__all__ = [
+    "NOT_GET",
+    "ServicePolicy",
+    "SuggestEndpoint",
+    "allows_get",
+    "encode_json",
+    "error_body",
+    "install",
+    "mount",
+    "mount_poller",
+    "parse_query_string",
+    "send_answer",
+    "send_json",
+    "send_refusal",
+    "suggest_params",
+]

@@ -20,7 +20,7 @@ _DEVANAGARI = re.compile("[\u0900-\u097f\ua8e0-\ua8ff]")
 _LATIN = re.compile("[A-Za-z\u00c0-\u024f]")
 
 
-def normalize(text: str) -> str:
+def normalize_query(text: str) -> str:
     """The canonical form of a whole query: NFC, case-folded, trimmed, whitespace collapsed."""
     text = unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
     return _WS.sub(" ", text).strip()
@@ -29,7 +29,7 @@ def normalize(text: str) -> str:
 def normalize_prefix(text: str) -> str:
     """The canonical form of a prefix being typed.
 
-    Like :func:`normalize`, except that one trailing space survives: ``"ipl "`` asks
+    Like :func:`normalize_query`, except that one trailing space survives: ``"ipl "`` asks
     for completions of the word ``ipl`` followed by more words, not of ``ipl`` itself.
     """
     if text.isascii():  # the common case on every keystroke: no Unicode work needed
@@ -75,7 +75,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "code_points",
     "has_control_chars",
-    "normalize",
+    "normalize_query",
     "normalize_prefix",
     "script_of",
 ]

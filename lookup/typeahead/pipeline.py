@@ -19,20 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_events
+from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_query_log
 from lookup.typeahead.filters import (
     DEFAULT_BLOCKLIST,
-    Blocklist,
     FilterConfig,
     FilterReport,
     HotBlocklist,
+    TermBlocklist,
     select_queries,
 )
 from lookup.typeahead.normalize import script_of
 from lookup.typeahead.snapshot import (
-    SnapshotStore,
     ValidationPolicy,
     ValidationReport,
+    open_snapshot_store,
+    publish_validated,
     write_snapshot,
 )
 from lookup.typeahead.translit import group_variants
@@ -102,7 +103,7 @@ class MarketBuild:
 
 
 def compile_market(
-    state: MarketScores, blocklist: Blocklist, config: BuildConfig = BuildConfig()
+    state: MarketScores, blocklist: TermBlocklist, config: BuildConfig = BuildConfig()
 ) -> MarketBuild:
     """Filter one market's queries, group variants, add learned keys, rank, build the trie."""
     queries, scores = state.queries, state.score
@@ -237,7 +238,7 @@ def run(
     result = BuildResult(str(log) if log else None)
     if log is not None:
         t0 = time.perf_counter()
-        batch = read_events(log)
+        batch = read_query_log(log)
         say(
             f"read {len(batch):,} events ({len(batch.queries):,} distinct queries) "
             f"in {time.perf_counter() - t0:.1f}s"
@@ -253,7 +254,7 @@ def run(
         raise ValueError("no events folded yet: give a log with --log or build the query log")
     hot = HotBlocklist(blocklist_path(data_dir))
     blocklist = hot.effective
-    store = SnapshotStore(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_root(data_dir))
     staging = base / "staging"
     for market, state in sorted(board.markets.items()):
         t0 = time.perf_counter()
@@ -275,7 +276,7 @@ def run(
         }
         path = write_market(mb, staging, meta)
         size = path.stat().st_size
-        report: ValidationReport = store.publish(path, blocklist, policy, force=force)
+        report: ValidationReport = publish_validated(store, path, blocklist, policy, force=force)
         secs = time.perf_counter() - t0
         say(
             f"{market}: {len(mb.strings):,} suggestions, {len(mb.keys):,} keys, "

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from lookup.typeahead.filters import DEFAULT_BLOCKLIST
-from lookup.typeahead.normalize import normalize
+from lookup.typeahead.normalize import normalize_query
 from lookup.typeahead.translit import phonetic_key, romanize
 
 MARKETS = ("en-IN", "hi-IN")
@@ -270,7 +270,7 @@ def vocabulary(n_en: int = 20000, n_hi: int = 8000) -> Vocabulary:
     seen: set[str] = set()
     n_indian = 0
     for c in indian + world:
-        name = normalize(c["name"])
+        name = normalize_query(c["name"])
         if not name.isascii() or name in seen:
             continue
         seen.add(name)
@@ -285,7 +285,7 @@ def vocabulary(n_en: int = 20000, n_hi: int = 8000) -> Vocabulary:
                 deva_w.append(c["population"] ** 0.7)
     airports = sorted(
         {
-            normalize(a["name"])
+            normalize_query(a["name"])
             for a in airportsdata.load("IATA").values()
             if a["country"] == "IN" and a["name"].isascii()
         }
@@ -309,7 +309,9 @@ def _best_devanagari(latin: str, alternates: Sequence[str]) -> str | None:
     """The Devanagari alternate name that sounds most like the Latin name."""
     from lookup.typeahead.spelling import edit_distance
 
-    names = sorted({normalize(a) for a in alternates if _HINDI_WORD.search(a) and " " not in a})
+    names = sorted(
+        {normalize_query(a) for a in alternates if _HINDI_WORD.search(a) and " " not in a}
+    )
     if not names:
         return None
     target = phonetic_key(latin)
@@ -420,7 +422,7 @@ def build_catalogue(market: str, size: int, rng: np.random.Generator) -> Catalog
     seen: set[str] = set()
     for concept, p in zip(concepts, probs, strict=True):
         for spelling, share in spell_of.get(concept, [(concept, 1.0)]):
-            q = normalize(spelling)
+            q = normalize_query(spelling)
             if q in seen:
                 continue
             seen.add(q)
@@ -460,14 +462,14 @@ def _plant_unsafe(cat: Catalogue, rng: np.random.Generator) -> None:
     """Give each unsafe query the popularity of a head query (rank 20-200)."""
     order = np.sort(cat.probs)[::-1]
     for q in UNSAFE_QUERIES[cat.market]:
-        q = normalize(q)
+        q = normalize_query(q)
         rank = int(rng.integers(20, min(200, len(order) - 1)))
         if q in cat.queries:
             cat.probs[cat.queries.index(q)] = order[rank]
         else:
             cat.queries.append(q)
             cat.probs = np.append(cat.probs, order[rank])
-    cat.planted["unsafe"] = [normalize(q) for q in UNSAFE_QUERIES[cat.market]]
+    cat.planted["unsafe"] = [normalize_query(q) for q in UNSAFE_QUERIES[cat.market]]
 
 
 def _renorm(w: np.ndarray) -> np.ndarray:
@@ -618,7 +620,7 @@ def generate(
 
         # Bots: two push spam around the clock, one crawls the head of the catalogue.
         nb = int(special * share[market])
-        spam = sid(normalize(BOT_SPAM[market]))
+        spam = sid(normalize_query(BOT_SPAM[market]))
         head = ids[np.argsort(-cat.probs)[:50]]
         which = rng.integers(0, 3, size=nb)
         bq = np.where(which < 2, spam, head[rng.integers(0, len(head), size=nb)])
@@ -643,13 +645,14 @@ def generate(
                 np.zeros(nh, bool),
             )  # fmt: skip
         )
-        planted[market]["bot_spam"] = normalize(BOT_SPAM[market])
+        planted[market]["bot_spam"] = normalize_query(BOT_SPAM[market])
 
+        draw = _MarketDraw(market, mi, sid, draw_user, special, rng, planted[market])
         # Typos followed a few seconds later by the same user's retype of the right query.
-        parts.append(_typo_events(market, mi, cat, sid, draw_user, special, rng, planted))
+        parts.append(_typo_events(draw, cat))
 
         # The trending spike: zero before, thousands within minutes on the last evening.
-        parts.append(_spike_events(market, mi, sid, draw_user, special, rng, planted))
+        parts.append(_spike_events(draw))
     step("events: traffic, bots, typos, spike")
 
     # One user's private query, typed again and again (en-IN).
@@ -700,17 +703,23 @@ def generate(
     return QueryLog(cols, strings, user_ids, manifest)
 
 
-def _typo_events(
-    market: str,
-    mi: int,
-    cat: Catalogue,
-    sid: Callable[[str], int],
-    draw_user: Callable[[int], np.ndarray],
-    special: int,
-    rng: np.random.Generator,
-    planted: dict[str, Any],
-) -> EventColumns:
+@dataclass(frozen=True)
+class _MarketDraw:
+    """What every generator of one market's planted events draws from."""
+
+    market: str
+    mi: int  # the market's index in MARKETS (the log's market column)
+    sid: Callable[[str], int]  # a query string -> its id in the log's string table
+    draw_user: Callable[[int], np.ndarray]
+    special: int  # the size of each planted kind (~1% of the events)
+    rng: np.random.Generator
+    planted: dict[str, Any]  # what this market's manifest says was planted
+
+
+def _typo_events(draw: _MarketDraw, cat: Catalogue) -> EventColumns:
     """Typo → retype pairs: learnable ones typed by 2-4 users, one-off slips by one."""
+    market, mi, sid, draw_user = draw.market, draw.mi, draw.sid, draw.draw_user
+    special, rng, planted = draw.special, draw.rng, draw.planted
     order = np.argsort(-cat.probs)
     candidates = [
         cat.queries[i] for i in order[:3000] if re.fullmatch(r"[a-z][a-z ]{4,}", cat.queries[i])
@@ -737,8 +746,8 @@ def _typo_events(
     users = draw_user(len(wrong_ids))
     t0 = _times(rng, len(wrong_ids))
     gap = rng.integers(3, 25, size=len(wrong_ids))
-    planted[market]["typos"] = [[w, r] for w, r, n in pairs if n >= 2]
-    planted[market]["one_off_typos"] = sum(1 for p in pairs if p[2] == 1)
+    planted["typos"] = [[w, r] for w, r, n in pairs if n >= 2]
+    planted["one_off_typos"] = sum(1 for p in pairs if p[2] == 1)
     t = np.concatenate([t0, t0 + gap])
     return EventColumns(
         t,
@@ -749,30 +758,23 @@ def _typo_events(
     )
 
 
-def _spike_events(
-    market: str,
-    mi: int,
-    sid: Callable[[str], int],
-    draw_user: Callable[[int], np.ndarray],
-    special: int,
-    rng: np.random.Generator,
-    planted: dict[str, Any],
-) -> EventColumns:
+def _spike_events(draw: _MarketDraw) -> EventColumns:
     """A new query: nothing before 19:30 on the last day, then a ramp to a flood."""
-    q = normalize(TRENDING[market])
-    n = max(1500, int(special * (0.6 if market == "en-IN" else 0.4)))
+    market, mi, rng = draw.market, draw.mi, draw.rng
+    q = normalize_query(TRENDING[market])
+    n = max(1500, int(draw.special * (0.6 if market == "en-IN" else 0.4)))
     start = START_EPOCH + (DAYS - 1) * 86400 + 19 * 3600 + 1800
     # rate over 3 hours, per 10 s: exponential ramp for 10 min, plateau 20 min, then decay
     grid = np.arange(0, 3 * 3600, 10)
     rate = np.where(grid < 600, np.exp((grid - 600) / 120.0), 1.0)
     rate = np.where(grid > 1800, np.exp(-(grid - 1800) / 900.0), rate)
     offsets = grid[_sample(rate / rate.sum(), n, rng)] + rng.integers(0, 10, size=n)
-    planted[market]["trending"] = {"query": q, "start": int(start), "events": n}
+    draw.planted["trending"] = {"query": q, "start": int(start), "events": n}
     return EventColumns(
         start + offsets,
         np.full(n, mi, np.int8),
-        np.full(n, sid(q), np.int32),
-        draw_user(n),
+        np.full(n, draw.sid(q), np.int32),
+        draw.draw_user(n),
         np.zeros(n, bool),
     )
 

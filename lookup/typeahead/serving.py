@@ -20,15 +20,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lookup.errors import NotBuilt
+from lookup.kit.snapshots import SnapshotStore
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path, snapshot_root, typeahead_dir
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
-    SnapshotStore,
     ValidationPolicy,
     ValidationReport,
+    open_snapshot_store,
     validate,
 )
 from lookup.typeahead.trending import (
@@ -44,15 +46,13 @@ MARKETS = ("en-IN", "hi-IN")
 MAX_LIMIT = 10
 
 
-class NotBuilt(LookupError):
-    """No snapshot for this market yet."""
-
-    def __init__(self, market: str) -> None:
-        super().__init__(
-            f"no typeahead snapshot for {market} yet; build one with "
-            "`lookup datasets build typeahead` then `lookup typeahead build`"
-        )
-        self.market = market
+def not_built(market: str) -> NotBuilt:
+    """The error for a market with no snapshot yet, naming the commands that build one."""
+    return NotBuilt(
+        f"no typeahead snapshot for {market} yet; build one with "
+        "`lookup datasets build typeahead` then `lookup typeahead build`",
+        command="lookup typeahead build",
+    )
 
 
 class UnknownMarket(LookupError):
@@ -103,7 +103,7 @@ class DeployOutcome:
 class SuggestService:
     """Serves suggestions for every market from memory-mapped snapshots."""
 
-    store: SnapshotStore
+    store: SnapshotStore[Snapshot]
     blocklist: HotBlocklist
     tracker: TrendingTracker | None = None
     markets: tuple[str, ...] = MARKETS
@@ -124,7 +124,7 @@ class SuggestService:
     ) -> SuggestService:
         """A service over ``DATA_DIR/typeahead`` (snapshots, hot blocklist, search log)."""
         service = cls(
-            store=SnapshotStore(snapshot_root(data_dir)),
+            store=open_snapshot_store(snapshot_root(data_dir)),
             blocklist=HotBlocklist(blocklist_path(data_dir)),
             search_log=SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock),
         )
@@ -143,7 +143,7 @@ class SuggestService:
     def load_current(self) -> dict[str, str]:
         """Load every market's ``CURRENT`` snapshot from the store (integrity-checked)."""
         loaded = {}
-        for market in self.store.markets():
+        for market in self.store.names():
             version = self.store.current(market)
             slot = self._slots.get(market)
             if version is None or (slot and slot.current.version == version):
@@ -164,9 +164,9 @@ class SuggestService:
         """
         version = version or self.store.current(market)
         if version is None:
-            raise NotBuilt(market)
+            raise not_built(market)
         try:
-            new = self.store.load(market, version)
+            new = self.store.open(market, version)
         except (SnapshotError, ValueError) as exc:
             self._refused[market] = version
             return DeployOutcome(market, version, False, message=str(exc))
@@ -191,7 +191,7 @@ class SuggestService:
             self._slots[market] = Slot(new, current)  # the swap: one reference replaced
             self._refused.pop(market, None)
         if self.store.current(market) != version:
-            self.store.set_current(market, version)
+            self.store.activate(market, version)
         return DeployOutcome(
             market, version, True, report, current.version if current else None, "deployed"
         )
@@ -201,13 +201,13 @@ class SuggestService:
         with self._lock:
             slot = self._slots.get(market)
             if slot is None:
-                raise NotBuilt(market)
+                raise not_built(market)
             if slot.previous is None:
                 raise LookupError(f"{market} has no previous snapshot to roll back to")
-            if not self.store.path(market, slot.previous.version).exists():
+            if slot.previous.version not in self.store.versions(market):
                 raise LookupError(f"the file of {slot.previous.version} was pruned from the store")
             self._slots[market] = Slot(slot.previous, slot.current)
-        self.store.set_current(market, slot.previous.version)
+        self.store.activate(market, slot.previous.version)
         return DeployOutcome(
             market, slot.previous.version, True, None, slot.current.version, "rolled back"
         )
@@ -215,7 +215,7 @@ class SuggestService:
     def poll(self) -> dict[str, Any]:
         """Pick up outside changes: the blocklist file, and snapshots published by the CLI."""
         changed: dict[str, Any] = {"blocklist": self.blocklist.refresh(), "deployed": {}}
-        for market in self.store.markets():
+        for market in self.store.names():
             version = self.store.current(market)
             slot = self._slots.get(market)
             if version is None or (slot and slot.current.version == version):
@@ -230,9 +230,9 @@ class SuggestService:
         """The snapshot serving ``market`` now."""
         slot = self._slots.get(market)
         if slot is None:
-            if market not in self.markets and market not in self.store.markets():
+            if market not in self.markets and market not in self.store.names():
                 raise UnknownMarket(market)
-            raise NotBuilt(market)
+            raise not_built(market)
         return slot.current
 
     def known_markets(self) -> list[str]:
@@ -247,7 +247,7 @@ class SuggestService:
             out[market] = {
                 "current": slot.current.summary() if slot else None,
                 "previous": slot.previous.version if slot and slot.previous else None,
-                "stored": self.store.versions(market) if market in self.store.markets() else [],
+                "stored": self.store.versions(market) if market in self.store.names() else [],
                 "refused": self._refused.get(market),
             }
         return out

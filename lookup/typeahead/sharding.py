@@ -14,7 +14,7 @@ Two problems come with splitting a trie across shards, and this module solves bo
 ``plan.json`` (boundaries and head table); :func:`ensure_shard_sets` does it for every
 market under the data directory, again only when a market's snapshot changed.
 :class:`ShardedSuggest` routes a prefix to the head table or to the one shard that
-owns it in one process; :mod:`~lookup.typeahead.shard_http` serves the same files as
+owns it in one process; :mod:`~lookup.typeahead.shard_server` serves the same files as
 separate shard servers behind an HTTP router. Both answer exactly what the unsharded
 trie answers.
 """
@@ -37,7 +37,7 @@ import numpy as np
 
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import MarketBuild, snapshot_root, typeahead_dir
-from lookup.typeahead.snapshot import Snapshot, SnapshotStore, write_snapshot
+from lookup.typeahead.snapshot import Snapshot, open_snapshot_store, write_snapshot
 from lookup.typeahead.trie import RadixTrie, TrieReader
 
 
@@ -157,6 +157,12 @@ def in_range(prefix: str, lo: str, hi: str | None) -> bool:
     """True if a prefix of two or more code points falls in the bucket range ``[lo, hi)``."""
     b = bucket_of(prefix)
     return lo <= b and (hi is None or b < hi)
+
+
+def describe_range(lo: str, hi: str | None) -> str:
+    """A bucket range for messages: ``'ka' to 'pa'`` or ``'ka' onwards``."""
+    first = repr(lo) if lo else "the start"
+    return f"{first} to {hi!r}" if hi is not None else f"{first} onwards"
 
 
 def write_shards(
@@ -323,9 +329,9 @@ def ensure_shard_sets(
     """
     if n_shards < 1:
         raise ValueError("n_shards must be at least 1")
-    store = SnapshotStore(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_root(data_dir))
     root = shard_sets_root(data_dir, n_shards)
-    markets = [m for m in store.markets() if store.current(m)]
+    markets = [m for m in store.names() if store.current(m)]
     if not markets:
         raise LookupError(
             "no typeahead snapshot to shard yet; build one with "
@@ -344,7 +350,7 @@ def ensure_shard_sets(
                 continue
         except (OSError, ValueError, KeyError, TypeError):
             pass  # missing or unreadable: cut it again
-        snap = store.load(market, version)
+        snap = store.open(market, version)
         assert snap is not None
         if progress:
             progress(f"{market}: cutting {version} into {n_shards} shards")
@@ -373,7 +379,8 @@ class ShardedSuggest:
 
     In production each shard is a group of machines and the router is the suggest
     service; here the shards are snapshots loaded side by side in one process (see
-    :mod:`~lookup.typeahead.shard_http` for separate shard servers over HTTP).
+    :mod:`~lookup.typeahead.shard_server` and :mod:`~lookup.typeahead.router` for
+    separate shard servers over HTTP).
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
@@ -404,6 +411,7 @@ __all__ = [
     "ShardPlan",
     "ShardedSuggest",
     "bucket_of",
+    "describe_range",
     "ensure_shard_sets",
     "in_range",
     "plan_shards",

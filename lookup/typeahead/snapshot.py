@@ -16,6 +16,10 @@ Before anything serves a snapshot, :func:`validate` compares it with the previou
 structure and checksum sound, size within a tolerance, probe prefixes still giving
 sensible answers, nothing from the blocklist (or private-looking) present. A snapshot
 that fails is refused and the old one keeps serving.
+
+Snapshots live behind :class:`lookup.kit.snapshots.SnapshotStore`; the embedded one is
+:class:`TrieSnapshotStore` (a directory per market, ``open_snapshot_store(url)``), and
+:func:`publish_validated` is how a build gets a file into any store.
 """
 
 from __future__ import annotations
@@ -28,15 +32,20 @@ import re
 import struct
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from lookup.typeahead.filters import Blocklist, private_ids
+from lookup.errors import NotFound
+from lookup.kit.snapshots import snapshot_directory
+from lookup.typeahead.filters import TermBlocklist, private_ids
 from lookup.typeahead.trie import FLAG_COMPLETE, TrieArrays, TrieReader
+
+if TYPE_CHECKING:
+    from lookup.kit.snapshots import SnapshotStore
 
 MAGIC = b"LKTRIE01"
 FORMAT = 1
@@ -278,7 +287,7 @@ class Snapshot:
         """The id a query (as a key) leads to, or -1."""
         return self.reader.exact(query)
 
-    def blocked_ids(self, blocklist: Blocklist, token: object = None) -> frozenset[int]:
+    def blocked_ids(self, blocklist: TermBlocklist, token: object = None) -> frozenset[int]:
         """Ids of suggestions the blocklist blocks; cached per ``token`` (a blocklist version)."""
         key = token if token is not None else id(blocklist)
         cached = self._blocked
@@ -416,7 +425,7 @@ def default_probes(snap: Snapshot, extra: Iterable[str] = ()) -> list[str]:
 def validate(
     new: Snapshot,
     previous: Snapshot | None,
-    blocklist: Blocklist,
+    blocklist: TermBlocklist,
     policy: ValidationPolicy = ValidationPolicy(),
 ) -> ValidationReport:
     """Decide whether ``new`` may replace ``previous`` (see the module docstring)."""
@@ -473,11 +482,18 @@ def validate(
 # --------------------------------------------------------------------------- the store
 
 
-class SnapshotStore:
-    """Snapshots on disk: ``ROOT/<market>/<version>.trie`` plus a ``CURRENT`` pointer file.
+_MARKET_RE = re.compile(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 
-    ``publish`` validates a candidate against the current one and moves the pointer
-    only if it passes; a refused file is moved to ``ROOT/<market>/rejected/``.
+
+class TrieSnapshotStore:
+    """Snapshots on disk: ``ROOT/<market>/<version>.trie`` plus ``CURRENT`` and ``PREVIOUS``
+    pointer files — the embedded :class:`~lookup.kit.snapshots.SnapshotStore` of the
+    typeahead, whose names are markets.
+
+    Pointers are replaced atomically (``os.replace``), so a reader sees the old version
+    or the new one. A refused candidate goes to ``ROOT/<market>/rejected/`` with its
+    report. :func:`publish_validated` is the build's way in: validate, then publish or
+    reject.
     """
 
     def __init__(self, root: str | os.PathLike[str], keep: int = 5) -> None:
@@ -485,12 +501,12 @@ class SnapshotStore:
         self.keep = keep
 
     def market_dir(self, market: str) -> Path:
-        """The directory of one market's snapshots."""
-        if not re.fullmatch(r"[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*", market):
+        """The directory of one market's snapshots (``ValueError`` for a malformed market)."""
+        if not _MARKET_RE.fullmatch(market):
             raise ValueError(f"not a market: {market!r}")
         return self.root / market
 
-    def markets(self) -> list[str]:
+    def names(self) -> list[str]:
         """Markets with at least one snapshot."""
         if not self.root.exists():
             return []
@@ -511,61 +527,76 @@ class SnapshotStore:
             raise ValueError(f"not a snapshot version: {version!r}")
         return self.market_dir(market) / f"{version}{SUFFIX}"
 
-    def current(self, market: str) -> str | None:
-        """The version the ``CURRENT`` pointer names, if any."""
-        f = self.market_dir(market) / "CURRENT"
+    def _pointer(self, market: str, which: str) -> str | None:
         try:
-            v = f.read_text().strip()
+            v = (self.market_dir(market) / which).read_text().strip()
         except FileNotFoundError:
             return None
         return v or None
 
-    def set_current(self, market: str, version: str) -> None:
-        """Point ``CURRENT`` at a stored version (atomic rename)."""
-        if not self.path(market, version).exists():
-            raise FileNotFoundError(f"no snapshot {version} for {market}")
-        f = self.market_dir(market) / "CURRENT"
-        tmp = f.with_name("CURRENT.tmp")
+    def _point(self, market: str, which: str, version: str) -> None:
+        f = self.market_dir(market) / which
+        tmp = f.with_name(f"{which}.tmp")
         tmp.write_text(version + "\n")
         os.replace(tmp, f)
 
-    def load(self, market: str, version: str | None = None) -> Snapshot | None:
+    def current(self, market: str) -> str | None:
+        """The version the ``CURRENT`` pointer names, if any."""
+        return self._pointer(market, "CURRENT")
+
+    def activate(self, market: str, version: str) -> None:
+        """Point ``CURRENT`` at a stored version (atomic rename); the version it named
+        before becomes ``PREVIOUS``, the target of :meth:`rollback`."""
+        if not self.path(market, version).exists():
+            raise NotFound(f"no snapshot {version} for {market}")
+        before = self.current(market)
+        if before is not None and before != version:
+            self._point(market, "PREVIOUS", before)
+        self._point(market, "CURRENT", version)
+
+    def rollback(self, market: str) -> str:
+        """Make the version current before the last swap current again; returns it."""
+        previous = self._pointer(market, "PREVIOUS")
+        if previous is None:
+            raise NotFound(f"{market} has no previous snapshot to roll back to", code="NO_PREVIOUS")
+        if not self.path(market, previous).exists():
+            raise NotFound(f"the file of {previous} was pruned from the store", code="NO_PREVIOUS")
+        self.activate(market, previous)
+        return previous
+
+    def open(self, market: str, version: str | None = None) -> Snapshot | None:
         """Load a version (default: the current one); None if there is none."""
         version = version or self.current(market)
         if version is None:
             return None
-        return Snapshot(self.path(market, version))
+        path = self.path(market, version)
+        if not path.exists():
+            raise NotFound(f"no snapshot {version} for {market}")
+        return Snapshot(path)
 
-    def publish(
+    def publish(self, market: str, version: str, source: str | os.PathLike[str]) -> None:
+        """Move a checked snapshot file in as ``version``, make it current, prune."""
+        target = self.path(market, version)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if Path(source).resolve() != target.resolve():
+            os.replace(source, target)
+        self.activate(market, version)
+        self.prune(market)
+
+    def reject(
         self,
-        candidate: str | os.PathLike[str],
-        blocklist: Blocklist,
-        policy: ValidationPolicy = ValidationPolicy(),
-        *,
-        force: bool = False,
-    ) -> ValidationReport:
-        """Validate a candidate file against the current snapshot and make it current if it passes.
-
-        ``force`` skips the comparison with the previous snapshot (never the integrity
-        and blocklist checks) — for a deliberate change of data set.
-        """
-        snap = Snapshot(candidate)
-        previous = None if force else self.load(snap.market)
-        report = validate(snap, previous, blocklist, policy)
-        d = self.market_dir(snap.market)
-        d.mkdir(parents=True, exist_ok=True)
-        if not report.ok:
-            rejected = d / "rejected"
-            rejected.mkdir(exist_ok=True)
-            os.replace(candidate, rejected / f"{snap.version}{SUFFIX}")
-            (rejected / f"{snap.version}.json").write_text(json.dumps(report.to_dict(), indent=2))
-            return report
-        target = d / f"{snap.version}{SUFFIX}"
-        if Path(candidate).resolve() != target.resolve():
-            os.replace(candidate, target)
-        self.set_current(snap.market, snap.version)
-        self.prune(snap.market)
-        return report
+        market: str,
+        version: str,
+        source: str | os.PathLike[str],
+        reason: Mapping[str, Any],
+    ) -> None:
+        """Move a refused file to ``rejected/`` beside the report saying why."""
+        if not _VERSION_RE.match(version):
+            raise ValueError(f"not a snapshot version: {version!r}")
+        rejected = self.market_dir(market) / "rejected"
+        rejected.mkdir(parents=True, exist_ok=True)
+        os.replace(source, rejected / f"{version}{SUFFIX}")
+        (rejected / f"{version}.json").write_text(json.dumps(dict(reason), indent=2))
 
     def prune(self, market: str) -> None:
         """Keep the newest ``keep`` versions; never the current one or anything newer."""
@@ -576,17 +607,48 @@ class SnapshotStore:
             self.path(market, v).unlink(missing_ok=True)
 
 
+def open_snapshot_store(url: str | os.PathLike[str], keep: int = 5) -> TrieSnapshotStore:
+    """The typeahead's snapshot store at ``url`` (``file:///path`` or a directory path)."""
+    return TrieSnapshotStore(snapshot_directory(url), keep=keep)
+
+
+def publish_validated(
+    store: SnapshotStore[Snapshot],
+    candidate: str | os.PathLike[str],
+    blocklist: TermBlocklist,
+    policy: ValidationPolicy = ValidationPolicy(),
+    *,
+    force: bool = False,
+) -> ValidationReport:
+    """Validate a candidate file against the current snapshot; publish it if it passes,
+    else reject it with the report (the current one keeps serving).
+
+    ``force`` skips the comparison with the previous snapshot (never the integrity
+    and blocklist checks) — for a deliberate change of data set.
+    """
+    snap = Snapshot(candidate)
+    previous = None if force else store.open(snap.market)
+    report = validate(snap, previous, blocklist, policy)
+    if report.ok:
+        store.publish(snap.market, snap.version, candidate)
+    else:
+        store.reject(snap.market, snap.version, candidate, report.to_dict())
+    return report
+
+
 __all__ = [
     "FLAG_COMPLETE",
     "Check",
     "Snapshot",
     "SnapshotError",
-    "SnapshotStore",
     "Suggestions",
+    "TrieSnapshotStore",
     "ValidationPolicy",
     "ValidationReport",
     "check_structure",
     "default_probes",
+    "open_snapshot_store",
+    "publish_validated",
     "validate",
     "write_snapshot",
 ]

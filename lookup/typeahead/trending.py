@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, looks_private
-from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist, looks_private
+from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
 
 Clock = Callable[[], float]
 #: expected searches of ``query`` in ``market`` during a window ending at ``now``
@@ -107,12 +107,12 @@ class TrendingTracker:
         *,
         clock: Clock = time.time,
         baseline: Baseline | None = None,
-        blocklist: Callable[[], Blocklist] | None = None,
+        blocklist: Callable[[], TermBlocklist] | None = None,
     ) -> None:
         self.policy = policy
         self.clock = clock
         self.baseline = baseline or (lambda market, query, now: 0.0)
-        builtin = Blocklist(DEFAULT_BLOCKLIST)
+        builtin = TermBlocklist(DEFAULT_BLOCKLIST)
         self._blocklist = blocklist or (lambda: builtin)
         self._counts: dict[str, dict[str, _Counts]] = {}
         self._lock = threading.Lock()
@@ -124,7 +124,7 @@ class TrendingTracker:
         """Count one submitted search; returns the normalised query, or None if unusable."""
         if has_control_chars(query):
             return None
-        q = normalize(query)
+        q = normalize_query(query)
         if not q or len(q) > MAX_QUERY_CHARS:
             return None
         now = self.clock()
@@ -205,7 +205,7 @@ class TrendingTracker:
         p = self.policy
         first = int(self.clock() // p.bucket_s) - p.window_s // p.bucket_s + 1
         with self._lock:
-            c = self._counts.get(market, {}).get(normalize(query))
+            c = self._counts.get(market, {}).get(normalize_query(query))
             return c.window(first)[0] if c else 0
 
 

@@ -149,15 +149,21 @@ def text_of(at: AppTest) -> str:
 # ------------------------------------------------------------------- without a live system
 
 
-def test_api_down_says_how_to_start_it(
-    monkeypatch: pytest.MonkeyPatch, nothing_listening: str
-) -> None:
-    monkeypatch.setenv("LOOKUP_API_URL", nothing_listening)
+def open_page(monkeypatch: pytest.MonkeyPatch, api_url: str) -> tuple[AppTest, str]:
+    """The typeahead page against the API at ``api_url``, drawn without an exception,
+    and the commands it shows."""
+    monkeypatch.setenv("LOOKUP_API_URL", api_url)
     app = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
     app.switch_page(TYPEAHEAD).run()
     assert_clean(app)
+    return app, " ".join(c.value for c in app.code)
+
+
+def test_api_down_says_how_to_start_it(
+    monkeypatch: pytest.MonkeyPatch, nothing_listening: str
+) -> None:
+    app, commands = open_page(monkeypatch, nothing_listening)
     assert "needs the API" in app.warning[0].value
-    commands = " ".join(c.value for c in app.code)
     assert "make run" in commands and "lookup serve" in commands
     assert "lookup typeahead build" in commands
     assert not app.metric  # no half-drawn page
@@ -166,12 +172,8 @@ def test_api_down_says_how_to_start_it(
 def test_api_without_data_says_how_to_build_it(
     monkeypatch: pytest.MonkeyPatch, threaded_api: str
 ) -> None:
-    monkeypatch.setenv("LOOKUP_API_URL", threaded_api)
-    app = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
-    app.switch_page(TYPEAHEAD).run()
-    assert_clean(app)
+    app, commands = open_page(monkeypatch, threaded_api)
     assert "No typeahead snapshot" in app.info[0].value
-    commands = " ".join(c.value for c in app.code)
     assert "lookup datasets build typeahead" in commands
     assert "lookup typeahead build" in commands
 

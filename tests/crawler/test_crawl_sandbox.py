@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from lookup.crawler import normalize, read_events, read_record, url_hash
+from lookup.crawler import normalize_url, read_events, read_record, url_hash
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.sandbox.web import Request, Response
 from lookup.crawler.session import FAILED_OUTCOMES
@@ -88,7 +88,7 @@ def test_nothing_disallowed_is_ever_fetched(crawl_run: CrawlRun) -> None:
     requested = crawl_run.requested()
     for url in crawl_run.manifest["robots"]["disallowed"]:
         assert url not in requested
-        row = crawl_run.url_row(normalize(url) or url)
+        row = crawl_run.url_row(normalize_url(url) or url)
         assert row is not None and row["state"] == "blocked", url
     # And every request agrees with the host's robots.txt for our agent.
     agent = crawl_run.manifest["agent"]
@@ -162,7 +162,7 @@ def test_no_url_is_fetched_twice_in_one_cycle(crawl_run: CrawlRun) -> None:
         if e.host == urlsplit(crawl_run.manifest["hostile"]["stall"]).hostname:
             if e.path == "/stall.html":
                 continue  # a timeout is retried
-        answered[normalize(request_url(e)) or e.target] += 1
+        answered[normalize_url(request_url(e)) or e.target] += 1
     twice = {u: n for u, n in answered.items() if n > 1}
     assert not twice
 
@@ -173,7 +173,7 @@ def test_url_variants_collapse_before_fetching(crawl_run: CrawlRun) -> None:
         assert "jsessionid" not in e.target.lower() and "sid=" not in e.target
     requested = crawl_run.requested()
     for v in crawl_run.manifest["url_variants"]:
-        assert normalize(v["raw"], crawl_run.manifest["seeds"][0]) == v["normal"]
+        assert normalize_url(v["raw"], crawl_run.manifest["seeds"][0]) == v["normal"]
         assert v["normal"] in requested
 
 
@@ -274,19 +274,17 @@ def test_sitemaps_from_robots_txt_are_read_with_their_lastmod(crawl_run: CrawlRu
 
 
 def test_the_store_explains_every_duplicate_and_every_block(crawl_run: CrawlRun) -> None:
-    from lookup.crawler import CrawlStore
+    from lookup.crawler import open_crawl_reader
+    from lookup.crawler.store import crawl_state_url
 
-    store = CrawlStore(crawl_run.out / "crawl.sqlite")
-    try:
-        dups = store.duplicates()
-        assert dups and all(d["dup_of"] and d["dup_kind"] for d in dups)
-        assert {d["dup_kind"] for d in dups} >= {"exact"}
+    with open_crawl_reader(crawl_state_url(crawl_run.out)) as store:
+        dups = store.urls_with_outcome("duplicate")
+        assert dups and all(d.dup_of and d.dup_kind for d in dups)
+        assert {d.dup_kind for d in dups} >= {"exact"}
         blocked = store.blocked()
-        assert blocked and all(b["reason"] for b in blocked)
-        assert {c["rule"] for c in store.cuts()} == set(store.count_cuts())
-        assert store.fetch_log()[0]["kind"] == "robots"
-    finally:
-        store.close()
+        assert blocked and all(b.reason for b in blocked)
+        assert {c.rule for c in store.cuts()} == set(store.count_cuts())
+        assert store.fetch_log()[0].kind == "robots"
 
 
 def _probe_urls(run: CrawlRun) -> dict[str, str]:
@@ -299,7 +297,7 @@ def test_every_planted_soft_404_is_detected_and_no_real_page_is(crawl_run: Crawl
     probes = set(_probe_urls(crawl_run).values())
     judged = soft = 0
     for e in crawl_run.log:
-        url = normalize(request_url(e))
+        url = normalize_url(request_url(e))
         if e.status != 200 or e.path == "/robots.txt" or url in probes:
             continue
         row = crawl_run.url_row(url or "")

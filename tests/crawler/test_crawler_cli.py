@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from lookup.cli import main
-from lookup.crawler import Sandbox, SandboxConfig, normalize, read_events
+from lookup.crawler import Sandbox, SandboxConfig, normalize_url, read_events
 from tests.conftest import ROOT, free_port, wait_http
 from tests.crawler.conftest import request_url
 
@@ -144,7 +144,7 @@ def test_sigkill_mid_crawl_then_resume_loses_nothing_and_refetches_nothing(
     assert main(_crawl_args(web, out, "--resume")) == 0
     after = [e for e in web.log.entries() if e.start >= resumed_at]
     refetched = {
-        normalize(request_url(e))
+        normalize_url(request_url(e))
         for e in after
         if e.path != "/robots.txt"
     }

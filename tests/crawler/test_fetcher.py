@@ -9,9 +9,9 @@ import pytest
 
 from lookup.crawler.fetcher import (
     HTML_TYPES,
+    DnsResolver,
     Fetcher,
     ResolveError,
-    Resolver,
     parse_hosts_file,
     parse_retry_after,
 )
@@ -23,7 +23,7 @@ def run(coro):  # noqa: ANN001, ANN201
 
 
 async def fetch(web: Sandbox, key: str, path: str, **kw):  # noqa: ANN003, ANN201
-    async with Fetcher(Resolver(web.hosts(), strict=True), timeout=1.0,
+    async with Fetcher(DnsResolver(web.hosts(), strict=True), timeout=1.0,
                        max_bytes=256 * 1024) as f:  # fmt: skip
         return await f.fetch(web.url(key, path), **kw)
 
@@ -87,19 +87,19 @@ def test_robots_fetch_accepts_any_type(web: Sandbox) -> None:
 
 
 def test_resolver_table_strictness_and_allowed_networks() -> None:
-    r = Resolver({"a.test": "127.0.0.5"}, strict=True)
+    r = DnsResolver({"a.test": "127.0.0.5"}, strict=True)
     assert run(r.resolve("A.TEST.")) == "127.0.0.5"
     assert run(r.resolve("127.0.0.9")) == "127.0.0.9"
     with pytest.raises(ResolveError, match="not in the host table"):
         run(r.resolve("b.test"))
     with pytest.raises(ResolveError, match="outside the allowed networks"):
-        run(Resolver({"x.test": "10.1.2.3"}).resolve("x.test"))
-    open_r = Resolver({"x.test": "10.1.2.3"}, allowed=None)
+        run(DnsResolver({"x.test": "10.1.2.3"}).resolve("x.test"))
+    open_r = DnsResolver({"x.test": "10.1.2.3"}, allowed=None)
     assert run(open_r.resolve("x.test")) == "10.1.2.3"
     assert open_r.cached() == {"x.test": "10.1.2.3"} and open_r.lookups == 1
     run(open_r.resolve("x.test"))
     assert open_r.lookups == 1  # the per-host cache answered
-    assert ipaddress.ip_network("127.0.0.0/8") in Resolver().allowed
+    assert ipaddress.ip_network("127.0.0.0/8") in DnsResolver().allowed
 
 
 def test_hosts_file_format() -> None:

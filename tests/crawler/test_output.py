@@ -6,7 +6,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from lookup.crawler.output import EventLog, WarcStore, read_events, read_record
+from lookup.crawler.output import EventLogWriter, WarcStore, read_events, read_record
 
 
 def test_warc_response_and_revisit_round_trip(tmp_path: Path) -> None:
@@ -37,12 +37,12 @@ def test_warc_response_and_revisit_round_trip(tmp_path: Path) -> None:
 
 def test_event_log_drops_a_torn_last_line(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
-    log = EventLog(path)
+    log = EventLogWriter(path)
     log.append({"type": "PageFetched", "url": "http://a.test/"})
     log.close()
     with open(path, "ab") as f:
         f.write(b'{"type": "PageFet')  # killed mid-write
-    log = EventLog(path)
+    log = EventLogWriter(path)
     log.append({"type": "PageFetched", "url": "http://b.test/"})
     log.close()
     assert [e["url"] for e in read_events(path)] == ["http://a.test/", "http://b.test/"]

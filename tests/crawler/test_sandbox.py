@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import httpx
 import pytest
@@ -14,7 +14,7 @@ from lookup.crawler.fetcher import tls_context
 from lookup.crawler.parse import parse_html
 from lookup.crawler.sandbox import Sandbox, SandboxConfig
 from lookup.crawler.sandbox.web import Request
-from lookup.crawler.urlnorm import normalize
+from lookup.kit.urlnorm import normalize_url
 
 
 def get(
@@ -69,7 +69,7 @@ def test_url_variants_serve_the_same_page(web: Sandbox) -> None:
     base = web.seeds()[0]
     for v in web.manifest()["url_variants"]:
         canonical = parse_html(get(web, v["normal"]).text).text
-        assert normalize(v["raw"], base) == v["normal"]
+        assert normalize_url(v["raw"], base) == v["normal"]
         if v["raw"].startswith("/lib/") and "?utm_" in v["raw"]:
             # Tracking parameters reach the server and change nothing.
             assert parse_html(get(web, web.url("docs", v["raw"])).text).text == canonical
@@ -84,6 +84,38 @@ def test_traps_never_end(web: Sandbox) -> None:
     assert facets.status_code == 200 and "/products?" in facets.text
 
 
+def test_every_link_of_the_sandbox_web_leads_to_a_page() -> None:
+    """Walk each host from its front page in process (every handler renders what its
+    links name): no handler fails, no link is broken, every redirect lands somewhere."""
+    web = Sandbox(SandboxConfig.small())
+    w = web.world
+    key_of = {w.names[k]: k for k in web.sites.handlers}
+    queue = [w.url(k, "/") for k in web.sites.handlers]
+    seen, per_host, answered = set(queue), dict.fromkeys(key_of, 0), set()
+    for url in queue:  # grows while it is walked
+        parts = urlsplit(url)
+        key = key_of[parts.hostname or ""]
+        if per_host[w.names[key]] >= 40:  # traps never end: a bounded walk of each host
+            continue
+        per_host[w.names[key]] += 1
+        req = Request(w.names[key], w.addresses[key], "GET", unquote(parts.path), parts.query, {})
+        resp = web.sites.handlers[key].handle(req)
+        assert resp.status in (200, 301, 302, 303, 307, 429), (url, resp.status)
+        answered.add(key)
+        links = [v for k, v in resp.headers if k == "Location"]
+        if resp.status == 200 and resp.stream is None and "html" in (resp.content_type or ""):
+            body = resp.body if isinstance(resp.body, str) else resp.body.decode("utf-8", "replace")
+            links += parse_html(body).links
+        for link in links:
+            target = normalize_url(link, url)
+            if target and target.startswith("http://") and urlsplit(target).hostname in key_of:
+                if target not in seen:
+                    seen.add(target)
+                    queue.append(target)
+    assert answered == set(web.sites.handlers)
+    assert sum(per_host.values()) > 150
+
+
 def test_busy_host_answers_429_then_503_with_retry_after() -> None:
     web = Sandbox(SandboxConfig.small())
     site = web.sites.handlers["busy"]
@@ -96,6 +128,7 @@ def test_busy_host_answers_429_then_503_with_retry_after() -> None:
 def test_pages_change_at_their_own_rates() -> None:
     web = Sandbox(SandboxConfig.small(time_scale=1000.0))
     blog = web.sites.handlers["blog"]
+
     def req(slug: str) -> Request:
         return Request("blog.sandbox.test", "127.0.0.7", "GET", f"/post/{slug}.html", "", {})
 

@@ -309,16 +309,14 @@ def test_pair_measures_match_the_crawlers_verdicts(watched: Watched) -> None:
 
 
 def test_soft_404s_and_probes_read_back_as_the_crawler_stored_them(watched: Watched) -> None:
-    from lookup.crawler import CrawlStore
+    from lookup.crawler import open_crawl_reader
     from lookup.crawler.soft404 import masked_words
+    from lookup.crawler.store import crawl_state_url
 
     out = watched.session.out_dir
     pages = soft_404_pages(out)
-    store = CrawlStore(out / "crawl.sqlite")
-    try:
-        assert [p.url for p in pages] == [r["url"] for r in store.soft_404s()]
-    finally:
-        store.close()
+    with open_crawl_reader(crawl_state_url(out)) as store:
+        assert [p.url for p in pages] == [r.url for r in store.urls_with_outcome("soft-404")]
     assert watched.session.snapshot().soft_404s == len(pages) > 0
     probes = host_probes(out)
     soft_hosts = {h for h, p in probes.items() if p.soft}

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from lookup.crawler import CrawlConfig, CrawlError, Resolver, Sandbox, crawl
+from lookup.crawler import CrawlConfig, CrawlError, DnsResolver, Sandbox, crawl
 from lookup.crawler.fetcher import Fetcher
 from tests.crawler.conftest import test_config
 
 
 def _fetch(web: Sandbox, url: str, ca_bundle: Path | None) -> tuple[int | None, str | None, str]:
     async def go() -> tuple[int | None, str | None, str]:
-        resolver = Resolver(table=web.hosts(), strict=True)
+        resolver = DnsResolver(table=web.hosts(), strict=True)
         async with Fetcher(resolver, timeout=5.0, ca_bundle=ca_bundle) as fetcher:
             res = await fetcher.fetch(url)
         return res.status, res.error, res.detail

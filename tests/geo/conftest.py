@@ -4,7 +4,6 @@ and a brute-force oracle that scans every place with its own haversine and filte
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 
 from lookup.datasets import places as places_dataset
 from lookup.geo.ranking import tokenize
-from lookup.geo.store import COLUMNS, PlaceStore, create_schema, row_dict
+from lookup.geo.store import PlaceDatabaseWriter, SqlitePlaceStore, row_dict
 
 #: A fixed instant (Wednesday 2025-06-11 12:30 UTC) so "open now" is reproducible.
 NOW = 1749645000.0
@@ -173,7 +172,7 @@ def built_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def built_rows(built_data_dir: Path) -> list[dict[str, Any]]:
-    store = PlaceStore(places_dataset.db_path(built_data_dir))
+    store = SqlitePlaceStore(places_dataset.db_path(built_data_dir))
     try:
         _, rows = store.snapshot()
     finally:
@@ -190,16 +189,7 @@ def write_places_db(data_dir: Path, rows: list[dict[str, Any]]) -> Path:
     """A complete places database holding exactly ``rows`` (for tests that write to it)."""
     path = places_dataset.db_path(data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
-    try:
-        create_schema(conn)
-        conn.executemany(
-            f"INSERT INTO places({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
-            [tuple(r.get(c) for c in COLUMNS) for r in rows],
-        )
-        conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                         [("complete", "1"), ("next_num", str(max(r["num"] for r in rows) + 1))])
-        conn.commit()
-    finally:
-        conn.close()
+    with PlaceDatabaseWriter(path) as db:
+        db.insert_dicts(rows)
+        db.finish({"next_num": str(max(r["num"] for r in rows) + 1)})
     return data_dir

@@ -14,7 +14,7 @@ from lookup.datasets import places as places_dataset
 from lookup.geo import geohash as gh
 from lookup.geo.search import Filters
 from lookup.geo.service import PlacesService
-from lookup.geo.store import PlaceError, PlaceStore, row_dict
+from lookup.geo.store import PlaceError, PlaceStore, SqlitePlaceStore, row_dict
 from tests.geo.conftest import NOW, Oracle, write_places_db
 
 HOURS = {"mon": ["09:00-17:00"], "sat": ["10:00-14:00"]}
@@ -59,7 +59,7 @@ def _check_against_oracle(service: PlacesService, points: list[tuple[float, floa
 
 
 def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
-    store = PlaceStore(places_dataset.db_path(data_dir), clock=lambda: 1000.0)
+    store = SqlitePlaceStore(places_dataset.db_path(data_dir), clock=lambda: 1000.0)
     start = store.last_seq()
     added = store.add({"name": "Dosa Point", "lat": 12.93, "lng": 77.62, "category": "restaurant",
                        "tags": ["dosa", "Idli"], "hours": HOURS, "price": 2,
@@ -101,7 +101,7 @@ def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
     ],
 )
 def test_store_rejects_bad_fields(data_dir: Path, fields: dict[str, Any], code: str) -> None:
-    store = PlaceStore(places_dataset.db_path(data_dir))
+    store = SqlitePlaceStore(places_dataset.db_path(data_dir))
     before = store.last_seq()
     with pytest.raises(PlaceError) as err:
         store.add(fields)
@@ -200,7 +200,7 @@ def test_replaying_changes_is_harmless(service: PlacesService) -> None:
     )
     # and a fresh index that replays the same change twice ends in the same state
     fresh = PlacesService(service.data_dir, cache_ttl=0.0)
-    fresh.store = PlaceStore(store.path)
+    fresh.store = SqlitePlaceStore(store.path)
     rebuilt = fresh._build(version=1)
     assert rebuilt.seq == store.last_seq()
     assert rebuilt.apply(changes[0]) is False
@@ -248,3 +248,47 @@ def test_readers_never_see_a_half_swapped_index(service: PlacesService) -> None:
         thread.join(timeout=30)
     assert not errors
     assert len(totals) == 1  # same data, every version answers the same
+
+
+def _wait_for(check: Any, seconds: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_the_tailer_applies_outside_writes_in_the_background(service: PlacesService) -> None:
+    from lookup.kit.service import LiveService
+
+    assert isinstance(service, LiveService)
+    writer = SqlitePlaceStore(service.path)  # another writer (e.g. a second process)
+    added = writer.add({"name": "Tailed Cafe", "lat": 10.0, "lng": 10.0, "category": "cafe"})
+    writer.close()
+    service.start(interval=0.05)
+    assert service.index is not None
+    _wait_for(lambda: service.index.seq == service.store.last_seq())  # type: ignore[union-attr]
+    found = service.searcher().matches(10.0, 10.0, 200, Filters(), NOW)[0].cols.num.tolist()
+    assert added["num"] in found
+    status = service.status()
+    assert status["status"] == "ok"
+    assert status["sync"]["running"] and status["sync"]["failures"] == 0
+    service.close()
+    service.close()  # twice is fine
+    assert not service.status()["sync"]["running"]
+
+
+def test_a_failing_poll_is_counted_not_swallowed(
+    service: PlacesService, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken() -> int:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(service, "sync", broken)
+    with caplog.at_level("ERROR", logger="lookup.geo"):
+        service.start(interval=0.05)
+        _wait_for(lambda: service.status()["sync"]["failures"] >= 2)
+    status = service.status()["sync"]
+    assert status["failures"] >= 2 and status["running"]  # the loop keeps going
+    assert status["lastError"] == "OSError: disk went away"
+    assert "places-sync" in caplog.text

@@ -223,3 +223,14 @@ def test_shared_tiers() -> None:
     mem.set("k", b"v", 10)
     mem.delete("k")
     assert mem.get("k") is None and len(mem) == 0
+
+
+def test_the_shared_cache_factory_picks_the_tier_from_the_url() -> None:
+    from lookup.kit.cache import open_shared_cache
+
+    assert isinstance(open_shared_cache(""), NullSharedCache)
+    assert isinstance(open_shared_cache(None), NullSharedCache)
+    assert isinstance(open_shared_cache("none:"), NullSharedCache)
+    assert isinstance(open_shared_cache("memory:"), MemorySharedCache)
+    with pytest.raises(ValueError, match="none:, memory:"):
+        open_shared_cache("memcached://127.0.0.1:11211")

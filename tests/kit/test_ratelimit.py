@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.kit.ratelimit import RateLimiter, RatePolicy, check_all, most_restrictive
+from lookup.kit.ratelimit import (
+    MemoryRateLimiter,
+    RateLimiter,
+    RatePolicy,
+    check_all,
+    most_restrictive,
+    open_rate_limiter,
+)
 
 
 class FakeClock:
@@ -45,7 +52,7 @@ class Gcra:
 def test_token_bucket_agrees_with_gcra(capacity: int, rate: int, gaps: list[int]) -> None:
     # Times on a 1/1024 s grid and power-of-two rates keep the float bucket exact.
     clock = FakeClock()
-    limiter = RateLimiter(RatePolicy(capacity, rate), clock=clock)
+    limiter = MemoryRateLimiter(RatePolicy(capacity, rate), clock=clock)
     oracle = Gcra(capacity, Fraction(rate))
     t = Fraction(0)
     for gap in gaps:
@@ -56,7 +63,7 @@ def test_token_bucket_agrees_with_gcra(capacity: int, rate: int, gaps: list[int]
 
 def test_the_seed_trace_capacity_20_refill_10_per_second() -> None:
     clock = FakeClock()
-    limiter = RateLimiter(RatePolicy(20, 10), clock=clock)
+    limiter = MemoryRateLimiter(RatePolicy(20, 10), clock=clock)
     burst = [limiter.check("ip").allowed for _ in range(30)]
     assert burst == [True] * 20 + [False] * 10
     refused = limiter.check("ip")
@@ -74,7 +81,7 @@ def test_the_seed_trace_capacity_20_refill_10_per_second() -> None:
 )
 def test_retry_after_is_enough_and_reset_means_full(capacity: int, rate: float, n: int) -> None:
     clock = FakeClock()
-    limiter = RateLimiter(RatePolicy(capacity, rate), clock=clock)
+    limiter = MemoryRateLimiter(RatePolicy(capacity, rate), clock=clock)
     decision = None
     for _ in range(n):
         decision = limiter.check("k")
@@ -89,7 +96,7 @@ def test_retry_after_is_enough_and_reset_means_full(capacity: int, rate: float, 
 
 
 def test_headers_are_the_standard_ones() -> None:
-    limiter = RateLimiter(RatePolicy.per(2, 60), clock=FakeClock())
+    limiter = MemoryRateLimiter(RatePolicy.per(2, 60), clock=FakeClock())
     ok = limiter.check("a")
     assert ok.headers() == {
         "RateLimit-Limit": "2",
@@ -104,7 +111,7 @@ def test_headers_are_the_standard_ones() -> None:
 
 
 def test_identities_are_independent_and_bounded() -> None:
-    limiter = RateLimiter(RatePolicy(1, 1), clock=FakeClock(), max_identities=3)
+    limiter = MemoryRateLimiter(RatePolicy(1, 1), clock=FakeClock(), max_identities=3)
     assert limiter.check("a").allowed and not limiter.check("a").allowed
     assert limiter.check("b").allowed
     for who in "cdef":
@@ -114,8 +121,8 @@ def test_identities_are_independent_and_bounded() -> None:
 
 def test_check_all_is_all_or_nothing() -> None:
     clock = FakeClock()
-    owner = RateLimiter(RatePolicy(5, 1), clock=clock)
-    ip = RateLimiter(RatePolicy(1, 1), clock=clock)
+    owner = MemoryRateLimiter(RatePolicy(5, 1), clock=clock)
+    ip = MemoryRateLimiter(RatePolicy(1, 1), clock=clock)
     assert check_all([(owner, "o"), (ip, "1.2.3.4")]).allowed
     refused = check_all([(owner, "o"), (ip, "1.2.3.4")])
     assert not refused.allowed and refused.retry_after_s == 1
@@ -123,7 +130,7 @@ def test_check_all_is_all_or_nothing() -> None:
 
 
 def test_charge_and_refund_stay_within_the_bucket() -> None:
-    limiter = RateLimiter(RatePolicy(3, 1), clock=FakeClock())
+    limiter = MemoryRateLimiter(RatePolicy(3, 1), clock=FakeClock())
     limiter.charge("k", 10)
     assert limiter.peek("k").remaining == 0
     limiter.refund("k", 10)
@@ -147,11 +154,20 @@ def test_bad_policies_are_refused(text: str) -> None:
 
 def test_most_restrictive_picks_the_longest_wait() -> None:
     clock = FakeClock()
-    a = RateLimiter(RatePolicy(1, 1), clock=clock)
-    b = RateLimiter(RatePolicy(1, 0.1), clock=clock)
+    a = MemoryRateLimiter(RatePolicy(1, 1), clock=clock)
+    b = MemoryRateLimiter(RatePolicy(1, 0.1), clock=clock)
     a.check("x")
     b.check("x")
     chosen = most_restrictive([a.check("x"), b.check("x")])
     assert chosen.retry_after_s == 10
     with pytest.raises(ValueError):
         most_restrictive([])
+
+
+def test_the_factory_opens_in_process_buckets_and_refuses_unknown_urls() -> None:
+    limiter = open_rate_limiter("memory:", RatePolicy(2, 1), name="ip", clock=FakeClock())
+    assert isinstance(limiter, MemoryRateLimiter) and isinstance(limiter, RateLimiter)
+    assert limiter.name == "ip" and limiter.stats()["policy"] == RatePolicy(2, 1).describe()
+    for url in ("redis://127.0.0.1:6379/0", "sqlite:///tmp/limits.sqlite", ""):
+        with pytest.raises(ValueError, match="memory:"):
+            open_rate_limiter(url, RatePolicy(2, 1))

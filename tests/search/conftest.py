@@ -86,7 +86,7 @@ def service_1(index_1: Path) -> Iterator[SearchService]:
     svc = SearchService(index_1, realtime=False)
     svc.reload()
     yield svc
-    svc.stop()
+    svc.close()
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def service_4(index_4: Path) -> Iterator[SearchService]:
     svc = SearchService(index_4, realtime=False)
     svc.reload()
     yield svc
-    svc.stop()
+    svc.close()
 
 
 def sample_queries(pages: list[Page], n: int, seed: int = 7) -> list[str]:

@@ -15,7 +15,7 @@ from lookup.search.analysis import (
     stem,
 )
 from lookup.search.events import decode_html, page_from_payload, parse_time
-from lookup.search.extract import extract_page, normalize_url
+from lookup.search.extract import comparable_url, extract_page
 from lookup.search.snippets import make_snippet
 
 
@@ -99,9 +99,9 @@ def test_noindex_title_fallback_and_charsets() -> None:
 
 
 def test_url_normalisation_and_times() -> None:
-    assert normalize_url("HTTP://Example.COM:80/a#frag") == "http://example.com/a"
-    assert normalize_url("https://example.com") == "https://example.com/"
-    assert normalize_url("http://example.com:8080/x?q=1") == "http://example.com:8080/x?q=1"
+    assert comparable_url("HTTP://Example.COM:80/a#frag") == "http://example.com/a"
+    assert comparable_url("https://example.com") == "https://example.com/"
+    assert comparable_url("http://example.com:8080/x?q=1") == "http://example.com:8080/x?q=1"
     assert parse_time("2026-07-29T04:11:00Z") == 1785298260.0
     assert parse_time(12.5) == 12.5
     assert parse_time(None) == 0.0 and parse_time("garbage") == 0.0

@@ -31,7 +31,7 @@ def test_index_builds_into_the_data_dir_and_updates_incrementally(
     assert "incremental update" in capsys.readouterr().out
     svc = SearchService(data / "search", realtime=False)
     assert svc.search("heap")["results"]
-    svc.stop()
+    svc.close()
 
 
 def test_index_to_an_explicit_out_dir(

@@ -47,4 +47,4 @@ def test_the_crawlers_output_indexes_and_answers(crawled: Path, tmp_path: Path) 
     assert found >= 10
     snap = svc.snapshot()
     assert snap.link_counts.size and snap.link_counts.max() >= 2  # the crawl graph has hubs
-    svc.stop()
+    svc.close()

@@ -114,7 +114,7 @@ def test_changed_page_replaces_old_version_and_gone_page_is_deleted(
     assert svc.search(pages[5].title)["results"] == [] or all(
         h["url"] != pages[5].url for h in svc.search(pages[5].title)["results"]
     )
-    svc.stop()
+    svc.close()
 
 
 def test_merge_drops_deleted_documents_and_keeps_postings(tmp_path: Path, index_4: Path) -> None:
@@ -218,7 +218,7 @@ def test_storage_key_without_offset_is_found_by_url(tmp_path: Path) -> None:
     assert report.failed == 0 and report.live_docs == 5
     svc = SearchService(tmp_path / "idx", realtime=False)
     assert [r["url"] for r in svc.search("version2")["results"]] == ["http://k.test/2"]
-    svc.stop()
+    svc.close()
 
 
 def test_tombstoned_index_scores_like_a_fresh_rebuild(
@@ -247,5 +247,5 @@ def test_tombstoned_index_scores_like_a_fresh_rebuild(
         assert [r["url"] for r in ra["results"]] == [r["url"] for r in rb["results"]]
         assert [r["score"] for r in ra["results"]] == [r["score"] for r in rb["results"]]
         assert ra["estimatedTotal"] == rb["estimatedTotal"]
-    a.stop()
-    b.stop()
+    a.close()
+    b.close()

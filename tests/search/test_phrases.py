@@ -89,7 +89,7 @@ def streams_1(index_1: Path) -> dict[str, dict[int, str]]:
     try:
         return _streams(svc)
     finally:
-        svc.stop()
+        svc.close()
 
 
 def test_parse_query_phrases_and_gaps() -> None:
@@ -201,4 +201,4 @@ def test_phrases_in_the_real_time_tier(crawl: CrawlWriter, tmp_path: Path) -> No
         pure = svc.search('"sandwich of quokka"', now=NOW, signals=Signals.off())
         assert [r["url"] for r in pure["results"]] == ["http://fresh.test/b.html"]
     finally:
-        svc.stop()
+        svc.close()

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lookup.search import Coordinator, Signals, Snapshot
+from lookup.search import Coordinator, IndexVersion, Signals
 from lookup.search.analysis import analyze_document, analyze_query
 from lookup.search.indexer import shard_of
 from lookup.search.manifest import (
@@ -122,7 +122,7 @@ def test_any_layout_with_any_deletions_ranks_like_brute_force(case) -> None:  # 
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             _build(root, docs, shards, seg_docs, deleted)
-            snap = Snapshot.open(root)
+            snap = IndexVersion.open(root)
             assert snap is not None and snap.live_docs == len(docs) - len(deleted)
             for q in queries:
                 body = co.search(snap, " ".join(q), limit=5, signals=Signals.off(), now=2e9)

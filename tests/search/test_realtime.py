@@ -35,7 +35,7 @@ def live(crawl: CrawlWriter, tmp_path: Path) -> Iterator[tuple[CrawlWriter, Path
     svc = SearchService(index)  # real-time tier on; polled by hand, no thread
     svc.reload()
     yield crawl, index, svc
-    svc.stop()
+    svc.close()
 
 
 def _urls(svc: SearchService, q: str, **kw: object) -> list[str]:
@@ -77,7 +77,7 @@ def test_tiers_score_like_one_index_over_everything(
             [r["score"] for r in b["results"]], abs=1e-9
         )
         assert a["estimatedTotal"] == b["estimatedTotal"]
-    ref.stop()
+    ref.close()
 
 
 def test_changed_and_gone_pages_hide_their_batch_versions(live, pages: list[Page]) -> None:  # type: ignore[no-untyped-def]
@@ -150,4 +150,65 @@ def test_tier_tails_in_the_background(live) -> None:  # type: ignore[no-untyped-
     while time.monotonic() < deadline and not _urls(svc, "brandnewe0"):
         time.sleep(0.05)
     assert _urls(svc, "brandnewe0") == ["http://fresh.test/e/0.html"]
-    assert svc.health()["realtime"]["ingested"] == 1
+    assert svc.status()["realtime"]["ingested"] == 1
+
+
+def _wait_for(check, seconds: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_a_failing_poll_is_counted_and_the_tier_keeps_polling(  # type: ignore[no-untyped-def]
+    live, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, _, svc = live
+
+    def broken(max_events: int = 5000) -> int:
+        raise OSError("crawl log unreadable")
+
+    monkeypatch.setattr(svc.tier, "poll", broken)
+    svc.tier.poll_seconds = 0.02
+    with caplog.at_level("ERROR", logger="lookup.search"):
+        svc.tier.start()
+        _wait_for(lambda: svc.status()["realtime"]["poller"]["failures"] >= 2)
+    realtime = svc.status()["realtime"]
+    assert realtime["poller"]["failures"] >= 2 and realtime["poller"]["running"]
+    assert realtime["poller"]["lastError"] == "OSError: crawl log unreadable"
+    assert realtime["failed"] >= 2 and "search-realtime" in caplog.text
+    svc.close()
+    assert svc.tier is None
+
+
+def test_the_watcher_opens_a_new_version_in_the_background(live) -> None:  # type: ignore[no-untyped-def]
+    from lookup.kit.service import LiveService
+
+    crawl, index, svc = live
+    assert isinstance(svc, LiveService)
+    svc.start()
+    before = svc.snapshot().version
+    crawl.fetch(fresh_pages("w", 2), at=NOW)
+    build_index(crawl.root, index)
+    _wait_for(lambda: svc.snapshot().version == before + 1)
+    status = svc.status()
+    assert status["version"] == before + 1
+    assert status["reloader"]["running"] and status["reloader"]["failures"] == 0
+    assert _urls(svc, "brandneww1") == ["http://fresh.test/w/1.html"]
+
+
+def test_a_failing_version_check_is_counted(  # type: ignore[no-untyped-def]
+    live, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, _, svc = live
+    svc.start()
+
+    def broken() -> str:
+        raise PermissionError("CURRENT unreadable")
+
+    monkeypatch.setattr(svc.location, "current_token", broken)
+    _wait_for(lambda: svc.status()["reloader"]["failures"] >= 1)
+    reloader = svc.status()["reloader"]
+    assert reloader["failures"] >= 1 and reloader["running"]
+    assert reloader["lastError"] == "PermissionError: CURRENT unreadable"

@@ -9,12 +9,25 @@ from pathlib import Path
 import pytest
 
 from lookup.typeahead import querylog
-from lookup.typeahead.aggregate import ScoreBoard, read_events
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist
+from lookup.typeahead.aggregate import ScoreBoard, read_query_log
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run, state_path
 
 EVENTS = 50_000
 SEED = 7
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, t: float = 1_800_000_000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
 
 
 @dataclass
@@ -38,7 +51,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     result = run(data_dir, path, config=config)
     assert result.ok, result.to_dict()
     board = ScoreBoard.load(state_path(data_dir))
-    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
     builds = {m: compile_market(s, blocklist, config) for m, s in board.markets.items()}
     return Built(data_dir, log, path, config, board, builds)
 
@@ -54,4 +67,4 @@ def data_dir(built: Built, tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def small_events(built: Built):  # type: ignore[no-untyped-def]
     """The log read back through the pipeline's reader."""
-    return read_events(built.log_path)
+    return read_query_log(built.log_path)

@@ -19,7 +19,7 @@ from lookup.typeahead.aggregate import (
     ScoreBoard,
     decay_factor,
     events_from_table,
-    read_events,
+    read_query_log,
     steady_state,
 )
 
@@ -142,7 +142,7 @@ def test_reads_csv_with_iso_and_epoch_timestamps(tmp_path: Path) -> None:
         "2026-10-02 09:00:00,en-IN,2026,u4\n",
         encoding="utf-8",
     )
-    batch = read_events(csv)
+    batch = read_query_log(csv)
     assert sorted(batch.queries) == sorted(["iphone 17", "मौसम", "2026"])  # "2026" stays text
     rows = [batch.queries[q] for q in batch.query]
     assert rows[0] == rows[1] == "iphone 17"  # normalised to one query
@@ -163,7 +163,7 @@ def test_reads_parquet_with_timestamps(tmp_path: Path) -> None:
         }
     )
     pq.write_table(t, tmp_path / "log.parquet")
-    batch = read_events(tmp_path / "log.parquet")
+    batch = read_query_log(tmp_path / "log.parquet")
     assert batch.ts.tolist() == [1_790_000_000]
     assert batch.dropped == 1
 
@@ -180,15 +180,15 @@ def test_bad_logs_get_clear_errors(tmp_path: Path, body: str, message: str) -> N
     path = tmp_path / "bad.csv"
     path.write_text(body)
     with pytest.raises(LogError, match=message):
-        read_events(path)
+        read_query_log(path)
 
 
 def test_missing_file_and_wrong_type(tmp_path: Path) -> None:
     with pytest.raises(LogError, match="no such file"):
-        read_events(tmp_path / "absent.csv")
+        read_query_log(tmp_path / "absent.csv")
     (tmp_path / "x.json").write_text("{}")
     with pytest.raises(LogError, match="csv or .parquet"):
-        read_events(tmp_path / "x.json")
+        read_query_log(tmp_path / "x.json")
 
 
 def test_hour_share_sums_to_one() -> None:

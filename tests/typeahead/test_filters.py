@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from lookup.typeahead.filters import (
     DEFAULT_BLOCKLIST,
-    Blocklist,
     FilterConfig,
     HotBlocklist,
+    TermBlocklist,
     looks_private,
     private_ids,
     select_queries,
@@ -22,7 +22,7 @@ from lookup.typeahead.filters import (
 
 
 def test_phrases_match_at_word_boundaries() -> None:
-    bl = Blocklist(["fake aadhaar", "नकली नोट"])
+    bl = TermBlocklist(["fake aadhaar", "नकली नोट"])
     assert bl.blocks("buy fake aadhaar card online")
     assert bl.blocks("fake aadhaar")
     assert not bl.blocks("fake aadhaarx")
@@ -38,7 +38,7 @@ phrases = st.lists(words, min_size=1, max_size=3).map(" ".join)
 @settings(max_examples=100, deadline=None)
 @given(st.lists(phrases, min_size=1, max_size=4), st.lists(phrases, min_size=1, max_size=25))
 def test_one_regex_pass_agrees_with_the_per_query_check(terms, strings) -> None:  # type: ignore[no-untyped-def]
-    bl = Blocklist(terms)
+    bl = TermBlocklist(terms)
     joined = "".join(s + "\n" for s in strings)
     offsets, pos = [], 0
     for s in strings:
@@ -57,7 +57,7 @@ def test_private_data_is_recognised() -> None:
 
 
 def test_bad_terms_are_refused() -> None:
-    bl = Blocklist()
+    bl = TermBlocklist()
     for bad in ("", "   ", "a\x00b", "x" * 101):
         with pytest.raises(ValueError):
             bl.add(bad)
@@ -90,7 +90,7 @@ def test_select_queries_reports_each_rule() -> None:
     scores = [10.0, 5.0, 9.0, 8.0, 0.0]
     users = [50, 2, 50, 50, 50]
     kept, report = select_queries(
-        queries, scores, users, Blocklist(DEFAULT_BLOCKLIST), FilterConfig(min_users=5)
+        queries, scores, users, TermBlocklist(DEFAULT_BLOCKLIST), FilterConfig(min_users=5)
     )
     assert [queries[i] for i in kept] == ["ipl"]
     assert (report.too_few_users, report.blocked, report.private, report.no_score) == (1, 1, 1, 1)

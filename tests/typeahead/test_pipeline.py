@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from lookup.typeahead import querylog
-from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_events
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist, looks_private
+from lookup.typeahead.aggregate import ScoreBoard, decay_factor, read_query_log
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist, looks_private
 from lookup.typeahead.normalize import script_of
 from lookup.typeahead.pipeline import BuildConfig, compile_market
 from lookup.typeahead.serving import SuggestService
@@ -47,7 +47,7 @@ def oracle_scores(built: Built, market: str) -> tuple[dict[str, float], dict[str
 
 def kept_queries(built: Built, market: str) -> dict[str, float]:
     score, users = oracle_scores(built, market)
-    bl = Blocklist(DEFAULT_BLOCKLIST)
+    bl = TermBlocklist(DEFAULT_BLOCKLIST)
     return {
         s: v
         for s, v in score.items()
@@ -135,7 +135,7 @@ def test_hi_in_served_top10_equals_brute_force(built: Built) -> None:
 
 def test_planted_problems_never_surface(built: Built) -> None:
     service = SuggestService.from_data_dir(built.data_dir)
-    bl = Blocklist(DEFAULT_BLOCKLIST)
+    bl = TermBlocklist(DEFAULT_BLOCKLIST)
     for market in querylog.MARKETS:
         for bad in querylog.UNSAFE_QUERIES[market]:
             for n in range(1, len(bad) + 1):
@@ -170,11 +170,12 @@ def test_latin_hindi_spellings_lead_to_latin_suggestions(built: Built) -> None:
 def test_bot_discount_keeps_spam_down(built: Built) -> None:
     spam = querylog.BOT_SPAM["en-IN"]
     state = built.board.markets["en-IN"]
-    discounted = compile_market(state, Blocklist(DEFAULT_BLOCKLIST), BuildConfig())
+    discounted = compile_market(state, TermBlocklist(DEFAULT_BLOCKLIST), BuildConfig())
     # the same evidence with bots counted in full pushes the spam up the ranking
     board = ScoreBoard()
-    board.fold(read_events(built.log_path), bot_weight=1.0)
-    counted = compile_market(board.markets["en-IN"], Blocklist(DEFAULT_BLOCKLIST), BuildConfig())
+    board.fold(read_query_log(built.log_path), bot_weight=1.0)
+    blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
+    counted = compile_market(board.markets["en-IN"], blocklist, BuildConfig())
     rank_counted = counted.strings.index(spam)
     rank_discounted = discounted.strings.index(spam) if spam in discounted.strings else 10**9
     assert rank_counted < len(counted.strings) * 0.02
@@ -184,10 +185,10 @@ def test_bot_discount_keeps_spam_down(built: Built) -> None:
 def test_threshold_alone_removes_the_private_query(built: Built) -> None:
     state = built.board.markets["en-IN"]
     no_privacy_rule = BuildConfig(drop_private=False)
-    build = compile_market(state, Blocklist(DEFAULT_BLOCKLIST), no_privacy_rule)
+    build = compile_market(state, TermBlocklist(DEFAULT_BLOCKLIST), no_privacy_rule)
     assert querylog.PRIVATE_QUERY not in build.strings
     lax = compile_market(
-        state, Blocklist(DEFAULT_BLOCKLIST), BuildConfig(min_users=1, drop_private=False)
+        state, TermBlocklist(DEFAULT_BLOCKLIST), BuildConfig(min_users=1, drop_private=False)
     )
     assert querylog.PRIVATE_QUERY in lax.strings  # it was the threshold that stopped it
 

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from lookup.typeahead import querylog
-from lookup.typeahead.filters import DEFAULT_BLOCKLIST, Blocklist
-from lookup.typeahead.normalize import normalize, script_of
+from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist
+from lookup.typeahead.normalize import normalize_query, script_of
 
 from .conftest import EVENTS, SEED, Built
 
@@ -84,7 +84,7 @@ def test_private_query_has_one_user_and_bots_are_flagged(built: Built) -> None:
     ev, s = built.log.events, built.log.strings
     private = ev.query == s.index(querylog.PRIVATE_QUERY)
     assert private.sum() >= 20 and len(set(ev.user[private].tolist())) == 1
-    spam = ev.query == s.index(normalize(querylog.BOT_SPAM["en-IN"]))
+    spam = ev.query == s.index(normalize_query(querylog.BOT_SPAM["en-IN"]))
     assert ev.is_bot[spam].mean() > 0.8
     assert set(built.log.manifest["bot_users"]) >= {
         built.log.user_ids[u] for u in ev.user[ev.is_bot]
@@ -92,11 +92,11 @@ def test_private_query_has_one_user_and_bots_are_flagged(built: Built) -> None:
 
 
 def test_unsafe_queries_are_planted_popular(built: Built) -> None:
-    bl = Blocklist(DEFAULT_BLOCKLIST)
+    bl = TermBlocklist(DEFAULT_BLOCKLIST)
     counts = np.bincount(built.log.events.query, minlength=len(built.log.strings))
     for q in querylog.UNSAFE_QUERIES["en-IN"]:
-        assert bl.blocks(normalize(q))
-        assert counts[built.log.strings.index(normalize(q))] >= 5
+        assert bl.blocks(normalize_query(q))
+        assert counts[built.log.strings.index(normalize_query(q))] >= 5
 
 
 def test_trending_spike_from_zero_to_thousands_in_minutes(built: Built) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from lookup.typeahead.pipeline import snapshot_root
 from lookup.typeahead.serving import NotBuilt, SuggestService, UnknownMarket
-from lookup.typeahead.snapshot import SnapshotStore, write_snapshot
+from lookup.typeahead.snapshot import open_snapshot_store, write_snapshot
 from lookup.typeahead.trie import RadixTrie
 
 from .conftest import Built
@@ -105,7 +105,7 @@ def test_poll_deploys_what_the_build_published(data_dir: Path) -> None:
     service = SuggestService.from_data_dir(data_dir)
     strings = service.snapshot("hi-IN").strings()
     v = publish_variant(data_dir, "hi-IN", strings, "20991231T000000Z-123456")
-    SnapshotStore(snapshot_root(data_dir)).set_current("hi-IN", v)
+    open_snapshot_store(snapshot_root(data_dir)).activate("hi-IN", v)
     result = service.poll()
     assert result["deployed"] == {"hi-IN": "deployed"}
     assert service.snapshot("hi-IN").version == v

@@ -30,8 +30,8 @@ import uvicorn
 
 from lookup.kit.http import ApiError
 from lookup.server import create_app
+from lookup.typeahead.router import ShardRouter, install_router
 from lookup.typeahead.serving import SuggestService
-from lookup.typeahead.shard_http import ShardCluster, ShardRouter, install_router
 from lookup.typeahead.sharding import (
     PLAN_FILE,
     ShardLayout,
@@ -40,6 +40,7 @@ from lookup.typeahead.sharding import (
     shard_file,
 )
 from lookup.typeahead.snapshot import Snapshot
+from lookup.typeahead.supervisor import ShardCluster
 from tests.conftest import ROOT, free_port, wait_http
 
 from .conftest import Built

@@ -21,16 +21,12 @@ import pytest
 from lookup.server import create_app
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path
+from lookup.typeahead.router import ShardRouter, install_router, shards_spanned
 from lookup.typeahead.serving import SuggestService
-from lookup.typeahead.shard_http import (
-    ShardCluster,
-    ShardRouter,
-    install_router,
-    shards_spanned,
-    top_n,
-)
+from lookup.typeahead.shard_server import top_n
 from lookup.typeahead.sharding import ShardLayout, ensure_shard_sets, shard_file
 from lookup.typeahead.snapshot import Snapshot
+from lookup.typeahead.supervisor import ShardCluster
 from lookup.typeahead.trending import TrendingPolicy
 
 from .conftest import Built

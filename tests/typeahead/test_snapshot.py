@@ -10,12 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lookup.typeahead.filters import Blocklist
+from lookup.typeahead.filters import TermBlocklist
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
-    SnapshotStore,
+    TrieSnapshotStore,
     ValidationPolicy,
+    open_snapshot_store,
+    publish_validated,
     validate,
     write_snapshot,
 )
@@ -84,7 +86,7 @@ HEAD = [f"query {w}" for w in "abcdefghijklmnopqrstuvwxyz"] + [f"other {i}" for 
 def test_validation_passes_a_similar_snapshot(tmp_path: Path) -> None:
     old = Snapshot(make(tmp_path / "a.trie", HEAD))
     new = Snapshot(make(tmp_path / "b.trie", HEAD[:95] + ["fresh one", "fresh two"]))
-    report = validate(new, old, Blocklist(["make a bomb"]))
+    report = validate(new, old, TermBlocklist(["make a bomb"]))
     assert report.ok, report.to_dict()
     assert {c.name for c in report.checks} >= {"structure", "blocklist", "size", "probes"}
 
@@ -92,41 +94,53 @@ def test_validation_passes_a_similar_snapshot(tmp_path: Path) -> None:
 def test_validation_refuses_size_jumps_blocked_and_broken_probes(tmp_path: Path) -> None:
     old = Snapshot(make(tmp_path / "a.trie", HEAD))
     tiny = Snapshot(make(tmp_path / "b.trie", HEAD[:50]))
-    assert [c.name for c in validate(tiny, old, Blocklist()).failures()] == ["size"]
+    assert [c.name for c in validate(tiny, old, TermBlocklist()).failures()] == ["size"]
     blocked = Snapshot(make(tmp_path / "c.trie", HEAD[:99] + ["how to make a bomb"]))
-    assert [c.name for c in validate(blocked, old, Blocklist(["make a bomb"])).failures()] == [
+    assert [c.name for c in validate(blocked, old, TermBlocklist(["make a bomb"])).failures()] == [
         "blocklist"
     ]
     private = Snapshot(make(tmp_path / "p.trie", HEAD[:99] + ["priya 9840012345"]))
-    assert [c.name for c in validate(private, old, Blocklist()).failures()] == ["private"]
+    assert [c.name for c in validate(private, old, TermBlocklist()).failures()] == ["private"]
     shuffled = Snapshot(make(tmp_path / "d.trie", [f"zz {i}" for i in range(100)]))
-    assert "probes" in [c.name for c in validate(shuffled, old, Blocklist()).failures()]
-    assert validate(shuffled, None, Blocklist()).ok  # nothing to compare with
+    assert "probes" in [c.name for c in validate(shuffled, old, TermBlocklist()).failures()]
+    assert validate(shuffled, None, TermBlocklist()).ok  # nothing to compare with
     loose = ValidationPolicy(size_tolerance=0.6)
-    assert validate(tiny, old, Blocklist(), loose).ok
+    assert validate(tiny, old, TermBlocklist(), loose).ok
 
 
 def test_store_publishes_refuses_and_prunes(tmp_path: Path) -> None:
-    store = SnapshotStore(tmp_path / "snaps", keep=3)
+    store = TrieSnapshotStore(tmp_path / "snaps", keep=3)
     staging = tmp_path / "staging"
     staging.mkdir()
     first = make(staging / "x.trie", HEAD, version="20260101T000000Z-aaaaaa")
-    assert store.publish(first, Blocklist()).ok
+    assert publish_validated(store, first, TermBlocklist()).ok
     assert store.current("en-IN") == "20260101T000000Z-aaaaaa"
     bad = make(staging / "y.trie", HEAD[:10], version="20260102T000000Z-bbbbbb")
-    report = store.publish(bad, Blocklist())
+    report = publish_validated(store, bad, TermBlocklist())
     assert not report.ok
     assert store.current("en-IN") == "20260101T000000Z-aaaaaa"  # the old one keeps serving
     assert (tmp_path / "snaps" / "en-IN" / "rejected" / "20260102T000000Z-bbbbbb.json").exists()
     for day in range(3, 8):
         v = f"202601{day:02d}T000000Z-cccccc"
-        assert store.publish(make(staging / "z.trie", HEAD, version=v), Blocklist()).ok
+        candidate = make(staging / "z.trie", HEAD, version=v)
+        assert publish_validated(store, candidate, TermBlocklist()).ok
     assert store.versions("en-IN") == [f"202601{d:02d}T000000Z-cccccc" for d in (5, 6, 7)]
-    assert store.load("en-IN").version == "20260107T000000Z-cccccc"
+    opened = store.open("en-IN")
+    assert opened is not None and opened.version == "20260107T000000Z-cccccc"
     with pytest.raises(ValueError):
         store.path("en-IN", "../../etc/passwd")
     with pytest.raises(ValueError):
         store.market_dir("../x")
+
+
+def test_the_store_opens_from_a_url(tmp_path: Path) -> None:
+    url = (tmp_path / "snaps").as_uri()
+    assert url.startswith("file:///")
+    assert open_snapshot_store(url).root == tmp_path / "snaps"
+    assert open_snapshot_store(str(tmp_path / "snaps")).root == tmp_path / "snaps"
+    for bad in ("sqlite:///x.db", "memory:", "s3://bucket/x", "file://host/x", ""):
+        with pytest.raises(ValueError, match="snapshot store URL|file URL|local directory"):
+            open_snapshot_store(bad)
 
 
 def test_file_is_compact(tmp_path: Path) -> None:

@@ -9,19 +9,7 @@ import pytest
 from lookup.typeahead.serving import SuggestService
 from lookup.typeahead.trending import TrendingPolicy, TrendingTracker
 
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, t: float = 1_800_000_000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
-
+from .conftest import Clock
 
 POLICY = TrendingPolicy(floor=300, ratio=5.0, min_users=20, refresh_s=0.0)
 

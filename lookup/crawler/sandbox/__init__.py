@@ -247,21 +247,13 @@ class Sandbox:
             return Response(200, self.hosts_file(), "text/plain; charset=utf-8")
         if req.path == "/_sandbox/ca.pem":
             if self.ca is None:
-                return Response(
-                    404,
-                    json.dumps({"error": "NO_TLS", "message": "no sandbox host speaks TLS"}),
-                    "application/json",
-                )
+                return _json_error(404, "NO_TLS", "no sandbox host speaks TLS")
             return Response(200, self.ca_pem, "application/x-pem-file")
         if req.path == "/_sandbox/log":
             try:
                 since = max(0, int(req.params().get("since", "0") or 0))
             except ValueError:
-                return Response(
-                    400,
-                    json.dumps({"error": "BAD_REQUEST", "message": "since must be an integer"}),
-                    "application/json",
-                )
+                return _json_error(400, "BAD_REQUEST", "since must be an integer")
             return Response(200, log_as_json(self.log.entries(since)), "application/x-ndjson")
         if req.path == "/":
             rows = "".join(
@@ -276,8 +268,9 @@ class Sandbox:
                 "<a href='/_sandbox/ca.pem'>CA certificate</a></p>"
             )
             return Response(200, page("Sandbox", main))
-        return Response(
-            404,
-            json.dumps({"error": "NOT_FOUND", "message": f"no such endpoint: {req.path}"}),
-            "application/json",
-        )
+        return _json_error(404, "NOT_FOUND", f"no such endpoint: {req.path}")
+
+
+def _json_error(status: int, code: str, message: str) -> Response:
+    """An error from the control address, in the workbench's ``{error, message}`` shape."""
+    return Response(status, json.dumps({"error": code, "message": message}), "application/json")

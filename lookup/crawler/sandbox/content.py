@@ -25,8 +25,11 @@ import inspect
 import pydoc
 import re
 import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
+from types import ModuleType
 
 __all__ = [
     "DOC_MODULES",
@@ -71,24 +74,51 @@ PRODUCT_MODULES = "itertools statistics os.path shutil textwrap".split()
 _lock = threading.Lock()  # pydoc and lazy imports are not safe to race
 
 
-def _import(name: str):  # noqa: ANN202 - a module object
+def _import(name: str) -> ModuleType:
     with _lock:
         return importlib.import_module(name)
+
+
+def _importable(names: Iterable[str]) -> Iterator[tuple[str, ModuleType]]:
+    """``(name, module)`` for each of ``names`` that imports here, in order."""
+    for name in names:
+        try:
+            module = _import(name)
+        except Exception:  # noqa: BLE001 - a module missing on this build is skipped
+            continue
+        yield name, module
+
+
+def _documented(
+    module_names: Iterable[str], keep: Callable[[object], bool], min_words: int
+) -> Iterator[tuple[str, str, str]]:
+    """``(module, member, docstring)`` for the public members defined in those modules
+    that ``keep`` accepts, whose docstring has ``min_words`` words and is not a repeat."""
+    seen: set[str] = set()
+    for mod_name, module in _importable(module_names):
+        for name, member in sorted(vars(module).items()):
+            if name.startswith("_") or not keep(member):
+                continue
+            if getattr(member, "__module__", None) != module.__name__:
+                continue  # re-exported from elsewhere
+            doc = inspect.getdoc(member) or ""
+            if len(doc.split()) < min_words or doc in seen:
+                continue
+            seen.add(doc)
+            yield mod_name, name, doc
+
+
+#: The interpreter's install path, in pydoc's output: it is not content.
+_SOURCE_PATH = re.compile(r"/\S*?/lib/python3\.\d+/\S*?\.py")
 
 
 def doc_modules(count: int) -> list[str]:
     """The first ``count`` documentation modules that import here, each rendered now
     (see the module docstring for why not on first request)."""
-    out = []
-    for name in DOC_MODULES:
-        if len(out) >= count:
-            break
-        try:
-            _pydoc_html(name)
-        except Exception:  # noqa: BLE001 - a module missing on this build is skipped
-            continue
-        out.append(name)
-    return out
+    names = [name for name, _ in islice(_importable(DOC_MODULES), count)]
+    for name in names:
+        _pydoc_html(name)
+    return names
 
 
 @lru_cache(maxsize=512)
@@ -123,8 +153,7 @@ def module_doc_html(name: str, known: frozenset[str], prefix: str) -> str:
         return text
 
     body = _HREF.sub(rewrite, body)
-    # The heading names the interpreter's install path; it is not content.
-    return re.sub(r"/\S*?/lib/python3\.\d+/\S*?\.py", "(source)", body)
+    return _SOURCE_PATH.sub("(source)", body)  # the heading names the install path
 
 
 @dataclass(frozen=True)
@@ -144,14 +173,11 @@ def _paragraphs(doc: str) -> tuple[str, ...]:
 @lru_cache(maxsize=8)
 def stories(count: int) -> tuple[Story, ...]:
     """``count`` stories with at least 150 words each."""
-    out = []
-    for name in NEWS_MODULES:
+    out: list[Story] = []
+    for name, module in _importable(NEWS_MODULES):
         if len(out) >= count:
             break
-        try:
-            doc = _import(name).__doc__ or ""
-        except Exception:  # noqa: BLE001
-            continue
+        doc = module.__doc__ or ""
         if len(doc.split()) < 150:
             continue
         paras = _paragraphs(doc)
@@ -163,44 +189,24 @@ def stories(count: int) -> tuple[Story, ...]:
 @lru_cache(maxsize=8)
 def blog_texts(count: int) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """``count`` blog posts ``(slug, title, paragraphs)`` from class docstrings (≥ 60 words)."""
-    out: list[tuple[str, str, tuple[str, ...]]] = []
-    seen: set[str] = set()
-    for mod_name in BLOG_MODULES:
-        try:
-            module = _import(mod_name)
-        except Exception:  # noqa: BLE001
-            continue
-        for cls_name, cls in sorted(vars(module).items()):
-            if len(out) >= count:
-                return tuple(out)
-            if not inspect.isclass(cls) or cls_name.startswith("_"):
-                continue
-            if getattr(cls, "__module__", None) != module.__name__:
-                continue
-            doc = inspect.getdoc(cls) or ""
-            if len(doc.split()) < 60 or doc in seen:
-                continue
-            seen.add(doc)
-            slug = f"{mod_name}-{cls_name}".replace(".", "-").lower()
-            out.append((slug, f"Notes on {mod_name}.{cls_name}", _paragraphs(doc)))
-    return tuple(out)
+    return tuple(
+        (
+            f"{mod_name}-{cls_name}".replace(".", "-").lower(),
+            f"Notes on {mod_name}.{cls_name}",
+            _paragraphs(doc),
+        )
+        for mod_name, cls_name, doc in islice(_documented(BLOG_MODULES, inspect.isclass, 60), count)
+    )
 
 
 @lru_cache(maxsize=8)
 def wiki_pages(count: int) -> tuple[tuple[str, str], ...]:
     """``count`` wiki pages ``(title, escaped preformatted text)`` from ``pydoc``'s text output."""
     out = []
-    for name in WIKI_MODULES:
-        if len(out) >= count:
-            break
-        try:
-            module = _import(name)
-        except Exception:  # noqa: BLE001
-            continue
+    for name, module in islice(_importable(WIKI_MODULES), count):
         with _lock:
             text = pydoc.plaintext.document(module, name)
-        text = re.sub(r"/\S*?/lib/python3\.\d+/\S*?\.py", "(source)", text)
-        out.append((name, html.escape(text)))
+        out.append((name, html.escape(_SOURCE_PATH.sub("(source)", text))))
     return tuple(out)
 
 
@@ -223,33 +229,19 @@ SIZES = ("s", "m", "l", "xl")
 @lru_cache(maxsize=8)
 def products(count: int) -> tuple[Product, ...]:
     """``count`` products with distinct, non-trivial descriptions."""
-    out: list[Product] = []
-    seen: set[str] = set()
-    for mod_name in PRODUCT_MODULES:
-        try:
-            module = _import(mod_name)
-        except Exception:  # noqa: BLE001
-            continue
-        for fn_name, fn in sorted(vars(module).items()):
-            if len(out) >= count:
-                return tuple(out)
-            if fn_name.startswith("_") or not callable(fn) or inspect.isclass(fn):
-                continue
-            if getattr(fn, "__module__", None) != module.__name__:
-                continue  # re-exported from elsewhere
-            doc = inspect.getdoc(fn) or ""
-            if len(doc.split()) < 12 or doc in seen:
-                continue
-            seen.add(doc)
-            sku = len(out) + 1
-            out.append(
-                Product(
-                    sku,
-                    f"{mod_name}.{fn_name}",
-                    doc,
-                    COLOURS[sku % len(COLOURS)],
-                    SIZES[sku % len(SIZES)],
-                    5 + (sku * 37) % 95,
-                )
-            )
-    return tuple(out)
+    functions = _documented(PRODUCT_MODULES, _is_function, 12)
+    return tuple(
+        Product(
+            sku,
+            f"{mod_name}.{fn_name}",
+            doc,
+            COLOURS[sku % len(COLOURS)],
+            SIZES[sku % len(SIZES)],
+            5 + (sku * 37) % 95,
+        )
+        for sku, (mod_name, fn_name, doc) in enumerate(islice(functions, count), start=1)
+    )
+
+
+def _is_function(member: object) -> bool:
+    return callable(member) and not inspect.isclass(member)

@@ -331,13 +331,7 @@ class SandboxServer:
     async def _wait_or_disconnect(delay: float, receive: Callable) -> bool:
         """Sleep ``delay`` seconds; True if the client went away first."""
 
-        async def disconnected() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-
-        watcher = asyncio.ensure_future(disconnected())
+        watcher = asyncio.ensure_future(_until_disconnect(receive))
         try:
             await asyncio.wait_for(asyncio.shield(watcher), timeout=delay)
             return True
@@ -381,12 +375,7 @@ class SandboxServer:
             await send({"type": "http.response.body", "body": body})
             return len(body), False
         chunk, count = resp.stream
-
-        async def disconnected() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
-        watcher = asyncio.ensure_future(disconnected())
+        watcher = asyncio.ensure_future(_until_disconnect(receive))
         sent = 0
         try:
             for i in range(count):
@@ -406,6 +395,12 @@ class SandboxServer:
         finally:
             watcher.cancel()
         return sent, False
+
+
+async def _until_disconnect(receive: Callable) -> None:
+    """Read ASGI messages until the client disconnects (a watcher task's body)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _bind_all(addresses: list[str], port: int) -> tuple[int, list[socket.socket]]:

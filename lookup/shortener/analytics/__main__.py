@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lookup import settings
 from lookup.kit.ids import load_or_create_secret
 from lookup.shortener.analytics import run_aggregator
 from lookup.shortener.analytics.aggregate import ClickAggregator
@@ -75,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--data-dir",
         type=Path,
-        default=Path(os.environ.get("LOOKUP_DATA_DIR", "data")),
+        default=Path(settings.get("data_dir")),
         help="the server's data directory ($LOOKUP_DATA_DIR, ./data)",
     )
     parser.add_argument("--once", action="store_true", help="fold the backlog, report, exit")

@@ -29,7 +29,7 @@ __all__ = [
     "SESSION_PARAMS",
     "TRACKING_PARAMS",
     "host_of",
-    "normalize",
+    "normalize_url",
     "remove_dot_segments",
     "url_hash",
 ]
@@ -142,7 +142,7 @@ def _normalize_host(host: str) -> str:
     return host.encode("idna").decode("ascii")
 
 
-def normalize(url: str, base: str | None = None, *, keep_params: bool = False) -> str | None:
+def normalize_url(url: str, base: str | None = None, *, keep_params: bool = False) -> str | None:
     """The normal form of ``url`` (resolved against ``base``), or None if not crawlable.
 
     Only ``http`` and ``https`` URLs with a host are crawlable; ``mailto:``,

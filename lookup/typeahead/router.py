@@ -1,24 +1,13 @@
-"""Prefix-range shards served over HTTP: shard servers, the router in front, the supervisor.
+"""The shard router: the one public ``/v1/suggest`` in front of the shard servers.
 
-:mod:`~lookup.typeahead.sharding` plans the shards and writes one snapshot per shard
-plus ``plan.json`` (boundaries and the head table). This module serves them the way a
-deployment would once the trie outgrows one machine:
-
-* a **shard server** (:class:`ShardServer`, ``lookup typeahead serve-shard``) is its own
-  process that maps only its own shard files — shard ``i`` of every market — and answers
-  ``GET /v1/shard/suggest`` for prefixes in its range; a prefix outside its range is
-  refused with ``421 WRONG_SHARD`` rather than answered with a misleading empty list;
-* the **router** (:class:`ShardRouter`) is the one public endpoint, ``GET /v1/suggest``
-  with the same contract as the unsharded server: the empty and one-character prefixes
-  come from the replicated head table without a network hop, every longer prefix goes
-  to the one shard owning its first two code points, over one pooled ``aiohttp``
-  session (keep-alive connections, a timeout per call; ``aiohttp`` because on this
-  machine it makes the hop several times faster than ``httpx.AsyncClient``, see
-  ``benchmarks/README.md``). A shard that is down or too slow fails only its own
-  range, with ``503 SHARD_UNAVAILABLE``;
-* the **supervisor** (:class:`ShardCluster`, ``lookup typeahead serve-shards``) binds a
-  loopback socket per shard, starts each shard server as a child process on it, waits
-  until all answer, and stops them all on exit.
+The **router** (:class:`ShardRouter`) has the same contract as the unsharded server:
+the empty and one-character prefixes come from the replicated head table without a
+network hop, every longer prefix goes to the one shard
+(:mod:`~lookup.typeahead.shard_server`) owning its first two code points, over one
+pooled ``aiohttp`` session (keep-alive connections, a timeout per call; ``aiohttp``
+because on this machine it makes the hop several times faster than
+``httpx.AsyncClient``, see ``benchmarks/README.md``). A shard that is down or too slow
+fails only its own range, with ``503 SHARD_UNAVAILABLE``.
 
 The router is also where the serve-time policy lives, as on the single server: the
 **hot blocklist** (the same :class:`~lookup.typeahead.filters.HotBlocklist`, its file and
@@ -29,34 +18,24 @@ head table, the same from every shard the prefix spans, merged by global rank) �
 ``POST /v1/searches`` feeds the same :class:`~lookup.typeahead.trending.TrendingTracker`,
 whose terms are blended into the page by score + boost exactly as the single server does.
 With the same blocklist and the same searches, the router answers what ``/v1/suggest``
-on one machine answers.
+on one machine answers. The endpoints they share are declared once, in
+:mod:`~lookup.typeahead.manage`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import heapq
 import json
 import logging
 import os
-import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from itertools import islice
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import aiohttp
-import httpx
-import numpy as np
-from fastapi import Body, Query, Request
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from yarl import URL
@@ -64,21 +43,19 @@ from yarl import URL
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
-    error_body,
-    mount_blocklist,
+    NOT_GET,
+    allows_get,
+    encode_json,
     mount_poller,
-    parse_query_string,
-    search_payload,
-    send_json,
+    send_answer,
+    send_refusal,
     suggest_params,
 )
-from lookup.typeahead.normalize import (
-    normalize,
-    normalize_prefix,
-)
+from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
+from lookup.typeahead.normalize import normalize_prefix, normalize_query
 from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
-from lookup.typeahead.sharding import ShardLayout, ShardPlan, in_range, shard_file
-from lookup.typeahead.snapshot import Snapshot
+from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
+from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
 from lookup.typeahead.trending import (
     Clock,
     SearchLog,
@@ -86,260 +63,11 @@ from lookup.typeahead.trending import (
     TrendingTerm,
     TrendingTracker,
 )
-from lookup.typeahead.trie import TrieReader
 
 if TYPE_CHECKING:
-    from lookup.server import Mounts
+    from lookup.kit.mounts import Mounts
 
 log = logging.getLogger("lookup.typeahead.shards")
-
-#: The shard servers' endpoint (internal: the router calls it, clients call the router).
-SHARD_PATH = "/v1/shard/suggest"
-#: Response headers naming who answered: a shard number or ``head``, and the cut's version.
-SHARD_HEADER = b"x-lookup-shard"
-VERSION_HEADER = b"x-lookup-version"
-#: The most completions a router may over-fetch from one shard for one prefix.
-MAX_FETCH = 4096
-#: The most ``exact`` terms one shard request may ask scores for.
-MAX_EXACT = 100
-
-
-def _encode(body: dict[str, Any]) -> bytes:
-    """The same JSON bytes ``/v1/suggest`` sends (compact, UTF-8 kept)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _describe(lo: str, hi: str | None) -> str:
-    """A bucket range for messages: ``'ka' to 'pa'`` or ``'ka' onwards``."""
-    first = repr(lo) if lo else "the start"
-    return f"{first} to {hi!r}" if hi is not None else f"{first} onwards"
-
-
-async def _respond(
-    scope: Scope, send: Send, body: bytes, headers: list[tuple[bytes, bytes]]
-) -> None:
-    await send_json(send, 200, body, scope.get("method", "GET"), cache=True, extra=headers)
-
-
-async def _refuse(scope: Scope, send: Send, exc: ApiError) -> None:
-    extra = [(k.lower().encode(), v.encode()) for k, v in exc.headers.items()]
-    await send_json(
-        send, exc.status, error_body(exc.code, exc.message), scope.get("method", "GET"),
-        extra=extra,
-    )  # fmt: skip
-
-
-def _method_ok(scope: Scope) -> bool:
-    return scope.get("method", "GET") in ("GET", "HEAD")
-
-
-_NOT_GET = ApiError(405, "METHOD_NOT_ALLOWED", "use GET", headers={"Allow": "GET, HEAD"})
-
-
-# --------------------------------------------------------------------------- shard server
-
-
-@dataclass
-class ShardSlice:
-    """One market's shard as a shard server holds it."""
-
-    snapshot: Snapshot
-    lo: str
-    hi: str | None
-    source_version: str
-    ranks: np.ndarray | None = None  # local id -> global rank (None: an older cut)
-
-
-def _ranked(reader: TrieReader, node: int) -> Iterator[int]:
-    """Every completion id under ``node``, best first, deduplicated, read lazily.
-
-    The stored list is the subtree's best k, so it is yielded without descending; only
-    a reader that wants more merges the children's sequences (and the node's own key).
-    """
-    top = list(reader.top(node))
-    yield from top
-    if len(top) < reader.k:
-        return  # the stored list already holds every completion
-    sources: list[Iterator[int]] = [_ranked(reader, c) for c in reader.children(node)]
-    own = reader.terminal(node)
-    if own >= 0:
-        sources.append(iter((own,)))
-    last = top[-1] if top else -1
-    for t in heapq.merge(*sources):
-        if t > last:
-            last = t
-            yield t
-
-
-def top_n(snap: Snapshot, prefix: str, n: int) -> list[int]:
-    """The exact best ``n`` completion ids of a (normalised) prefix, beyond the stored k."""
-    node = snap.reader.locate(prefix)
-    if node < 0:
-        return []
-    stored = snap.reader.top(node)
-    if n <= len(stored):
-        return list(stored[:n])
-    return list(islice(_ranked(snap.reader, node), n))
-
-
-def _int_param(params: dict[str, str], name: str, hi: int) -> int | None:
-    raw = params.get(name)
-    if raw is None:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ApiError(400, "INVALID_LIMIT", f"{name} must be an integer") from None
-    if not 1 <= value <= hi:
-        raise ApiError(400, "INVALID_LIMIT", f"{name} must be between 1 and {hi}")
-    return value
-
-
-def _all_values(raw: bytes, name: str) -> list[str]:
-    """Every value of a repeated parameter (``exact=a&exact=b``), decoded strictly."""
-    out = []
-    for part in raw.split(b"&"):
-        if part.split(b"=", 1)[0] == name.encode():
-            out.extend(parse_query_string(part).values())
-    return out
-
-
-class ShardServer:
-    """Shard ``shard`` of every market under a shard-set root, each from its own file only."""
-
-    def __init__(self, root: str | os.PathLike[str], shard: int) -> None:
-        self.root = Path(root)
-        self.shard = shard
-        self.slices: dict[str, ShardSlice] = {}
-        if not self.root.is_dir():
-            raise FileNotFoundError(f"no shard set at {self.root}")
-        for market_dir in sorted(self.root.iterdir()):
-            path = shard_file(market_dir, shard)
-            if market_dir.name.startswith(".") or not path.is_file():
-                continue  # a set being written, or a market with fewer shards
-            snap = Snapshot(path)
-            lo, hi = snap.meta["range"]
-            packed = snap.meta.get("ranks")
-            ranks = np.frombuffer(base64.b64decode(packed), "<u4") if packed else None
-            self.slices[snap.market] = ShardSlice(
-                snap, lo, hi, str(snap.meta.get("source_version") or snap.version), ranks
-            )
-
-    def answer(self, raw: bytes) -> tuple[bytes, str]:
-        """``(body, source version)`` for a raw query string, or ``ApiError``.
-
-        Besides ``q``, ``market`` and ``limit`` (the public contract), the router may send
-        ``fetch=N`` (the exact best N completions instead of the first ``limit``, for
-        over-fetching past blocked ones), ``scores=1`` and ``ranks=1`` (each suggestion's
-        score and global rank), ``exact=term`` (repeatable: the score of the suggestion a
-        term leads to as a key, for the trending baseline and blend) and ``scatter=1``
-        (answer a prefix shorter than two characters from this shard's part of it).
-        """
-        q, market, limit = suggest_params(raw)
-        part = self.slices.get(market)
-        if part is None:
-            known = ", ".join(sorted(self.slices)) or "none"
-            raise ApiError(
-                400, "UNKNOWN_MARKET", f"shard {self.shard} holds no {market!r}; it holds: {known}"
-            )
-        p = normalize_prefix(q)
-        extended = any(x in raw for x in (b"fetch=", b"scores=", b"ranks=", b"exact=",
-                                           b"scatter="))  # fmt: skip
-        params = parse_query_string(raw) if extended else {}
-        if len(p) < 2:
-            if params.get("scatter") != "1":
-                raise ApiError(
-                    400, "NOT_SHARDED",
-                    "prefixes shorter than two characters are answered from the router's "
-                    "head table",
-                )  # fmt: skip
-        elif not in_range(p, part.lo, part.hi):
-            raise ApiError(
-                421, "WRONG_SHARD",
-                f"{p[:2]!r} is outside shard {self.shard} of {market} "
-                f"({_describe(part.lo, part.hi)})",
-            )  # fmt: skip
-        snap = part.snapshot
-        found = snap.find(p, limit)
-        if not extended:
-            body = {"q": p, "version": part.source_version, "complete": found.complete,
-                    "suggestions": snap.texts(found.ids)}  # fmt: skip
-            return _encode(body), part.source_version
-        fetch = _int_param(params, "fetch", MAX_FETCH)
-        ids = found.ids if fetch is None else top_n(snap, p, fetch)
-        out: dict[str, Any] = {
-            "q": p,
-            "version": part.source_version,
-            "complete": found.complete,
-            "suggestions": snap.texts(ids),
-        }
-        if params.get("scores") == "1":
-            out["scores"] = [snap.score(i) for i in ids]
-        if params.get("ranks") == "1":
-            if part.ranks is None:
-                raise ApiError(
-                    409, "OLD_FORMAT",
-                    f"shard {self.shard} of {market} was cut without global ranks; cut it again",
-                )  # fmt: skip
-            out["ranks"] = [int(part.ranks[i]) for i in ids]
-        terms = _all_values(raw, "exact")
-        if len(terms) > MAX_EXACT:
-            raise ApiError(400, "TOO_MANY_TERMS", f"at most {MAX_EXACT} exact terms per request")
-        if terms:
-            exact: dict[str, list[Any]] = {}
-            for term in terms:
-                t = snap.exact(term)
-                if t >= 0:
-                    exact[term] = [snap.score(t), snap.string(t) == term]
-            out["exact"] = exact
-        return _encode(out), part.source_version
-
-    def status(self) -> dict[str, Any]:
-        """What this server holds (for ``/healthz``)."""
-        return {
-            "status": "ok",
-            "shard": self.shard,
-            "pid": os.getpid(),
-            "markets": {
-                m: {
-                    "range": [s.lo, s.hi],
-                    "version": s.source_version,
-                    "suggestions": s.snapshot.n_strings,
-                    "file": s.snapshot.path.name,
-                }
-                for m, s in self.slices.items()
-            },  # fmt: skip
-        }
-
-
-class ShardEndpoint:
-    """``GET /v1/shard/suggest?q=&market=&limit=`` as a plain ASGI app."""
-
-    def __init__(self, server: ShardServer) -> None:
-        self.server = server
-        self._shard = str(server.shard).encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not _method_ok(scope):
-            await _refuse(scope, send, _NOT_GET)
-            return
-        try:
-            body, version = self.server.answer(scope.get("query_string", b""))
-        except ApiError as exc:
-            await _refuse(scope, send, exc)
-            return
-        await _respond(scope, send, body, [(SHARD_HEADER, self._shard),
-                                            (VERSION_HEADER, version.encode())])  # fmt: skip
-
-
-def install_shard(mounts: Mounts, server: ShardServer) -> ShardServer:
-    """Mount a shard server's endpoint and health probe (a ``mount`` for ``create_app``)."""
-    mounts.fast_routes.append(Route(SHARD_PATH, ShardEndpoint(server)))
-    mounts.health["typeahead-shard"] = server.status
-    return server
-
-
-# --------------------------------------------------------------------------- router
 
 
 def shards_spanned(plan: ShardPlan, prefix: str) -> list[int]:
@@ -454,7 +182,7 @@ class ShardRouter:
         if self.tracker is None:
             raise RuntimeError("the router has no trending tracker; call attach_serving")
         layout = self.layouts[market]
-        q = normalize(query)
+        q = normalize_query(query)
         policy = self.tracker.policy
         if (
             len(q) >= policy.min_chars
@@ -507,8 +235,7 @@ class ShardRouter:
         q, market, limit = suggest_params(raw)
         layout = self.layouts.get(market)
         if layout is None:
-            known = ", ".join(self.markets())
-            raise ApiError(400, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
+            raise unknown_market(market, self.markets())
         p = normalize_prefix(q)
         version = layout.source_version or ""
         boosted = self.tracker.matching(market, p) if self.tracker is not None else []
@@ -528,7 +255,7 @@ class ShardRouter:
         if boosted:
             suggestions, complete = await self._blend(layout, page, complete, boosted, limit)
         body = {"q": p, "version": version, "complete": complete, "suggestions": suggestions}
-        return _encode(body), [(SHARD_HEADER, header)]
+        return encode_json(body), [(SHARD_HEADER, header)]
 
     def _blocked(self, text: str) -> bool:
         return self.blocklist is not None and self.blocklist.blocks(text)
@@ -690,7 +417,7 @@ class ShardRouter:
     ) -> ApiError:
         lo, hi = layout.plan.ranges()[stats.shard]
         message = (
-            f"shard {stats.shard} of {layout.market} (prefixes {_describe(lo, hi)}, at "
+            f"shard {stats.shard} of {layout.market} (prefixes {describe_range(lo, hi)}, at "
             f"{stats.address}) {what}; prefixes in other ranges are unaffected"
         )
         stats.failures += 1
@@ -741,15 +468,37 @@ class RouterEndpoint:
         self.router = router
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not _method_ok(scope):
-            await _refuse(scope, send, _NOT_GET)
+        if not allows_get(scope):
+            await send_refusal(scope, send, NOT_GET)
             return
         try:
             body, headers = await self.router.answer(scope.get("query_string", b""))
         except ApiError as exc:
-            await _refuse(scope, send, exc)
+            await send_refusal(scope, send, exc)
             return
-        await _respond(scope, send, body, headers)
+        await send_answer(scope, send, body, headers)
+
+
+@dataclass(frozen=True)
+class RouterPolicy:
+    """The router's :class:`~lookup.typeahead.manage.ServeTimePolicy` (the state
+    :meth:`ShardRouter.attach_serving` gave it)."""
+
+    router: ShardRouter
+    blocklist: HotBlocklist
+    tracker: TrendingTracker
+
+    def known_markets(self) -> list[str]:
+        return self.router.markets()
+
+    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
+        return await self.router.record_search(query, market, user)
+
+    def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
+        return self.tracker.trending(market), self.tracker.policy
+
+    def hot_blocklist(self) -> HotBlocklist:
+        return self.blocklist
 
 
 def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
@@ -763,51 +512,16 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
     mounts.fast_routes.append(Route("/v1/suggest", RouterEndpoint(router)))
     api = mounts.api
     api.state.shard_router = router
-    tags = ["typeahead"]
 
     @api.get(
         "/v1/typeahead/shards",
-        tags=tags,
+        tags=TAGS,
         summary="The shard plan per market and every shard server's health",
     )
     async def shards() -> dict[str, Any]:
         return {"markets": router.describe(), "servers": await router.probe()}
 
-    def _unknown(market: object, status: int = 400) -> ApiError:
-        known = ", ".join(router.markets())
-        return ApiError(status, "UNKNOWN_MARKET", f"unknown market {market!r}; known: {known}")
-
-    @api.post(
-        "/v1/searches",
-        tags=tags,
-        status_code=202,
-        summary="Record a submitted search (feeds trending and the next build)",
-    )
-    async def record_search(
-        request: Request,
-        payload: dict[str, Any] = Body(
-            ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
-        ),
-    ) -> dict[str, Any]:
-        q, market, user = search_payload(request, payload)
-        if market not in router.layouts:
-            raise _unknown(market)
-        normalized = await router.record_search(q, market, user)
-        if normalized is None:
-            raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
-        return {"q": normalized, "market": market, "recorded": True}
-
-    @api.get("/v1/typeahead/trending", tags=tags, summary="The current trending set of a market")
-    async def trending(market: str = Query("en-IN")) -> dict[str, Any]:
-        if market not in router.layouts:
-            raise _unknown(market, 404)
-        return {
-            "market": market,
-            "terms": [t.to_dict() for t in tracker.trending(market)],
-            "policy": tracker.policy.__dict__,
-        }
-
-    mount_blocklist(api, lambda: blocklist)
+    mount_serve_time(api, RouterPolicy(router, blocklist, tracker))
 
     mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server
     mounts.on_shutdown.append(router.aclose)
@@ -824,187 +538,11 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
     return router
 
 
-# --------------------------------------------------------------------------- supervisor
-
-
-@dataclass
-class ShardCluster:
-    """N shard servers as child processes, each on a loopback socket this process binds.
-
-    Binding here (port 0 unless ``ports`` are given) means the addresses are known before
-    any child starts and no two servers race for a port; each child inherits only its
-    own socket. Once a child has it, this process closes its copy, so the port of a
-    dead shard refuses connections at once instead of queueing them.
-    """
-
-    root: Path
-    n: int
-    host: str = "127.0.0.1"
-    ports: Sequence[int] | None = None
-    log_level: str = "warning"
-    addresses: list[str] = field(default_factory=list)
-    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-
-    def start(self) -> list[str]:
-        """Bind the sockets and start every shard server; returns their base URLs."""
-        if self.procs:
-            raise RuntimeError("already started")
-        if self.ports is not None and len(self.ports) != self.n:
-            raise ValueError(f"{self.n} shards need {self.n} ports")
-        try:
-            for i in range(self.n):
-                proc, port = self._spawn(i, self.ports[i] if self.ports else 0)
-                self.procs.append(proc)
-                self.addresses.append(f"http://{self.host}:{port}")
-        except BaseException:
-            self.stop()
-            raise
-        return self.addresses
-
-    def _spawn(self, i: int, port: int) -> tuple[subprocess.Popen[bytes], int]:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((self.host, port))
-            sock.listen(1024)
-            port = sock.getsockname()[1]
-            cmd = [sys.executable, "-m", "lookup.cli", "typeahead", "serve-shard",
-                   "--dir", str(self.root), "--shard", str(i), "--fd", str(sock.fileno()),
-                   "--parent-pid", str(os.getpid()), "--log-level", self.log_level]  # fmt: skip
-            return subprocess.Popen(cmd, pass_fds=[sock.fileno()]), port
-        finally:
-            sock.close()  # the child holds its own copy now
-
-    def restart_shard(self, i: int, timeout: float = 60.0) -> None:
-        """Start shard server ``i`` again on its old port (after it died or was stopped)."""
-        if self.alive(i):
-            raise RuntimeError(f"shard server {i} is still running")
-        port = int(self.addresses[i].rsplit(":", 1)[1])
-        self.procs[i], _ = self._spawn(i, port)
-        self.wait_ready(timeout, only=[i])
-
-    def wait_ready(self, timeout: float = 60.0, only: Sequence[int] | None = None) -> None:
-        """Wait until every shard server answers ``/healthz`` (fails early if one exits)."""
-        deadline = time.monotonic() + timeout
-        with httpx.Client(trust_env=False, timeout=1.0) as client:
-            for i in range(self.n) if only is None else only:
-                url = self.addresses[i]
-                while True:
-                    code = self.procs[i].poll()
-                    if code is not None:
-                        raise RuntimeError(f"shard server {i} exited with {code} while starting")
-                    try:
-                        if client.get(f"{url}/healthz").status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(f"shard server {i} at {url} did not start in time")
-                    time.sleep(0.1)
-
-    def alive(self, i: int) -> bool:
-        """True while shard server ``i`` runs."""
-        return self.procs[i].poll() is None
-
-    def stop_shard(self, i: int, *, kill: bool = False, timeout: float = 10.0) -> None:
-        """Stop one shard server (SIGTERM, or SIGKILL with ``kill``) and reap it."""
-        proc = self.procs[i]
-        if proc.poll() is None:
-            if kill:
-                proc.kill()
-            else:
-                proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def stop(self) -> None:
-        """Stop every shard server."""
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for i in range(len(self.procs)):
-            self.stop_shard(i)
-
-    def __enter__(self) -> ShardCluster:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def run_shard_server(
-    root: str | os.PathLike[str],
-    shard: int,
-    *,
-    fd: int | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    parent_pid: int | None = None,
-    log_level: str = "warning",
-) -> None:
-    """Serve one shard until stopped: on an inherited socket ``fd``, else on ``host:port``
-    (port 0: a free one, printed).
-
-    With ``parent_pid`` the server also stops when that process is gone, so a
-    supervisor that dies without cleaning up leaves no shard server behind.
-    """
-    import uvicorn
-
-    from lookup.server import create_app
-
-    server = ShardServer(root, shard)
-    app = create_app(root, subsystems=[lambda m: install_shard(m, server)])
-    config = uvicorn.Config(app, log_level=log_level, access_log=False)
-    uv = uvicorn.Server(config)
-    if parent_pid is not None:
-
-        def watch() -> None:
-            while not uv.should_exit:
-                if os.getppid() != parent_pid:
-                    uv.should_exit = True
-                    return
-                time.sleep(0.5)
-
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-    if fd is not None:
-        sock = socket.socket(fileno=fd)
-    else:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(1024)
-        bound = sock.getsockname()
-        print(f"typeahead shard {shard} on http://{bound[0]}:{bound[1]}{SHARD_PATH}", flush=True)
-    uv.run(sockets=[sock])
-
-
 __all__ = [
-    "MAX_FETCH",
-    "SHARD_PATH",
     "RouterEndpoint",
-    "ShardCluster",
-    "ShardEndpoint",
+    "RouterPolicy",
     "ShardRouter",
-    "ShardServer",
-    "ShardSlice",
     "ShardStats",
     "install_router",
-    "install_shard",
-    "run_shard_server",
     "shards_spanned",
-    "top_n",
 ]

@@ -9,21 +9,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from w3lib.url import canonicalize_url
 
-from lookup.crawler.urlnorm import host_of, normalize, remove_dot_segments, url_hash
+from lookup.kit.urlnorm import host_of, normalize_url, remove_dot_segments, url_hash
 
 
 def test_the_seeds_example() -> None:
     assert (
-        normalize("https://Example.IN:443/food/../menu?utm_source=x&b=2&a=1#top")
+        normalize_url("https://Example.IN:443/food/../menu?utm_source=x&b=2&a=1#top")
         == "https://example.in/menu?a=1&b=2"
     )
 
 
 def test_relative_links_resolve_against_the_page() -> None:
-    assert normalize("../menu", "https://example.in/food/today") == "https://example.in/menu"
-    assert normalize("menu#x", "https://example.in/food/") == "https://example.in/food/menu"
-    assert normalize("//other.test/a", "http://example.in/") == "http://other.test/a"
-    assert normalize("?page=2", "http://e.test/list?page=1") == "http://e.test/list?page=2"
+    assert normalize_url("../menu", "https://example.in/food/today") == "https://example.in/menu"
+    assert normalize_url("menu#x", "https://example.in/food/") == "https://example.in/food/menu"
+    assert normalize_url("//other.test/a", "http://example.in/") == "http://other.test/a"
+    assert normalize_url("?page=2", "http://e.test/list?page=1") == "http://e.test/list?page=2"
 
 
 @pytest.mark.parametrize(
@@ -48,7 +48,7 @@ def test_relative_links_resolve_against_the_page() -> None:
     ],
 )
 def test_established_cases(raw: str, expected: str) -> None:
-    assert normalize(raw) == expected
+    assert normalize_url(raw) == expected
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_established_cases(raw: str, expected: str) -> None:
      "http://[::1", "data:text/html,hi", "http://exa mple.com:99999/"],
 )  # fmt: skip
 def test_uncrawlable_urls_give_none(raw: str) -> None:
-    assert normalize(raw) is None
+    assert normalize_url(raw) is None
 
 
 # Cases from w3lib's own canonicalisation behaviour, compared directly.
@@ -91,7 +91,7 @@ W3LIB_CASES = [
 
 @pytest.mark.parametrize("raw", W3LIB_CASES)
 def test_agrees_with_w3lib(raw: str) -> None:
-    assert normalize(raw, keep_params=True) == canonicalize_url(raw)
+    assert normalize_url(raw, keep_params=True) == canonicalize_url(raw)
 
 
 # Percent-escapes come whole, from a fixed list: w3lib also decodes escaped sub-delims
@@ -118,16 +118,16 @@ def urls(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(urls())
 def test_w3lib_oracle_on_generated_urls(raw: str) -> None:
-    assert normalize(raw, keep_params=True) == canonicalize_url(raw)
+    assert normalize_url(raw, keep_params=True) == canonicalize_url(raw)
 
 
 @settings(max_examples=300, deadline=None)
 @given(urls())
 def test_normalisation_is_idempotent(raw: str) -> None:
-    once = normalize(raw)
+    once = normalize_url(raw)
     assert once is not None
-    assert normalize(once) == once
-    assert url_hash(once) == url_hash(normalize(once) or "")
+    assert normalize_url(once) == once
+    assert url_hash(once) == url_hash(normalize_url(once) or "")
     assert host_of(once) == urlsplit(once).netloc
 
 
@@ -158,11 +158,11 @@ RFC3986 = {
 @pytest.mark.parametrize("ref,expected", sorted(RFC3986.items()))
 def test_rfc3986_reference_resolution(ref: str, expected: str) -> None:
     # Our normal form adds "=" to blank query values, as w3lib does.
-    assert normalize(ref, "http://a/b/c/d;p?q", keep_params=True) == expected
+    assert normalize_url(ref, "http://a/b/c/d;p?q", keep_params=True) == expected
 
 
 def test_escaped_reserved_characters_stay_escaped() -> None:
     # RFC 3986 §6.2.2.2: only unreserved characters may be decoded; "%2A" is not "*"
     # to every server. w3lib decodes it; we do not (the one deliberate difference).
-    assert normalize("http://e.com/a%2ab") == "http://e.com/a%2Ab"
+    assert normalize_url("http://e.com/a%2ab") == "http://e.com/a%2Ab"
     assert canonicalize_url("http://e.com/a%2ab") == "http://e.com/a*b"

@@ -1,0 +1,494 @@
+"""What one fetched answer means: an ordered list of small, named outcome rules.
+
+A page fetch's answer goes down :data:`RULES` in order — the way Scrapy orders its
+downloader middlewares — and the first rule that claims it decides the outcome::
+
+    network error → retry or give up       final error (tls, too large, not HTML)
+    429 / 503     → back off and retry     redirect → follow (or stop at the limit)
+    304           → unchanged, reschedule  other 5xx → retry, then give up
+    other non-200 → http-N                 sitemap → its URLs and lastmod hints
+    robots directives (noindex)            soft 404 (a "not found" in a 200)
+    duplicate (exact / SimHash / MinHash)  page (unchanged, or new: an event)
+
+Each rule is a function ``(FetchContext) -> Outcome | None`` that can be called alone;
+an :class:`Outcome` is typed: its name, whether to try again, the host counter to bump,
+the :class:`~lookup.crawler.store.UrlFacts` the writer stores, the links found, the
+sitemap hints and the ``PageFetched`` event. The page rules write WARC records and
+update the duplicate detector and trap memory through :class:`RuleKit`.
+"""
+
+from __future__ import annotations
+
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import cached_property
+from typing import Any
+
+from lookup.crawler.config import CrawlConfig
+from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_to_bytes
+from lookup.crawler.fetcher import FetchResult
+from lookup.crawler.frontier import FrontierEntry
+from lookup.crawler.output import WarcStore, iso
+from lookup.crawler.parse import ParsedPage, RobotsDirectives, parse_html, parse_robots_directives
+from lookup.crawler.soft404 import ProbeSignature, classify
+from lookup.crawler.store import (
+    ContentFacts,
+    HostCounter,
+    PageFacts,
+    Schedule,
+    UrlFacts,
+    UrlRecord,
+    Validators,
+)
+from lookup.crawler.traps import TrapGuard
+from lookup.kit.urlnorm import normalize_url
+
+__all__ = [
+    "FAILED",
+    "NETWORK_ERRORS",
+    "REDIRECTS",
+    "RETRY_STATUSES",
+    "RULES",
+    "FetchContext",
+    "Link",
+    "Outcome",
+    "OutcomeRule",
+    "RuleKit",
+    "back_off",
+    "decide",
+    "duplicate",
+    "final_error",
+    "importance",
+    "network_error",
+    "not_modified",
+    "other_status",
+    "page",
+    "probe_signature",
+    "redirect",
+    "reschedule",
+    "robots_directives",
+    "server_error",
+    "sitemap",
+    "soft_404",
+]
+
+REDIRECTS = (301, 302, 303, 307, 308)
+RETRY_STATUSES = (429, 503)
+#: Fetch errors worth another try (the network); every other error is a final answer.
+NETWORK_ERRORS = ("timeout", "connect", "protocol", "dns")
+#: Outcomes that leave a URL ``failed`` (no usable answer) rather than ``done``.
+FAILED = (*NETWORK_ERRORS, "tls")
+
+#: A link to admit: (url, depth, found on, kind, redirects so far).
+Link = tuple[str, int, str | None, str, int]
+
+
+@dataclass
+class Outcome:
+    """What a rule decided for one fetched URL."""
+
+    name: str  # ok | duplicate | redirect | retry:http-503 | not-modified | soft-404 | ...
+    facts: UrlFacts = field(default_factory=UrlFacts)
+    requeue: bool = False  # try again later (the URL goes back to the frontier)
+    attempts: int | None = None  # the URL's attempts after this one (None: unchanged)
+    host_counter: HostCounter | None = None  # errors | backoffs
+    links: list[Link] = field(default_factory=list)
+    hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
+    event: dict[str, Any] | None = None  # the PageFetched event of a new or changed page
+
+
+@dataclass
+class RuleKit:
+    """What the page rules need from the crawl: settings, dedup, WARC, traps, probes."""
+
+    config: CrawlConfig
+    dedup: DuplicateDetector
+    warc: WarcStore
+    traps: TrapGuard
+    probes: dict[str, ProbeSignature]
+    stored: Callable[[str], UrlRecord | None]  # the URL store's record of a url hash
+
+
+@dataclass
+class FetchContext:
+    """One answer to judge: the frontier entry, the fetch result and the URL's record."""
+
+    entry: FrontierEntry
+    result: FetchResult
+    row: UrlRecord | None
+    delay: float
+    retry_after: float | None
+    kit: RuleKit
+
+    @property
+    def html_answer(self) -> bool:
+        """A 200 answer to a page request (what the page rules judge)."""
+        r = self.result
+        return r.error is None and r.status == 200 and self.entry.kind != "sitemap"
+
+    @cached_property
+    def parsed(self) -> ParsedPage:
+        return parse_html(self.result.text(), self.kit.config.agent)
+
+    @cached_property
+    def directives(self) -> RobotsDirectives:
+        directives = self.parsed.robots
+        header = self.result.header("x-robots-tag")
+        if header:
+            directives = directives.merge(parse_robots_directives(header, self.kit.config.agent))
+        return directives
+
+    @cached_property
+    def _base(self) -> str:
+        p, url = self.parsed, self.entry.url
+        return (normalize_url(p.base_url, url) if p.base_url else url) or url
+
+    @cached_property
+    def canonical(self) -> str | None:
+        c = self.parsed.canonical
+        return normalize_url(c, self._base) if c else None
+
+    @cached_property
+    def links(self) -> list[Link]:
+        """The page's links (none under ``nofollow``), its canonical URL among them."""
+        e = self.entry
+        out: dict[str, None] = {}
+        if not self.directives.nofollow:
+            for href in self.parsed.links:
+                n = normalize_url(href, self._base)
+                if n is not None and n != e.url:
+                    out[n] = None
+            if self.canonical and self.canonical != e.url:
+                out.setdefault(self.canonical, None)
+        return [(u, e.depth + 1, e.url, "page", 0) for u in out]
+
+    @property
+    def page_facts(self) -> PageFacts:
+        return PageFacts(self.parsed.title[:300], self.canonical, len(self.links))
+
+    @property
+    def validators(self) -> Validators:
+        return Validators(self.result.header("etag"), self.result.header("last-modified"))
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The duplicate detector's verdict (registers the page as an original if it is one)."""
+        return self.kit.dedup.check(self.entry.url_hash, self.parsed.text)
+
+    def schedule(self, *, changed: bool) -> Schedule:
+        return reschedule(self.kit.config, self.row, changed=changed, depth=self.entry.depth)
+
+    def write_response(self) -> str:
+        """Store the raw answer as a WARC response record; its storage key."""
+        r = self.result
+        return self.kit.warc.write_response(
+            self.entry.url, 200, r.raw_headers, r.body, fetched_at=r.started, address=r.address
+        )
+
+
+OutcomeRule = Callable[[FetchContext], Outcome | None]
+
+
+def importance(depth: int) -> float:
+    """Pages near a seed matter more (they are better linked)."""
+    return 2.0 if depth == 0 else 1.0 if depth <= 2 else 0.5
+
+
+def reschedule(
+    config: CrawlConfig, row: UrlRecord | None, *, changed: bool, depth: int
+) -> Schedule:
+    """Adaptive recrawl: halve the interval on change, ×1.5 when unchanged, by importance."""
+    c = config
+    previous = row.interval if row is not None else None
+    if previous is None:
+        interval = c.recrawl_initial
+    elif changed:
+        interval = max(c.recrawl_min, previous / 2)
+    else:
+        interval = min(c.recrawl_max, previous * 1.5)
+    effective = min(c.recrawl_max, max(c.recrawl_min, interval / importance(depth)))
+    return Schedule(interval, time.time() + effective)
+
+
+# ----------------------------------------------------------------- answers that failed
+
+
+def network_error(ctx: FetchContext) -> Outcome | None:
+    """Timeout, refused connection, broken protocol, DNS: retry, then give up."""
+    err = ctx.result.error
+    if err is None or err not in NETWORK_ERRORS:
+        return None
+    attempts = ctx.entry.attempts + 1
+    again = attempts < ctx.kit.config.max_error_attempts
+    return Outcome(
+        f"retry:{err}" if again else err, UrlFacts(reason=ctx.result.detail),
+        requeue=again, attempts=attempts, host_counter="errors",
+    )  # fmt: skip
+
+
+def final_error(ctx: FetchContext) -> Outcome | None:
+    """tls | too-large | not-html | binary: a final answer."""
+    err = ctx.result.error
+    return None if err is None else Outcome(err, UrlFacts(reason=ctx.result.detail))
+
+
+def back_off(ctx: FetchContext) -> Outcome | None:
+    """429 / 503: the server asked us to come back later (the frontier already waits)."""
+    status = ctx.result.status
+    if status not in RETRY_STATUSES:
+        return None
+    attempts = ctx.entry.attempts + 1
+    again = attempts < ctx.kit.config.max_attempts
+    reason = f"HTTP {status}, Retry-After {ctx.retry_after}, waiting {ctx.delay:.2f} s"
+    return Outcome(
+        f"retry:http-{status}" if again else f"http-{status}", UrlFacts(reason=reason),
+        requeue=again, attempts=attempts, host_counter="backoffs",
+    )  # fmt: skip
+
+
+def redirect(ctx: FetchContext) -> Outcome | None:
+    """3xx: the target is a link to admit, unless the chain is too long."""
+    if ctx.result.status not in REDIRECTS:
+        return None
+    e, c = ctx.entry, ctx.kit.config
+    location = ctx.result.header("location")
+    target = normalize_url(location or "", e.url)
+    if target is None:
+        return Outcome("redirect", UrlFacts(reason=f"unusable Location {location!r}"))
+    if e.redirects + 1 > c.max_redirects:
+        return Outcome(
+            "redirect",
+            UrlFacts(reason=f"redirect limit {c.max_redirects} reached → {target}"),
+            links=[(target, e.depth, e.url, "redirect-limit", e.redirects + 1)],
+        )
+    return Outcome(
+        "redirect",
+        UrlFacts(reason=f"→ {target}"),
+        links=[(target, e.depth, e.url, e.kind, e.redirects + 1)],
+    )
+
+
+def not_modified(ctx: FetchContext) -> Outcome | None:
+    """304 to a conditional recrawl: unchanged, due again later."""
+    if ctx.result.status != 304:
+        return None
+    return Outcome("not-modified", UrlFacts(schedule=ctx.schedule(changed=False)))
+
+
+def server_error(ctx: FetchContext) -> Outcome | None:
+    """Another 5xx: retry, then give up."""
+    status = ctx.result.status
+    if status is None or status < 500:
+        return None
+    attempts = ctx.entry.attempts + 1
+    again = attempts < ctx.kit.config.max_error_attempts
+    return Outcome(
+        f"retry:http-{status}" if again else f"http-{status}",
+        requeue=again, attempts=attempts, host_counter="errors",
+    )  # fmt: skip
+
+
+def other_status(ctx: FetchContext) -> Outcome | None:
+    """Any other answer but 200 (404, 410, ...): final."""
+    status = ctx.result.status
+    return None if status == 200 else Outcome(f"http-{status}")
+
+
+# ------------------------------------------------------------------------ 200 answers
+
+
+def sitemap(ctx: FetchContext) -> Outcome | None:
+    """A sitemap (or sitemap index): the URLs it lists, and their ``lastmod`` times."""
+    if ctx.entry.kind != "sitemap" or ctx.result.error is not None or ctx.result.status != 200:
+        return None
+    e = ctx.entry
+    links: list[Link] = []
+    hints: list[tuple[str, float]] = []
+    try:
+        root = ET.fromstring(ctx.result.body)
+    except ET.ParseError:
+        return Outcome("sitemap")
+    is_index = root.tag.endswith("sitemapindex")
+    for node in root:
+        loc = lastmod = None
+        for child in node:
+            if child.tag.endswith("loc"):
+                loc = (child.text or "").strip()
+            elif child.tag.endswith("lastmod"):
+                lastmod = (child.text or "").strip()
+        url = normalize_url(loc) if loc else None
+        if url is None:
+            continue
+        links.append((url, e.depth + 1, e.url, "sitemap" if is_index else "page", 0))
+        if lastmod and not is_index:
+            try:
+                stamp = datetime.fromisoformat(lastmod.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            if stamp.tzinfo is None:
+                stamp = stamp.replace(tzinfo=UTC)
+            hints.append((url, stamp.timestamp()))
+    return Outcome("sitemap", links=links, hints=hints)
+
+
+def robots_directives(ctx: FetchContext) -> Outcome | None:
+    """``noindex`` (meta robots or X-Robots-Tag): not indexed; its links still followed."""
+    if not ctx.html_answer or not ctx.directives.noindex:
+        return None
+    header = ctx.result.header("x-robots-tag")
+    d = ctx.directives
+    source = f"X-Robots-Tag: {header}" if header else "meta robots"
+    flags = [n for n, on in (("noindex", d.noindex), ("nofollow", d.nofollow)) if on]
+    reason = f"{', '.join(flags)} ({source})"
+    return Outcome("noindex", UrlFacts(reason=reason, page=ctx.page_facts), links=ctx.links)
+
+
+def soft_404(ctx: FetchContext) -> Outcome | None:
+    """ "Not found" in a 200: never indexed, no event, and its links not followed.
+
+    Its links are often "did you mean ..." suggestions that breed more of the same.
+    """
+    if not ctx.html_answer:
+        return None
+    e, p, kit = ctx.entry, ctx.parsed, ctx.kit
+    soft = classify(
+        e.url, title=p.title, heading=p.heading, text=p.text, probe=kit.probes.get(e.host)
+    )
+    if not soft.is_soft_404:
+        return None
+    fp = kit.dedup.fingerprint(p.text)
+    kit.dedup.forget(e.url_hash)
+    key = ctx.write_response()
+    kit.traps.record(e.url, duplicate=True)
+    facts = UrlFacts(
+        reason=soft.reason,
+        page=PageFacts(p.title[:300], ctx.canonical, 0),
+        content=ContentFacts(
+            fp.content_hash, f"0x{fp.simhash:016x}", 0, None, dup_score=soft.score
+        ),
+        storage_key=key,
+        schedule=ctx.schedule(changed=False),
+    )
+    return Outcome("soft-404", facts)
+
+
+def duplicate(ctx: FetchContext) -> Outcome | None:
+    """The same text as a page already seen (exact, SimHash or MinHash): no event."""
+    if not ctx.html_answer or not ctx.verdict.is_duplicate:
+        return None
+    e, v, kit, r = ctx.entry, ctx.verdict, ctx.kit, ctx.result
+    assert v.of is not None
+    original = kit.stored(v.of)
+    original_url = original.url if original is not None else v.of
+    if v.kind == "exact" and original is not None and original.fetched_at:
+        key = kit.warc.write_revisit(
+            e.url, refers_to=original_url, refers_to_date=original.fetched_at,
+            digest=v.content_hash, fetched_at=r.started,
+        )  # fmt: skip
+    else:
+        key = ctx.write_response()
+    kit.traps.record(e.url, duplicate=True)
+    facts = UrlFacts(
+        page=ctx.page_facts,
+        content=ContentFacts(
+            v.content_hash,
+            f"0x{v.simhash:016x}",
+            int(v.near_eligible),
+            None,
+            dup_of=original_url,
+            dup_kind=v.kind,
+            dup_score=v.score,
+        ),  # fmt: skip
+        validators=ctx.validators,
+        storage_key=key,
+        schedule=ctx.schedule(changed=False),
+    )
+    return Outcome("duplicate", facts, links=ctx.links)
+
+
+def page(ctx: FetchContext) -> Outcome | None:
+    """An original page: ``unchanged`` since the last fetch, or new (a WARC record, an event)."""
+    if not ctx.html_answer:
+        return None
+    e, v, row = ctx.entry, ctx.verdict, ctx.row
+    ctx.kit.traps.record(e.url, duplicate=False)
+    changed = (row.content_hash if row is not None else None) != v.content_hash
+    content = ContentFacts(
+        v.content_hash, f"0x{v.simhash:016x}", int(v.near_eligible),
+        minhash_to_bytes(v.minhash) if v.minhash is not None else None,
+    )  # fmt: skip
+    schedule = ctx.schedule(changed=changed)
+    if not changed:
+        facts = UrlFacts(
+            page=ctx.page_facts, content=content, validators=ctx.validators, schedule=schedule
+        )
+        return Outcome("unchanged", facts, links=ctx.links)
+    key = ctx.write_response()
+    facts = UrlFacts(
+        page=ctx.page_facts, content=content, validators=ctx.validators, storage_key=key,
+        schedule=schedule,
+        changes=(row.changes or 0) + 1 if row is not None and row.fetches else None,
+    )  # fmt: skip
+    event = {
+        "type": "PageFetched",
+        "url": e.url,
+        "urlHash": e.url_hash,
+        "fetchedAt": iso(ctx.result.started),
+        "httpStatus": 200,
+        "contentHash": v.content_hash,
+        "simhash": f"0x{v.simhash:016x}",
+        "storageKey": key,
+        "outLinks": len(ctx.links),
+        "changed": True,
+        "title": ctx.parsed.title[:300],
+    }
+    return Outcome("ok", facts, links=ctx.links, event=event)
+
+
+def probe_signature(
+    res: FetchResult, host: str, url: str, attempts: int, config: CrawlConfig
+) -> ProbeSignature | None:
+    """What a host's answer to its soft-404 probe says; None: ask again later.
+
+    A back-off (429/503) or a network error is asked again while attempts last; any
+    other answer is the host's signature (a 200's title and main text are kept).
+    """
+    retry = (res.status in RETRY_STATUSES and attempts < config.max_attempts) or (
+        res.error in NETWORK_ERRORS and attempts < config.max_error_attempts
+    )
+    if retry:
+        return None
+    title = text = ""
+    if res.status == 200 and res.error is None:
+        parsed = parse_html(res.text(), config.agent)
+        title, text = parsed.title, parsed.text
+    return ProbeSignature(host, url, res.status, title[:300], text[:20_000], res.header("location"))
+
+
+#: The rules in the order they are asked; the first that answers decides.
+RULES: tuple[OutcomeRule, ...] = (
+    network_error,
+    final_error,
+    back_off,
+    redirect,
+    not_modified,
+    server_error,
+    other_status,
+    sitemap,
+    robots_directives,
+    soft_404,
+    duplicate,
+    page,
+)
+
+
+def decide(ctx: FetchContext, rules: tuple[OutcomeRule, ...] = RULES) -> Outcome:
+    """The outcome of the first rule that claims the answer."""
+    for rule in rules:
+        outcome = rule(ctx)
+        if outcome is not None:
+            return outcome
+    raise AssertionError(f"no outcome rule claimed {ctx.entry.url}")  # ``page`` claims any 200

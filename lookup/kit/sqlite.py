@@ -1,0 +1,100 @@
+"""SQLite connections the way every embedded store here opens them, and one pool per store.
+
+Every store of the workbench that is a SQLite file opens it through :func:`connect`
+(WAL, a busy timeout, a ``synchronous`` level, autocommit so transactions are explicit)
+and keeps one connection per thread in a :class:`ConnectionPool` — SQLite connections
+must not be shared between threads mid-transaction, and opening one per call costs
+more than the query. Only store modules import this: nothing else opens a database.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["SYNCHRONOUS_LEVELS", "ConnectionPool", "connect"]
+
+SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+def connect(
+    path: str | os.PathLike[str],
+    *,
+    readonly: bool = False,
+    wal: bool = True,
+    synchronous: str | None = "NORMAL",
+    busy_timeout_ms: int = 10_000,
+    pragmas: tuple[str, ...] = (),
+    autocommit: bool = True,
+) -> sqlite3.Connection:
+    """Open a SQLite file: read-only by URI, or read-write in WAL mode.
+
+    ``pragmas`` run before ``journal_mode`` (``page_size`` must precede WAL on a new
+    file). ``autocommit`` (``isolation_level=None``) leaves every transaction to the
+    caller's explicit ``BEGIN``; ``False`` keeps Python's implicit transactions.
+    """
+    isolation = None if autocommit else ""
+    if readonly:
+        conn = sqlite3.connect(
+            f"file:{Path(path)}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000.0,
+            isolation_level=isolation, check_same_thread=False,
+        )
+        return conn
+    conn = sqlite3.connect(
+        str(path), isolation_level=isolation, check_same_thread=False,
+        timeout=busy_timeout_ms / 1000.0,
+    )
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    for pragma in pragmas:
+        conn.execute(f"PRAGMA {pragma}")
+    if wal:
+        conn.execute("PRAGMA journal_mode = WAL")
+    if synchronous is not None:
+        level = synchronous.upper()
+        if level not in SYNCHRONOUS_LEVELS:
+            raise ValueError(f"unknown synchronous mode {synchronous!r}")
+        conn.execute(f"PRAGMA synchronous = {level}")
+    return conn
+
+
+class ConnectionPool:
+    """One connection per thread for one database file; :meth:`close` closes them all.
+
+    ``opener`` makes a new connection (default :func:`connect` on ``path``); a pool
+    closed by :meth:`close` reopens on the next :meth:`get`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        opener: Callable[[], sqlite3.Connection] | None = None,
+    ) -> None:
+        self.path = str(path)
+        self._opener = opener or (lambda: connect(self.path))
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def get(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._opener()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection the pool opened, in any thread."""
+        with self._lock:
+            for conn in self._all:
+                try:
+                    conn.close()
+                except sqlite3.Error:
+                    pass
+            self._all.clear()
+        self._local = threading.local()

@@ -1,0 +1,140 @@
+"""Where a search index's published versions live: the ``CURRENT`` token, the manifests.
+
+:class:`IndexLocation` names what the indexer and the live service ask of it: which
+version is live (cheap to poll), every published version, publishing a new one
+(an atomic swap of ``CURRENT``), dropping files no kept version names, the one-writer
+lock, and opening the live version for queries. :class:`DirectoryIndexLocation` is the
+embedded implementation (a directory of immutable files, see
+:mod:`lookup.search.manifest`); :func:`open_index_location` picks one from a path or a
+``file:///`` URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+from urllib.parse import unquote, urlsplit
+
+from lookup.search import manifest as manifests
+from lookup.search.manifest import Manifest
+from lookup.search.shard import IndexVersion
+
+__all__ = ["DirectoryIndexLocation", "IndexLocation", "open_index_location"]
+
+
+@runtime_checkable
+class IndexLocation(Protocol):
+    """The published versions of one search index."""
+
+    #: The directory the segment files of every version live in (the readers map them).
+    path: Path
+
+    def current_token(self) -> str | None:
+        """A short name of the live version (changes on every publish), or None."""
+        ...
+
+    def current(self) -> Manifest | None:
+        """The live version's manifest, or None if nothing is published."""
+        ...
+
+    def versions(self) -> list[int]:
+        """Every published version still kept, oldest first."""
+        ...
+
+    def manifest(self, version: int) -> Manifest:
+        """The manifest of a kept version (``KeyError`` when it is not kept)."""
+        ...
+
+    def publish(self, manifest: Manifest) -> None:
+        """Store ``manifest`` and make it the live version in one atomic step."""
+        ...
+
+    def collect_garbage(self, keep_versions: int = 2) -> list[str]:
+        """Drop the versions and files that the newest ``keep_versions`` do not name."""
+        ...
+
+    def writer(self) -> AbstractContextManager[None]:
+        """Hold the one-writer lock (``RuntimeError`` when another writer holds it)."""
+        ...
+
+    def open(self) -> IndexVersion | None:
+        """The live version opened for queries, or None if nothing is published."""
+        ...
+
+
+class DirectoryIndexLocation:
+    """An index directory: ``manifest-NNNNNN.json`` files, ``CURRENT`` and ``shard-NN/``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"DirectoryIndexLocation({str(self.path)!r})"
+
+    def current_token(self) -> str | None:
+        """The name of the live manifest (one small file read)."""
+        return manifests.current_token(self.path)
+
+    def current(self) -> Manifest | None:
+        """The live manifest, or None."""
+        return manifests.current_manifest(self.path)
+
+    def versions(self) -> list[int]:
+        """The versions whose manifest files are present, oldest first."""
+        if not self.path.is_dir():
+            return []
+        return sorted(
+            int(m.group(1)) for p in self.path.iterdir() if (m := manifests.MANIFEST.match(p.name))
+        )
+
+    def manifest(self, version: int) -> Manifest:
+        """Read a kept version's manifest."""
+        try:
+            text = (self.path / manifests.manifest_name(version)).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise KeyError(f"version {version} is not kept in {self.path}") from None
+        return Manifest.from_json(json.loads(text))
+
+    def publish(self, manifest: Manifest) -> None:
+        """Write the manifest, then point ``CURRENT`` at it (``os.replace``)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        manifests.publish(self.path, manifest)
+
+    def collect_garbage(self, keep_versions: int = 2) -> list[str]:
+        """Delete manifests and segment files the newest ``keep_versions`` do not name."""
+        return manifests.collect_garbage(self.path, keep_versions)
+
+    @contextmanager
+    def writer(self) -> Iterator[None]:
+        """The directory's exclusive writer lock (``flock``; readers never take it)."""
+        with manifests.writer_lock(self.path):
+            yield
+
+    def open(self) -> IndexVersion | None:
+        """The live version mapped for queries."""
+        return IndexVersion.open(self.path)
+
+
+def open_index_location(where: str | os.PathLike[str] | IndexLocation) -> IndexLocation:
+    """The index location ``where`` names: a directory path or a ``file:///`` URL.
+
+    A location passes through unchanged. An unknown scheme raises ValueError naming
+    the accepted ones.
+    """
+    if isinstance(where, IndexLocation):
+        return where
+    text = os.fspath(where)
+    head = text.split("/", 1)[0]
+    if "://" not in text and ":" not in head:
+        return DirectoryIndexLocation(text)
+    parts = urlsplit(text)
+    if parts.scheme.lower() == "file" and parts.path and parts.netloc in ("", "localhost"):
+        return DirectoryIndexLocation(unquote(parts.path))
+    raise ValueError(
+        f"unsupported index location {text!r}; expected one of: a directory path, "
+        "file:///path/to/dir"
+    )

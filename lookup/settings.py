@@ -1,0 +1,225 @@
+"""Every knob of the workbench, declared once: name, environment variable, type, default, unit.
+
+Nothing else in ``lookup/`` or ``app/`` reads the environment (a test over the source tree
+enforces it): code asks ``settings.get("data_dir")``, which reads the variable at call
+time, so a test or a child process that sets it is seen at once. ``lookup settings``
+prints the whole table with the current values.
+
+A value that does not parse raises :class:`SettingError` naming the variable, the value and
+what it accepts — a clear message at start-up, never a traceback deep inside a service.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SETTINGS", "Setting", "SettingError", "child_environ", "describe", "get"]
+
+
+class SettingError(ValueError):
+    """An environment variable holds a value its setting cannot accept."""
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _text(raw: str) -> str:
+    return raw.strip()
+
+
+def _flag(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ValueError(f"expected one of {', '.join(_TRUE + _FALSE)}")
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0:
+        raise ValueError("expected a number above 0")
+    return value
+
+
+def _nice(raw: str) -> int:
+    value = raw.strip()
+    if not value.isdigit() or int(value) > 19:
+        raise ValueError("expected a whole number from 0 to 19")
+    return int(value)
+
+
+def _rate(raw: str) -> str:
+    from lookup.kit.ratelimit import RatePolicy
+
+    RatePolicy.parse(raw.strip())  # validate now; the caller parses it again into a policy
+    return raw.strip()
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One knob: where it is read from, what it accepts, and why its default is what it is."""
+
+    name: str
+    env: str
+    default: Any
+    parse: Callable[[str], Any]
+    kind: str
+    unit: str
+    help: str
+    choices: tuple[str, ...] = ()
+
+    def read(self, environ: Mapping[str, str] | None = None) -> Any:
+        """The current value: the variable if set and non-blank, else the default."""
+        env = os.environ if environ is None else environ
+        raw = env.get(self.env)
+        if raw is None or not raw.strip():
+            return self.default
+        try:
+            value = self.parse(raw)
+        except ValueError as exc:
+            raise SettingError(f"{self.env}={raw!r}: {exc}") from None
+        if self.choices and value not in self.choices:
+            raise SettingError(f"{self.env}={raw!r}: must be one of {', '.join(self.choices)}")
+        return value
+
+
+def _lower(raw: str) -> str:
+    return raw.strip().lower()
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in [
+        # -- where state lives and how the pieces find each other ---------------------------
+        Setting(
+            "data_dir", "LOOKUP_DATA_DIR", "data", _text, "path", "",
+            "where all state lives (databases, snapshots, indexes); delete it to rebuild "
+            "everything. Every command's --data-dir overrides it.",
+        ),
+        Setting(
+            "public_url", "LOOKUP_PUBLIC_URL", "", _text, "url", "",
+            "the address clients use to reach the API, used in short links (default: the "
+            "address `lookup serve` binds, http://127.0.0.1:8000 for the app factory).",
+        ),
+        Setting(
+            "api_url", "LOOKUP_API_URL", "http://127.0.0.1:8000", _text, "url", "",
+            "where the dashboard finds the HTTP API.",
+        ),
+        Setting(
+            "sandbox_url", "LOOKUP_SANDBOX_URL", "http://127.0.0.1:8600", _text, "url", "",
+            "the sandbox web's control address the crawler page starts crawls against "
+            "(`make run` starts it on port 8600).",
+        ),
+        Setting(
+            "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
+            "the bearer token of mutating management endpoints; when unset, a random one "
+            "is created once in the data directory (admin.token, mode 0600).",
+        ),
+        # -- URL shortener -------------------------------------------------------------------
+        Setting(
+            "shortener_rate_anon", "LOOKUP_SHORTENER_RATE_ANON", "",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "link creations per client IP without an owner token (default 20/60; the strictest: "
+            "anonymous creation is where abuse comes from).",
+        ),
+        Setting(
+            "shortener_rate_owner", "LOOKUP_SHORTENER_RATE_OWNER", "",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "link creations per owner token (default 600/60).",
+        ),
+        Setting(
+            "shortener_rate_ip", "LOOKUP_SHORTENER_RATE_IP", "",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "link creations per client IP with a token (default 1200/60): stops rotating tokens.",
+        ),
+        Setting(
+            "shortener_rate_misses", "LOOKUP_SHORTENER_RATE_MISSES", "",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "store lookups of unknown keys per client IP (default 50/1:500): stops key guessing.",
+        ),
+        Setting(
+            "shortener_rate_password", "LOOKUP_SHORTENER_RATE_PASSWORD", "",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "password attempts per client IP and link (default 10/60): stops guessing.",
+        ),
+        Setting(
+            "trust_forwarded_for", "LOOKUP_TRUST_FORWARDED_FOR", False, _flag, "flag", "",
+            "take the client IP from X-Forwarded-For (only behind a proxy you run; "
+            "otherwise any client can pick its own rate-limit identity).",
+        ),
+        Setting(
+            "shortener_analytics", "LOOKUP_SHORTENER_ANALYTICS", True, _flag, "flag", "",
+            "record clicks (buffer → log → aggregator); 0 serves redirects without "
+            "analytics, for comparisons.",
+        ),
+        Setting(
+            "shortener_scanner", "LOOKUP_SHORTENER_SCANNER", True, _flag, "flag", "",
+            "run the background safety scanner over new and changed links; 0 turns it off.",
+        ),
+        Setting(
+            "shortener_aggregator", "LOOKUP_SHORTENER_AGGREGATOR", "process",
+            _lower, "choice", "",
+            "where the click aggregator runs: its own process (default; keeps its CPU off "
+            "the redirect path), a thread here, or external (`python -m "
+            "lookup.shortener.analytics`).",
+            choices=("thread", "process", "external"),
+        ),
+        Setting(
+            "shortener_aggregator_nice", "LOOKUP_SHORTENER_AGGREGATOR_NICE", 19, _nice,
+            "int", "nice 0..19",
+            "CPU priority of the aggregator process: 19 yields to the redirect path.",
+        ),
+        # -- web search ----------------------------------------------------------------------
+        Setting(
+            "search_deadline_ms", "LOOKUP_SEARCH_DEADLINE_MS", None, _positive_float, "ms", "",
+            "per-query deadline for a shard's answer before the coordinator hedges or "
+            "answers partially (default: the coordinator's DEFAULT_DEADLINE_MS). The test "
+            "suite raises it so a loaded machine never fakes a miss.",
+        ),
+    ]
+}
+
+
+def get(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The current value of setting ``name`` (read from the environment now)."""
+    try:
+        setting = SETTINGS[name]
+    except KeyError:
+        raise KeyError(f"unknown setting {name!r}; known: {', '.join(sorted(SETTINGS))}") from None
+    return setting.read(environ)
+
+
+def describe(environ: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """Every setting with its current value, for ``lookup settings`` and the docs."""
+    rows = []
+    for s in SETTINGS.values():
+        try:
+            value: Any = s.read(environ)
+        except SettingError as exc:
+            value = f"INVALID ({exc})"
+        if s.kind == "secret" and value:
+            value = "(set)"
+        rows.append(
+            {
+                "name": s.name,
+                "env": s.env,
+                "value": value,
+                "default": s.default,
+                "unit": s.unit,
+                "help": s.help,
+            }
+        )
+    return rows
+
+
+def child_environ(**overrides: str) -> dict[str, str]:
+    """This process's environment with ``overrides`` (by env name), for a child process."""
+    env = dict(os.environ)
+    env.update(overrides)
+    return env

@@ -1,0 +1,208 @@
+"""The contract of :class:`lookup.kit.snapshots.SnapshotStore`, run against every implementation.
+
+Written once; an implementation joins by adding a :class:`Harness` factory to
+``IMPLEMENTATIONS`` (today: the typeahead's directory of trie files). A harness knows
+how to build a candidate snapshot for its system, which names and versions are valid
+there, and how to open the store again from its URL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from lookup.kit.snapshots import SnapshotStore
+
+
+@dataclass
+class Harness:
+    """One implementation under test."""
+
+    store: SnapshotStore[Any]
+    #: build a candidate snapshot file of ``name`` at ``version`` (outside the store)
+    candidate: Callable[[str, str], Path]
+    #: the version an opened snapshot is
+    version_of: Callable[[Any], str]
+    #: the same store opened again from its URL (a new instance, same location)
+    reopen: Callable[[], SnapshotStore[Any]]
+    names: tuple[str, str]
+    versions: tuple[str, ...]  # valid versions, ascending, at least six
+
+
+def typeahead_directory(tmp_path: Path) -> Harness:
+    from lookup.typeahead.snapshot import Snapshot, open_snapshot_store, write_snapshot
+    from lookup.typeahead.trie import RadixTrie
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    url = (tmp_path / "snapshots").as_uri()
+
+    def candidate(name: str, version: str) -> Path:
+        strings = [f"{version[-6:]} query {i}" for i in range(20)]
+        trie = RadixTrie()
+        for i, s in enumerate(strings):
+            trie.add(s, i)
+        scores = np.arange(len(strings), 0, -1, dtype=float)
+        return write_snapshot(
+            staging / f"{name}-{version}.trie", name, trie.build(), strings, scores,
+            version=version,
+        )  # fmt: skip
+
+    def version_of(snap: Snapshot) -> str:
+        return snap.version
+
+    return Harness(
+        store=open_snapshot_store(url, keep=3),
+        candidate=candidate,
+        version_of=version_of,
+        reopen=lambda: open_snapshot_store(url, keep=3),
+        names=("en-IN", "hi-IN"),
+        versions=tuple(f"202601{d:02d}T000000Z-{d:06x}" for d in range(1, 9)),
+    )
+
+
+IMPLEMENTATIONS: dict[str, Callable[[Path], Harness]] = {
+    "typeahead-directory": typeahead_directory,
+}
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    yield IMPLEMENTATIONS[request.param](tmp_path)
+
+
+def publish(h: Harness, name: str, version: str) -> None:
+    h.store.publish(name, version, h.candidate(name, version))
+
+
+def test_an_empty_store_has_nothing_to_serve(h: Harness) -> None:
+    a = h.names[0]
+    assert h.store.names() == []
+    assert h.store.versions(a) == []
+    assert h.store.current(a) is None
+    assert h.store.open(a) is None
+    with pytest.raises(LookupError):
+        h.store.rollback(a)
+    with pytest.raises(LookupError):
+        h.store.activate(a, h.versions[0])
+
+
+def test_publish_makes_a_version_current(h: Harness) -> None:
+    a, v = h.names[0], h.versions[0]
+    source = h.candidate(a, v)
+    h.store.publish(a, v, source)
+    assert not source.exists()  # moved in, not copied
+    assert h.store.names() == [a]
+    assert h.store.versions(a) == [v]
+    assert h.store.current(a) == v
+    assert h.version_of(h.store.open(a)) == v
+
+
+def test_versions_are_listed_oldest_first_and_the_newest_publish_is_current(h: Harness) -> None:
+    a = h.names[0]
+    for v in h.versions[:3]:
+        publish(h, a, v)
+    assert h.store.versions(a) == list(h.versions[:3])
+    assert h.store.current(a) == h.versions[2]
+    for v in h.versions[:3]:
+        assert h.version_of(h.store.open(a, v)) == v
+
+
+def test_activate_swaps_to_a_stored_version(h: Harness) -> None:
+    a = h.names[0]
+    for v in h.versions[:2]:
+        publish(h, a, v)
+    h.store.activate(a, h.versions[0])
+    assert h.store.current(a) == h.versions[0]
+    assert h.version_of(h.store.open(a)) == h.versions[0]
+    with pytest.raises(LookupError):
+        h.store.activate(a, h.versions[5])  # never stored
+    assert h.store.current(a) == h.versions[0]
+    with pytest.raises(LookupError):
+        h.store.open(a, h.versions[5])
+
+
+def test_rollback_undoes_the_last_swap(h: Harness) -> None:
+    a = h.names[0]
+    publish(h, a, h.versions[0])
+    with pytest.raises(LookupError):
+        h.store.rollback(a)  # one version: nothing to go back to
+    publish(h, a, h.versions[1])
+    assert h.store.rollback(a) == h.versions[0]
+    assert h.store.current(a) == h.versions[0]
+    assert h.store.rollback(a) == h.versions[1]  # undoing the rollback
+    h.store.activate(a, h.versions[0])
+    publish(h, a, h.versions[2])
+    assert h.store.rollback(a) == h.versions[0]  # the one current before, not the one below
+
+
+def test_names_are_independent(h: Harness) -> None:
+    a, b = h.names
+    publish(h, a, h.versions[0])
+    publish(h, a, h.versions[1])
+    publish(h, b, h.versions[2])
+    assert h.store.names() == sorted([a, b])
+    h.store.activate(a, h.versions[0])
+    assert h.store.current(b) == h.versions[2]
+    assert h.store.versions(b) == [h.versions[2]]
+    with pytest.raises(LookupError):
+        h.store.rollback(b)
+
+
+def test_a_rejected_candidate_is_never_served(h: Harness) -> None:
+    a = h.names[0]
+    publish(h, a, h.versions[0])
+    source = h.candidate(a, h.versions[1])
+    h.store.reject(a, h.versions[1], source, {"ok": False, "checks": ["size"]})
+    assert not source.exists()
+    assert h.store.versions(a) == [h.versions[0]]
+    assert h.store.current(a) == h.versions[0]
+    with pytest.raises(LookupError):
+        h.store.activate(a, h.versions[1])
+
+
+def test_retention_never_drops_the_current_version(h: Harness) -> None:
+    a = h.names[0]
+    for v in h.versions:
+        publish(h, a, v)
+        kept = h.store.versions(a)
+        assert h.store.current(a) == v and v in kept
+        for w in kept:
+            assert h.version_of(h.store.open(a, w)) == w
+    assert h.store.versions(a)[-1] == h.versions[-1]
+
+
+def test_an_opened_snapshot_outlives_a_swap(h: Harness) -> None:
+    a = h.names[0]
+    publish(h, a, h.versions[0])
+    before = h.store.open(a)
+    publish(h, a, h.versions[1])
+    assert h.version_of(before) == h.versions[0]  # immutable: readers finish on theirs
+    assert h.version_of(h.store.open(a)) == h.versions[1]
+
+
+def test_the_state_is_durable_across_instances(h: Harness) -> None:
+    a = h.names[0]
+    publish(h, a, h.versions[0])
+    publish(h, a, h.versions[1])
+    again = h.reopen()
+    assert again.current(a) == h.versions[1]
+    assert again.versions(a) == h.store.versions(a)
+    assert again.rollback(a) == h.versions[0]
+    assert h.store.current(a) == h.versions[0]
+
+
+def test_an_unknown_url_scheme_is_refused_naming_the_accepted_ones(tmp_path: Path) -> None:
+    from lookup.kit.snapshots import snapshot_directory
+
+    assert snapshot_directory((tmp_path / "x").as_uri()) == tmp_path / "x"
+    assert snapshot_directory(os.fspath(tmp_path / "x")) == tmp_path / "x"
+    for bad in ("memory:", "sqlite:///x.db", "redis://localhost/0", "file:///"):
+        with pytest.raises(ValueError, match="file:///"):
+            snapshot_directory(bad)

@@ -1,0 +1,169 @@
+"""The layer rules of docs/ARCHITECTURE.md, checked over the source tree.
+
+- ``lookup/kit`` (with ``lookup.settings`` and ``lookup.errors``) imports no system;
+- a system (shortener, typeahead, geo, crawler, search) imports ``kit``, ``settings``,
+  ``errors`` and itself — never another system, the edge (``server``, ``cli``,
+  ``launcher``), the dashboard, Streamlit or Jupyter;
+- nothing in ``lookup/`` imports Streamlit or Jupyter;
+- only ``lookup/settings.py`` reads the environment;
+- only store modules open a database: ``sqlite3`` is imported nowhere else.
+
+Imports are read from the syntax tree, function-level imports included, so a lazy
+import cannot hide a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("shortener", "typeahead", "geo", "crawler", "search")
+EDGE = ("lookup.server", "lookup.cli", "lookup.launcher", "lookup.capacity.cli")
+FOUNDATION = ("lookup.kit", "lookup.settings", "lookup.errors")
+UI = ("streamlit", "app", "IPython", "ipykernel", "jupyter", "nbformat", "nbclient")
+
+#: The modules that may open a database (the embedded implementations of the seams).
+STORE_MODULES = {
+    "lookup/kit/sqlite.py",  # the one way to open a SQLite file
+    "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
+    "lookup/kit/ids.py",
+    "lookup/shortener/store.py",
+    "lookup/shortener/analytics/log.py",
+    "lookup/shortener/analytics/aggregate.py",
+    "lookup/geo/store.py",
+    "lookup/crawler/store.py",
+    "lookup/crawler/store_sqlite.py",
+}
+
+
+def _sources(*dirs: str) -> list[Path]:
+    return sorted(p for d in dirs for p in (ROOT / d).rglob("*.py"))
+
+
+def _imports(path: Path) -> list[str]:
+    """Every module name ``path`` imports (absolute; relative ones resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            names.append(module)
+            names.extend(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def test_kit_imports_no_system() -> None:
+    bad = []
+    for path in _sources("lookup/kit") + [ROOT / "lookup/settings.py", ROOT / "lookup/errors.py"]:
+        for name in _imports(path):
+            if _within(name, tuple(f"lookup.{s}" for s in SYSTEMS) + EDGE):
+                bad.append(f"{_rel(path)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_a_system_imports_only_kit_and_itself(system: str) -> None:
+    others = tuple(f"lookup.{s}" for s in SYSTEMS if s != system)
+    bad = []
+    for path in _sources(f"lookup/{system}"):
+        for name in _imports(path):
+            if _within(name, others + EDGE + UI):
+                bad.append(f"{_rel(path)} imports {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_lookup_never_imports_the_dashboard_or_jupyter() -> None:
+    bad = [
+        f"{_rel(path)} imports {name}"
+        for path in _sources("lookup")
+        for name in _imports(path)
+        if _within(name, UI)
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_only_settings_reads_the_environment() -> None:
+    bad = []
+    for path in _sources("lookup", "app"):
+        if _rel(path) == "lookup/settings.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
+                if isinstance(node.value, ast.Name) and node.value.id == "os":
+                    bad.append(f"{_rel(path)}:{node.lineno} os.{node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module == "os":
+                if any(a.name in ("environ", "getenv") for a in node.names):
+                    bad.append(f"{_rel(path)}:{node.lineno} from os import ...")
+    assert not bad, "read the environment through lookup.settings:\n" + "\n".join(bad)
+
+
+def test_only_store_modules_open_a_database() -> None:
+    bad = [
+        f"{_rel(path)} imports {name}"
+        for path in _sources("lookup", "app")
+        if _rel(path) not in STORE_MODULES
+        for name in _imports(path)
+        if _within(name, ("sqlite3", "psycopg", "psycopg_pool", "redis"))
+    ]
+    assert not bad, "SQL and connections live in store modules only:\n" + "\n".join(bad)
+
+
+def test_no_lookup_module_is_over_900_lines() -> None:
+    long = {
+        _rel(p): n
+        for p in _sources("lookup")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 900
+    }
+    assert not long, long
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_every_public_name_of_a_system_resolves(system: str) -> None:
+    package = importlib.import_module(f"lookup.{system}")
+    missing = [name for name in package.__all__ if not hasattr(package, name)]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("module", "heavy"),
+    [
+        ("lookup.shortener.keys", ("fastapi", "starlette", "segno", "datasketch", "numpy")),
+        ("lookup.typeahead.normalize", ("fastapi", "numpy", "pyarrow")),
+        ("lookup.search.analysis", ("fastapi", "numpy")),
+        ("lookup.crawler.dedup", ("fastapi", "uvicorn", "httpx", "lookup.crawler.sandbox")),
+        ("lookup.kit.urlnorm", ("fastapi", "numpy", "httpx")),
+    ],
+)
+def test_a_light_module_imports_light(module: str, heavy: tuple[str, ...]) -> None:
+    """Package ``__init__`` files re-export lazily: one module never drags in the stack."""
+    code = (
+        f"import sys, {module}\n"
+        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "", f"importing {module} loaded {out.stdout.strip()}"

@@ -17,6 +17,7 @@ import httpx
 import streamlit as st
 
 from lookup import settings
+from lookup.kit.probe import get_json
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "data"
@@ -121,21 +122,15 @@ class ApiHealth:
 def probe_health(base_url: str | None = None) -> ApiHealth:
     """Ask the API whether it is up; never raises — a dead API is a normal state to show."""
     url = base_url or api_url()
-    try:
-        with api_client(url) as client:
-            response = client.get("/healthz")
-    except httpx.ConnectError:
-        return ApiHealth(url, False, problem="nothing is listening there")
-    except httpx.TimeoutException:
-        return ApiHealth(url, False, problem="it did not answer in time")
-    except httpx.HTTPError as exc:
-        return ApiHealth(url, False, problem=f"the request failed ({type(exc).__name__})")
-    if response.status_code != 200:
-        return ApiHealth(url, False, problem=f"/healthz answered HTTP {response.status_code}")
-    try:
-        body = response.json()
-    except ValueError:
+    with api_client(url) as client:
+        answer = get_json("/healthz", timeout=client.timeout, client=client)
+    if answer.problem:
+        return ApiHealth(url, False, problem=answer.problem)
+    if answer.status != 200:
+        return ApiHealth(url, False, problem=f"/healthz answered HTTP {answer.status}")
+    if not answer.json:
         return ApiHealth(url, False, problem="/healthz did not answer JSON")
+    body = answer.body
     if not isinstance(body, dict) or body.get("status") != "ok":
         return ApiHealth(url, False, problem="/healthz did not report status ok")
     systems = body.get("systems")

@@ -34,6 +34,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/places.py", "Places near me", ":material/location_on:", "places"),
     PageSpec("views/crawler.py", "Web crawler", ":material/travel_explore:", "crawler"),
     PageSpec("views/search.py", "Web search", ":material/search:", "search"),
+    PageSpec("views/blocks.py", "Building blocks", ":material/widgets:", "blocks"),
 ]
 
 

@@ -66,7 +66,7 @@ from benchmarks.common import (
     run_wrk,
     wrk_path,
 )
-from lookup.shortener import ShortenerConfig, ShortenerService
+from lookup.shortener import Shortener, ShortenerConfig
 from lookup.shortener.simulate import (
     BROWSER_WEIGHTS,
     BROWSERS,
@@ -444,10 +444,10 @@ def _rate(fn: Callable[[str], Any], arg: str, seconds: float) -> float:
 def bench_resolve(*, seconds: float, runs: int) -> dict[str, Any]:
     """``Resolver.resolve`` on a hot key vs ``dict.get`` and a ``functools.lru_cache`` hit."""
     with tempfile.TemporaryDirectory(prefix="bench-resolve-") as tmp:
-        service = ShortenerService(ShortenerConfig(data_dir=Path(tmp) / "data"))
+        shortener = Shortener(ShortenerConfig(data_dir=Path(tmp) / "data"))
         try:
-            key = service.create({"longUrl": "https://example.com/hot"}, owner=None).body["key"]
-            resolver = service.resolver
+            key = shortener.api.create({"longUrl": "https://example.com/hot"}).body["key"]
+            resolver = shortener.resolver
             resolver.clear()
             if resolver.resolve(key) is None:  # one store read, then it is hot
                 raise RuntimeError("the created link does not resolve")
@@ -469,7 +469,7 @@ def bench_resolve(*, seconds: float, runs: int) -> dict[str, Any]:
                     rates[name].append(_rate(fn, key, seconds))
             stats = resolver.stats()
         finally:
-            service.close()
+            shortener.close()
     out: dict[str, Any] = {name: {"rate": median(v), "runs": v} for name, v in rates.items()}
     out["store_reads"] = stats["store"]["reads"]
     out["l1_hits"] = stats["l1"]["hits"]

@@ -436,8 +436,9 @@ def shortener_app(data_dir: Path, base_url: str, click_hook: str, info_path: Pat
 
     def bench_hooks(mounts: Any) -> None:
         def startup() -> None:
-            service = mounts.api.state.shortener
-            holder["service"] = service
+            shortener = mounts.api.state.shortener
+            holder["shortener"] = shortener
+            service = shortener.service
             if click_hook == "noop":
                 service.on_click = lambda ctx: None
             hook = service.on_click
@@ -448,11 +449,11 @@ def shortener_app(data_dir: Path, base_url: str, click_hook: str, info_path: Pat
             }
 
         def shutdown() -> None:
-            service = holder.get("service")
-            if service is None or info_path is None:
+            shortener = holder.get("shortener")
+            if shortener is None or info_path is None:
                 return
             try:
-                metrics = service.metrics()
+                metrics = shortener.metrics()
             except Exception as exc:  # the report must not hide a benchmark's result
                 metrics = {"error": repr(exc)}
             info_path.write_text(

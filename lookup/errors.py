@@ -24,6 +24,7 @@ __all__ = [
     "TooLarge",
     "Unauthorized",
     "Unavailable",
+    "Unprocessable",
     "WorkbenchError",
 ]
 
@@ -76,6 +77,12 @@ class Conflict(WorkbenchError):
     """The write loses to the current state, e.g. an alias already taken (HTTP 409)."""
 
     default_code = "CONFLICT"
+
+
+class Unprocessable(WorkbenchError):
+    """Well-formed, but refused as it stands, e.g. a key reused with another body (HTTP 422)."""
+
+    default_code = "UNPROCESSABLE"
 
 
 class Gone(WorkbenchError):

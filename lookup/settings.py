@@ -175,6 +175,27 @@ SETTINGS: dict[str, Setting] = {
             "int", "nice 0..19",
             "CPU priority of the aggregator process: 19 yields to the redirect path.",
         ),
+        # -- building blocks (unique ids) ----------------------------------------------------
+        Setting(
+            "etcd_url", "LOOKUP_ETCD_URL", "", _text, "url", "",
+            "the etcd that leases Snowflake worker ids (its HTTP gateway, e.g. "
+            "http://127.0.0.1:2379); unset: the notebook and the dashboard start a "
+            "throw-away etcd of their own when the etcd binary is there.",
+        ),
+        Setting(
+            "etcd_bin", "LOOKUP_ETCD_BIN", "/usr/bin/etcd", _text, "path", "",
+            "the etcd binary throw-away servers are started from (Debian's etcd-server).",
+        ),
+        Setting(
+            "snowflake_lease_ttl", "LOOKUP_SNOWFLAKE_LEASE_TTL", 10.0, _positive_float, "s", "",
+            "seconds a Snowflake worker-id lease lives without a keep-alive (refreshed every "
+            "third of it); a generator stops issuing once it passes.",
+        ),
+        Setting(
+            "require_servers", "LOOKUP_REQUIRE_SERVERS", False, _flag, "flag", "",
+            "tests that need a real server (etcd, ...) fail instead of skipping when its "
+            "binary is missing (.ci/run sets it).",
+        ),
         # -- web search ----------------------------------------------------------------------
         Setting(
             "search_deadline_ms", "LOOKUP_SEARCH_DEADLINE_MS", None, _positive_float, "ms", "",

@@ -33,9 +33,10 @@ STORE_MODULES = {
     "lookup/kit/sqlite.py",  # the one way to open a SQLite file
     "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
     "lookup/kit/ids.py",
+    "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
     "lookup/shortener/analytics/log.py",
-    "lookup/shortener/analytics/aggregate.py",
+    "lookup/shortener/analytics/counts.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
     "lookup/crawler/store_sqlite.py",

@@ -42,6 +42,7 @@ from lookup.capacity.helpers import (
     littles_law,
     steady_state_score,
 )
+from lookup.capacity.ids import IdsAssumptions, IdsPlan, ids
 from lookup.capacity.proximity import ProximityAssumptions, ProximityPlan, proximity
 from lookup.capacity.registry import PLANNERS, figures, plan
 from lookup.capacity.search import SearchAssumptions, SearchPlan, search
@@ -59,6 +60,8 @@ __all__ = [
     "CrawlerAssumptions",
     "CrawlerPlan",
     "Figure",
+    "IdsAssumptions",
+    "IdsPlan",
     "Plan",
     "ProximityAssumptions",
     "ProximityPlan",
@@ -77,6 +80,7 @@ __all__ = [
     "decay_series",
     "density",
     "fanout_tail_probability",
+    "ids",
     "figures",
     "format_quantity",
     "key_length_for",

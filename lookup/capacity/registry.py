@@ -7,6 +7,7 @@ from dataclasses import fields
 from typing import Any
 
 from lookup.capacity.crawler import CrawlerAssumptions, crawler
+from lookup.capacity.ids import IdsAssumptions, ids
 from lookup.capacity.proximity import ProximityAssumptions, proximity
 from lookup.capacity.search import SearchAssumptions, search
 from lookup.capacity.shortener import ShortenerAssumptions, shortener
@@ -19,6 +20,7 @@ PLANNERS: dict[str, tuple[type, Callable[..., Any]]] = {
     "proximity": (ProximityAssumptions, proximity),
     "crawler": (CrawlerAssumptions, crawler),
     "search": (SearchAssumptions, search),
+    "ids": (IdsAssumptions, ids),
 }
 
 

@@ -19,12 +19,12 @@ from lookup.kit.lazy import lazy_exports
 
 #: Each public name and the module it lives in, imported on first use.
 _EXPORTS = {
-    "CrawlConfig": "lookup.crawler.crawl",
-    "Crawler": "lookup.crawler.crawl",
-    "CrawlError": "lookup.crawler.crawl",
-    "CrawlProgress": "lookup.crawler.crawl",
-    "CrawlReport": "lookup.crawler.crawl",
-    "crawl": "lookup.crawler.crawl",
+    "CrawlConfig": "lookup.crawler.engine",
+    "Crawler": "lookup.crawler.engine",
+    "CrawlError": "lookup.crawler.engine",
+    "CrawlProgress": "lookup.crawler.engine",
+    "CrawlReport": "lookup.crawler.engine",
+    "crawl": "lookup.crawler.engine",
     "DuplicateDetector": "lookup.crawler.dedup",
     "SimHashIndex": "lookup.crawler.dedup",
     "Verdict": "lookup.crawler.dedup",

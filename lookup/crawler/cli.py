@@ -229,7 +229,7 @@ def _read_hosts(source: str) -> str:
 def _cmd_crawl(args: argparse.Namespace) -> int:
     import httpx
 
-    from lookup.crawler.crawl import CrawlConfig, Crawler, CrawlError
+    from lookup.crawler.engine import CrawlConfig, Crawler, CrawlError
     from lookup.crawler.fetcher import parse_hosts_file
     from lookup.crawler.session import fetch_sandbox_ca
     from lookup.crawler.traps import TrapPolicy

@@ -1,6 +1,6 @@
 """Run a crawl of the sandbox web in a child process and watch it live.
 
-What a dashboard (or a notebook) needs around :func:`lookup.crawler.crawl`:
+What a dashboard (or a notebook) needs around :func:`lookup.crawler.engine`:
 
 - :func:`probe_sandbox` asks a sandbox web's control address for its manifest;
   :class:`SandboxProcess` starts one (``lookup sandbox``) when none answers.
@@ -54,6 +54,7 @@ from lookup.crawler.store import (
     open_crawl_reader,
 )
 from lookup.kit.background import BackgroundTask
+from lookup.kit.probe import get_json
 
 __all__ = [
     "DEFAULT_SANDBOX_URL",
@@ -132,20 +133,14 @@ def probe_sandbox(url: str | None = None, timeout: float = 2.0) -> SandboxProbe:
         return SandboxProbe(url, False, problem="the address must start with http://")
     if not _loopback(url):
         return SandboxProbe(url, False, problem="the sandbox web is served on loopback only")
-    try:
-        resp = httpx.get(f"{url}/_sandbox/manifest", timeout=timeout, trust_env=False)
-    except httpx.ConnectError:
-        return SandboxProbe(url, False, problem="nothing is listening there")
-    except httpx.TimeoutException:
-        return SandboxProbe(url, False, problem="it did not answer in time")
-    except httpx.HTTPError as exc:
-        return SandboxProbe(url, False, problem=f"the request failed ({type(exc).__name__})")
-    if resp.status_code != 200:
-        return SandboxProbe(url, False, problem=f"/_sandbox/manifest answered {resp.status_code}")
-    try:
-        manifest = resp.json()
-    except ValueError:
+    answer = get_json(f"{url}/_sandbox/manifest", timeout=timeout)
+    if answer.problem:
+        return SandboxProbe(url, False, problem=answer.problem)
+    if answer.status != 200:
+        return SandboxProbe(url, False, problem=f"/_sandbox/manifest answered {answer.status}")
+    if not answer.json:
         return SandboxProbe(url, False, problem="it is not a sandbox web (no JSON manifest)")
+    manifest = answer.body
     if not isinstance(manifest, dict) or not manifest.get("seeds") or not manifest.get("hosts"):
         return SandboxProbe(url, False, problem="it is not a sandbox web (no seeds in manifest)")
     return SandboxProbe(url, True, manifest)

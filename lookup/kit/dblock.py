@@ -28,6 +28,8 @@ import os
 import sqlite3
 import threading
 
+from lookup.kit.sqlite import connect
+
 log = logging.getLogger("lookup.kit.dblock")
 
 _locks: dict[str, threading.RLock] = {}
@@ -113,10 +115,13 @@ class WalCheckpointer:
             )
             self._thread.start()
 
+    def _connect(self) -> sqlite3.Connection:
+        # The checkpointer's own connection: the file's journal mode is its owner's to set.
+        return connect(self.path, wal=False, synchronous=None, busy_timeout_ms=self.busy_timeout_ms)
+
     def _run(self) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn = self._connect()
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             while not self._stop.is_set():
                 self._wake.wait(self.interval_s)
                 self._wake.clear()
@@ -141,9 +146,8 @@ class WalCheckpointer:
 
     def checkpoint_now(self) -> None:
         """Run one passive checkpoint in the calling thread (tests, shutdown)."""
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn = self._connect()
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             self._checkpoint(conn)
         finally:
             conn.close()

@@ -77,6 +77,7 @@ STATUS_OF: dict[type[errors.WorkbenchError], int] = {
     errors.Conflict: 409,
     errors.Gone: 410,
     errors.TooLarge: 413,
+    errors.Unprocessable: 422,
     errors.RateLimited: 429,
     errors.NotBuilt: 503,
     errors.Unavailable: 503,

@@ -2,9 +2,11 @@
 
 The URL shortener's keys are built from three parts, each usable on its own:
 
-* :class:`IdAllocator` hands out **range leases** — blocks of consecutive ids taken
+* an :class:`IdAllocator` hands out **range leases** — blocks of consecutive ids taken
   from one allocator row with a single atomic ``UPDATE ... RETURNING``. A process
   spends its block in memory; a crash only leaves a gap, never a duplicate.
+  :class:`SqliteIdAllocator` is the embedded one; :func:`open_id_allocator` picks the
+  implementation from a URL (``sqlite:///path``).
 * :class:`FeistelPermutation` is a **keyed one-to-one map** of ``[0, n)`` onto
   itself (a balanced Feistel network over the smallest even power of two ``>= n``,
   with cycle-walking back into range), so consecutive ids give unrelated outputs
@@ -24,8 +26,11 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from lookup.kit.dblock import writer_lock
+from lookup.kit.sqlite import connect
+from lookup.kit.storeurl import parse_store_url
 
 #: Digits, then lower case, then upper case: ``0 → "0"``, ``61 → "Z"``.
 BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -175,7 +180,31 @@ class Lease:
     end: int
 
 
-class IdAllocator:
+@runtime_checkable
+class IdAllocator(Protocol):
+    """What a key minter needs from an id source: blocks of ids no other allocator gets.
+
+    ``lease()`` takes the next block from the shared counter; ``next_id()`` spends the
+    current block (leasing another when it runs out); ``leases_taken`` counts leases for
+    the metrics; ``close()`` lets go of the connection (the next lease reopens it).
+    """
+
+    leases_taken: int
+
+    def lease(self) -> Lease:
+        """Take the next block ``[start, end)``; two allocators never get overlapping ones."""
+        ...
+
+    def next_id(self) -> int:
+        """The next unused id; raises ``OverflowError`` past the allocator's limit."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection; a later lease reopens it."""
+        ...
+
+
+class SqliteIdAllocator:
     """Range-leased ids from one allocator row in a SQLite database.
 
     ``lease()`` moves the row forward by ``block_size`` in one atomic
@@ -212,8 +241,8 @@ class IdAllocator:
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is None:
-            conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 10000")
+            # The table shares a file whose journal mode its owner sets (the link store).
+            conn = connect(self.db_path, wal=False, synchronous=None, busy_timeout_ms=10_000)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS id_allocator ("
                 " name TEXT PRIMARY KEY, next_id INTEGER NOT NULL)"
@@ -267,3 +296,13 @@ class IdAllocator:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def open_id_allocator(url: str, name: str = "default", **options: Any) -> IdAllocator:
+    """The id allocator a URL names: ``sqlite:///path`` (the row ``name`` in that file).
+
+    ``options`` go to the implementation (``block_size``, ``limit``, ``start``).
+    """
+    parsed = parse_store_url(url, ("sqlite",))
+    assert parsed.path is not None
+    return SqliteIdAllocator(parsed.path, name, **options)

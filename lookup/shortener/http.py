@@ -6,11 +6,13 @@ alias that are not reserved words, so ``/docs``, ``/healthz``, ``/search`` and f
 fall through to their own routes. A cache hit answers straight from memory — no
 thread, no SQLite, no FastAPI. The redirect then hands a
 :class:`~lookup.shortener.model.ClickContext` to ``service.on_click`` *after* the
-response has been sent.
+response has been sent. Its refusals are answered right here, with their exact bytes.
 
-Management endpoints (``/v1/links...``) validate with the service's own rules so each
-refusal has its specific code; pydantic models in :mod:`~lookup.shortener.schemas`
-document them in the OpenAPI schema.
+Management endpoints (``/v1/links...``) go through :class:`~lookup.shortener.api.LinkApi`
+(parsing in :mod:`~lookup.shortener.parse`, shapes in :mod:`~lookup.shortener.views`) so
+each refusal has its specific code; they raise domain errors (:mod:`lookup.errors`),
+which the server maps to HTTP in one place. Pydantic models in
+:mod:`~lookup.shortener.schemas` document them in the OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -32,15 +34,16 @@ from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
+from lookup import errors
 from lookup.kit.cache import MISSING
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
-from lookup.shortener.analytics import ClickAnalytics
+from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
-from lookup.shortener.scanner import Scanner, edit_blocklist, is_admin, load_admin_token
-from lookup.shortener.service import ShortenerConfig, ShortenerError, ShortenerService, owner_id
+from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
+from lookup.shortener.scanner import edit_blocklist, is_admin, load_admin_token
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -72,21 +75,10 @@ def client_ip(scope: Scope, trust_forwarded_for: bool = False) -> str:
     return str(client[0]) if client else "unknown"
 
 
-def _owner_from_header(value: str | None) -> str | None:
-    """Owner id from an ``Authorization`` header value; None when absent, 401 when malformed."""
-    if value is None:
-        return None
-    scheme, _, token = value.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise ShortenerError(401, "INVALID_TOKEN", "use Authorization: Bearer <owner token>")
-    return owner_id(token.strip())
-
-
-def _rate_limited(decision: RateDecision) -> ShortenerError:
-    return ShortenerError(
-        429,
-        "RATE_LIMITED",
+def _rate_limited(decision: RateDecision) -> errors.RateLimited:
+    return errors.RateLimited(
         f"too many requests; retry in {decision.retry_after_s} s",
+        code="RATE_LIMITED",
         headers=decision.headers(),
     )
 
@@ -110,18 +102,22 @@ async def _send_html(scope: Scope, receive: Receive, send: Send, html: str, stat
 class RedirectHandler:
     """The raw ASGI endpoint behind ``GET /{key}``, ``GET /{key}+`` and ``POST /{key}``."""
 
-    def __init__(self, service: ShortenerService) -> None:
-        self.service = service
-        self.trust_forwarded_for = service.config.trust_forwarded_for
+    def __init__(self, shortener: Shortener) -> None:
+        self.service = shortener.service
+        self.resolver = shortener.resolver
+        self.views = shortener.views
+        self.limit_misses = shortener.limit_misses
+        self.limit_passwords = shortener.limit_passwords
+        self.trust_forwarded_for = shortener.config.trust_forwarded_for
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = scope["path_params"]
         key: str = params["key"]
         svc = self.service
-        found = svc.resolver.cached(key)
+        found = self.resolver.cached(key)
         if found is MISSING:
             ip = client_ip(scope, self.trust_forwarded_for)
-            budget = svc.limit_misses.peek(ip)
+            budget = self.limit_misses.peek(ip)
             if not budget.allowed:
                 headers = budget.headers()
                 headers.update(_NO_STORE)
@@ -135,9 +131,9 @@ class RedirectHandler:
                     headers,
                 )
                 return
-            found = await svc.resolver.load(key)
+            found = await self.resolver.load(key)
             if found is None:
-                svc.limit_misses.charge(ip)
+                self.limit_misses.charge(ip)
         link: Link | None = found
         now = svc.clock()
         outcome = verdict(link, now)
@@ -146,12 +142,12 @@ class RedirectHandler:
             return
         if params["preview"]:
             status = "DISABLED" if outcome is Outcome.DISABLED else "ACTIVE"
-            html = pages.preview_page(link, svc.short_url(key), status)
+            html = pages.preview_page(link, self.views.short_url(key), status)
             await _send_html(scope, receive, send, html, 403 if status == "DISABLED" else 200)
             return
         if outcome is Outcome.DISABLED:
             await _send_html(
-                scope, receive, send, pages.warning_page(link, svc.short_url(key)), 403
+                scope, receive, send, pages.warning_page(link, self.views.short_url(key)), 403
             )
             return
         if outcome is Outcome.PASSWORD:
@@ -159,7 +155,7 @@ class RedirectHandler:
                 await self._password_attempt(scope, receive, send, link, now)
             else:
                 await _send_html(
-                    scope, receive, send, pages.password_page(link, svc.short_url(key)), 200
+                    scope, receive, send, pages.password_page(link, self.views.short_url(key)), 200
                 )
             return
         if link.max_clicks is not None:
@@ -247,7 +243,7 @@ class RedirectHandler:
                 scope,
                 receive,
                 send,
-                pages.warning_page(link, self.service.short_url(link.key)),
+                pages.warning_page(link, self.views.short_url(link.key)),
                 403,
             )
         else:
@@ -258,7 +254,7 @@ class RedirectHandler:
     ) -> None:
         svc = self.service
         ip = client_ip(scope, self.trust_forwarded_for)
-        decision = svc.limit_passwords.check((ip, link.key))
+        decision = self.limit_passwords.check((ip, link.key))
         if not decision.allowed:
             headers = decision.headers()
             headers.update(_NO_STORE)
@@ -278,7 +274,7 @@ class RedirectHandler:
         ok = password is not None and await asyncio.to_thread(svc.check_password, link, password)
         if not ok:
             html = pages.password_page(
-                link, svc.short_url(link.key), error="Wrong password, try again."
+                link, self.views.short_url(link.key), error="Wrong password, try again."
             )
             await _send_html(scope, receive, send, html, 403)
             return
@@ -316,16 +312,16 @@ class RedirectRoute(BaseRoute):
     app has by then (systems mounted after the shortener), so none is ever shadowed.
     """
 
-    def __init__(self, service: ShortenerService, mounts: Any = None) -> None:
-        self.service = service
-        self.handler = RedirectHandler(service)
+    def __init__(self, shortener: Shortener, mounts: Any = None) -> None:
+        self.reserved = shortener.reserved
+        self.handler = RedirectHandler(shortener)
         self._mounts = mounts
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         if scope["type"] != "http":
             return Match.NONE, {}
         if self._mounts is not None:
-            self.service.reserved.add(_route_words(self._mounts))
+            self.reserved.add(_route_words(self._mounts))
             self._mounts = None
         method = scope["method"]
         if method != "GET" and method != "HEAD" and method != "POST":
@@ -336,7 +332,7 @@ class RedirectRoute(BaseRoute):
             if method == "POST":
                 return Match.NONE, {}
             segment = segment[:-1]
-        if not KEY_SHAPE.fullmatch(segment) or segment in self.service.reserved:
+        if not KEY_SHAPE.fullmatch(segment) or segment in self.reserved:
             return Match.NONE, {}
         return Match.FULL, {"path_params": {"key": segment, "preview": preview}}
 
@@ -347,46 +343,46 @@ class RedirectRoute(BaseRoute):
         raise NoMatchFound(name, path_params)
 
 
-def _qr(service: ShortenerService, key: str) -> segno.QRCode:
-    link = service.get(key)
+def _qr(shortener: Shortener, key: str) -> segno.QRCode:
+    link = shortener.service.get(key)
     if link.is_tombstone:
-        raise ShortenerError(410, "LINK_GONE", f"the link {key!r} is {link.status.value.lower()}")
-    return segno.make(service.short_url(key), error="m", micro=False)
+        raise errors.Gone(f"the link {key!r} is {link.status.value.lower()}", code="LINK_GONE")
+    return segno.make(shortener.views.short_url(key), error="m", micro=False)
 
 
 def _domain_list(body: dict[str, Any], name: str) -> list[str]:
     value = body.get(name, [])
     if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
-        raise ShortenerError(400, "INVALID_DOMAINS", f"{name} must be a list of domain names")
+        raise errors.InvalidInput(f"{name} must be a list of domain names", code="INVALID_DOMAINS")
     if len(value) > 1_000:
-        raise ShortenerError(400, "INVALID_DOMAINS", f"at most 1000 domains in {name}")
+        raise errors.InvalidInput(f"at most 1000 domains in {name}", code="INVALID_DOMAINS")
     return value
 
 
-def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
-    """The management API (``/v1/links`` ...) bound to ``service``.
+def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
+    """The management API (``/v1/links`` ...) bound to ``shortener``.
 
     ``admin_token`` guards the blocklist endpoints (empty: they always answer 403).
     """
     router = APIRouter(tags=["shortener"])
-    trust = service.config.trust_forwarded_for
+    trust = shortener.config.trust_forwarded_for
+    api = shortener.api
+    service = shortener.service
+    views = shortener.views
 
     def write_budget(request: Request, owner: str | None, cost: float = 1.0) -> RateDecision:
         ip = client_ip(request.scope, trust)
         if owner is None:
-            checks = [(service.limit_anonymous, ip)]
+            checks = [(shortener.limit_anonymous, ip)]
         else:
-            checks = [(service.limit_owner, owner), (service.limit_ip, ip)]
+            checks = [(shortener.limit_owner, owner), (shortener.limit_ip, ip)]
         decision = check_all(checks, cost)
         if not decision.allowed:
             raise _rate_limited(decision)
         return decision
 
     def require_token(request: Request) -> str:
-        owner = _owner_from_header(request.headers.get("authorization"))
-        if owner is None:
-            raise ShortenerError(401, "UNAUTHORIZED", "send Authorization: Bearer <owner token>")
-        return owner
+        return require_owner_header(request.headers.get("authorization"))
 
     @router.post(
         "/v1/tokens",
@@ -416,11 +412,11 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         },
     )
     async def create_link(request: Request) -> Response:
-        owner = _owner_from_header(request.headers.get("authorization"))
+        owner = owner_from_header(request.headers.get("authorization"))
         decision = write_budget(request, owner)
         body = parse_json_object(await request.body())
         created = await run_in_threadpool(
-            service.create,
+            api.create,
             body,
             owner=owner,
             idempotency_key=request.headers.get("idempotency-key"),
@@ -446,7 +442,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
     ) -> Any:
         owner = require_token(request)
         return await run_in_threadpool(
-            service.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status
+            api.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status
         )
 
     @router.get(
@@ -457,7 +453,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
     )
     async def export_csv(request: Request) -> Response:
         owner = require_token(request)
-        text = await run_in_threadpool(service.export_csv, owner)
+        text = await run_in_threadpool(api.export_csv, owner)
         return Response(
             text,
             media_type="text/csv; charset=utf-8",
@@ -482,10 +478,10 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise ShortenerError(400, "INVALID_CSV", "the CSV must be UTF-8") from None
-        bodies = service.parse_import(text)
+            raise errors.InvalidInput("the CSV must be UTF-8", code="INVALID_CSV") from None
+        bodies = api.parse_import(text)
         decision = write_budget(request, owner, cost=max(1, len(bodies)))
-        result = await run_in_threadpool(service.import_rows, bodies, owner=owner)
+        result = await run_in_threadpool(api.import_rows, bodies, owner=owner)
         return JSONResponse(result, headers=decision.headers())
 
     @router.get(
@@ -496,11 +492,8 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         summary="One link (its owner sees every field)",
     )
     async def get_link(key: str, request: Request) -> Any:
-        owner = _owner_from_header(request.headers.get("authorization"))
-        link = await run_in_threadpool(service.get, key)
-        if owner is not None and link.owner == owner:
-            return service.owner_view(link)
-        return service.public_view(link)
+        owner = owner_from_header(request.headers.get("authorization"))
+        return await run_in_threadpool(api.view, key, owner)
 
     @router.patch(
         "/v1/links/{key}",
@@ -518,8 +511,8 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         owner = require_token(request)
         decision = write_budget(request, owner)
         patch = parse_json_object(await request.body())
-        link = await run_in_threadpool(service.update, key, patch, owner=owner)
-        return JSONResponse(service.owner_view(link), headers=decision.headers())
+        link = await run_in_threadpool(api.update, key, patch, owner=owner)
+        return JSONResponse(views.owner(link), headers=decision.headers())
 
     @router.delete(
         "/v1/links/{key}",
@@ -531,7 +524,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         owner = require_token(request)
         decision = write_budget(request, owner)
         link = await run_in_threadpool(service.delete, key, owner=owner)
-        return JSONResponse(service.owner_view(link), headers=decision.headers())
+        return JSONResponse(views.owner(link), headers=decision.headers())
 
     @router.get(
         "/v1/links/{key}/history",
@@ -541,7 +534,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
     )
     async def link_history(key: str, request: Request) -> Any:
         owner = require_token(request)
-        return await run_in_threadpool(service.audit, key, owner)
+        return await run_in_threadpool(api.audit, key, owner)
 
     @router.get(
         "/v1/links/{key}/qr.png",
@@ -550,7 +543,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         summary="QR code of the short URL (PNG)",
     )
     async def qr_png(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        qr = await run_in_threadpool(_qr, service, key)
+        qr = await run_in_threadpool(_qr, shortener, key)
         out = io.BytesIO()
         qr.save(out, kind="png", scale=scale, border=4)
         return Response(
@@ -566,7 +559,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         summary="QR code of the short URL (SVG)",
     )
     async def qr_svg(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        qr = await run_in_threadpool(_qr, service, key)
+        qr = await run_in_threadpool(_qr, shortener, key)
         out = io.BytesIO()
         qr.save(out, kind="svg", scale=scale, border=4, xmldecl=False)
         return Response(
@@ -593,17 +586,19 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         end: str | None = Query(None, alias="to", max_length=64),
         granularity: str = Query("hour", max_length=16),
     ) -> Any:
-        owner = _owner_from_header(request.headers.get("authorization"))
+        owner = owner_from_header(request.headers.get("authorization"))
         return await run_in_threadpool(
-            service.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
+            api.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
         )
 
     def require_admin(request: Request) -> None:
         header = request.headers.get("authorization")
         if header is None:
-            raise ShortenerError(401, "UNAUTHORIZED", "send Authorization: Bearer <admin token>")
+            raise errors.Unauthorized(
+                "send Authorization: Bearer <admin token>", code="UNAUTHORIZED"
+            )
         if not is_admin(header, admin_token):
-            raise ShortenerError(403, "FORBIDDEN", "the blocklist needs the admin token")
+            raise errors.Forbidden("the blocklist needs the admin token", code="FORBIDDEN")
 
     @router.get(
         "/v1/shortener/blocklist",
@@ -612,8 +607,8 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
     )
     async def get_blocklist(request: Request) -> dict[str, Any]:
         require_admin(request)
-        domains = service.blocklist.domains()
-        return {"version": service.blocklist.version, "domains": sorted(domains)}
+        domains = shortener.blocklist.domains()
+        return {"version": shortener.blocklist.version, "domains": sorted(domains)}
 
     @router.post(
         "/v1/shortener/blocklist",
@@ -641,15 +636,15 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         body = parse_json_object(await request.body())
         unknown = set(body) - {"add", "remove"}
         if unknown:
-            raise ShortenerError(400, "UNKNOWN_FIELD", f"unknown field(s): {sorted(unknown)}")
+            raise errors.InvalidInput(f"unknown field(s): {sorted(unknown)}", code="UNKNOWN_FIELD")
         add, remove = _domain_list(body, "add"), _domain_list(body, "remove")
         try:
-            result = await run_in_threadpool(edit_blocklist, service.blocklist, add, remove)
+            result = await run_in_threadpool(edit_blocklist, shortener.blocklist, add, remove)
         except UrlRejected as exc:
-            raise ShortenerError(400, "INVALID_DOMAIN", exc.message) from None
-        if service.scanner is not None:
-            service.scanner.rules_changed()
-        result["rescan"] = service.scanner is not None
+            raise errors.InvalidInput(exc.message, code="INVALID_DOMAIN") from None
+        if shortener.scanner is not None:
+            shortener.scanner.rules_changed()
+        result["rescan"] = shortener.scanner is not None
         return result
 
     @router.get(
@@ -657,7 +652,7 @@ def build_router(service: ShortenerService, admin_token: str = "") -> APIRouter:
         summary="Shortener counters: what each cache layer absorbed, rate limits, clicks",
     )
     async def metrics() -> dict[str, Any]:
-        return await run_in_threadpool(service.metrics)
+        return await run_in_threadpool(shortener.metrics)
 
     return router
 
@@ -673,32 +668,30 @@ def _route_words(mounts: Any) -> set[str]:
     return words
 
 
-def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerService:
+def mount(
+    mounts: Any,
+    *,
+    config: ShortenerConfig | None = None,
+    analytics_options: dict[str, Any] | None = None,
+) -> Shortener:
     """Add the shortener to the server: redirect fast route, management API, sweeper, health.
 
-    The service is also published as ``mounts.api.state.shortener`` so that systems
-    mounted later can plug into its seams. Unless the config switches them off, click
-    analytics (``service.analytics``: the buffer and the shipper thread here; the
-    aggregator where ``config.aggregator`` says — a niced second process by default) and
-    the safety scanner (``service.scanner``, a worker thread) start and stop with the app.
-    The blocklist endpoints take the admin token (``$LOOKUP_ADMIN_TOKEN`` or the file
-    ``<data-dir>/shortener/admin.token``, created on first start).
+    The composition root (:class:`~lookup.shortener.app.Shortener`) is also published as
+    ``mounts.api.state.shortener`` so that systems mounted later can reach its parts.
+    Unless the config switches them off, click analytics (``shortener.analytics``: the
+    buffer and the shipper thread here; the aggregator where ``config.aggregator`` says —
+    a niced second process by default) and the safety scanner (``shortener.scanner``, a
+    worker thread) start and stop with the app. The blocklist endpoints take the admin
+    token (``$LOOKUP_ADMIN_TOKEN`` or the file ``<data-dir>/shortener/admin.token``,
+    created on first start).
     """
     cfg = config or ShortenerConfig.from_env(mounts.data_dir, mounts.base_url)
-    service = ShortenerService(cfg)
-    service.reserved.add(_route_words(mounts))
-    mounts.api.state.shortener = service
-    analytics = (
-        ClickAnalytics.for_service(
-            service, aggregator=cfg.aggregator, aggregator_nice=cfg.aggregator_nice
-        ).attach(service)
-        if cfg.analytics
-        else None
-    )
-    scanner = Scanner(service, analytics=analytics, clock=cfg.wall_clock) if cfg.scanner else None
-    service.scanner = scanner
-    mounts.fast_routes.append(RedirectRoute(service, mounts))
-    mounts.api.include_router(build_router(service, load_admin_token(service.dir)))
+    shortener = Shortener(cfg, analytics_options=analytics_options)
+    shortener.reserved.add(_route_words(mounts))
+    mounts.api.state.shortener = shortener
+    mounts.fast_routes.append(RedirectRoute(shortener, mounts))
+    mounts.api.include_router(build_router(shortener, load_admin_token(shortener.dir)))
+    service = shortener.service
     sweeper: dict[str, asyncio.Task[None]] = {}
 
     async def sweep_forever() -> None:
@@ -712,12 +705,9 @@ def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerSer
                 log.exception("the expiry sweep failed; it will run again")
 
     async def startup() -> None:
-        service.reserved.add(_route_words(mounts))  # routes other systems mounted after us
+        shortener.reserved.add(_route_words(mounts))  # routes other systems mounted after us
         sweeper["task"] = asyncio.create_task(sweep_forever())
-        if analytics is not None:
-            analytics.start()
-        if scanner is not None:
-            scanner.start()
+        shortener.start()
 
     async def shutdown() -> None:
         task = sweeper.pop("task", None)
@@ -725,28 +715,14 @@ def mount(mounts: Any, *, config: ShortenerConfig | None = None) -> ShortenerSer
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if scanner is not None:
-            await asyncio.to_thread(scanner.stop)
-        if analytics is not None:
-            await asyncio.to_thread(analytics.stop)  # ships what is still buffered
-            analytics.close()
-        service.close()  # connections reopen on next use, so a restarted lifespan still works
+        # Stops the scanner and analytics (shipping what is still buffered), then lets go of
+        # the connections; they reopen on next use, so a restarted lifespan still works.
+        await asyncio.to_thread(shortener.close)
 
     mounts.on_startup.append(startup)
     mounts.on_shutdown.append(shutdown)
-
-    def health() -> dict[str, Any]:
-        service.store.ping()  # cheap on purpose: counts live in /v1/shortener/metrics
-        cache = service.resolver.stats()
-        return {
-            "status": "ready",
-            "created": service.created,
-            "cacheHits": cache["l1"]["hits"],
-            "storeReads": cache["store"]["reads"],
-        }
-
-    mounts.health["shortener"] = health
-    return service
+    mounts.health["shortener"] = shortener.status
+    return shortener
 
 
 __all__ = ["RedirectHandler", "RedirectRoute", "build_router", "client_ip", "mount"]

@@ -104,6 +104,14 @@ def verdict(link: Link | None, now: float) -> Outcome:
     return Outcome.REDIRECT
 
 
+def effective_status(link: Link, now: float) -> Status:
+    """The status a client sees: an ACTIVE or DISABLED link past its date or clicks is EXPIRED."""
+    if link.status is Status.ACTIVE or link.status is Status.DISABLED:
+        if verdict(link, now) is Outcome.EXPIRED:
+            return Status.EXPIRED
+    return link.status
+
+
 class ClickContext(NamedTuple):
     """What the redirect hands to the analytics hook: one click, raw and unparsed.
 

@@ -3,8 +3,9 @@
 Creation already refuses blocked domains synchronously (:mod:`~lookup.shortener.urls`).
 The scanner is the second and third line of the seed's defence:
 
-* **after creation** — ``created`` and ``retargeted`` events from ``service.listeners``
-  put the key on a :class:`ScanQueue`; a worker thread scans it within moments;
+* **after creation** — ``created`` and ``retargeted`` events (the service's ``notify``,
+  which :mod:`lookup.shortener.app` routes to :meth:`Scanner.on_link_event`) put the key
+  on a :class:`ScanQueue`; a worker thread scans it within moments;
 * **over time** — popular links (the ``hot_top`` most clicked keys of the last day,
   from the click aggregator) are rescanned every ``hot_interval_s``; every other link
   is rescanned by a sweep that walks the store in key order, one page every
@@ -18,7 +19,8 @@ The verdict (:func:`assess`) needs no network: the blocklist, then a score from 
 local threat feed (``threats.txt``: known-bad hosts, abused TLDs, phishing keywords,
 brands and their real domains, other shorteners) and the URL's shape (IP-literal
 host, punycode, many labels, odd port). ``MALICIOUS`` disables the link and purges
-every cache layer (``service.set_scan_verdict``), so the next click gets the warning
+every cache layer (the :class:`LinkActions` port, i.e. ``service.set_scan_verdict``),
+so the next click gets the warning
 page; ``SUSPICIOUS`` is shown on the preview page. A later clean verdict (say, the
 domain left the blocklist) re-enables a link the scanner had disabled — never one
 its owner disabled.
@@ -42,16 +44,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from lookup import settings
+from lookup.kit.background import BackgroundTask
 from lookup.shortener.model import Link, Status
+from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import Blocklist, UrlRejected, normalize_host
-
-if TYPE_CHECKING:
-    from lookup.shortener.analytics import ClickAnalytics
-    from lookup.shortener.service import ShortenerService
 
 log = logging.getLogger("lookup.shortener.scanner")
 
@@ -295,15 +295,46 @@ class ScanQueue:
 # -- the scanner -------------------------------------------------------------------------
 
 
+class LinkActions(Protocol):
+    """What the scanner does to links: record verdicts, re-enable (the link service)."""
+
+    def set_scan_verdict(
+        self,
+        key: str,
+        verdict_name: str,
+        *,
+        reasons: tuple[str, ...] | list[str] = (),
+        actor: str = SCANNER_ACTOR,
+    ) -> Link:
+        """Store a verdict (MALICIOUS also disables) and purge every cache layer."""
+        ...
+
+    def enable(self, key: str, *, actor: str = SCANNER_ACTOR) -> Link:
+        """Lift a safety disable."""
+        ...
+
+
+#: The most clicked keys since a time, most first (the click aggregator's ``top_keys``).
+HotKeys = Callable[[float, int], list[tuple[str, int]]]
+
+
 class Scanner:
-    """Scans links off the request path and acts on the verdicts (see the module docstring)."""
+    """Scans links off the request path and acts on the verdicts (see the module docstring).
+
+    It reads links from ``store``, judges them against ``blocklist`` and the threat feed,
+    acts through ``actions`` (the link service), and rescans the keys ``hot_keys`` names
+    (analytics; None without it). Its state file lives in ``state_dir``.
+    """
 
     def __init__(
         self,
-        service: ShortenerService,
+        store: LinkStore,
+        actions: LinkActions,
+        blocklist: Blocklist,
         *,
+        state_dir: str | os.PathLike[str],
         feed: FeedFile | None = None,
-        analytics: ClickAnalytics | None = None,
+        hot_keys: HotKeys | None = None,
         clock: Callable[[], float] = time.time,
         hot_interval_s: float = 3_600.0,
         hot_top: int = 100,
@@ -311,9 +342,11 @@ class Scanner:
         sweep_page: int = 500,
         tick_s: float = 0.5,
     ) -> None:
-        self.service = service
+        self.store = store
+        self.actions = actions
+        self.blocklist = blocklist
         self.feed_file = feed or FeedFile()
-        self.analytics = analytics
+        self.hot_keys = hot_keys
         self.clock = clock
         self.hot_interval_s = hot_interval_s
         self.hot_top = hot_top
@@ -322,10 +355,10 @@ class Scanner:
         self.tick_s = tick_s
         self.queue = ScanQueue()
         self._lock = threading.RLock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._task = BackgroundTask("link-scanner", self._round, tick_s, logger=log, drain=True)
         self._rules = self._rules_version()
-        self._state_path = service.dir / "scanner.json"
+        self._state_path = Path(state_dir) / "scanner.json"
         self._sweep_cursor: str | None = ""
         # A full sweep at once unless the last one ran with these very rules.
         self._sweep_fast = self._load_state() != list(self._rules)
@@ -339,11 +372,11 @@ class Scanner:
         self.rule_changes = 0
         self.errors = 0
         self.last_assessment: dict[str, Assessment] = {}
-        service.listeners.append(self._on_event)
 
     # -- inputs ------------------------------------------------------------------------
 
-    def _on_event(self, event: str, link: Link) -> None:
+    def on_link_event(self, event: str, link: Link) -> None:
+        """Queue new and retargeted links for a scan now (the service's ``notify``)."""
         if event in ("created", "retargeted"):
             self.queue.put(link.key, self.clock(), event)
 
@@ -362,8 +395,8 @@ class Scanner:
             log.warning("could not record the scanner's state in %s", self._state_path)
 
     def _rules_version(self) -> tuple[str, str]:
-        self.service.blocklist.domains()  # re-reads the file if its mtime changed
-        return (self.service.blocklist.version, self.feed_file.current().version)
+        self.blocklist.domains()  # re-reads the file if its mtime changed
+        return (self.blocklist.version, self.feed_file.current().version)
 
     def request(self, key: str, reason: str = "requested") -> None:
         """Queue ``key`` for a scan now."""
@@ -381,16 +414,16 @@ class Scanner:
 
     def scan(self, key: str) -> Assessment | None:
         """Scan one link now and act on the verdict; None for unknown keys and tombstones."""
-        link = self.service.store.get(key)
+        link = self.store.get(key)
         if link is None or link.is_tombstone:
             return None
         feed = self.feed_file.current()
-        result = assess(link.long_url, self.service.blocklist, feed)
+        result = assess(link.long_url, self.blocklist, feed)
         self._act(link, result)
         return result
 
     def _act(self, link: Link, result: Assessment) -> None:
-        svc = self.service
+        svc = self.actions
         self.scanned += 1
         self.verdicts[result.verdict] += 1
         self.last_assessment[link.key] = result
@@ -432,9 +465,9 @@ class Scanner:
             if self._sweep_fast or now >= self._next_sweep:
                 scanned += self._sweep_page()
                 self._next_sweep = now + self.sweep_interval_s
-            if self.analytics is not None and now >= self._next_hot:
+            if self.hot_keys is not None and now >= self._next_hot:
                 self._next_hot = now + self.hot_interval_s
-                top = self.analytics.aggregator.top_keys(now - 86_400, self.hot_top)
+                top = self.hot_keys(now - 86_400, self.hot_top)
                 for key, _clicks in top:
                     self.queue.put(key, now, "popular")
             for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
@@ -443,14 +476,14 @@ class Scanner:
 
     def _sweep_page(self) -> int:
         cursor = self._sweep_cursor or ""
-        links = self.service.store.iter_links(
+        links = self.store.iter_links(
             after=cursor, limit=self.sweep_page, statuses=(Status.ACTIVE, Status.DISABLED)
         )
         scanned = 0
         feed = self.feed_file.current()
         for link in links:
             try:
-                self._act(link, assess(link.long_url, self.service.blocklist, feed))
+                self._act(link, assess(link.long_url, self.blocklist, feed))
                 scanned += 1
             except Exception:
                 self.errors += 1
@@ -486,34 +519,31 @@ class Scanner:
     # -- background --------------------------------------------------------------------
 
     def start(self) -> None:
-        """Run :meth:`tick` in a daemon thread until :meth:`stop`."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="link-scanner", daemon=True)
-        self._thread.start()
+        """Run :meth:`tick` in a background task until :meth:`stop` (idempotent)."""
+        self._stopping.clear()
+        self._task.start()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.tick()
-            except Exception:
-                self.errors += 1
-                log.exception("the scanner's round failed; it will run again")
-            if self._sweep_fast:
-                continue
-            due = self.queue.next_due()
-            wait = self.tick_s if due is None else max(0.0, min(self.tick_s, due - self.clock()))
-            if wait > 0:
-                self.queue.wait(wait)
+    def _round(self) -> int:
+        """One round of the background task: a tick, then a nap on the queue.
+
+        A fast sweep goes on at once; otherwise it sleeps until the next key is due (at
+        most ``tick_s``), woken early by a newly queued key. Returns 1 so the task itself
+        never adds a wait; a failing tick is logged and counted by the task, which then
+        waits ``tick_s``."""
+        self.tick()
+        if self._sweep_fast or self._stopping.is_set():
+            return 1
+        due = self.queue.next_due()
+        wait = self.tick_s if due is None else max(0.0, min(self.tick_s, due - self.clock()))
+        if wait > 0:
+            self.queue.wait(wait)
+        return 1
 
     def stop(self) -> None:
-        """Stop the background thread."""
-        self._stop.set()
+        """Stop the background task (wakes it if it is waiting for work)."""
+        self._stopping.set()
         self.queue.wake()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        self._task.stop(timeout=10)
 
     def stats(self) -> dict[str, Any]:
         """Scans, verdicts, disables, sweeps and the queue, for the metrics endpoint."""
@@ -525,8 +555,8 @@ class Scanner:
             "queued": len(self.queue),
             "fullSweeps": self.full_sweeps,
             "ruleChanges": self.rule_changes,
-            "errors": self.errors,
-            "blocklistVersion": self.service.blocklist.version,
+            "errors": self.errors + self._task.failures,
+            "blocklistVersion": self.blocklist.version,
             "feedVersion": self.feed_file.current().version,
         }
 
@@ -627,6 +657,8 @@ __all__ = [
     "DEFAULT_FEED",
     "Assessment",
     "FeedFile",
+    "HotKeys",
+    "LinkActions",
     "ScanQueue",
     "Scanner",
     "ThreatFeed",

@@ -19,7 +19,11 @@ Every uniqueness decision is taken by one conditional write, never read-then-wri
 
 Tables: ``links``; ``idempotency`` (replayed create responses); ``link_audit`` (who
 changed what, when — retargets keep old and new URL); ``id_allocator`` (range leases,
-see :class:`lookup.kit.ids.IdAllocator`).
+see :class:`lookup.kit.ids.SqliteIdAllocator`).
+
+:class:`LinkStore` names the operations the service, the resolver and the scanner use;
+:class:`SqliteLinkStore` is the embedded implementation and :func:`open_link_store`
+picks one from a URL (``sqlite:///path``).
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from lookup.kit.dblock import WalCheckpointer, writer_lock
+from lookup.kit.sqlite import SYNCHRONOUS_LEVELS, ConnectionPool, connect
+from lookup.kit.storeurl import parse_store_url
 from lookup.shortener.model import Link, Status
 
 _SCHEMA = """
@@ -153,6 +158,109 @@ class CreateResult:
     replayed: bool
 
 
+@runtime_checkable
+class LinkStore(Protocol):
+    """The link store's operations: every uniqueness decision is one conditional write.
+
+    Implementations must give exactly one winner among concurrent claims of a key
+    (:meth:`create` raises :class:`KeyTaken` for the others), replay or refuse a reused
+    Idempotency-Key (:class:`IdempotencyMismatch`), keep tombstones forever, and admit
+    exactly ``max_clicks`` clicks of a link across every process (:meth:`consume_click`).
+    """
+
+    def create(
+        self,
+        link: Link,
+        *,
+        idempotency: IdempotencyClaim | None = None,
+        render: Callable[[Link], dict[str, Any]],
+        actor: str | None = None,
+    ) -> CreateResult:
+        """Claim ``link.key`` and store the link (and its rendered response) atomically."""
+        ...
+
+    def find_replay(self, idempotency: IdempotencyClaim) -> dict[str, Any] | None:
+        """The stored response of a live claim with the same body; mismatch raises."""
+        ...
+
+    def update(
+        self,
+        key: str,
+        changes: dict[str, Any],
+        *,
+        actor: str | None,
+        action: str = "update",
+        expected_owner: str | None = None,
+        check_owner: bool = False,
+        allow_tombstone: bool = False,
+    ) -> tuple[Link, Link]:
+        """Change columns of one link, audited; returns ``(old, new)``."""
+        ...
+
+    def tombstone(
+        self,
+        key: str,
+        status: Status,
+        *,
+        actor: str | None,
+        reason: str | None = None,
+        expected_owner: str | None = None,
+        check_owner: bool = False,
+    ) -> tuple[Link, Link]:
+        """Turn a link into a tombstone (DELETED or EXPIRED, no URL); the key stays taken."""
+        ...
+
+    def consume_click(self, key: str, now: float) -> Link | None:
+        """Spend one click of a budgeted link (one conditional write), or None if refused."""
+        ...
+
+    def expire_due(self, now: float) -> list[str]:
+        """Tombstone links past their date or click budget; returns their keys."""
+        ...
+
+    def purge_idempotency(self, now: float) -> int:
+        """Forget idempotency records older than the TTL; returns how many."""
+        ...
+
+    def get(self, key: str) -> Link | None:
+        """The link or tombstone stored under ``key``."""
+        ...
+
+    def list_owner(
+        self,
+        owner: str,
+        *,
+        limit: int = 50,
+        before: tuple[float, str] | None = None,
+        tag: str | None = None,
+        status: Status | None = None,
+    ) -> list[Link]:
+        """An owner's links, newest first, after the ``(created_at, key)`` cursor."""
+        ...
+
+    def iter_links(
+        self, *, after: str = "", limit: int = 500, statuses: tuple[Status, ...] = (Status.ACTIVE,)
+    ) -> list[Link]:
+        """A page of links in key order after ``after`` (the scanner's sweep)."""
+        ...
+
+    def audit(self, key: str) -> list[dict[str, Any]]:
+        """A link's change history, oldest first."""
+        ...
+
+    def ping(self) -> None:
+        """A cheap round trip (health probe)."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Links by status."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; a later call reopens them."""
+        ...
+
+
 def _row_to_link(row: tuple[Any, ...]) -> Link:
     return Link(
         key=row[0],
@@ -184,7 +292,7 @@ def _to_db(column: str, value: Any) -> Any:
     return value
 
 
-class LinkStore:
+class SqliteLinkStore:
     """SQLite link store; safe to share between threads (each thread gets its own connection)."""
 
     def __init__(
@@ -196,16 +304,14 @@ class LinkStore:
         idempotency_ttl_s: float = 86_400.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if synchronous.upper() not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        if synchronous.upper() not in SYNCHRONOUS_LEVELS:
             raise ValueError(f"unknown synchronous mode {synchronous!r}")
         self.path = str(path)
         self.synchronous = synchronous.upper()
         self.busy_timeout_ms = busy_timeout_ms
         self.idempotency_ttl_s = idempotency_ttl_s
         self.clock = clock
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
+        self._pool = ConnectionPool(self.path, self._open)
         self._writer = writer_lock(self.path)
         self.checkpointer = WalCheckpointer(self.path, busy_timeout_ms=busy_timeout_ms)
         conn = self._conn()
@@ -218,20 +324,16 @@ class LinkStore:
 
     # -- connections -------------------------------------------------------------------
 
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous}")
+    def _open(self) -> sqlite3.Connection:
+        conn = connect(
+            self.path, synchronous=self.synchronous, busy_timeout_ms=self.busy_timeout_ms
+        )
         conn.execute("PRAGMA foreign_keys = ON")
         self.checkpointer.prepare(conn)
-        self._local.conn = conn
-        with self._all_lock:
-            self._all.append(conn)
         return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        return self._pool.get()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -256,14 +358,7 @@ class LinkStore:
     def close(self) -> None:
         """Close every connection this store opened (in any thread); later calls reopen."""
         self.checkpointer.stop()
-        with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+        self._pool.close()
 
     # -- the write path ----------------------------------------------------------------
 
@@ -586,3 +681,14 @@ class LinkStore:
         out = {s.value: 0 for s in Status}
         out.update({r[0]: r[1] for r in rows})
         return out
+
+
+def open_link_store(url: str, **options: Any) -> LinkStore:
+    """The link store a URL names: ``sqlite:///path/links.sqlite3``.
+
+    ``options`` go to the implementation (``synchronous``, ``busy_timeout_ms``,
+    ``idempotency_ttl_s``, ``clock``).
+    """
+    parsed = parse_store_url(url, ("sqlite",))
+    assert parsed.path is not None
+    return SqliteLinkStore(parsed.path, **options)

@@ -26,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 from lookup.kit.http import ApiError
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket, not_built
+from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -216,18 +216,7 @@ def install(mounts: Mounts, service: SuggestService) -> SuggestService:
     mount_snapshots(api, service)
     mount_poller(mounts, service.poll, "typeahead poll")
 
-    def probe() -> dict[str, Any]:
-        status = service.status()
-        served = {m: s["current"]["version"] for m, s in status.items() if s["current"]}
-        if not served:
-            return {"status": "NOT_BUILT", "message": not_built("any market").message}
-        return {
-            "status": "ok",
-            "markets": served,
-            "blocklistTerms": len(service.blocklist.hot_terms),
-        }
-
-    mounts.health["typeahead"] = probe
+    mounts.health["typeahead"] = service.status
     return service
 
 

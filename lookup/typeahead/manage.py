@@ -188,7 +188,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
 
     @api.get("/v1/typeahead/snapshots", tags=TAGS, summary="Snapshot versions per market")
     async def snapshots() -> dict[str, Any]:
-        return {"markets": service.status()}
+        return {"markets": service.market_status()}
 
     @api.post(
         "/v1/typeahead/snapshots/{market}/rollback",

@@ -240,6 +240,18 @@ class SuggestService:
         return sorted(set(self.markets) | set(self._slots))
 
     def status(self) -> dict[str, Any]:
+        """Health (:class:`~lookup.kit.service.LiveService`): what each market serves."""
+        markets = self.market_status()
+        served = {m: s["current"]["version"] for m, s in markets.items() if s["current"]}
+        if not served:
+            return {"status": "NOT_BUILT", "message": not_built("any market").message}
+        return {"status": "ok", "markets": served, "blocklistTerms": len(self.blocklist.hot_terms)}
+
+    def close(self) -> None:
+        """Let go of every served snapshot (their mapped files close with them)."""
+        self._slots.clear()
+
+    def market_status(self) -> dict[str, Any]:
         """Per market: the serving version, the previous one, and what is stored."""
         out: dict[str, Any] = {}
         for market in self.known_markets():

@@ -256,10 +256,15 @@ def test_a_slow_primary_is_hedged_and_hedging_can_be_switched_off(
     page: AppTest, search_api: str
 ) -> None:
     at = _search(page, "return value")
-    _ok(at.slider(key="search-slow-ms").set_value(800).run())
+    # Margins, not timings: the slow primary sleeps 1,000 ms, past a 700 ms deadline, so
+    # without a hedge it always misses; a hedge to a healthy replica answers in a few ms
+    # and has 700 ms to spare even on a loaded machine (the default 250 ms did not).
+    _ok(at.slider(key="search-deadline").set_value(700).run())
+    assert httpx.get(f"{search_api}/search/shards").json()["deadlineMs"] == 700
+    _ok(at.slider(key="search-slow-ms").set_value(1000).run())
     _ok(at.segmented_control(key="search-fault-1").set_value("slow").run())
     fault = httpx.get(f"{search_api}/search/shards").json()["shards"][1]["replicas"][0]["fault"]
-    assert fault == {"mode": "slow", "delayMs": 800.0, "probability": 1.0}
+    assert fault == {"mode": "slow", "delayMs": 1000.0, "probability": 1.0}
     assert int(_metric(at, "Hedges fired")) >= 1
     assert _metric(at, "Shards answered") == "4 of 4"
     trace = httpx.get(f"{search_api}/search/shards").json()["recent"][-1]["shards"][1]
@@ -268,10 +273,11 @@ def test_a_slow_primary_is_hedged_and_hedging_can_be_switched_off(
     _ok(at.toggle(key="search-hedging").set_value(False).run())
     assert httpx.get(f"{search_api}/search/shards").json()["hedging"] is False
     assert _metric(at, "Hedges fired") == "0"
-    assert _metric(at, "Shards answered") == "3 of 4"  # 800 ms > the 250 ms deadline
+    assert _metric(at, "Shards answered") == "3 of 4"  # 1,000 ms > the 700 ms deadline
     _ok(at.toggle(key="search-hedging").set_value(True).run())
     _ok(at.button(key="search-heal").click().run())
     assert at.segmented_control(key="search-fault-1").value == "ok"
+    _ok(at.slider(key="search-deadline").set_value(250).run())  # as the next test expects
 
 
 def test_the_load_test_records_each_setting(page: AppTest) -> None:

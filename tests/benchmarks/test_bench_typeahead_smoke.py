@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import bench_typeahead as bt
 from benchmarks.common import wrk_path
-from lookup.typeahead import DEFAULT_BLOCKLIST, Blocklist
+from lookup.typeahead import DEFAULT_BLOCKLIST, TermBlocklist
 
 needs_wrk = pytest.mark.skipif(
     wrk_path() is None, reason="wrk is not installed (apt-get install wrk)"
@@ -43,7 +43,7 @@ def test_corpus_is_distinct_ranked_and_safe(corpus: bt.Corpus) -> None:
     assert len(corpus) == N == len(set(corpus.queries))
     assert all((corpus.scores[1:] < corpus.scores[:-1]).tolist())
     assert abs(float(corpus.popularity.sum()) - 1.0) < 1e-9
-    blocklist = Blocklist(DEFAULT_BLOCKLIST)
+    blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
     assert not any(blocklist.blocks(q) for q in corpus.queries)
     assert any(" " in q for q in corpus.queries)  # word combinations, not only words
     prefixes = bt.draw_prefixes(corpus, 60)

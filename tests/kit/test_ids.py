@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lookup.kit.ids import (
     BASE62_ALPHABET,
     FeistelPermutation,
-    IdAllocator,
+    SqliteIdAllocator,
     decode_base62,
     encode_base62,
     is_base62,
@@ -168,8 +168,8 @@ def test_concurrent_creation_agrees_on_one_secret(tmp_path: Path) -> None:
 
 def test_ids_are_consecutive_within_a_lease_and_leases_are_disjoint(tmp_path: Path) -> None:
     db = tmp_path / "ids.sqlite3"
-    a = IdAllocator(db, "links", block_size=10)
-    b = IdAllocator(db, "links", block_size=10)
+    a = SqliteIdAllocator(db, "links", block_size=10)
+    b = SqliteIdAllocator(db, "links", block_size=10)
     first = [a.next_id() for _ in range(3)]
     assert first == [0, 1, 2]
     assert b.next_id() == 10  # b leased the next block
@@ -180,10 +180,10 @@ def test_ids_are_consecutive_within_a_lease_and_leases_are_disjoint(tmp_path: Pa
 
 def test_a_crashed_allocator_leaves_a_gap_never_a_duplicate(tmp_path: Path) -> None:
     db = tmp_path / "ids.sqlite3"
-    crashed = IdAllocator(db, "links", block_size=100)
+    crashed = SqliteIdAllocator(db, "links", block_size=100)
     issued = {crashed.next_id() for _ in range(5)}
     del crashed  # the process "dies" with 95 unspent ids
-    survivor = IdAllocator(db, "links", block_size=100)
+    survivor = SqliteIdAllocator(db, "links", block_size=100)
     after = {survivor.next_id() for _ in range(150)}
     assert not issued & after
     assert min(after) == 100  # the rest of the first block is a gap
@@ -191,11 +191,11 @@ def test_a_crashed_allocator_leaves_a_gap_never_a_duplicate(tmp_path: Path) -> N
 
 def test_allocators_on_many_threads_never_share_an_id(tmp_path: Path) -> None:
     db = tmp_path / "ids.sqlite3"
-    IdAllocator(db, "links")  # create the table before the race
+    SqliteIdAllocator(db, "links")  # create the table before the race
     out: list[list[int]] = []
 
     def worker() -> None:
-        alloc = IdAllocator(db, "links", block_size=37)  # its own connection, like a process
+        alloc = SqliteIdAllocator(db, "links", block_size=37)  # own connection, like a process
         out.append([alloc.next_id() for _ in range(300)])
 
     threads = [threading.Thread(target=worker) for _ in range(8)]
@@ -208,7 +208,7 @@ def test_allocators_on_many_threads_never_share_an_id(tmp_path: Path) -> None:
 
 
 def test_one_allocator_shared_by_threads_hands_out_unique_ids(tmp_path: Path) -> None:
-    alloc = IdAllocator(tmp_path / "ids.sqlite3", "links", block_size=97)
+    alloc = SqliteIdAllocator(tmp_path / "ids.sqlite3", "links", block_size=97)
     out: list[int] = []
     lock = threading.Lock()
 
@@ -226,13 +226,13 @@ def test_one_allocator_shared_by_threads_hands_out_unique_ids(tmp_path: Path) ->
 
 
 def _lease_in_process(db: str, n: int, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    alloc = IdAllocator(db, "links", block_size=50)
+    alloc = SqliteIdAllocator(db, "links", block_size=50)
     queue.put([alloc.next_id() for _ in range(n)])
 
 
 def test_separate_processes_get_disjoint_ids(tmp_path: Path) -> None:
     db = str(tmp_path / "ids.sqlite3")
-    IdAllocator(db, "links")
+    SqliteIdAllocator(db, "links")
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=_lease_in_process, args=(db, 400, queue)) for _ in range(3)]
@@ -246,7 +246,7 @@ def test_separate_processes_get_disjoint_ids(tmp_path: Path) -> None:
 
 
 def test_allocator_stops_at_its_limit(tmp_path: Path) -> None:
-    alloc = IdAllocator(tmp_path / "ids.sqlite3", "tiny", block_size=4, limit=6)
+    alloc = SqliteIdAllocator(tmp_path / "ids.sqlite3", "tiny", block_size=4, limit=6)
     assert [alloc.next_id() for _ in range(6)] == list(range(6))
     with pytest.raises(OverflowError):
         alloc.next_id()

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from lookup.kit.ratelimit import RatePolicy
 from lookup.server import create_app
-from lookup.shortener import Limits, ShortenerConfig, ShortenerService
+from lookup.shortener import Limits, LinkApi, Shortener, ShortenerConfig, ShortenerService
 from lookup.shortener.http import mount
 
 BASE_URL = "http://127.0.0.1:8000"
@@ -68,37 +68,53 @@ def make_config(tmp_path: Path, clock: Clock) -> Callable[..., ShortenerConfig]:
 
 
 @pytest.fixture
-def service(make_config: Callable[..., ShortenerConfig]) -> Iterator[ShortenerService]:
-    svc = ShortenerService(make_config())
-    yield svc
-    svc.close()
+def shortener(make_config: Callable[..., ShortenerConfig]) -> Iterator[Shortener]:
+    """The composition root over a temp data dir (no background loops started)."""
+    root = Shortener(make_config())
+    yield root
+    root.close()
+
+
+@pytest.fixture
+def service(shortener: Shortener) -> ShortenerService:
+    """The domain service of :func:`shortener`."""
+    return shortener.service
+
+
+@pytest.fixture
+def api(shortener: Shortener) -> LinkApi:
+    """The JSON-level API of :func:`shortener` (parse → service → view)."""
+    return shortener.api
 
 
 class App:
     """A TestClient over the real server app with only the shortener mounted."""
 
-    def __init__(self, config: ShortenerConfig) -> None:
-        holder: dict[str, ShortenerService] = {}
+    def __init__(
+        self, config: ShortenerConfig, analytics_options: dict[str, Any] | None = None
+    ) -> None:
+        holder: dict[str, Shortener] = {}
 
         def _mount(mounts: Any) -> None:
-            holder["service"] = mount(mounts, config=config)
+            holder["shortener"] = mount(mounts, config=config, analytics_options=analytics_options)
 
         self.app = create_app(config.data_dir, base_url=config.base_url, subsystems=[_mount])
         self.client = TestClient(self.app, raise_server_exceptions=False)
         self.client.__enter__()
-        self.service = holder["service"]
+        self.shortener = holder["shortener"]
+        self.service = self.shortener.service
 
     def close(self) -> None:
         self.client.__exit__(None, None, None)
-        self.service.close()
+        self.shortener.close()
 
 
 @pytest.fixture
 def make_app(make_config: Callable[..., ShortenerConfig]) -> Iterator[Callable[..., App]]:
     apps: list[App] = []
 
-    def factory(**overrides: Any) -> App:
-        app = App(make_config(**overrides))
+    def factory(analytics_options: dict[str, Any] | None = None, **overrides: Any) -> App:
+        app = App(make_config(**overrides), analytics_options)
         apps.append(app)
         return app
 

@@ -339,7 +339,7 @@ def test_producer_ranges_stay_compact(tmp_path: Path) -> None:
     agg.catch_up()
     assert agg.consumer_state()["counted"] == 10_000
     assert agg.consumer_state()["duplicates"] == 2_500
-    conn = agg._conn()
+    conn = agg.counts._conn()
     assert conn.execute("SELECT lo, hi FROM seen_ranges").fetchall() == [(1, 10_000)]
     assert conn.execute("SELECT COUNT(*) FROM seen_events").fetchone()[0] == 0
 
@@ -396,7 +396,7 @@ def test_a_replayed_log_changes_nothing(tmp_path: Path) -> None:
     agg = ClickAggregator(tmp_path / "s.sqlite3", click_log, batch_size=7)
     agg.catch_up()
     before = agg.stats("abc1234", T0, T0 + 60, "minute")
-    agg._conn().execute("UPDATE consumer SET log_offset = 0")  # rewind
+    agg.counts._conn().execute("UPDATE consumer SET log_offset = 0")  # rewind
     agg.catch_up()
     assert agg.stats("abc1234", T0, T0 + 60, "minute") == before
     assert before["totals"]["clicks"] == 50
@@ -451,14 +451,20 @@ class BlockingLog(SqliteClickLog):
         super().append(events)
 
 
-def test_redirects_do_not_wait_for_a_stalled_click_log(make_app: Callable[..., Any]) -> None:
-    app = make_app(analytics=False)
-    svc = app.service
-    stalled = BlockingLog(svc.dir / "stalled.sqlite3")
-    analytics = ClickAnalytics.for_service(
-        svc, capacity=5, batch_size=5, ship_interval_s=0.01, click_log=stalled
-    ).attach(svc)
-    analytics.start()
+def test_redirects_do_not_wait_for_a_stalled_click_log(
+    make_app: Callable[..., Any], tmp_path: Path
+) -> None:
+    stalled = BlockingLog(tmp_path / "stalled.sqlite3")
+    app = make_app(
+        analytics_options={
+            "capacity": 5,
+            "batch_size": 5,
+            "ship_interval_s": 0.01,
+            "click_log": stalled,
+        }
+    )
+    analytics = app.shortener.analytics
+    assert analytics is not None and analytics.log is stalled
     try:
         key = app.client.post("/v1/links", json={"longUrl": "https://example.com/"}).json()["key"]
         app.client.get(f"/{key}", follow_redirects=False)
@@ -468,7 +474,7 @@ def test_redirects_do_not_wait_for_a_stalled_click_log(make_app: Callable[..., A
         stats = analytics.buffer.stats()
         assert stats["accepted"] + stats["dropped"] == 31
         assert stats["dropped"] >= 31 - 5 - 5  # at most one batch in flight + a full buffer
-        assert svc.metrics()["analytics"]["buffer"]["dropped"] == stats["dropped"]
+        assert app.shortener.metrics()["analytics"]["buffer"]["dropped"] == stats["dropped"]
     finally:
         stalled.release.set()
         analytics.stop()
@@ -550,11 +556,11 @@ def test_clicks_buffered_at_shutdown_are_shipped(
     make_app: Callable[..., Any], auth: dict[str, str]
 ) -> None:
     first = make_app()
-    first.service.analytics.stop(flush=False)  # nothing ships in the background now
+    first.shortener.analytics.stop(flush=False)  # nothing ships in the background now
     key = _create(first, auth, longUrl="https://example.com/")
     for _ in range(5):
         first.client.get(f"/{key}", follow_redirects=False)
-    assert first.service.analytics.buffer.stats()["queued"] == 5
+    assert first.shortener.analytics.buffer.stats()["queued"] == 5
     first.client.__exit__(None, None, None)  # the lifespan's shutdown ships the buffer
     second = make_app()  # the same data directory, a new process in all but name
     stats = second.client.get(f"/v1/links/{key}/stats", headers=auth).json()
@@ -573,7 +579,7 @@ def test_the_aggregator_can_run_as_its_own_process(tmp_path: Path) -> None:
     analytics.start()
     try:
         assert analytics._process is None  # nobody clicked yet: no second process
-        assert [t.name for t in analytics._threads] == ["click-shipper"]  # nothing folds here
+        assert [t.name for t in analytics._tasks] == ["click-shipper"]  # nothing folds here
         for i in range(300):
             analytics.buffer.offer(_ctx(ts=T0 + i, user_agent=IPHONE))
         deadline = time.monotonic() + 60
@@ -612,3 +618,39 @@ def test_fuzzed_stats_queries_never_5xx(app: Any, params: dict[str, str]) -> Non
     assert resp.status_code in (200, 400, 422), resp.text
     if resp.status_code != 200:
         assert resp.json()["error"]
+
+
+class FlakyLog(MemoryClickLog):
+    """An in-memory log whose first two reads fail (a broker briefly down for consumers)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures_left = 2
+
+    def read(self, after: int, limit: int) -> Any:
+        if self.failures_left:
+            self.failures_left -= 1
+            raise OSError("the click log is briefly down")
+        return super().read(after, limit)
+
+
+def test_failed_background_rounds_are_counted_and_the_loops_go_on(tmp_path: Path) -> None:
+    import time
+
+    flaky = FlakyLog()
+    analytics = ClickAnalytics(
+        tmp_path, b"s" * 32, ship_interval_s=0.01, aggregate_interval_s=0.01, click_log=flaky
+    )
+    analytics.start()
+    try:
+        for i in range(10):
+            analytics.buffer.offer(_ctx(ts=T0 + i, user_agent=IPHONE))
+        deadline = time.monotonic() + 60
+        while analytics.aggregator.consumer_state()["counted"] < 10:
+            assert time.monotonic() < deadline, analytics.stats()
+            time.sleep(0.02)
+        assert analytics.stats()["loopErrors"] == 2  # the aggregator's two failed rounds
+    finally:
+        analytics.stop()
+    assert analytics.stats()["loopErrors"] == 2  # still reported once the loops stopped
+    analytics.close()

@@ -159,9 +159,9 @@ def test_an_external_aggregator_folds_what_the_server_shipped(
     """``LOOKUP_SHORTENER_AGGREGATOR=external``: the server ships raw clicks and folds
     nothing in the background; ``python -m lookup.shortener.analytics --once`` folds them."""
     app = make_app(aggregator="external")
-    analytics = app.service.analytics
+    analytics = app.shortener.analytics
     assert analytics.mode == "external"
-    assert [t.name for t in analytics._threads] == ["click-shipper"]
+    assert [t.name for t in analytics._tasks] == ["click-shipper"]
     key = app.client.post("/v1/links", json={"longUrl": "https://e.example/"}, headers=auth)
     key = key.json()["key"]
     visits = [{"User-Agent": IPHONE, "CF-IPCountry": "IN"}, {"User-Agent": SLACKBOT},
@@ -170,7 +170,7 @@ def test_an_external_aggregator_folds_what_the_server_shipped(
         assert app.client.get(f"/{key}", headers=headers, follow_redirects=False).status_code == 302
     analytics.shipper.flush()
     assert analytics.aggregator.consumer_state()["counted"] == 0  # nobody folded yet
-    data_dir = app.service.config.data_dir
+    data_dir = app.shortener.config.data_dir
     assert aggregator_main(["--data-dir", str(data_dir), "--once"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["records"], report["counted"], report["duplicates"]) == (3, 3, 0)

@@ -248,7 +248,7 @@ def test_minted_tokens_work_and_are_not_stored(app: Any) -> None:
     headers = {"Authorization": f"Bearer {minted['token']}"}
     _create(app, headers, longUrl="https://example.com/")
     assert len(app.client.get("/v1/links", headers=headers).json()["links"]) == 1
-    raw = b"".join(p.read_bytes() for p in app.service.dir.glob("links.sqlite3*"))
+    raw = b"".join(p.read_bytes() for p in app.shortener.dir.glob("links.sqlite3*"))
     assert minted["token"].encode() not in raw and minted["ownerId"].encode() in raw
 
 

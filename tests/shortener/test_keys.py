@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lookup.kit.ids import BASE62_ALPHABET, FeistelPermutation, IdAllocator
+from lookup.kit.ids import BASE62_ALPHABET, FeistelPermutation, SqliteIdAllocator
 from lookup.shortener.keys import (
     KEY_LENGTH,
     KEY_SHAPE,
@@ -26,7 +26,7 @@ SECRET = b"0123456789abcdef0123456789abcdef"
 
 def _minter(tmp_path: Path, reserved: ReservedWords | None = None) -> KeyMinter:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    alloc = IdAllocator(tmp_path / "ids.sqlite3", "links", block_size=50)
+    alloc = SqliteIdAllocator(tmp_path / "ids.sqlite3", "links", block_size=50)
     return KeyMinter(alloc, FeistelPermutation(KEY_SPACE, SECRET), reserved or ReservedWords())
 
 

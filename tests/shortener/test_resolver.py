@@ -12,7 +12,7 @@ import pytest
 from lookup.kit.cache import MemorySharedCache
 from lookup.shortener.model import Link
 from lookup.shortener.resolver import Resolver, decode_link, encode_link
-from lookup.shortener.store import LinkStore
+from lookup.shortener.store import LinkStore, SqliteLinkStore
 
 NOW = 1_800_000_000.0
 
@@ -48,7 +48,7 @@ def _link(key: str, url: str = "https://example.com/") -> Link:
 
 @pytest.fixture
 def store(tmp_path: Path) -> LinkStore:
-    s = LinkStore(tmp_path / "links.sqlite3")
+    s = SqliteLinkStore(tmp_path / "links.sqlite3")
     for key in ("hot-key", "cold-key"):
         s.create(_link(key), render=lambda link: {})
     yield s

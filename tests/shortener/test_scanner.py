@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lookup.shortener import ShortenerService, Status
+from lookup.shortener import LinkApi, Shortener, ShortenerService, Status
 from lookup.shortener.scanner import (
     DEFAULT_FEED,
     FeedFile,
@@ -157,18 +157,20 @@ class FakeAggregator:
         return self.top[:limit]
 
 
-class FakeAnalytics:
-    def __init__(self, top: list[tuple[str, int]]) -> None:
-        self.aggregator = FakeAggregator(top)
+def _scanner(shortener: Shortener, **options: Any) -> Scanner:
+    """A scanner over the shortener's store, acting through its service (as app.py wires it)."""
+    return Scanner(
+        shortener.store, shortener.service, shortener.blocklist, state_dir=shortener.dir, **options
+    )
 
 
 def test_popular_links_are_rescanned_every_hot_interval(
-    service: ShortenerService, clock: Any
+    service: ShortenerService, api: LinkApi, shortener: Shortener, clock: Any
 ) -> None:
-    keys = [service.create({"longUrl": f"https://example.com/{i}"}).body["key"] for i in range(3)]
-    analytics = FakeAnalytics([(keys[2], 900), (keys[0], 50)])
-    scanner = Scanner(
-        service, analytics=analytics, clock=clock, hot_interval_s=3600, hot_top=1,  # type: ignore[arg-type]
+    keys = [api.create({"longUrl": f"https://example.com/{i}"}).body["key"] for i in range(3)]
+    hot = FakeAggregator([(keys[2], 900), (keys[0], 50)])
+    scanner = _scanner(
+        shortener, hot_keys=hot.top_keys, clock=clock, hot_interval_s=3600, hot_top=1,
         sweep_interval_s=10**9,
     )  # fmt: skip
     scanner.drain()  # the first full sweep + the creates' own scans
@@ -182,14 +184,14 @@ def test_popular_links_are_rescanned_every_hot_interval(
 
 
 def test_a_clean_rescan_never_re_enables_an_owner_disabled_link(
-    service: ShortenerService, clock: Any, token: str
+    service: ShortenerService, api: LinkApi, shortener: Shortener, clock: Any, token: str
 ) -> None:
     from lookup.shortener import owner_id
 
     owner = owner_id(token)
-    key = service.create({"longUrl": "https://example.com/"}, owner=owner).body["key"]
-    service.update(key, {"status": "DISABLED"}, owner=owner)
-    scanner = Scanner(service, clock=clock)
+    key = api.create({"longUrl": "https://example.com/"}, owner=owner).body["key"]
+    api.update(key, {"status": "DISABLED"}, owner=owner)
+    scanner = _scanner(shortener, clock=clock)
     scanner.drain()
     link = service.get(key)
     assert link.status is Status.DISABLED and link.status_reason == "owner"
@@ -204,7 +206,7 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], dict[str, str]]:
     monkeypatch.delenv("LOOKUP_ADMIN_TOKEN", raising=False)
 
     def headers(app: Any) -> dict[str, str]:
-        return {"Authorization": f"Bearer {load_admin_token(app.service.dir)}"}
+        return {"Authorization": f"Bearer {load_admin_token(app.shortener.dir)}"}
 
     return headers
 
@@ -270,7 +272,7 @@ def test_editing_the_blocklist_file_triggers_a_rescan(make_app: Callable[..., An
     app = make_app(scanner=True)
     key = app.client.post("/v1/links", json={"longUrl": "https://files.example.net/"}).json()["key"]
     assert eventually(lambda: _link(app, key).scan_verdict == "SAFE")
-    with app.service.blocklist.path.open("a") as fh:
+    with app.shortener.blocklist.path.open("a") as fh:
         fh.write("example.net\n")
     # The blocklist notices the new mtime within its 2 s recheck; the scanner then sweeps.
     assert eventually(lambda: _link(app, key).status is Status.DISABLED, timeout=20)
@@ -348,20 +350,18 @@ def test_fuzzed_blocklist_edits_never_5xx(
 
 
 def test_a_restart_sweeps_everything_only_when_the_rules_changed(
-    service: ShortenerService, clock: Any
+    service: ShortenerService, api: LinkApi, shortener: Shortener, clock: Any
 ) -> None:
-    key = service.create({"longUrl": "https://shop.example.net/"}).body["key"]
-    first = Scanner(service, clock=clock)
+    key = api.create({"longUrl": "https://shop.example.net/"}).body["key"]
+    first = _scanner(shortener, clock=clock)
     first.drain()
     assert first.full_sweeps == 1 and service.get(key).scan_verdict == "SAFE"
-    service.listeners.clear()
-    again = Scanner(service, clock=clock)  # same rules: no full sweep at start
+    again = _scanner(shortener, clock=clock)  # same rules: no full sweep at start
     assert again.drain() == 0 and again.full_sweeps == 0
-    service.listeners.clear()
-    with service.blocklist.path.open("a") as fh:  # edited while "the server was down"
+    with shortener.blocklist.path.open("a") as fh:  # edited while "the server was down"
         fh.write("example.net\n")
-    service.blocklist._reload(force=True)
-    after = Scanner(service, clock=clock)
+    shortener.blocklist._reload(force=True)
+    after = _scanner(shortener, clock=clock)
     after.drain()
     assert after.full_sweeps == 1 and service.get(key).status is Status.DISABLED
 
@@ -376,7 +376,7 @@ def test_the_reasons_behind_a_verdict_are_kept_and_shown(
     bad = app.client.post("/v1/links", json={"longUrl": url}, headers=auth).json()["key"]
     plain = "https://sub.example.org/a"
     key = app.client.post("/v1/links", json={"longUrl": plain}, headers=auth).json()["key"]
-    oracle = assess(url, app.service.blocklist, app.service.scanner.feed_file.current())
+    oracle = assess(url, app.shortener.blocklist, app.shortener.scanner.feed_file.current())
     assert oracle.verdict == "MALICIOUS" and len(oracle.reasons) >= 2
     assert eventually(lambda: _link(app, bad).scan_reasons == oracle.reasons)
     assert eventually(lambda: _link(app, key).scan_verdict == "SAFE")
@@ -395,3 +395,34 @@ def test_the_reasons_behind_a_verdict_are_kept_and_shown(
     app.client.post("/v1/shortener/blocklist", json={"remove": ["example.org"]}, headers=admin(app))
     assert eventually(lambda: _link(app, key).status is Status.ACTIVE)
     assert _link(app, key).scan_reasons == ()
+
+
+def test_a_failing_round_is_counted_and_the_scanner_keeps_running(
+    shortener: Shortener, clock: Any
+) -> None:
+    class FlakyStore:
+        """The real store, except the sweep's first two pages fail."""
+
+        def __init__(self) -> None:
+            self.failures_left = 2
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(shortener.store, name)
+
+        def iter_links(self, **kw: Any) -> Any:
+            if self.failures_left:
+                self.failures_left -= 1
+                raise RuntimeError("the store is briefly down")
+            return shortener.store.iter_links(**kw)
+
+    scanner = Scanner(
+        FlakyStore(), shortener.service, shortener.blocklist,  # type: ignore[arg-type]
+        state_dir=shortener.dir, clock=clock, tick_s=0.01,
+    )  # fmt: skip
+    scanner.start()
+    try:
+        assert eventually(lambda: scanner.full_sweeps == 1)  # it got past the failures
+        assert scanner.stats()["errors"] == 2
+    finally:
+        scanner.stop()
+    assert not scanner._task.running

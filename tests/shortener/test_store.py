@@ -18,6 +18,7 @@ from lookup.shortener.store import (
     LinkMissing,
     LinkStore,
     NotOwner,
+    SqliteLinkStore,
 )
 
 NOW = 1_800_000_000.0
@@ -41,7 +42,7 @@ def _render(link: Link) -> dict[str, Any]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> LinkStore:
-    s = LinkStore(tmp_path / "links.sqlite3", clock=lambda: NOW)
+    s = SqliteLinkStore(tmp_path / "links.sqlite3", clock=lambda: NOW)
     yield s
     s.close()
 
@@ -200,7 +201,7 @@ def test_idempotency_replays_and_refuses_a_different_body(store: LinkStore) -> N
 
 def test_idempotency_records_expire(tmp_path: Path) -> None:
     now = [NOW]
-    store = LinkStore(tmp_path / "l.sqlite3", idempotency_ttl_s=60, clock=lambda: now[0])
+    store = SqliteLinkStore(tmp_path / "l.sqlite3", idempotency_ttl_s=60, clock=lambda: now[0])
     claim = IdempotencyClaim("s", "k", "d")
     store.create(_link("first-one"), idempotency=claim, render=_render)
     now[0] += 61

@@ -13,7 +13,7 @@ import pytest
 
 from lookup.kit.dblock import WalCheckpointer, writer_lock
 from lookup.shortener.model import Link
-from lookup.shortener.store import KeyTaken, LinkStore
+from lookup.shortener.store import KeyTaken, SqliteLinkStore
 
 
 def _link(key: str, ident: int | None = None, now: float = 1_800_000_000.0) -> Link:
@@ -38,7 +38,7 @@ def test_concurrent_writers_never_meet_sqlites_busy_handler(tmp_path: Path) -> N
     SQLite would fail at once with "database is locked". None does: the in-process lock
     queues them. The oracle is the set of rows: every claim of a fresh key lands once,
     every claim of the shared alias but one is refused."""
-    store = LinkStore(tmp_path / "links.sqlite3", busy_timeout_ms=0)
+    store = SqliteLinkStore(tmp_path / "links.sqlite3", busy_timeout_ms=0)
     errors: list[BaseException] = []
     taken: list[str] = []
     start = threading.Barrier(16)
@@ -72,7 +72,7 @@ def test_concurrent_writers_never_meet_sqlites_busy_handler(tmp_path: Path) -> N
 
 def test_commits_do_not_checkpoint_and_the_background_thread_does(tmp_path: Path) -> None:
     db = tmp_path / "links.sqlite3"
-    store = LinkStore(db)
+    store = SqliteLinkStore(db)
     store.checkpointer.every_commits = 10_000  # only the timer or stop() may checkpoint
     store.checkpointer.interval_s = 3_600
     for i in range(1_200):  # far past SQLite's automatic 1,000-page checkpoint
@@ -88,7 +88,7 @@ def test_commits_do_not_checkpoint_and_the_background_thread_does(tmp_path: Path
 
 
 def test_the_checkpointer_thread_wakes_after_enough_commits(tmp_path: Path) -> None:
-    store = LinkStore(tmp_path / "links.sqlite3")
+    store = SqliteLinkStore(tmp_path / "links.sqlite3")
     store.checkpointer.every_commits = 50
     store.checkpointer.interval_s = 3_600  # so only the commit count can wake it
     for i in range(120):
@@ -114,14 +114,14 @@ def test_a_checkpointer_refuses_nonsense(tmp_path: Path) -> None:
 def test_a_database_from_before_scan_reasons_gains_the_column(tmp_path: Path) -> None:
     """Opening an older links database adds ``scan_reasons`` (empty) and keeps every row."""
     db = tmp_path / "links.sqlite3"
-    first = LinkStore(db)
+    first = SqliteLinkStore(db)
     first.create(_link("old1", 1), render=lambda _: {})
     first.close()
     conn = sqlite3.connect(db)
     conn.execute("ALTER TABLE links DROP COLUMN scan_reasons")  # as the first release left it
     conn.commit()
     conn.close()
-    store = LinkStore(db)
+    store = SqliteLinkStore(db)
     old = store.get("old1")
     assert old is not None and old.scan_reasons == () and old.long_url.endswith("/old1")
     _, new = store.update("old1", {"scan_reasons": ("a rule (+3)",)}, actor="scanner")

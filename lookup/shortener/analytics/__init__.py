@@ -16,8 +16,11 @@ The pipeline, as the seed draws it::
 * :class:`ClickAggregator` — parses user agents (LRU on the strings), tells people from
   bots and link-preview fetchers, and keeps per-key per-minute and per-hour counts by
   country, device, OS, browser and referrer, and a HyperLogLog per key for unique
-  visitors (``clickstats.sqlite3``);
-* :class:`ClickAnalytics` — wires them to a :class:`~lookup.shortener.ShortenerService`.
+  visitors in a :class:`ClickCounts` store (:class:`SqliteClickCounts`,
+  ``clickstats.sqlite3``; :func:`open_click_counts`);
+* :class:`ClickAnalytics` — owns them for one data directory: its buffer's ``offer`` is the
+  service's click hook (:mod:`lookup.shortener.app` passes it in), and it answers a
+  link's click stats (:meth:`ClickAnalytics.click_stats`).
 
 Where the aggregator runs (``aggregator=``): ``"process"`` — what ``lookup serve`` does —
 a second process, started with the first shipped batch (a server nobody clicks needs
@@ -34,13 +37,12 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lookup.kit.ids import load_or_create_secret
+from lookup.kit.background import BackgroundTask
 from lookup.shortener.analytics.aggregate import (
     GRAINS,
     MAX_RANGE_S,
@@ -48,6 +50,7 @@ from lookup.shortener.analytics.aggregate import (
     event_dims,
 )
 from lookup.shortener.analytics.buffer import ClickBuffer
+from lookup.shortener.analytics.counts import ClickCounts, SqliteClickCounts, open_click_counts
 from lookup.shortener.analytics.events import (
     AGENT_KINDS,
     BOT,
@@ -61,11 +64,14 @@ from lookup.shortener.analytics.events import (
     country_code,
     referrer_host,
 )
-from lookup.shortener.analytics.log import ClickLog, LogRecord, MemoryClickLog, SqliteClickLog
+from lookup.shortener.analytics.log import (
+    ClickLog,
+    LogRecord,
+    MemoryClickLog,
+    SqliteClickLog,
+    open_click_log,
+)
 from lookup.shortener.analytics.shipper import ClickShipper
-
-if TYPE_CHECKING:
-    from lookup.shortener.service import ShortenerService
 
 log = logging.getLogger("lookup.shortener.analytics")
 
@@ -93,6 +99,7 @@ class ClickAnalytics:
         ship_interval_s: float = 0.25,
         aggregate_interval_s: float = 1.0,
         click_log: ClickLog | None = None,
+        click_counts: ClickCounts | None = None,
         aggregator: str = "thread",
         aggregator_nice: int = 19,
         clock: Callable[[], float] = time.time,
@@ -106,33 +113,31 @@ class ClickAnalytics:
         self.enricher = ClickEnricher(secret)
         self._secret = secret
         self.shipper = ClickShipper(self.buffer, self.log, self.enricher, batch_size=batch_size)
-        self.aggregator = ClickAggregator(
-            self.dir / "clickstats.sqlite3", self.log, enricher=self.enricher, clock=clock
-        )
+        counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
+        self.aggregator = ClickAggregator(counts, self.log, enricher=self.enricher, clock=clock)
         self.ship_interval_s = ship_interval_s
         self.aggregate_interval_s = aggregate_interval_s
-        if aggregator != "thread" and not isinstance(self.log, SqliteClickLog):
-            aggregator = "thread"  # another process cannot read an in-memory log
+        if aggregator != "thread" and not (
+            isinstance(self.log, SqliteClickLog) and isinstance(counts, SqliteClickCounts)
+        ):
+            aggregator = "thread"  # another process cannot reach in-memory state
         self.mode = aggregator
         self.aggregator_nice = aggregator_nice
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._running = False
+        self._tasks: list[BackgroundTask] = []
         self._process: Any = None
         self._process_stop: Any = None
-        self.loop_errors = 0
+        self._failures_before = 0  # loop failures of tasks already stopped
 
-    @classmethod
-    def for_service(cls, service: ShortenerService, **options: Any) -> ClickAnalytics:
-        """Analytics in the service's directory, keyed by the service's secret."""
-        secret = load_or_create_secret(service.dir / "secret.key")
-        options.setdefault("clock", service.clock)
-        return cls(service.dir, secret, **options)
+    @property
+    def on_click(self) -> Callable[[Any], bool]:
+        """The click hook for the redirect: the buffer's ``offer`` (an append, or a drop)."""
+        return self.buffer.offer
 
-    def attach(self, service: ShortenerService) -> ClickAnalytics:
-        """Make the buffer the service's click hook and publish this as ``service.analytics``."""
-        service.on_click = self.buffer.offer
-        service.analytics = self
-        return self
+    @property
+    def loop_errors(self) -> int:
+        """Failed rounds of the background loops (each logged with its traceback)."""
+        return self._failures_before + sum(task.failures for task in self._tasks)
 
     # -- background --------------------------------------------------------------------
 
@@ -142,38 +147,36 @@ class ClickAnalytics:
         return self.mode == "process"
 
     def start(self) -> None:
-        """Start the shipper thread and the aggregator thread or process (idempotent)."""
-        if self._threads:
+        """Start the shipper thread and the aggregator thread or process (idempotent).
+
+        Each loop drains a backlog at full speed (a full batch shipped, or any entries
+        folded, runs the next round at once) and otherwise waits its interval."""
+        if self._tasks:
             return
-        self._stop.clear()
-        loops: list[tuple[str, Callable[[], int], float]] = [
-            ("click-shipper", self._ship_round, self.ship_interval_s)
-        ]
-        if self.mode == "thread":
-            loops.append(("click-aggregator", self.aggregator.step, self.aggregate_interval_s))
-        for name, work, interval in loops:
-            thread = threading.Thread(
-                target=self._loop, args=(work, interval), name=name, daemon=True
+        self._running = True
+        self._tasks.append(
+            BackgroundTask(
+                "click-shipper", self._ship_round, self.ship_interval_s, logger=log, drain=True
             )
-            thread.start()
-            self._threads.append(thread)
+        )
+        if self.mode == "thread":
+            self._tasks.append(
+                BackgroundTask(
+                    "click-aggregator",
+                    self.aggregator.step,
+                    self.aggregate_interval_s,
+                    logger=log,
+                    drain=True,
+                )
+            )
+        for task in self._tasks:
+            task.start()
 
     def _ship_round(self) -> int:
         n = self.shipper.ship_once()
-        if n and self.aggregator_process and self._process is None and not self._stop.is_set():
+        if n and self.aggregator_process and self._process is None and self._running:
             self._start_process()  # lazily: a server nobody clicks needs no second process
         return n if n >= self.shipper.batch_size else 0  # a full batch: go again at once
-
-    def _loop(self, work: Callable[[], int], interval: float) -> None:
-        while not self._stop.is_set():
-            try:
-                busy = work()
-            except Exception:
-                self.loop_errors += 1
-                log.exception("analytics background work failed; it will run again")
-                busy = 0
-            if not busy:
-                self._stop.wait(interval)
 
     def _start_process(self) -> None:
         assert isinstance(self.log, SqliteClickLog)
@@ -198,10 +201,11 @@ class ClickAnalytics:
     def stop(self, *, flush: bool = True) -> None:
         """Stop the background work; with ``flush``, ship what is left and — unless the
         aggregator is external, whose job that stays — fold it."""
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=10)
-        self._threads.clear()
+        self._running = False
+        for task in self._tasks:
+            task.stop(timeout=10)
+            self._failures_before += task.failures
+        self._tasks.clear()
         if self._process is not None and self._process_stop is not None:
             self._process_stop.set()
             self._process.join(timeout=10)
@@ -232,6 +236,13 @@ class ClickAnalytics:
         wants its counts now); several aggregators may fold one log safely."""
         self.shipper.flush()
         return self.aggregator.catch_up()
+
+    def click_stats(self, key: str, start: float, end: float, granularity: str) -> dict[str, Any]:
+        """Counts of ``key`` in ``[start, end)`` (see :meth:`ClickAggregator.stats`), after
+        folding every click made so far (:meth:`flush`), so an owner sees their clicks at
+        once; blocking."""
+        self.flush()
+        return self.aggregator.stats(key, start, end, granularity)
 
     # -- observability -----------------------------------------------------------------
 
@@ -296,6 +307,7 @@ __all__ = [
     "ClickAggregator",
     "ClickAnalytics",
     "ClickBuffer",
+    "ClickCounts",
     "ClickEnricher",
     "ClickEvent",
     "ClickLog",
@@ -303,10 +315,13 @@ __all__ = [
     "LogRecord",
     "MemoryClickLog",
     "RawClick",
+    "SqliteClickCounts",
     "SqliteClickLog",
     "classify_agent",
     "country_code",
     "event_dims",
+    "open_click_counts",
+    "open_click_log",
     "referrer_host",
     "run_aggregator",
 ]

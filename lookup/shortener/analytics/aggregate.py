@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sqlite3
 import threading
 import time
 from bisect import bisect_right
@@ -49,6 +48,7 @@ import numpy as np
 from datasketch import HyperLogLog
 
 from lookup.kit.ids import load_or_create_secret
+from lookup.shortener.analytics.counts import ClickCounts, CountsBatch, SqliteClickCounts
 from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent
 from lookup.shortener.analytics.log import ClickLog, LogRecord
 
@@ -64,44 +64,6 @@ BREAKDOWNS = {
 #: The longest range one stats request may cover, per granularity (bounds the answer).
 MAX_RANGE_S = {"minute": 2 * DAY, "hour": 400 * DAY}
 HLL_P = 12  # 4,096 registers: standard error 1.04 / 64 ≈ 1.6 %
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS counts (
-    key     TEXT NOT NULL,
-    grain   TEXT NOT NULL CHECK (grain IN ('m', 'h')),
-    bucket  INTEGER NOT NULL,
-    dim     TEXT NOT NULL,
-    value   TEXT NOT NULL,
-    n       INTEGER NOT NULL,
-    PRIMARY KEY (key, grain, bucket, dim, value)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS counts_by_bucket ON counts(grain, dim, bucket);
-CREATE TABLE IF NOT EXISTS seen_events (
-    event_id TEXT PRIMARY KEY,
-    ts       REAL NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS seen_events_by_ts ON seen_events(ts);
-CREATE TABLE IF NOT EXISTS seen_ranges (
-    producer TEXT NOT NULL,
-    lo       INTEGER NOT NULL,
-    hi       INTEGER NOT NULL,
-    ts       REAL NOT NULL,
-    PRIMARY KEY (producer, lo)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS visitors (
-    key     TEXT NOT NULL,
-    day     INTEGER NOT NULL,
-    sketch  BLOB NOT NULL,
-    PRIMARY KEY (key, day)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS consumer (
-    name        TEXT PRIMARY KEY,
-    log_offset  INTEGER NOT NULL,
-    counted     INTEGER NOT NULL,
-    duplicates  INTEGER NOT NULL,
-    last_ts     REAL
-);
-"""
 
 
 def event_dims(event: ClickEvent) -> list[tuple[str, str]]:
@@ -182,8 +144,10 @@ def _load_sketch(blob: bytes | None) -> HyperLogLog:
 
 
 class ClickAggregator:
-    """Folds the click log into counters and sketches in its own SQLite file.
+    """Folds the click log into counters and sketches in a :class:`~lookup.shortener.
+    analytics.counts.ClickCounts` store.
 
+    ``counts`` is that store, or the path of its SQLite file (``clickstats.sqlite3``).
     ``enricher`` turns the shipper's raw clicks into events; without one, the first raw
     click loads (or creates) the secret ``secret.key`` beside the stats file — the
     shortener's own secret when the stats live in its data directory.
@@ -196,7 +160,7 @@ class ClickAggregator:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        counts: str | os.PathLike[str] | ClickCounts,
         click_log: ClickLog,
         *,
         enricher: ClickEnricher | None = None,
@@ -208,7 +172,10 @@ class ClickAggregator:
         housekeeping_s: float = 60.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.path = str(path)
+        if isinstance(counts, (str, os.PathLike)):
+            counts = SqliteClickCounts(counts)
+        self.counts: ClickCounts = counts
+        self.path = str(getattr(counts, "path", ""))
         self.log = click_log
         self._enricher = enricher
         self.name = name
@@ -219,17 +186,8 @@ class ClickAggregator:
         self.housekeeping_s = housekeeping_s
         self.clock = clock
         self._lock = threading.Lock()
-        self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
-        self._all_lock = threading.Lock()
         self._last_housekeeping = -math.inf
-        conn = self._conn()
-        conn.executescript(_SCHEMA)
-        conn.execute(
-            "INSERT INTO consumer (name, log_offset, counted, duplicates) VALUES (?, 0, 0, 0)"
-            " ON CONFLICT(name) DO NOTHING",
-            (name,),
-        )
+        self.counts.consumer_state(name)  # registers the consumer at offset 0
 
     @property
     def enricher(self) -> ClickEnricher:
@@ -239,42 +197,15 @@ class ClickAggregator:
             self._enricher = ClickEnricher(secret)
         return self._enricher
 
-    def _conn(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 10000")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            self._local.conn = conn
-            with self._all_lock:
-                self._all.append(conn)
-        return conn
-
     def close(self) -> None:
-        """Close every connection (they reopen on next use)."""
-        with self._all_lock:
-            for conn in self._all:
-                try:
-                    conn.close()
-                except sqlite3.Error:
-                    pass
-            self._all.clear()
-        self._local = threading.local()
+        """Close the counts store's connections (they reopen on next use)."""
+        self.counts.close()
 
     # -- consuming ---------------------------------------------------------------------
 
     def consumer_state(self) -> dict[str, Any]:
         """Committed offset, events counted, duplicates skipped, newest click time."""
-        row = (
-            self._conn()
-            .execute(
-                "SELECT log_offset, counted, duplicates, last_ts FROM consumer WHERE name = ?",
-                (self.name,),
-            )
-            .fetchone()
-        )
-        return {"offset": row[0], "counted": row[1], "duplicates": row[2], "lastClickTs": row[3]}
+        return self.counts.consumer_state(self.name)
 
     def step(self) -> int:
         """Fold the next batch of the log; returns how many log entries it consumed.
@@ -283,21 +214,15 @@ class ClickAggregator:
         transaction, so several aggregators (threads or processes) may share the files.
         """
         with self._lock:
-            conn = self._conn()
             offset = self.consumer_state()["offset"]
             if self.log.end_offset() <= offset:
                 self._housekeeping(offset)
                 return 0
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                offset = self.consumer_state()["offset"]  # again, under the write lock
+            with self.counts.fold(self.name) as batch:
+                offset = batch.offset()  # again, under the write lock
                 records = self.log.read(offset, self.batch_size)
                 if records:
-                    self._fold(conn, records)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                    self._fold(batch, records)
             self._housekeeping(records[-1][0] if records else offset)
             return len(records)
 
@@ -311,9 +236,7 @@ class ClickAggregator:
                 break
         return total
 
-    def _fresh(
-        self, conn: sqlite3.Connection, records: list[tuple[int, LogRecord]]
-    ) -> list[LogRecord]:
+    def _fresh(self, batch: CountsBatch, records: list[tuple[int, LogRecord]]) -> list[LogRecord]:
         """The records of ``records`` not counted before, each once (see step 1 above)."""
         by_producer: dict[str, list[tuple[int, LogRecord]]] = defaultdict(list)
         foreign: list[LogRecord] = []
@@ -330,9 +253,7 @@ class ClickAggregator:
                 foreign.append(event)
         fresh: list[LogRecord] = []
         for producer, items in by_producer.items():
-            known = conn.execute(
-                "SELECT lo, hi FROM seen_ranges WHERE producer = ? ORDER BY lo", (producer,)
-            ).fetchall()
+            known = batch.seen_ranges(producer)
             starts = [lo for lo, _ in known]
             taken: set[int] = set()
             for seq, event in items:
@@ -352,71 +273,38 @@ class ClickAggregator:
                     runs.append((seq, seq))
             merged = merge_ranges([*known, *runs])
             stamp = max(e.ts for _, e in items)
-            conn.execute("DELETE FROM seen_ranges WHERE producer = ?", (producer,))
-            conn.executemany(
-                "INSERT INTO seen_ranges (producer, lo, hi, ts) VALUES (?, ?, ?, ?)",
-                [(producer, lo, hi, stamp) for lo, hi in merged],
-            )
+            batch.replace_ranges(producer, merged, stamp)
         if foreign:
-            ids = list({event.event_id for event in foreign})
-            seen: set[str] = set()
-            for i in range(0, len(ids), 500):
-                chunk = ids[i : i + 500]
-                marks = ", ".join("?" * len(chunk))
-                seen.update(
-                    row[0]
-                    for row in conn.execute(
-                        f"SELECT event_id FROM seen_events WHERE event_id IN ({marks})", chunk
-                    )
-                )
+            seen = batch.seen_event_ids(list({event.event_id for event in foreign}))
             new: list[LogRecord] = []
             for event in foreign:
                 if event.event_id not in seen:
                     seen.add(event.event_id)  # a duplicate inside the batch counts once, too
                     new.append(event)
-            conn.executemany(
-                "INSERT INTO seen_events (event_id, ts) VALUES (?, ?)",
-                [(e.event_id, e.ts) for e in new],
-            )
+            batch.add_seen_events([(e.event_id, e.ts) for e in new])
             fresh.extend(new)
         return fresh
 
-    def _fold(self, conn: sqlite3.Connection, records: list[tuple[int, LogRecord]]) -> None:
-        new = self._fresh(conn, records)
+    def _fold(self, batch: CountsBatch, records: list[tuple[int, LogRecord]]) -> None:
+        new = self._fresh(batch, records)
         raw = [r for r in new if type(r) is not ClickEvent]
         if raw:  # enrich only what is counted: a duplicate costs no parsing
             enriched = iter(self.enricher.events(raw))
             fresh = [r if type(r) is ClickEvent else next(enriched) for r in new]
         else:
             fresh = new  # type: ignore[assignment]
-        conn.executemany(
-            "INSERT INTO counts (key, grain, bucket, dim, value, n) VALUES (?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT(key, grain, bucket, dim, value) DO UPDATE SET n = n + excluded.n",
-            count_rows(fresh),
-        )
+        batch.add_counts(count_rows(fresh))
         visitors: dict[tuple[str, int], set[str]] = defaultdict(set)
         for event in fresh:
             if event.agent == HUMAN:
                 visitors[(event.key, int(event.ts // DAY) * DAY)].add(event.visitor)
         for (key, day), ids_of_day in visitors.items():
-            row = conn.execute(
-                "SELECT sketch FROM visitors WHERE key = ? AND day = ?", (key, day)
-            ).fetchone()
-            sketch = _load_sketch(row[0] if row else None)
+            sketch = _load_sketch(batch.sketch(key, day))
             for visitor in ids_of_day:
                 sketch.update(visitor.encode())
-            conn.execute(
-                "INSERT INTO visitors (key, day, sketch) VALUES (?, ?, ?)"
-                " ON CONFLICT(key, day) DO UPDATE SET sketch = excluded.sketch",
-                (key, day, sketch.reg.tobytes()),
-            )
+            batch.put_sketch(key, day, sketch.reg.tobytes())
         last_ts = max((e.ts for e in fresh), default=None)
-        conn.execute(
-            "UPDATE consumer SET log_offset = ?, counted = counted + ?,"
-            " duplicates = duplicates + ?, last_ts = MAX(COALESCE(last_ts, 0), COALESCE(?, 0))"
-            " WHERE name = ?",
-            (records[-1][0], len(fresh), len(records) - len(fresh), last_ts, self.name),
-        )
+        batch.advance(records[-1][0], len(fresh), len(records) - len(fresh), last_ts)
 
     def _housekeeping(self, offset: int) -> None:
         """Forget old event ids and minute rows, trim the raw log (at most once a minute)."""
@@ -424,13 +312,7 @@ class ClickAggregator:
         if now - self._last_housekeeping < self.housekeeping_s:
             return
         self._last_housekeeping = now
-        conn = self._conn()
-        conn.execute("DELETE FROM seen_events WHERE ts < ?", (now - self.dedup_window_s,))
-        conn.execute("DELETE FROM seen_ranges WHERE ts < ?", (now - self.dedup_window_s,))
-        conn.execute(
-            "DELETE FROM counts WHERE grain = 'm' AND bucket < ?",
-            (now - self.minute_retention_s,),
-        )
+        self.counts.forget(now - self.dedup_window_s, now - self.minute_retention_s)
         self.log.trim(offset, now - self.raw_retention_s)
 
     # -- reading -----------------------------------------------------------------------
@@ -446,15 +328,7 @@ class ClickAggregator:
         grain, size = GRAINS[granularity]
         first = int(start // size) * size
         last = int(math.ceil(end / size)) * size
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT bucket, dim, value, n FROM counts"
-                " WHERE key = ? AND grain = ? AND bucket >= ? AND bucket < ?",
-                (key, grain, first, last),
-            )
-            .fetchall()
-        )
+        rows = self.counts.counts(key, grain, first, last)
         per_bucket: dict[int, Counter[str]] = defaultdict(Counter)
         breakdowns: dict[str, Counter[str]] = {name: Counter() for name in BREAKDOWNS.values()}
         totals: Counter[str] = Counter()
@@ -510,19 +384,14 @@ class ClickAggregator:
         self, key: str, start: float | None = None, end: float | None = None
     ) -> int:
         """Estimated distinct human visitors: all time, or in the whole days covering the range."""
-        conn = self._conn()
         if start is None or end is None:
-            rows = conn.execute("SELECT sketch FROM visitors WHERE key = ?", (key,)).fetchall()
+            blobs = self.counts.sketches(key)
         else:
-            first_day = int(start // DAY) * DAY
-            rows = conn.execute(
-                "SELECT sketch FROM visitors WHERE key = ? AND day >= ? AND day < ?",
-                (key, first_day, end),
-            ).fetchall()
-        if not rows:
+            blobs = self.counts.sketches(key, int(start // DAY) * DAY, end)
+        if not blobs:
             return 0
         sketch = new_sketch()
-        for (blob,) in rows:
+        for blob in blobs:
             sketch.merge(_load_sketch(blob))
         return int(round(sketch.count()))
 
@@ -530,28 +399,9 @@ class ClickAggregator:
         """All clicks (bots included) per key since ``since``, from the hourly roll-up."""
         keys = list(keys)
         out = dict.fromkeys(keys, 0)
-        conn = self._conn()
-        hour = int(since // HOUR) * HOUR
-        for i in range(0, len(keys), 500):
-            chunk = keys[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            for key, n in conn.execute(
-                f"SELECT key, SUM(n) FROM counts WHERE grain = 'h' AND dim = 'all'"
-                f" AND bucket >= ? AND key IN ({marks}) GROUP BY key",
-                (hour, *chunk),
-            ):
-                out[key] = int(n)
+        out.update(self.counts.clicks_since(keys, int(since // HOUR) * HOUR))
         return out
 
     def top_keys(self, since: float, limit: int = 100) -> list[tuple[str, int]]:
         """The most clicked keys since ``since`` (hourly roll-up), most clicked first."""
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT key, SUM(n) AS c FROM counts WHERE grain = 'h' AND dim = 'all'"
-                " AND bucket >= ? GROUP BY key ORDER BY c DESC, key LIMIT ?",
-                (int(since // HOUR) * HOUR, limit),
-            )
-            .fetchall()
-        )
-        return [(k, int(n)) for k, n in rows]
+        return self.counts.top_keys(int(since // HOUR) * HOUR, limit)

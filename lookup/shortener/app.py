@@ -1,0 +1,326 @@
+"""The shortener's composition root: every part built once and wired, with no back-references.
+
+:class:`Shortener` opens the state through its factories — the link store
+(:func:`~lookup.shortener.store.open_link_store`), the id allocator
+(:func:`~lookup.kit.ids.open_id_allocator`), the click log
+(:func:`~lookup.shortener.analytics.log.open_click_log`) and the click counts
+(:func:`~lookup.shortener.analytics.counts.open_click_counts`), from URLs derived from the
+data directory; the rate limiters (:func:`~lookup.kit.ratelimit.open_rate_limiter`, in-process
+token buckets) and the shared cache tier (:func:`~lookup.kit.cache.open_shared_cache`,
+none unless the config hands one in) likewise — and builds the parts in dependency order,
+each given what it talks to:
+
+* analytics first (it needs nobody): its buffer's ``offer`` becomes the service's
+  ``on_click``;
+* the link service, whose ``notify`` publishes to :class:`LinkEvents`;
+* the scanner, reading the store and acting through the service, with the aggregator's
+  ``top_keys`` for hot links; it subscribes to the events here;
+* the HTTP edge's parts: :class:`~lookup.shortener.parse.RequestParser`,
+  :class:`~lookup.shortener.views.LinkViews` and :class:`~lookup.shortener.api.LinkApi`
+  (click stats answered by analytics).
+
+Nothing is assigned into another part after construction, so no module imports one that
+imports it back: ``service`` knows neither analytics nor the scanner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lookup import settings
+from lookup.kit.cache import SharedCache, open_shared_cache
+from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
+from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
+from lookup.kit.storeurl import sqlite_url
+from lookup.shortener.analytics import ClickAnalytics
+from lookup.shortener.analytics.counts import open_click_counts
+from lookup.shortener.analytics.log import open_click_log
+from lookup.shortener.api import LinkApi
+from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords
+from lookup.shortener.model import Link
+from lookup.shortener.parse import RequestParser
+from lookup.shortener.resolver import Resolver
+from lookup.shortener.scanner import Scanner
+from lookup.shortener.service import ShortenerService
+from lookup.shortener.store import open_link_store
+from lookup.shortener.urls import Blocklist, UrlPolicy
+from lookup.shortener.views import LinkViews
+
+log = logging.getLogger("lookup.shortener")
+
+
+@dataclass
+class Limits:
+    """Token-bucket policies; anonymous creation is the strictest.
+
+    ``anonymous``: creates per client IP without a token. ``owner``: creates per owner
+    token. ``ip``: creates per client IP with a token (stops rotating tokens).
+    ``misses``: store lookups of unknown keys per client IP (a scraper guessing keys).
+    ``passwords``: password attempts per client IP and link.
+    """
+
+    anonymous: RatePolicy = field(default_factory=lambda: RatePolicy.per(20, 60))
+    owner: RatePolicy = field(default_factory=lambda: RatePolicy.per(600, 60))
+    ip: RatePolicy = field(default_factory=lambda: RatePolicy.per(1200, 60))
+    misses: RatePolicy = field(default_factory=lambda: RatePolicy.per(50, 1, burst=500))
+    passwords: RatePolicy = field(default_factory=lambda: RatePolicy.per(10, 60))
+
+    _SETTINGS = {
+        "anonymous": "shortener_rate_anon",
+        "owner": "shortener_rate_owner",
+        "ip": "shortener_rate_ip",
+        "misses": "shortener_rate_misses",
+        "passwords": "shortener_rate_password",
+    }
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Limits:
+        """Defaults, overridden by ``LOOKUP_SHORTENER_RATE_*`` = ``COUNT/SECONDS[:BURST]``."""
+        limits = cls()
+        for attr, name in cls._SETTINGS.items():
+            text = settings.get(name, environ)
+            if text:
+                setattr(limits, attr, RatePolicy.parse(text))
+        return limits
+
+
+@dataclass
+class ShortenerConfig:
+    """Everything a :class:`Shortener` needs; tests inject clocks and small limits."""
+
+    data_dir: Path
+    base_url: str = "http://127.0.0.1:8000"
+    block_size: int = 10_000
+    cache_size: int = 100_000
+    cache_ttl_s: float = 60.0
+    negative_ttl_s: float = 30.0
+    shared: SharedCache | None = None
+    limits: Limits = field(default_factory=Limits)
+    wall_clock: Callable[[], float] = time.time
+    mono_clock: Callable[[], float] = time.monotonic
+    sweep_interval_s: float = 60.0
+    trust_forwarded_for: bool = False
+    synchronous: str = "NORMAL"
+    analytics: bool = True
+    aggregator: str = "thread"
+    aggregator_nice: int = 19
+    scanner: bool = True
+
+    @classmethod
+    def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
+        """Config for ``lookup serve``: limits from ``LOOKUP_SHORTENER_RATE_*``,
+        ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
+        ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
+        click analytics / the safety scanner (for comparisons). The click aggregator runs
+        in its own process at CPU priority ``LOOKUP_SHORTENER_AGGREGATOR_NICE`` (19),
+        unless ``LOOKUP_SHORTENER_AGGREGATOR`` says ``thread`` (in this process) or
+        ``external`` (not here: ``python -m lookup.shortener.analytics`` runs it)."""
+        return cls(
+            data_dir=Path(data_dir),
+            base_url=base_url,
+            limits=Limits.from_env(),
+            trust_forwarded_for=settings.get("trust_forwarded_for"),
+            analytics=settings.get("shortener_analytics"),
+            aggregator=settings.get("shortener_aggregator"),
+            aggregator_nice=settings.get("shortener_aggregator_nice"),
+            scanner=settings.get("shortener_scanner"),
+        )
+
+
+class LinkEvents:
+    """Fan-out of the service's link events (``created``, ``retargeted``, ``deleted``,
+    ``disabled``, ``enabled``, ``expired``) to whoever subscribed; a failing subscriber
+    is logged and never stops the others or the change."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Callable[[str, Link], None]] = []
+
+    def subscribe(self, fn: Callable[[str, Link], None]) -> None:
+        """Call ``fn(event, link)`` after every committed change."""
+        self._subscribers.append(fn)
+
+    def publish(self, event: str, link: Link) -> None:
+        """Tell every subscriber about ``event`` on ``link``."""
+        for fn in list(self._subscribers):
+            try:
+                fn(event, link)
+            except Exception:
+                log.exception("shortener listener failed on %s %s", event, link.key)
+
+
+class Shortener:
+    """The shortener over one data directory (``<data_dir>/shortener/``), wired once.
+
+    A :class:`~lookup.kit.service.LiveService`: :meth:`status` for ``/healthz``,
+    :meth:`close` to stop and let go.
+
+    ``analytics_options`` go to :class:`~lookup.shortener.analytics.ClickAnalytics`
+    (``capacity``, ``batch_size``, ``ship_interval_s``, ``click_log``, ...).
+    """
+
+    def __init__(
+        self, config: ShortenerConfig, *, analytics_options: Mapping[str, Any] | None = None
+    ) -> None:
+        self.config = config
+        self.base_url = config.base_url.rstrip("/")
+        self.dir = Path(config.data_dir) / "shortener"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        secret = load_or_create_secret(self.dir / "secret.key")
+        clock = config.wall_clock
+        mono = config.mono_clock
+
+        links_url = sqlite_url(self.dir / "links.sqlite3")
+        self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
+        self.allocator = open_id_allocator(
+            links_url, "links", block_size=config.block_size, limit=KEY_SPACE
+        )
+        self.reserved = ReservedWords()
+        permutation = FeistelPermutation(
+            KEY_SPACE, hmac.new(secret, b"feistel-keys", hashlib.sha256).digest()
+        )
+        self.minter = KeyMinter(self.allocator, permutation, self.reserved)
+        self.blocklist = Blocklist(self.dir / "blocklist.txt")
+        self.blocklist.write_template()
+        self.urls = UrlPolicy([self.base_url], self.blocklist)
+        self.resolver = Resolver(
+            self.store,
+            cache_size=config.cache_size,
+            cache_ttl_s=config.cache_ttl_s,
+            negative_ttl_s=config.negative_ttl_s,
+            shared=config.shared if config.shared is not None else open_shared_cache("none:"),
+            clock=mono,
+        )
+        limits = config.limits
+
+        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
+            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
+        self.limit_owner = limiter(limits.owner, "owner")
+        self.limit_ip = limiter(limits.ip, "ip")
+        self.limit_misses = limiter(limits.misses, "misses")
+        self.limit_passwords = limiter(limits.passwords, "passwords")
+        self.views = LinkViews(self.base_url, clock=clock)
+
+        self.analytics: ClickAnalytics | None = None
+        if config.analytics:
+            options: dict[str, Any] = {
+                "aggregator": config.aggregator,
+                "aggregator_nice": config.aggregator_nice,
+                "clock": clock,
+                **(analytics_options or {}),
+            }
+            if options.get("click_log") is None:
+                options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
+            if options.get("click_counts") is None:
+                options["click_counts"] = open_click_counts(
+                    sqlite_url(self.dir / "clickstats.sqlite3")
+                )
+            self.analytics = ClickAnalytics(self.dir, secret, **options)
+
+        self.events = LinkEvents()
+        self.service = ShortenerService(
+            self.store,
+            self.minter,
+            self.resolver,
+            render=self.views.created,
+            ip_key=hmac.new(secret, b"client-ip", hashlib.sha256).digest(),
+            clock=clock,
+            on_click=None if self.analytics is None else self.analytics.on_click,
+            notify=self.events.publish,
+        )
+        self.scanner: Scanner | None = None
+        if config.scanner:
+            self.scanner = Scanner(
+                self.store,
+                self.service,
+                self.blocklist,
+                state_dir=self.dir,
+                hot_keys=None if self.analytics is None else self.analytics.aggregator.top_keys,
+                clock=clock,
+            )
+            self.events.subscribe(self.scanner.on_link_event)
+
+        self.parser = RequestParser(
+            self.urls,
+            self.reserved,
+            hmac.new(secret, b"idempotency-body", hashlib.sha256).digest(),
+            clock=clock,
+        )
+        self.api = LinkApi(self.service, self.parser, self.views, stats=self.analytics, clock=clock)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start analytics' loops and the scanner's (each idempotent)."""
+        if self.analytics is not None:
+            self.analytics.start()
+        if self.scanner is not None:
+            self.scanner.start()
+
+    def stop(self) -> None:
+        """Stop the scanner, then analytics (shipping what is still buffered)."""
+        if self.scanner is not None:
+            self.scanner.stop()
+        if self.analytics is not None:
+            self.analytics.stop()
+
+    def close(self) -> None:
+        """Stop the background work (if running) and release every database connection;
+        safe to call twice (connections reopen on next use, so a restarted lifespan still
+        works)."""
+        self.stop()
+        if self.analytics is not None:
+            self.analytics.close()
+        self.service.close()
+
+    # -- observability -----------------------------------------------------------------
+
+    def rate_limiters(self) -> list[RateLimiter]:
+        """Every rate limiter of the shortener."""
+        return [
+            self.limit_anonymous,
+            self.limit_owner,
+            self.limit_ip,
+            self.limit_misses,
+            self.limit_passwords,
+        ]
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters for the dashboard: cache layers, limiters, clicks, links by status,
+        analytics and the scanner."""
+        counters = self.service.counters()
+        return {
+            "cache": self.resolver.stats(),
+            "rateLimits": {lim.name: lim.stats() for lim in self.rate_limiters()},
+            "clicks": counters["clicks"],
+            "links": counters["links"],
+            "created": counters["created"],
+            "generatedKeyCollisions": counters["generatedKeyCollisions"],
+            "idLeases": counters["idLeases"],
+            "blocklistVersion": self.blocklist.version,
+            "analytics": None if self.analytics is None else self.analytics.stats(),
+            "scanner": None if self.scanner is None else self.scanner.stats(),
+        }
+
+    def status(self) -> dict[str, Any]:
+        """A cheap readiness probe for ``/healthz`` (the :class:`~lookup.kit.service.
+        LiveService` call; full counts live in :meth:`metrics`)."""
+        self.store.ping()
+        cache = self.resolver.stats()
+        return {
+            "status": "ready",
+            "created": self.service.created,
+            "cacheHits": cache["l1"]["hits"],
+            "storeReads": cache["store"]["reads"],
+        }
+
+
+__all__ = ["LinkEvents", "Limits", "Shortener", "ShortenerConfig"]

@@ -1,0 +1,110 @@
+"""Response shapes at the HTTP edge: what the API says about a link, to whom.
+
+:class:`LinkViews` knows the public base URL (short links, QR codes, previews) and the
+clock (a link past its date reads EXPIRED before the sweep tombstones it). The service
+never builds a JSON body; it hands links to these.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from lookup.shortener.model import Link, Status, effective_status, format_time
+
+
+class LinkViews:
+    """The JSON bodies of links, their history and their click stats."""
+
+    def __init__(self, base_url: str, *, clock: Callable[[], float] = time.time) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.clock = clock
+
+    def short_url(self, key: str) -> str:
+        """The public short URL for ``key``."""
+        return f"{self.base_url}/{key}"
+
+    def status(self, link: Link) -> Status:
+        """The status a client sees now (see :func:`~lookup.shortener.model.effective_status`)."""
+        return effective_status(link, self.clock())
+
+    def public(self, link: Link) -> dict[str, Any]:
+        """What anybody may see about a link (the redirect reveals the URL anyway)."""
+        status = self.status(link)
+        hidden = bool(link.password_hash) or status is not Status.ACTIVE
+        return {
+            "key": link.key,
+            "shortUrl": self.short_url(link.key),
+            "longUrl": None if hidden else link.long_url,
+            "status": status.value,
+            "createdAt": format_time(link.created_at),
+            "expiresAt": format_time(link.expires_at),
+            "redirectType": link.redirect_type,
+            "passwordProtected": bool(link.password_hash),
+            "scanVerdict": link.scan_verdict,
+            "scanReasons": list(link.scan_reasons),
+        }
+
+    def owner(self, link: Link) -> dict[str, Any]:
+        """Everything about a link, for its owner."""
+        view = self.public(link)
+        view.update(
+            {
+                "longUrl": link.long_url or None,
+                "alias": link.alias,
+                "updatedAt": format_time(link.updated_at),
+                "maxClicks": link.max_clicks,
+                "clicksUsed": link.clicks if link.max_clicks is not None else None,
+                "clicksRemaining": link.clicks_remaining,
+                "maxAge": link.max_age,
+                "tags": list(link.tags),
+                "statusReason": link.status_reason,
+                "previewUrl": self.short_url(link.key) + "+",
+            }
+        )
+        return view
+
+    def created(self, link: Link) -> dict[str, Any]:
+        """The body of ``201 Created`` (stored with an Idempotency-Key for replays)."""
+        return {
+            "key": link.key,
+            "shortUrl": self.short_url(link.key),
+            "longUrl": link.long_url,
+            "expiresAt": format_time(link.expires_at),
+            "createdAt": format_time(link.created_at),
+            "maxClicks": link.max_clicks,
+            "redirectType": link.redirect_type,
+            "maxAge": link.max_age,
+            "passwordProtected": bool(link.password_hash),
+            "tags": list(link.tags),
+            "status": link.status.value,
+            "previewUrl": self.short_url(link.key) + "+",
+            "qrPng": f"{self.base_url}/v1/links/{link.key}/qr.png",
+            "qrSvg": f"{self.base_url}/v1/links/{link.key}/qr.svg",
+        }
+
+    @staticmethod
+    def audit(entries: list[dict[str, Any]], owner: str | None) -> list[dict[str, Any]]:
+        """A link's history for its owner: times as ISO 8601, the owner named ``owner``."""
+        for entry in entries:
+            entry["at"] = format_time(entry["at"])
+            if entry["actor"] == owner:
+                entry["actor"] = "owner"
+        return entries
+
+    def stats(self, stats: dict[str, Any], link: Link) -> dict[str, Any]:
+        """Click stats with ISO 8601 times and the link's status and scan verdict."""
+        for point in stats["series"]:
+            point["t"] = format_time(point["t"])
+        stats["from"], stats["to"] = format_time(stats["from"]), format_time(stats["to"])
+        visitors = stats["uniqueVisitors"]
+        visitors["rangeFrom"] = format_time(visitors["rangeFrom"])
+        visitors["rangeTo"] = format_time(visitors["rangeTo"])
+        stats["status"] = self.status(link).value
+        stats["scanVerdict"] = link.scan_verdict
+        stats["scanReasons"] = list(link.scan_reasons)
+        return stats
+
+
+__all__ = ["LinkViews"]

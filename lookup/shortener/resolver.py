@@ -9,7 +9,9 @@
 
 Misses go through single-flight, so when a viral key expires from the cache the many
 requests that miss together cost one load. Writes call :meth:`Resolver.invalidate`;
-a load that started before an invalidation does not put its (stale) result back.
+a load that started before an invalidation *of its key* (or a :meth:`Resolver.clear`)
+does not put its possibly stale result back. Invalidations of other keys leave it
+alone: a scanner verdict on one link must not make every load in flight a wasted read.
 
 The resolver returns the stored record; the expiry rule (:func:`~lookup.shortener.model.verdict`)
 is applied by the caller on every read, so caching never delays an expiry.
@@ -20,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict
@@ -58,6 +61,15 @@ def decode_link(raw: bytes) -> Link:
     return Link(**data)
 
 
+class _Load:
+    """One load in flight; ``stale`` once its key is invalidated before it fills."""
+
+    __slots__ = ("stale",)
+
+    def __init__(self) -> None:
+        self.stale = False
+
+
 class Resolver:
     """Cached ``key → Link`` lookups in front of the link store (see the module docstring)."""
 
@@ -84,7 +96,8 @@ class Resolver:
         self.negative_ttl_s = negative_ttl_s
         self.flight = SingleFlight()
         self.aflight = AsyncSingleFlight()
-        self._epoch = 0
+        self._lock = threading.Lock()  # orders fills against invalidations
+        self._loading: dict[str, list[_Load]] = {}  # keys with loads in flight
         self.requests = 0
         self.l1_hits = 0
         self.negative_hits = 0
@@ -132,34 +145,57 @@ class Resolver:
         return await self.aflight.do(key, lambda: asyncio.to_thread(self._load, key))
 
     def _load(self, key: str) -> Link | None:
-        epoch = self._epoch
-        link: Link | None
-        raw = self._shared_get(key)
-        if raw is not None and raw == _NEGATIVE:
-            self.shared_negative_hits += 1
-            link = None
-        elif raw is not None:
-            self.shared_hits += 1
-            link = decode_link(raw)
-        else:
-            self.shared_misses += 1
-            self.store_reads += 1
-            link = self.store.get(key)
-            if link is None:
-                self.store_not_found += 1
-            if epoch == self._epoch:
-                self._shared_set(
-                    key,
-                    _NEGATIVE if link is None else encode_link(link),
-                    self.negative_ttl_s if link is None else self.shared_ttl_s,
-                )
-        if epoch != self._epoch:
-            self.stale_fills_skipped += 1
-        elif link is None:
-            self.negative.set(key, True)
-        else:
-            self.cache.set(key, link)
+        ticket = self._begin(key)
+        link: Link | None = None
+        try:
+            raw = self._shared_get(key)
+            if raw is not None and raw == _NEGATIVE:
+                self.shared_negative_hits += 1
+            elif raw is not None:
+                self.shared_hits += 1
+                link = decode_link(raw)
+            else:
+                self.shared_misses += 1
+                self.store_reads += 1
+                link = self.store.get(key)
+                if link is None:
+                    self.store_not_found += 1
+                if not ticket.stale:
+                    self._shared_set(
+                        key,
+                        _NEGATIVE if link is None else encode_link(link),
+                        self.negative_ttl_s if link is None else self.shared_ttl_s,
+                    )
+                    if ticket.stale:  # invalidated while we wrote: take our entry back
+                        self._shared_delete(key)
+        except BaseException:
+            self._finish(key, ticket, None, fill=False)
+            raise
+        self._finish(key, ticket, link)
         return link
+
+    def _begin(self, key: str) -> _Load:
+        ticket = _Load()
+        with self._lock:
+            self._loading.setdefault(key, []).append(ticket)
+        return ticket
+
+    def _finish(self, key: str, ticket: _Load, link: Link | None, *, fill: bool = True) -> None:
+        """Fill the in-process layers unless ``key`` was invalidated since the load began;
+        under the lock, so an invalidation lands either before the check or after the fill."""
+        with self._lock:
+            tickets = self._loading[key]
+            tickets.remove(ticket)
+            if not tickets:
+                del self._loading[key]
+            if not fill:
+                return
+            if ticket.stale:
+                self.stale_fills_skipped += 1
+            elif link is None:
+                self.negative.set(key, True)
+            else:
+                self.cache.set(key, link)
 
     def _shared_get(self, key: str) -> bytes | None:
         try:
@@ -180,10 +216,15 @@ class Resolver:
 
     def invalidate(self, key: str) -> None:
         """Drop ``key`` from every layer now (after a create, retarget, delete or disable)."""
-        self._epoch += 1
-        self.invalidations += 1
-        self.cache.delete(key)
-        self.negative.delete(key)
+        with self._lock:
+            for ticket in self._loading.get(key, ()):
+                ticket.stale = True
+            self.invalidations += 1
+            self.cache.delete(key)
+            self.negative.delete(key)
+        self._shared_delete(key)
+
+    def _shared_delete(self, key: str) -> None:
         try:
             self.shared.delete(key)
         except Exception:
@@ -196,10 +237,13 @@ class Resolver:
         self.cache.set(link.key, link)
 
     def clear(self) -> None:
-        """Empty the in-process layers (counters are kept)."""
-        self._epoch += 1
-        self.cache.clear()
-        self.negative.clear()
+        """Empty the in-process layers (counters are kept); no load in flight fills them."""
+        with self._lock:
+            for tickets in self._loading.values():
+                for ticket in tickets:
+                    ticket.stale = True
+            self.cache.clear()
+            self.negative.clear()
 
     # -- observability -----------------------------------------------------------------
 
@@ -215,7 +259,11 @@ class Resolver:
                 "evictions": l1["evictions"],
                 "expirations": l1["expirations"],
             },
-            "negative": {"hits": self.negative_hits, "size": len(self.negative)},
+            "negative": {
+                "hits": self.negative_hits,
+                "size": len(self.negative),
+                "expirations": self.negative.expirations,
+            },
             "shared": {
                 "tier": self.shared.name,
                 "hits": self.shared_hits,

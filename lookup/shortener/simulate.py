@@ -247,6 +247,8 @@ def _flatten_metrics(metrics: dict[str, Any]) -> dict[str, int]:
         "lookups": cache.get("requests", 0),
         "l1Hits": cache.get("l1", {}).get("hits", 0),
         "negativeHits": cache.get("negative", {}).get("hits", 0),
+        "l1Expirations": cache.get("l1", {}).get("expirations", 0),
+        "negativeExpirations": cache.get("negative", {}).get("expirations", 0),
         "sharedHits": cache.get("shared", {}).get("hits", 0)
         + cache.get("shared", {}).get("negativeHits", 0),
         "storeReads": cache.get("store", {}).get("reads", 0),

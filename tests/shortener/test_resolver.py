@@ -213,6 +213,95 @@ def test_a_load_racing_an_invalidation_does_not_cache_stale_data(store: LinkStor
     assert "cold-key" not in resolver.cache
 
 
+def _load_in_flight(resolver: Resolver, counting: CountingStore, key: str) -> threading.Thread:
+    """Start ``resolver.resolve(key)`` in a thread and return once its store read is held."""
+    counting.gate = threading.Event()
+    counting.started.clear()
+    loader = threading.Thread(target=resolver.resolve, args=(key,))
+    loader.start()
+    assert counting.started.wait(10)
+    return loader
+
+
+def test_invalidating_one_key_does_not_discard_another_keys_load(store: LinkStore) -> None:
+    # A scanner verdict on one link lands while a redirect is loading another: the other
+    # key's fill must still be cached, or every verdict during traffic costs extra reads.
+    resolver, counting = _resolver(store, Clock())
+    loader = _load_in_flight(resolver, counting, "cold-key")
+    resolver.invalidate("hot-key")
+    assert counting.gate is not None
+    counting.gate.set()
+    loader.join()
+    assert "cold-key" in resolver.cache and resolver.stats()["staleFillsSkipped"] == 0
+    assert resolver.resolve("cold-key") is not None
+    assert counting.reads == 1
+
+
+def test_invalidating_one_key_does_not_discard_another_keys_negative_fill(
+    store: LinkStore,
+) -> None:
+    resolver, counting = _resolver(store, Clock())
+    loader = _load_in_flight(resolver, counting, "guessed-key")
+    resolver.invalidate("hot-key")
+    assert counting.gate is not None
+    counting.gate.set()
+    loader.join()
+    assert resolver.resolve("guessed-key") is None
+    assert counting.reads == 1 and resolver.stats()["negative"]["hits"] == 1
+
+
+def test_clear_discards_every_load_in_flight(store: LinkStore) -> None:
+    resolver, counting = _resolver(store, Clock())
+    loader = _load_in_flight(resolver, counting, "cold-key")
+    resolver.clear()
+    assert counting.gate is not None
+    counting.gate.set()
+    loader.join()
+    assert "cold-key" not in resolver.cache and resolver.stats()["staleFillsSkipped"] == 1
+
+
+def test_an_invalidation_during_a_load_and_a_later_one_each_cost_one_read(
+    store: LinkStore,
+) -> None:
+    # The stale load is skipped, the next one fills; a load that finished earlier is not
+    # affected by an invalidation that comes later.
+    resolver, counting = _resolver(store, Clock())
+    loader = _load_in_flight(resolver, counting, "cold-key")
+    resolver.invalidate("cold-key")
+    assert counting.gate is not None
+    counting.gate.set()
+    loader.join()
+    counting.gate = None
+    resolver.resolve("cold-key")
+    resolver.resolve("cold-key")
+    assert counting.reads == 2 and "cold-key" in resolver.cache
+    resolver.invalidate("cold-key")
+    resolver.resolve("cold-key")
+    assert counting.reads == 3 and resolver.stats()["staleFillsSkipped"] == 1
+
+
+class InvalidatingShared(MemorySharedCache):
+    """A shared tier during whose ``set`` an invalidation of the same key commits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.resolver: Resolver | None = None
+
+    def set(self, key: str, value: bytes, ttl: float) -> None:
+        assert self.resolver is not None
+        self.resolver.invalidate(key)  # lands after the load decided to fill
+        super().set(key, value, ttl)
+
+
+def test_an_invalidation_racing_the_shared_fill_leaves_no_stale_entry(store: LinkStore) -> None:
+    shared = InvalidatingShared()
+    resolver, counting = _resolver(store, Clock(), shared=shared)
+    shared.resolver = resolver
+    assert resolver.resolve("cold-key") is not None
+    assert shared.get("cold-key") is None and "cold-key" not in resolver.cache
+    assert resolver.stats()["staleFillsSkipped"] == 1
+
+
 def test_shared_encoding_round_trips() -> None:
     link = _link("round-trip")
     assert decode_link(encode_link(link)) == link

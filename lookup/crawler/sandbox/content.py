@@ -6,6 +6,15 @@ blog posts, ``pydoc``'s plain-text rendering for the wiki, function docstrings f
 shop products — so every page carries real prose and real cross-links, and nothing
 is downloaded. Module lists are fixed and ordered (cheap-to-render modules first), so
 a sandbox of a given size is the same every time on the same Python.
+
+The documentation host's pages are rendered when the sandbox is built (by
+:func:`doc_modules`, in the thread that builds it), never while it serves: ``pydoc``
+calls ``inspect.signature``, which ``ast.parse``-s the text signatures of builtins, and
+on CPython 3.11 before 3.11.8 (3.12 before 3.12.2) the AST converter keeps its recursion
+depth in one process-wide counter (CPython gh-106905). A sandbox served from a thread
+beside another thread that parses or compiles ASTs — Streamlit's script runner in the
+dashboard tests, an IPython kernel compiling a notebook cell — would otherwise fail one
+of the two with ``SystemError: AST constructor recursion depth mismatch``.
 """
 
 from __future__ import annotations
@@ -104,8 +113,19 @@ _SOURCE_PATH = re.compile(r"/\S*?/lib/python3\.\d+/\S*?\.py")
 
 
 def doc_modules(count: int) -> list[str]:
-    """The first ``count`` documentation modules that import here."""
-    return [name for name, _ in islice(_importable(DOC_MODULES), count)]
+    """The first ``count`` documentation modules that import here, each rendered now
+    (see the module docstring for why not on first request)."""
+    names = [name for name, _ in islice(_importable(DOC_MODULES), count)]
+    for name in names:
+        _pydoc_html(name)
+    return names
+
+
+@lru_cache(maxsize=512)
+def _pydoc_html(name: str) -> str:
+    module = _import(name)
+    with _lock:
+        return pydoc.HTMLDoc().document(module, name)
 
 
 _HREF = re.compile(r'<a href="([^"]*)">(.*?)</a>', re.S)
@@ -119,9 +139,7 @@ def module_doc_html(name: str, known: frozenset[str], prefix: str) -> str:
     stay; every other link (source files, docs.python.org, modules not served) is
     unwrapped to its text, so the crawler never leaves the sandbox by accident.
     """
-    module = _import(name)
-    with _lock:
-        body = pydoc.HTMLDoc().document(module, name)
+    body = _pydoc_html(name)
 
     def rewrite(m: re.Match[str]) -> str:
         href, text = m.group(1), m.group(2)

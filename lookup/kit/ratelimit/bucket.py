@@ -27,8 +27,6 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from lookup.kit.storeurl import parse_store_url
-
 __all__ = [
     "MemoryRateLimiter",
     "RateDecision",
@@ -36,7 +34,6 @@ __all__ = [
     "RatePolicy",
     "check_all",
     "most_restrictive",
-    "open_rate_limiter",
 ]
 
 #: Float noise tolerated when comparing token counts (a refill computed as
@@ -269,21 +266,3 @@ def check_all(checks: Iterable[tuple[RateLimiter, Hashable]], cost: float = 1.0)
             return most_restrictive(decisions)
         taken.append((limiter, identity))
     return most_restrictive(decisions)
-
-
-def open_rate_limiter(
-    url: str,
-    policy: RatePolicy,
-    *,
-    name: str = "",
-    clock: Callable[[], float] = time.monotonic,
-) -> RateLimiter:
-    """The rate limiter ``url`` names: ``memory:`` gives in-process token buckets.
-
-    ``clock`` is the limiter's time source (monotonic seconds; tests inject one).
-    An unknown scheme raises ValueError naming the accepted ones.
-    """
-    parsed = parse_store_url(url, accepted=("memory",))
-    if parsed.scheme == "memory":
-        return MemoryRateLimiter(policy, name=name, clock=clock)
-    raise ValueError(f"unsupported rate limiter URL {url!r}")  # pragma: no cover

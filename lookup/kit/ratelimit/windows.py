@@ -1,0 +1,375 @@
+"""The other four algorithms of seed 004's figure, in-process, behind :class:`RateLimiter`.
+
+Each reads its :class:`RatePolicy` as ``limit = capacity`` requests per window of
+``window_s = capacity / refill_per_s`` seconds (``RatePolicy.per(100, 60)`` is 100 a
+minute under every algorithm):
+
+- :class:`FixedWindowLimiter` — one counter per aligned window ``[k·W, (k+1)·W)``.
+  O(1) memory; up to **2× the limit** in any span of ``W`` that straddles a boundary.
+- :class:`SlidingLogLimiter` — a timestamp per admitted request; a request is admitted
+  when the cost admitted in ``(now − W, now]`` plus its own is at most the limit. The
+  exact definition (the oracle the others are measured against), O(limit) memory.
+- :class:`SlidingCounterLimiter` — two fixed-window counters blended:
+  ``estimate = prev · (1 − f) + curr`` where ``f`` is the fraction of the current window
+  gone. O(1) memory; in any span of ``W`` ending at ``t`` it admits at most
+  ``limit + f(t) · prev`` (``prev`` = the previous window's admitted cost), which is at
+  the boundary (``f = 0``) exactly the limit — the fixed window's 2× burst is gone there.
+- :class:`LeakyBucketLimiter` — a queue of ``capacity`` drained at ``refill_per_s``: an
+  admitted request occupies the queue until its departure time
+  ``max(now, last departure) + cost / rate``, so admitted work leaves at a constant
+  rate. O(capacity) memory.
+
+All share the token bucket's conventions: ``charge`` never leaves a debt (it fills at
+most up to the limit), ``refund`` gives back the newest use (never below empty),
+identities live in a bounded LRU, and the clock is injected.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from lookup.kit.ratelimit.bucket import RateDecision, RatePolicy
+
+__all__ = [
+    "ALGORITHMS",
+    "FixedWindowLimiter",
+    "LeakyBucketLimiter",
+    "SlidingCounterLimiter",
+    "SlidingLogLimiter",
+]
+
+#: Float noise tolerated when comparing counts (same tolerance as the token bucket).
+_EPS = 1e-9
+
+
+def _whole(seconds: float) -> int:
+    """Seconds rounded up to a whole number, float noise forgiven."""
+    return max(0, math.ceil(seconds - _EPS))
+
+
+class _KeyedLimiter:
+    """Lock, bounded LRU of per-identity state, counters; subclasses supply the algorithm."""
+
+    algorithm = ""
+
+    def __init__(
+        self,
+        policy: RatePolicy,
+        *,
+        name: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        max_identities: int = 100_000,
+    ) -> None:
+        self.policy = policy
+        self.name = name
+        self._clock = clock
+        self._max = max_identities
+        self._limit = float(policy.capacity)
+        self._window = policy.capacity / policy.refill_per_s
+        self._states: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.allowed = 0
+        self.refused = 0
+
+    # -- what an algorithm supplies -------------------------------------------------
+    def _new(self, now: float) -> Any:
+        raise NotImplementedError
+
+    def _advance(self, state: Any, now: float) -> None:
+        """Bring ``state`` up to ``now`` (drop what has expired)."""
+        raise NotImplementedError
+
+    def _used(self, state: Any, now: float) -> float:
+        """The cost counted against the limit at ``now``."""
+        raise NotImplementedError
+
+    def _add(self, state: Any, now: float, cost: float) -> None:
+        raise NotImplementedError
+
+    def _remove(self, state: Any, now: float, cost: float) -> None:
+        raise NotImplementedError
+
+    def _wait(self, state: Any, now: float, cost: float) -> float:
+        """Seconds until ``cost`` would be admitted (called only when it is not now)."""
+        raise NotImplementedError
+
+    def _until_empty(self, state: Any, now: float) -> float:
+        """Seconds until nothing counts against the limit any more."""
+        raise NotImplementedError
+
+    # -- the shared machinery -------------------------------------------------------
+    def _state(self, identity: Hashable, now: float) -> Any:
+        state = self._states.get(identity)
+        if state is None:
+            state = self._new(now)
+            self._states[identity] = state
+            while len(self._states) > self._max:
+                self._states.popitem(last=False)
+        else:
+            self._advance(state, now)
+            self._states.move_to_end(identity)
+        return state
+
+    def _fits(self, state: Any, now: float, cost: float) -> bool:
+        return self._used(state, now) + cost <= self._limit + _EPS
+
+    def _decision(self, state: Any, now: float, allowed: bool, cost: float) -> RateDecision:
+        used = self._used(state, now)
+        retry = 0 if allowed else max(1, _whole(self._wait(state, now, cost)))
+        return RateDecision(
+            allowed=allowed,
+            limit=int(self._limit),
+            remaining=max(0, math.floor(self._limit - used + _EPS)),
+            reset_s=_whole(self._until_empty(state, now)),
+            retry_after_s=retry,
+        )
+
+    def check(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Count ``cost`` against ``identity`` if it fits under the limit; say what happened."""
+        with self._lock:
+            now = self._clock()
+            state = self._state(identity, now)
+            allowed = self._fits(state, now, cost)
+            if allowed:
+                self._add(state, now, cost)
+                self.allowed += 1
+            else:
+                self.refused += 1
+            return self._decision(state, now, allowed, cost)
+
+    def peek(self, identity: Hashable, cost: float = 1.0) -> RateDecision:
+        """Whether ``cost`` would fit now, counting nothing."""
+        with self._lock:
+            now = self._clock()
+            state = self._state(identity, now)
+            return self._decision(state, now, self._fits(state, now, cost), cost)
+
+    def charge(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Count ``cost`` after the fact, at most up to the limit (never a debt)."""
+        with self._lock:
+            now = self._clock()
+            state = self._state(identity, now)
+            room = self._limit - self._used(state, now)
+            if room > _EPS:
+                self._add(state, now, min(cost, room))
+
+    def refund(self, identity: Hashable, cost: float = 1.0) -> None:
+        """Give back the newest ``cost`` counted (never below empty)."""
+        with self._lock:
+            now = self._clock()
+            self._remove(self._state(identity, now), now, cost)
+
+    def reset(self) -> None:
+        """Forget every identity."""
+        with self._lock:
+            self._states.clear()
+
+    def stats(self) -> dict[str, object]:
+        """Counters, the policy and the algorithm, for dashboards."""
+        return {
+            "policy": self.policy.describe(),
+            "algorithm": self.algorithm,
+            "allowed": self.allowed,
+            "refused": self.refused,
+            "identities": len(self._states),
+        }
+
+
+class _Window:
+    __slots__ = ("start", "count", "prev")
+
+    def __init__(self, start: float) -> None:
+        self.start = start
+        self.count = 0.0
+        self.prev = 0.0
+
+
+class FixedWindowLimiter(_KeyedLimiter):
+    """A counter per aligned window of ``W`` seconds; resets at each boundary."""
+
+    algorithm = "fixed_window"
+
+    def _start(self, now: float) -> float:
+        return math.floor(now / self._window) * self._window
+
+    def _new(self, now: float) -> _Window:
+        return _Window(self._start(now))
+
+    def _advance(self, state: _Window, now: float) -> None:
+        start = self._start(now)
+        if start > state.start:
+            state.start, state.count = start, 0.0
+
+    def _used(self, state: _Window, now: float) -> float:
+        return state.count
+
+    def _add(self, state: _Window, now: float, cost: float) -> None:
+        state.count += cost
+
+    def _remove(self, state: _Window, now: float, cost: float) -> None:
+        state.count = max(0.0, state.count - cost)
+
+    def _wait(self, state: _Window, now: float, cost: float) -> float:
+        return state.start + self._window - now
+
+    def _until_empty(self, state: _Window, now: float) -> float:
+        return state.start + self._window - now if state.count > _EPS else 0.0
+
+
+class SlidingCounterLimiter(_KeyedLimiter):
+    """``prev · (1 − f) + curr`` over two aligned windows: the log approximated in O(1)."""
+
+    algorithm = "sliding_counter"
+
+    def _start(self, now: float) -> float:
+        return math.floor(now / self._window) * self._window
+
+    def _new(self, now: float) -> _Window:
+        return _Window(self._start(now))
+
+    def _advance(self, state: _Window, now: float) -> None:
+        start = self._start(now)
+        if start > state.start:
+            gone = round((start - state.start) / self._window)
+            state.prev = state.count if gone == 1 else 0.0
+            state.start, state.count = start, 0.0
+
+    def _weight(self, state: _Window, now: float) -> float:
+        """``1 − f``: the share of the previous window still inside the sliding one."""
+        return max(0.0, 1.0 - (now - state.start) / self._window)
+
+    def _used(self, state: _Window, now: float) -> float:
+        return state.prev * self._weight(state, now) + state.count
+
+    def _add(self, state: _Window, now: float, cost: float) -> None:
+        state.count += cost
+
+    def _remove(self, state: _Window, now: float, cost: float) -> None:
+        state.count = max(0.0, state.count - cost)
+
+    def _wait(self, state: _Window, now: float, cost: float) -> float:
+        need = self._limit - cost  # the estimate must fall to this
+        if need < -_EPS:
+            return self._window  # more than the limit can never fit; a window is the honest wait
+        if state.count <= need + _EPS:
+            # within this window, once the previous one's weight has decayed enough
+            f = 1.0 - (need - state.count) / state.prev if state.prev > 0 else 0.0
+            return state.start + f * self._window - now
+        # in the next window, where this one's count becomes the decaying ``prev``
+        f = 1.0 - need / state.count
+        return state.start + self._window + f * self._window - now
+
+    def _until_empty(self, state: _Window, now: float) -> float:
+        if state.count > _EPS:
+            return state.start + 2 * self._window - now
+        if state.prev > _EPS:
+            return state.start + self._window - now
+        return 0.0
+
+
+class SlidingLogLimiter(_KeyedLimiter):
+    """Every admitted ``(time, cost)`` kept for ``W`` seconds: the exact sliding window."""
+
+    algorithm = "sliding_log"
+
+    def _new(self, now: float) -> deque[list[float]]:
+        return deque()
+
+    def _advance(self, state: deque[list[float]], now: float) -> None:
+        while state and state[0][0] + self._window <= now:
+            state.popleft()
+
+    def _used(self, state: deque[list[float]], now: float) -> float:
+        return sum(cost for _, cost in state)
+
+    def _add(self, state: deque[list[float]], now: float, cost: float) -> None:
+        state.append([now, cost])
+
+    def _remove(self, state: deque[list[float]], now: float, cost: float) -> None:
+        while cost > _EPS and state:
+            entry = state[-1]
+            if entry[1] <= cost + _EPS:
+                cost -= entry[1]
+                state.pop()
+            else:
+                entry[1] -= cost
+                cost = 0.0
+
+    def _wait(self, state: deque[list[float]], now: float, cost: float) -> float:
+        if cost > self._limit + _EPS:
+            return self._window
+        used = self._used(state, now)
+        for stamp, spent in state:  # oldest first: each expiry frees its cost
+            used -= spent
+            if used + cost <= self._limit + _EPS:
+                return stamp + self._window - now
+        return 0.0  # pragma: no cover - the log emptied, so it fits
+
+    def _until_empty(self, state: deque[list[float]], now: float) -> float:
+        return state[-1][0] + self._window - now if state else 0.0
+
+
+class LeakyBucketLimiter(_KeyedLimiter):
+    """A queue of ``capacity`` drained at ``refill_per_s``: each admitted request holds its
+    cost in the queue until its departure time, so admitted work leaves at a steady rate."""
+
+    algorithm = "leaky_bucket"
+
+    def _new(self, now: float) -> deque[list[float]]:
+        return deque()  # [departure time, cost], in departure order
+
+    def _advance(self, state: deque[list[float]], now: float) -> None:
+        while state and state[0][0] <= now:
+            state.popleft()
+
+    def _used(self, state: deque[list[float]], now: float) -> float:
+        return sum(cost for _, cost in state)
+
+    def _add(self, state: deque[list[float]], now: float, cost: float) -> None:
+        last = state[-1][0] if state else now
+        state.append([max(now, last) + cost / self.policy.refill_per_s, cost])
+
+    def _remove(self, state: deque[list[float]], now: float, cost: float) -> None:
+        rate = self.policy.refill_per_s
+        while cost > _EPS and state:
+            entry = state[-1]
+            if entry[1] <= cost + _EPS:
+                cost -= entry[1]
+                state.pop()
+            else:
+                entry[1] -= cost
+                entry[0] -= cost / rate
+                cost = 0.0
+
+    def _wait(self, state: deque[list[float]], now: float, cost: float) -> float:
+        if cost > self._limit + _EPS:
+            return self._limit / self.policy.refill_per_s
+        used = self._used(state, now)
+        for departure, spent in state:  # each departure frees its cost
+            used -= spent
+            if used + cost <= self._limit + _EPS:
+                return departure - now
+        return 0.0  # pragma: no cover - the queue emptied, so it fits
+
+    def _until_empty(self, state: deque[list[float]], now: float) -> float:
+        return state[-1][0] - now if state else 0.0
+
+    def departure(self, identity: Hashable) -> float:
+        """When the newest admitted request of ``identity`` leaves the queue (clock time)."""
+        with self._lock:
+            now = self._clock()
+            state = self._state(identity, now)
+            return state[-1][0] if state else now
+
+
+#: Every in-process algorithm by the name the factory accepts (``token_bucket`` is the
+#: default and lives in :mod:`lookup.kit.ratelimit.bucket`).
+ALGORITHMS: dict[str, type[_KeyedLimiter]] = {
+    cls.algorithm: cls
+    for cls in (FixedWindowLimiter, SlidingLogLimiter, SlidingCounterLimiter, LeakyBucketLimiter)
+}

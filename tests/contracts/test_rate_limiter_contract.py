@@ -10,7 +10,6 @@ A shared backend joins by adding its URLs to :data:`URLS`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import pytest
 

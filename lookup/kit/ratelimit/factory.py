@@ -31,9 +31,8 @@ def url_algorithm(url: str) -> str:
         raise ValueError(f"unknown rate limiter URL parameter(s) {unknown} in {url!r}")
     values = query.get("algorithm", [DEFAULT_ALGORITHM])
     if len(values) != 1 or values[0] not in ALGORITHM_NAMES:
-        raise ValueError(
-            f"unknown rate limit algorithm in {url!r}; expected one of: {', '.join(ALGORITHM_NAMES)}"
-        )
+        names = ", ".join(ALGORITHM_NAMES)
+        raise ValueError(f"unknown rate limit algorithm in {url!r}; expected one of: {names}")
     return values[0]
 
 

@@ -191,6 +191,19 @@ SETTINGS: dict[str, Setting] = {
             "seconds a Snowflake worker-id lease lives without a keep-alive (refreshed every "
             "third of it); a generator stops issuing once it passes.",
         ),
+        # -- rate limits on Redis -------------------------------------------------------------
+        Setting(
+            "redis_bin", "LOOKUP_REDIS_BIN", "/usr/bin/redis-server", _text, "path", "",
+            "the redis-server binary throw-away servers are started from (Debian's "
+            "redis-server).",
+        ),
+        Setting(
+            "ratelimit_redis_timeout", "LOOKUP_RATELIMIT_REDIS_TIMEOUT", 0.25,
+            _positive_float, "s", "",
+            "seconds a Redis rate limiter waits for its server before it declares it "
+            "unavailable and applies its on_unavailable policy (a limiter sits on every "
+            "request, so it must give up fast).",
+        ),
         Setting(
             "require_servers", "LOOKUP_REQUIRE_SERVERS", False, _flag, "flag", "",
             "tests that need a real server (etcd, ...) fail instead of skipping when its "

@@ -121,3 +121,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     browser = [i for i in items if "tests/browser/" in i.nodeid]
     others = [i for i in items if "tests/browser/" not in i.nodeid]
     items[:] = others + browser
+
+
+def _need_redis() -> None:
+    """Skip without the redis-server binary; fail instead under ``.ci/run``."""
+    from lookup import settings
+    from lookup.kit.redisserver import redis_available
+
+    if redis_available():
+        return
+    where = settings.get("redis_bin")
+    if settings.get("require_servers"):
+        pytest.fail(f"{where} is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
+    pytest.skip(f"{where} is missing (apt-get install redis-server)")
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """One throw-away redis-server for the session (free loopback port, temporary dir)."""
+    _need_redis()
+    from lookup.kit.redisserver import RedisServer
+
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def own_redis() -> Iterator[Any]:
+    """A redis-server for one test alone (for drills that stop and restart it)."""
+    _need_redis()
+    from lookup.kit.redisserver import RedisServer
+
+    with RedisServer() as server:
+        yield server

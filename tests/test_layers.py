@@ -33,6 +33,7 @@ STORE_MODULES = {
     "lookup/kit/sqlite.py",  # the one way to open a SQLite file
     "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
     "lookup/kit/ids.py",
+    "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
     "lookup/shortener/analytics/log.py",

@@ -10,6 +10,7 @@ A shared backend joins by adding its URLs to :data:`URLS`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -218,3 +219,74 @@ def test_the_factory_reads_the_algorithm_from_the_url() -> None:
         open_rate_limiter("memory:?algorithm=nope", RatePolicy(1, 1))
     with pytest.raises(ValueError, match="unknown rate limiter URL parameter"):
         open_rate_limiter("memory:?algoritm=sliding_log", RatePolicy(1, 1))
+
+
+# -- the shared limiter on Redis ------------------------------------------------------------
+# Redis takes the time from its own clock (``TIME``), never from the caller, so these run
+# the contract's clock-free half with windows of a million seconds: nothing refills or
+# expires while a test runs, and every assertion is on counts.
+
+SLOW = 1e-6  # refill per second per unit of capacity: a window of 10**6 s
+
+
+@pytest.fixture(params=ALGORITHM_NAMES)
+def shared(
+    request: pytest.FixtureRequest, redis_server: object
+) -> Iterator[Callable[..., RateLimiter]]:
+    """``shared(capacity, name=...)``: a fresh Redis limiter of one algorithm."""
+    made: list[RateLimiter] = []
+
+    def build(capacity: float, name: str = "contract") -> RateLimiter:
+        url = f"{redis_server.url}?algorithm={request.param}"  # type: ignore[attr-defined]
+        limiter = open_rate_limiter(url, RatePolicy(capacity, capacity * SLOW), name=name)
+        limiter.reset()
+        made.append(limiter)
+        return limiter
+
+    yield build
+    for limiter in made:
+        limiter.reset()
+
+
+def test_shared_the_budget_is_exact(shared: Callable[..., RateLimiter]) -> None:
+    limiter = shared(5)
+    assert isinstance(limiter, RateLimiter) and limiter.name == "contract"
+    decisions = [limiter.check("ip-1") for _ in range(8)]
+    assert [d.allowed for d in decisions] == [True] * 5 + [False] * 3
+    assert [d.remaining for d in decisions[:5]] == [4, 3, 2, 1, 0]
+    assert decisions[-1].limit == 5 and decisions[-1].retry_after_s >= 1
+    assert limiter.check("ip-2").allowed and limiter.check(("ip", "key")).allowed
+
+
+def test_shared_peek_refund_charge_and_cost(shared: Callable[..., RateLimiter]) -> None:
+    limiter = shared(3)
+    for _ in range(5):
+        assert limiter.peek("k").remaining == 3
+    limiter.check("k")
+    limiter.check("k")
+    limiter.refund("k")
+    assert limiter.peek("k").remaining == 2
+    limiter.refund("k", 100)
+    assert limiter.peek("k").remaining == 3
+    limiter.charge("k", 2)
+    assert limiter.peek("k").remaining == 1
+    limiter.charge("k", 50)
+    assert limiter.peek("k").remaining == 0 and not limiter.check("k").allowed
+    limiter.refund("k")
+    assert limiter.check("k").allowed  # a charge never leaves a debt behind
+    limiter.reset()
+    assert limiter.check("k", 2).allowed
+    refused = limiter.check("k", 2)
+    assert not refused.allowed and refused.remaining == 1
+
+
+def test_shared_reset_stats_and_check_all(shared: Callable[..., RateLimiter]) -> None:
+    owner, ip = shared(5, name="owner"), shared(1, name="ip")
+    assert check_all([(owner, "o"), (ip, "1.2.3.4")]).allowed
+    assert not check_all([(owner, "o"), (ip, "1.2.3.4")]).allowed
+    assert owner.peek("o").remaining == 4
+    stats = ip.stats()
+    assert stats["allowed"] == 1 and stats["refused"] == 1
+    assert stats["policy"] == RatePolicy(1, SLOW).describe()
+    ip.reset()
+    assert ip.check("1.2.3.4").allowed and owner.peek("o").remaining == 4

@@ -1,14 +1,16 @@
 """``open_rate_limiter``: the limiter a URL names, with the algorithm in its query.
 
 ``memory:`` is the in-process token bucket (the default algorithm);
-``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`.
+``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`;
+``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed`` shares the limit
+through Redis (the client is imported only then).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from lookup.kit.ratelimit.bucket import MemoryRateLimiter, RateLimiter, RatePolicy
 from lookup.kit.ratelimit.windows import ALGORITHMS
@@ -23,12 +25,21 @@ DEFAULT_ALGORITHM = "token_bucket"
 ALGORITHM_NAMES: tuple[str, ...] = (DEFAULT_ALGORITHM, *ALGORITHMS)
 
 
-def url_algorithm(url: str) -> str:
-    """The ``algorithm`` query parameter of ``url`` (default token bucket); refuses unknown ones."""
+#: The query parameters a rate limiter URL may carry.
+_PARAMS = {"algorithm", "on_unavailable"}
+
+
+def _query(url: str) -> dict[str, list[str]]:
     query = parse_qs(urlsplit(str(url).strip()).query, keep_blank_values=True)
-    unknown = sorted(set(query) - {"algorithm"})
+    unknown = sorted(set(query) - _PARAMS)
     if unknown:
         raise ValueError(f"unknown rate limiter URL parameter(s) {unknown} in {url!r}")
+    return query
+
+
+def url_algorithm(url: str) -> str:
+    """The ``algorithm`` query parameter of ``url`` (default token bucket); refuses unknown ones."""
+    query = _query(url)
     values = query.get("algorithm", [DEFAULT_ALGORITHM])
     if len(values) != 1 or values[0] not in ALGORITHM_NAMES:
         names = ", ".join(ALGORITHM_NAMES)
@@ -46,13 +57,26 @@ def open_rate_limiter(
     """The rate limiter ``url`` names: ``memory:`` gives in-process token buckets.
 
     ``memory:?algorithm=NAME`` picks fixed_window, sliding_log, sliding_counter or
-    leaky_bucket instead. ``clock`` is the limiter's time source (monotonic seconds;
-    tests inject one). An unknown scheme raises ValueError naming the accepted ones.
+    leaky_bucket instead. ``clock`` is the in-process limiters' time source (monotonic
+    seconds; tests inject one); a ``redis://`` limiter takes its time from Redis and
+    ignores it. An unknown scheme raises ValueError naming the accepted ones.
     """
-    parsed = parse_store_url(url, accepted=("memory",))
+    parsed = parse_store_url(url, accepted=("memory", "redis"))
     algorithm = url_algorithm(url)
     if parsed.scheme == "memory":
+        if "on_unavailable" in _query(url):
+            raise ValueError(f"on_unavailable is for a shared limiter, not {url!r}")
         if algorithm == DEFAULT_ALGORITHM:
             return MemoryRateLimiter(policy, name=name, clock=clock)
         return ALGORITHMS[algorithm](policy, name=name, clock=clock)
+    if parsed.scheme == "redis":
+        from lookup.kit.ratelimit.redis_store import RedisRateLimiter
+
+        on_unavailable = _query(url).get("on_unavailable", ["local"])[-1]
+        parts = urlsplit(str(url).strip())
+        server = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        return RedisRateLimiter(
+            server, policy, algorithm=algorithm, name=name,
+            on_unavailable=on_unavailable,  # type: ignore[arg-type]  # checked by the limiter
+        )  # fmt: skip
     raise ValueError(f"unsupported rate limiter URL {url!r}")  # pragma: no cover

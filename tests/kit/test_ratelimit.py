@@ -168,6 +168,8 @@ def test_the_factory_opens_in_process_buckets_and_refuses_unknown_urls() -> None
     limiter = open_rate_limiter("memory:", RatePolicy(2, 1), name="ip", clock=FakeClock())
     assert isinstance(limiter, MemoryRateLimiter) and isinstance(limiter, RateLimiter)
     assert limiter.name == "ip" and limiter.stats()["policy"] == RatePolicy(2, 1).describe()
-    for url in ("redis://127.0.0.1:6379/0", "sqlite:///tmp/limits.sqlite", ""):
-        with pytest.raises(ValueError, match="memory:"):
+    for url in ("mongodb://127.0.0.1/0", "sqlite:///tmp/limits.sqlite", ""):
+        with pytest.raises(ValueError, match="memory:.*redis://"):
             open_rate_limiter(url, RatePolicy(2, 1))
+    shared = open_rate_limiter("redis://127.0.0.1:6379/0", RatePolicy(2, 1))  # no I/O yet
+    assert isinstance(shared, RateLimiter) and shared.stats()["backend"] == "redis"

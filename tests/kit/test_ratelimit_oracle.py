@@ -251,3 +251,15 @@ def test_the_boundary_burst_of_the_seed_and_what_the_others_make_of_it() -> None
     # the buckets: 1 left after the 99, plus 100/60 ≈ 1.67 refilled (drained) in the second
     assert results["token_bucket"] == 101
     assert results["leaky_bucket"] == 101
+
+
+def test_a_long_lived_log_keeps_its_total_exact_with_fractional_costs() -> None:
+    clock = Clock()
+    limiter = open_rate_limiter("memory:?algorithm=sliding_log", RatePolicy(10, 10), clock=clock)
+    for i in range(20_000):  # window 1 s; 0.1-unit requests every 12.5 ms: 8 units in it
+        clock.now = i / 80
+        assert limiter.check("k", 0.1).allowed
+    assert limiter.peek("k").remaining == 2
+    assert limiter.peek("k", 2).allowed and not limiter.peek("k", 2.2).allowed
+    clock.now += 10
+    assert limiter.peek("k").remaining == 10

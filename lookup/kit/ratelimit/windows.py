@@ -189,6 +189,64 @@ class _Window:
         self.prev = 0.0
 
 
+class _Log:
+    """``[time, cost]`` entries in time order and their running total (O(1) to read).
+
+    The total is re-summed exactly every :attr:`RESUM` pushes, so fractional costs cannot
+    let float drift accumulate past the comparison tolerance.
+    """
+
+    RESUM = 4096
+    __slots__ = ("entries", "total", "_pushes")
+
+    def __init__(self) -> None:
+        self.entries: deque[list[float]] = deque()
+        self.total = 0.0
+        self._pushes = 0
+
+    def push(self, stamp: float, cost: float) -> None:
+        self.entries.append([stamp, cost])
+        self.total += cost
+        self._pushes += 1
+        if self._pushes % self.RESUM == 0:
+            self.total = math.fsum(c for _, c in self.entries)
+
+    def drop_until(self, stamp: float) -> None:
+        """Drop the entries whose time is at or before ``stamp``."""
+        entries = self.entries
+        while entries and entries[0][0] <= stamp:
+            self.total -= entries.popleft()[1]
+        if not entries:
+            self.total = 0.0  # no float residue once empty
+
+    def take_newest(self, cost: float, rate: float | None = None) -> None:
+        """Remove ``cost`` from the newest entries; a partly refunded one keeps the rest
+        (and, in a queue drained at ``rate``, departs that much earlier)."""
+        entries = self.entries
+        while cost > _EPS and entries:
+            entry = entries[-1]
+            if entry[1] <= cost + _EPS:
+                cost -= entry[1]
+                self.total -= entry[1]
+                entries.pop()
+            else:
+                entry[1] -= cost
+                if rate is not None:
+                    entry[0] -= cost / rate
+                self.total -= cost
+                cost = 0.0
+        if not entries:
+            self.total = 0.0
+
+    def wait_for(self, used: float, cost: float, limit: float) -> float | None:
+        """The time of the entry whose expiry first leaves room for ``cost``."""
+        for stamp, spent in self.entries:  # oldest first: each expiry frees its cost
+            used -= spent
+            if used + cost <= limit + _EPS:
+                return stamp
+        return None
+
+
 class FixedWindowLimiter(_KeyedLimiter):
     """A counter per aligned window of ``W`` seconds; resets at each boundary."""
 
@@ -277,41 +335,29 @@ class SlidingLogLimiter(_KeyedLimiter):
 
     algorithm = "sliding_log"
 
-    def _new(self, now: float) -> deque[list[float]]:
-        return deque()
+    def _new(self, now: float) -> _Log:
+        return _Log()
 
-    def _advance(self, state: deque[list[float]], now: float) -> None:
-        while state and state[0][0] + self._window <= now:
-            state.popleft()
+    def _advance(self, state: _Log, now: float) -> None:
+        state.drop_until(now - self._window)  # an entry counts while now − time < W
 
-    def _used(self, state: deque[list[float]], now: float) -> float:
-        return sum(cost for _, cost in state)
+    def _used(self, state: _Log, now: float) -> float:
+        return state.total
 
-    def _add(self, state: deque[list[float]], now: float, cost: float) -> None:
-        state.append([now, cost])
+    def _add(self, state: _Log, now: float, cost: float) -> None:
+        state.push(now, cost)
 
-    def _remove(self, state: deque[list[float]], now: float, cost: float) -> None:
-        while cost > _EPS and state:
-            entry = state[-1]
-            if entry[1] <= cost + _EPS:
-                cost -= entry[1]
-                state.pop()
-            else:
-                entry[1] -= cost
-                cost = 0.0
+    def _remove(self, state: _Log, now: float, cost: float) -> None:
+        state.take_newest(cost)
 
-    def _wait(self, state: deque[list[float]], now: float, cost: float) -> float:
+    def _wait(self, state: _Log, now: float, cost: float) -> float:
         if cost > self._limit + _EPS:
             return self._window
-        used = self._used(state, now)
-        for stamp, spent in state:  # oldest first: each expiry frees its cost
-            used -= spent
-            if used + cost <= self._limit + _EPS:
-                return stamp + self._window - now
-        return 0.0  # pragma: no cover - the log emptied, so it fits
+        stamp = state.wait_for(state.total, cost, self._limit)
+        return 0.0 if stamp is None else stamp + self._window - now
 
-    def _until_empty(self, state: deque[list[float]], now: float) -> float:
-        return state[-1][0] + self._window - now if state else 0.0
+    def _until_empty(self, state: _Log, now: float) -> float:
+        return state.entries[-1][0] + self._window - now if state.entries else 0.0
 
 
 class LeakyBucketLimiter(_KeyedLimiter):
@@ -320,51 +366,37 @@ class LeakyBucketLimiter(_KeyedLimiter):
 
     algorithm = "leaky_bucket"
 
-    def _new(self, now: float) -> deque[list[float]]:
-        return deque()  # [departure time, cost], in departure order
+    def _new(self, now: float) -> _Log:
+        return _Log()  # [departure time, cost], in departure order
 
-    def _advance(self, state: deque[list[float]], now: float) -> None:
-        while state and state[0][0] <= now:
-            state.popleft()
+    def _advance(self, state: _Log, now: float) -> None:
+        state.drop_until(now)
 
-    def _used(self, state: deque[list[float]], now: float) -> float:
-        return sum(cost for _, cost in state)
+    def _used(self, state: _Log, now: float) -> float:
+        return state.total
 
-    def _add(self, state: deque[list[float]], now: float, cost: float) -> None:
-        last = state[-1][0] if state else now
-        state.append([max(now, last) + cost / self.policy.refill_per_s, cost])
+    def _add(self, state: _Log, now: float, cost: float) -> None:
+        last = state.entries[-1][0] if state.entries else now
+        state.push(max(now, last) + cost / self.policy.refill_per_s, cost)
 
-    def _remove(self, state: deque[list[float]], now: float, cost: float) -> None:
-        rate = self.policy.refill_per_s
-        while cost > _EPS and state:
-            entry = state[-1]
-            if entry[1] <= cost + _EPS:
-                cost -= entry[1]
-                state.pop()
-            else:
-                entry[1] -= cost
-                entry[0] -= cost / rate
-                cost = 0.0
+    def _remove(self, state: _Log, now: float, cost: float) -> None:
+        state.take_newest(cost, self.policy.refill_per_s)
 
-    def _wait(self, state: deque[list[float]], now: float, cost: float) -> float:
+    def _wait(self, state: _Log, now: float, cost: float) -> float:
         if cost > self._limit + _EPS:
             return self._limit / self.policy.refill_per_s
-        used = self._used(state, now)
-        for departure, spent in state:  # each departure frees its cost
-            used -= spent
-            if used + cost <= self._limit + _EPS:
-                return departure - now
-        return 0.0  # pragma: no cover - the queue emptied, so it fits
+        departure = state.wait_for(state.total, cost, self._limit)
+        return 0.0 if departure is None else departure - now
 
-    def _until_empty(self, state: deque[list[float]], now: float) -> float:
-        return state[-1][0] - now if state else 0.0
+    def _until_empty(self, state: _Log, now: float) -> float:
+        return state.entries[-1][0] - now if state.entries else 0.0
 
     def departure(self, identity: Hashable) -> float:
         """When the newest admitted request of ``identity`` leaves the queue (clock time)."""
         with self._lock:
             now = self._clock()
             state = self._state(identity, now)
-            return state[-1][0] if state else now
+            return state.entries[-1][0] if state.entries else now
 
 
 #: Every in-process algorithm by the name the factory accepts (``token_bucket`` is the

@@ -117,3 +117,14 @@ def test_an_unknown_outage_policy_is_refused(redis_server: RedisServer) -> None:
                           RatePolicy(1, 1))  # fmt: skip
     with pytest.raises(ValueError, match="on_unavailable"):
         open_rate_limiter("memory:?on_unavailable=open", RatePolicy(1, 1))
+
+
+def test_reset_forgets_only_its_own_limiter(redis_server: RedisServer) -> None:
+    policy = RatePolicy(1, SLOW)
+    glob = open_rate_limiter(url_of(redis_server, "fixed_window"), policy, name="a*")
+    other = open_rate_limiter(url_of(redis_server, "fixed_window"), policy, name="abc")
+    other.reset()
+    assert glob.check("k").allowed and other.check("k").allowed
+    glob.reset()  # its name is a glob pattern; the keys of "abc" must survive it
+    assert glob.check("k").allowed and not other.check("k").allowed
+    other.reset()

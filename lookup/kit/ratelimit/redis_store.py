@@ -16,6 +16,7 @@ the same algorithm and policy — so an outage costs at most one limit per proce
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Hashable
 from typing import Any, Literal
@@ -350,7 +351,8 @@ class RedisRateLimiter:
         """Forget every identity of this limiter (its keys on Redis and the local fallback)."""
         self._local.reset()
         try:
-            keys = list(self._redis.scan_iter(match=self._prefix + "*", count=1000))
+            pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self._prefix) + "*"
+            keys = list(self._redis.scan_iter(match=pattern, count=1000))
             if keys:
                 self._redis.delete(*keys)
         except (redis.ConnectionError, redis.TimeoutError):

@@ -128,3 +128,21 @@ def test_reset_forgets_only_its_own_limiter(redis_server: RedisServer) -> None:
     glob.reset()  # its name is a glob pattern; the keys of "abc" must survive it
     assert glob.check("k").allowed and not other.check("k").allowed
     other.reset()
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHM_NAMES)
+def test_the_time_comes_from_redis_not_from_the_caller(
+    redis_server: RedisServer, algorithm: str
+) -> None:
+    fake = {"now": 0.0}
+
+    def clock() -> float:  # a caller clock leaping a year per call: Redis must not care
+        fake["now"] += 365 * 86400.0
+        return fake["now"]
+
+    url = url_of(redis_server, algorithm)
+    limiter = open_rate_limiter(url, RatePolicy(2, 2 * SLOW), name="time", clock=clock)
+    limiter.reset()
+    assert [limiter.check("k").allowed for _ in range(3)] == [True, True, False]
+    assert fake["now"] == 0.0  # never even asked
+    limiter.reset()

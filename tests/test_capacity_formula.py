@@ -251,7 +251,8 @@ def _declare(*steps: Step) -> type[Plan]:
     class Inputs:
         x: float = 2.0
 
-    return type("Declared", (Plan,), {"inputs": Inputs, "steps": steps})
+    body = {"inputs": Inputs, "steps": steps, "driver": lambda self: "the test plan"}
+    return type("Declared", (Plan,), body)
 
 
 def test_a_plan_refuses_bad_declarations() -> None:

@@ -20,6 +20,7 @@ formula shown.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
@@ -154,7 +155,7 @@ class Workings:
         return self._steps[name].unit
 
 
-class Plan:
+class Plan(ABC):
     """Base of every system's estimate: subclasses list ``inputs`` and ``steps``.
 
     Each subclass becomes a frozen dataclass with ``assumptions`` and one field per
@@ -205,9 +206,9 @@ class Plan:
         values = self.workings()
         return Template(text).render(values.__getitem__, values.unit)
 
+    @abstractmethod
     def driver(self) -> str:
         """The one number that shapes the design, and why."""
-        raise NotImplementedError
 
 
 def _check_names(cls: type[Plan]) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -52,7 +53,7 @@ def _whole(seconds: float) -> int:
     return max(0, math.ceil(seconds - _EPS))
 
 
-class _KeyedLimiter:
+class _KeyedLimiter(ABC):
     """Lock, bounded LRU of per-identity state, counters; subclasses supply the algorithm."""
 
     algorithm = ""
@@ -77,30 +78,37 @@ class _KeyedLimiter:
         self.refused = 0
 
     # -- what an algorithm supplies -------------------------------------------------
+    @abstractmethod
     def _new(self, now: float) -> Any:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _advance(self, state: Any, now: float) -> None:
         """Bring ``state`` up to ``now`` (drop what has expired)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _used(self, state: Any, now: float) -> float:
         """The cost counted against the limit at ``now``."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _add(self, state: Any, now: float, cost: float) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _remove(self, state: Any, now: float, cost: float) -> None:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _wait(self, state: Any, now: float, cost: float) -> float:
         """Seconds until ``cost`` would be admitted (called only when it is not now)."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _until_empty(self, state: Any, now: float) -> float:
         """Seconds until nothing counts against the limit any more."""
-        raise NotImplementedError
+        ...
 
     # -- the shared machinery -------------------------------------------------------
     def _state(self, identity: Hashable, now: float) -> Any:

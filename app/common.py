@@ -36,6 +36,14 @@ def data_dir() -> Path:
     return Path(settings.get("data_dir") or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
+def admin_headers() -> dict[str, str]:
+    """``Authorization`` with the API's admin token (``$LOOKUP_ADMIN_TOKEN`` or the data dir's)."""
+    from lookup.kit.admin import configured_admin_token
+
+    token = configured_admin_token(data_dir())
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
 def api_client(base_url: str | None = None) -> httpx.Client:
     """A short-timeout HTTP client bound to the API; use it as a context manager."""
     return httpx.Client(base_url=base_url or api_url(), timeout=API_TIMEOUT)

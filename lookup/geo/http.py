@@ -7,7 +7,8 @@
   ``cache=false`` bypasses the per-cell result cache;
 * ``GET /v1/places/area`` — map-area search with pins or clusters;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
-  ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself.
+  ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
+  every write needs the admin token (:mod:`lookup.kit.admin`).
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
 builds it. Writes go to the database and its change stream; the service's tailer (a
@@ -21,7 +22,7 @@ import asyncio
 from typing import Any
 
 import orjson
-from fastapi import Body
+from fastapi import Body, Depends
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
@@ -30,6 +31,7 @@ from lookup.errors import NotBuilt
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
+from lookup.kit.admin import check_admin, load_admin_token
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 
 
@@ -107,6 +109,13 @@ def mount(mounts: Any) -> None:
     # ---------------------------------------------------------- management
 
     api = mounts.api
+    admin_token = load_admin_token(mounts.data_dir)
+
+    def admin(request: StarletteRequest) -> None:
+        """Every write: the admin token, or 401/403."""
+        check_admin(request.headers.get("authorization"), admin_token, "changing places")
+
+    guarded = [Depends(admin)]
 
     def store() -> Any:
         service.require()
@@ -124,7 +133,8 @@ def mount(mounts: Any) -> None:
         return stats
 
     @api.post("/v1/places/index/rebuild", tags=["places"],
-              summary="Rebuild the index from the database and swap it in atomically")
+              summary="Rebuild the index from the database and swap it in (admin token)",
+              dependencies=guarded)
     async def rebuild() -> dict[str, Any]:
         store()
         return await asyncio.to_thread(service.rebuild)
@@ -136,7 +146,8 @@ def mount(mounts: Any) -> None:
             raise ApiError(404, "NOT_FOUND", f"no place with id {place_id!r}")
         return _public(row)
 
-    @api.post("/v1/places", tags=["places"], status_code=201, summary="Add a business")
+    @api.post("/v1/places", tags=["places"], status_code=201,
+              summary="Add a business (admin token)", dependencies=guarded)
     async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().add(fields)
@@ -146,7 +157,8 @@ def mount(mounts: Any) -> None:
         return _public(row)
 
     @api.patch("/v1/places/{place_id}", tags=["places"],
-               summary="Edit a place (a new lat/lng moves it)")
+               summary="Edit a place (a new lat/lng moves it; admin token)",
+               dependencies=guarded)
     async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().edit(place_id, fields)
@@ -155,7 +167,8 @@ def mount(mounts: Any) -> None:
         service.sync()
         return _public(row)
 
-    @api.delete("/v1/places/{place_id}", tags=["places"], summary="Delete a place")
+    @api.delete("/v1/places/{place_id}", tags=["places"],
+                summary="Delete a place (admin token)", dependencies=guarded)
     async def delete_place(place_id: str) -> dict[str, Any]:
         try:
             row = store().delete(place_id)

@@ -12,17 +12,26 @@ import pytest
 from starlette.testclient import TestClient
 
 from lookup.geo import geohash as gh
+from lookup.kit.admin import admin_token_path
 from lookup.server import create_app
 from tests.geo.conftest import Oracle
 
 KORAMANGALA = {"lat": 12.9352, "lng": 77.6245}
+ADMIN_TOKEN = "places-admin-token-for-tests"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def _with_admin_token(data_dir: Path) -> Path:
+    admin_token_path(data_dir).parent.mkdir(parents=True, exist_ok=True)
+    admin_token_path(data_dir).write_text(ADMIN_TOKEN + "\n")
+    return data_dir
 
 
 @pytest.fixture(scope="module")
 def client(built_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
     data_dir = tmp_path_factory.mktemp("http-data")
     shutil.copytree(built_data_dir, data_dir, dirs_exist_ok=True)
-    with TestClient(create_app(data_dir)) as c:
+    with TestClient(create_app(_with_admin_token(data_dir))) as c:
         yield c
 
 
@@ -190,23 +199,52 @@ def test_area_search_pins_and_clusters(client: TestClient, oracle: Oracle) -> No
 def test_owner_writes_reach_search(client: TestClient) -> None:
     new = client.post("/v1/places", json={"name": "Hyderabadi Biryani Corner", "lat": 12.9353,
                                           "lng": 77.6247, "category": "restaurant",
-                                          "tags": ["biryani"], "timezone": "Asia/Kolkata"})
+                                          "tags": ["biryani"], "timezone": "Asia/Kolkata"},
+                      headers=ADMIN)
     assert new.status_code == 201, new.text
     pid = new.json()["id"]
     params = {**KORAMANGALA, "radius": 100, "widen": "false", "q": "hyderabadi"}
     assert _ids(client.get("/v1/search", params=params).json()) == [pid]
-    moved = client.patch(f"/v1/places/{pid}", json={"lat": 48.8566, "lng": 2.3522})
+    moved = client.patch(f"/v1/places/{pid}", json={"lat": 48.8566, "lng": 2.3522},
+                         headers=ADMIN)
     assert moved.status_code == 200 and moved.json()["geohash"].startswith("u09")
     assert _ids(client.get("/v1/search", params=params).json()) == []
     paris = {"lat": 48.8566, "lng": 2.3522, "radius": 100, "widen": "false", "q": "hyderabadi"}
     assert _ids(client.get("/v1/search", params=paris).json()) == [pid]
     assert client.get(f"/v1/places/{pid}").json()["name"] == "Hyderabadi Biryani Corner"
-    assert client.delete(f"/v1/places/{pid}").status_code == 200
+    assert client.delete(f"/v1/places/{pid}", headers=ADMIN).status_code == 200
     assert _ids(client.get("/v1/search", params=paris).json()) == []
     assert client.get(f"/v1/places/{pid}").status_code == 404
-    bad = client.post("/v1/places", json={"name": "x", "lat": 100, "lng": 0, "category": "cafe"})
+    bad = client.post("/v1/places", json={"name": "x", "lat": 100, "lng": 0, "category": "cafe"},
+                      headers=ADMIN)
     assert bad.status_code == 400 and bad.json()["error"] == "INVALID_PARAMETER"
-    assert client.patch("/v1/places/biz:none", json={"name": "y"}).status_code == 404
+    assert client.patch("/v1/places/biz:none", json={"name": "y"},
+                        headers=ADMIN).status_code == 404
+
+
+@pytest.mark.parametrize(("method", "path", "body"), [
+    ("POST", "/v1/places", {"name": "Intruder Cafe", "lat": 12.9353, "lng": 77.6247,
+                            "category": "cafe"}),
+    ("PATCH", "/v1/places/{pid}", {"name": "Renamed by a stranger"}),
+    ("DELETE", "/v1/places/{pid}", None),
+    ("POST", "/v1/places/index/rebuild", None),
+])
+def test_place_writes_need_the_admin_token(client: TestClient, method: str, path: str,
+                                           body: dict[str, Any] | None) -> None:
+    near = client.get("/v1/search", params={**KORAMANGALA, "radius": 2000}).json()
+    pid = near["results"][0]["id"]
+    before = client.get(f"/v1/places/{pid}").json()
+    version = client.get("/v1/places/index").json()["indexVersion"]
+    url = path.format(pid=pid)
+    kw: dict[str, Any] = {} if body is None else {"json": body}
+    none = client.request(method, url, **kw)
+    assert none.status_code == 401 and none.json()["error"] == "UNAUTHORIZED"
+    wrong = client.request(method, url, headers={"Authorization": "Bearer nope"}, **kw)
+    assert wrong.status_code == 403 and wrong.json()["error"] == "FORBIDDEN"
+    assert client.get(f"/v1/places/{pid}").json() == before
+    assert client.get("/v1/places/index").json()["indexVersion"] == version
+    params = {**KORAMANGALA, "radius": 200, "widen": "false", "q": "intruder"}
+    assert client.get("/v1/search", params=params).json()["results"] == []
 
 
 def test_health_and_index_stats(client: TestClient) -> None:
@@ -214,7 +252,7 @@ def test_health_and_index_stats(client: TestClient) -> None:
     assert health["status"] == "ok" and health["places"] > 60_000
     assert health["indexVersion"] >= 1 and health["narrowBytesPerPlace"] < 40
     stats = client.get("/v1/places/index").json()
-    rebuilt = client.post("/v1/places/index/rebuild").json()
+    rebuilt = client.post("/v1/places/index/rebuild", headers=ADMIN).json()
     assert rebuilt["indexVersion"] == stats["indexVersion"] + 1
     assert client.get("/healthz").json()["systems"]["places"]["indexVersion"] == (
         rebuilt["indexVersion"]
@@ -222,7 +260,7 @@ def test_health_and_index_stats(client: TestClient) -> None:
 
 
 def test_not_built_is_a_503_naming_the_command(tmp_path: Path) -> None:
-    with TestClient(create_app(tmp_path / "empty")) as c:
+    with TestClient(create_app(_with_admin_token(tmp_path / "empty"))) as c:
         for path, params in (("/v1/search", KORAMANGALA),
                              ("/v1/places/area", {"south": 0, "west": 0, "north": 1, "east": 1})):
             r = c.get(path, params=params)
@@ -232,5 +270,5 @@ def test_not_built_is_a_503_naming_the_command(tmp_path: Path) -> None:
             assert "lookup datasets build places" in body["message"]
         assert c.get("/healthz").json()["systems"]["places"]["status"] == "NOT_BUILT"
         assert c.get("/v1/places/index").status_code == 503
-        assert c.post("/v1/places", json={"name": "x", "lat": 1, "lng": 1,
-                                          "category": "cafe"}).status_code == 503
+        assert c.post("/v1/places", json={"name": "x", "lat": 1, "lng": 1, "category": "cafe"},
+                      headers=ADMIN).status_code == 503

@@ -1,0 +1,98 @@
+"""The admin token every mutating management endpoint asks for, in one place.
+
+The token is ``$LOOKUP_ADMIN_TOKEN``, else the file ``<data-dir>/shortener/admin.token``
+(the place the shortener has always kept it, so an existing token and the dashboard's
+copy keep working), created once with a random value, mode 0600. A request proves it
+holds the token with ``Authorization: Bearer <token>``: no header is 401, a wrong one 403.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+from pathlib import Path
+
+from lookup import errors, settings
+
+__all__ = [
+    "admin_token_path",
+    "check_admin",
+    "configured_admin_token",
+    "is_admin",
+    "is_loopback_host",
+    "load_admin_token",
+]
+
+
+def admin_token_path(data_dir: str | os.PathLike[str]) -> Path:
+    """Where the generated admin token lives under a data directory."""
+    return Path(data_dir) / "shortener" / "admin.token"
+
+
+def configured_admin_token(
+    data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token if one is configured (environment or an existing file), else ``""``."""
+    token = settings.get("admin_token", environ)
+    if token:
+        return str(token)
+    path = admin_token_path(data_dir)
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
+
+
+def load_admin_token(
+    data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token, creating the file with a random one on first use."""
+    token = configured_admin_token(data_dir, environ)
+    if token:
+        return token
+    path = admin_token_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(secrets.token_urlsafe(32) + "\n")
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another process made it first; use theirs
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="ascii").strip()
+
+
+def is_admin(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
+    if not authorization or not token:
+        return False
+    scheme, _, value = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        value.strip().encode(), token.encode()
+    )
+
+
+def check_admin(authorization: str | None, token: str, what: str = "this endpoint") -> None:
+    """Raise 401 without credentials and 403 with the wrong ones."""
+    if not authorization:
+        raise errors.Unauthorized(
+            f"{what} needs Authorization: Bearer <admin token>", code="UNAUTHORIZED"
+        )
+    if not is_admin(authorization, token):
+        raise errors.Forbidden(f"{what} needs the admin token", code="FORBIDDEN")
+
+
+def is_loopback_host(host: str) -> bool:
+    """Is a bind address loopback only (``127.0.0.0/8``, ``::1``, ``localhost``)?"""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
-import secrets
 from pathlib import Path
 
 from lookup import errors, settings
+from lookup.kit.secretfile import read_or_create_secret
 
 __all__ = [
     "admin_token_path",
@@ -49,22 +49,9 @@ def load_admin_token(
     data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
 ) -> str:
     """The admin token, creating the file with a random one on first use."""
-    token = configured_admin_token(data_dir, environ)
-    if token:
-        return token
-    path = admin_token_path(data_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(secrets.token_urlsafe(32) + "\n")
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        pass  # another process made it first; use theirs
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path.read_text(encoding="ascii").strip()
+    return configured_admin_token(data_dir, environ) or read_or_create_secret(
+        admin_token_path(data_dir)
+    )
 
 
 def is_admin(authorization: str | None, token: str) -> bool:

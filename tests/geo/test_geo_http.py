@@ -28,10 +28,15 @@ def _with_admin_token(data_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def client(built_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+def http_data(built_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("http-data")
     shutil.copytree(built_data_dir, data_dir, dirs_exist_ok=True)
-    with TestClient(create_app(_with_admin_token(data_dir))) as c:
+    return _with_admin_token(data_dir)
+
+
+@pytest.fixture(scope="module")
+def client(http_data: Path) -> Iterator[TestClient]:
+    with TestClient(create_app(http_data)) as c:
         yield c
 
 
@@ -159,6 +164,43 @@ def test_a_cursor_from_another_query_is_refused(client: TestClient) -> None:
     assert first["nextCursor"]
     r = client.get("/v1/search", params={"lat": 48.85, "lng": 2.35, "cursor": first["nextCursor"]})
     assert r.status_code == 400 and r.json()["error"] == "INVALID_PARAMETER"
+
+
+def _forge(cursor: str, **changes: Any) -> str:
+    """``cursor`` with its payload edited and its signature (if any) kept as it was."""
+    import base64
+    import json
+
+    payload, dot, signature = cursor.partition(".")
+    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    data.update(changes)
+    raw = base64.urlsafe_b64encode(json.dumps(data, separators=(",", ":")).encode())
+    return raw.decode().rstrip("=") + dot + signature
+
+
+def test_a_tampered_cursor_is_a_400(client: TestClient, http_data: Path, built_data_dir: Path,
+                                    tmp_path: Path) -> None:
+    params = {**KORAMANGALA, "radius": 20000, "limit": 1, "widen": "false"}
+    first = client.get("/v1/search", params=params).json()
+    cursor = first["nextCursor"]
+    assert cursor and first["radiusUsedM"] == 20000
+    assert client.get("/v1/search", params={**params, "cursor": cursor}).status_code == 200
+    for forged in (_forge(cursor, r=2000), _forge(cursor, r=500), _forge(cursor, s=10**9), _forge(cursor, n=0),
+                   cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"), cursor.split(".")[0]):
+        r = client.get("/v1/search", params={**params, "cursor": forged})
+        assert r.status_code == 400, (forged, r.text)
+        assert r.json()["error"] == "INVALID_PARAMETER"
+    # the key lives in the data directory: another server over the same data honours it
+    key_file = http_data / "places" / "cursor.key"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    data_dir = tmp_path / "again"
+    shutil.copytree(built_data_dir, data_dir, dirs_exist_ok=True)
+    with TestClient(create_app(data_dir)) as other:  # a different key: refused
+        assert other.get("/v1/search", params={**params, "cursor": cursor}).status_code == 400
+    shutil.copy(key_file, data_dir / "places" / "cursor.key")
+    with TestClient(create_app(data_dir)) as other:  # the same key: the next page
+        again = other.get("/v1/search", params={**params, "cursor": cursor})
+        assert again.status_code == 200 and again.json()["results"]
 
 
 def test_filters_over_http(client: TestClient) -> None:

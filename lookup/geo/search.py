@@ -7,7 +7,8 @@ closed, the text query keeps places whose name, category or tags match, and the
 score orders what is left. Pages follow an opaque cursor over the sort key
 ``(score desc, distance asc, place number asc)``, signed with HMAC-SHA256 (the
 service's key lives in the data directory), so a forged radius or position is a 400.
-When a first page would be short, the radius widens (2 km, 5 km, 10 km, 20 km) and the answer says which was used.
+When a first page would be short, the radius widens (2 km, 5 km, 10 km, 20 km) and the
+answer says which was used.
 
 The result cache is keyed by the user's geohash-6 cell (plus filters, radius and the
 index version): its entry holds every candidate within the radius *plus the cell's

@@ -186,7 +186,8 @@ def test_a_tampered_cursor_is_a_400(client: TestClient, http_data: Path, built_d
     assert cursor and first["radiusUsedM"] == 20000
     assert client.get("/v1/search", params={**params, "cursor": cursor}).status_code == 200
     for forged in (_forge(cursor, r=2000), _forge(cursor, r=500), _forge(cursor, s=10**9),
-                   _forge(cursor, n=0), cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"), cursor.split(".")[0]):
+                   _forge(cursor, n=0), cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"),
+                   cursor.split(".")[0]):
         r = client.get("/v1/search", params={**params, "cursor": forged})
         assert r.status_code == 400, (forged, r.text)
         assert r.json()["error"] == "INVALID_PARAMETER"

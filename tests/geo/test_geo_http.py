@@ -85,20 +85,28 @@ def test_search_equals_brute_force_over_http(client: TestClient, oracle: Oracle,
         assert set(seen) == {by_num[n] for n in oracle.within(lat, lng, radius)}
 
 
-def test_distances_are_recomputed_for_each_user_sharing_a_cached_cell(client: TestClient) -> None:
+def test_distances_are_recomputed_for_each_user_sharing_a_cached_cell(
+        client: TestClient, oracle: Oracle, built_rows: list[dict[str, Any]]) -> None:
+    by_num = {r["num"]: r["id"] for r in built_rows}
     cell = gh.decode(gh.encode(12.9352, 77.6245, 6))
     a = {"lat": cell.south + 0.0001, "lng": cell.west + 0.0001}
     b = {"lat": cell.north - 0.0001, "lng": cell.east - 0.0001}
-    common = {"radius": 5000, "category": "restaurant", "explain": "true", "widen": "false"}
+    common = {"radius": 15000, "limit": 50, "explain": "true", "widen": "false"}
     first = client.get("/v1/search", params={**a, **common}).json()
     second = client.get("/v1/search", params={**b, **common}).json()
     fresh = client.get("/v1/search", params={**b, **common, "cache": "false"}).json()
     assert second["explain"]["cacheHit"] is True and fresh["explain"]["cacheHit"] is False
     assert second["results"] == fresh["results"]
     shared = set(_ids(first)) & set(_ids(second))
+    assert len(shared) >= 3, "the two users must share results for the check to bite"
     da = {r["id"]: r["distanceM"] for r in first["results"]}
     db = {r["id"]: r["distanceM"] for r in second["results"]}
-    assert any(da[i] != db[i] for i in shared) or not shared
+    assert all(da[i] != db[i] for i in shared)
+    by_id = {by_num[int(n)]: k for k, n in enumerate(oracle.num)}
+    for user, answer in ((a, first), (b, second)):  # each user's own exact distance
+        dist = oracle.distances(user["lat"], user["lng"])
+        for r in answer["results"]:
+            assert r["distanceM"] == pytest.approx(float(dist[by_id[r["id"]]]), abs=1.0)
 
 
 def test_explain_shows_the_cells_searched(client: TestClient) -> None:
@@ -111,12 +119,37 @@ def test_explain_shows_the_cells_searched(client: TestClient) -> None:
     assert len(ex["boxes"]) == 9 and ex["read"] >= ex["matched"]
 
 
+def _walk(client: TestClient, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every result of a search, following nextCursor to the end."""
+    out: list[dict[str, Any]] = []
+    params = dict(params)
+    for _page in range(500):
+        body = client.get("/v1/search", params=params).json()
+        out += body["results"]
+        if not body["nextCursor"]:
+            return out
+        params["cursor"] = body["nextCursor"]
+    raise AssertionError("the cursor walk did not end")
+
+
 @pytest.mark.parametrize("index", ["geohash", "quadtree", "scan"])
-def test_every_index_gives_the_same_answer(client: TestClient, index: str) -> None:
-    params = {**KORAMANGALA, "radius": 15000, "limit": 50, "widen": "false", "cache": "false"}
-    reference = client.get("/v1/search", params=params).json()
-    body = client.get("/v1/search", params={**params, "index": index}).json()
-    assert body["results"] == reference["results"]
+def test_every_index_gives_the_same_answer(client: TestClient, index: str, oracle: Oracle,
+                                           built_rows: list[dict[str, Any]]) -> None:
+    """Each planner's whole answer is the brute-force one, in one shared order."""
+    by_num = {r["num"]: r["id"] for r in built_rows}
+    radius = 15000.0
+    params = {**KORAMANGALA, "radius": radius, "limit": 4, "widen": "false", "cache": "false"}
+    walked = _walk(client, {**params, "index": index})
+    ids = [r["id"] for r in walked]
+    truth = oracle.within(KORAMANGALA["lat"], KORAMANGALA["lng"], radius)
+    assert len(ids) == len(set(ids)) and set(ids) == {by_num[n] for n in truth}
+    assert len(ids) > 12  # several pages, so the cursor order is exercised too
+    dist = oracle.distances(KORAMANGALA["lat"], KORAMANGALA["lng"])
+    exact = {by_num[int(n)]: float(d) for n, d in zip(oracle.num, dist, strict=True)}
+    for r in walked:
+        assert r["distanceM"] == pytest.approx(exact[r["id"]], abs=1.0)
+    other = "scan" if index != "scan" else "geohash"
+    assert ids == [r["id"] for r in _walk(client, {**params, "index": other})]
 
 
 def test_radius_is_capped_at_20_km(client: TestClient) -> None:

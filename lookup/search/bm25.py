@@ -18,7 +18,7 @@ enough to pass a page that is clearly more relevant, whatever its BM25 scale:
     final = bm25 × (1 + w_link × links / (links + k_link) + w_fresh × 0.5 ** (age / half_life))
 
 Titles count through the analysis (:func:`~lookup.search.analysis.analyze_document`): a
-title's terms weigh ``TITLE_WEIGHT`` times a body's, the simple form of BM25F.
+title's terms weigh ``TITLE_WEIGHT`` (3) times a body's, the simple form of BM25F.
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ class BruteForce:
         self.docs = []
         for p in pages:
             page = extract_page(p.html(), p.url)
-            # BM25F with the title weighted twice (written out, not imported)
+            # BM25F with the title weighted three times (written out, not imported)
             title, body = Counter(analyze(page.title).terms), Counter(analyze(page.text).terms)
-            self.docs.append(title + title + body)
+            self.docs.append(title + title + title + body)
         self.lens = [sum(c.values()) for c in self.docs]
         self.n = len(self.docs)
         self.avgdl = sum(self.lens) / self.n

@@ -64,7 +64,7 @@ from lookup.crawler.outcomes import (
     probe_signature,
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
-from lookup.crawler.robots import RobotsCache
+from lookup.crawler.robots import MAX_ROBOTS_BYTES, RobotsCache
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature, probe_path
 from lookup.crawler.store import (
@@ -582,7 +582,15 @@ class Crawler:
         c = self.config
         host = lease.host
         scheme = self._schemes.get(host, "http")
-        answer = await self.robots.read(self.fetcher, host, scheme)
+        own_delay: list[float] = []  # set once this host's lease is given back for a hop
+
+        async def hop(url: str, took: float) -> FetchResult:
+            if not own_delay:  # this host's request is over: its pause starts now
+                own_delay.append(self.frontier.complete(lease, took))
+                self.frontier.hold(host)
+            return await self._robots_hop(url)
+
+        answer = await self.robots.read(self.fetcher, host, scheme, hop)
         policy, res = answer.policy, answer.result
         failing = policy.state == "disallow-all"
         self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
@@ -595,7 +603,13 @@ class Crawler:
             self._probe_urls[host] = f"{scheme}://{host}{probe_path()}"
         self.frontier.probe_needed(host, probe)
         extra_wait = c.robots_retry if failing else 0.0
-        delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
+        if own_delay:
+            delay = own_delay[0]
+            self.frontier.unhold(host)
+            if failing:
+                self.frontier.set_ready(host, time.monotonic() + extra_wait)
+        else:
+            delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
         self._counts["robots"] += 1
         self._counts["requests"] += 1 + answer.hops
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
@@ -616,6 +630,38 @@ class Crawler:
             )
         if items:
             await self._admit_many(items)
+
+    async def _robots_hop(self, url: str, patience: float = 60.0) -> FetchResult:
+        """One robots.txt redirect hop to another host, in that host's turn (its delay and
+        its address's), recorded like any request to it."""
+        host = host_of(url)
+        address = (await self._addresses({host})).get(host)
+        if not isinstance(address, str):
+            return FetchResult(
+                url, "", time.time(), 0.0, error="dns", detail=f"cannot resolve {host}: {address}"
+            )
+        give_up = time.monotonic() + patience
+        while (hop := self.frontier.lease_host(host, address)) is None:
+            if time.monotonic() > give_up or self._stop.is_set():
+                return FetchResult(
+                    url, address, time.time(), 0.0, error="timeout", detail=f"{host} never free"
+                )
+            await asyncio.sleep(min(max(self.frontier.wait_for(host, address), 0.005), 0.5))
+        try:
+            res = await self.fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
+        except BaseException:
+            self.frontier.complete(hop, 0.0)
+            raise
+        delay = self.frontier.complete(hop, res.took)
+        self._counts["requests"] += 1
+        with self.store.transaction():
+            self.store.add_fetch(
+                FetchRecord(
+                    url, host, address, "robots", res.started, res.took, res.status,
+                    "robots-redirect-hop", delay,
+                )  # fmt: skip
+            )
+        return res
 
     # -- the soft-404 probe -------------------------------------------------------------
     def _wants_probe(self, host: str) -> bool:

@@ -12,6 +12,7 @@ from lookup.crawler.sandbox.sites.closed import ClosedSite, HungSite
 from lookup.crawler.sandbox.sites.docs import DocsSite
 from lookup.crawler.sandbox.sites.junk import JunkSite
 from lookup.crawler.sandbox.sites.mirror import MirrorSite
+from lookup.crawler.sandbox.sites.moved import MovedSite
 from lookup.crawler.sandbox.sites.news import NewsSite
 from lookup.crawler.sandbox.sites.overloaded import BusySite, SlowSite
 from lookup.crawler.sandbox.sites.redirects import RedirectSite
@@ -31,6 +32,7 @@ class Sites:
 def build_sites(world: World) -> Sites:
     """Instantiate every site of the sandbox web."""
     docs = DocsSite(world, "docs")
+    moved = MovedSite(world)
     handlers: dict[str, Any] = {
         "docs": docs,
         "www": DocsSite(world, "www"),
@@ -46,5 +48,7 @@ def build_sites(world: World) -> Sites:
         "busy": BusySite(world),
         "redirect": RedirectSite(world),
         "junk": JunkSite(world),
+        "moved": moved,
+        "www-moved": moved,
     }
     return Sites(world, handlers)

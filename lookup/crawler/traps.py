@@ -4,8 +4,10 @@ No rule recognises every trap, so they are layered (the design text: "budgets be
 detection"):
 
 - per URL: maximum length, maximum path depth, no path segment repeated more than
-  a couple of times (``../`` loops), no session-id parameter (a known session name —
-  ``sid``, ``PHPSESSID``, ``jsessionid``, ... — with a token value);
+  a couple of times (``../`` loops), no session-id parameter: a known session name
+  (``sid``, ``PHPSESSID``, ``jsessionid``, ...) with a token value, or a token-valued
+  parameter of another name once its pattern's pages keep coming back as duplicates
+  (an ``?id=<ObjectId>`` or ``?sha=<commit>`` whose pages differ is never cut);
 - depth from the seed: links further than ``max_depth`` hops are not followed;
 - a page budget per host per crawl cycle, which stops even traps never seen before;
 - URL patterns (digits and hex tokens folded) whose pages keep coming back as
@@ -39,6 +41,8 @@ SESSION_PARAMS = frozenset(
 )
 _ASP_SESSION = re.compile(r"^aspsessionid[a-z]{8}$")
 _SESSION_VALUE = re.compile(r"^[A-Za-z0-9_\-.]{8,}$")
+#: A value that looks like a random token (an id, a hash, or a session under a new name).
+_TOKEN = re.compile(r"^(?=.*\d)(?=.*[a-zA-Z])[A-Za-z0-9_\-]{16,}$|^[0-9a-fA-F]{16,}$")
 _DIGITS = re.compile(r"\d+")
 _HEXSEG = re.compile(r"(?<=/)[0-9a-f]{8,}(?=/|$)")
 _RUNS = re.compile(r"N(?:[-_.,]N)+")
@@ -115,7 +119,22 @@ class TrapGuard:
         for key, value in parse_qsl(parts.query, keep_blank_values=True):
             if is_session_param(key, value):
                 return "session-param", f"{key}={value[:12]}… is a session id"
+            if _TOKEN.match(value) and self._duplicate_heavy(url):
+                return "session-param", (
+                    f"{key}={value[:12]}… changes from link to link but its pages keep "
+                    "coming back as duplicates"
+                )
         return None
+
+    def _duplicate_heavy(self, url: str) -> bool:
+        """Have enough pages of ``url``'s pattern come back as duplicates to down-rank it?"""
+        st = self.patterns.get(url_pattern(url))
+        p = self.policy
+        return (
+            st is not None
+            and st.fetched >= p.pattern_min_samples
+            and st.dup_ratio >= p.pattern_downrank_ratio
+        )
 
     def pattern_verdict(self, url: str) -> str:
         """``"ok"``, ``"downrank"`` or ``"cut"`` for URLs of ``url``'s pattern."""

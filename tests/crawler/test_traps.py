@@ -58,10 +58,12 @@ def test_an_unknown_token_parameter_is_cut_only_when_its_pages_are_duplicates() 
     g = TrapGuard(TrapPolicy(pattern_min_samples=4, pattern_cut_samples=6))
     visit = "http://a.test/p?visit={:024x}"
     item = "http://a.test/item?id={:024x}"
+    assert g.check_url(visit.format(99), 1) is None  # first sight: judged by its pages
     for i in range(8):
         g.record(visit.format(i), duplicate=i > 0)  # the same page behind every token
         g.record(item.format(i), duplicate=False)  # a different object behind every id
-    assert g.check_url(visit.format(99), 1) is None
+    verdict = g.check_url(visit.format(99), 1)
+    assert verdict is not None and verdict[0] == "session-param" and "duplicates" in verdict[1]
     assert g.pattern_verdict(visit.format(99)) == "cut"
     assert g.check_url(item.format(99), 1) is None
     assert g.pattern_verdict(item.format(99)) == "ok"

@@ -113,3 +113,47 @@ def test_links_and_freshness_never_override_a_clear_relevance_lead(docs_crawl: P
                 assert lo <= hi * 1.25, (q, bms)
     finally:
         svc.close()
+
+
+def test_a_page_that_goes_away_leaves_the_index_and_the_realtime_tier(tmp_path: Path) -> None:
+    """Real crawler output: the moved host's ephemeral page answers 410 in the second crawl
+    cycle; the crawler says so (a removal event with its reason) and search drops it, in
+    the real-time tier at once and in the next batch build."""
+    web = Sandbox(SandboxConfig.small()).start()
+    out = tmp_path / "crawl"
+    gone = web.sites.handlers["moved"].manifest()["ephemeral"]
+
+    def cycle(**kw: object) -> None:
+        crawl(
+            CrawlConfig(
+                out, seeds=[web.url("moved", "/")], hosts=web.hosts(), strict_hosts=True,
+                min_delay=0.01, delay_factor=1.0, timeout=1.5, connect_timeout=1.0,
+                recrawl_initial=0.2, recrawl_min=0.1, max_seconds=20, **kw,  # type: ignore[arg-type]
+            )
+        )  # fmt: skip
+
+    try:
+        cycle()
+        build_index(out, tmp_path / "idx", shards=2)
+        svc = SearchService(tmp_path / "idx")
+        svc.reload()
+        assert gone in [r["url"] for r in svc.search("marmoset")["results"]]
+        cycle(resume=True, new_cycle=True, recrawl=True, max_seconds=3)
+    finally:
+        web.stop()
+    events = [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]
+    removed = [e for e in events if e["type"] == "PageRemoved"]
+    assert [(e["url"], e["reason"], e["httpStatus"]) for e in removed] == [(gone, "gone", 410)]
+    try:
+        assert svc.tier is not None and svc.tier.poll() >= 1
+        assert svc.search("marmoset")["results"] == []  # the real-time tier hides it at once
+    finally:
+        svc.close()
+    report = build_index(out, tmp_path / "idx")
+    assert report.incremental and report.deleted == 1
+    again = SearchService(tmp_path / "idx", realtime=False)
+    try:
+        assert again.search("marmoset")["results"] == []
+        assert again.search("move")["results"]  # the rest of the site stays
+    finally:
+        again.close()

@@ -124,11 +124,12 @@ def test_a_page_that_goes_away_leaves_the_index_and_the_realtime_tier(tmp_path: 
     gone = web.sites.handlers["moved"].manifest()["ephemeral"]
 
     def cycle(**kw: object) -> None:
+        options: dict[str, object] = {"max_seconds": 20.0, **kw}
         crawl(
             CrawlConfig(
                 out, seeds=[web.url("moved", "/")], hosts=web.hosts(), strict_hosts=True,
                 min_delay=0.01, delay_factor=1.0, timeout=1.5, connect_timeout=1.0,
-                recrawl_initial=0.2, recrawl_min=0.1, max_seconds=20, **kw,  # type: ignore[arg-type]
+                recrawl_initial=0.2, recrawl_min=0.1, **options,  # type: ignore[arg-type]
             )
         )  # fmt: skip
 

@@ -3,7 +3,7 @@
 ``moved.sandbox.test/robots.txt`` answers ``301`` to ``www.moved.sandbox.test/robots.txt``
 (a site that moved to its ``www`` name, on the same address): RFC 9309 §2.3.1.2 says
 to follow the redirect, across hosts, and obey the file found there. Both names serve
-the same pages. ``/ephemeral.html`` answers 200 the first time it is asked for and
+the same pages. ``/ephemeral.html`` answers 200 the first time it is asked for (on each name) and
 ``410 Gone`` ever after: a page that disappears between two crawl cycles.
 """
 
@@ -34,7 +34,7 @@ class MovedSite:
     def __init__(self, world: World) -> None:
         self.world = world
         self._lock = threading.Lock()
-        self._ephemeral_served = False
+        self._ephemeral_served: set[str] = set()  # per name: each serves its copy once
 
     def handle(self, req: Request) -> Response:
         p = req.path
@@ -58,7 +58,8 @@ class MovedSite:
             return html_response(page("Private", f"<h1>Private</h1><p>{esc(zen_lines()[4])}</p>"))
         if p == "/ephemeral.html":
             with self._lock:
-                served, self._ephemeral_served = self._ephemeral_served, True
+                served = req.host in self._ephemeral_served
+                self._ephemeral_served.add(req.host)
             if served:
                 return html_response(page("Gone", "<h1>Gone</h1>"), status=410)
             main = "<h1>Ephemeral</h1><p>A transient marmoset notice, here today only.</p>"

@@ -583,7 +583,6 @@ class Crawler:
         host = lease.host
         scheme = self._schemes.get(host, "http")
         own_delay: list[float] = []  # set once this host's lease is given back for a hop
-
         async def hop(url: str, took: float) -> FetchResult:
             if not own_delay:  # this host's request is over: its pause starts now
                 own_delay.append(self.frontier.complete(lease, took))
@@ -613,11 +612,7 @@ class Crawler:
         self._counts["robots"] += 1
         self._counts["requests"] += 1 + answer.hops
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
-        items = []
-        for sm in sitemaps:
-            n = normalize_url(sm)
-            if n is not None:
-                items.append((n, 0, answer.url, "sitemap", 0))
+        items = [(n, 0, answer.url, "sitemap", 0) for n in map(normalize_url, sitemaps) if n]
         with self.store.transaction():
             self.store.record_robots(
                 host, answer.record, self._pause(host, delay), self._probe_urls.get(host)
@@ -631,35 +626,22 @@ class Crawler:
         if items:
             await self._admit_many(items)
 
-    async def _robots_hop(self, url: str, patience: float = 60.0) -> FetchResult:
+    async def _robots_hop(self, url: str) -> FetchResult:
         """One robots.txt redirect hop to another host, in that host's turn (its delay and
         its address's), recorded like any request to it."""
         host = host_of(url)
         address = (await self._addresses({host})).get(host)
-        if not isinstance(address, str):
-            return FetchResult(
-                url, "", time.time(), 0.0, error="dns", detail=f"cannot resolve {host}: {address}"
-            )
-        give_up = time.monotonic() + patience
-        while (hop := self.frontier.lease_host(host, address)) is None:
-            if time.monotonic() > give_up or self._stop.is_set():
-                return FetchResult(
-                    url, address, time.time(), 0.0, error="timeout", detail=f"{host} never free"
-                )
-            await asyncio.sleep(min(max(self.frontier.wait_for(host, address), 0.005), 0.5))
+        hop = await self.frontier.wait_lease(host, address) if isinstance(address, str) else None
+        if hop is None:
+            return FetchResult(url, "", time.time(), 0.0, error="timeout", detail=f"{host}")
         try:
             res = await self.fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        except BaseException:
-            self.frontier.complete(hop, 0.0)
-            raise
-        delay = self.frontier.complete(hop, res.took)
-        self._counts["requests"] += 1
+        finally:
+            delay = self.frontier.complete(hop, res.took if "res" in locals() else 0.0)
         with self.store.transaction():
             self.store.add_fetch(
-                FetchRecord(
-                    url, host, address, "robots", res.started, res.took, res.status,
-                    "robots-redirect-hop", delay,
-                )  # fmt: skip
+                FetchRecord(url, host, hop.address, "robots", res.started, res.took, res.status,
+                            "robots-redirect-hop", delay)  # fmt: skip
             )
         return res
 

@@ -26,6 +26,7 @@ and the next ready time of both the host and its address to ``now + delay``.
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import time
@@ -301,6 +302,15 @@ class Frontier:
         hq = self.hosts.get(host)
         ready = max(hq.ready_at if hq is not None else 0.0, self._ip_ready.get(address, 0.0))
         return max(0.0, ready - self.clock())
+
+    async def wait_lease(self, host: str, address: str, patience: float = 60.0) -> Lease | None:
+        """:meth:`lease_host` once ``host`` is due (None after ``patience`` seconds)."""
+        give_up = self.clock() + patience
+        while (lease := self.lease_host(host, address)) is None:
+            if self.clock() > give_up:
+                return None
+            await asyncio.sleep(min(max(self.wait_for(host, address), 0.005), 0.5))
+        return lease
 
     def hold(self, host: str) -> None:
         """Keep ``host`` out of turn (its robots.txt is being read on another host)."""

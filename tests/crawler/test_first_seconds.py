@@ -98,8 +98,8 @@ def test_each_advertised_lesson_shows(first: FirstCrawl) -> None:
     }
     for host in first.manifest["robots"]["failing_hosts"]:  # failing robots.txt
         assert states[host] == "disallow-all"
-    blocked = first.rows("SELECT count(*) FROM fetches WHERE outcome = 'robots-disallowed'")
-    assert blocked[0][0] > 0
+    blocked = first.rows("SELECT count(*) FROM urls WHERE outcome = 'robots-disallowed'")
+    assert blocked[0][0] > 0  # URLs robots.txt kept the crawler from
 
 
 def test_no_host_was_asked_faster_than_its_rule(first: FirstCrawl) -> None:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,9 +72,7 @@ def test_every_host_was_reached(first: FirstCrawl) -> None:
     asked = {e.host for e in first.log}
     assert asked == {h["name"] for h in first.manifest["hosts"]}
     start = min(e.start for e in first.log)
-    late = {
-        host: min(e.start for e in first.log if e.host == host) - start for host in asked
-    }
+    late = {host: min(e.start for e in first.log if e.host == host) - start for host in asked}
     # The old single seed met the other hosts only after ~95 s; now the hub fans out at once.
     assert max(late.values()) < SECONDS / 2, late
 

@@ -848,7 +848,7 @@ def compare_pair(session: CrawlSession, left: str, right: str, verdict: str | No
                 f" · stored as a revisit of {short_url(page.stored_as)}" if page.stored_as else ""
             )
             st.caption(
-                f"{page.url} · {plural(page.words, 'word')}{note} · "
+                f"`{page.url}` · {plural(page.words, 'word')}{note} · "
                 + copy_link(session, page.url, "open the stored copy ↗")
             )
             st.markdown(diff_html(segs), unsafe_allow_html=True)
@@ -1209,7 +1209,9 @@ def pages_tab(session: CrawlSession) -> None:
         "Every page whose answer the crawler stored in its WARC files — originals, near- "
         "and exact duplicates, soft 404s — each with its **stored copy**: the API serves "
         "the WARC record at `/search/cached` with its fetch date, scripts removed and "
-        "links leading to the other stored copies. " + SANDBOX_ONLY
+        "links leading to the other stored copies. The `*.sandbox.test` addresses themselves "
+        "exist **only inside the sandbox web** (the crawler resolves them from the sandbox's "
+        "name table): a browser cannot open them."
     )
     try:
         urls = fetched_pages(session.out_dir)
@@ -1274,7 +1276,7 @@ def build_index(out_dir: Path) -> None:
         if ok:
             bar.progress(1.0, text="done")
         status.update(
-            label="Search index built" if ok else "The index was not built",
+            label="Indexing finished" if ok else "Indexing failed",
             state="complete" if ok else "error",
             expanded=False,
         )

@@ -814,7 +814,7 @@ def main() -> None:
                 st.markdown(
                     f"**Fan-out of this query:** {fanout.get('shardsAnswered')} of "
                     f"{fanout.get('shardsQueried')} shards answered, "
-                    f"{fanout.get('hedgesFired', 0)} hedge(s) fired."
+                    f"{plural(int(fanout.get('hedgesFired', 0)), 'hedge')} fired."
                 )
                 fanout_chart(fanout, shard_body)
                 st.caption(

@@ -213,7 +213,7 @@ def test_crawl_watch_inspect_and_index(
     # The search index, built from this crawl into the data directory, with its progress.
     _ok(at.button(key="build-index").click().run())
     assert "Search index built" in _text(at)
-    assert [s.label for s in at.status] == ["Search index built"]
+    assert [s.label for s in at.status] == ["Indexing finished"]
     assert (data / "search" / "CURRENT").is_file()
     assert "is not running" in _text(at)  # no API in this test: it says so
 

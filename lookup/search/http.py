@@ -7,9 +7,9 @@ Management endpoints (status, shard fault switches, deletions) live on FastAPI.
 ``{"query","estimatedTotal","tookMs","results":[{"url","title","snippet","score",
 "crawledAt","cachedUrl"}],"shardsQueried","shardsAnswered"}`` — ``cachedUrl`` is the
 path of the page's stored copy on this API (``GET /search/cached``, :mod:`.cached`: the
-crawled ``*.sandbox.test`` names do not resolve in a browser); ``explain=true`` adds a per-result
-``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional ``deadlineMs``
-and ``hedge`` override the coordinator's settings for one query.
+crawled ``*.sandbox.test`` names do not resolve in a browser); ``explain=true`` adds a
+per-result ``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional
+``deadlineMs`` and ``hedge`` override the coordinator's settings for one query.
 
 ``q`` is words, AND first with an OR fallback when no page has them all; text in
 double quotes (``"standard library"``, typographic quotes too) is a **phrase**: every

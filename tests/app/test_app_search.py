@@ -68,7 +68,10 @@ def _cards(at: AppTest) -> list[str]:
 
 
 def _urls(at: AppTest) -> list[str]:
-    return [html.unescape(re.search(r'href="([^"]+)"', c).group(1)) for c in _cards(at)]
+    """Each card's original address (its link beside the host; the title opens the copy)."""
+    return [
+        html.unescape(re.search(r'class="lw-orig" href="([^"]+)"', c).group(1)) for c in _cards(at)
+    ]
 
 
 def _search(at: AppTest, query: str) -> AppTest:

@@ -1258,19 +1258,18 @@ def build_index(out_dir: Path) -> None:
         bar = st.progress(0.0, text="starting `lookup index` …")
         lines: list[str] = []
         try:
-            proc = subprocess.Popen(
+            with subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-            )
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                m = INDEX_PROGRESS.match(line.rstrip())
-                if m:
-                    pct = min(100.0, float(m.group("pct")))
-                    bar.progress(pct / 100.0, text=f"{m.group('stage')}: {m.group('count')}")
-                elif line.strip():
-                    lines.append(line.rstrip())
-            ok = proc.wait(timeout=600) == 0
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            ) as proc:
+                for line in proc.stdout or ():
+                    m = INDEX_PROGRESS.match(line.rstrip())
+                    if m:
+                        pct = min(100.0, float(m.group("pct")))
+                        bar.progress(pct / 100.0, text=f"{m.group('stage')}: {m.group('count')}")
+                    elif line.strip():
+                        lines.append(line.rstrip())
+                ok = proc.wait() == 0
+        except OSError as exc:
             ok, lines = False, [f"indexing failed: {exc}"]
         text = "\n".join(lines if ok else lines[-8:]).strip()
         if ok:

@@ -103,6 +103,7 @@ class World:
         ("junk", "junk.sandbox.test", 11, "oversize, binary, malformed, non-HTML"),
         ("moved", "moved.sandbox.test", 12, "robots.txt redirects to www; a page goes away"),
         ("www-moved", "www.moved.sandbox.test", 12, "the moved site's new name: its robots.txt"),
+        ("hub", "hub.sandbox.test", 19, "a directory: one link to every host (a seed)"),
     )
 
     def __init__(self, config: SandboxConfig) -> None:

@@ -10,6 +10,7 @@ from lookup.crawler.sandbox.sites.calendar import CalendarSite
 from lookup.crawler.sandbox.sites.changing import BlogSite, WikiSite
 from lookup.crawler.sandbox.sites.closed import ClosedSite, HungSite
 from lookup.crawler.sandbox.sites.docs import DocsSite
+from lookup.crawler.sandbox.sites.hub import HubSite
 from lookup.crawler.sandbox.sites.junk import JunkSite
 from lookup.crawler.sandbox.sites.mirror import MirrorSite
 from lookup.crawler.sandbox.sites.moved import MovedSite
@@ -50,5 +51,6 @@ def build_sites(world: World) -> Sites:
         "junk": JunkSite(world),
         "moved": moved,
         "www-moved": moved,
+        "hub": HubSite(world),
     }
     return Sites(world, handlers)

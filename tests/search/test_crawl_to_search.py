@@ -58,8 +58,8 @@ def docs_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     try:
         crawl(
             CrawlConfig(
-                out, seeds=web.seeds(), hosts=web.hosts(), strict_hosts=True, min_delay=0.01,
-                delay_factor=1.0, timeout=1.5, connect_timeout=1.0, max_pages=140,
+                out, seeds=[web.url("docs", "/")], hosts=web.hosts(), strict_hosts=True,
+                min_delay=0.01, delay_factor=1.0, timeout=1.5, connect_timeout=1.0, max_pages=140,
                 max_seconds=90, traps=TrapPolicy(host_budget=120, max_depth=4), concurrency=16,
             )
         )  # fmt: skip

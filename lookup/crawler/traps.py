@@ -127,14 +127,13 @@ class TrapGuard:
         return None
 
     def _duplicate_heavy(self, url: str) -> bool:
-        """Have enough pages of ``url``'s pattern come back as duplicates to down-rank it?"""
+        """Have pages of ``url``'s pattern come back as duplicates (twice, most of them)?
+
+        Two are enough for a token-valued parameter: an id or a hash names a different
+        page each time; a token whose pages repeat is a session.
+        """
         st = self.patterns.get(url_pattern(url))
-        p = self.policy
-        return (
-            st is not None
-            and st.fetched >= p.pattern_min_samples
-            and st.dup_ratio >= p.pattern_downrank_ratio
-        )
+        return st is not None and st.duplicates >= 2 and st.dup_ratio >= 0.5
 
     def pattern_verdict(self, url: str) -> str:
         """``"ok"``, ``"downrank"`` or ``"cut"`` for URLs of ``url``'s pattern."""

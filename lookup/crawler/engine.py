@@ -64,9 +64,10 @@ from lookup.crawler.outcomes import (
     probe_signature,
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
-from lookup.crawler.robots import MAX_ROBOTS_BYTES, RobotsCache
+from lookup.crawler.robothops import RobotsHops
+from lookup.crawler.robots import RobotsCache
 from lookup.crawler.seen import SeenUrls
-from lookup.crawler.soft404 import ProbeSignature, probe_path
+from lookup.crawler.soft404 import ProbeSignature
 from lookup.crawler.store import (
     STATE_FILE,
     CrawlStateError,
@@ -96,7 +97,7 @@ def _level(depth: int, kind: str = "page", redirected: bool = False) -> int:
     return 1 if depth <= 4 else 2
 
 
-class Crawler:
+class Crawler(RobotsHops):
     """One crawl over one output directory; :meth:`run` it inside an event loop."""
 
     def __init__(self, config: CrawlConfig) -> None:
@@ -591,16 +592,7 @@ class Crawler:
 
         answer = await self.robots.read(self.fetcher, host, scheme, hop)
         policy, res = answer.policy, answer.result
-        failing = policy.state == "disallow-all"
-        self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
-        hq = self.frontier.host(host)
-        if hq is not None:
-            hq.needs_robots = failing
-            hq.waiting_robots = failing
-        probe = not failing and self._wants_probe(host)
-        if probe and host not in self._probe_urls:
-            self._probe_urls[host] = f"{scheme}://{host}{probe_path()}"
-        self.frontier.probe_needed(host, probe)
+        failing = self._robots_known(host, scheme, policy)
         extra_wait = c.robots_retry if failing else 0.0
         if own_delay:
             delay = own_delay[0]
@@ -625,25 +617,6 @@ class Crawler:
             )
         if items:
             await self._admit_many(items)
-
-    async def _robots_hop(self, url: str) -> FetchResult:
-        """One robots.txt redirect hop to another host, in that host's turn (its delay and
-        its address's), recorded like any request to it."""
-        host = host_of(url)
-        address = (await self._addresses({host})).get(host)
-        hop = await self.frontier.wait_lease(host, address) if isinstance(address, str) else None
-        if hop is None:
-            return FetchResult(url, "", time.time(), 0.0, error="timeout", detail=f"{host}")
-        try:
-            res = await self.fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        finally:
-            delay = self.frontier.complete(hop, res.took if "res" in locals() else 0.0)
-        with self.store.transaction():
-            self.store.add_fetch(
-                FetchRecord(url, host, hop.address, "robots", res.started, res.took, res.status,
-                            "robots-redirect-hop", delay)  # fmt: skip
-            )
-        return res
 
     # -- the soft-404 probe -------------------------------------------------------------
     def _wants_probe(self, host: str) -> bool:

@@ -181,14 +181,15 @@ class RobotsCache:
         """
         url = current = f"{scheme}://{host}/robots.txt"
         res = await fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        took, hops = res.took, 0
-        while res.ok and res.status in _REDIRECTS and hops < MAX_ROBOTS_REDIRECTS:
+        took, hops, followed = res.took, 0, 0
+        while res.ok and res.status in _REDIRECTS and followed < MAX_ROBOTS_REDIRECTS:
             target = normalize_url(res.header("location") or "", current)
             if target is None or (host_of(target) != host and hop is None):
                 break
-            hops += 1
+            followed += 1
             current = target
             if host_of(target) == host:
+                hops += 1
                 res = await fetcher.fetch(target, accept=None, max_bytes=MAX_ROBOTS_BYTES)
                 took += res.took
             else:
@@ -232,7 +233,7 @@ class RobotsAnswer:
     url: str
     result: FetchResult
     took: float  # seconds, every hop included
-    hops: int  # redirects followed (on this host and others)
+    hops: int  # same-host redirects followed (this host's extra requests)
 
     @property
     def record(self) -> RobotsRecord:

@@ -34,6 +34,9 @@ STORE_MODULES = {
     "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
     "lookup/kit/ids.py",
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
+    "lookup/kit/redisclient.py",  # the one way to open a Redis client
+    "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
+    "lookup/shortener/analytics/log_redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
     "lookup/shortener/analytics/log.py",

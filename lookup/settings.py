@@ -217,6 +217,16 @@ SETTINGS: dict[str, Setting] = {
             "(redis://host:port/db); unset: none (the in-process LRU only).",
         ),
         Setting(
+            "cache_redis_timeout", "LOOKUP_CACHE_REDIS_TIMEOUT", 0.1, _positive_float, "s", "",
+            "seconds the Redis cache tier waits to connect or for a reply before a call counts "
+            "as failed (a miss, a skipped fill); three in a row open its circuit breaker.",
+        ),
+        Setting(
+            "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
+            "seconds a Redis client's open circuit breaker refuses calls at once before it "
+            "lets one probe through (the cache tier's and the rate limiters').",
+        ),
+        Setting(
             "limits_url", "LOOKUP_LIMITS_URL", "", _text, "url", "",
             "where the shortener's rate limits live (redis://host:port/db: one limit for the "
             "whole fleet); unset: each process's own memory.",

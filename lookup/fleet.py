@@ -54,6 +54,8 @@ __all__ = [
     "Fleet",
     "FleetControl",
     "add_arguments",
+    "layer_counts",
+    "outage_drill",
     "parse_backends",
     "read_state",
     "redact",
@@ -142,6 +144,136 @@ def _wait_http(
             pass
         time.sleep(0.2)
     return False
+
+
+def layer_counts(worker_urls: list[str], timeout: float = 2.0) -> dict[str, Any]:
+    """Each worker's cache-layer counters (``metrics()["cache"]``) and their sum: what the
+    in-process LRU, the negative cache, the shared tier (Redis) and the store answered.
+    A worker that does not answer is reported with ``error`` and left out of the sum."""
+    keys = ("l1", "negative", "shared", "store")
+    per_worker: list[dict[str, Any]] = []
+    total = dict.fromkeys(("requests", *keys, "sharedErrors"), 0)
+    for url in worker_urls:
+        try:
+            cache = httpx.get(f"{url}/v1/shortener/metrics", timeout=timeout).json()["cache"]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            per_worker.append({"url": url, "error": str(exc) or type(exc).__name__})
+            continue
+        layers = cache.get("layers") or {
+            "l1": cache["l1"]["hits"],
+            "negative": cache["negative"]["hits"],
+            "shared": cache["shared"]["hits"] + cache["shared"].get("negativeHits", 0),
+            "store": cache["store"]["reads"],
+        }
+        row = {"url": url, "requests": cache["requests"], **{k: layers.get(k, 0) for k in keys},
+               "sharedErrors": cache["shared"].get("errors", 0),
+               "tier": cache["shared"].get("tier", "none")}  # fmt: skip
+        per_worker.append(row)
+        for k in total:
+            total[k] += row[k]
+    return {"workers": per_worker, "total": total}
+
+
+def outage_drill(
+    worker_urls: list[str], stop: Callable[[], object], start: Callable[[], object], *,
+    load: str = "redirects", before_s: float = 2.0, outage_s: float = 3.0,
+    after_s: float = 4.0, rate: float = 30.0, hot_links: int = 10, timeout_s: float = 5.0,
+) -> dict[str, Any]:  # fmt: skip
+    """A failure drill as a timeline: steady load on the workers, ``stop()`` a server after
+    ``before_s``, ``start()`` it ``outage_s`` later, ``after_s`` more of load.
+
+    Every tick (``rate`` per second, from a small thread pool, round-robin over the
+    workers) sends a redirect of a warm link (an L1 hit) and — ``load="redirects"`` — makes
+    a fresh link through one worker and follows it through the next (a miss there: the
+    shared tier, or the store when the tier is down), or — ``load="creates"`` — makes a
+    link. Returns ``events`` (``t``, ``op``, ``status`` 0 = no answer, ``ms``), the
+    ``marks`` (``stop``, ``start``), ``layers`` sampled every quarter second (summed
+    :func:`layer_counts`), and for creates which acknowledged (201) links were ``lost``
+    after the restart (each followed once more through every worker).
+    """
+    if load not in ("redirects", "creates"):
+        raise ValueError("load must be 'redirects' or 'creates'")
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [httpx.Client(base_url=u, timeout=timeout_s) for u in worker_urls]
+    n = len(clients)
+    try:
+        token = clients[0].post("/v1/tokens").raise_for_status().json()["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def make(via: httpx.Client, name: str) -> httpx.Response:
+            return via.post("/v1/links", json={"longUrl": f"https://example.org/drill/{name}"},
+                            headers=auth)  # fmt: skip
+
+        hot = [make(clients[0], f"hot-{os.getpid()}-{time.time_ns()}-{i}").json()["key"]
+               for i in range(hot_links)]  # fmt: skip
+        for c in clients:
+            for key in hot:
+                c.get(f"/{key}")
+        events: list[dict[str, Any]] = []
+        acknowledged: list[str] = []
+        lock = threading.Lock()
+        t0 = time.perf_counter()
+
+        def timed(op: str, fn: Callable[[], httpx.Response]) -> httpx.Response | None:
+            began = time.perf_counter()
+            try:
+                answer: httpx.Response | None = fn()
+            except httpx.HTTPError:
+                answer = None
+            done = time.perf_counter()
+            with lock:
+                events.append({"t": round(began - t0, 4), "op": op,
+                               "status": answer.status_code if answer is not None else 0,
+                               "ms": round((done - began) * 1000, 2)})  # fmt: skip
+            return answer
+
+        def tick(i: int) -> None:
+            a, b = clients[i % n], clients[(i + 1) % n]
+            timed("redirect (warm)", lambda: a.get(f"/{hot[i % len(hot)]}"))
+            made = timed("create", lambda: make(a, f"{os.getpid()}-{time.time_ns()}-{i}"))
+            if made is None or made.status_code != 201:
+                return
+            key = made.json()["key"]
+            if load == "creates":
+                with lock:
+                    acknowledged.append(key)
+            else:
+                timed("redirect (fresh)", lambda: b.get(f"/{key}"))
+
+        layers: list[dict[str, Any]] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.25):
+                layers.append({"t": round(time.perf_counter() - t0, 3),
+                               **layer_counts(worker_urls, timeout=1.0)["total"]})  # fmt: skip
+
+        marks: dict[str, float] = {}
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        total = before_s + outage_s + after_s
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            i = 0
+            while (now := time.perf_counter() - t0) < total:
+                if "stop" not in marks and now >= before_s:
+                    marks["stop"] = round(now, 3)
+                    pool.submit(stop)
+                if "start" not in marks and now >= before_s + outage_s:
+                    marks["start"] = round(now, 3)
+                    pool.submit(start)
+                pool.submit(tick, i)
+                i += 1
+                time.sleep(max(0.0, i / rate - (time.perf_counter() - t0)))
+        sampling.set()
+        sampler.join(5)
+        lost = [k for k in acknowledged
+                if not all(c.get(f"/{k}").status_code == 302 for c in clients)]  # fmt: skip
+        return {"events": sorted(events, key=lambda e: e["t"]), "marks": marks,
+                "layers": layers, "acknowledged": len(acknowledged), "lost": lost}  # fmt: skip
+    finally:
+        for c in clients:
+            c.close()
 
 
 class FleetError(RuntimeError):

@@ -47,6 +47,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _share(raw: str) -> float:
+    value = float(raw)
+    if not 0 < value <= 1:
+        raise ValueError("expected a fraction above 0 and at most 1")
+    return value
+
+
 def _nice(raw: str) -> int:
     value = raw.strip()
     if not value.isdigit() or int(value) > 19:
@@ -224,12 +231,18 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
             "seconds a Redis client's open circuit breaker refuses calls at once before it "
-            "lets one probe through (the cache tier's and the rate limiters').",
+            "lets one probe through (the shared cache tier's).",
         ),
         Setting(
             "limits_url", "LOOKUP_LIMITS_URL", "", _text, "url", "",
             "where the shortener's rate limits live (redis://host:port/db: one limit for the "
             "whole fleet); unset: each process's own memory.",
+        ),
+        Setting(
+            "limits_local_share", "LOOKUP_LIMITS_LOCAL_SHARE", 1.0, _share, "fraction", "",
+            "the part of each create / miss limit a process keeps to itself while the Redis "
+            "of LOOKUP_LIMITS_URL is unreachable (1/N for N API processes); password attempts "
+            "are refused instead.",
         ),
         Setting(
             "clicks_url", "LOOKUP_CLICKS_URL", "", _text, "url", "",

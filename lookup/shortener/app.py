@@ -112,6 +112,13 @@ class ShortenerConfig:
     aggregator: str = "thread"
     aggregator_nice: int = 19
     scanner: bool = True
+    #: Scale-out backends by URL (empty: the embedded default): the shared cache tier,
+    #: the rate limits and the click stream (``redis://host:port/db``).
+    cache_url: str = ""
+    limits_url: str = ""
+    clicks_url: str = ""
+    #: The part of each limit a process keeps to itself while ``limits_url`` is unreachable.
+    limits_local_share: float = 1.0
 
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
@@ -131,6 +138,10 @@ class ShortenerConfig:
             aggregator=settings.get("shortener_aggregator"),
             aggregator_nice=settings.get("shortener_aggregator_nice"),
             scanner=settings.get("shortener_scanner"),
+            cache_url=settings.get("cache_url"),
+            limits_url=settings.get("limits_url"),
+            clicks_url=settings.get("clicks_url"),
+            limits_local_share=settings.get("limits_local_share"),
         )
 
 
@@ -194,19 +205,27 @@ class Shortener:
             cache_size=config.cache_size,
             cache_ttl_s=config.cache_ttl_s,
             negative_ttl_s=config.negative_ttl_s,
-            shared=config.shared if config.shared is not None else open_shared_cache("none:"),
+            shared=config.shared
+            if config.shared is not None
+            else open_shared_cache(config.cache_url or "none:"),
             clock=mono,
         )
         limits = config.limits
 
-        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
-            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+        def limiter(policy: RatePolicy, name: str, outage: str) -> RateLimiter:
+            """In-process, or on ``limits_url`` with its declared outage policy."""
+            if not config.limits_url:
+                return open_rate_limiter("memory:", policy, name=name, clock=mono)
+            share = f"&local_share={config.limits_local_share!r}" if outage == "local" else ""
+            url = f"{config.limits_url}?on_unavailable={outage}{share}"
+            return open_rate_limiter(url, policy, name=name, clock=mono)
 
-        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
-        self.limit_owner = limiter(limits.owner, "owner")
-        self.limit_ip = limiter(limits.ip, "ip")
-        self.limit_misses = limiter(limits.misses, "misses")
-        self.limit_passwords = limiter(limits.passwords, "passwords")
+        # Creates and misses fail open to a local share; password guessing fails closed.
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous", "local")
+        self.limit_owner = limiter(limits.owner, "owner", "local")
+        self.limit_ip = limiter(limits.ip, "ip", "local")
+        self.limit_misses = limiter(limits.misses, "misses", "local")
+        self.limit_passwords = limiter(limits.passwords, "passwords", "closed")
         self.views = LinkViews(self.base_url, clock=clock)
 
         self.analytics: ClickAnalytics | None = None
@@ -218,7 +237,9 @@ class Shortener:
                 **(analytics_options or {}),
             }
             if options.get("click_log") is None:
-                options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
+                options["click_log"] = open_click_log(
+                    config.clicks_url or sqlite_url(self.dir / "clicklog.sqlite3")
+                )
             if options.get("click_counts") is None:
                 options["click_counts"] = open_click_counts(
                     sqlite_url(self.dir / "clickstats.sqlite3")
@@ -298,6 +319,7 @@ class Shortener:
         analytics and the scanner."""
         counters = self.service.counters()
         return {
+            "backends": self.backends(),
             "cache": self.resolver.stats(),
             "rateLimits": {lim.name: lim.stats() for lim in self.rate_limiters()},
             "clicks": counters["clicks"],
@@ -320,6 +342,22 @@ class Shortener:
             "created": self.service.created,
             "cacheHits": cache["l1"]["hits"],
             "storeReads": cache["store"]["reads"],
+            "backends": self.backends(),
+        }
+
+    def backends(self) -> dict[str, str]:
+        """What each scale-out seam of this process runs on (scheme and address, never a
+        password; ``embedded`` for the in-process default)."""
+
+        def described(part: object, default: str) -> str:
+            describe = getattr(part, "describe", None)
+            return describe() if describe is not None else default  # type: ignore[no-any-return]
+
+        shared = self.resolver.shared
+        return {
+            "cache": described(shared, shared.name),
+            "limits": described(self.limit_anonymous, "embedded"),
+            "clicks": described(None if self.analytics is None else self.analytics.log, "embedded"),
         }
 
 

@@ -184,8 +184,9 @@ def outage_drill(
 
     Every tick (``rate`` per second, from a small thread pool, round-robin over the
     workers) sends a redirect of a warm link (an L1 hit) and — ``load="redirects"`` — makes
-    a fresh link through one worker and follows it through the next (a miss there: the
-    shared tier, or the store when the tier is down), or — ``load="creates"`` — makes a
+    a fresh link through one worker, follows it there (a store read that fills the shared
+    tier) and through the next worker (an L1 miss there: a shared-tier hit, or a store read
+    while the tier is down), or — ``load="creates"`` — makes a
     link. Returns ``events`` (``t``, ``op``, ``status`` 0 = no answer, ``ms``), the
     ``marks`` (``stop``, ``start``), ``layers`` sampled every quarter second (summed
     :func:`layer_counts`), and for creates which acknowledged (201) links were ``lost``
@@ -238,8 +239,9 @@ def outage_drill(
             if load == "creates":
                 with lock:
                     acknowledged.append(key)
-            else:
-                timed("redirect (fresh)", lambda: b.get(f"/{key}"))
+            else:  # the first read fills the shared tier, the other worker's may hit it
+                timed("redirect (fresh)", lambda: a.get(f"/{key}"))
+                timed("redirect (other worker)", lambda: b.get(f"/{key}"))
 
         layers: list[dict[str, Any]] = []
         sampling = threading.Event()

@@ -35,6 +35,7 @@ STORE_MODULES = {
     "lookup/kit/ids.py",
     "lookup/kit/ids_pg.py",  # the fleet's id_blocks row on PostgreSQL
     "lookup/kit/postgres.py",  # the one way to open a PostgreSQL pool
+    "lookup/kit/secretstore_pg.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
     "lookup/kit/redisclient.py",  # the one way to open a Redis client
     "lookup/kit/cache_redis.py",  # the shared cache tier on Redis

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from lookup import settings
 from lookup.kit.cache import SharedCache, open_shared_cache
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
+from lookup.kit.secretstore import SecretStore, open_secret_store, random_bytes
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.counts import open_click_counts
@@ -112,6 +114,10 @@ class ShortenerConfig:
     aggregator: str = "thread"
     aggregator_nice: int = 19
     scanner: bool = True
+    #: Where links, id blocks, click counts and the fleet's secrets live: ``postgresql://…``
+    #: shares them between API processes; empty: SQLite files and secret files in the data
+    #: directory (the embedded default).
+    store_url: str = ""
     #: Scale-out backends by URL (empty: the embedded default): the shared cache tier,
     #: the rate limits and the click stream (``redis://host:port/db``).
     cache_url: str = ""
@@ -125,7 +131,8 @@ class ShortenerConfig:
         """Config for ``lookup serve``: limits from ``LOOKUP_SHORTENER_RATE_*``,
         ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
         ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
-        click analytics / the safety scanner (for comparisons). The click aggregator runs
+        click analytics / the safety scanner (for comparisons), ``LOOKUP_SHORTENER_STORE``
+        for a shared store (PostgreSQL) instead of the data directory. The click aggregator runs
         in its own process at CPU priority ``LOOKUP_SHORTENER_AGGREGATOR_NICE`` (19),
         unless ``LOOKUP_SHORTENER_AGGREGATOR`` says ``thread`` (in this process) or
         ``external`` (not here: ``python -m lookup.shortener.analytics`` runs it)."""
@@ -138,6 +145,7 @@ class ShortenerConfig:
             aggregator=settings.get("shortener_aggregator"),
             aggregator_nice=settings.get("shortener_aggregator_nice"),
             scanner=settings.get("shortener_scanner"),
+            store_url=settings.get("shortener_store"),
             cache_url=settings.get("cache_url"),
             limits_url=settings.get("limits_url"),
             clicks_url=settings.get("clicks_url"),
@@ -183,12 +191,25 @@ class Shortener:
         self.base_url = config.base_url.rstrip("/")
         self.dir = Path(config.data_dir) / "shortener"
         self.dir.mkdir(parents=True, exist_ok=True)
-        secret = load_or_create_secret(self.dir / "secret.key")
+        # With a shared store the fleet's secrets (the key permutation's, the HMAC keys
+        # derived from it, the admin token) live there: processes with different data
+        # directories must agree on them, or two ids could map to one key.
+        shared_store = config.store_url.strip()
+        self.secrets: SecretStore = open_secret_store(shared_store or f"file://{self.dir}")
+        secret = self.secrets.get_or_create("secret.key", random_bytes(32))
+        token = settings.get("admin_token")  # configured: it wins
+        self.admin_token: str = token or self.secrets.get_or_create(
+            "admin.token", lambda: (secrets.token_urlsafe(32) + "\n").encode("ascii")
+        ).decode("ascii").strip()
         clock = config.wall_clock
         mono = config.mono_clock
 
-        links_url = sqlite_url(self.dir / "links.sqlite3")
-        self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
+        if shared_store:
+            links_url = shared_store
+            self.store = open_link_store(links_url, clock=clock)
+        else:
+            links_url = sqlite_url(self.dir / "links.sqlite3")
+            self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
         self.allocator = open_id_allocator(
             links_url, "links", block_size=config.block_size, limit=KEY_SPACE
         )
@@ -240,7 +261,12 @@ class Shortener:
                 options["click_log"] = open_click_log(
                     config.clicks_url or sqlite_url(self.dir / "clicklog.sqlite3")
                 )
-            if options.get("click_counts") is None:
+            if options.get("click_counts") is None and shared_store:
+                # This process folds its own click log into the fleet's counters: its
+                # consumer offset is its own (a random id kept beside the log).
+                log_id = load_or_create_secret(self.dir / "clicklog.id", 16).hex()
+                options["click_counts"] = open_click_counts(shared_store, consumer_scope=log_id)
+            elif options.get("click_counts") is None:
                 options["click_counts"] = open_click_counts(
                     sqlite_url(self.dir / "clickstats.sqlite3")
                 )
@@ -314,6 +340,26 @@ class Shortener:
             self.limit_passwords,
         ]
 
+    def backends(self) -> dict[str, str]:
+        """Where each piece of state lives: a server's scheme and host:port (never a
+        password), ``sqlite`` for the embedded default, ``file://<dir>`` for secret files."""
+        counts = None if self.analytics is None else self.analytics.aggregator.counts
+
+        def described(part: object, default: str) -> str:
+            describe = getattr(part, "describe", None)
+            return describe() if describe is not None else default  # type: ignore[no-any-return]
+
+        shared = self.resolver.shared
+        return {
+            "store": getattr(self.store, "backend", "sqlite"),
+            "ids": getattr(self.allocator, "backend", "sqlite"),
+            "clickCounts": getattr(counts, "backend", "sqlite" if counts else "off"),
+            "secrets": self.secrets.backend,
+            "cache": described(shared, shared.name),
+            "limits": described(self.limit_anonymous, "embedded"),
+            "clicks": described(None if self.analytics is None else self.analytics.log, "embedded"),
+        }
+
     def metrics(self) -> dict[str, Any]:
         """Counters for the dashboard: cache layers, limiters, clicks, links by status,
         analytics and the scanner."""
@@ -343,21 +389,6 @@ class Shortener:
             "cacheHits": cache["l1"]["hits"],
             "storeReads": cache["store"]["reads"],
             "backends": self.backends(),
-        }
-
-    def backends(self) -> dict[str, str]:
-        """What each scale-out seam of this process runs on (scheme and address, never a
-        password; ``embedded`` for the in-process default)."""
-
-        def described(part: object, default: str) -> str:
-            describe = getattr(part, "describe", None)
-            return describe() if describe is not None else default  # type: ignore[no-any-return]
-
-        shared = self.resolver.shared
-        return {
-            "cache": described(shared, shared.name),
-            "limits": described(self.limit_anonymous, "embedded"),
-            "clicks": described(None if self.analytics is None else self.analytics.log, "embedded"),
         }
 
 

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,32 @@ def test_no_state_without_a_running_supervisor(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ real fleet
 
 
-@pytest.fixture
-def data_dir() -> Iterator[Path]:
+@contextmanager
+def reachable_dir() -> Iterator[Path]:
     """A data directory the ``postgres`` user can reach (tmp_path's parents are 0700)."""
     path = Path(tempfile.mkdtemp(prefix="lookup-fleet-"))
     os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    with reachable_dir() as path:
+        yield path
+
+
+@contextmanager
+def running_fleet(data_dir: Path, *args: str) -> Iterator[dict[str, Any]]:
+    """``lookup up ARGS`` over ``data_dir`` (no dashboard, no sandbox); yields its state,
+    stopped with SIGINT after."""
+    proc = _up(data_dir, *args)
+    try:
+        yield _wait_state(data_dir, proc)
+    finally:
+        _stop(proc, signal.SIGINT)
 
 
 def _up(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:

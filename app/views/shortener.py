@@ -626,10 +626,13 @@ def simulator() -> None:
 
 #: The shortener's seams as ``metrics()["backends"]`` names them, in the order shown.
 SEAMS = {
-    "store": "Links, id blocks, click counts",
+    "store": "Links, aliases, audit, click budgets",
+    "ids": "Id blocks",
+    "secrets": "Key secret, HMAC keys",
     "cache": "Shared cache tier",
     "limits": "Rate limits",
     "clicks": "Click stream",
+    "clickCounts": "Click counts",
 }
 
 
@@ -656,7 +659,12 @@ def backend_row(seam: str, described: Any) -> dict[str, str]:
     engine = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "redis": "Redis"}.get(scheme)
     if engine:
         return {"Seam": SEAMS.get(seam, seam), "Backend": engine, "Where": text.split("://", 1)[1]}
-    where = {"embedded": "this process / its data directory", "none": "none (the LRU only)"}
+    where = {
+        "embedded": "this process",
+        "sqlite": "SQLite in the data directory",
+        "none": "none (the in-process LRU only)",
+        "off": "off (analytics disabled)",
+    }
     return {"Seam": SEAMS.get(seam, seam), "Backend": "embedded", "Where": where.get(text, text)}
 
 

@@ -287,13 +287,14 @@ class Fleet:
 
     ``urls`` maps ``store_url`` / ``cache_url`` / ``limits_url`` / ``clicks_url`` to a URL
     to use instead of starting a server (empty: start one when its backend is chosen).
+    ``aggregators=False`` starts no click aggregator (a notebook that measures redirects).
     """
 
     def __init__(
         self, data_dir: Path, backends: tuple[str, ...], *, workers: int = 2,
         host: str = "127.0.0.1", api_port: int = 0, app_port: int = 0,
         dashboard: bool = True, sandbox_port: int | None = None,
-        urls: dict[str, str] | None = None, log: Callable[[str], None] = print,
+        urls: dict[str, str] | None = None, aggregators: bool = True, quiet: bool = False,
     ) -> None:  # fmt: skip
         if workers < 1:
             raise ValueError("--workers must be at least 1")
@@ -307,7 +308,9 @@ class Fleet:
         self.dashboard = dashboard
         self.sandbox_port = sandbox_port
         self.urls = {k: v for k, v in (urls or {}).items() if v}
-        self.log = log
+        self.aggregators = aggregators
+        #: Children's output goes nowhere (a notebook), instead of to this terminal.
+        self.quiet = quiet
         self.postgres: PostgresServer | None = None
         self.redis: RedisServer | None = None
         self.redis_stopped = False
@@ -351,7 +354,8 @@ class Fleet:
         return env
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT)
+        out = subprocess.DEVNULL if self.quiet else None
+        proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
         self.procs.append((name, proc))
         return proc
 
@@ -377,7 +381,7 @@ class Fleet:
         for (name, proc), url in zip(started, self.worker_urls, strict=True):
             self._ready(name, proc, f"{url}/healthz")
         on_streams = str(self.urls.get("clicks_url", "")).startswith("redis")
-        for i in range(2 if on_streams else 1):
+        for i in range((2 if on_streams else 1) if self.aggregators else 0):
             self._spawn(f"click aggregator {i + 1}",
                         [sys.executable, "-m", "lookup.shortener.analytics",
                          "--data-dir", str(self.data_dir)], env)  # fmt: skip

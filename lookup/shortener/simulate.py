@@ -164,7 +164,7 @@ class SimulationResult:
             ("Negative cache", "negativeHits", "unknown keys answered without the store"),
             ("Single-flight (collapsed)", "collapsed", "waited for another request's load"),
             ("Shared cache tier", "sharedHits", "answered by the shared tier"),
-            ("Link store (SQLite)", "storeReads", "read from the store"),
+            ("Link store", "storeReads", "read from the store (SQLite or PostgreSQL)"),
             ("Rate limited (429)", "rateLimited", "refused: unknown-key budget spent"),
         ]
         return [

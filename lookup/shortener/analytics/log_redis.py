@@ -220,6 +220,10 @@ class RedisClickLog:
 
     # -- the rest ------------------------------------------------------------------------
 
+    def locator(self) -> str:
+        """The URL that opens this same stream and group (for the aggregator's process)."""
+        return f"{self.url}?stream={self.stream}&group={self.group}&maxlen={self.maxlen}"
+
     def describe(self) -> str:
         """``redis://host:port/db`` and the stream (no password)."""
         return f"{describe_redis_url(self.url)} stream {self.stream}"

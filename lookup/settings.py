@@ -263,8 +263,8 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting(
             "clicks_fold_delay", "LOOKUP_CLICKS_FOLD_DELAY", 0.0, _seconds, "s", "",
-            "for failure drills only: seconds an aggregator holds each fold open before it "
-            "commits, so a kill lands in the middle of a batch (0: none).",
+            "for failure drills only: seconds a group aggregator waits between taking a batch "
+            "from the click stream and folding it, so a kill lands in the middle (0: none).",
         ),
         Setting(
             "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",

@@ -201,7 +201,7 @@ class ClickAggregator:
             raise TypeError("a group consumer needs a click log with a consumer group (redis://)")
         self.consumer = consumer
         self.claim_idle_s = claim_idle_s
-        self.fold_delay_s = fold_delay_s  # drills: hold each fold open so a kill lands in it
+        self.fold_delay_s = fold_delay_s  # drills: a pause between take and fold for a kill
         self.counts.consumer_state(name)  # registers the consumer at offset 0
 
     @property
@@ -253,10 +253,10 @@ class ClickAggregator:
             if not records:
                 self._housekeeping(self.consumer_state()["offset"])
                 return 0
+            if self.fold_delay_s:  # taken, not counted yet: the middle of a batch
+                time.sleep(self.fold_delay_s)
             with self.counts.fold(self.name) as batch:
                 self._fold(batch, records)
-                if self.fold_delay_s:
-                    time.sleep(self.fold_delay_s)
             self.log.ack(offset for offset, _ in records)  # type: ignore[attr-defined]
             self._housekeeping(self.consumer_state()["offset"])
             return len(records)

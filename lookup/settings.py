@@ -47,6 +47,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _seconds(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("expected a number of seconds, 0 or more")
+    return value
+
+
 def _share(raw: str) -> float:
     value = float(raw)
     if not 0 < value <= 1:
@@ -248,6 +255,16 @@ SETTINGS: dict[str, Setting] = {
             "clicks_url", "LOOKUP_CLICKS_URL", "", _text, "url", "",
             "the click stream (redis://host:port/db: Redis Streams with a consumer group); "
             "unset: the SQLite click log in the data directory.",
+        ),
+        Setting(
+            "clicks_claim_idle", "LOOKUP_CLICKS_CLAIM_IDLE", 30.0, _positive_float, "s", "",
+            "seconds a click-stream entry may stay unacknowledged with one aggregator of the "
+            "consumer group before another claims it (its consumer died mid-batch).",
+        ),
+        Setting(
+            "clicks_fold_delay", "LOOKUP_CLICKS_FOLD_DELAY", 0.0, _seconds, "s", "",
+            "for failure drills only: seconds a group aggregator waits between taking a batch "
+            "from the click stream and folding it, so a kill lands in the middle (0: none).",
         ),
         Setting(
             "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",

@@ -184,7 +184,7 @@ class Shortener:
         # derived from it, the admin token) live there: processes with different data
         # directories must agree on them, or two ids could map to one key.
         shared_store = config.store_url.strip()
-        self.secrets: SecretStore = open_secret_store(shared_store or f"file://{self.dir}")
+        self.secrets: SecretStore = open_secret_store(shared_store or self.dir.resolve().as_uri())
         secret = self.secrets.get_or_create("secret.key", random_bytes(32))
         token = settings.get("admin_token")  # configured: it wins
         self.admin_token: str = token or self.secrets.get_or_create(

@@ -238,13 +238,14 @@ class Shortener:
                 "clock": clock,
                 **(analytics_options or {}),
             }
-            if options.get("click_log") is None:
+            own_log = options.get("click_log") is None
+            if own_log:
                 options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
             if options.get("click_counts") is None and shared_store:
-                # This process folds its own click log into the fleet's counters: its
-                # consumer offset is its own (a random id kept beside the log).
-                log_id = load_or_create_secret(self.dir / "clicklog.id", 16).hex()
-                options["click_counts"] = open_click_counts(shared_store, consumer_scope=log_id)
+                # A process folding its own click log into the fleet's counters keeps its
+                # own consumer offset there (under a random id kept beside the log).
+                scope = load_or_create_secret(self.dir / "clicklog.id", 16).hex() if own_log else ""
+                options["click_counts"] = open_click_counts(shared_store, consumer_scope=scope)
             elif options.get("click_counts") is None:
                 options["click_counts"] = open_click_counts(
                     sqlite_url(self.dir / "clickstats.sqlite3")

@@ -120,7 +120,7 @@ class PgPool:
                     # fresh one at once instead of waiting out a long back-off, so the store
                     # serves again within moments of the server coming back.
                     reconnect_timeout=max(1.0, self.pool_timeout_s),
-                    name=f"lookup-{self.what}",
+                    name="lookup-" + self.what.removeprefix("the ").replace(" ", "-"),
                     open=False,
                 )
                 pool.open(wait=False)

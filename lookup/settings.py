@@ -133,7 +133,8 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
             "the bearer token of mutating management endpoints; when unset, a random one "
-            "is created once in the data directory (admin.token, mode 0600).",
+            "is created once in the data directory (admin.token, mode 0600), or in the "
+            "shared store when LOOKUP_SHORTENER_STORE names one (one token for the fleet).",
         ),
         # -- URL shortener -------------------------------------------------------------------
         Setting(

@@ -85,10 +85,11 @@ def ensure_schema(url: str, lock_name: str, ddl: str, what: str = "the store") -
 class PgPool:
     """A lazily opened connection pool over one database URL; thread-safe.
 
-    ``connection()`` yields a connection inside a transaction (committed when the block
-    ends cleanly, rolled back on an exception) and turns connection-level failures into
-    :class:`~lookup.errors.Unavailable`. ``close()`` closes the pool; the next
-    ``connection()`` opens a new one.
+    ``connection()`` yields an autocommit connection — each statement its own transaction,
+    one round trip, for the single-statement operations that are most of a store's calls;
+    ``transaction()`` yields one inside ``BEGIN … COMMIT`` (rolled back on an exception).
+    Both turn connection-level failures into :class:`~lookup.errors.Unavailable`.
+    ``close()`` closes the pool; the next call opens a new one.
     """
 
     def __init__(
@@ -113,14 +114,14 @@ class PgPool:
                     self.url,
                     min_size=1,
                     max_size=self.max_size,
-                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+                    kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "autocommit": True},
                     timeout=self.pool_timeout_s,
                     check=psycopg_pool.ConnectionPool.check_connection,
                     # Give up a failing connection attempt soon: the next caller starts a
                     # fresh one at once instead of waiting out a long back-off, so the store
                     # serves again within moments of the server coming back.
                     reconnect_timeout=max(1.0, self.pool_timeout_s),
-                    name=f"lookup-{self.what}",
+                    name="lookup-" + self.what.removeprefix("the ").replace(" ", "-"),
                     open=False,
                 )
                 pool.open(wait=False)
@@ -129,12 +130,19 @@ class PgPool:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in a transaction; Unavailable when the server cannot serve."""
+        """A pooled autocommit connection; Unavailable when the server cannot serve."""
         try:
             with self._get().connection() as conn:
                 yield conn
         except _CONNECTION_ERRORS as exc:
             raise unavailable(self.what, self.url, exc) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection inside one transaction: committed when the block ends
+        cleanly, rolled back on an exception; Unavailable when the server cannot serve."""
+        with self.connection() as conn, conn.transaction():
+            yield conn
 
     def close(self) -> None:
         """Close every connection of the pool (the next call opens a new pool)."""

@@ -195,7 +195,7 @@ class Shortener:
         # derived from it, the admin token) live there: processes with different data
         # directories must agree on them, or two ids could map to one key.
         shared_store = config.store_url.strip()
-        self.secrets: SecretStore = open_secret_store(shared_store or f"file://{self.dir}")
+        self.secrets: SecretStore = open_secret_store(shared_store or self.dir.resolve().as_uri())
         secret = self.secrets.get_or_create("secret.key", random_bytes(32))
         token = settings.get("admin_token")  # configured: it wins
         self.admin_token: str = token or self.secrets.get_or_create(
@@ -257,15 +257,17 @@ class Shortener:
                 "clock": clock,
                 **(analytics_options or {}),
             }
+            # A process's own SQLite click log (not one given, not the fleet's stream).
+            own_log = options.get("click_log") is None and not config.clicks_url
             if options.get("click_log") is None:
                 options["click_log"] = open_click_log(
                     config.clicks_url or sqlite_url(self.dir / "clicklog.sqlite3")
                 )
             if options.get("click_counts") is None and shared_store:
-                # This process folds its own click log into the fleet's counters: its
-                # consumer offset is its own (a random id kept beside the log).
-                log_id = load_or_create_secret(self.dir / "clicklog.id", 16).hex()
-                options["click_counts"] = open_click_counts(shared_store, consumer_scope=log_id)
+                # A process folding its own click log into the fleet's counters keeps its
+                # own consumer offset there (under a random id kept beside the log).
+                scope = load_or_create_secret(self.dir / "clicklog.id", 16).hex() if own_log else ""
+                options["click_counts"] = open_click_counts(shared_store, consumer_scope=scope)
             elif options.get("click_counts") is None:
                 options["click_counts"] = open_click_counts(
                     sqlite_url(self.dir / "clickstats.sqlite3")

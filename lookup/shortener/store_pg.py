@@ -143,9 +143,13 @@ class PostgresLinkStore:
         render: Callable[[Link], dict[str, Any]],
         actor: str | None = None,
     ) -> CreateResult:
-        """Claim ``link.key`` and store the link (and its response) in one transaction."""
+        """Claim ``link.key`` and store the link (and its response) atomically; a claim that
+        loses raises :class:`KeyTaken`, a reused Idempotency-Key replays or refuses."""
         now = self.clock()
-        with self._pool.connection() as conn:
+        # Without an Idempotency-Key the claim and its audit row are one statement (its own
+        # transaction); with one, the key's lock, the replay check and the record join it.
+        scope = self._pool.connection() if idempotency is None else self._pool.transaction()
+        with scope as conn:
             if idempotency is not None:
                 conn.execute(
                     "SELECT pg_advisory_xact_lock(hashtextextended(%s, 1))",
@@ -160,10 +164,13 @@ class PostgresLinkStore:
                     if row[0] != idempotency.body_hash:
                         raise IdempotencyMismatch(idempotency.key)
                     return CreateResult(json.loads(row[1]), None, True)
+            response = render(link)  # before the claim: nothing can fail after it commits
             cur = conn.execute(
-                f"INSERT INTO links ({COLUMNS}) VALUES"
+                f"WITH claimed AS (INSERT INTO links ({COLUMNS}) VALUES"
                 f" ({', '.join(['%s'] * 14)}, %s::jsonb, %s, %s, %s::jsonb)"
-                " ON CONFLICT (key) DO NOTHING",
+                " ON CONFLICT (key) DO NOTHING RETURNING key, long_url)"
+                " INSERT INTO link_audit (key, at, actor, action, old_url, new_url)"
+                " SELECT key, %s, %s, 'create', NULL, long_url FROM claimed",
                 (
                     link.key,
                     link.id,
@@ -183,11 +190,12 @@ class PostgresLinkStore:
                     link.scan_verdict,
                     link.status_reason,
                     json.dumps(list(link.scan_reasons)),
+                    now,
+                    actor,
                 ),
             )
             if cur.rowcount != 1:
                 raise KeyTaken(link.key)
-            response = render(link)
             if idempotency is not None:
                 conn.execute(
                     "INSERT INTO idempotency (scope, idem_key, body_hash, response, created_at)"
@@ -202,11 +210,6 @@ class PostgresLinkStore:
                         now,
                     ),
                 )
-            conn.execute(
-                "INSERT INTO link_audit (key, at, actor, action, old_url, new_url)"
-                " VALUES (%s, %s, %s, 'create', NULL, %s)",
-                (link.key, now, actor, link.long_url),
-            )
         return CreateResult(response, link, False)
 
     def find_replay(self, idempotency: IdempotencyClaim) -> dict[str, Any] | None:
@@ -240,7 +243,7 @@ class PostgresLinkStore:
         if bad:
             raise ValueError(f"cannot update {sorted(bad)}")
         now = self.clock()
-        with self._pool.connection() as conn:
+        with self._pool.transaction() as conn:
             row = conn.execute(
                 f"SELECT {_SELECT} FROM links WHERE key = %s FOR UPDATE", (key,)
             ).fetchone()
@@ -318,7 +321,7 @@ class PostgresLinkStore:
 
     def expire_due(self, now: float) -> list[str]:
         """Tombstone every link past its date or its click budget; returns their keys."""
-        with self._pool.connection() as conn:
+        with self._pool.transaction() as conn:
             rows = conn.execute(
                 "WITH due AS (SELECT key, long_url FROM links"
                 " WHERE status IN ('ACTIVE', 'DISABLED') AND ("

@@ -8,6 +8,7 @@ blocks, and every link readable through every process.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -122,3 +123,28 @@ def test_one_admin_token_from_the_shared_store_opens_both_processes(
         wrong = httpx.get(url, headers={"Authorization": "Bearer wrong"}, timeout=10)
         right = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=10)
         assert (wrong.status_code, right.status_code) == (403, 200)
+
+
+def test_clicks_through_both_processes_add_up_in_the_shared_counts(
+    fleet: list[ApiProcess],
+) -> None:
+    created = httpx.post(
+        f"{fleet[0].url}/v1/links", json={"longUrl": "https://example.com/counted"}, timeout=10
+    )
+    key = created.json()["key"]
+    browser = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101 Firefox/128.0"}
+    with httpx.Client(timeout=10, headers=browser) as client:
+        for i in range(17):  # 10 through the first process, 7 through the second
+            hop = client.get(f"{fleet[0 if i < 10 else 1].url}/{key}", follow_redirects=False)
+            assert hop.status_code == 302
+        deadline = time.monotonic() + 60
+        totals: list[int] = []
+        while time.monotonic() < deadline:  # each process folds its own log every second
+            totals = [
+                client.get(f"{proc.url}/v1/links/{key}/stats").json()["totals"]["total"]
+                for proc in fleet
+            ]
+            if totals == [17, 17]:
+                break
+            time.sleep(0.2)
+    assert totals == [17, 17]  # both processes read the fleet's counts, none counted twice

@@ -209,7 +209,7 @@ class PostgresClickCounts:
     @contextmanager
     def fold(self, name: str) -> Iterator[_PostgresBatch]:
         row_name = self._ensure(name)
-        with self._pool.connection() as conn:  # commits on a clean exit, rolls back otherwise
+        with self._pool.transaction() as conn:  # commits on a clean exit, rolls back otherwise
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (_FOLD_LOCK,))
             yield _PostgresBatch(conn, row_name)
 

@@ -382,9 +382,11 @@ class Fleet:
             self._ready(name, proc, f"{url}/healthz")
         on_streams = str(self.urls.get("clicks_url", "")).startswith("redis")
         for i in range((2 if on_streams else 1) if self.aggregators else 0):
-            self._spawn(f"click aggregator {i + 1}",
-                        [sys.executable, "-m", "lookup.shortener.analytics",
-                         "--data-dir", str(self.data_dir)], env)  # fmt: skip
+            argv = [sys.executable, "-m", "lookup.shortener.analytics",
+                    "--data-dir", str(self.data_dir)]  # fmt: skip
+            if on_streams:  # one consumer group; a dead member's entries are claimed
+                argv += ["--consumer", f"aggregator-{i + 1}"]
+            self._spawn(f"click aggregator {i + 1}", argv, env)
         if self.sandbox_port is not None:
             self.sandbox_url = f"http://127.0.0.1:{self.sandbox_port}"
             env["LOOKUP_SANDBOX_URL"] = self.sandbox_url

@@ -388,10 +388,10 @@ class Fleet:
                 argv += ["--consumer", f"aggregator-{i + 1}"]
             self._spawn(f"click aggregator {i + 1}", argv, env)
         if self.sandbox_port is not None:
-            self.sandbox_url = f"http://127.0.0.1:{self.sandbox_port}"
+            sandbox_port = self.sandbox_port or _free_port()
+            self.sandbox_url = f"http://127.0.0.1:{sandbox_port}"
             env["LOOKUP_SANDBOX_URL"] = self.sandbox_url
-            proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(self.sandbox_port)],
-                               env)  # fmt: skip
+            proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(sandbox_port)], env)
             self._ready("sandbox web", proc, f"{self.sandbox_url}/_sandbox/hosts")
         if self.dashboard:
             port = self.app_port or _free_port()

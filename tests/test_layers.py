@@ -37,6 +37,9 @@ STORE_MODULES = {
     "lookup/kit/postgres.py",  # the one way to open a PostgreSQL pool
     "lookup/kit/secretstore_pg.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
+    "lookup/kit/redisclient.py",  # the one way to open a Redis client
+    "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
+    "lookup/shortener/analytics/log_redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
     "lookup/shortener/store_pg.py",

@@ -118,6 +118,13 @@ class ShortenerConfig:
     #: shares them between API processes; empty: SQLite files and secret files in the data
     #: directory (the embedded default).
     store_url: str = ""
+    #: Scale-out backends by URL (empty: the embedded default): the shared cache tier,
+    #: the rate limits and the click stream (``redis://host:port/db``).
+    cache_url: str = ""
+    limits_url: str = ""
+    clicks_url: str = ""
+    #: The part of each limit a process keeps to itself while ``limits_url`` is unreachable.
+    limits_local_share: float = 1.0
 
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
@@ -139,6 +146,10 @@ class ShortenerConfig:
             aggregator_nice=settings.get("shortener_aggregator_nice"),
             scanner=settings.get("shortener_scanner"),
             store_url=settings.get("shortener_store"),
+            cache_url=settings.get("cache_url"),
+            limits_url=settings.get("limits_url"),
+            clicks_url=settings.get("clicks_url"),
+            limits_local_share=settings.get("limits_local_share"),
         )
 
 
@@ -218,19 +229,27 @@ class Shortener:
             cache_size=config.cache_size,
             cache_ttl_s=config.cache_ttl_s,
             negative_ttl_s=config.negative_ttl_s,
-            shared=config.shared if config.shared is not None else open_shared_cache("none:"),
+            shared=config.shared
+            if config.shared is not None
+            else open_shared_cache(config.cache_url or "none:"),
             clock=mono,
         )
         limits = config.limits
 
-        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
-            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+        def limiter(policy: RatePolicy, name: str, outage: str) -> RateLimiter:
+            """In-process, or on ``limits_url`` with its declared outage policy."""
+            if not config.limits_url:
+                return open_rate_limiter("memory:", policy, name=name, clock=mono)
+            share = f"&local_share={config.limits_local_share!r}" if outage == "local" else ""
+            url = f"{config.limits_url}?on_unavailable={outage}{share}"
+            return open_rate_limiter(url, policy, name=name, clock=mono)
 
-        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
-        self.limit_owner = limiter(limits.owner, "owner")
-        self.limit_ip = limiter(limits.ip, "ip")
-        self.limit_misses = limiter(limits.misses, "misses")
-        self.limit_passwords = limiter(limits.passwords, "passwords")
+        # Creates and misses fail open to a local share; password guessing fails closed.
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous", "local")
+        self.limit_owner = limiter(limits.owner, "owner", "local")
+        self.limit_ip = limiter(limits.ip, "ip", "local")
+        self.limit_misses = limiter(limits.misses, "misses", "local")
+        self.limit_passwords = limiter(limits.passwords, "passwords", "closed")
         self.views = LinkViews(self.base_url, clock=clock)
 
         self.analytics: ClickAnalytics | None = None
@@ -241,9 +260,11 @@ class Shortener:
                 "clock": clock,
                 **(analytics_options or {}),
             }
-            own_log = options.get("click_log") is None
-            if own_log:
-                options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
+            own_log = options.get("click_log") is None and not config.clicks_url
+            if options.get("click_log") is None:
+                options["click_log"] = open_click_log(
+                    config.clicks_url or sqlite_url(self.dir / "clicklog.sqlite3")
+                )
             if options.get("click_counts") is None and shared_store:
                 # A process folding its own click log into the fleet's counters keeps its
                 # own consumer offset there (under a random id kept beside the log).
@@ -333,7 +354,11 @@ class Shortener:
 
         counts = None if self.analytics is None else self.analytics.aggregator.counts
         secrets_at = self.secrets.describe()
+        shared = self.resolver.shared
         return {
+            "cache": described(shared, shared.name),
+            "limits": described(self.limit_anonymous),
+            "clicks": described(None if self.analytics is None else self.analytics.log),
             "store": described(self.store),
             "ids": described(self.allocator),
             "clickCounts": described(counts, "embedded" if counts is not None else "off"),
@@ -345,6 +370,7 @@ class Shortener:
         analytics and the scanner."""
         counters = self.service.counters()
         return {
+            "backends": self.backends(),
             "cache": self.resolver.stats(),
             "rateLimits": {lim.name: lim.stats() for lim in self.rate_limiters()},
             "clicks": counters["clicks"],
@@ -355,7 +381,6 @@ class Shortener:
             "blocklistVersion": self.blocklist.version,
             "analytics": None if self.analytics is None else self.analytics.stats(),
             "scanner": None if self.scanner is None else self.scanner.stats(),
-            "backends": self.backends(),
         }
 
     def status(self) -> dict[str, Any]:

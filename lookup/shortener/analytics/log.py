@@ -58,12 +58,44 @@ CREATE TABLE IF NOT EXISTS click_batches (
 """
 
 
-def _decode(blob: str) -> list[list[object]]:
+def _decode(blob: str | bytes) -> list[list[object]]:
     """One batch's events; ``json`` for what ``orjson`` refuses (escaped lone surrogates)."""
     try:
         return orjson.loads(blob)  # type: ignore[no-any-return]
     except orjson.JSONDecodeError:
         return json.loads(blob)  # type: ignore[no-any-return]
+
+
+def encode_batch(
+    events: Sequence[LogRecord] | Sequence[tuple[Any, ...]],
+) -> tuple[str, float, float]:
+    """One appended batch as stored text, with its first and last click times.
+
+    The shipper's :class:`RawBatch` keeps its columns (``[producer, first_seq, *columns]``);
+    other records are a JSON array of rows. orjson encodes the batch ~8× faster than
+    ``json`` (and plain tuples 3× faster than named tuples): this runs in the redirect
+    server's process, so the encoder's time is taken from the event loop.
+    """
+    payload: Any
+    if isinstance(events, RawBatch):  # the shipper's columns, stored as they are
+        payload = [events.producer, events.first_seq, *events.columns]
+        stamps = events.columns[1]
+    else:
+        payload = events
+        stamps = [e[2] for e in events]  # ts is the third field of both record kinds
+    try:
+        blob = orjson.dumps(payload, default=tuple).decode()
+    except orjson.JSONEncodeError:  # e.g. a lone surrogate, which ``json`` escapes
+        blob = json.dumps(payload, separators=(",", ":"))
+    return blob, min(stamps), max(stamps)
+
+
+def decode_batch(blob: str | bytes) -> list[LogRecord]:
+    """The records of one stored batch (inverse of :func:`encode_batch`)."""
+    data = _decode(blob)
+    if data and isinstance(data[0], str):  # [producer, first_seq, *columns]
+        return list(RawBatch(data[0], data[1], data[2:]))  # type: ignore[arg-type]
+    return [record_from_row(row) for row in data]
 
 
 @runtime_checkable
@@ -120,23 +152,10 @@ class SqliteClickLog:
     def append(self, events: Sequence[LogRecord] | Sequence[tuple[Any, ...]]) -> None:
         if not events:
             return
-        payload: Any
-        if isinstance(events, RawBatch):  # the shipper's columns, stored as they are
-            payload = [events.producer, events.first_seq, *events.columns]
-            stamps = events.columns[1]
-        else:
-            payload = events
-            stamps = [e[2] for e in events]  # ts is the third field of both record kinds
-        # orjson encodes the batch ~8× faster than ``json`` (and plain tuples 3× faster
-        # than named tuples): this runs in the redirect server's process, so the
-        # encoder's time is taken from the event loop.
-        try:
-            blob = orjson.dumps(payload, default=tuple).decode()
-        except orjson.JSONEncodeError:  # e.g. a lone surrogate, which ``json`` escapes
-            blob = json.dumps(payload, separators=(",", ":"))
+        blob, first_ts, last_ts = encode_batch(events)
         self._conn().execute(
             "INSERT INTO click_batches (first_ts, last_ts, count, events) VALUES (?, ?, ?, ?)",
-            (min(stamps), max(stamps), len(events), blob),
+            (first_ts, last_ts, len(events), blob),
         )
         self.appended += len(events)
 
@@ -146,12 +165,7 @@ class SqliteClickLog:
             "SELECT seq, events FROM click_batches WHERE seq > ? ORDER BY seq", (after,)
         )
         for seq, blob in cursor:
-            data = _decode(blob)
-            if data and isinstance(data[0], str):  # [producer, first_seq, *columns]
-                batch = RawBatch(data[0], data[1], data[2:])  # type: ignore[arg-type]
-                out.extend((seq, click) for click in batch)
-            else:
-                out.extend((seq, record_from_row(row)) for row in data)
+            out.extend((seq, record) for record in decode_batch(blob))
             if len(out) >= limit:
                 break
         cursor.close()
@@ -224,13 +238,19 @@ class MemoryClickLog:
             return [e for _, e in self._entries]
 
 
-def open_click_log(url: str, **options: Any) -> SqliteClickLog | MemoryClickLog:
-    """The click log a URL names: ``sqlite:///path/clicklog.sqlite3`` or ``memory:``.
+def open_click_log(url: str, **options: Any) -> ClickLog:
+    """The click log a URL names: ``sqlite:///path/clicklog.sqlite3``, ``memory:`` or
+    ``redis://host:port/db[?stream=S&group=G&maxlen=N]`` (Redis Streams with a consumer
+    group: :class:`~lookup.shortener.analytics.log_redis.RedisClickLog`).
 
     ``options`` go to the SQLite implementation (``synchronous``).
     """
-    parsed = parse_store_url(url, ("sqlite", "memory"))
+    parsed = parse_store_url(url, ("sqlite", "memory", "redis"))
     if parsed.scheme == "memory":
         return MemoryClickLog()
+    if parsed.scheme == "redis":
+        from lookup.shortener.analytics.log_redis import RedisClickLog
+
+        return RedisClickLog.from_url(url)
     assert parsed.path is not None
     return SqliteClickLog(parsed.path, **options)

@@ -61,8 +61,7 @@ class PostgresIdAllocator:
                 (name, start),
             )
 
-    @property
-    def backend(self) -> str:
+    def describe(self) -> str:
         """Where the counter lives, without credentials."""
         return describe_url(self.url)
 

@@ -48,7 +48,9 @@ def check_name(name: str) -> str:
 class SecretStore(Protocol):
     """Named secrets, each created once: every caller, in any process, gets the same value."""
 
-    backend: str
+    def describe(self) -> str:
+        """Where the secrets live (a directory's URL, a server without its credentials)."""
+        ...
 
     def get_or_create(self, name: str, make: Callable[[], bytes]) -> bytes:
         """The value stored under ``name``; if there is none, store ``make()`` — unless
@@ -61,7 +63,9 @@ class FileSecretStore:
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
-        self.backend = f"file://{self.directory.resolve().as_posix()}"
+
+    def describe(self) -> str:
+        return self.directory.resolve().as_uri()
 
     def get_or_create(self, name: str, make: Callable[[], bytes]) -> bytes:
         target = self.directory / check_name(name)

@@ -35,8 +35,10 @@ class PostgresSecretStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.backend = describe_url(url)
         ensure_schema(url, "lookup.kit.fleet_secrets", _SCHEMA, "the secret store")
+
+    def describe(self) -> str:
+        return describe_url(self.url)
 
     def get_or_create(self, name: str, make: Callable[[], bytes]) -> bytes:
         check_name(name)

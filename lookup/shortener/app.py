@@ -198,9 +198,12 @@ class Shortener:
         self.secrets: SecretStore = open_secret_store(shared_store or self.dir.resolve().as_uri())
         secret = self.secrets.get_or_create("secret.key", random_bytes(32))
         token = settings.get("admin_token")  # configured: it wins
-        self.admin_token: str = token or self.secrets.get_or_create(
-            "admin.token", lambda: (secrets.token_urlsafe(32) + "\n").encode("ascii")
-        ).decode("ascii").strip()
+        if not token:
+            made = self.secrets.get_or_create(
+                "admin.token", lambda: (secrets.token_urlsafe(32) + "\n").encode("ascii")
+            )
+            token = made.decode("ascii").strip()
+        self.admin_token: str = token
         clock = config.wall_clock
         mono = config.mono_clock
 
@@ -257,7 +260,6 @@ class Shortener:
                 "clock": clock,
                 **(analytics_options or {}),
             }
-            # A process's own SQLite click log (not one given, not the fleet's stream).
             own_log = options.get("click_log") is None and not config.clicks_url
             if options.get("click_log") is None:
                 options["click_log"] = open_click_log(
@@ -343,23 +345,24 @@ class Shortener:
         ]
 
     def backends(self) -> dict[str, str]:
-        """Where each piece of state lives: a server's scheme and host:port (never a
-        password), ``sqlite`` for the embedded default, ``file://<dir>`` for secret files."""
-        counts = None if self.analytics is None else self.analytics.aggregator.counts
+        """What each scale-out seam of this process runs on (scheme and address, never a
+        password; ``embedded`` for the default in the data directory)."""
 
-        def described(part: object, default: str) -> str:
+        def described(part: object, default: str = "embedded") -> str:
             describe = getattr(part, "describe", None)
             return describe() if describe is not None else default  # type: ignore[no-any-return]
 
+        counts = None if self.analytics is None else self.analytics.aggregator.counts
+        secrets_at = self.secrets.describe()
         shared = self.resolver.shared
         return {
-            "store": getattr(self.store, "backend", "sqlite"),
-            "ids": getattr(self.allocator, "backend", "sqlite"),
-            "clickCounts": getattr(counts, "backend", "sqlite" if counts else "off"),
-            "secrets": self.secrets.backend,
             "cache": described(shared, shared.name),
-            "limits": described(self.limit_anonymous, "embedded"),
-            "clicks": described(None if self.analytics is None else self.analytics.log, "embedded"),
+            "limits": described(self.limit_anonymous),
+            "clicks": described(None if self.analytics is None else self.analytics.log),
+            "store": described(self.store),
+            "ids": described(self.allocator),
+            "clickCounts": described(counts, "embedded" if counts is not None else "off"),
+            "secrets": "embedded" if secrets_at.startswith("file:") else secrets_at,
         }
 
     def metrics(self) -> dict[str, Any]:

@@ -124,8 +124,7 @@ class PostgresLinkStore:
             url, what="the link store", max_size=pool_size, pool_timeout_s=pool_timeout_s
         )
 
-    @property
-    def backend(self) -> str:
+    def describe(self) -> str:
         """Where the links live, without credentials (for status pages)."""
         return describe_url(self.url)
 

@@ -35,7 +35,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def test_the_factory_gives_a_secret_store(url: str) -> None:
     store = open_secret_store(url)
     assert isinstance(store, SecretStore)
-    assert "@" not in store.backend  # never the user or a password
+    assert "@" not in store.describe()  # never the user or a password
 
 
 def test_unknown_schemes_are_refused_by_name() -> None:

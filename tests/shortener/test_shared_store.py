@@ -82,6 +82,6 @@ def test_the_embedded_default_keeps_its_secrets_in_the_data_directory(
         assert (shortener.dir / "secret.key").stat().st_mode & 0o777 == 0o600
         token = (shortener.dir / "admin.token").read_text(encoding="ascii").strip()
         assert shortener.admin_token == token
-        assert shortener.backends()["store"] == "sqlite"
+        assert shortener.backends()["store"] == shortener.backends()["secrets"] == "embedded"
     finally:
         shortener.close()

@@ -170,8 +170,7 @@ class PostgresClickCounts:
         )
         self._consumers: set[str] = set()
 
-    @property
-    def backend(self) -> str:
+    def describe(self) -> str:
         """Where the counts live, without credentials."""
         return describe_url(self.url)
 

@@ -68,10 +68,10 @@ def data_dir() -> Iterator[Path]:
 
 
 @contextmanager
-def running_fleet(data_dir: Path, *args: str) -> Iterator[dict[str, Any]]:
-    """``lookup up ARGS`` over ``data_dir`` (no dashboard, no sandbox); yields its state,
-    stopped with SIGINT after."""
-    proc = _up(data_dir, *args)
+def running_fleet(data_dir: Path, *args: str, dashboard: bool = False) -> Iterator[dict[str, Any]]:
+    """``lookup up ARGS`` over ``data_dir`` (no sandbox; a dashboard only if asked); yields
+    its state, stopped with SIGINT after."""
+    proc = _up(data_dir, *args, *([] if dashboard else ["--no-dashboard"]))
     try:
         yield _wait_state(data_dir, proc)
     finally:
@@ -80,8 +80,8 @@ def running_fleet(data_dir: Path, *args: str) -> Iterator[dict[str, Any]]:
 
 def _up(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "lookup.cli", "up", *args, "--api-port", "0",
-         "--no-dashboard", "--no-sandbox", "--skip-datasets", "--data-dir", str(data_dir)],
+        [sys.executable, "-m", "lookup.cli", "up", *args, "--api-port", "0", "--app-port", "0",
+         "--no-sandbox", "--skip-datasets", "--data-dir", str(data_dir)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )  # fmt: skip
 
@@ -167,7 +167,7 @@ def test_a_fleet_on_postgres_and_redis_starts_serves_and_leaves_nothing_running(
 
     _need_postgres()
     _need_redis()
-    proc = _up(data_dir, "--backend", "postgres,redis", "--workers", "2")
+    proc = _up(data_dir, "--backend", "postgres,redis", "--workers", "2", "--no-dashboard")
     try:
         state = _wait_state(data_dir, proc)
         servers: dict[str, Any] = state["servers"]
@@ -237,7 +237,7 @@ def test_given_urls_are_used_and_never_stopped(
     url = redis_server.url
     proc = _up(
         data_dir, "--backend", "postgres,redis", "--workers", "1", "--store-url", postgres_db,
-        "--cache-url", url, "--limits-url", url, "--clicks-url", url,
+        "--cache-url", url, "--limits-url", url, "--clicks-url", url, "--no-dashboard",
     )  # fmt: skip
     try:
         state = _wait_state(data_dir, proc)
@@ -263,7 +263,7 @@ def test_redis_alone_starts_only_redis(data_dir: Path) -> None:
     from tests.conftest import _need_redis
 
     _need_redis()
-    proc = _up(data_dir, "--backend", "redis", "--workers", "1")
+    proc = _up(data_dir, "--backend", "redis", "--workers", "1", "--no-dashboard")
     try:
         state = _wait_state(data_dir, proc)
         assert set(state["servers"]) == {"redis"} and state["servers"]["redis"]["started"]

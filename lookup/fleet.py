@@ -45,6 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from lookup import settings
+from lookup.errors import Unavailable
 from lookup.kit.pgserver import PostgresServer
 from lookup.kit.redisserver import RedisServer
 from lookup.shortener.scanner import load_admin_token
@@ -628,7 +629,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:
         try:
             fleet.start()
-        except (FleetError, OSError, RuntimeError, ValueError) as exc:
+        except (FleetError, Unavailable, OSError, RuntimeError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         if stopping.is_set():

@@ -79,18 +79,21 @@ def running_fleet(data_dir: Path, *args: str, dashboard: bool = False) -> Iterat
 
 
 def _up(data_dir: Path, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "lookup.cli", "up", *args, "--api-port", "0", "--app-port", "0",
-         "--no-sandbox", "--skip-datasets", "--data-dir", str(data_dir)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    # The fleet's output goes to a file: a pipe nobody reads would fill up and block every
+    # child that logs (an outage drill logs a lot).
+    with open(data_dir / "up.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "lookup.cli", "up", *args, "--api-port", "0",
+             "--app-port", "0", "--no-sandbox", "--skip-datasets", "--data-dir", str(data_dir)],
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
 
 
 def _wait_state(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 120) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            out = (data_dir / "up.log").read_text(errors="replace")
             raise AssertionError(f"lookup up exited with {proc.returncode}:\n{out[-3000:]}")
         state = read_state(data_dir)
         if state is not None:

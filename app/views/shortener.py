@@ -746,7 +746,8 @@ def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
 def backends_panel() -> None:
     """Which backends the API runs on, what each layer answered on each worker, and — only
     against servers ``lookup up`` started — the cache-tier drill."""
-    answer = call("GET", "/v1/shortener/metrics", auth=False)
+    # Metrics count links in the store: slower than the page's 2 s default on a busy store.
+    answer = call("GET", "/v1/shortener/metrics", auth=False, timeout=10.0)
     if not answer.ok or not isinstance(answer.body, dict):
         st.warning(f"No metrics: {answer.message()}", icon=":material/warning:")
         return
@@ -761,7 +762,7 @@ def backends_panel() -> None:
     st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
     share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
     st.dataframe(
-        layer_table(layer_counts(workers)), hide_index=True, key="fleet-layers",
+        layer_table(layer_counts(workers, timeout=10.0)), hide_index=True, key="fleet-layers",
         column_config={c: share for c in ("In-process LRU", "Negative cache", "Redis tier",
                                           "Store")},
     )  # fmt: skip

@@ -26,26 +26,22 @@ notebooks and tests. :func:`open_click_log` picks one from a URL (``sqlite:///pa
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import orjson
-
 from lookup.kit.sqlite import ConnectionPool, connect
 from lookup.kit.storeurl import parse_store_url
-from lookup.shortener.analytics.events import ClickEvent, RawBatch, RawClick, record_from_row
+from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
+from lookup.shortener.analytics.events import record_from_row
 
 #: The click log's SQLite page size (bytes) and automatic checkpoint interval (pages):
 #: a WAL of at most about 16 MB.
 PAGE_SIZE = 65_536
 WAL_CHECKPOINT_PAGES = 256
 
-#: What a click log holds: raw clicks (our shipper's) or already enriched events.
-LogRecord = RawClick | ClickEvent
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS click_batches (
@@ -56,46 +52,6 @@ CREATE TABLE IF NOT EXISTS click_batches (
     events   TEXT NOT NULL
 );
 """
-
-
-def _decode(blob: str | bytes) -> list[list[object]]:
-    """One batch's events; ``json`` for what ``orjson`` refuses (escaped lone surrogates)."""
-    try:
-        return orjson.loads(blob)  # type: ignore[no-any-return]
-    except orjson.JSONDecodeError:
-        return json.loads(blob)  # type: ignore[no-any-return]
-
-
-def encode_batch(
-    events: Sequence[LogRecord] | Sequence[tuple[Any, ...]],
-) -> tuple[str, float, float]:
-    """One appended batch as stored text, with its first and last click times.
-
-    The shipper's :class:`RawBatch` keeps its columns (``[producer, first_seq, *columns]``);
-    other records are a JSON array of rows. orjson encodes the batch ~8× faster than
-    ``json`` (and plain tuples 3× faster than named tuples): this runs in the redirect
-    server's process, so the encoder's time is taken from the event loop.
-    """
-    payload: Any
-    if isinstance(events, RawBatch):  # the shipper's columns, stored as they are
-        payload = [events.producer, events.first_seq, *events.columns]
-        stamps = events.columns[1]
-    else:
-        payload = events
-        stamps = [e[2] for e in events]  # ts is the third field of both record kinds
-    try:
-        blob = orjson.dumps(payload, default=tuple).decode()
-    except orjson.JSONEncodeError:  # e.g. a lone surrogate, which ``json`` escapes
-        blob = json.dumps(payload, separators=(",", ":"))
-    return blob, min(stamps), max(stamps)
-
-
-def decode_batch(blob: str | bytes) -> list[LogRecord]:
-    """The records of one stored batch (inverse of :func:`encode_batch`)."""
-    data = _decode(blob)
-    if data and isinstance(data[0], str):  # [producer, first_seq, *columns]
-        return list(RawBatch(data[0], data[1], data[2:]))  # type: ignore[arg-type]
-    return [record_from_row(row) for row in data]
 
 
 @runtime_checkable

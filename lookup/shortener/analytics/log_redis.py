@@ -2,7 +2,7 @@
 
 Each appended batch is one stream entry (``XADD … MAXLEN ~ N``: the stream is bounded, as
 a Kafka topic's retention is) with the batch as stored by
-:func:`~lookup.shortener.analytics.log.encode_batch` and its count and click times. An
+:func:`~lookup.shortener.analytics.batches.encode_batch` and its count and click times. An
 entry's offset is its stream id ``ms-seq`` as one integer (``ms << 20 | seq``), so offsets
 never decrease and the plain :class:`~lookup.shortener.analytics.log.ClickLog` contract
 (``read`` from an offset, ``trim``, ``end_offset``, ``backlog``) holds as it does for SQLite.
@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import redis
 
 from lookup.kit.redisclient import describe_redis_url, redis_client
-from lookup.shortener.analytics.log import LogRecord, decode_batch, encode_batch
+from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
 
 __all__ = ["RedisClickLog", "offset_of", "stream_id"]
 

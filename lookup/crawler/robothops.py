@@ -63,8 +63,10 @@ class RobotsHops:
             return FetchResult(url, hop.address, time.time(), 0.0, status=cached.status, body=body)
         try:
             res = await self.fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        finally:
-            delay = self.frontier.complete(hop, res.took if "res" in locals() else 0.0)
+        except BaseException:  # cancelled: the host's turn is given back all the same
+            self.frontier.complete(hop, 0.0)
+            raise
+        delay = self.frontier.complete(hop, res.took)
         self._counts["requests"] += 1
         own = own and res.ok and res.status not in (301, 302, 303, 307, 308)
         if own:  # the target is that host's own robots.txt: its policy too, read once

@@ -3,7 +3,9 @@
 ``memory:`` is the in-process token bucket (the default algorithm);
 ``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`;
 ``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed`` shares the limit
-through Redis (the client is imported only then).
+through Redis (the client is imported only then). ``&local_share=F`` (0 < F ≤ 1) puts
+the hybrid in front (:mod:`.hybrid`): each process takes ``F × limit`` at a time from the
+shared limit and decides locally until it runs out.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ ALGORITHM_NAMES: tuple[str, ...] = (DEFAULT_ALGORITHM, *ALGORITHMS)
 
 
 #: The query parameters a rate limiter URL may carry.
-_PARAMS = {"algorithm", "on_unavailable"}
+_PARAMS = {"algorithm", "on_unavailable", "local_share"}
 
 
 def _query(url: str) -> dict[str, list[str]]:
@@ -57,10 +59,24 @@ def open_rate_limiter(
     """The rate limiter ``url`` names: ``memory:`` gives in-process token buckets.
 
     ``memory:?algorithm=NAME`` picks fixed_window, sliding_log, sliding_counter or
-    leaky_bucket instead. ``clock`` is the in-process limiters' time source (monotonic
-    seconds; tests inject one); a ``redis://`` limiter takes its time from Redis and
-    ignores it. An unknown scheme raises ValueError naming the accepted ones.
+    leaky_bucket instead; ``local_share=F`` wraps either in the hybrid. ``clock`` is the
+    in-process limiters' time source (monotonic seconds; tests inject one); a ``redis://``
+    limiter takes its time from Redis and ignores it. An unknown scheme raises ValueError
+    naming the accepted ones.
     """
+    share = _query(url).get("local_share")
+    if share is None:
+        return _open(url, policy, name=name, clock=clock)
+    from lookup.kit.ratelimit.hybrid import HybridRateLimiter
+
+    try:
+        fraction = float(share[-1])
+    except ValueError:
+        raise ValueError(f"local_share must be a number in (0, 1] in {url!r}") from None
+    return HybridRateLimiter(_open(url, policy, name=name, clock=clock), fraction)
+
+
+def _open(url: str, policy: RatePolicy, *, name: str, clock: Callable[[], float]) -> RateLimiter:
     parsed = parse_store_url(url, accepted=("memory", "redis"))
     algorithm = url_algorithm(url)
     if parsed.scheme == "memory":

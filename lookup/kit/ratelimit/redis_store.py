@@ -312,6 +312,34 @@ class RedisRateLimiter:
         if self._run("refund", identity, cost) is None and self.on_unavailable == "local":
             self._local.refund(identity, cost)
 
+    def check_many(self, identities: list[Hashable], cost: float = 1.0) -> list[RateDecision]:
+        """``check`` each identity in one pipelined round trip (bulk loads, experiments)."""
+        args = [repr(float(self.policy.capacity)), repr(float(self.policy.refill_per_s)),
+                repr(float(cost))]  # fmt: skip
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            for identity in identities:
+                self._script(keys=[self._key(identity)], args=["check", *args], client=pipe)
+            answers = pipe.execute()
+        except (redis.ConnectionError, redis.TimeoutError):
+            with self._lock:
+                self.unavailable += 1
+            return [self._fallback(i, cost, True) for i in identities]
+        decisions = [self._decision(list(a)) for a in answers]
+        with self._lock:
+            self.allowed += sum(d.allowed for d in decisions)
+            self.refused += sum(not d.allowed for d in decisions)
+        return decisions
+
+    def memory_usage(self, identity: Hashable) -> int:
+        """Bytes Redis holds for ``identity`` (``MEMORY USAGE`` of its keys)."""
+        key = self._key(identity)
+        return sum(int(self._redis.memory_usage(k, samples=0) or 0) for k in (key, key + ":seq"))
+
+    def server_memory(self) -> int:
+        """The server's ``used_memory`` (``INFO memory``), for before/after comparisons."""
+        return int(self._redis.info("memory")["used_memory"])
+
     def reset(self) -> None:
         """Forget every identity of this limiter (its keys on Redis and the local fallback)."""
         self._local.reset()

@@ -39,6 +39,7 @@ __all__ = [
     "BOUNDS",
     "boundary_burst",
     "error_bounds",
+    "excess_over_bucket",
     "hybrid_bound",
     "max_in_span",
     "memory_in_process",
@@ -288,7 +289,7 @@ def split_quota(
     return rows
 
 
-def _excess_over_bucket(events: list[tuple[float, float]], capacity: float, rate: float) -> float:
+def excess_over_bucket(events: list[tuple[float, float]], capacity: float, rate: float) -> float:
     """The most the admitted ``(time, cost)`` events exceed a token bucket's arrival curve
     ``C + r·(t − s)`` over any span ``[s, t]`` (0 when they never do)."""
     best = 0.0
@@ -339,7 +340,7 @@ def hybrid_bound(
                 held_worst = max(held_worst, held)
         batch = hybrids[0].batch
         local = sum(h.local_decisions for h in hybrids)
-        over = _excess_over_bucket(events, policy.capacity, policy.refill_per_s)
+        over = excess_over_bucket(events, policy.capacity, policy.refill_per_s)
         rows.append({"local share": share, "batch": batch, "admitted": len(events),
                      "over the shared curve (worst span)": round(over, 2),
                      "bound N × batch": n * batch,

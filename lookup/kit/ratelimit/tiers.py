@@ -36,6 +36,9 @@ from lookup.kit.ratelimit.factory import open_rate_limiter
 
 __all__ = ["Tiers", "TierTable", "TieredRateLimiter", "write_tier_table"]
 
+#: Seconds after a write during which the file's stamp alone is not trusted.
+_RACY_S = 2.0
+
 
 @dataclass(frozen=True)
 class Tiers:
@@ -105,7 +108,8 @@ class TierTable:
         self._clock = clock
         self._lock = threading.Lock()
         self._seen: tuple[int, int, int] | None = None
-        self._checked = float("-inf")
+        self._text = ""
+        self._checked = clock()
         self.reloads = 0
         self.bad_reads = 0
         self._tiers = self._read()
@@ -119,12 +123,24 @@ class TierTable:
     def _read(self) -> Tiers | None:
         try:
             stamp = self._stamp()
-            tiers = Tiers.from_json(self.path.read_text(encoding="utf-8"))
+            text = self.path.read_text(encoding="utf-8")
+            tiers = Tiers.from_json(text)
         except (OSError, ValueError):
             self.bad_reads += 1
             return None
-        self._seen = stamp
+        self._seen, self._text = stamp, text
         return tiers
+
+    def _changed(self) -> bool:
+        """Whether the file differs from the table in force. A file modified within the
+        last :data:`_RACY_S` is compared by content too (as git does for "racy" files): a
+        rewrite within one timestamp tick may keep the inode number, size and mtime."""
+        stamp = self._stamp()
+        if stamp != self._seen:
+            return True
+        if time.time() - stamp[2] / 1e9 < _RACY_S:
+            return self.path.read_text(encoding="utf-8") != self._text
+        return False
 
     def current(self) -> Tiers:
         """The table as the file has it now (re-read if it changed since last looked at)."""
@@ -133,7 +149,7 @@ class TierTable:
             if now - self._checked >= self.recheck_s:
                 self._checked = now
                 try:
-                    changed = self._stamp() != self._seen
+                    changed = self._changed()
                 except OSError:
                     changed = False
                     self.bad_reads += 1

@@ -163,7 +163,9 @@ def test_hybrids_in_four_processes_stay_within_the_bound_while_it_refills(
     events = sorted((t, 1.0) for o in out for t in o["admitted"])
     batch = max(1, int(share * cap))
     excess = excess_over_bucket(events, cap, rate)  # worst span, all processes together
-    print(f"admitted {len(events)}; worst span {excess:.1f} over C + r·(t − s), "
-          f"bound N × batch = {n * batch} (+ {rate * SLACK_S:.0f} slack)")
+    print(
+        f"admitted {len(events)}; worst span {excess:.1f} over C + r·(t − s), "
+        f"bound N × batch = {n * batch} (+ {rate * SLACK_S:.0f} slack)"
+    )
     assert excess <= n * batch + rate * SLACK_S
     assert len(events) > cap  # it did refill: the bound was exercised, not vacuous

@@ -269,7 +269,6 @@ class MemoryRateLimiter(PerIdentity):
             bucket.tokens = min(self.policy.capacity, bucket.tokens + cost)
 
 
-
 def check_all(checks: Iterable[tuple[RateLimiter, Hashable]], cost: float = 1.0) -> RateDecision:
     """Pass only if every ``(limiter, identity)`` can pay ``cost``; all-or-nothing.
 

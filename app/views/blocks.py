@@ -315,7 +315,8 @@ def _compare_chart(runs: list[dict[str, Any]]) -> go.Figure:
                         mode="lines", line_shape="hv")
     offered = _bins(runs[0])
     fig.add_scatter(x=offered["t"], y=(offered["admitted"] + offered["refused"]).cumsum(),
-                    name="offered", mode="lines", line=dict(dash="dash", color="grey"))
+                    name="offered", mode="lines", line_shape="hv",
+                    line=dict(dash="dash", color="grey"))
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
                       title="Admitted so far, every algorithm on the same stream",
                       xaxis_title="seconds", yaxis_title="requests admitted (cumulative)",

@@ -98,7 +98,7 @@ def bench(steps: dict[str, Callable[[str], Any]], n: int, runs: int) -> dict[str
 
 def table(title: str, rates: dict[str, float], anchor: str) -> str:
     rows = [
-        [name, fmt_rate(r), f"{rates[anchor] / r:.1f}", f"{1e6 / r:.2f}"]
+        [name, fmt_rate(r), f"{rates[anchor] / r:.3g}", f"{1e6 / r:.2f}"]
         for name, r in rates.items()
     ]
     return print_table(title, ["", "decisions/s", "time × the anchor's", "µs each"], rows)

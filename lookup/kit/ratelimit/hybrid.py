@@ -17,7 +17,8 @@ asserted across processes on Redis in ``tests/kit/test_ratelimit_hybrid.py``:
 - under-limiting (a refusal while the fleet still had room): at most ``(N − 1) × batch``
   units sit unspent in the other processes' budgets.
 
-``close()`` (and eviction from the bounded table) hands unspent budgets back.
+``close()`` (and eviction from the bounded table) hands unspent budgets back. One lock
+guards a process's budgets; a round trip happens under it only when a budget runs out.
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ class TieredRateLimiter:
         self._limiters: dict[str, RateLimiter] = {}
 
     @property
-    def policy(self) -> RatePolicy:  # type: ignore[override]
+    def policy(self) -> RatePolicy:
         """The default tier's policy (what a stranger gets)."""
         tiers = self.table.current()
         return tiers.policies[tiers.default]

@@ -9,9 +9,10 @@ and at exit).
 The Rate limiters tab fires a traffic pattern (steady, burst, boundary attack, many
 identities) at the real limiter of a chosen algorithm — in-process on an injected clock
 (minutes in milliseconds), or on Redis in real time with a one-second window (a Redis
-URL given, or a throw-away redis-server on a free loopback port that the page starts and
-stops) — and plots admitted vs refused over time with the response headers the
-decisions carry; "Compare" runs every algorithm on the same stream side by side.
+URL typed in, else the shared limits' ``LOOKUP_LIMITS_URL`` when it is a Redis, else a
+throw-away redis-server on a free loopback port that the page starts and stops) — and
+plots admitted vs refused over time with the response headers the decisions carry;
+"Compare" runs every algorithm on the same stream side by side.
 """
 
 from __future__ import annotations
@@ -232,11 +233,19 @@ ALGORITHM_HELP = {
 }
 
 
+def _configured_redis() -> str | None:
+    """The shortener's shared limits (``LOOKUP_LIMITS_URL``) when they are on Redis."""
+    url = str(settings.get("limits_url") or "").split("?")[0]
+    return url if url.startswith("redis://") else None
+
+
 def _redis_url() -> str | None:
     """The Redis the tab uses: the URL typed in, else the throw-away server it started."""
     typed = st.session_state.get("rl-redis-url", "").strip()
     if typed:
         return typed
+    if _configured_redis():
+        return _configured_redis()
     server: RedisServer | None = st.session_state.get("rl-redis-server")
     return server.url if server is not None else None
 
@@ -356,6 +365,10 @@ def _redis_controls() -> bool:
     st.text_input("Redis URL (empty: a throw-away redis-server started here)",
                   key="rl-redis-url", placeholder="redis://127.0.0.1:6379/0")  # fmt: skip
     if st.session_state.get("rl-redis-url", "").strip():
+        return True
+    if _configured_redis():
+        st.caption(f"The shared limits' Redis (`LOOKUP_LIMITS_URL`): `{_configured_redis()}`; "
+                   "this page's keys live under their own name and are removed after each run.")
         return True
     if st.session_state.get("rl-redis-server") is not None:
         st.caption(f"Throw-away redis-server at `{_redis_url()}` (started by this page).")

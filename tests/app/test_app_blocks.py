@@ -45,6 +45,7 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
     monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("LOOKUP_LIMITS_URL", raising=False)  # the Redis test starts its own
     at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
     _ok(at.switch_page(PAGE).run())
     yield at

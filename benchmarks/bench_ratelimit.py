@@ -109,16 +109,15 @@ def memory(identities: int, redis_url: str | None) -> dict[str, Any]:
     from lookup.blocks.limits.experiments import memory_in_process, memory_on_redis
 
     out: dict[str, Any] = {"in_process": memory_in_process(identities, 1)}
+    title = f"Memory per identity at {identities:,} identities (one request each)"
     rows = [[r["algorithm"], f"{r['bytes per identity']:,}"] for r in out["in_process"]]
+    print_table(f"{title}, in-process (tracemalloc)", ["", "bytes per identity"], rows)
     if redis_url:
-        out["redis"] = memory_on_redis(redis_url, identities, 1, chunk=5_000)
-        for row, r in zip(rows, out["redis"], strict=True):
-            row += [f"{r['bytes per identity (used_memory)']:,}", f"{r['MEMORY USAGE of one']:,}"]
-    columns = ["", "in-process B/identity"]
-    if redis_url:
-        columns += ["Redis used_memory B/identity", "Redis MEMORY USAGE of one"]
-    print_table(f"Memory per identity at {identities:,} identities (one request each)", columns,
-                rows)  # fmt: skip
+        out["redis"] = memory_on_redis(redis_url, identities, 1, chunk=2_000)
+        rows = [[r["algorithm"], f"{r['bytes per identity (used_memory)']:,}",
+                 f"{r['MEMORY USAGE of one']:,}"] for r in out["redis"]]  # fmt: skip
+        print_table(f"{title}, on Redis", ["", "used_memory growth ÷ identities",
+                                          "MEMORY USAGE of one identity"], rows)  # fmt: skip
     return out
 
 
@@ -132,17 +131,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--memory", type=int, default=0, metavar="IDENTITIES",
                         help="also measure bytes per identity at this many identities")
+    parser.add_argument("--memory-only", action="store_true",
+                        help="with --memory: skip the decisions/s tables")
     args = parser.parse_args(argv)
     if args.quick:
         args.decisions, args.redis_decisions, args.runs = 5_000, 1_000, 1
     print(machine_summary(), flush=True)
     figures: dict[str, Any] = {"machine": machine_summary()}
-    figures["in_process"] = bench(in_process_steps(), args.decisions, args.runs)
-    table("In-process check() vs a bare dict increment", figures["in_process"], DICT_ANCHOR)
+    decisions = not (args.memory and args.memory_only)
+    if decisions:
+        figures["in_process"] = bench(in_process_steps(), args.decisions, args.runs)
+        table("In-process check() vs a bare dict increment", figures["in_process"], DICT_ANCHOR)
     if redis_available():
         with RedisServer() as server:
-            figures["redis"] = bench(redis_steps(server), args.redis_decisions, args.runs)
-            table("On Redis: each Lua script vs a bare INCR", figures["redis"], INCR_ANCHOR)
+            if decisions:
+                figures["redis"] = bench(redis_steps(server), args.redis_decisions, args.runs)
+                table("On Redis: each Lua script vs a bare INCR", figures["redis"], INCR_ANCHOR)
             if args.memory:
                 figures["memory"] = memory(args.memory, server.url)
     else:

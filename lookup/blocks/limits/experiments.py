@@ -195,17 +195,21 @@ def memory_on_redis(
     """Bytes per identity on the Redis at ``url``: the growth of ``used_memory`` over
     ``identities`` identities, and ``MEMORY USAGE`` of one identity's keys. Each
     algorithm's keys are deleted afterwards."""
+    from lookup.kit.ratelimit.redis_store import RedisRateLimiter  # the client, only here
+
     names = _identities(identities)
     rows = []
     for algorithm in algorithms:
         policy = RatePolicy(max(requests_each, 1) * 10, max(requests_each, 1) * 10 * _SLOW)
-        limiter: Any = open_rate_limiter(f"{url}?algorithm={algorithm}", policy, name="mem")
+        limiter = RedisRateLimiter(url, policy, algorithm=algorithm, name="mem", timeout_s=60.0)
         limiter.reset()
         before = limiter.server_memory()
         for _ in range(requests_each):
             for i in range(0, identities, chunk):
                 limiter.check_many(names[i : i + chunk])
         grown = limiter.server_memory() - before
+        if limiter.unavailable:  # a fallback decision would not be on Redis: no figure
+            raise RuntimeError(f"Redis did not answer {limiter.unavailable} times")
         rows.append({"algorithm": algorithm, "identities": identities,
                      "requests each": requests_each,
                      "bytes per identity (used_memory)": round(grown / identities),

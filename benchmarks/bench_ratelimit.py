@@ -15,7 +15,7 @@ one thread, the anchors measured in the same run:
    free loopback port): each algorithm's Lua script, one round trip per decision, against
    a bare ``INCR`` round trip on the same connection.
 
-Both tables carry the hybrid (``local_share=0.1``: a process takes a tenth of the limit at
+Both tables carry the hybrid (``local_budget=0.1``: a process takes a tenth of the limit at
 a time from the shared limiter and decides locally until it runs out) — on Redis most of
 its decisions need no round trip at all. ``--memory N`` adds bytes per identity at ``N``
 identities, each algorithm in-process (tracemalloc) and on Redis (``INFO memory``).
@@ -44,7 +44,7 @@ IDENTITIES = [f"user-{i}" for i in range(1_000)]
 POLICY = RatePolicy(1_000, 100.0)
 DICT_ANCHOR = "bare dict increment (anchor)"
 INCR_ANCHOR = "bare INCR round trip (anchor)"
-HYBRID = "hybrid token_bucket, local_share=0.1"
+HYBRID = "hybrid token_bucket, local_budget=0.1"
 
 
 def rate(step: Callable[[str], Any], n: int) -> float:
@@ -68,7 +68,7 @@ def in_process_steps() -> dict[str, Callable[[str], Any]]:
     for name in ALGORITHM_NAMES:
         url = "memory:" if name == "token_bucket" else f"memory:?algorithm={name}"
         steps[name] = open_rate_limiter(url, POLICY, name="bench").check
-    steps[HYBRID] = open_rate_limiter("memory:?local_share=0.1", POLICY, name="bench").check
+    steps[HYBRID] = open_rate_limiter("memory:?local_budget=0.1", POLICY, name="bench").check
     return steps
 
 
@@ -81,7 +81,7 @@ def redis_steps(server: RedisServer) -> dict[str, Callable[[str], Any]]:
     for name in ALGORITHM_NAMES:
         limiter = open_rate_limiter(f"{server.url}?algorithm={name}", POLICY, name="bench")
         steps[name] = limiter.check
-    hybrid = open_rate_limiter(f"{server.url}?algorithm=token_bucket&local_share=0.1", POLICY,
+    hybrid = open_rate_limiter(f"{server.url}?algorithm=token_bucket&local_budget=0.1", POLICY,
                                name="bench-hybrid")  # fmt: skip
     steps[HYBRID] = hybrid.check
     return steps

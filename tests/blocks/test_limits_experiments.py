@@ -85,11 +85,11 @@ def test_limit_over_n_against_one_shared_limit_on_redis(redis_server: RedisServe
 
 
 def test_the_hybrid_stays_within_its_bounds() -> None:
-    rows = ex.hybrid_bound(limit=50, windows=10, local_shares=(0.05, 0.2))
+    rows = ex.hybrid_bound(limit=50, windows=10, local_budgets=(0.05, 0.2))
     for row in rows[:-1]:
         assert row["over the shared curve (worst span)"] <= row["bound N × batch"]
         assert row["unspent elsewhere at a refusal (worst)"] <= row["bound (N − 1) × batch"]
-    assert rows[-1]["local share"] == 0.0  # the exact shared bucket, for comparison
+    assert rows[-1]["local budget"] == 0.0  # the exact shared bucket, for comparison
 
 
 @pytest.mark.parametrize("pattern", list(PATTERNS))

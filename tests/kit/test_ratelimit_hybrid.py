@@ -40,13 +40,13 @@ class Clock:
         return self.now
 
 
-def test_it_is_a_rate_limiter_and_the_factory_spells_it_local_share() -> None:
-    hybrid = open_rate_limiter("memory:?local_share=0.1", RatePolicy(100, 1))
+def test_it_is_a_rate_limiter_and_the_factory_spells_it_local_budget() -> None:
+    hybrid = open_rate_limiter("memory:?local_budget=0.1", RatePolicy(100, 1))
     assert isinstance(hybrid, HybridRateLimiter) and isinstance(hybrid, RateLimiter)
     assert hybrid.batch == 10 and hybrid.stats()["backend"] == "hybrid+memory"
     for bad in ("0", "1.5", "-1", "x"):
-        with pytest.raises(ValueError, match="local_share"):
-            open_rate_limiter(f"memory:?local_share={bad}", RatePolicy(100, 1))
+        with pytest.raises(ValueError, match="local_budget"):
+            open_rate_limiter(f"memory:?local_budget={bad}", RatePolicy(100, 1))
 
 
 def test_a_budget_is_spent_locally_and_refilled_from_the_store() -> None:
@@ -147,7 +147,7 @@ def test_hybrids_in_four_processes_admit_exactly_the_limit_when_nothing_refills(
     redis_server: RedisServer,
 ) -> None:
     cap = 120
-    url = f"{redis_server.url}?algorithm=token_bucket&local_share=0.1"
+    url = f"{redis_server.url}?algorithm=token_bucket&local_budget=0.1"
     open_rate_limiter(url, RatePolicy(cap, cap * SLOW), name="hybrid-drill").reset()
     out = _fleet(url, cap, cap * SLOW, 1.5, [1.0, 0.5, 0.3, 0.3])
     assert sum(len(o["admitted"]) for o in out) == cap  # every unit taken from the store first
@@ -164,7 +164,7 @@ def test_hybrids_in_four_processes_stay_within_the_bound_while_it_refills(
     redis_server: RedisServer,
 ) -> None:
     cap, rate, share, n = 40, 40.0, 0.1, 4
-    url = f"{redis_server.url}?algorithm=token_bucket&local_share={share}"
+    url = f"{redis_server.url}?algorithm=token_bucket&local_budget={share}"
     open_rate_limiter(url, RatePolicy(cap, rate), name="hybrid-drill").reset()
     out = _fleet(url, cap, rate, 2.0, [1.0, 0.5, 0.25, 0.25])
     events = sorted((t, 1.0) for o in out for t in o["admitted"])
@@ -176,3 +176,11 @@ def test_hybrids_in_four_processes_stay_within_the_bound_while_it_refills(
     )
     assert excess <= n * batch + rate * SLACK_S
     assert len(events) > cap  # it did refill: the bound was exercised, not vacuous
+
+
+def test_the_budget_and_the_outage_share_are_two_knobs(redis_server: RedisServer) -> None:
+    url = f"{redis_server.url}?algorithm=token_bucket&local_share=0.25&local_budget=0.1"
+    hybrid = open_rate_limiter(url, RatePolicy(100, 1), name="knobs")
+    assert isinstance(hybrid, HybridRateLimiter) and hybrid.batch == 10
+    assert hybrid.stats()["localShare"] == 0.25  # the shared limiter's outage fallback
+    hybrid.close()

@@ -229,7 +229,7 @@ def split_quota(
     shares: Sequence[float] = (0.8, 0.1, 0.05, 0.05),
     offered: float = 2.0,
     algorithm: str = "token_bucket",
-    local_share: float = 0.1,
+    local_budget: float = 0.1,
     shared_url: str | None = None,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
@@ -240,7 +240,7 @@ def split_quota(
     - each instance allowing ``limit / N``;
     - the same after the fleet doubled while each instance still allows ``limit / N``
       of the old N (uniform traffic);
-    - the hybrid, ``local_share`` of the quota per instance before the shared store.
+    - the hybrid, ``local_budget`` of the quota per instance before the shared store.
 
     "Refused within the quota" = requests the exact limit admits that this refuses
     (over-limiting); "admitted beyond the quota" = admitted above the limit (under-limiting).
@@ -274,7 +274,7 @@ def split_quota(
         [_limiter(algorithm, split_policy, clock) for _ in range(2 * n)], grown_route
     )
     one.reset()
-    hybrids = [HybridRateLimiter(one, local_share) for _ in range(n)]
+    hybrids = [HybridRateLimiter(one, local_budget) for _ in range(n)]
     hybrid, hybrid_per = run(hybrids, where)  # type: ignore[arg-type]
     one.reset()
     backend = "Redis" if shared_url else "in-process"
@@ -283,7 +283,7 @@ def split_quota(
         (f"one shared limit ({backend}, exact)", exact, exact_per),
         (f"each of {n} allows limit/{n}", divided, divided_per),
         (f"fleet grown to {2 * n}, each still limit/{n}", grown, grown_per),
-        (f"hybrid, local share {local_share:g}", hybrid, hybrid_per),
+        (f"hybrid, local budget {local_budget:g}", hybrid, hybrid_per),
     ]:
         rows.append({"enforcement": name, "offered": requests, "admitted": total,
                      "per instance": per,
@@ -310,7 +310,7 @@ def hybrid_bound(
     limit: int = 100,
     window_s: float = 10.0,
     shares: Sequence[float] = (0.8, 0.1, 0.05, 0.05),
-    local_shares: Sequence[float] = (0.01, 0.05, 0.1, 0.25),
+    local_budgets: Sequence[float] = (0.01, 0.05, 0.1, 0.25),
     windows: int = 30,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
@@ -329,7 +329,7 @@ def hybrid_bound(
     stream = [r for r in stream if r.t < windows * window_s]
     where = _skewed(len(stream), shares, seed)
     rows = []
-    for share in local_shares:
+    for share in local_budgets:
         clock = ManualClock()
         one = _limiter("token_bucket", policy, clock)
         hybrids = [HybridRateLimiter(one, share) for _ in range(n)]
@@ -345,7 +345,7 @@ def hybrid_bound(
         batch = hybrids[0].batch
         local = sum(h.local_decisions for h in hybrids)
         over = excess_over_bucket(events, policy.capacity, policy.refill_per_s)
-        rows.append({"local share": share, "batch": batch, "admitted": len(events),
+        rows.append({"local budget": share, "batch": batch, "admitted": len(events),
                      "over the shared curve (worst span)": round(over, 2),
                      "bound N × batch": n * batch,
                      "unspent elsewhere at a refusal (worst)": round(held_worst, 2),
@@ -358,7 +358,7 @@ def hybrid_bound(
     for request in stream:
         clock.now = request.t
         admitted += exact.check("client").allowed
-    rows.append({"local share": 0.0, "batch": 0, "admitted": admitted,
+    rows.append({"local budget": 0.0, "batch": 0, "admitted": admitted,
                  "over the shared curve (worst span)": 0.0, "bound N × batch": 0,
                  "unspent elsewhere at a refusal (worst)": 0.0, "bound (N − 1) × batch": 0,
                  "admitted with no round trip": "0.0%"})  # fmt: skip

@@ -8,7 +8,7 @@
 - :mod:`.tiers` — :class:`TierTable` (free / pro / enterprise, re-read when its file
   changes) and :class:`TieredRateLimiter`, which picks the identity's tier per check;
 - :mod:`.factory` — :func:`open_rate_limiter` (``memory:[?algorithm=NAME]``,
-  ``redis://…?algorithm=NAME[&local_share=F]``).
+  ``redis://…?algorithm=NAME[&local_budget=F]``).
 
 Names are re-exported lazily (``kit/lazy.py``).
 """

@@ -2,10 +2,11 @@
 
 ``memory:`` is the in-process token bucket (the default algorithm);
 ``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`;
-``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed`` shares the limit
-through Redis (the client is imported only then). ``&local_share=F`` (0 < F ≤ 1) puts
-the hybrid in front (:mod:`.hybrid`): each process takes ``F × limit`` at a time from the
-shared limit and decides locally until it runs out.
+``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed&local_share=F`` shares
+the limit through Redis (the client is imported only then); ``local_share`` is the part of
+the limit the ``local`` fallback keeps for this process. ``local_budget=F`` (0 < F ≤ 1, on
+either scheme) puts the hybrid in front (:mod:`.hybrid`): each process takes ``F × limit``
+at a time from the shared limit and decides locally until it runs out.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ ALGORITHM_NAMES: tuple[str, ...] = (DEFAULT_ALGORITHM, *ALGORITHMS)
 
 
 #: The query parameters a rate limiter URL may carry.
-_PARAMS = {"algorithm", "on_unavailable", "local_share"}
+_PARAMS = {"algorithm", "on_unavailable", "local_share", "local_budget"}
 
 
 def _query(url: str) -> dict[str, list[str]]:
@@ -59,29 +60,30 @@ def open_rate_limiter(
     """The rate limiter ``url`` names: ``memory:`` gives in-process token buckets.
 
     ``memory:?algorithm=NAME`` picks fixed_window, sliding_log, sliding_counter or
-    leaky_bucket instead; ``local_share=F`` wraps either in the hybrid. ``clock`` is the
-    in-process limiters' time source (monotonic seconds; tests inject one); a ``redis://``
-    limiter takes its time from Redis and ignores it. An unknown scheme raises ValueError
-    naming the accepted ones.
+    leaky_bucket instead. ``clock`` is the in-process limiters' time source (monotonic
+    seconds; tests inject one); a ``redis://`` limiter takes its time from Redis and
+    ignores it. ``local_budget=F`` wraps either in the hybrid. An unknown scheme raises
+    ValueError naming the accepted ones.
     """
-    share = _query(url).get("local_share")
-    if share is None:
+    budget = _query(url).get("local_budget")
+    if budget is None:
         return _open(url, policy, name=name, clock=clock)
     from lookup.kit.ratelimit.hybrid import HybridRateLimiter
 
     try:
-        fraction = float(share[-1])
+        fraction = float(budget[-1])
     except ValueError:
-        raise ValueError(f"local_share must be a number in (0, 1] in {url!r}") from None
+        raise ValueError(f"local_budget must be a number in (0, 1] in {url!r}") from None
     return HybridRateLimiter(_open(url, policy, name=name, clock=clock), fraction)
 
 
 def _open(url: str, policy: RatePolicy, *, name: str, clock: Callable[[], float]) -> RateLimiter:
+    """The limiter ``url`` names, without the hybrid."""
     parsed = parse_store_url(url, accepted=("memory", "redis"))
     algorithm = url_algorithm(url)
     if parsed.scheme == "memory":
-        if "on_unavailable" in _query(url):
-            raise ValueError(f"on_unavailable is for a shared limiter, not {url!r}")
+        if {"on_unavailable", "local_share"} & set(_query(url)):
+            raise ValueError(f"on_unavailable / local_share are for a shared limiter: {url!r}")
         if algorithm == DEFAULT_ALGORITHM:
             return MemoryRateLimiter(policy, name=name, clock=clock)
         return ALGORITHMS[algorithm](policy, name=name, clock=clock)
@@ -89,10 +91,15 @@ def _open(url: str, policy: RatePolicy, *, name: str, clock: Callable[[], float]
         from lookup.kit.ratelimit.redis_store import RedisRateLimiter
 
         on_unavailable = _query(url).get("on_unavailable", ["local"])[-1]
+        try:
+            share = float(_query(url).get("local_share", ["1"])[-1])
+        except ValueError:
+            raise ValueError(f"local_share must be a number in (0, 1] in {url!r}") from None
         parts = urlsplit(str(url).strip())
         server = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         return RedisRateLimiter(
             server, policy, algorithm=algorithm, name=name,
             on_unavailable=on_unavailable,  # type: ignore[arg-type]  # checked by the limiter
+            local_share=share,
         )  # fmt: skip
     raise ValueError(f"unsupported rate limiter URL {url!r}")  # pragma: no cover

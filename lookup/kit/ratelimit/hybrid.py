@@ -1,6 +1,6 @@
 """The hybrid of seed 004: a local budget as the fast path, the shared store when it runs out.
 
-Each process keeps, per identity, a local budget of at most ``batch = local_share × limit``
+Each process keeps, per identity, a local budget of at most ``batch = local_budget × limit``
 units that it has already *taken* from the shared limiter in one atomic call. A request
 is decided locally while the budget lasts (no round trip); when it runs out, the process
 takes the next batch from the shared store (or what is left there, if less), and refuses
@@ -41,18 +41,18 @@ class HybridRateLimiter:
     def __init__(
         self,
         shared: RateLimiter,
-        local_share: float,
+        local_budget: float,
         *,
         max_identities: int = 100_000,
     ) -> None:
-        if not 0 < local_share <= 1:
-            raise ValueError(f"local_share must be in (0, 1], not {local_share!r}")
+        if not 0 < local_budget <= 1:
+            raise ValueError(f"local_budget must be in (0, 1], not {local_budget!r}")
         self.shared = shared
         self.policy: RatePolicy = shared.policy
         self.name = shared.name
-        self.local_share = local_share
+        self.local_budget = local_budget
         #: The most a process takes from the shared store at once.
-        self.batch = max(1.0, math.floor(local_share * shared.policy.capacity))
+        self.batch = max(1.0, math.floor(local_budget * shared.policy.capacity))
         self._budgets: OrderedDict[Hashable, float] = OrderedDict()
         self._max = max_identities
         self._lock = threading.Lock()
@@ -168,11 +168,11 @@ class HybridRateLimiter:
         self.shared.reset()
 
     def stats(self) -> dict[str, object]:
-        """The shared limiter's stats, with the local share and how often it was enough."""
+        """The shared limiter's stats, with the local budget and how often it was enough."""
         out = dict(self.shared.stats())
         out.update(
             backend=f"hybrid+{out.get('backend', 'memory')}",
-            local_share=self.local_share,
+            local_budget=self.local_budget,
             batch=self.batch,
             allowed=self.allowed,
             refused=self.refused,

@@ -50,6 +50,10 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     """Start the API and the dashboard and supervise them until interrupted."""
+    if args.backend:  # a fleet on PostgreSQL/Redis: lookup/fleet.py
+        from lookup.fleet import run_fleet
+
+        return run_fleet(args)
     from lookup.kit.mounts import resolve_data_dir
 
     data_dir = resolve_data_dir(args.data_dir)
@@ -154,4 +158,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
     )
+    from lookup.fleet import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=run_up)

@@ -16,9 +16,11 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, show_api_status
+from common import Answer, api_url, data_dir, show_api_status
 from common import call as api_call
 
+from lookup.fleet import layer_counts, outage_drill, read_state
+from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
 TOKEN = "shortener.token"
@@ -27,6 +29,8 @@ PROBE = "shortener.probe"
 SIM_RESULT = "shortener.sim_result"
 SIM_KEYS = "shortener.sim_keys"
 NOTICE = "shortener.notice"
+DRILL_RESULT = "shortener.drill_result"
+FLEET_NOTICE = "shortener.fleet_notice"
 SELECTED = "shortener.selected"
 #: A link to select on the next run (a widget's own key cannot change once it is drawn).
 SELECT_NEXT = "shortener.select_next"
@@ -495,9 +499,10 @@ def simulator() -> None:
         keys = st.session_state.get(SIM_KEYS)
         if not keys or len(keys) != links + 1:
             keys = None
-        with st.spinner(f"Sending {requests:,} requests to {api_url()} …"):
+        targets = simulator_targets()
+        with st.spinner(f"Sending {requests:,} requests to {', '.join(targets)} …"):
             try:
-                result = simulate_traffic(api_url(), plan, token=st.session_state[TOKEN], keys=keys)
+                result = simulate_traffic(targets, plan, token=st.session_state[TOKEN], keys=keys)
             except (httpx.HTTPError, RuntimeError) as exc:
                 st.error(f"The simulation stopped: {exc}", icon=":material/error:")
                 return
@@ -617,6 +622,203 @@ def simulator() -> None:
     )
 
 
+# ------------------------------------------------------------------ backends and the fleet
+
+#: The shortener's seams as ``metrics()["backends"]`` names them, in the order shown.
+SEAMS = {
+    "store": "Links, aliases, audit, click budgets",
+    "ids": "Id blocks",
+    "secrets": "Key secret, HMAC keys",
+    "cache": "Shared cache tier",
+    "limits": "Rate limits",
+    "clicks": "Click stream",
+    "clickCounts": "Click counts",
+}
+
+
+def running_fleet() -> dict[str, Any] | None:
+    """The fleet ``lookup up --backend …`` runs over this data directory, when the API this
+    page talks to is one of its workers (else None)."""
+    state = read_state(data_dir())
+    if state and api_url() in [w["url"].rstrip("/") for w in state.get("workers", [])]:
+        return state
+    return None
+
+
+def simulator_targets() -> list[str]:
+    """Where the simulator sends its traffic: every worker of a running fleet, round-robin,
+    or the one API."""
+    fleet = running_fleet()
+    return [w["url"] for w in fleet["workers"]] if fleet else [api_url()]
+
+
+def backend_row(seam: str, described: Any) -> dict[str, str]:
+    """One seam's backend as a person reads it: the engine and its address."""
+    text = str(described or "embedded")
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    engine = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "redis": "Redis"}.get(scheme)
+    if engine:
+        return {"Seam": SEAMS.get(seam, seam), "Backend": engine, "Where": text.split("://", 1)[1]}
+    where = {
+        "embedded": "this process",
+        "sqlite": "SQLite in the data directory",
+        "none": "none (the in-process LRU only)",
+        "off": "off (analytics disabled)",
+    }
+    return {"Seam": SEAMS.get(seam, seam), "Backend": "embedded", "Where": where.get(text, text)}
+
+
+def backends_table(metrics: dict[str, Any]) -> pd.DataFrame:
+    """Which backend each seam runs on, from the API's ``backends`` (read defensively: an
+    API without the key, or without a seam in it, runs that seam embedded)."""
+    backends = metrics.get("backends")
+    backends = backends if isinstance(backends, dict) else {}
+    seams = list(SEAMS) + [k for k in backends if k not in SEAMS]
+    return pd.DataFrame([backend_row(seam, backends.get(seam)) for seam in seams])
+
+
+def layer_table(counts: dict[str, Any]) -> pd.DataFrame:
+    """Per worker (and in total): how many redirect lookups each layer answered, as shares."""
+    rows = []
+    labelled = [(w["url"], w) for w in counts["workers"]] + [("All workers", counts["total"])]
+    for label, row in labelled:
+        if "error" in row:
+            rows.append({"Worker": label, "Lookups": None, "Note": row["error"]})
+            continue
+        total = max(1, row["requests"])
+        rows.append(
+            {
+                "Worker": label,
+                "Lookups": row["requests"],
+                "In-process LRU": row["l1"] / total,
+                "Negative cache": row["negative"] / total,
+                "Redis tier": row["shared"] / total,
+                "Store": row["store"] / total,
+                "Tier errors": row["sharedErrors"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _control(fleet: dict[str, Any], action: str) -> str:
+    """Ask the fleet's supervisor to stop or start its Redis (admin token); a sentence."""
+    token = load_admin_token(data_dir() / "servers")
+    try:
+        answer = httpx.post(
+            f"{fleet['control']}/fleet/cache/{action}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        return f"The fleet's control endpoint did not answer ({type(exc).__name__})."
+    if answer.status_code != 200:
+        return f"The fleet refused: HTTP {answer.status_code} {answer.text[:200]}"
+    return "The cache tier is " + ("running again." if answer.json()["running"] else "stopped.")
+
+
+def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
+    """The drill's timelines: every request's latency (failures marked), and what the
+    layers answered per second, with the outage shaded."""
+    events = pd.DataFrame(drill["events"])
+    events["answer"] = events["status"].map(lambda s: "no answer" if s == 0 else f"HTTP {s}")
+    lat = px.scatter(
+        events, x="t", y="ms", color="op", symbol="answer", log_y=True,
+        title="Every request: latency over time", labels={"t": "seconds", "ms": "ms"},
+    )  # fmt: skip
+    samples = pd.DataFrame(drill["layers"])
+    rates = go.Figure()
+    if len(samples) > 1:
+        dt = samples["t"].diff()
+        for column, name in (("shared", "Redis tier"), ("store", "store"), ("l1", "LRU")):
+            rates.add_scatter(x=samples["t"], y=samples[column].diff() / dt, name=name,
+                              mode="lines")  # fmt: skip
+    rates.update_layout(title="What answered, per second", xaxis_title="seconds",
+                        yaxis_title="lookups/s")  # fmt: skip
+    for fig in (lat, rates):
+        if "stop" in drill["marks"] and "start" in drill["marks"]:
+            fig.add_vrect(x0=drill["marks"]["stop"], x1=drill["marks"]["start"],
+                          fillcolor="#cf222e", opacity=0.12, line_width=0,
+                          annotation_text="Redis stopped")  # fmt: skip
+        _figure_style(fig, 320)
+    return lat, rates
+
+
+def backends_panel() -> None:
+    """Which backends the API runs on, what each layer answered on each worker, and — only
+    against servers ``lookup up`` started — the cache-tier drill."""
+    # Metrics count links in the store: slower than the page's 2 s default on a busy store.
+    answer = call("GET", "/v1/shortener/metrics", auth=False, timeout=10.0)
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"No metrics: {answer.message()}", icon=":material/warning:")
+        return
+    fleet = running_fleet()
+    workers = [w["url"] for w in fleet["workers"]] if fleet else [api_url()]
+    st.markdown(
+        f"**{len(workers)} API processes** of one fleet (`lookup up --backend "
+        f"{','.join(fleet['backends'])}`)." if fleet else
+        "**One API process.** `make run-fleet` (`lookup up --backend postgres,redis`) runs "
+        "several on PostgreSQL and Redis."
+    )  # fmt: skip
+    st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
+    share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
+    st.dataframe(
+        layer_table(layer_counts(workers, timeout=10.0)), hide_index=True, key="fleet-layers",
+        column_config={c: share for c in ("In-process LRU", "Negative cache", "Redis tier",
+                                          "Store")},
+    )  # fmt: skip
+    st.caption("Shares of redirect lookups since each process started.")
+    redis = (fleet or {}).get("servers", {}).get("redis") or {}
+    if not redis.get("started"):
+        st.caption(
+            "Stopping the cache tier is offered only against a Redis that `lookup up "
+            "--backend redis` started here."
+        )
+        return
+    st.markdown(
+        f"**The cache tier** — `{redis['url']}` is "
+        + (":green-badge[running]" if redis.get("running") else ":red-badge[stopped]")
+    )
+    cols = st.columns(3)
+    if redis.get("running"):
+        if cols[0].button("Stop the cache tier", icon=":material/stop_circle:", key="tier-stop"):
+            st.session_state[FLEET_NOTICE] = _control(fleet, "stop")
+            st.rerun()
+    elif cols[0].button("Start the cache tier", icon=":material/play_circle:", key="tier-start"):
+        st.session_state[FLEET_NOTICE] = _control(fleet, "start")
+        st.rerun()
+    if redis.get("running") and cols[1].button(
+        "Run the outage drill", icon=":material/bolt:", key="tier-drill",
+        help="Steady redirects (warm links and fresh ones), Redis stopped for 3 s, started "
+             "again: watch the misses fall back to the store and return to the tier.",
+    ):  # fmt: skip
+        with st.spinner("Redirects for 8 s, Redis stopped for 3 of them …"):
+            st.session_state[DRILL_RESULT] = outage_drill(
+                workers, lambda: _control(fleet, "stop"), lambda: _control(fleet, "start"),
+                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0,
+            )  # fmt: skip
+        st.rerun()
+    if st.session_state.get(FLEET_NOTICE):
+        st.info(st.session_state.pop(FLEET_NOTICE), icon=":material/info:")
+    drill = st.session_state.get(DRILL_RESULT)
+    if drill:
+        statuses = pd.Series([e["status"] for e in drill["events"]])
+        failed = int((statuses == 0).sum() + (statuses >= 500).sum())
+        redirects = [e for e in drill["events"] if e["op"].startswith("redirect")]
+        metric_row(
+            st.columns(3),
+            [
+                ("Requests", f"{len(drill['events']):,}", None),
+                ("5xx or no answer", f"{failed:,}", "Should be 0: the store answers misses."),
+                ("Redirect p99", f"{pd.Series([e['ms'] for e in redirects]).quantile(0.99):.0f} ms",
+                 "A circuit breaker, not a connect timeout per request."),
+            ],
+        )  # fmt: skip
+        lat, rates = drill_figures(drill)
+        left, right = st.columns(2)
+        left.plotly_chart(lat, key="chart-drill-latency")
+        right.plotly_chart(rates, key="chart-drill-layers")
+
+
 # -------------------------------------------------------------------------------- page
 
 st.title("URL shortener")
@@ -653,6 +855,9 @@ with links_tab:
         link_panel(mine)
 with sim_tab:
     simulator()
+
+st.subheader("Backends")
+backends_panel()
 
 with st.expander("How it works", icon=":material/info:"):
     st.markdown(

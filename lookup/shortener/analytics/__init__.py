@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
+from lookup.errors import Unavailable
 from lookup.kit.background import BackgroundTask
 from lookup.shortener.analytics.aggregate import (
     GRAINS,
@@ -259,21 +260,30 @@ class ClickAnalytics:
     # -- observability -----------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """Buffer, shipper and aggregator counters, and how far the aggregator trails."""
-        consumer = self.aggregator.consumer_state()
-        return {
+        """Buffer, shipper and aggregator counters, and how far the aggregator trails (None,
+        with the reason, while the click log's or the counts' server is down)."""
+        figures: dict[str, Any] = {
             "buffer": self.buffer.stats(),
             "shipper": self.shipper.stats(),
-            "log": {"endOffset": self.log.end_offset()},
+            "loopErrors": self.loop_errors,
+        }
+        try:
+            consumer = self.aggregator.consumer_state()
+            end, lag = self.log.end_offset(), self.log.backlog(consumer["offset"])
+        except Unavailable as exc:
+            return {**figures, "log": {"endOffset": None, "unavailable": str(exc)},
+                    "aggregator": {"mode": self.mode, "unavailable": str(exc)}}  # fmt: skip
+        return {
+            **figures,
+            "log": {"endOffset": end},
             "aggregator": {
                 "mode": self.mode,
                 "nice": self.aggregator_nice if self.mode == "process" else None,
                 "offset": consumer["offset"],
-                "lagEvents": self.log.backlog(consumer["offset"]),
+                "lagEvents": lag,
                 "counted": consumer["counted"],
                 "duplicatesSkipped": consumer["duplicates"],
             },
-            "loopErrors": self.loop_errors,
         }
 
 
@@ -294,7 +304,8 @@ def run_aggregator(
 ) -> None:
     """The aggregator as its own process: fold the log until told to stop or orphaned.
 
-    ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
+    ``stats_path`` is the SQLite counts' path or a counts URL (``postgresql://…``: the
+    fleet's counts). ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
     consumer group (``redis://``) is consumed as ``consumer`` (default: host and pid).
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
     None means no parent to outlive (the stand-alone ``python -m`` form)."""
@@ -304,7 +315,7 @@ def run_aggregator(
     click_log = open_click_log(log_path) if "://" in log_path else SqliteClickLog(log_path)
     grouped = hasattr(click_log, "take")
     aggregator = ClickAggregator(
-        stats_path,
+        open_click_counts(stats_path) if "://" in stats_path else stats_path,
         click_log,
         enricher=ClickEnricher(secret),
         consumer=(consumer or consumer_name()) if grouped else None,

@@ -4,6 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 API_PORT ?= 8000
 APP_PORT ?= 8501
+SANDBOX_PORT ?= 8600
 export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 
 .PHONY: run test venv lint bench clean help
@@ -29,7 +30,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed-app
 
 run: $(VENV)/.installed-app
-	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT)
+	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from common import ApiHealth, show_api_status
+from common import LOOKUP, ApiHealth, show_api_status
 
 from lookup import capacity
 
@@ -89,7 +89,7 @@ HUB: list[dict[str, Any]] = [
         "system": "typeahead",
         "next": "Type “wea” and choose a suggestion.",
         "not_built": "`make run` builds the query log and the snapshots (or run "
-        "`lookup datasets build typeahead` then `lookup typeahead build`).",
+        f"`{LOOKUP} datasets build typeahead` then `{LOOKUP} typeahead build`).",
         "read": '"keystroke" -> "radix trie" -> "top 10"',
         "write": '"search" -> "query log" -> "offline build" -> "snapshot"; '
         '"snapshot" -> "radix trie" [label=swap]',
@@ -98,7 +98,8 @@ HUB: list[dict[str, Any]] = [
         "pages": [("views/places.py", "Open places near me", ":material/location_on:")],
         "system": "places",
         "next": "Find “Pune” and see what is within 2 km.",
-        "not_built": "`make run` builds the places data set (or `lookup datasets build places`).",
+        "not_built": "`make run` builds the places data set "
+        f"(or `{LOOKUP} datasets build places`).",
         "read": '"your point" -> "geohash cell" -> "9 cells" -> "exact distance"',
         "write": '"owner edit" -> "places DB" -> "change stream" -> "9 cells"',
     },

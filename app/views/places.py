@@ -29,7 +29,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from branca.element import Element
-from common import Answer, api_url, call, show_api_status
+from common import LOOKUP, Answer, api_url, call, show_api_status
 from searchbox import box_state, searchbox
 from streamlit_folium import st_folium
 
@@ -69,9 +69,9 @@ FOUND_SEQ = "places.found_seq"
 #: a map click, typed coordinates. "Jump to" shows its label.
 HERE = "places.here"
 
-#: The seed's point (Koramangala, Bengaluru) and a few places that show something.
+#: The design notes' point (Koramangala, Bengaluru) and a few places that show something.
 PRESETS: dict[str, tuple[float, float]] = {
-    "Koramangala, Bengaluru (the seed's point)": (12.9352, 77.6245),
+    "Koramangala, Bengaluru (the design notes' point)": (12.9352, 77.6245),
     "Central London": (51.5074, -0.1278),
     "Midtown Manhattan": (40.7549, -73.9840),
     "Shinjuku, Tokyo": (35.6938, 139.7034),
@@ -870,7 +870,7 @@ def explain_text(first: Answer) -> str:
 
 st.title("Places near me")
 st.markdown(
-    "Proximity search the way the seed builds it: the **geohash cell** you stand in and "
+    "Proximity search the way the design notes build it: the **geohash cell** you stand in and "
     "its eight neighbours narrow millions of places to a few hundred candidates, the "
     "**exact distance** keeps those within the radius, filters drop the rest, and a score "
     "of distance, rating and text relevance orders what is left. **Click the map** to "
@@ -885,14 +885,14 @@ stats = get("/v1/places/index")
 if stats.problem:
     st.warning(
         f"The places search needs the API, and {stats.problem}. Start it with "
-        "`lookup serve` (or `make run`), then reload this page.",
+        f"`make run` (or `{LOOKUP} serve`), then reload this page.",
         icon=":material/cloud_off:",
     )
     st.stop()
 if stats.error == "NOT_BUILT" or stats.status == 503:
     st.info(
         "The places data set is not built yet. Build it with "
-        "`lookup datasets build places` (about 260,000 places; add `--count 20000` for a "
+        f"`{LOOKUP} datasets build places` (about 260,000 places; add `--count 20000` for a "
         "quick one) in the API's data directory, then press the button.",
         icon=":material/database:",
     )

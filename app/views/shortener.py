@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, show_api_status
+from common import LOOKUP, Answer, api_url, show_api_status
 from common import call as api_call
 from cookies import read_cookie, remember_cookie
 
@@ -684,7 +684,7 @@ health = show_api_status()
 if not health.up:
     st.info(
         "This page needs the API: it creates links, follows clicks and reads statistics "
-        "over HTTP. Start it with `lookup serve` (or `make run`) and reload.",
+        f"over HTTP. Start it with `make run` (or `{LOOKUP} serve`) and reload.",
         icon=":material/cloud_off:",
     )
     st.stop()

@@ -25,7 +25,15 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_client, api_url, cached_health, probe_health, show_api_status
+from common import (
+    LOOKUP,
+    Answer,
+    api_client,
+    api_url,
+    cached_health,
+    probe_health,
+    show_api_status,
+)
 from common import call as api_call
 from searchbox import box_state, searchbox
 
@@ -47,8 +55,8 @@ BURST_RAMP = (15, 40, 90, 160, 250, 330)
 BURST_USERS = 60
 MAX_CHARS = 100
 BUILD_COMMANDS = (
-    "lookup datasets build typeahead   # the query log (~20 s)\n"
-    "lookup typeahead build            # a validated snapshot per market"
+    f"{LOOKUP} datasets build typeahead   # the query log (~20 s)\n"
+    f"{LOOKUP} typeahead build            # a validated snapshot per market"
 )
 
 CLIENT = "typeahead.client"
@@ -149,7 +157,7 @@ def searched_line(market: str) -> None:
         st.success(
             f"Searched for **{text}** — recorded by `POST /v1/searches`: it counts in "
             "trending's ten-minute window (a query trends once many users search it, see "
-            "the Trending tab) and in the next `lookup typeahead build`.",
+            f"the Trending tab) and in the next `{LOOKUP} typeahead build`.",
             icon=":material/search:",
         )
     else:
@@ -708,7 +716,7 @@ def snapshots_tab(market: str) -> None:
         _after_deploy(market, out, "rolled back to")
     if not others:
         st.caption(
-            "Only one version is stored. Publish another with `lookup typeahead build` "
+            f"Only one version is stored. Publish another with `{LOOKUP} typeahead build` "
             "(it folds only new events; `--log` adds a CSV of searches)."
         )
 
@@ -838,12 +846,12 @@ if not health.up:
         "The typeahead needs the API. Start it (and build the data if needed) with:",
         icon=":material/cloud_off:",
     )
-    st.code("make run\n# or, by hand:\n" + BUILD_COMMANDS + "\nlookup serve", language="bash")
+    st.code(f"make run\n# or, by hand:\n{BUILD_COMMANDS}\n{LOOKUP} serve", language="bash")
     st.stop()
 system = (health.systems or {}).get("typeahead")
 if not isinstance(system, dict):
     st.warning(
-        f"The API at {health.url} does not serve the typeahead. Restart it with `lookup serve`.",
+        f"The API at {health.url} does not serve the typeahead. Restart it with `make run`.",
         icon=":material/warning:",
     )
     st.stop()

@@ -130,10 +130,10 @@ LATIN_HINDI_VARIANTS: dict[str, tuple[tuple[str, float], ...]] = {
     "kab": (("kab", 1.0),),
 }
 
-# (market, template, weight). Slots: {w} English word, {w2} second English word,
-# {c}/{c2} city (Latin), {a} airport, {t} thing, {hw}/{hw2} Hindi word, {hc}/{hc2}
-# city (Devanagari), {ht} Hindi thing, {hr} Hindi word in Latin letters; bare words
-# such as "kya" are Latin-typed Hindi with spelling variants.
+# (market, template, weight). Slots: {w}/{w2} English words, {c}/{c2} city (Latin),
+# {ci} Indian city, {a} airport, {t} thing, {hw}/{hw2} Hindi word, {hc}/{hc2} city
+# (Devanagari), {ht} Hindi thing, {hr} Hindi in Latin letters (spelling variants apply);
+# a template without a slot is one query, weighted like the head of a filled template.
 TEMPLATES: tuple[tuple[str, str, float], ...] = (
     ("en-IN", "{w}", 14),
     ("en-IN", "{w} meaning", 6),
@@ -147,13 +147,11 @@ TEMPLATES: tuple[tuple[str, str, float], ...] = (
     ("en-IN", "{w} quotes", 1.5),
     ("en-IN", "{w} images", 1.5),
     ("en-IN", "{w} {w2}", 2),
-    # Indian cities first, as people in India type them; the world's cities rarely.
     ("en-IN", "{ci} weather", 7),
     ("en-IN", "{c} weather", 1),
     ("en-IN", "weather in {ci}", 4),
     ("en-IN", "weather {ci}", 1.5),
     ("en-IN", "weather {ci} today", 1),
-    # a phrase without a slot is one query: weighted like the head of a slot template
     ("en-IN", "weather today", 400),
     ("en-IN", "weather tomorrow", 150),
     ("en-IN", "weather forecast", 150),

@@ -82,11 +82,18 @@ def test_every_busy_port_is_named(busy_port: int) -> None:
 def test_only_the_process_listening_owns_the_port(tmp_path: Path, busy_port: int) -> None:
     """The readiness check's ownership test: a child that answers on its port owns it; a
     child that is alive but not listening there does not (another process answers)."""
-    port = free_port()
+    # The child binds port 0 and says which port it got: no other program can take it
+    # between a free-port probe and the bind.
+    serve = (
+        "import http.server as h; s = h.HTTPServer(('127.0.0.1', 0), h.SimpleHTTPRequestHandler);"
+        " print(s.server_port, flush=True); s.serve_forever()"
+    )
     server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-c", serve], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
+    assert server.stdout is not None
+    port = int(server.stdout.readline())
     idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         wait_http(f"http://127.0.0.1:{port}/", server)

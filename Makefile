@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 API_PORT ?= 8000
 APP_PORT ?= 8501
 WORKERS  ?= 2
+SANDBOX_PORT ?= 8600
 export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 
 .PHONY: run run-fleet test venv lint bench clean help
@@ -31,7 +32,7 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed-app
 
 run: $(VENV)/.installed-app
-	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT)
+	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT)
 
 run-fleet: $(VENV)/.installed-app
 	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     base_url = args.public_url or f"http://{args.host}:{args.port}"
     app = create_app(data_dir, base_url=base_url)
     print(f"lookup API on http://{args.host}:{args.port}  (data: {data_dir})", flush=True)
+    # uvicorn shuts down gracefully, then re-raises the signal it caught; SIGTERM then ends
+    # the process as an ordinary exit (143), so exit handlers run — multiprocessing's
+    # semaphores are released instead of a resource_tracker warning.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     uvicorn.run(
         app,
         host=args.host,

@@ -1,29 +1,38 @@
 """URL shortener: shorten a link, click it, watch its clicks, push traffic through the caches.
 
 Everything here goes over HTTP to the API at ``$LOOKUP_API_URL`` (the same calls any
-client makes); the page keeps an owner token, minted with ``POST /v1/tokens``, in its
-session so "my links" are the links made from this browser tab.
+client makes). The page's owner token, minted once with ``POST /v1/tokens``, is kept in
+a cookie of this browser (``app/cookies.py``), so "My links" — ``GET /v1/links`` with
+that token — are still there after a reload or in a new tab.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, data_dir, show_api_status
+from common import LOOKUP, Answer, api_url, data_dir, show_api_status
 from common import call as api_call
+from cookies import read_cookie, remember_cookie
 
 from lookup.fleet import layer_counts, outage_drill, read_state
 from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
 TOKEN = "shortener.token"
+#: The browser cookie that keeps the owner token across reloads.
+TOKEN_COOKIE = "lookup_owner_token"
+#: Set after a link is made: the next run empties the form's boxes.
+CLEAR_FORM = "shortener.clear_form"
+FORM_KEYS = {"create-url": "", "create-alias": "", "create-password": ""}
 CREATED = "shortener.created"
 PROBE = "shortener.probe"
 SIM_RESULT = "shortener.sim_result"
@@ -80,15 +89,36 @@ def metric_row(columns: Sequence[Any], figures: Sequence[tuple[str, str, str | N
 
 
 def ensure_token() -> bool:
-    """Mint this session's owner token once; False (with a message) if that fails."""
-    if st.session_state.get(TOKEN):
-        return True
-    answer = call("POST", "/v1/tokens", auth=False)
-    if not answer.ok or not isinstance(answer.body, dict):
-        st.error(f"Could not get an owner token: {answer.message()}", icon=":material/key_off:")
-        return False
-    st.session_state[TOKEN] = answer.body["token"]
+    """This browser's owner token: the one its cookie holds, else one minted now (and
+    stored in the cookie); False (with a message) if minting fails."""
+    if not st.session_state.get(TOKEN):
+        kept = read_cookie(TOKEN_COOKIE)
+        if kept is None:
+            answer = call("POST", "/v1/tokens", auth=False)
+            if not answer.ok or not isinstance(answer.body, dict):
+                st.error(
+                    f"Could not get an owner token: {answer.message()}", icon=":material/key_off:"
+                )
+                return False
+            kept = answer.body["token"]
+        st.session_state[TOKEN] = kept
+    remember_cookie(TOKEN_COOKIE, st.session_state[TOKEN])
     return True
+
+
+def refusal(answer: Answer, long_url: str) -> str:
+    """Why a link was not made, in words for the person who typed it (the API's code kept
+    at the end for whoever reports it)."""
+    body = answer.body if isinstance(answer.body, dict) else {}
+    if body.get("error") != "INVALID_URL":
+        return answer.message()
+    if not long_url:
+        return "type or paste a web address first (INVALID_URL)"
+    reason = str(body.get("message", "")).replace("longUrl", "the address")
+    return (
+        f"“{long_url[:80]}” is not a web address this shortener accepts — {reason}. "
+        "Write it in full, such as https://example.com/page (INVALID_URL)"
+    )
 
 
 # ------------------------------------------------------------------------------ create
@@ -96,6 +126,10 @@ def ensure_token() -> bool:
 
 def create_form() -> None:
     """The form that shortens a link, with the optional extras."""
+    if st.session_state.pop(CLEAR_FORM, False):
+        st.session_state.update(FORM_KEYS)  # before the boxes are drawn: they start empty
+        st.session_state["create-max-clicks"] = 0
+        st.session_state["create-expiry"] = None
     with st.form("shortener-create", border=True):
         st.markdown("**Shorten a link**")
         long_url = st.text_input(
@@ -148,10 +182,12 @@ def create_form() -> None:
     if answer.ok:
         st.session_state[CREATED] = answer.body
         st.session_state[SELECT_NEXT] = answer.body["key"]
+        st.session_state[CLEAR_FORM] = True
         st.session_state.pop(PROBE, None)
+        st.rerun()
     else:
         st.session_state.pop(CREATED, None)
-        st.error(f"Not shortened: {answer.message()}", icon=":material/error:")
+        st.error(f"Not shortened: {refusal(answer, long_url.strip())}", icon=":material/error:")
 
 
 def created_card() -> None:
@@ -395,6 +431,16 @@ def _probe(key: str) -> None:
     }
 
 
+def local_address(url: str) -> bool:
+    """Whether ``url`` points at this machine or a private network (the sandbox web,
+    the dashboard): an IP address the scanner cannot tell from a phishing host."""
+    try:
+        host = urlsplit(url).hostname or ""
+        return ipaddress.ip_address(host).is_private or host == "localhost"
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
+
+
 def scan_verdict(link: dict[str, Any]) -> None:
     """The safety scan's verdict with the reasons behind it: the rules and blocklist
     entries that fired, as the scanner recorded them."""
@@ -407,6 +453,15 @@ def scan_verdict(link: dict[str, Any]) -> None:
         st.caption("Not scanned yet: the scanner checks every new link within moments.")
     else:
         st.caption("No safety rule fired for this destination.")
+    if verdict == "SUSPICIOUS" and local_address(link.get("longUrl") or ""):
+        st.info(
+            "**Why a local address scores SUSPICIOUS:** the destination is an IP address on "
+            "this machine (the sandbox web or the dashboard), not a domain name — and phishing "
+            "links often hide behind a bare IP and an unusual port, so the scanner adds points "
+            "for both. Nothing is wrong with the link: it still redirects; its preview page "
+            "shows a caution.",
+            icon=":material/info:",
+        )
     st.caption(
         f"The same verdict and reasons are on the link's public [preview page]"
         f"({link['shortUrl']}+)."
@@ -831,7 +886,7 @@ health = show_api_status()
 if not health.up:
     st.info(
         "This page needs the API: it creates links, follows clicks and reads statistics "
-        "over HTTP. Start it with `lookup serve` (or `make run`) and reload.",
+        f"over HTTP. Start it with `make run` (or `{LOOKUP} serve`) and reload.",
         icon=":material/cloud_off:",
     )
     st.stop()

@@ -6,6 +6,7 @@
   ``explain=true`` adds the cells searched, rows read vs matched and the time taken,
   ``cache=false`` bypasses the per-cell result cache;
 * ``GET /v1/places/area`` — map-area search with pins or clusters;
+* ``GET /v1/places/named?q=pun`` — cities and airports by name, as one types;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
   every write needs the admin token (:mod:`lookup.kit.admin`).
@@ -19,20 +20,24 @@ syncs it at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
-from fastapi import Body, Depends
+from fastapi import Body, Depends, Request
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
 from lookup.errors import NotBuilt
+from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.kit.admin import check_admin, load_admin_token
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
+
+log = logging.getLogger(__name__)
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -139,6 +144,26 @@ def mount(mounts: Any) -> None:
         store()
         return await asyncio.to_thread(service.rebuild)
 
+    gazetteer: list[Gazetteer] = []  # built on the first name lookup, then kept
+
+    def named_index() -> Gazetteer:
+        if not gazetteer:
+            columns = ("id", "name", "kind", "country", "lat", "lng", "population")
+            gazetteer.append(Gazetteer.from_rows(store().rows_of_kinds(NAMED_KINDS, columns)))
+        return gazetteer[0]
+
+    @api.get("/v1/places/named", tags=["places"],
+             summary="Cities and airports whose name (or a word of it) starts with q")
+    async def named(request: Request) -> dict[str, Any]:
+        params = request.query_params
+        q = params.get("q")
+        if q is None or len(q) > 100:
+            raise ApiError(400, "INVALID_PARAMETER", "q must be given, at most 100 characters")
+        limit = int_param(params, "limit", 8, low=1, high=MAX_LIMIT)
+        assert limit is not None
+        index = await asyncio.to_thread(named_index)
+        return {"q": q, "results": [p.to_dict() for p in index.lookup(q, limit)]}
+
     @api.get("/v1/places/{place_id}", tags=["places"], summary="One place's profile")
     async def get_place(place_id: str) -> dict[str, Any]:
         row = store().get(place_id)
@@ -181,6 +206,15 @@ def mount(mounts: Any) -> None:
 
     async def start() -> None:
         await asyncio.to_thread(service.start, SYNC_INTERVAL_S)
+        # the name index too, off the loop, so the first keystroke need not wait for it
+        asyncio.get_running_loop().run_in_executor(None, warm_names)
+
+    def warm_names() -> None:
+        try:
+            if service.ready():
+                named_index()
+        except Exception:  # the first lookup builds it (and reports) instead
+            log.exception("could not build the place-name index at start-up")
 
     async def stop() -> None:
         await asyncio.to_thread(service.close)

@@ -203,3 +203,40 @@ def test_against_a_fleet_the_page_shows_backends_layers_and_drills_the_cache_tie
     assert metric_value(at, "5xx or no answer") == "0"
     charts = {c.proto.id for c in at.get("plotly_chart")}
     assert any("chart-drill-latency" in c for c in charts), charts
+
+
+def test_the_form_empties_after_a_link_is_made_and_keeps_a_refused_address(
+    page: AppTest,
+) -> None:
+    at = page
+    at.text_input(key="create-url").input("https://example.com/emptied")
+    at.text_input(key="create-alias").input("emptied-form")
+    ok(at.button(key="create-submit").click().run())
+    assert "/emptied-form](" in page_text(at)
+    assert at.text_input(key="create-url").value == ""
+    assert at.text_input(key="create-alias").value == ""
+
+    at.text_input(key="create-url").input("example.com/no-scheme")
+    ok(at.button(key="create-submit").click().run())
+    errors = " ".join(e.value for e in at.error)
+    assert "is not a web address" in errors and "https://example.com/page" in errors
+    assert "longUrl" not in errors  # the API's field name is not the person's word
+    assert at.text_input(key="create-url").value == "example.com/no-scheme"  # to fix it
+
+
+def test_a_local_address_says_why_it_is_suspicious(page: AppTest) -> None:
+    """A link to the sandbox web (a bare loopback IP on an odd port) scores SUSPICIOUS;
+    the page says why, and that the link still works."""
+    import time
+
+    at = page
+    at.text_input(key="create-url").input("http://127.0.0.1:8600/")
+    ok(at.button(key="create-submit").click().run())
+    deadline = time.monotonic() + 30  # the scanner works off the request path
+    while list(_frame(at, "Short URL")["Scan"]) != ["SUSPICIOUS"]:
+        assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
+        time.sleep(0.2)
+        ok(at.button(key="stats-refresh").click().run())
+    infos = " ".join(i.value for i in at.info)
+    assert "Why a local address scores SUSPICIOUS" in infos and "still redirects" in infos
+    assert list(_frame(at, "Short URL")["Status"]) == ["ACTIVE"]

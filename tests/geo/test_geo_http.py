@@ -348,3 +348,19 @@ def test_not_built_is_a_503_naming_the_command(tmp_path: Path) -> None:
         assert c.get("/v1/places/index").status_code == 503
         assert c.post("/v1/places", json={"name": "x", "lat": 1, "lng": 1, "category": "cafe"},
                       headers=ADMIN).status_code == 503
+
+
+def test_named_places_as_one_types(client: TestClient) -> None:
+    """``GET /v1/places/named``: cities and airports of the data set by name prefix."""
+    r = client.get("/v1/places/named", params={"q": "pun"})
+    assert r.status_code == 200, r.text
+    results = r.json()["results"]
+    assert results and results[0]["name"] == "Pune" and results[0]["kind"] == "city"
+    assert all(p["name"].lower().startswith("pun") or " pun" in p["name"].lower()
+               for p in results)
+    assert {"id", "name", "kind", "country", "lat", "lng", "population"} <= set(results[0])
+    assert client.get("/v1/places/named", params={"q": "pun", "limit": 3}).json()[
+        "results"] == results[:3]
+    assert client.get("/v1/places/named", params={"q": "x" * 101}).status_code == 400
+    assert client.get("/v1/places/named", params={"q": "pun", "limit": 0}).status_code == 400
+    assert client.get("/v1/places/named").status_code == 400

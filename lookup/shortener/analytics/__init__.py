@@ -37,6 +37,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -209,7 +210,13 @@ class ClickAnalytics:
             name="click-aggregator",
             daemon=True,
         )
-        self._process.start()
+        # The child inherits this thread's signal mask: SIGINT and SIGTERM stay blocked
+        # until run_aggregator has its handlers, so an early Ctrl-C prints no traceback.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def stop(self, *, flush: bool = True) -> None:
         """Stop the background work; with ``flush``, ship what is left and — unless the
@@ -309,6 +316,17 @@ def run_aggregator(
     consumer group (``redis://``) is consumed as ``consumer`` (default: host and pid).
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
     None means no parent to outlive (the stand-alone ``python -m`` form)."""
+    terminated: list[bool] = []
+    if parent_pid is not None:
+        # A child stops when its parent says so (``stop``) or dies: a Ctrl-C in the
+        # terminal reaches the parent too, which stops this process in order. SIGINT
+        # was blocked while this process started (see ``_start_process``), so one
+        # arriving before this line is dropped here instead of raising KeyboardInterrupt.
+        # SIGTERM ends the loop after the current round (the handler only sets a flag:
+        # taking ``stop``'s lock inside a handler could deadlock on the loop's own wait).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, lambda *_: terminated.append(True))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
@@ -322,7 +340,11 @@ def run_aggregator(
         claim_idle_s=settings.get("clicks_claim_idle"),
         fold_delay_s=settings.get("clicks_fold_delay"),
     )
-    while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
+    while (
+        not stop.is_set()
+        and not terminated
+        and (parent_pid is None or os.getppid() == parent_pid)
+    ):
         try:
             busy = aggregator.step()
         except Exception:

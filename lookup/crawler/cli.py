@@ -126,7 +126,37 @@ def register(sub: Any) -> None:
     cr.add_argument(
         "--allow-any-address",
         action="store_true",
-        help="allow addresses outside loopback (off by default: nothing leaves the machine)",
+        help="allow public addresses outside loopback (off by default: nothing leaves the "
+        "machine); private, link-local and metadata addresses stay refused",
+    )
+    cr.add_argument(
+        "--allow-range",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="also allow this address range, e.g. 10.0.0.0/8 (repeatable; --sandbox allows "
+        "127.0.0.0/8)",
+    )
+    cr.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="D",
+        help="crawl only hosts under this domain (repeatable; a domain admits its subdomains)",
+    )
+    cr.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="crawl only URLs matching one of these patterns (repeatable)",
+    )
+    cr.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="never crawl URLs matching this pattern (repeatable)",
     )
     cr.add_argument("--quiet", action="store_true", help="no live progress line")
     cr.set_defaults(func=_cmd_crawl)
@@ -231,10 +261,19 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
 
     from lookup.crawler.engine import CrawlConfig, Crawler, CrawlError
     from lookup.crawler.fetcher import parse_hosts_file
+    from lookup.crawler.scope import LOOPBACK, CrawlScope, ScopeError, parse_range
     from lookup.crawler.session import fetch_sandbox_ca
     from lookup.crawler.traps import TrapPolicy
     from lookup.kit.urlnorm import normalize_url
 
+    try:
+        scope = CrawlScope(tuple(args.allow_domain), tuple(args.include), tuple(args.exclude))
+        ranges = [parse_range(r) for r in args.allow_range]
+    except ScopeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.sandbox is not None:
+        ranges.append(LOOPBACK[0])  # the sandbox web is on loopback: allowed explicitly
     seeds = list(args.seeds)
     hosts: dict[str, str] = {}
     source = args.hosts
@@ -299,6 +338,8 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         hosts=hosts,
         strict_hosts=bool(hosts),
         allow_any_address=args.allow_any_address,
+        allow_ranges=tuple(ranges),
+        scope=scope,
         max_pages=args.max_pages,
         max_seconds=args.max_seconds,
         resume=args.resume,

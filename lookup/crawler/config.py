@@ -14,6 +14,7 @@ from typing import Any
 
 from lookup.crawler.fetcher import DEFAULT_USER_AGENT
 from lookup.crawler.robots import DAY
+from lookup.crawler.scope import CrawlScope, Network
 from lookup.crawler.traps import TrapPolicy
 
 __all__ = ["CrawlConfig", "CrawlError", "CrawlProgress", "CrawlReport"]
@@ -48,7 +49,9 @@ class CrawlConfig:
     traps: TrapPolicy = field(default_factory=TrapPolicy)
     hosts: dict[str, str] = field(default_factory=dict)
     strict_hosts: bool = False
-    allow_any_address: bool = False
+    allow_any_address: bool = False  # every public address; never a private/metadata one
+    allow_ranges: tuple[Network, ...] = ()  # address ranges allowed explicitly (the sandbox's)
+    scope: CrawlScope = field(default_factory=CrawlScope)  # domains, include/exclude patterns
     max_pages: int | None = None
     max_seconds: float | None = None
     resume: bool = False

@@ -66,6 +66,7 @@ from lookup.crawler.outcomes import (
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
 from lookup.crawler.robothops import RobotsHops
 from lookup.crawler.robots import RobotsCache
+from lookup.crawler.scope import LOOPBACK, CrawlScope
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
 from lookup.crawler.store import (
@@ -182,6 +183,8 @@ class Crawler(RobotsHops):
         if c.resume and not c.hosts:  # the name table the crawl started with
             c.hosts = self.store.get_meta("hosts", {})
             c.strict_hosts = self.store.get_meta("strict_hosts", c.strict_hosts)
+        if c.resume and c.scope.unlimited and self.store.get_meta("scope"):
+            c.scope = CrawlScope(**self.store.get_meta("scope"))  # the scope it started with
         if c.resume and c.ca_bundle is None and self.store.get_meta("ca_bundle"):
             kept = Path(self.store.get_meta("ca_bundle"))
             c.ca_bundle = kept if kept.is_file() else None
@@ -191,11 +194,11 @@ class Crawler(RobotsHops):
             except (OSError, ssl.SSLError) as exc:
                 self._close()
                 raise CrawlError(f"cannot use {c.ca_bundle} as a CA bundle: {exc}") from None
-        allowed = None if c.allow_any_address else DnsResolver.allowed
         self.resolver = DnsResolver(
             table={k.lower(): v for k, v in c.hosts.items()},
             strict=c.strict_hosts,
-            allowed=allowed,
+            allowed=tuple(c.allow_ranges) + (() if c.allow_any_address else LOOPBACK),
+            public=c.allow_any_address,
         )
         self.robots = RobotsCache(c.agent, ttl=c.robots_ttl, retry=c.robots_retry)
         self.frontier = Frontier(
@@ -209,6 +212,7 @@ class Crawler(RobotsHops):
         if c.ca_bundle is not None:
             self.store.set_meta("ca_bundle", str(Path(c.ca_bundle).resolve()))
         self.store.set_meta("host_budget", c.traps.host_budget)
+        self.store.set_meta("scope", c.scope.to_meta())
         self.store.set_meta("cycle_seconds", c.cycle_seconds)
         if c.resume:
             self._restore()
@@ -351,7 +355,7 @@ class Crawler(RobotsHops):
         """The seen-check and every admission rule for one normalised URL; returns the verdict."""
         host = host_of(url)
         h = url_hash(url)
-        cut = self.traps.check_url(url, depth)
+        cut = self.config.scope.check(url) or self.traps.check_url(url, depth)
         if cut is None and self.traps.pattern_verdict(url) == "cut":
             cut = ("duplicate-pattern", "this URL pattern keeps producing duplicates")
         if cut is None and kind == "page" and self.traps.over_budget(self._admitted[host]):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 import ssl
 import time
@@ -33,6 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import certifi
 import httpx
+
+from lookup.crawler.scope import LOOPBACK, address_permitted
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -49,6 +52,8 @@ __all__ = [
 DEFAULT_USER_AGENT = (
     "LookupBot/0.1 (+https://lookup-workbench.example/bot; the Lookup Workbench crawler)"
 )
+#: A host spelled as numbers (decimal, octal, hex, fewer than four parts).
+_NUMERIC_HOST = re.compile(r"(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}\.?", re.I)
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 SITEMAP_TYPES = frozenset({"application/xml", "text/xml", "text/plain"})
 
@@ -82,10 +87,8 @@ class DnsResolver:
 
     table: dict[str, str] = field(default_factory=dict)
     strict: bool = False
-    allowed: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None = (
-        ipaddress.ip_network("127.0.0.0/8"),
-        ipaddress.ip_network("::1/128"),
-    )
+    allowed: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] | None = LOOPBACK
+    public: bool = False  # also every public address (never a private or metadata one)
     ttl: float = 300.0
     _cache: dict[str, tuple[str, float]] = field(default_factory=dict)
     lookups: int = 0
@@ -99,8 +102,7 @@ class DnsResolver:
             return hit[0]
         address = await self._lookup(host)
         if self.allowed is not None:
-            ip = ipaddress.ip_address(address)
-            if not any(ip in net for net in self.allowed):
+            if not address_permitted(address, self.allowed, self.public):
                 raise ResolveError(f"{host} resolves to {address}, outside the allowed networks")
         self._cache[host] = (address, now + self.ttl)
         return address
@@ -111,6 +113,11 @@ class DnsResolver:
             return str(ipaddress.ip_address(host.strip("[]")))
         except ValueError:
             pass
+        if _NUMERIC_HOST.fullmatch(host):  # 2130706433, 0x7f.1, 0177.0.0.1: as inet_aton reads
+            try:
+                return socket.inet_ntoa(socket.inet_aton(host))
+            except OSError:
+                pass
         if host in self.table:
             return self.table[host]
         if self.strict:

@@ -74,6 +74,10 @@ def test_sandbox_command_serves_the_web(tmp_path: Path) -> None:
         (["sandbox", "--base-address", "10.0.0.2"], "loopback"),
         (["crawl", "http://a.test/", "--out", "X", "--new-cycle"], "--resume"),
         (["crawl", "http://a.test/", "--out", "X", "--ca-bundle", "/no/such.pem"], "CA bundle"),
+        (["crawl", "http://a.test/", "--out", "X", "--include", "(oops"], "bad --include"),
+        (["crawl", "http://a.test/", "--out", "X", "--exclude", "[a-"], "bad --exclude"),
+        (["crawl", "http://a.test/", "--out", "X", "--allow-range", "10.0.0.0/33"], "range"),
+        (["crawl", "http://a.test/", "--out", "X", "--allow-domain", "http://a.test/"], "domain"),
     ],
 )
 def test_bad_crawl_arguments_are_clear_errors(
@@ -104,6 +108,26 @@ def test_crawl_stops_at_a_limit_with_exit_0_and_resumes(
     assert main(_crawl_args(web, out, "--resume", "--new-cycle", "--max-pages", "2")) == 0
     assert "crawl cycle 2" in capsys.readouterr().out
     assert len(read_events(out / "events.jsonl")) > report["events"]
+
+
+def test_sandbox_crawl_with_any_address_and_a_scope(
+    web: Sandbox, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--allow-any-address keeps the sandbox (loopback, allowed explicitly) reachable."""
+    out = tmp_path / "c"
+    web.log.clear()
+    argv = _crawl_args(web, out, "--allow-any-address", "--allow-domain", "docs.sandbox.test",
+                       "--include", "^http://[^/]+/(lib/|$)", "--max-pages", "8")  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["pages"] > 0 and report["traps"].get("out-of-scope", 0) > 0
+    pages = [
+        e for e in web.log.entries()
+        if e.target != "/robots.txt" and "probe" not in e.target and "/_sandbox/" not in e.target
+    ]  # fmt: skip
+    assert pages and all(e.host.startswith("docs.sandbox.test") for e in pages)
+    assert all(e.target == "/" or e.target.startswith("/lib/") for e in pages), pages
+    capsys.readouterr()
 
 
 def _done_urls(db_path: Path) -> tuple[set[str], set[str]]:

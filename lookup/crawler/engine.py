@@ -234,7 +234,8 @@ class Crawler(RobotsHops):
             self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
         self.events = EventLogWriter(self.out / "events.jsonl")
-        self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url)
+        self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
+                              self.store.names_canonical)  # fmt: skip
 
     def _close(self) -> None:
         for name in ("warc", "events"):
@@ -736,8 +737,8 @@ class Crawler(RobotsHops):
             self._counts[f"dup:{content.dup_kind}"] += 1
 
         # Write the page and its event before the commit that marks the URL done.
-        if outcome.event is not None:
-            self.events.append(outcome.event)
+        for event in filter(None, (outcome.event, *outcome.also)):
+            self.events.append(event)
             self._counts["events"] += 1
 
         links = outcome.links
@@ -745,6 +746,10 @@ class Crawler(RobotsHops):
         admitted = await self._addresses({host_of(u) for u, *_ in links})
         with self.store.transaction():
             self.store.record_fetched(fetched)
+            if outcome.supersedes:  # the cluster's declared canonical replaces it
+                self.store.supersede(*outcome.supersedes)
+            if outcome.promotes:
+                self.store.promote(outcome.promotes)
             if outcome.host_counter:
                 self.store.count_host(e.host, outcome.host_counter)
             self.store.count_host(e.host, "fetched")

@@ -31,7 +31,13 @@ from functools import cached_property
 from typing import Any
 
 from lookup.crawler.config import CrawlConfig
-from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_to_bytes
+from lookup.crawler.dedup import (
+    MIN_SHINGLES_FOR_NEAR,
+    DuplicateDetector,
+    Verdict,
+    minhash_from_bytes,
+    minhash_to_bytes,
+)
 from lookup.crawler.fetcher import FetchResult
 from lookup.crawler.frontier import FrontierEntry
 from lookup.crawler.output import WarcStore, iso
@@ -47,7 +53,7 @@ from lookup.crawler.store import (
     Validators,
 )
 from lookup.crawler.traps import TrapGuard
-from lookup.kit.urlnorm import normalize_url
+from lookup.kit.urlnorm import normalize_url, url_hash
 
 __all__ = [
     "FAILED",
@@ -105,6 +111,9 @@ class Outcome:
     links: list[Link] = field(default_factory=list)
     hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
     event: dict[str, Any] | None = None  # PageFetched (new or changed) or PageRemoved
+    supersedes: tuple[str, str, str] | None = None  # the original replaced: hash, kind, by
+    promotes: str | None = None  # the url hash of a stored duplicate that replaces it
+    also: list[dict[str, Any]] = field(default_factory=list)  # that original's PageRemoved
 
 
 @dataclass
@@ -117,6 +126,7 @@ class RuleKit:
     traps: TrapGuard
     probes: dict[str, ProbeSignature]
     stored: Callable[[str], UrlRecord | None]  # the URL store's record of a url hash
+    names_canonical: Callable[[str], bool] = lambda _url: False  # a page names it canonical?
 
 
 @dataclass
@@ -389,6 +399,14 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
     e, v, kit, r = ctx.entry, ctx.verdict, ctx.kit, ctx.result
     assert v.of is not None
     original = kit.stored(v.of)
+    also: list[dict[str, Any]] = []
+    if original is not None and not declared(kit, original):
+        if ctx.canonical in (None, e.url) and kit.names_canonical(e.url):
+            return representative(ctx, original)
+        member = kit.stored(url_hash(ctx.canonical)) if ctx.canonical else None
+        if member is not None and member.outcome == "duplicate" and member.url != e.url:
+            if member.dup_of == original.url:  # this page names a fetched member canonical
+                also, original = promotion(ctx, member, original), member
     original_url = original.url if original is not None else v.of
     if v.kind == "exact" and original is not None and original.fetched_at:
         key = kit.warc.write_revisit(
@@ -413,7 +431,74 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
         storage_key=key,
         schedule=ctx.schedule(changed=False),
     )
-    return Outcome("duplicate", facts, links=ctx.links)
+    outcome = Outcome("duplicate", facts, links=ctx.links, also=also)
+    if also:  # ``original`` is now the promoted member; the old original is v.of
+        outcome.promotes = original.url_hash
+        outcome.supersedes = (v.of, v.kind or "exact", original.url)
+    return outcome
+
+
+def declared(kit: RuleKit, row: UrlRecord) -> bool:
+    """Is ``row``'s URL a declared canonical (its own, or another page's)?"""
+    return row.canonical == row.url or kit.names_canonical(row.url)
+
+
+def promotion(ctx: FetchContext, member: UrlRecord, original: UrlRecord) -> list[dict[str, Any]]:
+    """Events making ``member`` (fetched, a duplicate of ``original``) the representative.
+
+    Its stored facts say what it is; an exact duplicate was stored as a WARC revisit, so
+    its event points at the original's record (the same body).
+    """
+    kit = ctx.kit
+    kit.dedup.forget(original.url_hash)
+    kit.dedup.register(member.url_hash, stored_verdict(member))
+    exact = member.dup_kind == "exact"
+    key = original.storage_key if exact else member.storage_key
+    events: list[dict[str, Any]] = [{
+        "type": "PageFetched", "url": member.url, "urlHash": member.url_hash,
+        "fetchedAt": member.fetched_at or iso(ctx.result.started), "httpStatus": 200,
+        "contentHash": member.content_hash, "simhash": member.simhash, "storageKey": key,
+        "outLinks": member.out_links or 0, "changed": True, "title": member.title or "",
+    }]  # fmt: skip
+    if was_indexed(original):
+        events.append(removed_for(ctx, original, member.url))
+    return events
+
+
+def stored_verdict(row: UrlRecord) -> Verdict:
+    """An original's verdict from its stored fingerprints (to index it in the detector)."""
+    return Verdict(
+        None, None, row.content_hash or "", int(row.simhash or "0x0", 16),
+        minhash_from_bytes(row.minhash) if row.minhash else None,
+        shingle_count=MIN_SHINGLES_FOR_NEAR if row.near_eligible else 0,
+    )  # fmt: skip
+
+
+def removed_for(ctx: FetchContext, original: UrlRecord, by_url: str) -> dict[str, Any]:
+    """``original``'s ``PageRemoved``: a duplicate of ``by_url``, its cluster's canonical."""
+    return {
+        "type": "PageRemoved", "url": original.url, "urlHash": original.url_hash,
+        "fetchedAt": iso(ctx.result.started), "httpStatus": original.http_status,
+        "reason": "duplicate", "duplicateOf": by_url,
+    }  # fmt: skip
+
+
+def representative(ctx: FetchContext, original: UrlRecord) -> Outcome:
+    """This page is the URL its cluster's original names ``rel=canonical``: it becomes the
+    cluster's representative (indexed in its place) and the original a duplicate of it.
+
+    The first member fetched is the representative until the URL the cluster declares
+    canonical is fetched, as Google picks the declared canonical of a duplicate set.
+    """
+    e, v, kit = ctx.entry, ctx.verdict, ctx.kit
+    kit.dedup.forget(original.url_hash)
+    kit.dedup.register(e.url_hash, v)
+    outcome = page(ctx)
+    assert outcome is not None  # an HTML answer (the duplicate rule checked)
+    outcome.supersedes = (original.url_hash, v.kind or "exact", e.url)
+    if was_indexed(original):
+        outcome.also.append(removed_for(ctx, original, e.url))
+    return outcome
 
 
 def page(ctx: FetchContext) -> Outcome | None:

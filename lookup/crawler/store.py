@@ -349,7 +349,15 @@ class CrawlWriter(Protocol):
         self, url_hash: str, state: str, outcome: str, reason: str | None = None
     ) -> None:
         """A URL that will not be fetched now: blocked, cut or failed (reason None: kept)."""
-        ...
+
+    def names_canonical(self, url: str) -> bool:
+        """Does another fetched page name ``url`` its ``rel=canonical``?"""
+
+    def promote(self, url_hash: str) -> None:
+        """A fetched duplicate becomes its cluster's representative (outcome ``ok``)."""
+
+    def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
+        """A fetched original is now a ``kind`` duplicate of ``by_url`` (its canonical)."""
 
     def record_fetched(self, fetched: FetchedUrl) -> None: ...
     def note_reason(self, url_hash: str, reason: str) -> None: ...

@@ -161,6 +161,7 @@ CREATE TABLE IF NOT EXISTS fetches (
 INDEXES = """
 CREATE INDEX IF NOT EXISTS urls_state ON urls (state, seq);
 CREATE INDEX IF NOT EXISTS urls_host ON urls (host);
+CREATE INDEX IF NOT EXISTS urls_canonical ON urls (canonical);
 CREATE INDEX IF NOT EXISTS urls_due ON urls (state, next_due);
 """
 
@@ -313,6 +314,19 @@ class SqliteCrawlStore:
         changes: dict[str, Any] = {"state": state, "outcome": outcome}
         if reason is not None:
             changes["reason"] = reason
+        self._set("urls", "url_hash", url_hash, changes)
+
+    def names_canonical(self, url: str) -> bool:
+        q = "SELECT 1 FROM urls WHERE canonical = ? AND url != ? LIMIT 1"
+        return self._db.execute(q, (url, url)).fetchone() is not None
+
+    def promote(self, url_hash: str) -> None:
+        changes = {"outcome": "ok", "dup_of": None, "dup_kind": None, "reason": None}
+        self._set("urls", "url_hash", url_hash, changes)
+
+    def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
+        reason = f"duplicate of {by_url}, its cluster's canonical URL"
+        changes = {"outcome": "duplicate", "dup_of": by_url, "dup_kind": kind, "reason": reason}
         self._set("urls", "url_hash", url_hash, changes)
 
     def record_fetched(self, fetched: FetchedUrl) -> None:

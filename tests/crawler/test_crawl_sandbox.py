@@ -245,6 +245,15 @@ def test_events_carry_the_seed_contract(crawl_run: CrawlRun) -> None:
     events = read_events(crawl_run.out / "events.jsonl")
     assert len(events) == crawl_run.report.events
     keys = set()
+    fetched = [ev for ev in events if ev["type"] == "PageFetched"]
+    for ev in events:  # in one cycle a page leaves only for its cluster's declared canonical
+        if ev["type"] == "PageRemoved":
+            assert ev["reason"] == "duplicate", ev
+            assert ev["duplicateOf"] in {f["url"] for f in fetched} and ev["url"] in {
+                f["url"] for f in fetched
+            }, ev
+    assert len(fetched) > len(events) - len(fetched)
+    events = fetched
     for ev in events:
         assert ev["type"] == "PageFetched"
         assert {
@@ -372,3 +381,27 @@ def test_https_is_fetched_over_tls_and_http_https_twins_are_deduplicated(
             paths[parts.path + parts.query].add(parts.scheme)
     assert paths and all(len(schemes) == 1 for schemes in paths.values())
     assert not crawl_run.rows("SELECT url FROM urls WHERE outcome = 'tls'")
+
+
+def live_index(events: list[dict]) -> set[str]:
+    """The URLs the event stream leaves indexed (PageFetched adds, PageRemoved takes away)."""
+    live: set[str] = set()
+    for e in events:
+        (live.add if e["type"] == "PageFetched" else live.discard)(e["url"])
+    return live
+
+
+def test_the_declared_canonical_represents_its_duplicates(crawl_run: CrawlRun) -> None:
+    """The sandbox's rel=canonical ground truth: member → the URL it names canonical."""
+    live = live_index(read_events(crawl_run.out / "events.jsonl"))
+    canonical = crawl_run.manifest["canonical"]
+    checked = 0
+    for member, target in canonical.items():
+        m, t = crawl_run.url_row(member), crawl_run.url_row(target)
+        if t is None or t["state"] != "done" or m is None or m["state"] != "done":
+            continue  # not both fetched (a budget, a robots rule)
+        assert t["outcome"] == "ok" and target in live, dict(t)
+        if m["outcome"] == "duplicate":  # a member the dedup put in the target's cluster
+            assert m["dup_of"] == target and member not in live, dict(m)
+            checked += 1
+    assert checked >= 3, checked

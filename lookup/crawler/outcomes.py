@@ -112,7 +112,7 @@ class Outcome:
     hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
     event: dict[str, Any] | None = None  # PageFetched (new or changed) or PageRemoved
     supersedes: tuple[str, str, str] | None = None  # the original replaced: hash, kind, by
-    promotes: str | None = None  # the url hash of a stored duplicate that replaces it
+    promotes: tuple[str, str] | None = None  # a stored duplicate replacing it: hash, copy
     also: list[dict[str, Any]] = field(default_factory=list)  # that original's PageRemoved
 
 
@@ -433,7 +433,7 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
     )
     outcome = Outcome("duplicate", facts, links=ctx.links, also=also)
     if also:  # ``original`` is now the promoted member; the old original is v.of
-        outcome.promotes = original.url_hash
+        outcome.promotes = (original.url_hash, also[0]["storageKey"])
         outcome.supersedes = (v.of, v.kind or "exact", original.url)
     return outcome
 

@@ -158,3 +158,43 @@ def test_a_page_that_goes_away_leaves_the_index_and_the_realtime_tier(tmp_path: 
         assert again.search("move")["results"]  # the rest of the site stays
     finally:
         again.close()
+
+
+def test_search_shows_the_declared_canonical_of_a_duplicate_cluster(tmp_path: Path) -> None:
+    """Print views, the www twin and the mirror repeat the docs pages and name them
+    canonical (the sandbox's ground truth): search answers with the canonical URL only."""
+    from lookup.crawler.scope import CrawlScope
+
+    web = Sandbox(SandboxConfig.small()).start()
+    out = tmp_path / "crawl"
+    try:
+        manifest = web.manifest()
+        docs = web.url("docs", "/").split("//")[1].split(":")[0]
+        mirror = web.url("mirror", "/").split("//")[1].split(":")[0]
+        crawl(
+            CrawlConfig(
+                out, seeds=[web.url("mirror", "/"), web.url("docs", "/")], hosts=web.hosts(),
+                strict_hosts=True, min_delay=0.01, delay_factor=1.0, timeout=1.5,
+                connect_timeout=1.0, max_seconds=90, traps=TrapPolicy(host_budget=80, max_depth=6),
+                concurrency=16, scope=CrawlScope(allow_domains=(docs, mirror)),
+            )
+        )  # fmt: skip
+    finally:
+        web.stop()
+    build_index(out, tmp_path / "idx", shards=2)
+    svc = SearchService(tmp_path / "idx", realtime=False)
+    try:
+        members: dict[str, list[str]] = {}
+        for member, target in manifest["canonical"].items():
+            members.setdefault(target, []).append(member)
+        checked = 0
+        for target, dups in members.items():
+            module = target.rsplit("/", 1)[1].removesuffix(".html")
+            urls = [r["url"] for r in svc.search(module, limit=50)["results"]]
+            assert target in urls, (module, urls[:5])
+            assert not set(dups) & set(urls), (module, set(dups) & set(urls))
+            assert not [u for u in urls if mirror in u and u.endswith(f"/{module}.html")], urls
+            checked += 1
+        assert checked >= 5
+    finally:
+        svc.close()

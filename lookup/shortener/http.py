@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import logging
+import re
 import secrets
 from typing import Any
 from urllib.parse import parse_qs
@@ -39,6 +40,7 @@ from lookup.kit.cache import MISSING
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
+from lookup.shortener.analytics.events import LINK_PREVIEW_AGENTS
 from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
@@ -66,6 +68,34 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": schemas.ErrorBody, "description": "body too large"},
     429: {"model": schemas.ErrorBody, "description": "rate limited (see RateLimit-* headers)"},
 }
+
+
+_PREVIEW_AGENT = re.compile(
+    "|".join(re.escape(a) for a in LINK_PREVIEW_AGENTS).encode(), re.IGNORECASE
+)
+
+
+def is_link_preview(user_agent: str | bytes | None) -> bool:
+    """Whether a user agent is a chat or social app fetching a link to draw its card.
+
+    The list is analytics' (:data:`~lookup.shortener.analytics.events.LINK_PREVIEW_AGENTS`,
+    the agents WhatsApp, Slack, Discord, Telegram, X, Facebook, LinkedIn and others
+    document), so the redirect and the click counts agree on what a preview is.
+    """
+    if not user_agent:
+        return False
+    raw = user_agent.encode("latin-1", "replace") if isinstance(user_agent, str) else user_agent
+    return _PREVIEW_AGENT.search(raw[:512]) is not None
+
+
+def _is_preview_request(scope: Scope) -> bool:
+    """``HEAD``, or a ``GET`` from a link-preview fetcher: asks about a link, not a visit."""
+    if scope["method"] == "HEAD":
+        return True
+    for name, value in scope.get("headers", ()):
+        if name == b"user-agent":
+            return is_link_preview(value)
+    return False
 
 
 def client_ip(scope: Scope, trust_forwarded_for: bool = False) -> str:
@@ -164,13 +194,20 @@ class RedirectHandler:
                 )
             return
         if link.max_clicks is not None:
+            if _is_preview_request(scope):
+                # A card or a HEAD must not spend the budget, nor learn the destination's
+                # Location for free: the preview page, 200, no Location.
+                html = pages.preview_page(link, self.views.short_url(key), "ACTIVE")
+                await _send_html(scope, receive, send, html, 200)
+                return
             outcome, link = await svc.admit(link, now)
             if outcome is not Outcome.REDIRECT:
                 await self._after_refusal(scope, receive, send, link, outcome)
                 return
         status = 303 if scope["method"] == "POST" else link.redirect_type
         await self._redirect(send, link, status)
-        self._emit(scope, key, now, status)
+        if scope["method"] != "HEAD":  # HEAD reads the headers; nobody visited
+            self._emit(scope, key, now, status)
 
     async def _redirect(self, send: Send, link: Link, status: int) -> None:
         if status == 301:
@@ -720,4 +757,11 @@ def mount(
     return shortener
 
 
-__all__ = ["RedirectHandler", "RedirectRoute", "build_router", "client_ip", "mount"]
+__all__ = [
+    "RedirectHandler",
+    "RedirectRoute",
+    "build_router",
+    "client_ip",
+    "is_link_preview",
+    "mount",
+]

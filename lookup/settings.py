@@ -61,6 +61,15 @@ def _rate(raw: str) -> str:
     return raw.strip()
 
 
+def _networks(raw: str) -> tuple[str, ...]:
+    import ipaddress
+
+    nets = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for net in nets:
+        ipaddress.ip_network(net, strict=False)  # ValueError names the bad one
+    return nets
+
+
 @dataclass(frozen=True)
 class Setting:
     """One knob: where it is read from, what it accepts, and why its default is what it is."""
@@ -161,6 +170,13 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "shortener_scanner", "LOOKUP_SHORTENER_SCANNER", True, _flag, "flag", "",
             "run the background safety scanner over new and changed links; 0 turns it off.",
+        ),
+        Setting(
+            "shortener_allowed_ranges", "LOOKUP_SHORTENER_ALLOWED_RANGES", (), _networks,
+            "list", "CIDR,CIDR,...",
+            "non-public networks short links may lead to anyway (e.g. 127.0.0.0/8 for a demo "
+            "that shortens its own loopback pages); empty by default: loopback, private, "
+            "link-local, CGNAT, multicast and reserved destinations are refused.",
         ),
         Setting(
             "shortener_aggregator", "LOOKUP_SHORTENER_AGGREGATOR", "process",

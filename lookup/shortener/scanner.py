@@ -15,6 +15,12 @@ The scanner is the second and third line of the seed's defence:
   so does a start with rules other than those of the last full sweep (remembered in
   ``<data-dir>/shortener/scanner.json``), e.g. a blocklist edited while the server was down.
 
+Each scan also asks where the destination's host points *now* (``resolve``, the system
+resolver by default; tests inject a stub): a name that has started resolving into a
+private, loopback, link-local or other non-public range (:class:`~lookup.shortener.urls.
+AddressPolicy` — DNS rebinding, a parked domain re-pointed at 169.254.169.254) makes the
+link ``MALICIOUS`` and disables it; it is re-enabled when the name points back out.
+
 The verdict (:func:`assess`) needs no network: the blocklist, then a score from a
 local threat feed (``threats.txt``: known-bad hosts, abused TLDs, phishing keywords,
 brands and their real domains, other shorteners) and the URL's shape (IP-literal
@@ -51,7 +57,13 @@ from lookup import settings
 from lookup.kit.background import BackgroundTask
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
-from lookup.shortener.urls import Blocklist, UrlRejected, normalize_host
+from lookup.shortener.urls import (
+    AddressPolicy,
+    Blocklist,
+    UrlRejected,
+    normalize_host,
+    system_resolver,
+)
 
 log = logging.getLogger("lookup.shortener.scanner")
 
@@ -341,8 +353,12 @@ class Scanner:
         sweep_interval_s: float = 60.0,
         sweep_page: int = 500,
         tick_s: float = 0.5,
+        addresses: AddressPolicy | None = None,
+        resolve: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.store = store
+        self.addresses = addresses or AddressPolicy()
+        self.resolve = resolve or system_resolver
         self.actions = actions
         self.blocklist = blocklist
         self.feed_file = feed or FeedFile()
@@ -371,6 +387,7 @@ class Scanner:
         self.full_sweeps = 0
         self.rule_changes = 0
         self.errors = 0
+        self.private_answers = 0
         self.last_assessment: dict[str, Assessment] = {}
 
     # -- inputs ------------------------------------------------------------------------
@@ -418,8 +435,33 @@ class Scanner:
         if link is None or link.is_tombstone:
             return None
         feed = self.feed_file.current()
-        result = assess(link.long_url, self.blocklist, feed)
+        result = self._where_it_points(link, assess(link.long_url, self.blocklist, feed), {})
         self._act(link, result)
+        return result
+
+    def _where_it_points(
+        self, link: Link, result: Assessment, answers: dict[str, list[str]]
+    ) -> Assessment:
+        """``result``, or MALICIOUS when the host is (or now resolves to) no public address.
+
+        ``answers`` caches resolutions within one round (many links share a host)."""
+        if result.verdict == "MALICIOUS":
+            return result
+        host = urlsplit(link.long_url).hostname or ""
+        why = self.addresses.refusal_of_host(host)
+        if why is not None:
+            return Assessment("MALICIOUS", MALICIOUS_SCORE, (f"{host} is {why}",))
+        try:
+            ipaddress.ip_address(host)
+            return result  # a public literal: nothing to resolve
+        except ValueError:
+            pass
+        if host not in answers:
+            answers[host] = self.resolve(host)
+        why = self.addresses.refusal_of_answers(host, answers[host])
+        if why is not None:
+            self.private_answers += 1
+            return Assessment("MALICIOUS", MALICIOUS_SCORE, (why,))
         return result
 
     def _act(self, link: Link, result: Assessment) -> None:
@@ -481,9 +523,11 @@ class Scanner:
         )
         scanned = 0
         feed = self.feed_file.current()
+        answers: dict[str, list[str]] = {}
         for link in links:
             try:
-                self._act(link, assess(link.long_url, self.blocklist, feed))
+                result = assess(link.long_url, self.blocklist, feed)
+                self._act(link, self._where_it_points(link, result, answers))
                 scanned += 1
             except Exception:
                 self.errors += 1
@@ -556,6 +600,7 @@ class Scanner:
             "fullSweeps": self.full_sweeps,
             "ruleChanges": self.rule_changes,
             "errors": self.errors + self._task.failures,
+            "privateAnswers": self.private_answers,
             "blocklistVersion": self.blocklist.version,
             "feedVersion": self.feed_file.current().version,
         }

@@ -25,6 +25,7 @@ from lookup.shortener.scanner import (
     load_admin_token,
 )
 from lookup.shortener.urls import Blocklist
+from tests.shortener.conftest import no_dns
 
 FEED = ThreatFeed.load(DEFAULT_FEED)
 SEVERITY = {"SAFE": 0, "SUSPICIOUS": 1, "MALICIOUS": 2}
@@ -159,6 +160,7 @@ class FakeAggregator:
 
 def _scanner(shortener: Shortener, **options: Any) -> Scanner:
     """A scanner over the shortener's store, acting through its service (as app.py wires it)."""
+    options.setdefault("resolve", no_dns)
     return Scanner(
         shortener.store, shortener.service, shortener.blocklist, state_dir=shortener.dir, **options
     )
@@ -417,7 +419,7 @@ def test_a_failing_round_is_counted_and_the_scanner_keeps_running(
 
     scanner = Scanner(
         FlakyStore(), shortener.service, shortener.blocklist,  # type: ignore[arg-type]
-        state_dir=shortener.dir, clock=clock, tick_s=0.01,
+        state_dir=shortener.dir, clock=clock, tick_s=0.01, resolve=no_dns,
     )  # fmt: skip
     scanner.start()
     try:

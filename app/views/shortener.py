@@ -16,9 +16,10 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, show_api_status
+from common import Answer, api_url, data_dir, show_api_status
 from common import call as api_call
 
+from lookup.kit.admin import server_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
 TOKEN = "shortener.token"
@@ -497,7 +498,13 @@ def simulator() -> None:
             keys = None
         with st.spinner(f"Sending {requests:,} requests to {api_url()} …"):
             try:
-                result = simulate_traffic(api_url(), plan, token=st.session_state[TOKEN], keys=keys)
+                result = simulate_traffic(
+                    api_url(),
+                    plan,
+                    token=st.session_state[TOKEN],
+                    admin_token=server_admin_token(data_dir()),  # the metrics need it
+                    keys=keys,
+                )
             except (httpx.HTTPError, RuntimeError) as exc:
                 st.error(f"The simulation stopped: {exc}", icon=":material/error:")
                 return

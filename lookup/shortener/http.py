@@ -408,7 +408,7 @@ def _domain_list(body: dict[str, Any], name: str) -> list[str]:
 def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     """The management API (``/v1/links`` ...) bound to ``shortener``.
 
-    ``admin_token`` guards the blocklist endpoints (empty: they always answer 403).
+    ``admin_token`` guards the blocklist and the metrics (empty: they always answer 403).
     """
     router = APIRouter(tags=["shortener"])
     trust = shortener.config.trust_forwarded_for
@@ -427,8 +427,14 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             raise _rate_limited(decision)
         return decision
 
+    def optional_owner(request: Request) -> str | None:
+        """The owner a bearer token stands for (None without one; 401 when revoked)."""
+        return service.owner_of(owner_from_header(request.headers.get("authorization")))
+
     def require_token(request: Request) -> str:
-        return require_owner_header(request.headers.get("authorization"))
+        owner = service.owner_of(require_owner_header(request.headers.get("authorization")))
+        assert owner is not None
+        return owner
 
     @router.post(
         "/v1/tokens",
@@ -439,6 +445,32 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     async def mint_token() -> dict[str, str]:
         token = secrets.token_urlsafe(32)
         return {"token": token, "ownerId": owner_id(token)}
+
+    @router.post(
+        "/v1/tokens/rotate",
+        status_code=201,
+        response_model=schemas.Token,
+        responses=_ERRORS,
+        summary="Replace my token with a new one that owns the same links (the old one is "
+        "revoked at once)",
+    )
+    async def rotate_token(request: Request) -> dict[str, str]:
+        current = require_owner_header(request.headers.get("authorization"))
+        token = secrets.token_urlsafe(32)
+        owner = await run_in_threadpool(service.rotate_token, current, owner_id(token))
+        return {"token": token, "ownerId": owner}
+
+    @router.post(
+        "/v1/tokens/revoke",
+        response_model=schemas.TokenRevoked,
+        responses=_ERRORS,
+        summary="Revoke my token at once (401 TOKEN_REVOKED on every endpoint from now on; "
+        "the links stay)",
+    )
+    async def revoke_token(request: Request) -> dict[str, Any]:
+        current = require_owner_header(request.headers.get("authorization"))
+        owner = await run_in_threadpool(service.revoke_token, current)
+        return {"revoked": True, "ownerId": owner}
 
     @router.post(
         "/v1/links",
@@ -458,7 +490,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         },
     )
     async def create_link(request: Request) -> Response:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         decision = write_budget(request, owner)
         body = parse_json_object(await request.body())
         created = await run_in_threadpool(
@@ -538,7 +570,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="One link (its owner sees every field)",
     )
     async def get_link(key: str, request: Request) -> Any:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         return await run_in_threadpool(api.view, key, owner)
 
     @router.patch(
@@ -618,7 +650,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         end: str | None = Query(None, alias="to", max_length=64),
         granularity: str = Query("hour", max_length=16),
     ) -> Any:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         return await run_in_threadpool(
             api.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
         )
@@ -630,7 +662,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
                 "send Authorization: Bearer <admin token>", code="UNAUTHORIZED"
             )
         if not is_admin(header, admin_token):
-            raise errors.Forbidden("the blocklist needs the admin token", code="FORBIDDEN")
+            raise errors.Forbidden("this endpoint needs the admin token", code="FORBIDDEN")
 
     @router.get(
         "/v1/shortener/blocklist",
@@ -681,9 +713,12 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/shortener/metrics",
-        summary="Shortener counters: what each cache layer absorbed, rate limits, clicks",
+        responses=_ERRORS,
+        summary="Shortener counters: what each cache layer absorbed, rate limits, clicks "
+        "(admin token)",
     )
-    async def metrics() -> dict[str, Any]:
+    async def metrics(request: Request) -> dict[str, Any]:
+        require_admin(request)
         return await run_in_threadpool(shortener.metrics)
 
     return router

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import hmac
 import ipaddress
 import itertools
 import json
@@ -53,7 +52,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from lookup import settings
+from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin, load_admin_token
 from lookup.kit.background import BackgroundTask
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
@@ -607,42 +606,6 @@ class Scanner:
 
 
 # -- blocklist administration ------------------------------------------------------------
-
-
-ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
-
-
-def load_admin_token(
-    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
-) -> str:
-    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
-    token = settings.get("admin_token", environ)
-    if token:
-        return token
-    path = Path(directory) / "admin.token"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process made it first; use theirs
-        finally:
-            tmp.unlink(missing_ok=True)
-    return path.read_text(encoding="ascii").strip()
-
-
-def is_admin(authorization: str | None, token: str) -> bool:
-    """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
-    if not authorization or not token:
-        return False
-    scheme, _, value = authorization.strip().partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        value.strip().encode(), token.encode()
-    )
 
 
 def edit_blocklist(

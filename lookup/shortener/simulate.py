@@ -292,6 +292,7 @@ def simulate_traffic(
     plan: TrafficPlan | None = None,
     *,
     token: str | None = None,
+    admin_token: str | None = None,
     keys: list[str] | None = None,
     timeout_s: float = 10.0,
 ) -> SimulationResult:
@@ -299,9 +300,11 @@ def simulate_traffic(
 
     ``keys``: links (owned by ``token``) to use; by default ``plan.links`` new links are
     created. The last key plays the viral link; the others are ranked by popularity in
-    the order given. Raises :class:`httpx.HTTPError` if the API cannot be reached and
-    :class:`ValueError` for an impossible plan.
+    the order given. ``admin_token`` reads ``/v1/shortener/metrics`` before and after
+    (what each layer absorbed). Raises :class:`httpx.HTTPError` if the API cannot be
+    reached (or refuses the admin token) and :class:`ValueError` for an impossible plan.
     """
+    admin = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     plan = plan or TrafficPlan()
     plan.validate()
     limits = httpx.Limits(
@@ -339,7 +342,9 @@ def simulate_traffic(
                 if status == 0:
                     result.errors += 1
 
-        before = _flatten_metrics(client.get("/v1/shortener/metrics").raise_for_status().json())
+        before = _flatten_metrics(
+            client.get("/v1/shortener/metrics", headers=admin).raise_for_status().json()
+        )
         started = time.perf_counter()
         half = len(regular) // 2
         with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
@@ -365,7 +370,9 @@ def simulate_traffic(
                 list(pool.map(burst_send, burst, range(len(burst))))
             list(pool.map(send, regular[half:]))
         result.elapsed_s = time.perf_counter() - started
-        after = _flatten_metrics(client.get("/v1/shortener/metrics").raise_for_status().json())
+        after = _flatten_metrics(
+            client.get("/v1/shortener/metrics", headers=admin).raise_for_status().json()
+        )
     delta = {name: after[name] - before.get(name, 0) for name in after}
     result.layers = {k: v for k, v in delta.items() if not k.startswith("clicks")}
     # The unknown-key budget is peeked, not charged, when it refuses: count the 429s here.

@@ -218,7 +218,7 @@ def _link(app: Any, key: str) -> Any:
 
 
 def test_a_malicious_new_link_is_disabled_and_gets_the_warning_page(
-    make_app: Callable[..., Any],
+    make_app: Callable[..., Any], admin: Callable[[Any], dict[str, str]]
 ) -> None:
     app = make_app(scanner=True)
     bad = app.client.post(
@@ -233,7 +233,7 @@ def test_a_malicious_new_link_is_disabled_and_gets_the_warning_page(
     preview = app.client.get(f"/{bad}+")
     assert "id=verdict>MALICIOUS<" in preview.text and 'id="continue"' not in preview.text
     assert "id=verdict>SAFE<" in app.client.get(f"/{good}+").text
-    metrics = app.client.get("/v1/shortener/metrics").json()["scanner"]
+    metrics = app.client.get("/v1/shortener/metrics", headers=admin(app)).json()["scanner"]
     assert metrics["verdicts"]["MALICIOUS"] >= 1 and metrics["disabled"] == 1
 
 

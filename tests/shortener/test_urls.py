@@ -179,8 +179,9 @@ def test_fuzz_only_validation_errors_and_safe_outputs(raw: str) -> None:
     try:
         url = policy.check(raw)
     except UrlRejected as exc:
-        assert exc.code in ("INVALID_URL", "SELF_REFERENCE", "BLOCKED_DOMAIN")
+        assert exc.code in ("INVALID_URL", "SELF_REFERENCE", "BLOCKED_DOMAIN", "PRIVATE_ADDRESS")
         return
+    assert AddressPolicy().refusal_of_host(policy.host_of(url)) is None  # never a private one
     assert url.isascii()
     assert not any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url)
     assert url.split(":", 1)[0] in ("http", "https")

@@ -1,0 +1,61 @@
+"""The admin token: the one bearer token of every mutating management endpoint.
+
+It is ``$LOOKUP_ADMIN_TOKEN`` when set, else a random token created once in the data
+directory (``<data-dir>/shortener/admin.token``, mode 0600: the shortener made it first,
+and a server keeps the token it has) and read by every system and by the dashboard,
+which shares the data directory. :func:`is_admin` compares in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from lookup import settings
+
+ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
+#: Where the token file lives inside the data directory.
+TOKEN_DIR = "shortener"
+
+
+def load_admin_token(
+    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
+    token = settings.get("admin_token", environ)
+    if token:
+        return str(token)
+    path = Path(directory) / "admin.token"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as fh:
+            fh.write(secrets.token_urlsafe(32) + "\n")
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass  # another process made it first; use theirs
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="ascii").strip()
+
+
+def server_admin_token(data_dir: str | os.PathLike[str]) -> str:
+    """The admin token of the server over ``data_dir`` (see the module docstring)."""
+    return load_admin_token(Path(data_dir) / TOKEN_DIR)
+
+
+def is_admin(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
+    if not authorization or not token:
+        return False
+    scheme, _, value = authorization.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(
+        value.strip().encode(), token.encode()
+    )
+
+
+__all__ = ["ADMIN_TOKEN_ENV", "TOKEN_DIR", "is_admin", "load_admin_token", "server_admin_token"]

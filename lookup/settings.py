@@ -191,6 +191,13 @@ SETTINGS: dict[str, Setting] = {
             "int", "nice 0..19",
             "CPU priority of the aggregator process: 19 yields to the redirect path.",
         ),
+        # -- typeahead -------------------------------------------------------------------------
+        Setting(
+            "typeahead_rate_searches", "LOOKUP_TYPEAHEAD_RATE_SEARCHES", "30/60:30",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "submitted searches (POST /v1/searches) per client address (an IPv6 /64): a "
+            "person searches a few times a minute; a brigade from one client is cut off.",
+        ),
         # -- building blocks (unique ids) ----------------------------------------------------
         Setting(
             "etcd_url", "LOOKUP_ETCD_URL", "", _text, "url", "",

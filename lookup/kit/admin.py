@@ -13,7 +13,7 @@ import os
 import secrets
 from pathlib import Path
 
-from lookup import settings
+from lookup import errors, settings
 
 ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
 #: Where the token file lives inside the data directory.
@@ -58,4 +58,27 @@ def is_admin(authorization: str | None, token: str) -> bool:
     )
 
 
-__all__ = ["ADMIN_TOKEN_ENV", "TOKEN_DIR", "is_admin", "load_admin_token", "server_admin_token"]
+def require_admin(authorization: str | None, token: str) -> None:
+    """Refuse a management call without the admin token: 401 ``UNAUTHORIZED`` when no
+    ``Authorization`` header came, 403 ``FORBIDDEN`` when it carries another token."""
+    if authorization is None:
+        raise errors.Unauthorized("send Authorization: Bearer <admin token>", code="UNAUTHORIZED")
+    if not is_admin(authorization, token):
+        raise errors.Forbidden("this endpoint needs the admin token", code="FORBIDDEN")
+
+
+#: The OpenAPI ``responses`` of an admin endpoint's refusals.
+ADMIN_RESPONSES: dict[int | str, dict[str, str]] = {
+    401: {"description": "UNAUTHORIZED: no admin token"},
+    403: {"description": "FORBIDDEN: not the admin token"},
+}
+
+__all__ = [
+    "ADMIN_RESPONSES",
+    "ADMIN_TOKEN_ENV",
+    "TOKEN_DIR",
+    "is_admin",
+    "load_admin_token",
+    "require_admin",
+    "server_admin_token",
+]

@@ -36,6 +36,7 @@ from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from lookup import errors
+from lookup.kit import admin
 from lookup.kit.cache import MISSING
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
@@ -45,7 +46,7 @@ from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
-from lookup.shortener.scanner import edit_blocklist, is_admin, load_admin_token
+from lookup.shortener.scanner import edit_blocklist, load_admin_token
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -656,13 +657,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         )
 
     def require_admin(request: Request) -> None:
-        header = request.headers.get("authorization")
-        if header is None:
-            raise errors.Unauthorized(
-                "send Authorization: Bearer <admin token>", code="UNAUTHORIZED"
-            )
-        if not is_admin(header, admin_token):
-            raise errors.Forbidden("this endpoint needs the admin token", code="FORBIDDEN")
+        admin.require_admin(request.headers.get("authorization"), admin_token)
 
     @router.get(
         "/v1/shortener/blocklist",

@@ -40,6 +40,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from yarl import URL
 
+from lookup import settings
+from lookup.kit.admin import server_admin_token
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
@@ -47,6 +49,7 @@ from lookup.typeahead.http import (
     allows_get,
     encode_json,
     mount_poller,
+    search_limiter,
     send_answer,
     send_refusal,
     suggest_params,
@@ -173,7 +176,9 @@ class ShardRouter:
         hour = int(((now + 19800) // 3600) % 24)
         return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
 
-    async def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
+    async def record_search(
+        self, query: str, market: str, user: str | None = None, network: str | None = None
+    ) -> str | None:
         """A submitted search: count it for trending, append it to the search log.
 
         A query about to reach the trending floor first gets its snapshot score from its
@@ -193,7 +198,7 @@ class ShardRouter:
                 await self._fetch_exact(layout, [q])
             except ApiError as exc:  # counted anyway; it cannot trend until its shard answers
                 log.warning("no baseline for %r: %s", q, exc.message)
-        recorded = self.tracker.record(query, market, user)
+        recorded = self.tracker.record(query, market, user, network)
         if recorded is not None and self.search_log is not None:
             self.search_log.append(recorded, market, user)
         return recorded
@@ -491,8 +496,10 @@ class RouterPolicy:
     def known_markets(self) -> list[str]:
         return self.router.markets()
 
-    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
-        return await self.router.record_search(query, market, user)
+    async def record_search(
+        self, query: str, market: str, user: str | None, network: str | None = None
+    ) -> str | None:
+        return await self.router.record_search(query, market, user, network)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         return self.tracker.trending(market), self.tracker.policy
@@ -521,7 +528,13 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
     async def shards() -> dict[str, Any]:
         return {"markets": router.describe(), "servers": await router.probe()}
 
-    mount_serve_time(api, RouterPolicy(router, blocklist, tracker))
+    mount_serve_time(
+        api,
+        RouterPolicy(router, blocklist, tracker),
+        server_admin_token(mounts.data_dir),
+        limiter=search_limiter(),
+        trust_forwarded_for=settings.get("trust_forwarded_for"),
+    )
 
     mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server
     mounts.on_shutdown.append(router.aclose)

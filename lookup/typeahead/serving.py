@@ -337,11 +337,13 @@ class SuggestService:
         hour = int(((now + 19800) // 3600) % 24)
         return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
 
-    def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
+    def record_search(
+        self, query: str, market: str, user: str | None = None, network: str | None = None
+    ) -> str | None:
         """A submitted search: count it for trending and append it for the next build."""
         if market not in self.known_markets():
             raise UnknownMarket(market)
-        q = self.tracker.record(query, market, user) if self.tracker else None
+        q = self.tracker.record(query, market, user, network) if self.tracker else None
         if q is not None and self.search_log is not None:
             self.search_log.append(q, market, user)
         return q

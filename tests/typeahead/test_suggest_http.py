@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
+from lookup.kit.admin import server_admin_token
 from lookup.server import create_app
 from lookup.typeahead.http import install
 from lookup.typeahead.serving import SuggestService
@@ -30,8 +31,13 @@ def service(data_dir: Path, clock: Clock) -> SuggestService:
 
 @pytest.fixture
 def client(data_dir: Path, service: SuggestService) -> Iterator[TestClient]:
-    app = create_app(data_dir, subsystems=[lambda m: install(m, service)])
-    with TestClient(app) as c:
+    """A client holding the admin token (the management calls here are an operator's;
+    tests/typeahead/test_admin_http.py checks the refusals without it)."""
+    app = create_app(
+        data_dir, subsystems=[lambda m: install(m, service, trust_forwarded_for=True)]
+    )
+    admin = {"Authorization": f"Bearer {server_admin_token(data_dir)}"}
+    with TestClient(app, headers=admin) as c:
         yield c
 
 
@@ -127,11 +133,15 @@ def test_hot_blocklist_api_is_effective_at_once(client: TestClient) -> None:
 
 
 def test_searches_trend_over_http(client: TestClient, clock: Clock) -> None:
+    # 40 people on 40 networks (behind the trusted proxy), without the admin token.
+    public = TestClient(client.app)
     for i in range(400):
         if i % 80 == 0:
             clock.advance(60)
-        r = client.post(
-            "/v1/searches", json={"q": "Brand New Thing", "market": "en-IN", "userId": f"u{i % 40}"}
+        r = public.post(
+            "/v1/searches",
+            json={"q": "Brand New Thing", "market": "en-IN"},
+            headers={"X-Forwarded-For": f"198.51.{i % 40}.7"},
         )
         assert r.status_code == 202
     assert client.get("/v1/suggest?q=bra").json()["suggestions"][0] == "brand new thing"

@@ -188,9 +188,15 @@ class ServicePolicy:
         return self.service.known_markets()
 
     async def record_search(
-        self, query: str, market: str, user: str | None, network: str | None = None
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
     ) -> str | None:
-        return self.service.record_search(query, market, user, network)
+        return self.service.record_search(query, market, user, network, is_bot=is_bot)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         tracker = self.service.tracker

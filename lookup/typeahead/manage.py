@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastapi import Body, Query, Request
 from fastapi.responses import JSONResponse
+from user_agents import parse as parse_user_agent
 
 from lookup import errors
 from lookup.errors import NotBuilt
@@ -53,11 +55,18 @@ class ServeTimePolicy(Protocol):
         ...
 
     async def record_search(
-        self, query: str, market: str, user: str | None, network: str | None = None
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
     ) -> str | None:
         """Count a submitted search (trending, the next build); its normalised form, or
         None if nothing is left once normalised. ``market`` is one of the known ones;
-        ``user`` and ``network`` are the server's identity of the searcher."""
+        ``user`` and ``network`` are the server's identity of the searcher; a bot's
+        search is logged for the build (flagged) and never trends."""
         ...
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
@@ -82,6 +91,13 @@ class Searcher(NamedTuple):
     user: str
     network: str
     client: str | None  # the rate-limited unit; None for the trusted relay (no limit)
+    bot: bool = False  # a crawler's or a script's user agent (ua-parser's rules)
+
+
+@lru_cache(maxsize=4096)
+def is_bot_agent(user_agent: str) -> bool:
+    """Whether a user agent is a crawler (``user-agents``, Browserscope's ua-parser rules)."""
+    return bool(parse_user_agent(user_agent[:512]).is_bot)
 
 
 def _digest(kind: str, value: str) -> str:
@@ -128,17 +144,18 @@ def search_payload(
                 400, "INVALID_REQUEST", "clientAddress must be an IPv4 or IPv6 address"
             ) from None
     address = client_address(request.scope, trust_forwarded_for)
+    bot = is_bot_agent(request.headers.get("user-agent", ""))
     authorization = request.headers.get("authorization")
     if is_admin(authorization, admin_token):
         seen_at = claimed or address
         user = named if named is not None else _digest("addr", client_of(seen_at))
-        return q, market, Searcher(user, network_of(seen_at), None)
+        return q, market, Searcher(user, network_of(seen_at), None, bot)
     scheme, _, token = (authorization or "").strip().partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         user = _digest("token", token.strip())
     else:
         user = _digest("addr", client_of(address))
-    return q, market, Searcher(user, network_of(address), client_of(address))
+    return q, market, Searcher(user, network_of(address), client_of(address), bot)
 
 
 def mount_serve_time(
@@ -184,7 +201,7 @@ def mount_serve_time(
         known = policy.known_markets()
         if market not in known:
             raise unknown_market(market, known)
-        normalized = await policy.record_search(q, market, who.user, who.network)
+        normalized = await policy.record_search(q, market, who.user, who.network, is_bot=who.bot)
         if normalized is None:
             raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
         return JSONResponse(

@@ -56,7 +56,7 @@ from lookup.typeahead.http import (
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize_prefix, normalize_query
-from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
+from lookup.typeahead.pipeline import blocklist_path, searches_path
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
 from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
 from lookup.typeahead.trending import (
@@ -65,6 +65,7 @@ from lookup.typeahead.trending import (
     TrendingPolicy,
     TrendingTerm,
     TrendingTracker,
+    usable_query,
 )
 
 if TYPE_CHECKING:
@@ -146,7 +147,7 @@ class ShardRouter:
         """Serve-time policy over ``DATA_DIR/typeahead``, as ``SuggestService.from_data_dir``:
         the hot blocklist (same file), the trending tracker and the search log."""
         self.blocklist = HotBlocklist(blocklist_path(data_dir))
-        self.search_log = SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock)
+        self.search_log = SearchLog(searches_path(data_dir), clock=clock)
         blocklist = self.blocklist
         self.tracker = TrendingTracker(
             trending, clock=clock, baseline=self.baseline, blocklist=lambda: blocklist.effective
@@ -177,7 +178,13 @@ class ShardRouter:
         return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
 
     async def record_search(
-        self, query: str, market: str, user: str | None = None, network: str | None = None
+        self,
+        query: str,
+        market: str,
+        user: str | None = None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
     ) -> str | None:
         """A submitted search: count it for trending, append it to the search log.
 
@@ -186,6 +193,11 @@ class ShardRouter:
         """
         if self.tracker is None:
             raise RuntimeError("the router has no trending tracker; call attach_serving")
+        if is_bot:  # logged for the build (weighed as the log's bots), never trending
+            bot_query = usable_query(query)
+            if bot_query is not None and self.search_log is not None:
+                self.search_log.append(bot_query, market, user, True)
+            return bot_query
         layout = self.layouts[market]
         q = normalize_query(query)
         policy = self.tracker.policy
@@ -497,9 +509,15 @@ class RouterPolicy:
         return self.router.markets()
 
     async def record_search(
-        self, query: str, market: str, user: str | None, network: str | None = None
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
     ) -> str | None:
-        return await self.router.record_search(query, market, user, network)
+        return await self.router.record_search(query, market, user, network, is_bot=is_bot)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         return self.tracker.trending(market), self.tracker.policy

@@ -138,10 +138,8 @@ class TrendingTracker:
         ``user`` and ``network`` are the server's identity of the searcher (the HTTP edge
         derives them); a caller that knows no network (an offline replay) leaves it None
         and each user counts as a network of its own."""
-        if has_control_chars(query):
-            return None
-        q = normalize_query(query)
-        if not q or len(q) > MAX_QUERY_CHARS:
+        q = usable_query(query)
+        if q is None:
             return None
         now = self.clock()
         bucket = int(now // self.policy.bucket_s)
@@ -229,12 +227,20 @@ class TrendingTracker:
             return c.window(first)[0] if c else 0
 
 
+def usable_query(query: str) -> str | None:
+    """A submitted query in normal form, or None when nothing usable is left."""
+    if has_control_chars(query):
+        return None
+    q = normalize_query(query)
+    return q if q and len(q) <= MAX_QUERY_CHARS else None
+
+
 def _user_key(user: str) -> int:
     return int.from_bytes(hashlib.blake2b(user.encode(), digest_size=8).digest(), "little")
 
 
 class SearchLog:
-    """Submitted searches appended to a CSV the next ``lookup typeahead build --log`` folds in.
+    """Submitted searches appended to a CSV the next ``lookup typeahead build`` folds in.
 
     The columns are the pipeline's (``ts, market, query, user_id, is_bot``); user ids
     are hashed before they are written.
@@ -247,10 +253,10 @@ class SearchLog:
         self.clock = clock
         self._lock = threading.Lock()
 
-    def append(self, query: str, market: str, user: str | None) -> None:
+    def append(self, query: str, market: str, user: str | None, is_bot: bool = False) -> None:
         """Append one search (creating the file with its header)."""
         uid = hashlib.blake2b((user or "anonymous").encode(), digest_size=8).hexdigest()
-        row = [int(self.clock()), market, query, uid, 0]
+        row = [int(self.clock()), market, query, uid, int(is_bot)]
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists()
@@ -261,4 +267,4 @@ class SearchLog:
                 w.writerow(row)
 
 
-__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker"]
+__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker", "usable_query"]

@@ -33,9 +33,7 @@ def service(data_dir: Path, clock: Clock) -> SuggestService:
 def client(data_dir: Path, service: SuggestService) -> Iterator[TestClient]:
     """A client holding the admin token (the management calls here are an operator's;
     tests/typeahead/test_admin_http.py checks the refusals without it)."""
-    app = create_app(
-        data_dir, subsystems=[lambda m: install(m, service, trust_forwarded_for=True)]
-    )
+    app = create_app(data_dir, subsystems=[lambda m: install(m, service, trust_forwarded_for=True)])
     admin = {"Authorization": f"Bearer {server_admin_token(data_dir)}"}
     with TestClient(app, headers=admin) as c:
         yield c

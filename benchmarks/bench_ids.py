@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,12 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import free_port, machine_summary, median, print_table  # noqa: E402
+from benchmarks.common import machine_summary, median, print_table  # noqa: E402
 from lookup.blocks.ids import ID_KINDS  # noqa: E402
 from lookup.blocks.ids.kinds import make_kind  # noqa: E402
 from lookup.blocks.ids.locality import ANCHOR, make_keys, ratios, sqlite_locality  # noqa: E402
+from lookup.kit.pgserver import PostgresServer, postgres_bin  # noqa: E402
 
-PG_BIN = Path("/usr/lib/postgresql")
 Say = Callable[[str], None]
 
 
@@ -86,42 +85,12 @@ def bench_rates(n: int, runs: int, workdir: Path) -> dict[str, float]:
 # ------------------------------------------------------------------ PostgreSQL
 
 
-def postgres_bin() -> Path | None:
-    """The newest installed PostgreSQL's bin directory, or ``None``."""
-    if not PG_BIN.is_dir():
-        return None
-    versions = sorted((p for p in PG_BIN.iterdir() if (p / "bin/initdb").is_file()),
-                      key=lambda p: int(p.name) if p.name.isdigit() else 0)
-    return versions[-1] / "bin" if versions else None
+class Postgres(PostgresServer):
+    """A throw-away cluster (``kit/pgserver.py``) with ``pgstattuple`` and a ``psql`` runner."""
 
-
-class Postgres:
-    """A throw-away PostgreSQL cluster on a free loopback port (as ``postgres`` if root)."""
-
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.root = Path(tempfile.mkdtemp(prefix="bench-ids-pg-"))
-        os.chmod(self.root, 0o755)
-        self.data = self.root / "data"
-        self.port = free_port()
-        self.as_postgres = os.geteuid() == 0
-
-    def _cmd(self, *args: str) -> list[str]:
-        return (["runuser", "-u", "postgres", "--"] if self.as_postgres else []) + list(args)
-
-    def start(self) -> Postgres:
-        """initdb, then start with durability off (a benchmark, not a database)."""
-        if self.as_postgres:
-            shutil.chown(self.root, "postgres")
-        subprocess.run(self._cmd(str(self.bindir / "initdb"), "-D", str(self.data), "-A",
-                                 "trust", "-U", "postgres", "--no-sync"),
-                       check=True, capture_output=True)
-        opts = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c shared_buffers=128MB "
-                "-c max_wal_size=4GB")
-        subprocess.run(self._cmd(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", opts,
-                                 "-l", str(self.root / "log"), "-w", "start"),
-                       check=True, capture_output=True)
+    def start(self, timeout: float = 60.0) -> Postgres:
+        """Start the cluster (durability off: a benchmark, not a database), add pgstattuple."""
+        super().start(timeout)
         self.sql("CREATE EXTENSION IF NOT EXISTS pgstattuple")
         return self
 
@@ -132,12 +101,6 @@ class Postgres:
                       "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-Atq", "-c", text),
             input=stdin, check=True, capture_output=True)
         return out.stdout.decode().strip()
-
-    def stop(self) -> None:
-        """Stop the cluster and remove its directory."""
-        subprocess.run(self._cmd(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m",
-                                 "immediate", "stop"), capture_output=True)
-        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _pg_text(key: int | bytes) -> str:
@@ -155,7 +118,7 @@ def bench_postgres(kinds: Sequence[str], rows: int, workdir: Path, say: Say,
     bindir = postgres_bin()
     if bindir is None:
         return {}
-    pg = Postgres(bindir).start()
+    pg = Postgres(bindir=bindir).start()
     out: dict[str, dict[str, Any]] = {}
     try:
         for kind in kinds:
@@ -181,7 +144,7 @@ def bench_postgres(kinds: Sequence[str], rows: int, workdir: Path, say: Say,
                          "leaf_fragmentation": float(stats[2]) / 100,
                          "index_bytes": int(stats[3]), "newest_ms": scan_ms}
     finally:
-        pg.stop()
+        pg.close()
     return out
 
 

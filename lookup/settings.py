@@ -227,10 +227,37 @@ SETTINGS: dict[str, Setting] = {
             "unavailable and applies its on_unavailable policy (a limiter sits on every "
             "request, so it must give up fast).",
         ),
+        # -- scale-out backends (issue 13): unset = the embedded default -------------------
+        Setting(
+            "shortener_store", "LOOKUP_SHORTENER_STORE", "", _text, "url", "",
+            "where the shortener keeps links, id blocks, aliases, idempotency keys, audit, "
+            "click budgets and click counts: postgresql://user@host:port/db shares them "
+            "between API processes; unset: SQLite files in the data directory.",
+        ),
+        Setting(
+            "cache_url", "LOOKUP_CACHE_URL", "", _text, "url", "",
+            "the shortener's shared cache tier between each process's LRU and the store "
+            "(redis://host:port/db); unset: none (the in-process LRU only).",
+        ),
+        Setting(
+            "limits_url", "LOOKUP_LIMITS_URL", "", _text, "url", "",
+            "where the shortener's rate limits live (redis://host:port/db: one limit for the "
+            "whole fleet); unset: each process's own memory.",
+        ),
+        Setting(
+            "clicks_url", "LOOKUP_CLICKS_URL", "", _text, "url", "",
+            "the click stream (redis://host:port/db: Redis Streams with a consumer group); "
+            "unset: the SQLite click log in the data directory.",
+        ),
+        Setting(
+            "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",
+            "the bin directory of the PostgreSQL that throw-away servers are started from "
+            "(initdb, pg_ctl); unset: the newest under /usr/lib/postgresql.",
+        ),
         Setting(
             "require_servers", "LOOKUP_REQUIRE_SERVERS", False, _flag, "flag", "",
-            "tests that need a real server (etcd, ...) fail instead of skipping when its "
-            "binary is missing (.ci/run sets it).",
+            "tests that need a real server (etcd, Redis, PostgreSQL) fail instead of "
+            "skipping when its binary is missing (.ci/run sets it).",
         ),
         # -- web search ----------------------------------------------------------------------
         Setting(

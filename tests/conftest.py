@@ -154,3 +154,51 @@ def own_redis() -> Iterator[Any]:
 
     with RedisServer() as server:
         yield server
+
+
+def _need_postgres() -> None:
+    """Skip without PostgreSQL installed; fail instead under ``.ci/run``."""
+    from lookup import settings
+    from lookup.kit.pgserver import postgres_available
+
+    if postgres_available():
+        return
+    if settings.get("require_servers"):
+        pytest.fail("PostgreSQL is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
+    pytest.skip("PostgreSQL is missing (apt-get install postgresql)")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One throw-away PostgreSQL cluster for the session (free loopback port, fsync off)."""
+    _need_postgres()
+    from lookup.kit.pgserver import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_db(postgres_server: Any) -> Iterator[str]:
+    """A new, empty database on the session's cluster for one test; its URL (dropped after)."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = postgres_server.url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield admin.rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def own_postgres(tmp_path: Any) -> Iterator[Any]:
+    """A durable PostgreSQL cluster for one test alone (for drills that crash and restart it)."""
+    _need_postgres()
+    from lookup.kit.pgserver import PostgresServer
+
+    with PostgresServer(durable=True) as server:
+        yield server

@@ -47,6 +47,20 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _seconds(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0:
+        raise ValueError("expected a number of seconds, 0 or more")
+    return value
+
+
+def _share(raw: str) -> float:
+    value = float(raw)
+    if not 0 < value <= 1:
+        raise ValueError("expected a fraction above 0 and at most 1")
+    return value
+
+
 def _nice(raw: str) -> int:
     value = raw.strip()
     if not value.isdigit() or int(value) > 19:
@@ -128,7 +142,8 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
             "the bearer token of mutating management endpoints; when unset, a random one "
-            "is created once in the data directory (admin.token, mode 0600).",
+            "is created once in the data directory (admin.token, mode 0600), or in the "
+            "shared store when LOOKUP_SHORTENER_STORE names one (one token for the fleet).",
         ),
         # -- URL shortener -------------------------------------------------------------------
         Setting(
@@ -240,14 +255,40 @@ SETTINGS: dict[str, Setting] = {
             "(redis://host:port/db); unset: none (the in-process LRU only).",
         ),
         Setting(
+            "cache_redis_timeout", "LOOKUP_CACHE_REDIS_TIMEOUT", 0.1, _positive_float, "s", "",
+            "seconds the Redis cache tier waits to connect or for a reply before a call counts "
+            "as failed (a miss, a skipped fill); three in a row open its circuit breaker.",
+        ),
+        Setting(
+            "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
+            "seconds a Redis client's open circuit breaker refuses calls at once before it "
+            "lets one probe through (the shared cache tier's).",
+        ),
+        Setting(
             "limits_url", "LOOKUP_LIMITS_URL", "", _text, "url", "",
             "where the shortener's rate limits live (redis://host:port/db: one limit for the "
             "whole fleet); unset: each process's own memory.",
         ),
         Setting(
+            "limits_local_share", "LOOKUP_LIMITS_LOCAL_SHARE", 1.0, _share, "fraction", "",
+            "the part of each create / miss limit a process keeps to itself while the Redis "
+            "of LOOKUP_LIMITS_URL is unreachable (1/N for N API processes); password attempts "
+            "are refused instead.",
+        ),
+        Setting(
             "clicks_url", "LOOKUP_CLICKS_URL", "", _text, "url", "",
             "the click stream (redis://host:port/db: Redis Streams with a consumer group); "
             "unset: the SQLite click log in the data directory.",
+        ),
+        Setting(
+            "clicks_claim_idle", "LOOKUP_CLICKS_CLAIM_IDLE", 30.0, _positive_float, "s", "",
+            "seconds a click-stream entry may stay unacknowledged with one aggregator of the "
+            "consumer group before another claims it (its consumer died mid-batch).",
+        ),
+        Setting(
+            "clicks_fold_delay", "LOOKUP_CLICKS_FOLD_DELAY", 0.0, _seconds, "s", "",
+            "for failure drills only: seconds a group aggregator waits between taking a batch "
+            "from the click stream and folding it, so a kill lands in the middle (0: none).",
         ),
         Setting(
             "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",

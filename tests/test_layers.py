@@ -33,11 +33,19 @@ STORE_MODULES = {
     "lookup/kit/sqlite.py",  # the one way to open a SQLite file
     "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
     "lookup/kit/ids.py",
+    "lookup/kit/ids_pg.py",  # the fleet's id_blocks row on PostgreSQL
+    "lookup/kit/postgres.py",  # the one way to open a PostgreSQL pool
+    "lookup/kit/secretstore_pg.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
+    "lookup/kit/redisclient.py",  # the one way to open a Redis client
+    "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
+    "lookup/shortener/analytics/log_redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
+    "lookup/shortener/store_pg.py",
     "lookup/shortener/analytics/log.py",
     "lookup/shortener/analytics/counts.py",
+    "lookup/shortener/analytics/counts_pg.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
     "lookup/crawler/store_sqlite.py",

@@ -12,6 +12,7 @@ offers to start one.
 from __future__ import annotations
 
 import html
+import re
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pandas as pd
@@ -62,6 +64,18 @@ MAX_SECONDS = (5, 120)
 MAX_PAGES = (20, 3000)
 #: Height of one row of st.dataframe, so a whole table shows without scrolling.
 ROW_PX = 35
+#: The pages-per-second chart's rate is taken over this many seconds of samples.
+RATE_WINDOW_S = 3.0
+SANDBOX_ONLY = (
+    "The `*.sandbox.test` addresses exist **only inside the sandbox web**: the crawler "
+    "resolves them from the sandbox's name table, a browser cannot. Open a page's "
+    "*stored copy* (the crawler's WARC record, served by the API at 127.0.0.1) instead."
+)
+COPY_COLUMN = st.column_config.LinkColumn(
+    "Stored copy",
+    display_text="open ↗",
+    help="The page as the crawler stored it (its WARC record), served by the API",
+)
 STATUS_COLORS = {
     "2xx": "#2da44e",
     "3xx": "#1f6feb",
@@ -132,6 +146,27 @@ def short_url(url: str, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 copy``, ``2 copies``, ``1,200 pages``."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def stored_copy_url(session: CrawlSession, url: str) -> str | None:
+    """The API's cached view of ``url`` as this crawl stored it (None: not a crawl of this page's
+    directory, so the API cannot name it)."""
+    if session.out_dir.resolve().parent != crawls_root().resolve():
+        return None
+    crawl = quote(session.out_dir.name, safe="")
+    return f"{api_url()}/search/cached?url={quote(url, safe='')}&crawl={crawl}"
+
+
+def copy_link(session: CrawlSession, url: str, label: str | None = None) -> str:
+    """Markdown: ``url`` (shortened) linked to its stored copy, or plain when there is none."""
+    text = (label or short_url(url, 70)).replace("[", "(").replace("]", ")")
+    href = stored_copy_url(session, url)
+    return f"[{text}]({href})" if href else text
+
+
 def seconds(value: float | None, digits: int = 2) -> str:
     return "—" if value is None else f"{value:.{digits}f} s"
 
@@ -186,6 +221,11 @@ def sandbox_panel() -> SandboxProbe:
                     ]
                 )
                 st.dataframe(hosts, hide_index=True, key="sandbox-hosts")
+                st.caption(
+                    "These names exist only inside the sandbox web (there is no DNS for "
+                    f".sandbox.test): the crawler reads them from {probe.hosts_url}. "
+                    "A browser opens a crawled page through its stored copy."
+                )
             if mine:
                 st.button(
                     "Stop the sandbox web this page started",
@@ -387,19 +427,37 @@ def host_rows(
     return pd.DataFrame(rows)
 
 
+def smoothed_rates(t: list[float], pages: list[int], window: float = RATE_WINDOW_S) -> list[float]:
+    """Pages per second at each sample, over the last ``window`` seconds.
+
+    Samples come twice a second and a polite crawl fetches a page or two per host per
+    second, so the rate between neighbouring samples jumps between 0 and 2; over a few
+    seconds it reads as the crawl's pace.
+    """
+    rates: list[float] = []
+    j = 0
+    for i in range(len(t)):
+        while t[i] - t[j] > window:
+            j += 1
+        first = j if j < i else max(0, i - 1)
+        dt = t[i] - t[first]
+        rates.append((pages[i] - pages[first]) / dt if dt > 0 else 0.0)
+    return rates
+
+
 def progress_chart(session: CrawlSession) -> go.Figure | None:
     samples = session.history()
     if len(samples) < 2:
         return None
     t = [s.t for s in samples]
-    rates = [0.0]
-    for prev, cur in zip(samples, samples[1:], strict=False):
-        dt = cur.t - prev.t
-        rates.append((cur.pages - prev.pages) / dt if dt > 0 else 0.0)
+    rates = smoothed_rates(t, [s.pages for s in samples])
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("Pages per second", "Frontier (URLs waiting) and duplicates"),
+        subplot_titles=(
+            f"Pages per second (over {RATE_WINDOW_S:g} s)",
+            "Frontier (URLs waiting) and duplicates",
+        ),
         horizontal_spacing=0.08,
     )
     lines = (
@@ -474,8 +532,9 @@ def live_panel(session: CrawlSession, was_running: bool) -> None:
         ("Traps cut", f"{snap.traps_total:,}", "URLs refused by a trap rule"),
         ("Blocked by robots", f"{snap.blocked:,}", "URLs robots.txt kept the crawler from"),
     ]
-    for col, (label, value, helptext) in zip(st.columns(len(figures)), figures, strict=True):
-        col.metric(label, value, help=helptext, border=True)
+    for row in (figures[:4], figures[4:]):  # four to a row: every label fits its tile
+        for col, (label, value, helptext) in zip(st.columns(len(row)), row, strict=True):
+            col.metric(label, value, help=helptext, border=True)
     fig = progress_chart(session)
     if fig is not None:
         st.plotly_chart(fig, key="crawl-progress")
@@ -736,7 +795,8 @@ def diff_html(segments: list[DiffSegment]) -> str:
 
 def cluster_label(c: DuplicateCluster) -> str:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(c.kinds.items()))
-    return f"{short_url(c.original.url, 70)} — {len(c.duplicates)} copies ({kinds})"
+    copies = plural(len(c.duplicates), "copy", "copies")
+    return f"{short_url(c.original.url, 70)} — {copies} ({kinds})"
 
 
 def compare_pair(session: CrawlSession, left: str, right: str, verdict: str | None) -> None:
@@ -787,7 +847,10 @@ def compare_pair(session: CrawlSession, left: str, right: str, verdict: str | No
             note = (
                 f" · stored as a revisit of {short_url(page.stored_as)}" if page.stored_as else ""
             )
-            st.caption(f"{page.url} · {page.words:,} words{note}")
+            st.caption(
+                f"`{page.url}` · {plural(page.words, 'word')}{note} · "
+                + copy_link(session, page.url, "open the stored copy ↗")
+            )
             st.markdown(diff_html(segs), unsafe_allow_html=True)
     st.caption(
         ":red-background[struck out]: only on the left · :green-background[green]: only on "
@@ -867,9 +930,11 @@ def dedup_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     cluster = by_original[picked]
     st.markdown(
         " ".join(
-            f"{KIND_BADGE.get(m.kind, m.kind)} {short_url(m.url, 60)}" for m in cluster.members
+            f"{KIND_BADGE.get(m.kind, m.kind)} {copy_link(session, m.url, short_url(m.url, 60))}"
+            for m in cluster.members
         )
     )
+    st.caption(SANDBOX_ONLY)
     members = [m.url for m in cluster.members]
     lcol, rcol = st.columns(2)
     left = lcol.selectbox("Left page", members, index=0, format_func=short_url, key="pair-left")
@@ -937,6 +1002,10 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     st.markdown(f"**URLs robots.txt kept the crawler from ({len(rows):,})**")
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, key="blocked-table")
+        st.caption(
+            "Never fetched, so nothing is stored: these addresses exist only inside the "
+            "sandbox web."
+        )
     else:
         st.caption("None.")
     st.markdown(f"**Pages fetched but kept out of the index ({len(noindex):,})**")
@@ -1010,6 +1079,10 @@ def traps_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         hide_index=True,
         key="cuts-table",
     )
+    st.caption(
+        "A cut URL is never fetched, so nothing is stored: these addresses exist only inside "
+        "the sandbox web."
+    )
 
 
 # ------------------------------------------------------------------------- soft 404s
@@ -1070,9 +1143,19 @@ def soft404_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         st.caption("None (yet).")
         return
     st.dataframe(
-        pd.DataFrame([{"URL": p.url, "How it was caught": p.reason} for p in pages]),
+        pd.DataFrame(
+            [
+                {
+                    "URL": p.url,
+                    "How it was caught": p.reason,
+                    "Stored copy": stored_copy_url(session, p.url),
+                }
+                for p in pages
+            ]
+        ),
         hide_index=True,
         key="soft404-table",
+        column_config={"Stored copy": COPY_COLUMN},
     )
     by_url = {p.url: p for p in pages}
     picked = st.selectbox(
@@ -1086,6 +1169,7 @@ def soft404_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     except (KeyError, OSError, ValueError) as exc:
         st.warning(f"This page cannot be read back from the crawl's WARC files: {exc}")
         return
+    st.markdown(copy_link(session, page.url, "Open this page's stored copy ↗"))
     probe = probes.get(page.host)
     if probe is not None and probe.soft:
         # Compared as the crawler compares them: each without its own URL's words.
@@ -1116,22 +1200,85 @@ def soft404_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
                     unsafe_allow_html=True)  # fmt: skip
 
 
+# ---------------------------------------------------------------------- stored pages
+
+
+def pages_tab(session: CrawlSession) -> None:
+    """Every page this crawl stored, each linked to its stored copy (the cached view)."""
+    st.markdown(
+        "Every page whose answer the crawler stored in its WARC files — originals, near- "
+        "and exact duplicates, soft 404s — each with its **stored copy**: the API serves "
+        "the WARC record at `/search/cached` with its fetch date, scripts removed and "
+        "links leading to the other stored copies. The `*.sandbox.test` addresses themselves "
+        "exist **only inside the sandbox web** (the crawler resolves them from the sandbox's "
+        "name table): a browser cannot open them."
+    )
+    try:
+        urls = fetched_pages(session.out_dir)
+    except Exception as exc:  # noqa: BLE001 - a damaged crawl file is a message
+        st.error(f"This crawl's stored pages cannot be read: {exc}")
+        return
+    if not urls:
+        st.caption("No page stored (yet).")
+        return
+    if stored_copy_url(session, urls[0]) is None:
+        st.caption(
+            f"This crawl is outside {crawls_root()}, so the API cannot name it: only the "
+            "crawl the search index was built from has stored copies there."
+        )
+    hosts = sorted({short_host(u.split("://", 1)[-1].split("/", 1)[0]) for u in urls})
+    host = st.selectbox(
+        f"{plural(len(urls), 'page')} stored on {plural(len(hosts), 'host')}",
+        ["every host", *hosts],
+        key="pages-host",
+    )
+    shown = [u for u in urls if host == "every host" or f"//{host}:" in u or f"//{host}/" in u]
+    st.dataframe(
+        pd.DataFrame(
+            [{"Page": short_url(u), "Stored copy": stored_copy_url(session, u)} for u in shown]
+        ),
+        hide_index=True,
+        key="pages-table",
+        column_config={"Stored copy": COPY_COLUMN},
+    )
+
+
 # ---------------------------------------------------------------------- search index
 
 
+#: A progress line of ``lookup index``: ``  <stage>   42.0%  1,234/2,938``.
+INDEX_PROGRESS = re.compile(r"^\s+(?P<stage>\S.*?)\s+(?P<pct>\d+(?:\.\d+)?)%\s+(?P<count>\S+)$")
+
+
 def build_index(out_dir: Path) -> None:
-    """``lookup index CRAWL_DIR`` into the data directory, as the command line would."""
+    """``lookup index CRAWL_DIR`` into the data directory, its progress shown as it goes."""
     argv = [sys.executable, "-m", "lookup.cli", "index", str(out_dir)]
     argv += ["--data-dir", str(data_dir())]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        st.session_state[INDEX_RESULT] = (str(out_dir), False, f"indexing failed: {exc}")
-        return
-    ok = done.returncode == 0
-    text = (done.stdout if ok else (done.stderr or done.stdout)).strip()
-    if not ok:
-        text = "\n".join(text.splitlines()[-8:])
+    with st.status("Building the search index …", expanded=True) as status:
+        bar = st.progress(0.0, text="starting `lookup index` …")
+        lines: list[str] = []
+        try:
+            with subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            ) as proc:
+                for line in proc.stdout or ():
+                    m = INDEX_PROGRESS.match(line.rstrip())
+                    if m:
+                        pct = min(100.0, float(m.group("pct")))
+                        bar.progress(pct / 100.0, text=f"{m.group('stage')}: {m.group('count')}")
+                    elif line.strip():
+                        lines.append(line.rstrip())
+                ok = proc.wait() == 0
+        except OSError as exc:
+            ok, lines = False, [f"indexing failed: {exc}"]
+        text = "\n".join(lines if ok else lines[-8:]).strip()
+        if ok:
+            bar.progress(1.0, text="done")
+        status.update(
+            label="Indexing finished" if ok else "Indexing failed",
+            state="complete" if ok else "error",
+            expanded=False,
+        )
     st.session_state[INDEX_RESULT] = (str(out_dir), ok, text)
 
 
@@ -1150,7 +1297,8 @@ def ask_search_api(query: str) -> str:
     except (ValueError, AttributeError):
         return "`GET /search` did not answer JSON."
     top = "; ".join(f"“{t}”" for t in titles[:3])
-    return f"`GET /search?q={query}` at {api_url()} now finds about {total:,} pages: {top}"
+    found = plural(int(total), "page")
+    return f"`GET /search?q={query}` at {api_url()} now finds about {found}: {top}"
 
 
 def search_tab(session: CrawlSession, running: bool) -> None:
@@ -1160,15 +1308,14 @@ def search_tab(session: CrawlSession, running: bool) -> None:
         f"sharded index into the data directory ({data_dir()}), where the API's `/search` "
         "and the Search page find it. Duplicates and noindex pages are not in it."
     )
-    st.button(
+    if st.button(
         "Build search index from this crawl",
         key="build-index",
         type="primary",
         icon=":material/manage_search:",
         disabled=running,
-        on_click=build_index,
-        args=(session.out_dir,),
-    )
+    ):
+        build_index(session.out_dir)
     if running:
         st.caption("Wait for the crawl to finish (or stop it) first.")
     result = st.session_state.get(INDEX_RESULT)
@@ -1190,8 +1337,10 @@ def search_tab(session: CrawlSession, running: bool) -> None:
 # -------------------------------------------------------------------------------- page
 
 st.title("Web crawler")
+_hosts = len(current_sandbox().hosts)
 st.markdown(
-    "Crawl a **local web of 14 hosts** built to misbehave like the real one — mirrors and "
+    f"Crawl a **local web of {_hosts or 'a dozen'} hosts** built to misbehave like the real "
+    "one — mirrors and "
     "print views, http and https copies, pages differing only by a timestamp or an advert, "
     "an infinite calendar, faceted navigation, session ids, soft 404s, robots.txt that "
     "fails, slow and rate-limiting hosts — and watch the crawler stay **polite** (one "
@@ -1220,6 +1369,7 @@ if session is not None:
                 ":material/search_off: Soft 404s",
                 ":material/smart_toy: robots.txt",
                 ":material/block: Traps",
+                ":material/inventory_2: Stored pages",
                 ":material/manage_search: Search index",
             ]
         )
@@ -1234,4 +1384,6 @@ if session is not None:
         with tabs[4]:
             traps_tab(session, snapshot)
         with tabs[5]:
+            pages_tab(session)
+        with tabs[6]:
             search_tab(session, was_running)

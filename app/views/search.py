@@ -57,6 +57,8 @@ CSS = """
 .lw-snippet mark { background: #fff3b0; color: #1f2328; font-weight: 600;
   padding: 0 0.1em; border-radius: 3px; }
 .lw-meta { font-size: 0.78rem; opacity: 0.65; margin-top: 0.1rem; }
+.lw-meta a, .lw-url a { color: inherit; }
+.lw-where { color: #57606a; }
 </style>
 """
 
@@ -119,26 +121,74 @@ def display_url(url: str) -> str:
     return f"{parts.netloc} › {path}" if path else parts.netloc
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 page``, ``2 pages``, ``1,200 pages``."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def sandbox_only(url: str) -> bool:
+    """Whether ``url`` names a sandbox web host, which only the crawler can resolve."""
+    try:
+        return (urlsplit(url).hostname or "").lower().endswith(".sandbox.test")
+    except ValueError:
+        return False
+
+
+def cached_href(item: dict[str, Any]) -> str | None:
+    """The stored copy of a result on the API (``cachedUrl``), escaped for an ``href``."""
+    path = str(item.get("cachedUrl") or "")
+    if not path.startswith("/search/cached?"):
+        return None
+    return html.escape(api_url() + path, quote=True)
+
+
 def result_card(rank: int, item: dict[str, Any]) -> str:
-    """One result as HTML: where it lives, its linked title, the snippet, and its score."""
+    """One result as HTML: where it lives, its title linked to the stored copy, the snippet.
+
+    The title opens the page's **stored copy** (the crawler's WARC record, served by the
+    API over 127.0.0.1): the sandbox web's ``*.sandbox.test`` names resolve only inside
+    the crawler, so a browser could not open the original. A page outside the sandbox
+    keeps a second link to its original address.
+    """
     url = str(item.get("url", ""))
     title = html.escape(str(item.get("title") or url))
-    href = safe_href(url)
+    cached = cached_href(item)
+    original = safe_href(url)
+    target = cached or (None if sandbox_only(url) else original)
     heading = (
-        f'<a class="lw-title" href="{href}" target="_blank" rel="noopener noreferrer">{title}</a>'
-        if href
+        f'<a class="lw-title" href="{target}" target="_blank" rel="noopener noreferrer">{title}</a>'
+        if target
         else f'<span class="lw-title">{title}</span>'
     )
     crawled = str(item.get("crawledAt") or "")[:10]
     explain = item.get("explain") or {}
     where = f" · shard {explain['shard']}" if "shard" in explain else ""
     tier = " · real-time tier" if explain.get("tier") == "realtime" else ""
+    if sandbox_only(url):
+        place = (
+            ' <span class="lw-where" title="a *.sandbox.test name resolves only inside the '
+            'sandbox web, for the crawler; the title opens the stored copy">'
+            "· only inside the sandbox web</span>"
+        )
+    elif original and cached:
+        place = (
+            f' · <a class="lw-orig" href="{original}" target="_blank" '
+            'rel="noopener noreferrer">original ↗</a>'
+        )
+    else:
+        place = ""
+    copy = (
+        f' · <a class="lw-copy" href="{cached}" target="_blank" rel="noopener noreferrer">'
+        "stored copy</a>"
+        if cached
+        else ""
+    )
     return (
-        f'<div class="lw-result"><div class="lw-url">{html.escape(display_url(url))}</div>'
+        f'<div class="lw-result"><div class="lw-url">{html.escape(display_url(url))}{place}</div>'
         f"{heading}"
         f'<div class="lw-snippet">{snippet_html(str(item.get("snippet") or ""))}</div>'
         f'<div class="lw-meta">#{rank} · score {float(item.get("score", 0.0)):.3f}'
-        f" · fetched {html.escape(crawled)}{where}{tier}</div></div>"
+        f" · fetched {html.escape(crawled)}{copy}{where}{tier}</div></div>"
     )
 
 
@@ -316,7 +366,7 @@ def summary(body: dict[str, Any]) -> None:
         st.warning(
             f"**Partial results:** shard {', '.join(missing) or '?'} did not answer within "
             "the deadline, so its pages are missing from this page and the total is "
-            f"extrapolated from the {answered} shards that answered.",
+            f"extrapolated from the {plural(answered, 'shard')} that answered.",
             icon=":material/running_with_errors:",
         )
 
@@ -370,7 +420,7 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
         norm = terms[0]["lengthNorm"] if terms else k1 * (1 - b + b * dl / avg)
         st.caption(
             f"BM25 (Lucene): idf = ln(1 + (N − df + 0.5) / (df + 0.5)) over N = "
-            f"{int(ex.get('docs', 0)):,} pages; length norm = k1·(1 − b + b·|d|/avgdl) = "
+            f"{plural(int(ex.get('docs', 0)), 'page')}; length norm = k1·(1 − b + b·|d|/avgdl) = "
             f"{k1:g}·(1 − {b:g} + {b:g}·{dl:.0f}/{avg:.1f}) = {float(norm):.3f} — this page is "
             f"{'longer' if dl > avg else 'shorter'} than average, so each match counts "
             f"{'less' if dl > avg else 'more'}; part = idf · tf / (tf + norm). Terms are the "
@@ -380,9 +430,11 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
         bm25 = float(ex.get("bm25", 0.0))
         link = float(sig.get("linkBoost", 0.0))
         fresh = float(sig.get("freshBoost", 0.0))
+        inlinks = int(float(sig.get("inLinks", 0)))
+        verb = "links" if inlinks == 1 else "link"
         st.markdown(
             f"**BM25 {bm25:.3f}** + in-links {link:+.3f} "
-            f"({int(float(sig.get('inLinks', 0))):,} pages of the crawl link here) + freshness "
+            f"({plural(inlinks, 'page')} of the crawl {verb} here) + freshness "
             f"{fresh:+.3f} (fetched {float(sig.get('ageDays', 0.0)):.0f} days ago) "
             f"= **{score:.3f}**"
         )
@@ -677,7 +729,8 @@ def index_line(status: dict[str, Any]) -> None:
     fresh = f" · {int(rt.get('docs', 0)):,} in the real-time tier" if rt else ""
     st.caption(
         f":material/inventory_2: Index version {status.get('version')} · "
-        f"{int(status.get('liveDocs', 0)):,} pages in {status.get('shards')} shards{fresh}{when}"
+        f"{plural(int(status.get('liveDocs', 0)), 'page')} in "
+        f"{plural(int(status.get('shards') or 0), 'shard')}{fresh}{when}"
         f" · from `{status.get('crawlDir', '?')}`"
     )
 
@@ -761,7 +814,7 @@ def main() -> None:
                 st.markdown(
                     f"**Fan-out of this query:** {fanout.get('shardsAnswered')} of "
                     f"{fanout.get('shardsQueried')} shards answered, "
-                    f"{fanout.get('hedgesFired', 0)} hedge(s) fired."
+                    f"{plural(int(fanout.get('hedgesFired', 0)), 'hedge')} fired."
                 )
                 fanout_chart(fanout, shard_body)
                 st.caption(

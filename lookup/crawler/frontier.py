@@ -21,7 +21,9 @@ After each fetch taking ``took`` seconds, :meth:`Frontier.complete` sets
     delay = max(robots Crawl-delay, delay_factor × took, min_delay)
     on 429/503: delay = max(delay, Retry-After, 2 × previous delay)   (capped)
 
-and the next ready time of both the host and its address to ``now + delay``.
+and the next ready time of both the host and its address to ``now + delay``. Hosts due at
+the same moment are leased in the order they were last served — round robin — so the
+hosts sharing one address take turns instead of the busiest one winning every tie.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ class HostQueue:
     last_delay: float = 0.0
     fetches: int = 0
     heap_token: int = 0
+    served: int = 0  # lease sequence number of its last lease (0: never leased)
 
     def __len__(self) -> int:
         return sum(len(q) for q in self.levels)
@@ -185,8 +188,11 @@ class Frontier:
         self.weights = weights
         self.clock = clock
         self.hosts: dict[str, HostQueue] = {}
-        self._heap: list[tuple[float, int, str]] = []
+        # (ready time, last served, token, host): hosts due at the same moment go in the
+        # order they were last served, so hosts sharing an address take turns.
+        self._heap: list[tuple[float, int, int, str]] = []
         self._tokens = itertools.count(1)
+        self._served = itertools.count(1)
         self._seq = itertools.count(1)
         self._ip_busy: set[str] = set()
         self._ip_ready: dict[str, float] = {}
@@ -226,13 +232,13 @@ class Frontier:
 
     def _schedule(self, hq: HostQueue, ready_at: float) -> None:
         hq.heap_token = next(self._tokens)
-        heapq.heappush(self._heap, (ready_at, hq.heap_token, hq.host))
+        heapq.heappush(self._heap, (ready_at, hq.served, hq.heap_token, hq.host))
 
     # -- taking ----------------------------------------------------------------------
     def next_ready_at(self) -> float | None:
         """When the earliest host becomes due (None if no host has work)."""
         while self._heap:
-            ready_at, token, host = self._heap[0]
+            ready_at, _, token, host = self._heap[0]
             hq = self.hosts.get(host)
             if hq is None or hq.heap_token != token or hq.in_flight:
                 heapq.heappop(self._heap)
@@ -244,7 +250,7 @@ class Frontier:
         """Pop a due host and give one request's permission; None when nothing is due."""
         now = self.clock() if now is None else now
         while self._heap:
-            ready_at, token, host = self._heap[0]
+            ready_at, _, token, host = self._heap[0]
             hq = self.hosts.get(host)
             if hq is None or hq.heap_token != token or hq.in_flight:
                 heapq.heappop(self._heap)
@@ -273,6 +279,7 @@ class Frontier:
                 self._drop_if_idle(hq)
                 continue
             hq.in_flight = True
+            hq.served = next(self._served)
             self._ip_busy.add(ip)
             return Lease(host, ip, kind, entry, now)
         return None

@@ -6,9 +6,16 @@
 * :class:`SingleFlight` / :class:`AsyncSingleFlight` — when many callers miss the same
   key at once, one loads it and the others wait for that result: a viral key that
   falls out of the cache costs one store read, not thousands.
-* :class:`SharedCache` — the interface of a cache shared by many processes (Redis in
-  production); :class:`NullSharedCache` is the embedded default (no tier at all) and
-  :class:`MemorySharedCache` stands in for one inside a single process.
+* :class:`SharedCache` — the interface of a cache shared by many processes;
+  :class:`NullSharedCache` is the embedded default (no tier at all),
+  :class:`MemorySharedCache` a tier inside a single process, and
+  :class:`~lookup.kit.cache_redis.RedisSharedCache` the real one (``redis://``).
+  :class:`VersionedSharedCache` adds what a tier shared by *processes* needs: a read
+  that also returns an invalidation token (:meth:`~VersionedSharedCache.lookup`), a
+  compare-and-set fill that refuses to write once the key was invalidated since that
+  read or over a newer version (:meth:`~VersionedSharedCache.fill`), and a feed of
+  invalidations made anywhere (:meth:`~VersionedSharedCache.watch`), so every process can
+  drop its own in-process copy.
 
 A cache is never the source of truth: losing any of these costs misses, never data.
 """
@@ -21,7 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -250,6 +257,48 @@ class SharedCache(Protocol):
         ...
 
 
+class CacheRead(NamedTuple):
+    """What :meth:`VersionedSharedCache.lookup` found: the bytes (None on a miss) and the
+    token a later :meth:`~VersionedSharedCache.fill` must present (None: do not fill —
+    the tier holds nothing or cannot be reached)."""
+
+    value: bytes | None
+    token: Any
+
+
+@runtime_checkable
+class VersionedSharedCache(SharedCache, Protocol):
+    """A shared tier whose fills cannot put an older record over a newer one.
+
+    Every :meth:`delete` of a key bumps that key's invalidation counter and tells every
+    watcher; :meth:`fill` writes only if the counter is still what :meth:`lookup` saw
+    (no invalidation since the read) and no entry of a higher ``version`` is there.
+    """
+
+    def lookup(self, key: str) -> CacheRead:
+        """The cached bytes and the fill token, in one round trip."""
+        ...
+
+    def fill(self, key: str, value: bytes, ttl: float, token: Any, version: int) -> bool:
+        """Compare-and-set: cache ``value`` (of record ``version``) unless ``key`` was
+        invalidated since the :meth:`lookup` that gave ``token`` or holds a newer version;
+        True if written."""
+        ...
+
+    def watch(self, fn: Callable[[str | None], None]) -> None:
+        """Call ``fn(key)`` for every invalidation made anywhere, and ``fn(None)`` when some
+        may have been missed (the feed was down): drop everything then."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """The tier's own counters (for metrics)."""
+        ...
+
+    def describe(self) -> str:
+        """What the tier is, for status pages (``redis://host:port/db``; never a password)."""
+        ...
+
+
 class NullSharedCache:
     """No shared tier at all: every ``get`` misses, writes are dropped."""
 
@@ -265,9 +314,30 @@ class NullSharedCache:
     def delete(self, key: str) -> None:
         """Nothing to invalidate."""
 
+    def lookup(self, key: str) -> CacheRead:
+        """A miss that must not be filled."""
+        return CacheRead(None, None)
+
+    def fill(self, key: str, value: bytes, ttl: float, token: Any, version: int) -> bool:
+        """Nothing is kept."""
+        return False
+
+    def watch(self, fn: Callable[[str | None], None]) -> None:
+        """No other process shares this tier: nothing to hear."""
+
+    def stats(self) -> dict[str, Any]:
+        """No counters of its own."""
+        return {}
+
+    def describe(self) -> str:
+        """``none``."""
+        return "none"
+
 
 class MemorySharedCache:
-    """A shared tier held in this process (bytes in a TTL LRU), standing in for Redis."""
+    """A shared tier held in this process (bytes in a TTL LRU): what Redis does for a fleet,
+    for the resolvers of one process — versioned fills and invalidations told to every
+    watcher included."""
 
     name = "memory"
 
@@ -275,6 +345,12 @@ class MemorySharedCache:
         self, maxsize: int = 100_000, *, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._cache: TTLCache[str, bytes] = TTLCache(maxsize, 3600.0, clock=clock)
+        self._versions: dict[str, int] = {}
+        self._generations: dict[str, int] = {}
+        self._watchers: list[Callable[[str | None], None]] = []
+        self._lock = threading.RLock()
+        self.fills = 0
+        self.refused = 0
 
     def get(self, key: str) -> bytes | None:
         """The cached bytes, or None."""
@@ -286,8 +362,44 @@ class MemorySharedCache:
         self._cache.set(key, value, ttl)
 
     def delete(self, key: str) -> None:
-        """Invalidate ``key``."""
-        self._cache.delete(key)
+        """Invalidate ``key``: drop it, bump its counter, tell every watcher."""
+        with self._lock:
+            self._cache.delete(key)
+            self._versions.pop(key, None)
+            self._generations[key] = self._generations.get(key, 0) + 1
+            watchers = list(self._watchers)
+        for fn in watchers:
+            fn(key)
+
+    def lookup(self, key: str) -> CacheRead:
+        """The cached bytes and the key's invalidation counter."""
+        with self._lock:
+            return CacheRead(self.get(key), self._generations.get(key, 0))
+
+    def fill(self, key: str, value: bytes, ttl: float, token: Any, version: int) -> bool:
+        """Compare-and-set on the invalidation counter and the version (see the protocol)."""
+        with self._lock:
+            held = self._versions.get(key) if key in self._cache else None
+            if self._generations.get(key, 0) != token or (held is not None and held > version):
+                self.refused += 1
+                return False
+            self._versions[key] = version
+            self.set(key, value, ttl)
+            self.fills += 1
+            return True
+
+    def watch(self, fn: Callable[[str | None], None]) -> None:
+        """Call ``fn(key)`` after every :meth:`delete`."""
+        with self._lock:
+            self._watchers.append(fn)
+
+    def stats(self) -> dict[str, Any]:
+        """Fills written and refused, entries held."""
+        return {"fills": self.fills, "fillsRefused": self.refused, "size": len(self._cache)}
+
+    def describe(self) -> str:
+        """``memory`` (this process only)."""
+        return "memory"
 
     def __len__(self) -> int:
         return len(self._cache)
@@ -300,7 +412,9 @@ def open_shared_cache(
 
     ``none:`` or an empty URL: no tier (:class:`NullSharedCache`, the embedded default);
     ``memory:``: a tier inside this process (:class:`MemorySharedCache`; ``clock`` is its
-    time source). An unknown scheme raises ValueError naming the accepted ones.
+    time source); ``redis://host:port/db[?prefix=P]``: the tier every process of a fleet
+    shares (:class:`~lookup.kit.cache_redis.RedisSharedCache`, entries timed by Redis, so
+    ``clock`` does not apply). An unknown scheme raises ValueError naming the accepted ones.
     """
     from lookup.kit.storeurl import parse_store_url
 
@@ -308,11 +422,15 @@ def open_shared_cache(
     if not text or text.lower() in ("none", "none:"):
         return NullSharedCache()
     try:
-        parsed = parse_store_url(text, accepted=("memory",))
+        parsed = parse_store_url(text, accepted=("memory", "redis"))
     except ValueError:
         raise ValueError(
-            f"unsupported shared cache URL {url!r}; expected one of: none:, memory:"
+            f"unsupported shared cache URL {url!r}; expected one of: none:, memory:, redis://"
         ) from None
     if parsed.scheme == "memory":
         return MemorySharedCache(clock=clock)
+    if parsed.scheme == "redis":
+        from lookup.kit.cache_redis import RedisSharedCache
+
+        return RedisSharedCache.from_url(text)
     raise ValueError(f"unsupported shared cache URL {url!r}")  # pragma: no cover

@@ -6,7 +6,8 @@ The URL shortener's keys are built from three parts, each usable on its own:
   from one allocator row with a single atomic ``UPDATE ... RETURNING``. A process
   spends its block in memory; a crash only leaves a gap, never a duplicate.
   :class:`SqliteIdAllocator` is the embedded one; :func:`open_id_allocator` picks the
-  implementation from a URL (``sqlite:///path``).
+  implementation from a URL (``sqlite:///path``; ``postgresql://…`` for the fleet's
+  ``id_blocks`` row, :mod:`lookup.kit.ids_pg`).
 * :class:`FeistelPermutation` is a **keyed one-to-one map** of ``[0, n)`` onto
   itself (a balanced Feistel network over the smallest even power of two ``>= n``,
   with cycle-walking back into range), so consecutive ids give unrelated outputs
@@ -299,10 +300,15 @@ class SqliteIdAllocator:
 
 
 def open_id_allocator(url: str, name: str = "default", **options: Any) -> IdAllocator:
-    """The id allocator a URL names: ``sqlite:///path`` (the row ``name`` in that file).
+    """The id allocator a URL names: ``sqlite:///path`` (the row ``name`` in that file) or
+    ``postgresql://…`` (the ``id_blocks`` row ``name``, :mod:`lookup.kit.ids_pg`).
 
     ``options`` go to the implementation (``block_size``, ``limit``, ``start``).
     """
-    parsed = parse_store_url(url, ("sqlite",))
+    parsed = parse_store_url(url, ("sqlite", "postgresql"))
+    if parsed.scheme == "postgresql":
+        from lookup.kit.ids_pg import PostgresIdAllocator
+
+        return PostgresIdAllocator(parsed.url, name, **options)
     assert parsed.path is not None
     return SqliteIdAllocator(parsed.path, name, **options)

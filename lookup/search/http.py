@@ -5,9 +5,11 @@ Management endpoints (status, shard fault switches, deletions) live on FastAPI.
 
 ``GET /search?q=&page=&limit=`` answers exactly
 ``{"query","estimatedTotal","tookMs","results":[{"url","title","snippet","score",
-"crawledAt"}],"shardsQueried","shardsAnswered"}``; ``explain=true`` adds a per-result
-``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional ``deadlineMs``
-and ``hedge`` override the coordinator's settings for one query.
+"crawledAt","cachedUrl"}],"shardsQueried","shardsAnswered"}`` — ``cachedUrl`` is the
+path of the page's stored copy on this API (``GET /search/cached``, :mod:`.cached`: the
+crawled ``*.sandbox.test`` names do not resolve in a browser); ``explain=true`` adds a
+per-result ``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional
+``deadlineMs`` and ``hedge`` override the coordinator's settings for one query.
 
 ``q`` is words, AND first with an OR fallback when no page has them all; text in
 double quotes (``"standard library"``, typographic quotes too) is a **phrase**: every
@@ -25,10 +27,11 @@ from fastapi import Body, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
 from lookup.kit.http import ApiError, bool_param, float_param, int_param
+from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
 from lookup.search.coordinator import QueryError
 from lookup.search.service import SearchService
 
@@ -53,9 +56,32 @@ def search_route(service: SearchService) -> Route:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
         except QueryError as exc:
             raise ApiError(400, exc.code, exc.message) from None
+        for item in body.get("results", ()):
+            item["cachedUrl"] = cached_link(item["url"])
         return JSONResponse(body)
 
     return Route("/search", endpoint, methods=["GET"])
+
+
+def cached_route(pages: CachedPages) -> Route:
+    """``GET /search/cached?url=…[&crawl=NAME]``: the stored copy of a crawled page.
+
+    HTML that runs no script (rebuilt from an allow-list, and a CSP that forbids them);
+    an unknown URL or crawl answers ``404`` JSON, a missing ``url`` ``400``.
+    """
+
+    async def endpoint(request: Request) -> HTMLResponse:
+        params = request.query_params
+        text = await run_in_threadpool(pages.page, params.get("url", ""), params.get("crawl"))
+        headers = {
+            "Content-Security-Policy": CSP,
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "no-cache",
+        }
+        return HTMLResponse(text, headers=headers)
+
+    return Route(CACHED_PATH, endpoint, methods=["GET"])
 
 
 class FaultBody(BaseModel):
@@ -77,7 +103,12 @@ class CoordinatorBody(BaseModel):
 def mount(mounts: Any) -> None:
     """Register the search engine's routes, lifecycle hooks and health probe."""
     service = SearchService(Path(mounts.data_dir) / "search")
+    pages = CachedPages(
+        Path(mounts.data_dir) / "crawls",
+        lambda: Path(service.snapshot().manifest.source.crawl_dir),
+    )
     mounts.fast_routes.insert(0, search_route(service))
+    mounts.fast_routes.insert(1, cached_route(pages))
     mounts.on_startup.append(service.start)
     mounts.on_shutdown.append(service.close)
     mounts.health["search"] = service.status

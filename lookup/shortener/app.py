@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from lookup import settings
 from lookup.kit.cache import SharedCache, open_shared_cache
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
+from lookup.kit.secretstore import SecretStore, open_secret_store, random_bytes
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.counts import open_click_counts
@@ -117,13 +119,25 @@ class ShortenerConfig:
     allowed_ranges: tuple[str, ...] = ()
     #: host → its addresses now, for the scanner's DNS re-checks (None: the system resolver).
     resolve_host: Callable[[str], list[str]] | None = None
+    #: Where links, id blocks, click counts and the fleet's secrets live: ``postgresql://…``
+    #: shares them between API processes; empty: SQLite files and secret files in the data
+    #: directory (the embedded default).
+    store_url: str = ""
+    #: Scale-out backends by URL (empty: the embedded default): the shared cache tier,
+    #: the rate limits and the click stream (``redis://host:port/db``).
+    cache_url: str = ""
+    limits_url: str = ""
+    clicks_url: str = ""
+    #: The part of each limit a process keeps to itself while ``limits_url`` is unreachable.
+    limits_local_share: float = 1.0
 
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
         """Config for ``lookup serve``: limits from ``LOOKUP_SHORTENER_RATE_*``,
         ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
         ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
-        click analytics / the safety scanner (for comparisons). The click aggregator runs
+        click analytics / the safety scanner (for comparisons), ``LOOKUP_SHORTENER_STORE``
+        for a shared store (PostgreSQL) instead of the data directory. The click aggregator runs
         in its own process at CPU priority ``LOOKUP_SHORTENER_AGGREGATOR_NICE`` (19),
         unless ``LOOKUP_SHORTENER_AGGREGATOR`` says ``thread`` (in this process) or
         ``external`` (not here: ``python -m lookup.shortener.analytics`` runs it)."""
@@ -137,6 +151,11 @@ class ShortenerConfig:
             aggregator_nice=settings.get("shortener_aggregator_nice"),
             scanner=settings.get("shortener_scanner"),
             allowed_ranges=tuple(settings.get("shortener_allowed_ranges")),
+            store_url=settings.get("shortener_store"),
+            cache_url=settings.get("cache_url"),
+            limits_url=settings.get("limits_url"),
+            clicks_url=settings.get("clicks_url"),
+            limits_local_share=settings.get("limits_local_share"),
         )
 
 
@@ -178,12 +197,28 @@ class Shortener:
         self.base_url = config.base_url.rstrip("/")
         self.dir = Path(config.data_dir) / "shortener"
         self.dir.mkdir(parents=True, exist_ok=True)
-        secret = load_or_create_secret(self.dir / "secret.key")
+        # With a shared store the fleet's secrets (the key permutation's, the HMAC keys
+        # derived from it, the admin token) live there: processes with different data
+        # directories must agree on them, or two ids could map to one key.
+        shared_store = config.store_url.strip()
+        self.secrets: SecretStore = open_secret_store(shared_store or self.dir.resolve().as_uri())
+        secret = self.secrets.get_or_create("secret.key", random_bytes(32))
+        token = settings.get("admin_token")  # configured: it wins
+        if not token:
+            made = self.secrets.get_or_create(
+                "admin.token", lambda: (secrets.token_urlsafe(32) + "\n").encode("ascii")
+            )
+            token = made.decode("ascii").strip()
+        self.admin_token: str = token
         clock = config.wall_clock
         mono = config.mono_clock
 
-        links_url = sqlite_url(self.dir / "links.sqlite3")
-        self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
+        if shared_store:
+            links_url = shared_store
+            self.store = open_link_store(links_url, clock=clock)
+        else:
+            links_url = sqlite_url(self.dir / "links.sqlite3")
+            self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
         self.allocator = open_id_allocator(
             links_url, "links", block_size=config.block_size, limit=KEY_SPACE
         )
@@ -201,19 +236,27 @@ class Shortener:
             cache_size=config.cache_size,
             cache_ttl_s=config.cache_ttl_s,
             negative_ttl_s=config.negative_ttl_s,
-            shared=config.shared if config.shared is not None else open_shared_cache("none:"),
+            shared=config.shared
+            if config.shared is not None
+            else open_shared_cache(config.cache_url or "none:"),
             clock=mono,
         )
         limits = config.limits
 
-        def limiter(policy: RatePolicy, name: str) -> RateLimiter:
-            return open_rate_limiter("memory:", policy, name=name, clock=mono)  # in-process
+        def limiter(policy: RatePolicy, name: str, outage: str) -> RateLimiter:
+            """In-process, or on ``limits_url`` with its declared outage policy."""
+            if not config.limits_url:
+                return open_rate_limiter("memory:", policy, name=name, clock=mono)
+            share = f"&local_share={config.limits_local_share!r}" if outage == "local" else ""
+            url = f"{config.limits_url}?on_unavailable={outage}{share}"
+            return open_rate_limiter(url, policy, name=name, clock=mono)
 
-        self.limit_anonymous = limiter(limits.anonymous, "anonymous")
-        self.limit_owner = limiter(limits.owner, "owner")
-        self.limit_ip = limiter(limits.ip, "ip")
-        self.limit_misses = limiter(limits.misses, "misses")
-        self.limit_passwords = limiter(limits.passwords, "passwords")
+        # Creates and misses fail open to a local share; password guessing fails closed.
+        self.limit_anonymous = limiter(limits.anonymous, "anonymous", "local")
+        self.limit_owner = limiter(limits.owner, "owner", "local")
+        self.limit_ip = limiter(limits.ip, "ip", "local")
+        self.limit_misses = limiter(limits.misses, "misses", "local")
+        self.limit_passwords = limiter(limits.passwords, "passwords", "closed")
         self.views = LinkViews(self.base_url, clock=clock)
 
         self.analytics: ClickAnalytics | None = None
@@ -224,9 +267,17 @@ class Shortener:
                 "clock": clock,
                 **(analytics_options or {}),
             }
+            own_log = options.get("click_log") is None and not config.clicks_url
             if options.get("click_log") is None:
-                options["click_log"] = open_click_log(sqlite_url(self.dir / "clicklog.sqlite3"))
-            if options.get("click_counts") is None:
+                options["click_log"] = open_click_log(
+                    config.clicks_url or sqlite_url(self.dir / "clicklog.sqlite3")
+                )
+            if options.get("click_counts") is None and shared_store:
+                # A process folding its own click log into the fleet's counters keeps its
+                # own consumer offset there (under a random id kept beside the log).
+                scope = load_or_create_secret(self.dir / "clicklog.id", 16).hex() if own_log else ""
+                options["click_counts"] = open_click_counts(shared_store, consumer_scope=scope)
+            elif options.get("click_counts") is None:
                 options["click_counts"] = open_click_counts(
                     sqlite_url(self.dir / "clickstats.sqlite3")
                 )
@@ -302,11 +353,33 @@ class Shortener:
             self.limit_passwords,
         ]
 
+    def backends(self) -> dict[str, str]:
+        """What each scale-out seam of this process runs on (scheme and address, never a
+        password; ``embedded`` for the default in the data directory)."""
+
+        def described(part: object, default: str = "embedded") -> str:
+            describe = getattr(part, "describe", None)
+            return describe() if describe is not None else default  # type: ignore[no-any-return]
+
+        counts = None if self.analytics is None else self.analytics.aggregator.counts
+        secrets_at = self.secrets.describe()
+        shared = self.resolver.shared
+        return {
+            "cache": described(shared, shared.name),
+            "limits": described(self.limit_anonymous),
+            "clicks": described(None if self.analytics is None else self.analytics.log),
+            "store": described(self.store),
+            "ids": described(self.allocator),
+            "clickCounts": described(counts, "embedded" if counts is not None else "off"),
+            "secrets": "embedded" if secrets_at.startswith("file:") else secrets_at,
+        }
+
     def metrics(self) -> dict[str, Any]:
         """Counters for the dashboard: cache layers, limiters, clicks, links by status,
         analytics and the scanner."""
         counters = self.service.counters()
         return {
+            "backends": self.backends(),
             "cache": self.resolver.stats(),
             "rateLimits": {lim.name: lim.stats() for lim in self.rate_limiters()},
             "clicks": counters["clicks"],
@@ -329,6 +402,7 @@ class Shortener:
             "created": self.service.created,
             "cacheHits": cache["l1"]["hits"],
             "storeReads": cache["store"]["reads"],
+            "backends": self.backends(),
         }
 
 

@@ -46,7 +46,7 @@ from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
-from lookup.shortener.scanner import edit_blocklist, load_admin_token
+from lookup.shortener.scanner import edit_blocklist
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -744,15 +744,15 @@ def mount(
     buffer and the shipper thread here; the aggregator where ``config.aggregator`` says —
     a niced second process by default) and the safety scanner (``shortener.scanner``, a
     worker thread) start and stop with the app. The blocklist endpoints take the admin
-    token (``$LOOKUP_ADMIN_TOKEN`` or the file ``<data-dir>/shortener/admin.token``,
-    created on first start).
+    token (``$LOOKUP_ADMIN_TOKEN``, else the shortener's shared secret store: the file
+    ``<data-dir>/shortener/admin.token``, created on first start, or the fleet's database).
     """
     cfg = config or ShortenerConfig.from_env(mounts.data_dir, mounts.base_url)
     shortener = Shortener(cfg, analytics_options=analytics_options)
     shortener.reserved.add(_route_words(mounts))
     mounts.api.state.shortener = shortener
     mounts.fast_routes.append(RedirectRoute(shortener, mounts))
-    mounts.api.include_router(build_router(shortener, load_admin_token(shortener.dir)))
+    mounts.api.include_router(build_router(shortener, shortener.admin_token))
     service = shortener.service
     sweeper: dict[str, asyncio.Task[None]] = {}
 

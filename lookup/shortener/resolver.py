@@ -5,7 +5,15 @@
 2. a negative cache (≈30 s) of keys the store does not have, kept apart from the LRU
    so a scraper guessing keys cannot evict the hot set;
 3. a pluggable shared tier (:class:`~lookup.kit.cache.SharedCache`; none by default,
-   Redis later) and finally the :class:`~lookup.shortener.store.LinkStore`.
+   ``redis://`` for a fleet) and finally the :class:`~lookup.shortener.store.LinkStore`.
+
+A tier shared by processes (:class:`~lookup.kit.cache.VersionedSharedCache`: Redis) adds
+two guarantees. A fill is a compare-and-set inside the tier — refused if the key was
+invalidated anywhere since this load read the tier, or if a newer version of the link
+(its ``updated_at``) is already there — so a slow load never puts an old record back.
+And the tier tells every process of every invalidation (Redis pub/sub), so a link
+disabled or retargeted through one process stops being served from the L1 of all the
+others at once; when that feed was interrupted the whole L1 is dropped.
 
 Misses go through single-flight, so when a viral key expires from the cache the many
 requests that miss together cost one load. Writes call :meth:`Resolver.invalidate`;
@@ -35,6 +43,7 @@ from lookup.kit.cache import (
     SharedCache,
     SingleFlight,
     TTLCache,
+    VersionedSharedCache,
 )
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
@@ -109,6 +118,13 @@ class Resolver:
         self.store_not_found = 0
         self.invalidations = 0
         self.stale_fills_skipped = 0
+        self.shared_fills = 0
+        self.shared_fills_refused = 0
+        self.remote_invalidations = 0
+        self.remote_clears = 0
+        self._versioned = isinstance(self.shared, VersionedSharedCache)
+        if self._versioned:
+            self.shared.watch(self._heard_invalidation)  # type: ignore[attr-defined]
 
     # -- lookups -----------------------------------------------------------------------
 
@@ -148,7 +164,7 @@ class Resolver:
         ticket = self._begin(key)
         link: Link | None = None
         try:
-            raw = self._shared_get(key)
+            raw, token = self._shared_read(key)
             if raw is not None and raw == _NEGATIVE:
                 self.shared_negative_hits += 1
             elif raw is not None:
@@ -161,11 +177,7 @@ class Resolver:
                 if link is None:
                     self.store_not_found += 1
                 if not ticket.stale:
-                    self._shared_set(
-                        key,
-                        _NEGATIVE if link is None else encode_link(link),
-                        self.negative_ttl_s if link is None else self.shared_ttl_s,
-                    )
+                    self._shared_fill(key, link, token)
                     if ticket.stale:  # invalidated while we wrote: take our entry back
                         self._shared_delete(key)
         except BaseException:
@@ -173,6 +185,37 @@ class Resolver:
             raise
         self._finish(key, ticket, link)
         return link
+
+    def _shared_read(self, key: str) -> tuple[bytes | None, Any]:
+        """The tier's bytes and, for a versioned tier, its fill token."""
+        if not self._versioned:
+            return self._shared_get(key), None
+        try:
+            return self.shared.lookup(key)  # type: ignore[attr-defined,no-any-return]
+        except Exception:
+            self.shared_errors += 1
+            log.warning("shared cache %s failed on lookup", self.shared.name, exc_info=True)
+            return None, None
+
+    def _shared_fill(self, key: str, link: Link | None, token: Any) -> None:
+        value = _NEGATIVE if link is None else encode_link(link)
+        ttl = self.negative_ttl_s if link is None else self.shared_ttl_s
+        if not self._versioned:
+            self._shared_set(key, value, ttl)
+            return
+        if token is None:  # the tier is out of reach: nothing to fill
+            return
+        version = 0 if link is None else int(link.updated_at * 1_000_000)
+        try:
+            written = self.shared.fill(key, value, ttl, token, version)  # type: ignore[attr-defined]
+        except Exception:
+            self.shared_errors += 1
+            log.warning("shared cache %s failed on fill", self.shared.name, exc_info=True)
+            return
+        if written:
+            self.shared_fills += 1
+        else:
+            self.shared_fills_refused += 1
 
     def _begin(self, key: str) -> _Load:
         ticket = _Load()
@@ -231,6 +274,20 @@ class Resolver:
             self.shared_errors += 1
             log.warning("shared cache %s failed on delete", self.shared.name, exc_info=True)
 
+    def _heard_invalidation(self, key: str | None) -> None:
+        """Another process changed ``key`` (None: changes may have been missed): drop our
+        copies, and no load in flight fills with what it read."""
+        if key is None:
+            self.remote_clears += 1
+            self.clear()
+            return
+        with self._lock:
+            for ticket in self._loading.get(key, ()):
+                ticket.stale = True
+            self.remote_invalidations += 1
+            self.cache.delete(key)
+            self.negative.delete(key)
+
     def remember(self, link: Link) -> None:
         """Put a record we just read or wrote into the in-process cache."""
         self.negative.delete(link.key)
@@ -278,4 +335,16 @@ class Resolver:
             },
             "invalidations": self.invalidations,
             "staleFillsSkipped": self.stale_fills_skipped,
+            "sharedFills": {"written": self.shared_fills, "refused": self.shared_fills_refused},
+            "remoteInvalidations": {
+                "keys": self.remote_invalidations,
+                "clears": self.remote_clears,
+            },
+            "sharedTier": self.shared.stats() if self._versioned else {},  # type: ignore[attr-defined]
+            "layers": {
+                "l1": self.l1_hits,
+                "negative": self.negative_hits,
+                "shared": self.shared_hits + self.shared_negative_hits,
+                "store": self.store_reads,
+            },
         }

@@ -25,7 +25,8 @@ see :class:`lookup.kit.ids.SqliteIdAllocator`).
 
 :class:`LinkStore` names the operations the service, the resolver and the scanner use;
 :class:`SqliteLinkStore` is the embedded implementation and :func:`open_link_store`
-picks one from a URL (``sqlite:///path``).
+picks one from a URL (``sqlite:///path``, or ``postgresql://…`` for
+:class:`~lookup.shortener.store_pg.PostgresLinkStore`).
 """
 
 from __future__ import annotations
@@ -36,13 +37,41 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from lookup.kit.dblock import WalCheckpointer, writer_lock
 from lookup.kit.sqlite import SYNCHRONOUS_LEVELS, ConnectionPool, connect
 from lookup.kit.storeurl import parse_store_url
 from lookup.shortener.model import Link, Status
+from lookup.shortener.store_base import (
+    COLUMNS,
+    UPDATABLE,
+    CreateResult,
+    Gone,
+    IdempotencyClaim,
+    IdempotencyMismatch,
+    KeyTaken,
+    LinkMissing,
+    NotOwner,
+    StoreError,
+    row_to_link,
+    to_db,
+)
+
+__all__ = [
+    "UPDATABLE",
+    "CreateResult",
+    "Gone",
+    "IdempotencyClaim",
+    "IdempotencyMismatch",
+    "KeyTaken",
+    "LinkMissing",
+    "LinkStore",
+    "NotOwner",
+    "SqliteLinkStore",
+    "StoreError",
+    "open_link_store",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS links (
@@ -98,72 +127,8 @@ CREATE TABLE IF NOT EXISTS owner_tokens (
 );
 """
 
-_COLUMNS = (
-    "key, id, alias, long_url, owner, created_at, updated_at, expires_at, max_clicks, clicks, "
-    "status, redirect_type, max_age, password_hash, tags, scan_verdict, status_reason, "
-    "scan_reasons"
-)
 #: Columns added after the first release, with their definitions (added on open).
 _ADDED_COLUMNS = {"scan_reasons": "TEXT NOT NULL DEFAULT '[]'"}
-
-#: Columns a caller may change through :meth:`LinkStore.update`.
-UPDATABLE = frozenset(
-    {
-        "long_url",
-        "expires_at",
-        "max_clicks",
-        "redirect_type",
-        "max_age",
-        "password_hash",
-        "tags",
-        "status",
-        "status_reason",
-        "scan_verdict",
-        "scan_reasons",
-    }
-)
-
-
-class StoreError(Exception):
-    """Base of the store's refusals."""
-
-
-class KeyTaken(StoreError):
-    """The key is already claimed (by a link or a tombstone)."""
-
-
-class IdempotencyMismatch(StoreError):
-    """The Idempotency-Key was already used with a different request body."""
-
-
-class LinkMissing(StoreError):
-    """No link has this key."""
-
-
-class NotOwner(StoreError):
-    """The caller does not own the link."""
-
-
-class Gone(StoreError):
-    """The link is a tombstone; it can no longer change."""
-
-
-@dataclass(frozen=True)
-class IdempotencyClaim:
-    """A create's Idempotency-Key, scoped to its owner, with a digest of the request body."""
-
-    scope: str
-    key: str
-    body_hash: str
-
-
-@dataclass(frozen=True)
-class CreateResult:
-    """Either the new link and its response, or a replay of the original response."""
-
-    response: dict[str, Any]
-    link: Link | None
-    replayed: bool
 
 
 @runtime_checkable
@@ -283,37 +248,6 @@ class LinkStore(Protocol):
         ...
 
 
-def _row_to_link(row: tuple[Any, ...]) -> Link:
-    return Link(
-        key=row[0],
-        id=row[1],
-        alias=bool(row[2]),
-        long_url=row[3],
-        owner=row[4],
-        created_at=row[5],
-        updated_at=row[6],
-        expires_at=row[7],
-        max_clicks=row[8],
-        clicks=row[9],
-        status=Status(row[10]),
-        redirect_type=row[11],
-        max_age=row[12],
-        password_hash=row[13],
-        tags=tuple(json.loads(row[14] or "[]")),
-        scan_verdict=row[15],
-        status_reason=row[16],
-        scan_reasons=tuple(json.loads(row[17] or "[]")),
-    )
-
-
-def _to_db(column: str, value: Any) -> Any:
-    if column == "tags" or column == "scan_reasons":
-        return json.dumps(list(value))
-    if column == "status" and isinstance(value, Status):
-        return value.value
-    return value
-
-
 class SqliteLinkStore:
     """SQLite link store; safe to share between threads (each thread gets its own connection)."""
 
@@ -412,7 +346,7 @@ class SqliteLinkStore:
                         raise IdempotencyMismatch(idempotency.key)
                     return CreateResult(json.loads(row[1]), None, True)
             cur = conn.execute(
-                f"INSERT INTO links ({_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+                f"INSERT INTO links ({COLUMNS}) VALUES ({', '.join('?' * 18)})"
                 " ON CONFLICT(key) DO NOTHING",
                 (
                     link.key,
@@ -502,25 +436,25 @@ class SqliteLinkStore:
             raise ValueError(f"cannot update {sorted(bad)}")
         now = self.clock()
         with self._write() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM links WHERE key = ?", (key,)).fetchone()
+            row = conn.execute(f"SELECT {COLUMNS} FROM links WHERE key = ?", (key,)).fetchone()
             if row is None:
                 raise LinkMissing(key)
-            old = _row_to_link(row)
+            old = row_to_link(row)
             if check_owner and (old.owner is None or old.owner != expected_owner):
                 raise NotOwner(key)
             if old.is_tombstone and not allow_tombstone:
                 raise Gone(key)
             if changes:
                 assignments = ", ".join(f"{c} = ?" for c in changes)
-                values = [_to_db(c, v) for c, v in changes.items()]
+                values = [to_db(c, v) for c, v in changes.items()]
                 row = conn.execute(
                     f"UPDATE links SET {assignments}, updated_at = ? WHERE key = ?"
-                    f" RETURNING {_COLUMNS}",
+                    f" RETURNING {COLUMNS}",
                     (*values, now, key),
                 ).fetchall()[0]  # step to the end, so the statement completes
-            new = _row_to_link(row)
+            new = row_to_link(row)
             detail = {
-                c: _to_db(c, v)
+                c: to_db(c, v)
                 for c, v in changes.items()
                 if c not in ("long_url", "password_hash")
             }
@@ -574,11 +508,11 @@ class SqliteLinkStore:
             rows = conn.execute(
                 f"UPDATE links SET clicks = clicks + 1 WHERE key = ? AND status = 'ACTIVE'"
                 f" AND max_clicks IS NOT NULL AND clicks < max_clicks"
-                f" AND (expires_at IS NULL OR expires_at > ?) RETURNING {_COLUMNS}",
+                f" AND (expires_at IS NULL OR expires_at > ?) RETURNING {COLUMNS}",
                 (key, now),
             ).fetchall()  # step to the end, so the statement completes and commits
         self.checkpointer.committed()
-        return _row_to_link(rows[0]) if rows else None
+        return row_to_link(rows[0]) if rows else None
 
     def expire_due(self, now: float) -> list[str]:
         """Tombstone every link past its date or its click budget; returns their keys.
@@ -618,8 +552,8 @@ class SqliteLinkStore:
 
     def get(self, key: str) -> Link | None:
         """The link (or tombstone) for ``key``, or None if the key was never claimed."""
-        row = self._conn().execute(f"SELECT {_COLUMNS} FROM links WHERE key = ?", (key,)).fetchone()
-        return None if row is None else _row_to_link(row)
+        row = self._conn().execute(f"SELECT {COLUMNS} FROM links WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row_to_link(row)
 
     def list_owner(
         self,
@@ -645,13 +579,13 @@ class SqliteLinkStore:
         rows = (
             self._conn()
             .execute(
-                f"SELECT {_COLUMNS} FROM links WHERE {' AND '.join(where)}"
+                f"SELECT {COLUMNS} FROM links WHERE {' AND '.join(where)}"
                 " ORDER BY created_at DESC, key DESC LIMIT ?",
                 (*params, limit),
             )
             .fetchall()
         )
-        return [_row_to_link(r) for r in rows]
+        return [row_to_link(r) for r in rows]
 
     def iter_links(
         self, *, after: str = "", limit: int = 500, statuses: tuple[Status, ...] = (Status.ACTIVE,)
@@ -661,13 +595,13 @@ class SqliteLinkStore:
         rows = (
             self._conn()
             .execute(
-                f"SELECT {_COLUMNS} FROM links WHERE key > ? AND status IN ({marks})"
+                f"SELECT {COLUMNS} FROM links WHERE key > ? AND status IN ({marks})"
                 " ORDER BY key LIMIT ?",
                 (after, *(s.value for s in statuses), limit),
             )
             .fetchall()
         )
-        return [_row_to_link(r) for r in rows]
+        return [row_to_link(r) for r in rows]
 
     def audit(self, key: str) -> list[dict[str, Any]]:
         """The change history of one link, oldest first."""
@@ -741,11 +675,17 @@ class SqliteLinkStore:
 
 
 def open_link_store(url: str, **options: Any) -> LinkStore:
-    """The link store a URL names: ``sqlite:///path/links.sqlite3``.
+    """The link store a URL names: ``sqlite:///path/links.sqlite3`` or
+    ``postgresql://user@host:port/db`` (:class:`~lookup.shortener.store_pg.PostgresLinkStore`,
+    shared by every process of a fleet).
 
-    ``options`` go to the implementation (``synchronous``, ``busy_timeout_ms``,
-    ``idempotency_ttl_s``, ``clock``).
+    ``options`` go to the implementation (``idempotency_ttl_s``, ``clock``; SQLite's
+    ``synchronous``, ``busy_timeout_ms``; PostgreSQL's ``pool_size``, ``pool_timeout_s``).
     """
-    parsed = parse_store_url(url, ("sqlite",))
+    parsed = parse_store_url(url, ("sqlite", "postgresql"))
+    if parsed.scheme == "postgresql":
+        from lookup.shortener.store_pg import PostgresLinkStore
+
+        return PostgresLinkStore(parsed.url, **options)
     assert parsed.path is not None
     return SqliteLinkStore(parsed.path, **options)

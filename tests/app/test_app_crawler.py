@@ -12,14 +12,19 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import streamlit as st
 from dashboard_testing import HOME, RUN_TIMEOUT, free_port
 from streamlit.testing.v1 import AppTest
 
+from lookup import settings
 from lookup.crawler import Sandbox, SandboxConfig
+from lookup.crawler.inspector import fetched_pages
+from lookup.crawler.sandbox.sites import World
 from lookup.crawler.session import list_crawls, read_snapshot, stop_children
+from lookup.search.cached import CachedPages
 
 PAGE = "views/crawler.py"
 
@@ -94,7 +99,8 @@ def test_without_a_sandbox_the_page_offers_to_start_one(
     assert "Sandbox web up" in text and "started by this page" in text
     assert not at.button(key="crawl-start").disabled
     hosts = _table(at, "Role")
-    assert "docs.sandbox.test" in set(hosts["Host"]) and len(hosts) == 14
+    assert "docs.sandbox.test" in set(hosts["Host"]) and "hub.sandbox.test" in set(hosts["Host"])
+    assert len(hosts) == len(World.HOSTS)  # every host of the sandbox web
 
     _ok(at.button(key="stop-sandbox").click().run())
     assert "No sandbox web" in _text(at)
@@ -190,9 +196,24 @@ def test_crawl_watch_inspect_and_index(
     cuts = _table(at, "Why")
     assert len(cuts) == snap.traps_total and set(cuts["Rule"]) == set(snap.traps)
 
-    # The search index, built from this crawl into the data directory.
+    # Every stored page, linked to its stored copy on the API (named by this crawl's directory).
+    pages = _table(at, "Page", "Stored copy")
+    assert len(pages) == len(fetched_pages(crawl_dir)) > 50
+    api = settings.get("api_url").rstrip("/")
+    prefix = f"{api}/search/cached?url="
+    assert all(
+        u.startswith(prefix) and u.endswith(f"&crawl={crawl_dir.name}")
+        for u in pages["Stored copy"]
+    )
+    stored = CachedPages(data / "crawls", lambda: crawl_dir)
+    first = parse_qs(urlsplit(pages["Stored copy"].iloc[0]).query)
+    assert 'id="fetched-at"' in stored.page(first["url"][0], first["crawl"][0])
+    assert "exist only inside the sandbox web" in _text(at)
+
+    # The search index, built from this crawl into the data directory, with its progress.
     _ok(at.button(key="build-index").click().run())
     assert "Search index built" in _text(at)
+    assert [s.label for s in at.status] == ["Indexing finished"]
     assert (data / "search" / "CURRENT").is_file()
     assert "is not running" in _text(at)  # no API in this test: it says so
 

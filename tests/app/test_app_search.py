@@ -68,7 +68,10 @@ def _cards(at: AppTest) -> list[str]:
 
 
 def _urls(at: AppTest) -> list[str]:
-    return [html.unescape(re.search(r'href="([^"]+)"', c).group(1)) for c in _cards(at)]
+    """Each card's original address (its link beside the host; the title opens the copy)."""
+    return [
+        html.unescape(re.search(r'class="lw-orig" href="([^"]+)"', c).group(1)) for c in _cards(at)
+    ]
 
 
 def _search(at: AppTest, query: str) -> AppTest:
@@ -313,3 +316,36 @@ def test_only_web_links_become_links() -> None:
         1, {"url": "javascript:alert(1)", "title": "t", "snippet": "", "score": 1.0}
     )
     assert "href" not in card
+
+
+def test_each_result_title_opens_its_stored_copy(page: AppTest, search_api: str) -> None:
+    at = _search(page, "return value")
+    cards = _cards(at)
+    assert cards
+    for card in cards:
+        href = html.unescape(re.search(r'class="lw-title" href="([^"]+)"', card).group(1))
+        assert href.startswith(f"{search_api}/search/cached?url=")
+        stored = httpx.get(href, timeout=10.0)
+        assert stored.status_code == 200 and 'id="fetched-at"' in stored.text
+        assert "stored copy</a>" in card and "fetched " in card
+
+
+def test_a_sandbox_result_links_only_to_its_stored_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:8123")
+    url = "http://docs.sandbox.test:8600/lib/json.html"
+    item = {
+        "url": url,
+        "title": "json",
+        "snippet": "",
+        "score": 1.0,
+        "cachedUrl": "/search/cached?url=http%3A%2F%2Fdocs.sandbox.test%3A8600%2Flib%2Fjson.html",
+    }
+    card = page_module.result_card(1, item)
+    hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]+)"', card)]
+    assert hrefs and all(h.startswith("http://127.0.0.1:8123/search/cached?url=") for h in hrefs)
+    assert "only inside the sandbox web" in card
+    # without a stored copy a sandbox address is not linked at all: no browser resolves it
+    bare = page_module.result_card(1, {k: v for k, v in item.items() if k != "cachedUrl"})
+    assert "href" not in bare and "only inside the sandbox web" in bare

@@ -7,6 +7,7 @@ Runs its own API and dashboard (the dashboard told where a small sandbox web is,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +91,17 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     page.get_by_role("tab", name="Duplicates").click()
     expect(_metric_value(page, "SimHash distance")).to_contain_text("of 64 bits")
     expect(page.get_by_text("The crawler's verdict").first).to_be_visible()
+    # a page of the pair opens as the crawler stored it, with its fetch date
+    with page.expect_popup() as opened:
+        page.get_by_role("link", name="open the stored copy ↗").first.click()
+    copy = opened.value
+    copy.wait_for_load_state()
+    assert copy.url.startswith(f"{api.url}/search/cached?url=")
+    expect(copy.locator("#cached-banner")).to_contain_text("exists only inside the sandbox")
+    expect(copy.locator("#fetched-at")).to_have_text(
+        re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$")
+    )
+    copy.close()
 
     # Soft 404s: what each host answered for a URL that cannot exist, and what matched it.
     page.get_by_role("tab", name="Soft 404s").click()
@@ -104,9 +116,39 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     answer = httpx.get(f"{api.url}/search", params={"q": "module"}, timeout=10.0).json()
     assert answer["results"], answer
     assert all(".sandbox.test" in r["url"] for r in answer["results"])
-
-    _settled(page)
-    expect(page.locator(EXCEPTION)).to_have_count(0)
     shot = tmp_path / "crawler.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+    # search the new index and click a result: its stored copy opens, with its fetch date
+    page.get_by_role("link", name="Open the Search page").click()
+    expect(page.get_by_role("heading", name="Web search")).to_be_visible()
+    box = page.get_by_label("Search the crawled pages")
+    expect(box).to_be_visible(timeout=30_000)  # the API picks the new index up by itself
+    box.fill("module")
+    box.press("Enter")
+    _settled(page)
+    card = page.locator('[data-testid="stElementContainer"]:not([data-stale="true"]) .lw-result')
+    expect(card.first).to_contain_text("only inside the sandbox web")
+    top = httpx.get(f"{api.url}/search", params={"q": "module"}, timeout=10.0).json()
+    top = top["results"][0]
+    with page.expect_popup() as opened:
+        card.first.locator(".lw-title").click()
+    copy = opened.value
+    copy.wait_for_load_state()
+    expect(copy.locator("#cached-banner")).to_contain_text(top["url"])
+    expect(copy.locator("#fetched-at")).to_have_text(
+        top["crawledAt"].replace("T", " ").replace("Z", " UTC")
+    )
+    copy.screenshot(path=str(tmp_path / "stored-copy.png"), full_page=True)
+    # a link inside it leads to another stored copy, never to a *.sandbox.test name
+    inner = copy.locator("a.cached").first
+    expect(inner).to_be_visible()
+    inner.click()
+    copy.wait_for_load_state()
+    assert copy.url.startswith(f"{api.url}/search/cached?url=")
+    expect(copy.locator("#fetched-at")).to_be_visible()
+    copy.close()
+
+    _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)

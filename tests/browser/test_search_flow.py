@@ -137,3 +137,63 @@ def test_search_explain_and_break_a_shard(
     assert shot.stat().st_size > 10_000
     page.get_by_role("button", name="Heal every shard").click()
     _settled(page)
+
+
+def warc_date(crawl_dir: Path, url: str) -> str:
+    """The WARC-Date of ``url``'s newest record in the crawl (read with warcio itself)."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    found = ""
+    for path in sorted((crawl_dir / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_headers.get_header("WARC-Target-URI") == url:
+                    found = record.rec_headers.get_header("WARC-Date")
+    assert found, url
+    return found
+
+
+def test_click_a_result_and_its_stored_copy_opens(
+    page,  # type: ignore[no-untyped-def]
+    search_stack: tuple[Service, Service],
+    tmp_path: Path,
+) -> None:
+    """The result's title opens the page's stored copy from the API, with its fetch date."""
+    from playwright.sync_api import expect
+
+    api, dashboard = search_stack
+    page.goto(f"{dashboard.url}/search")
+    expect(page.get_by_role("heading", name="Web search")).to_be_visible()
+    _search(page, "regular expression")
+    cards = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result')
+    expect(cards.first).to_be_visible()
+    first = httpx.get(f"{api.url}/search", params={"q": "regular expression"}).json()
+    top = first["results"][0]
+    with page.expect_popup() as opened:
+        cards.first.locator(".lw-title").click()
+    copy = opened.value
+    copy.wait_for_load_state()
+    assert copy.url.startswith(f"{api.url}/search/cached?url=")
+    expect(copy.locator("#cached-banner")).to_contain_text(top["url"])
+    crawl_dir = Path(httpx.get(f"{api.url}/search/status").json()["crawlDir"])
+    stored_at = warc_date(crawl_dir, top["url"])
+    expect(copy.locator("#fetched-at")).to_have_text(
+        stored_at.replace("T", " ").replace("Z", " UTC")
+    )
+    expect(copy.locator(".page")).to_contain_text(top["title"])
+    copy.screenshot(path=str(tmp_path / "stored-copy.png"), full_page=True)
+    copy.close()
+
+    # the hostile page's stored copy: its markup is text, its script never runs
+    _search(page, "zebrafish")
+    hostile = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result').first
+    with page.expect_popup() as opened:
+        hostile.locator(".lw-title").click()
+    evil = opened.value
+    evil.wait_for_load_state()
+    expect(evil.locator("#cached-banner")).to_contain_text("http://evil.test/zebrafish.html")
+    expect(evil.locator(".page")).to_contain_text("Zebrafish keepers beware")
+    assert evil.evaluate("() => window.__owned === undefined")
+    assert evil.locator("script, img").count() == 0
+    evil.close()
+    expect(page.locator(EXCEPTION)).to_have_count(0)

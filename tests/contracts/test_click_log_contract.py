@@ -4,12 +4,14 @@ What the shipper and the aggregator rely on: batches appended whole and read bac
 order as typed records (raw clicks and enriched events, plain tuples or named ones, the
 shipper's column batches), offsets that never decrease, reads of whole offset groups
 from an offset, a backlog count, trimming of old entries. How many events share an
-offset is the implementation's choice (SQLite: a batch; memory: one event), so the
-tests never assume it. A new backend adds its URL to ``IMPLEMENTATIONS``.
+offset is the implementation's choice (SQLite and Redis Streams: a batch; memory: one
+event), so the tests never assume it. A new backend adds its URL to ``IMPLEMENTATIONS``;
+``redis`` runs on the session's throw-away redis-server, a fresh stream per test.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +27,16 @@ T0 = 1_800_000_000.0
 IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
     "sqlite": lambda tmp: sqlite_url(tmp / "clicklog.sqlite3"),
     "memory": lambda tmp: "memory:",
+    "redis": lambda tmp: f"redis?stream=contract-{uuid.uuid4().hex[:10]}",
 }
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ClickLog]:
-    click_log = open_click_log(IMPLEMENTATIONS[request.param](tmp_path))
+    url = IMPLEMENTATIONS[request.param](tmp_path)
+    if url.startswith("redis?"):
+        url = request.getfixturevalue("redis_server").url + url[len("redis") :]
+    click_log = open_click_log(url)
     yield click_log
     close = getattr(click_log, "close", None)
     if close is not None:

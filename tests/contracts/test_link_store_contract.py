@@ -49,8 +49,14 @@ def _sqlite(tmp_path: Path) -> str:
 IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {"sqlite": _sqlite}
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
+SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+
+
+@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param in SERVERS:
+        return str(request.getfixturevalue(SERVERS[request.param]))
     return IMPLEMENTATIONS[request.param](tmp_path)
 
 

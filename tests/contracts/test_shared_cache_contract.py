@@ -1,18 +1,27 @@
 """The shared-cache contract, run against every tier behind ``open_shared_cache``.
 
-Two kinds of tier share the interface: ones that hold values (``memory:``, later Redis)
+Two kinds of tier share the interface: ones that hold values (``memory:``, ``redis://``)
 and the null tier that holds nothing. Both must accept every call without raising; a
 holding tier must return what was set, forget what was deleted, keep keys apart and let
 an entry expire after its TTL (with the injected clock).
+
+Redis keeps time itself, so its tier's "clock" is a time machine on the server: moving it
+forward by ``d`` shortens the remaining TTL of every key of the test by ``d`` (what the
+passing of ``d`` seconds does to them), and each test gets its own key prefix.
+
+The versioned half (``lookup``/``fill``/``watch``) runs against the tiers that have it.
 """
 
 from __future__ import annotations
 
+import threading
+import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from lookup.kit.cache import SharedCache, open_shared_cache
+from lookup.kit.cache import SharedCache, VersionedSharedCache, open_shared_cache
 
 
 class FakeClock:
@@ -30,15 +39,52 @@ class Tier:
     holds: bool  # False for the null tier: every get misses
 
 
-#: (URL, whether the tier holds values) for every implementation.
-TIERS = [("none:", False), ("memory:", True)]
+class RedisClock:
+    """Advancing ``now`` ages every key under ``prefix`` on the server by the same amount."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(url)
+        self._prefix = prefix
+        self._now = 50.0
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        elapsed_ms = int(round((value - self._now) * 1000))
+        self._now = value
+        for name in self._redis.scan_iter(match=self._prefix + "*"):
+            left = self._redis.pttl(name)
+            if left > elapsed_ms:
+                self._redis.pexpire(name, left - elapsed_ms)
+            elif left >= 0:  # its time is up (-1: no TTL, -2: gone already)
+                self._redis.delete(name)
+
+    def __call__(self) -> float:
+        return self._now
+
+
+#: (URL, whether the tier holds values) for every implementation; ``redis`` stands for
+#: the session's throw-away redis-server.
+TIERS = [("none:", False), ("memory:", True), ("redis", True)]
 
 
 @pytest.fixture(params=TIERS, ids=[url for url, _ in TIERS])
-def tier(request: pytest.FixtureRequest) -> Tier:
+def tier(request: pytest.FixtureRequest) -> Any:
     url, holds = request.param
+    if url == "redis":
+        server = request.getfixturevalue("redis_server")
+        prefix = f"contract-{uuid.uuid4().hex[:8]}:"
+        cache = open_shared_cache(f"{server.url}?prefix={prefix}")
+        yield Tier(cache, RedisClock(server.url, prefix), holds)  # type: ignore[arg-type]
+        cache.close()  # type: ignore[attr-defined]
+        return
     clock = FakeClock()
-    return Tier(open_shared_cache(url, clock=clock), clock, holds)
+    yield Tier(open_shared_cache(url, clock=clock), clock, holds)
 
 
 def test_it_has_a_name(tier: Tier) -> None:
@@ -93,3 +139,70 @@ def test_an_empty_value_is_a_value(tier: Tier) -> None:
 def test_an_unknown_url_names_the_accepted_ones() -> None:
     with pytest.raises(ValueError, match="memory:"):
         open_shared_cache("sqlite:///tmp/cache.sqlite")
+
+
+# -- the versioned half: compare-and-set fills and invalidations told to watchers ---------
+
+
+@pytest.fixture
+def versioned(tier: Tier) -> VersionedSharedCache:
+    if not isinstance(tier.cache, VersionedSharedCache):
+        pytest.skip(f"{tier.cache.name} has no versioned fills")
+    return tier.cache
+
+
+def test_a_fill_after_a_read_is_kept(tier: Tier, versioned: VersionedSharedCache) -> None:
+    read = versioned.lookup("k")
+    assert read.value is None
+    written = versioned.fill("k", b"v1", 60, read.token, 1)
+    assert written is tier.holds
+    assert versioned.lookup("k").value == (b"v1" if tier.holds else None)
+
+
+def test_a_fill_after_an_invalidation_is_refused(versioned: VersionedSharedCache) -> None:
+    read = versioned.lookup("k")  # a slow reader: read the tier, then the store (old record)
+    versioned.delete("k")  # meanwhile a writer commits and invalidates
+    assert versioned.fill("k", b"old", 60, read.token, 1) is False
+    assert versioned.get("k") is None
+
+
+def test_an_older_version_never_overwrites_a_newer_one(
+    tier: Tier, versioned: VersionedSharedCache
+) -> None:
+    token = versioned.lookup("k").token
+    assert versioned.fill("k", b"new", 60, token, 20) is tier.holds
+    assert versioned.fill("k", b"old", 60, token, 10) is False
+    assert versioned.get("k") == (b"new" if tier.holds else None)
+    assert versioned.fill("k", b"newer", 60, versioned.lookup("k").token, 30) is tier.holds
+    assert versioned.get("k") == (b"newer" if tier.holds else None)
+
+
+def test_invalidations_reach_every_watcher(tier: Tier, versioned: VersionedSharedCache) -> None:
+    if not tier.holds:
+        pytest.skip("the null tier has nobody to tell")
+    if versioned.name == "redis":  # another process's view: a second client of the same tier
+        url, prefix = versioned.url, versioned.prefix  # type: ignore[attr-defined]
+        other = open_shared_cache(f"{url}?prefix={prefix}")
+    else:
+        other = versioned
+    heard: list[str | None] = []
+    got = threading.Event()
+
+    def watcher(key: str | None) -> None:
+        heard.append(key)
+        got.set()
+
+    other.watch(watcher)  # type: ignore[attr-defined]
+    wait = getattr(other, "wait_subscribed", None)
+    if wait is not None:
+        assert wait(10)
+    versioned.delete("changed")
+    assert got.wait(10)
+    assert heard == ["changed"]
+    if other is not versioned:
+        other.close()  # type: ignore[attr-defined]
+
+
+def test_it_describes_itself_without_secrets(versioned: VersionedSharedCache) -> None:
+    text = versioned.describe()
+    assert isinstance(text, str) and text and "@" not in text

@@ -53,7 +53,10 @@ def test_sandbox_command_serves_the_web(tmp_path: Path) -> None:
         r = httpx.get(f"http://127.0.0.2:{port}/", headers={"Host": f"docs.sandbox.test:{port}"})
         assert r.status_code == 200 and "Python standard library" in r.text
         manifest = httpx.get(f"http://127.0.0.1:{port}/_sandbox/manifest").json()
-        assert manifest["seeds"] == [f"http://docs.sandbox.test:{port}/"]
+        assert manifest["seeds"] == [
+            f"http://docs.sandbox.test:{port}/",
+            f"http://hub.sandbox.test:{port}/",  # the directory of every host
+        ]
         bad = httpx.get(f"http://127.0.0.1:{port}/_sandbox/log?since=nope")
         assert bad.status_code == 400 and bad.json()["error"] == "BAD_REQUEST"
     finally:

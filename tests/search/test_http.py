@@ -38,7 +38,7 @@ def test_search_answers_exactly_the_design_contract(client: TestClient) -> None:
     assert body["shardsQueried"] == body["shardsAnswered"] == 4
     assert 0 < len(body["results"]) <= 5 and body["estimatedTotal"] >= len(body["results"])
     for item in body["results"]:
-        assert list(item) == ["url", "title", "snippet", "score", "crawledAt"]
+        assert list(item) == ["url", "title", "snippet", "score", "crawledAt", "cachedUrl"]
         assert item["crawledAt"].endswith("Z")
     scores = [i["score"] for i in body["results"]]
     assert scores == sorted(scores, reverse=True)

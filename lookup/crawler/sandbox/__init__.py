@@ -161,7 +161,12 @@ class Sandbox:
         return "\n".join(lines) + "\n"
 
     def seeds(self) -> list[str]:
-        return [self.world.url("docs", "/")]
+        """Where a crawl of the sandbox web starts: the docs host and the hub.
+
+        The hub links every host's front page, so the frontier serves them all in
+        parallel from the crawl's first seconds (each under its own politeness rule).
+        """
+        return [self.world.url("docs", "/"), self.world.url("hub", "/")]
 
     def url(self, key: str, path: str) -> str:
         """The URL of ``path`` on the host with key ``key`` (``docs``, ``shop``, ...)."""

@@ -2,8 +2,9 @@
 
 ``memory:`` is the in-process token bucket (the default algorithm);
 ``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`;
-``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed`` shares the limit
-through Redis (the client is imported only then).
+``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed&local_share=F`` shares
+the limit through Redis (the client is imported only then); ``local_share`` is the part of
+the limit the ``local`` fallback keeps for this process.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ ALGORITHM_NAMES: tuple[str, ...] = (DEFAULT_ALGORITHM, *ALGORITHMS)
 
 
 #: The query parameters a rate limiter URL may carry.
-_PARAMS = {"algorithm", "on_unavailable"}
+_PARAMS = {"algorithm", "on_unavailable", "local_share"}
 
 
 def _query(url: str) -> dict[str, list[str]]:
@@ -64,8 +65,8 @@ def open_rate_limiter(
     parsed = parse_store_url(url, accepted=("memory", "redis"))
     algorithm = url_algorithm(url)
     if parsed.scheme == "memory":
-        if "on_unavailable" in _query(url):
-            raise ValueError(f"on_unavailable is for a shared limiter, not {url!r}")
+        if {"on_unavailable", "local_share"} & set(_query(url)):
+            raise ValueError(f"on_unavailable / local_share are for a shared limiter: {url!r}")
         if algorithm == DEFAULT_ALGORITHM:
             return MemoryRateLimiter(policy, name=name, clock=clock)
         return ALGORITHMS[algorithm](policy, name=name, clock=clock)
@@ -73,10 +74,15 @@ def open_rate_limiter(
         from lookup.kit.ratelimit.redis_store import RedisRateLimiter
 
         on_unavailable = _query(url).get("on_unavailable", ["local"])[-1]
+        try:
+            share = float(_query(url).get("local_share", ["1"])[-1])
+        except ValueError:
+            raise ValueError(f"local_share must be a number in (0, 1] in {url!r}") from None
         parts = urlsplit(str(url).strip())
         server = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
         return RedisRateLimiter(
             server, policy, algorithm=algorithm, name=name,
             on_unavailable=on_unavailable,  # type: ignore[arg-type]  # checked by the limiter
+            local_share=share,
         )  # fmt: skip
     raise ValueError(f"unsupported rate limiter URL {url!r}")  # pragma: no cover

@@ -10,7 +10,9 @@ into the same :class:`RateDecision` the in-process limiters give.
 When Redis cannot be reached within ``settings.get("ratelimit_redis_timeout")`` the
 limiter applies its declared ``on_unavailable`` policy: ``closed`` refuses everything,
 ``open`` admits everything, ``local`` (the default) decides with an in-process limiter of
-the same algorithm and policy — so an outage costs at most one limit per process.
+the same algorithm and policy scaled by ``local_share`` (a fleet of N processes gives
+each 1/N, so an outage costs about one limit in total). ``stats()["outage"]`` says
+whether the last decision had to fall back.
 """
 
 from __future__ import annotations
@@ -21,11 +23,10 @@ import threading
 from collections.abc import Hashable
 from typing import Any, Literal
 
-import redis
-
 from lookup import settings
 from lookup.kit.ratelimit.bucket import MemoryRateLimiter, RateDecision, RateLimiter, RatePolicy
 from lookup.kit.ratelimit.windows import ALGORITHMS
+from lookup.kit.redisclient import UNAVAILABLE, describe_redis_url, redis_client
 
 __all__ = ["ON_UNAVAILABLE", "RedisRateLimiter", "SCRIPTS"]
 
@@ -256,25 +257,32 @@ class RedisRateLimiter:
         name: str = "",
         on_unavailable: OnUnavailable = "local",
         timeout_s: float | None = None,
+        local_share: float = 1.0,
     ) -> None:
         if algorithm not in SCRIPTS:
             raise ValueError(f"unknown rate limit algorithm {algorithm!r}")
         if on_unavailable not in ON_UNAVAILABLE:
             raise ValueError(f"on_unavailable must be one of {ON_UNAVAILABLE}")
+        if not 0 < local_share <= 1:
+            raise ValueError("local_share must be in (0, 1]")
         self.policy = policy
+        self.url = url
+        self.local_share = local_share
         self.name = name
         self.algorithm = algorithm
         self.on_unavailable: OnUnavailable = on_unavailable
         timeout = timeout_s if timeout_s is not None else settings.get("ratelimit_redis_timeout")
-        self._redis = redis.Redis.from_url(
-            url, socket_timeout=timeout, socket_connect_timeout=timeout
-        )
+        self._redis = redis_client(url, timeout_s=timeout)
+        self.outage = False
         self._script = self._redis.register_script(SCRIPTS[algorithm])
         self._prefix = f"lookup:rl:{name}:{algorithm}:"
+        local = RatePolicy(
+            max(1.0, policy.capacity * local_share), policy.refill_per_s * local_share
+        )
         self._local: RateLimiter = (
-            MemoryRateLimiter(policy, name=name)
+            MemoryRateLimiter(local, name=name)
             if algorithm == "token_bucket"
-            else ALGORITHMS[algorithm](policy, name=name)
+            else ALGORITHMS[algorithm](local, name=name)
         )
         self._lock = threading.Lock()
         self.allowed = 0
@@ -287,17 +295,20 @@ class RedisRateLimiter:
     def _run(self, op: str, identity: Hashable, cost: float) -> list[Any] | None:
         """The script's answer, or None when Redis is unavailable (counted)."""
         try:
-            return list(
+            answer = list(
                 self._script(
                     keys=[self._key(identity)],
                     args=[op, repr(float(self.policy.capacity)),
                           repr(float(self.policy.refill_per_s)), repr(float(cost))],
                 )
             )  # fmt: skip
-        except (redis.ConnectionError, redis.TimeoutError):
+        except UNAVAILABLE:
             with self._lock:
                 self.unavailable += 1
+                self.outage = True
             return None
+        self.outage = False
+        return answer
 
     def _decision(self, answer: list[Any]) -> RateDecision:
         allowed = int(answer[0]) == 1
@@ -355,9 +366,13 @@ class RedisRateLimiter:
             keys = list(self._redis.scan_iter(match=pattern, count=1000))
             if keys:
                 self._redis.delete(*keys)
-        except (redis.ConnectionError, redis.TimeoutError):
+        except UNAVAILABLE:
             with self._lock:
                 self.unavailable += 1
+
+    def describe(self) -> str:
+        """``redis://host:port/db`` (no password)."""
+        return describe_redis_url(self.url)
 
     def stats(self) -> dict[str, object]:
         """Counters, the policy, the algorithm and the outage count, for dashboards."""
@@ -366,9 +381,11 @@ class RedisRateLimiter:
             "algorithm": self.algorithm,
             "backend": "redis",
             "on_unavailable": self.on_unavailable,
+            "localShare": self.local_share if self.on_unavailable == "local" else None,
             "allowed": self.allowed,
             "refused": self.refused,
             "unavailable": self.unavailable,
+            "outage": self.outage,
         }
 
     def close(self) -> None:

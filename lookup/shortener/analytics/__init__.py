@@ -37,11 +37,13 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lookup import settings
 from lookup.kit.background import BackgroundTask
 from lookup.shortener.analytics.aggregate import (
     GRAINS,
@@ -114,11 +116,20 @@ class ClickAnalytics:
         self._secret = secret
         self.shipper = ClickShipper(self.buffer, self.log, self.enricher, batch_size=batch_size)
         counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
-        self.aggregator = ClickAggregator(counts, self.log, enricher=self.enricher, clock=clock)
+        grouped = hasattr(self.log, "take")  # a stream with a consumer group (Redis)
+        self.aggregator = ClickAggregator(
+            counts,
+            self.log,
+            enricher=self.enricher,
+            clock=clock,
+            consumer=consumer_name() if grouped else None,
+            claim_idle_s=settings.get("clicks_claim_idle"),
+        )
         self.ship_interval_s = ship_interval_s
         self.aggregate_interval_s = aggregate_interval_s
         if aggregator != "thread" and not (
-            isinstance(self.log, SqliteClickLog) and isinstance(counts, SqliteClickCounts)
+            (grouped or isinstance(self.log, SqliteClickLog))
+            and isinstance(counts, SqliteClickCounts)
         ):
             aggregator = "thread"  # another process cannot reach in-memory state
         self.mode = aggregator
@@ -179,14 +190,15 @@ class ClickAnalytics:
         return n if n >= self.shipper.batch_size else 0  # a full batch: go again at once
 
     def _start_process(self) -> None:
-        assert isinstance(self.log, SqliteClickLog)
+        locator = getattr(self.log, "locator", None)
+        log_ref = locator() if locator is not None else self.log.path  # type: ignore[attr-defined]
         context = multiprocessing.get_context("spawn")  # never fork a threaded server
         self._process_stop = context.Event()
         self._process = context.Process(
             target=run_aggregator,
             args=(
                 str(self.aggregator.path),
-                self.log.path,
+                log_ref,
                 self._secret,
                 self.aggregate_interval_s,
                 os.getpid(),
@@ -265,6 +277,11 @@ class ClickAnalytics:
         }
 
 
+def consumer_name() -> str:
+    """This process's name in the click stream's consumer group: host and pid."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
 def run_aggregator(
     stats_path: str,
     log_path: str,
@@ -273,16 +290,26 @@ def run_aggregator(
     parent_pid: int | None,
     stop: Any,
     nice: int = 0,
+    consumer: str | None = None,
 ) -> None:
     """The aggregator as its own process: fold the log until told to stop or orphaned.
 
+    ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
+    consumer group (``redis://``) is consumed as ``consumer`` (default: host and pid).
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
     None means no parent to outlive (the stand-alone ``python -m`` form)."""
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
+    click_log = open_click_log(log_path) if "://" in log_path else SqliteClickLog(log_path)
+    grouped = hasattr(click_log, "take")
     aggregator = ClickAggregator(
-        stats_path, SqliteClickLog(log_path), enricher=ClickEnricher(secret)
+        stats_path,
+        click_log,
+        enricher=ClickEnricher(secret),
+        consumer=(consumer or consumer_name()) if grouped else None,
+        claim_idle_s=settings.get("clicks_claim_idle"),
+        fold_delay_s=settings.get("clicks_fold_delay"),
     )
     while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
         try:
@@ -293,6 +320,9 @@ def run_aggregator(
         if not busy:
             stop.wait(interval_s)
     aggregator.close()
+    close_log = getattr(click_log, "close", None)
+    if close_log is not None:
+        close_log()
 
 
 __all__ = [
@@ -318,6 +348,7 @@ __all__ = [
     "SqliteClickCounts",
     "SqliteClickLog",
     "classify_agent",
+    "consumer_name",
     "country_code",
     "event_dims",
     "open_click_counts",

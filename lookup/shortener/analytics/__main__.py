@@ -8,6 +8,10 @@ measure the aggregator's catch-up throughput apart from the redirect server.
 
     python -m lookup.shortener.analytics --data-dir data            # run until Ctrl-C
     python -m lookup.shortener.analytics --data-dir data --once     # catch up, report, exit
+
+With ``LOOKUP_CLICKS_URL=redis://…`` the job is one consumer of the click stream's consumer
+group (``--consumer NAME``, default host and pid); run several for a fleet: one killed in
+the middle of a batch leaves its entries pending, and another claims them.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import Any
 
 from lookup import settings
 from lookup.kit.ids import load_or_create_secret
+from lookup.kit.redisclient import describe_redis_url
 from lookup.shortener.analytics import run_aggregator
 from lookup.shortener.analytics.aggregate import ClickAggregator
 from lookup.shortener.analytics.events import ClickEnricher
@@ -82,9 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--once", action="store_true", help="fold the backlog, report, exit")
     parser.add_argument("--interval", type=float, default=1.0, help="idle poll, seconds (1)")
     parser.add_argument("--nice", type=int, default=0, help="lower the CPU priority by this")
+    parser.add_argument(
+        "--consumer", default=None, help="this job's name in the click stream's consumer group"
+    )
     args = parser.parse_args(argv)
     directory = args.data_dir / "shortener"
-    if not (directory / "clicklog.sqlite3").exists():
+    stream = settings.get("clicks_url")
+    if args.consumer is not None and not stream:
+        parser.error("--consumer needs a click stream: set LOOKUP_CLICKS_URL=redis://…")
+    if stream and args.once:
+        parser.error("--once folds the SQLite click log; a stream is consumed as a group")
+    if not stream and not (directory / "clicklog.sqlite3").exists():
         print(f"error: no click log in {directory} (start the server first)", file=sys.stderr)
         return 2
     if args.interval <= 0 or args.nice < 0:
@@ -95,15 +108,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    print(f"aggregating {directory / 'clicklog.sqlite3'} (Ctrl-C to stop)", flush=True)
+    source = stream or str(directory / "clicklog.sqlite3")
+    shown = describe_redis_url(stream) if stream else source  # never a password
+    print(f"aggregating {shown} (Ctrl-C to stop)", flush=True)
+    directory.mkdir(parents=True, exist_ok=True)
     run_aggregator(
         str(directory / "clickstats.sqlite3"),
-        str(directory / "clicklog.sqlite3"),
+        source,
         load_or_create_secret(directory / "secret.key"),
         args.interval,
         None,
         stop,
         args.nice,
+        args.consumer,
     )
     return 0
 

@@ -26,6 +26,13 @@ Because the offset commits with the counts, a crash replays the batch and the
 de-duplication makes the replay harmless: exactly-once counts over an
 at-least-once stream.
 
+With ``consumer`` set, the aggregator is one consumer of the click stream's consumer
+group instead (:class:`~lookup.shortener.analytics.log_redis.RedisClickLog`): each step
+folds what the group hands it — its own unacknowledged entries, a dead consumer's
+claimed ones, or new ones — and acknowledges them only after the counts committed; the
+offset then is only a high-water mark. A consumer killed mid-batch leaves its entries
+pending, another claims them, and the de-duplication absorbs any that were counted.
+
 Dimensions: ``all`` (every click), ``human``, ``agent`` (``bot`` / ``preview``), and for
 human clicks only ``country``, ``device``, ``os``, ``browser``, ``referrer``.
 """
@@ -171,6 +178,9 @@ class ClickAggregator:
         raw_retention_s: float = 7 * DAY,
         housekeeping_s: float = 60.0,
         clock: Callable[[], float] = time.time,
+        consumer: str | None = None,
+        claim_idle_s: float = 30.0,
+        fold_delay_s: float = 0.0,
     ) -> None:
         if isinstance(counts, (str, os.PathLike)):
             counts = SqliteClickCounts(counts)
@@ -187,6 +197,11 @@ class ClickAggregator:
         self.clock = clock
         self._lock = threading.Lock()
         self._last_housekeeping = -math.inf
+        if consumer is not None and not hasattr(click_log, "take"):
+            raise TypeError("a group consumer needs a click log with a consumer group (redis://)")
+        self.consumer = consumer
+        self.claim_idle_s = claim_idle_s
+        self.fold_delay_s = fold_delay_s  # drills: a pause between take and fold for a kill
         self.counts.consumer_state(name)  # registers the consumer at offset 0
 
     @property
@@ -212,7 +227,10 @@ class ClickAggregator:
 
         The offset is read, the batch folded and the new offset written in one
         transaction, so several aggregators (threads or processes) may share the files.
+        A group consumer (``consumer`` set) folds what the group hands it instead.
         """
+        if self.consumer is not None:
+            return self._step_group(self.consumer)
         with self._lock:
             offset = self.consumer_state()["offset"]
             if self.log.end_offset() <= offset:
@@ -224,6 +242,23 @@ class ClickAggregator:
                 if records:
                     self._fold(batch, records)
             self._housekeeping(records[-1][0] if records else offset)
+            return len(records)
+
+    def _step_group(self, consumer: str) -> int:
+        with self._lock:
+            entries = max(1, self.batch_size // 1_000)  # a stream entry is a shipped batch
+            records = self.log.take(  # type: ignore[attr-defined]
+                consumer, count=entries, min_idle_s=self.claim_idle_s
+            )
+            if not records:
+                self._housekeeping(self.consumer_state()["offset"])
+                return 0
+            if self.fold_delay_s:  # taken, not counted yet: the middle of a batch
+                time.sleep(self.fold_delay_s)
+            with self.counts.fold(self.name) as batch:
+                self._fold(batch, records)
+            self.log.ack(offset for offset, _ in records)  # type: ignore[attr-defined]
+            self._housekeeping(self.consumer_state()["offset"])
             return len(records)
 
     def catch_up(self, max_batches: int = 1_000) -> int:
@@ -304,7 +339,8 @@ class ClickAggregator:
                 sketch.update(visitor.encode())
             batch.put_sketch(key, day, sketch.reg.tobytes())
         last_ts = max((e.ts for e in fresh), default=None)
-        batch.advance(records[-1][0], len(fresh), len(records) - len(fresh), last_ts)
+        high = max(batch.offset(), max(offset for offset, _ in records))  # claimed ones are older
+        batch.advance(high, len(fresh), len(records) - len(fresh), last_ts)
 
     def _housekeeping(self, offset: int) -> None:
         """Forget old event ids and minute rows, trim the raw log (at most once a minute)."""

@@ -8,7 +8,8 @@ or not at all (so a crash replays a batch and the de-duplication makes it harmle
 then the reads behind the stats endpoint and the scanner's hot keys, and housekeeping.
 
 :class:`SqliteClickCounts` is the embedded implementation (``clickstats.sqlite3``, WAL);
-:func:`open_click_counts` picks one from a URL (``sqlite:///path``).
+:func:`open_click_counts` picks one from a URL (``sqlite:///path``; ``postgresql://…`` for
+:mod:`~lookup.shortener.analytics.counts_pg`, shared by a fleet).
 """
 
 from __future__ import annotations
@@ -323,11 +324,17 @@ class SqliteClickCounts:
         self._pool.close()
 
 
-def open_click_counts(url: str) -> ClickCounts:
-    """The click counts store a URL names: ``sqlite:///path/clickstats.sqlite3``."""
-    parsed = parse_store_url(url, ("sqlite",))
+def open_click_counts(url: str, **options: Any) -> ClickCounts:
+    """The click counts store a URL names: ``sqlite:///path/clickstats.sqlite3``, or
+    ``postgresql://…`` (:class:`~lookup.shortener.analytics.counts_pg.PostgresClickCounts`,
+    shared by a fleet; ``options``: ``consumer_scope``, ``pool_size``, ``pool_timeout_s``)."""
+    parsed = parse_store_url(url, ("sqlite", "postgresql"))
+    if parsed.scheme == "postgresql":
+        from lookup.shortener.analytics.counts_pg import PostgresClickCounts
+
+        return PostgresClickCounts(parsed.url, **options)
     assert parsed.path is not None
-    return SqliteClickCounts(parsed.path)
+    return SqliteClickCounts(parsed.path, **options)
 
 
 __all__ = [

@@ -26,26 +26,22 @@ notebooks and tests. :func:`open_click_log` picks one from a URL (``sqlite:///pa
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-import orjson
-
 from lookup.kit.sqlite import ConnectionPool, connect
 from lookup.kit.storeurl import parse_store_url
-from lookup.shortener.analytics.events import ClickEvent, RawBatch, RawClick, record_from_row
+from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
+from lookup.shortener.analytics.events import record_from_row
 
 #: The click log's SQLite page size (bytes) and automatic checkpoint interval (pages):
 #: a WAL of at most about 16 MB.
 PAGE_SIZE = 65_536
 WAL_CHECKPOINT_PAGES = 256
 
-#: What a click log holds: raw clicks (our shipper's) or already enriched events.
-LogRecord = RawClick | ClickEvent
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS click_batches (
@@ -56,14 +52,6 @@ CREATE TABLE IF NOT EXISTS click_batches (
     events   TEXT NOT NULL
 );
 """
-
-
-def _decode(blob: str) -> list[list[object]]:
-    """One batch's events; ``json`` for what ``orjson`` refuses (escaped lone surrogates)."""
-    try:
-        return orjson.loads(blob)  # type: ignore[no-any-return]
-    except orjson.JSONDecodeError:
-        return json.loads(blob)  # type: ignore[no-any-return]
 
 
 @runtime_checkable
@@ -120,23 +108,10 @@ class SqliteClickLog:
     def append(self, events: Sequence[LogRecord] | Sequence[tuple[Any, ...]]) -> None:
         if not events:
             return
-        payload: Any
-        if isinstance(events, RawBatch):  # the shipper's columns, stored as they are
-            payload = [events.producer, events.first_seq, *events.columns]
-            stamps = events.columns[1]
-        else:
-            payload = events
-            stamps = [e[2] for e in events]  # ts is the third field of both record kinds
-        # orjson encodes the batch ~8× faster than ``json`` (and plain tuples 3× faster
-        # than named tuples): this runs in the redirect server's process, so the
-        # encoder's time is taken from the event loop.
-        try:
-            blob = orjson.dumps(payload, default=tuple).decode()
-        except orjson.JSONEncodeError:  # e.g. a lone surrogate, which ``json`` escapes
-            blob = json.dumps(payload, separators=(",", ":"))
+        blob, first_ts, last_ts = encode_batch(events)
         self._conn().execute(
             "INSERT INTO click_batches (first_ts, last_ts, count, events) VALUES (?, ?, ?, ?)",
-            (min(stamps), max(stamps), len(events), blob),
+            (first_ts, last_ts, len(events), blob),
         )
         self.appended += len(events)
 
@@ -146,12 +121,7 @@ class SqliteClickLog:
             "SELECT seq, events FROM click_batches WHERE seq > ? ORDER BY seq", (after,)
         )
         for seq, blob in cursor:
-            data = _decode(blob)
-            if data and isinstance(data[0], str):  # [producer, first_seq, *columns]
-                batch = RawBatch(data[0], data[1], data[2:])  # type: ignore[arg-type]
-                out.extend((seq, click) for click in batch)
-            else:
-                out.extend((seq, record_from_row(row)) for row in data)
+            out.extend((seq, record) for record in decode_batch(blob))
             if len(out) >= limit:
                 break
         cursor.close()
@@ -224,13 +194,19 @@ class MemoryClickLog:
             return [e for _, e in self._entries]
 
 
-def open_click_log(url: str, **options: Any) -> SqliteClickLog | MemoryClickLog:
-    """The click log a URL names: ``sqlite:///path/clicklog.sqlite3`` or ``memory:``.
+def open_click_log(url: str, **options: Any) -> ClickLog:
+    """The click log a URL names: ``sqlite:///path/clicklog.sqlite3``, ``memory:`` or
+    ``redis://host:port/db[?stream=S&group=G&maxlen=N]`` (Redis Streams with a consumer
+    group: :class:`~lookup.shortener.analytics.log_redis.RedisClickLog`).
 
     ``options`` go to the SQLite implementation (``synchronous``).
     """
-    parsed = parse_store_url(url, ("sqlite", "memory"))
+    parsed = parse_store_url(url, ("sqlite", "memory", "redis"))
     if parsed.scheme == "memory":
         return MemoryClickLog()
+    if parsed.scheme == "redis":
+        from lookup.shortener.analytics.log_redis import RedisClickLog
+
+        return RedisClickLog.from_url(url)
     assert parsed.path is not None
     return SqliteClickLog(parsed.path, **options)

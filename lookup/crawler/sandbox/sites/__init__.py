@@ -13,6 +13,7 @@ world, page and answer helpers); :mod:`.registry` builds them all from one world
 - :mod:`.overloaded` — slow answers, a stall, 429 and 503 with Retry-After
 - :mod:`.redirects` — chains, loops, cross-host and relative redirects
 - :mod:`.junk` — oversize, binary, non-HTML and malformed answers
+- :mod:`.hub` — a directory linking every host: the seed that fans a crawl out
 """
 
 from __future__ import annotations

@@ -101,6 +101,7 @@ class World:
         ("busy", "busy.sandbox.test", 9, "429 and 503 with Retry-After"),
         ("redirect", "redirect.sandbox.test", 10, "redirect chains, a loop, a long chain"),
         ("junk", "junk.sandbox.test", 11, "oversize, binary, malformed, non-HTML"),
+        ("hub", "hub.sandbox.test", 19, "a directory: one link to every host (a seed)"),
     )
 
     def __init__(self, config: SandboxConfig) -> None:

@@ -2,7 +2,9 @@
 
 Every story is served four ways that differ only in noise — a live timestamp, an
 advert, a session id in the path — plus links carrying a random ``sessionid`` query;
-stories that are gone answer ``200 OK`` saying so (soft 404s).
+stories that are gone answer ``200 OK`` saying so (soft 404s). The front page links the
+top story's live and sponsored editions right beside it, as news front pages do, so a
+crawl meets a near-duplicate within its first few pages of the host.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ class NewsSite:
         main = f"<h1>{esc(story.title)}</h1>{extra}{''.join(paras)}"
         return page(story.title, main, nav=nav)
 
+    @staticmethod
+    def _top(story: Any) -> str:
+        """The top story's other editions, linked beside it as front pages do."""
+        return (
+            f' — <a href="/live/{story.slug}.html">live coverage</a> · '
+            f'<a href="/promo/{story.slug}.html">sponsored edition</a>'
+        )
+
     def handle(self, req: Request) -> Response:
         p = req.path
         if p == "/robots.txt":
@@ -80,8 +90,9 @@ class NewsSite:
         if p == "/":
             items = "".join(
                 f'<li><a href="/story/{s.slug}.html?sessionid={self._sid()}'
-                f'&amp;utm_source=frontpage">{esc(s.title)}</a></li>'
-                for s in self.stories
+                f'&amp;utm_source=frontpage">{esc(s.title)}</a>'
+                f"{self._top(s) if i == 0 else ''}</li>"
+                for i, s in enumerate(self.stories)
             )
             archive = "".join(
                 f'<li><a href="/story/{slug}.html">{esc(slug.replace("-", " "))}</a></li>'

@@ -10,6 +10,7 @@ from lookup.crawler.sandbox.sites.calendar import CalendarSite
 from lookup.crawler.sandbox.sites.changing import BlogSite, WikiSite
 from lookup.crawler.sandbox.sites.closed import ClosedSite, HungSite
 from lookup.crawler.sandbox.sites.docs import DocsSite
+from lookup.crawler.sandbox.sites.hub import HubSite
 from lookup.crawler.sandbox.sites.junk import JunkSite
 from lookup.crawler.sandbox.sites.mirror import MirrorSite
 from lookup.crawler.sandbox.sites.news import NewsSite
@@ -46,5 +47,6 @@ def build_sites(world: World) -> Sites:
         "busy": BusySite(world),
         "redirect": RedirectSite(world),
         "junk": JunkSite(world),
+        "hub": HubSite(world),
     }
     return Sites(world, handlers)

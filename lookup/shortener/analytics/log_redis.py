@@ -1,0 +1,233 @@
+"""The click stream on Redis Streams: a bounded stream, a consumer group, claiming.
+
+Each appended batch is one stream entry (``XADD … MAXLEN ~ N``: the stream is bounded, as
+a Kafka topic's retention is) with the batch as stored by
+:func:`~lookup.shortener.analytics.batches.encode_batch` and its count and click times. An
+entry's offset is its stream id ``ms-seq`` as one integer (``ms << 20 | seq``), so offsets
+never decrease and the plain :class:`~lookup.shortener.analytics.log.ClickLog` contract
+(``read`` from an offset, ``trim``, ``end_offset``, ``backlog``) holds as it does for SQLite.
+
+The scale-out consumer is a **consumer group** (``XGROUP CREATE … MKSTREAM``, from the
+start of the stream): each aggregator process is one consumer. :meth:`RedisClickLog.take`
+hands a consumer, in order, its own pending entries (delivered before but never
+acknowledged — a fold that failed, or the same consumer restarted), then entries another
+consumer left pending for longer than ``min_idle_s`` (``XAUTOCLAIM``: that consumer died
+mid-batch), then new ones (``XREADGROUP >``). The aggregator acknowledges
+(:meth:`RedisClickLog.ack`, ``XACK``) only after its counts committed, so a consumer
+killed at any point loses nothing; a redelivered entry is absorbed by the aggregator's
+event-id de-duplication, so every click is counted exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+import redis
+
+from lookup.kit.redisclient import describe_redis_url, redis_client
+from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
+
+__all__ = ["RedisClickLog", "offset_of", "stream_id"]
+
+#: A stream entry as redis-py returns it: its id and its fields.
+_Entry = tuple[bytes, dict[bytes, bytes]]
+
+_SEQ_BITS = 20
+_CHUNK = 256
+
+
+def offset_of(entry_id: bytes | str) -> int:
+    """A stream id ``ms-seq`` as one integer offset (order-preserving)."""
+    text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    ms, _, seq = text.partition("-")
+    return (int(ms) << _SEQ_BITS) | int(seq or 0)
+
+
+def stream_id(offset: int) -> str:
+    """Inverse of :func:`offset_of`."""
+    return f"{offset >> _SEQ_BITS}-{offset & ((1 << _SEQ_BITS) - 1)}"
+
+
+class RedisClickLog:
+    """The click log as one Redis stream with one consumer group (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        stream: str = "lookup:clicks",
+        group: str = "aggregators",
+        maxlen: int = 1_000_000,
+        timeout_s: float = 5.0,
+    ) -> None:
+        if maxlen < 1:
+            raise ValueError("maxlen must be at least 1")
+        self.url = url
+        self.stream = stream
+        self.group = group
+        self.maxlen = maxlen
+        self._redis = redis_client(url, timeout_s=timeout_s)
+        self._group_ready = False
+        self.appended = 0
+        self.claimed = 0
+        self.acked = 0
+
+    @classmethod
+    def from_url(cls, url: str) -> RedisClickLog:
+        """From ``redis://host:port/db[?stream=S&group=G&maxlen=N]``."""
+        parts = urlsplit(url.strip())
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        unknown = sorted(set(query) - {"stream", "group", "maxlen"})
+        if unknown:
+            raise ValueError(f"unknown click log URL parameter(s) {unknown} in {url!r}")
+        options: dict[str, Any] = {k: query[k] for k in ("stream", "group") if k in query}
+        if "maxlen" in query:
+            options["maxlen"] = int(query["maxlen"])
+        return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), **options)
+
+    # -- the ClickLog contract -------------------------------------------------------------
+
+    def append(self, events: Sequence[LogRecord] | Sequence[tuple[Any, ...]]) -> None:
+        """One ``XADD`` of the batch (trimming the stream to about ``maxlen`` entries)."""
+        if not events:
+            return
+        blob, first_ts, last_ts = encode_batch(events)
+        fields = {"b": blob, "n": len(events), "f": repr(first_ts), "l": repr(last_ts)}
+        self._redis.xadd(self.stream, fields, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+        self.appended += len(events)
+
+    @staticmethod
+    def _records(entry_id: bytes, fields: dict[bytes, bytes] | None) -> list[tuple[int, LogRecord]]:
+        if not fields:  # trimmed away while pending
+            return []
+        offset = offset_of(entry_id)
+        return [(offset, record) for record in decode_batch(fields[b"b"])]
+
+    def _range(self, after: int, upto: int | None = None) -> Iterable[_Entry]:
+        start = f"({stream_id(after)}" if after > 0 else "-"
+        end = "+" if upto is None else stream_id(upto)
+        while True:
+            chunk = self._redis.xrange(self.stream, start, end, count=_CHUNK)
+            yield from chunk
+            if len(chunk) < _CHUNK:
+                return
+            start = f"({chunk[-1][0].decode()}"
+
+    def read(self, after: int, limit: int) -> list[tuple[int, LogRecord]]:
+        """Entries after ``after``, whole batches, until at least ``limit`` events."""
+        out: list[tuple[int, LogRecord]] = []
+        for entry_id, fields in self._range(after):
+            out.extend(self._records(entry_id, fields))
+            if len(out) >= limit:
+                break
+        return out
+
+    def trim(self, upto: int, before_ts: float) -> int:
+        """Drop entries with offset <= ``upto`` whose newest click is before ``before_ts``."""
+        old = [eid for eid, fields in self._range(0, upto) if float(fields[b"l"]) < before_ts]
+        dropped = 0
+        for i in range(0, len(old), 1000):
+            batch = old[i : i + 1000]
+            self._redis.xdel(self.stream, *batch)
+            if self._group_ready or self._has_group():
+                self._redis.xack(self.stream, self.group, *batch)
+            dropped += len(batch)
+        return dropped
+
+    def end_offset(self) -> int:
+        """The offset of the newest entry ever appended (0 when none): trimming never
+        moves it back."""
+        try:
+            info = self._redis.xinfo_stream(self.stream)
+        except redis.ResponseError:  # no such stream yet
+            return 0
+        last = info.get("last-generated-id") or b"0-0"
+        return offset_of(last)
+
+    def backlog(self, after: int) -> int:
+        """Events in entries after ``after``."""
+        return sum(int(fields[b"n"]) for _eid, fields in self._range(after))
+
+    # -- the consumer group --------------------------------------------------------------
+
+    def _has_group(self) -> bool:
+        try:
+            groups = self._redis.xinfo_groups(self.stream)
+        except redis.ResponseError:
+            return False
+        return any(g["name"].decode() == self.group for g in groups)
+
+    def ensure_group(self) -> None:
+        """Create the consumer group at the start of the stream (idempotent)."""
+        if self._group_ready:
+            return
+        try:
+            self._redis.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        self._group_ready = True
+
+    def take(
+        self, consumer: str, *, count: int = 16, min_idle_s: float = 30.0
+    ) -> list[tuple[int, LogRecord]]:
+        """Up to ``count`` entries for ``consumer``: its own pending ones, else a dead
+        consumer's idle past ``min_idle_s``, else new ones. Acknowledge them with :meth:`ack`
+        once their effect is durable."""
+        self.ensure_group()
+        own = self._redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count)
+        entries = own[0][1] if own else []
+        if entries:
+            return self._decode_entries(entries)
+        _cursor, claimed, *_deleted = self._redis.xautoclaim(
+            self.stream, self.group, consumer, int(min_idle_s * 1000), count=count
+        )
+        if claimed:
+            self.claimed += len(claimed)
+            return self._decode_entries(claimed)
+        new = self._redis.xreadgroup(self.group, consumer, {self.stream: ">"}, count=count)
+        return self._decode_entries(new[0][1] if new else [])
+
+    def _decode_entries(self, entries: list[Any]) -> list[tuple[int, LogRecord]]:
+        out: list[tuple[int, LogRecord]] = []
+        gone = []
+        for entry_id, fields in entries:
+            if not fields:
+                gone.append(entry_id)
+            out.extend(self._records(entry_id, fields))
+        if gone:  # trimmed while pending: nothing left to count
+            self._redis.xack(self.stream, self.group, *gone)
+        return out
+
+    def ack(self, offsets: Iterable[int]) -> int:
+        """Acknowledge the entries at ``offsets`` (``XACK``); returns how many were pending."""
+        ids = sorted({stream_id(offset) for offset in offsets})
+        if not ids:
+            return 0
+        done = int(self._redis.xack(self.stream, self.group, *ids))
+        self.acked += done
+        return done
+
+    def pending(self) -> dict[str, int]:
+        """Entries delivered but not acknowledged, per consumer."""
+        try:
+            summary = self._redis.xpending(self.stream, self.group)
+        except redis.ResponseError:
+            return {}
+        return {c["name"].decode(): int(c["pending"]) for c in summary.get("consumers") or []}
+
+    # -- the rest ------------------------------------------------------------------------
+
+    def locator(self) -> str:
+        """The URL that opens this same stream and group (for the aggregator's process)."""
+        return f"{self.url}?stream={self.stream}&group={self.group}&maxlen={self.maxlen}"
+
+    def describe(self) -> str:
+        """``redis://host:port/db`` and the stream (no password)."""
+        return f"{describe_redis_url(self.url)} stream {self.stream}"
+
+    def close(self) -> None:
+        """Let go of the connection pool."""
+        self._redis.close()

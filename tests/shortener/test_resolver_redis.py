@@ -1,0 +1,163 @@
+"""The read path over the Redis tier: two resolvers standing for two processes.
+
+Each resolver has its own :class:`~lookup.kit.cache_redis.RedisSharedCache` client (its
+own subscriber, its own origin), so what one sees of the other goes through Redis — the
+versioned fills, the invalidation channel and the breaker — as between processes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lookup.kit.cache_redis import RedisSharedCache
+from lookup.shortener.model import Link
+from lookup.shortener.resolver import Resolver
+from lookup.shortener.store import LinkStore, SqliteLinkStore
+from tests.shortener.test_resolver import Clock, CountingStore, _link
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[LinkStore]:
+    s = SqliteLinkStore(tmp_path / "links.sqlite3")
+    s.create(_link("hot-key"), render=lambda link: {})
+    yield s
+    s.close()
+
+
+class ReadThenWait(CountingStore):
+    """Reads the store at once, then holds the answer until ``gate`` opens: a slow load
+    that already has the old record in hand."""
+
+    def get(self, key: str) -> Link | None:
+        self.reads += 1
+        link = self.store.get(key)
+        self.started.set()
+        if self.gate is not None:
+            self.gate.wait(10)
+        return link
+
+
+def _tier(url: str, prefix: str) -> RedisSharedCache:
+    return RedisSharedCache(url, prefix=prefix)
+
+
+def _pair(store: LinkStore, url: str) -> Iterator[Any]:
+    prefix = f"resolver-{uuid.uuid4().hex[:8]}:"
+    tiers = [_tier(url, prefix), _tier(url, prefix)]
+    counting = [ReadThenWait(store), ReadThenWait(store)]
+    resolvers = [
+        Resolver(c, shared=t, clock=Clock(), cache_jitter=0.0)  # type: ignore[arg-type]
+        for c, t in zip(counting, tiers, strict=True)
+    ]
+    for tier in tiers:
+        assert tier.wait_subscribed(10)
+    return resolvers, counting, tiers
+
+
+def _wait(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.01)
+
+
+def test_the_second_process_is_served_by_redis_and_hears_invalidations(
+    store: LinkStore, redis_server: Any
+) -> None:
+    (a, b), (reads_a, reads_b), tiers = _pair(store, redis_server.url)
+    try:
+        assert a.resolve("hot-key") is not None and b.resolve("hot-key") is not None
+        assert reads_a.reads == 1 and reads_b.reads == 0  # B's miss was a Redis hit
+        assert b.stats()["layers"] == {"l1": 0, "negative": 0, "shared": 1, "store": 0}
+        store.update("hot-key", {"long_url": "https://new.example/"}, actor=None)
+        a.invalidate("hot-key")
+        _wait(lambda: "hot-key" not in b.cache)  # dropped from B's L1 by the message
+        assert b.resolve("hot-key").long_url == "https://new.example/"
+        assert b.stats()["remoteInvalidations"]["keys"] == 1
+        assert a.stats()["remoteInvalidations"]["keys"] == 0  # its own message is no news
+    finally:
+        for tier in tiers:
+            tier.close()
+
+
+@pytest.mark.parametrize("message", ["heard", "late"])
+def test_a_slow_load_cannot_put_the_old_record_back(
+    store: LinkStore, redis_server: Any, message: str
+) -> None:
+    (a, b), (reads_a, _), tiers = _pair(store, redis_server.url)
+    if message == "late":  # A never hears B (as if the message came after A's fill):
+        tiers[1]._origin = tiers[0]._origin  # only the compare-and-set in Redis stops it
+    try:
+        reads_a.gate = threading.Event()
+        got: list[Any] = []
+        slow = threading.Thread(target=lambda: got.append(a.resolve("hot-key")))
+        slow.start()  # A read the tier (a miss) and the store (the old record), and waits
+        assert reads_a.started.wait(10)
+        store.update("hot-key", {"long_url": "https://new.example/"}, actor=None)
+        b.invalidate("hot-key")  # B's writer commits and invalidates meanwhile
+        if message == "heard":
+            _wait(lambda: a.stats()["remoteInvalidations"]["keys"] == 1)
+        reads_a.gate.set()
+        slow.join(10)
+        assert got and got[0].long_url == "https://example.com/"  # A answers what it read
+        assert tiers[0].get("hot-key") is None  # but Redis does not keep it
+        if message == "late":
+            assert a.stats()["sharedFills"] == {"written": 0, "refused": 1}
+        else:
+            assert "hot-key" not in a.cache and a.stats()["staleFillsSkipped"] == 1
+        assert b.resolve("hot-key").long_url == "https://new.example/"
+    finally:
+        for tier in tiers:
+            tier.close()
+
+
+def test_an_older_version_loses_to_a_newer_one_in_the_tier(
+    store: LinkStore, redis_server: Any
+) -> None:
+    tier = _tier(redis_server.url, f"versions-{uuid.uuid4().hex[:8]}:")
+    try:
+        token = tier.lookup("k").token
+        assert tier.fill("k", b"v2", 60, token, 2_000_000)
+        assert not tier.fill("k", b"v1", 60, token, 1_000_000)
+        assert tier.get("k") == b"v2" and tier.stats()["fillsRefused"] == 1
+    finally:
+        tier.close()
+
+
+def test_with_redis_down_the_breaker_answers_and_recovery_replays_invalidations(
+    store: LinkStore, own_redis: Any
+) -> None:
+    (a, b), (reads_a, _), tiers = _pair(store, own_redis.url)
+    try:
+        assert a.resolve("hot-key") is not None and b.resolve("hot-key") is not None
+        own_redis.stop()
+        store.update("hot-key", {"long_url": "https://during.example/"}, actor=None)
+        a.invalidate("hot-key")  # cannot reach Redis: kept for replay
+        assert tiers[0].pending_invalidations() == 1
+        for _ in range(20):  # A's L1 was dropped: every resolve reads the store
+            a.cache.clear()
+            assert a.resolve("hot-key").long_url == "https://during.example/"
+        breaker = tiers[0].breaker.stats()
+        assert breaker["state"] != "closed" and breaker["shortCircuited"] >= 10
+        assert tiers[0].stats()["errors"] <= 5  # refused at once, not tried each time
+
+        own_redis.start()  # same port, empty
+        _wait(lambda: all(tier.stats()["resubscribes"] == 1 for tier in tiers))
+        _wait(lambda: tiers[0].pending_invalidations() == 0)
+        assert tiers[0].stats()["replayedInvalidations"] == 1
+        _wait(lambda: b.stats()["remoteInvalidations"]["clears"] == 1)  # B dropped its L1
+        assert b.resolve("hot-key").long_url == "https://during.example/"
+        assert tiers[0].breaker.state == "closed"
+        a.cache.clear()
+        a.resolve("hot-key")
+        assert a.stats()["sharedFills"]["written"] >= 1  # the tier is used again
+    finally:
+        for tier in tiers:
+            tier.close()

@@ -8,10 +8,13 @@ which shares the data directory. :func:`is_admin` compares in constant time.
 
 from __future__ import annotations
 
+import functools
 import hmac
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lookup import errors, settings
 
@@ -48,6 +51,19 @@ def server_admin_token(data_dir: str | os.PathLike[str]) -> str:
     return load_admin_token(Path(data_dir) / TOKEN_DIR)
 
 
+def admin_token_of(mounts: Any) -> Callable[[], str]:
+    """The admin token of the server being assembled, read on first use: the one a system
+    published on the app (``api.state.admin_token``: the shortener's, which a fleet keeps
+    in its shared secret store), else :func:`server_admin_token` of the data directory."""
+
+    @functools.cache
+    def token() -> str:
+        published = getattr(mounts.api.state, "admin_token", None)
+        return str(published) if published else server_admin_token(mounts.data_dir)
+
+    return token
+
+
 def is_admin(authorization: str | None, token: str) -> bool:
     """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
     if not authorization or not token:
@@ -77,6 +93,7 @@ __all__ = [
     "ADMIN_RESPONSES",
     "ADMIN_TOKEN_ENV",
     "TOKEN_DIR",
+    "admin_token_of",
     "is_admin",
     "load_admin_token",
     "require_admin",

@@ -751,6 +751,7 @@ def mount(
     shortener = Shortener(cfg, analytics_options=analytics_options)
     shortener.reserved.add(_route_words(mounts))
     mounts.api.state.shortener = shortener
+    mounts.api.state.admin_token = shortener.admin_token  # one token for every system
     mounts.fast_routes.append(RedirectRoute(shortener, mounts))
     mounts.api.include_router(build_router(shortener, shortener.admin_token))
     service = shortener.service

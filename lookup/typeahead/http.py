@@ -23,7 +23,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup import settings
-from lookup.kit.admin import server_admin_token
+from lookup.kit.admin import admin_token_of
 from lookup.kit.http import ApiError, parse_query_string
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
@@ -228,7 +228,7 @@ def install(
     mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
     api = mounts.api
     api.state.typeahead = service
-    admin_token = server_admin_token(mounts.data_dir)
+    admin_token = admin_token_of(mounts)
     if trust_forwarded_for is None:
         trust_forwarded_for = settings.get("trust_forwarded_for")
     mount_serve_time(

@@ -108,7 +108,7 @@ def search_payload(
     request: Request,
     payload: dict[str, Any],
     *,
-    admin_token: str = "",
+    admin_token: Callable[[], str] = str,
     trust_forwarded_for: bool = False,
 ) -> tuple[str, str, Searcher]:
     """Check a ``POST /v1/searches`` body: ``(q, market, searcher)``. Raises
@@ -146,7 +146,7 @@ def search_payload(
     address = client_address(request.scope, trust_forwarded_for)
     bot = is_bot_agent(request.headers.get("user-agent", ""))
     authorization = request.headers.get("authorization")
-    if is_admin(authorization, admin_token):
+    if authorization is not None and is_admin(authorization, admin_token()):
         seen_at = claimed or address
         user = named if named is not None else _digest("addr", client_of(seen_at))
         return q, market, Searcher(user, network_of(seen_at), None, bot)
@@ -161,7 +161,7 @@ def search_payload(
 def mount_serve_time(
     api: FastAPI,
     policy: ServeTimePolicy,
-    admin_token: str,
+    admin_token: Callable[[], str],
     *,
     limiter: RateLimiter,
     trust_forwarded_for: bool = False,
@@ -225,7 +225,9 @@ def mount_serve_time(
     mount_blocklist(api, policy.hot_blocklist, admin_token)
 
 
-def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_token: str) -> None:
+def mount_blocklist(
+    api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_token: Callable[[], str]
+) -> None:
     """The hot-blocklist endpoints (read; add and remove with ``admin_token``) over
     whatever ``blocklist()`` returns."""
 
@@ -247,7 +249,7 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_t
         request: Request,
         payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
     ) -> dict[str, Any]:
-        require_admin(request.headers.get("authorization"), admin_token)
+        require_admin(request.headers.get("authorization"), admin_token())
         terms = payload.get("terms")
         if terms is None and "term" in payload:
             terms = [payload["term"]]
@@ -274,7 +276,7 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_t
         request: Request,
         term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
     ) -> dict[str, Any]:
-        require_admin(request.headers.get("authorization"), admin_token)
+        require_admin(request.headers.get("authorization"), admin_token())
         bl = blocklist()
         try:
             found = bl.remove(term)
@@ -285,7 +287,7 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_t
         return {"removed": term, **body(bl)}
 
 
-def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: str) -> None:
+def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: Callable[[], str]) -> None:
     """The single server's snapshot endpoints: versions, rollback, validated activation,
     reload (those three with ``admin_token``), and the trie walk for a prefix."""
 
@@ -305,7 +307,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: str) -> 
         summary="Swap back to the previous snapshot (admin token)",
     )
     async def rollback(market: str, request: Request) -> dict[str, Any]:
-        require_admin(request.headers.get("authorization"), admin_token)
+        require_admin(request.headers.get("authorization"), admin_token())
         market_or_404(market)
         try:
             out = service.rollback(market)
@@ -326,7 +328,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: str) -> 
         request: Request,
         payload: dict[str, Any] = Body(..., examples=[{"version": "20261009T060000Z-ab12cd"}]),
     ) -> dict[str, Any]:
-        require_admin(request.headers.get("authorization"), admin_token)
+        require_admin(request.headers.get("authorization"), admin_token())
         market_or_404(market)
         version = payload.get("version")
         if not isinstance(version, str):
@@ -351,7 +353,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: str) -> 
         "admin token)",
     )
     async def reload(request: Request) -> dict[str, Any]:
-        require_admin(request.headers.get("authorization"), admin_token)
+        require_admin(request.headers.get("authorization"), admin_token())
         return service.poll()
 
     @api.get(

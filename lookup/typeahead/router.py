@@ -41,7 +41,7 @@ from starlette.types import Receive, Scope, Send
 from yarl import URL
 
 from lookup import settings
-from lookup.kit.admin import server_admin_token
+from lookup.kit.admin import admin_token_of
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
@@ -549,7 +549,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
     mount_serve_time(
         api,
         RouterPolicy(router, blocklist, tracker),
-        server_admin_token(mounts.data_dir),
+        admin_token_of(mounts),
         limiter=search_limiter(),
         trust_forwarded_for=settings.get("trust_forwarded_for"),
     )

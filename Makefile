@@ -4,12 +4,15 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 API_PORT ?= 8000
 APP_PORT ?= 8501
+WORKERS  ?= 2
+SANDBOX_PORT ?= 8600
 export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: run test venv lint bench clean help
+.PHONY: run run-fleet test venv lint bench clean help
 
 help:
 	@echo "make run   - set up .venv, build missing data sets, start the API (:$(API_PORT)) and dashboard (:$(APP_PORT))"
+	@echo "make run-fleet - the same on PostgreSQL + Redis: local servers under data/servers/, $(WORKERS) API processes (:$(API_PORT)..), aggregators, dashboard"
 	@echo "make test  - set up .venv with dev tools and run the whole suite"
 	@echo "make bench - run every benchmark in benchmarks/ (quick mode; outside the suite)"
 
@@ -29,7 +32,10 @@ $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 venv: $(VENV)/.installed-app
 
 run: $(VENV)/.installed-app
-	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT)
+	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT)
+
+run-fleet: $(VENV)/.installed-app
+	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q

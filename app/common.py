@@ -18,11 +18,16 @@ import streamlit as st
 
 from lookup import settings
 from lookup.kit.probe import get_json
+from lookup.launcher import lookup_command
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "data"
 
 #: Seconds to wait for the API before saying it is down; the pages must stay snappy.
+#: How to run the ``lookup`` command from a fresh shell at the repository — ``lookup`` when
+#: it is on the PATH, else ``.venv/bin/lookup`` (what ``make run`` installs): the commands
+#: the pages print use it, so they work when pasted.
+LOOKUP = lookup_command()
 API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
 
 
@@ -34,6 +39,14 @@ def api_url() -> str:
 def data_dir() -> Path:
     """The directory that holds every data set and index (``$LOOKUP_DATA_DIR`` or ``./data``)."""
     return Path(settings.get("data_dir") or DEFAULT_DATA_DIR).expanduser().resolve()
+
+
+def admin_headers() -> dict[str, str]:
+    """``Authorization`` with the API's admin token (``$LOOKUP_ADMIN_TOKEN`` or the data dir's)."""
+    from lookup.kit.admin import configured_admin_token
+
+    token = configured_admin_token(data_dir())
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 def api_client(base_url: str | None = None) -> httpx.Client:
@@ -161,7 +174,7 @@ def show_api_status() -> ApiHealth:
         else:
             st.markdown(
                 f":orange-badge[:material/cloud_off: API down] Not reachable at {health.url} "
-                f"({health.problem}). Start it with `lookup serve` or `make run`, or point "
+                f"({health.problem}). Start it with `make run` (or `{LOOKUP} serve`), or point "
                 "`LOOKUP_API_URL` at it; the capacity planner works without it."
             )
     return health

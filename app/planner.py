@@ -133,10 +133,12 @@ def _k(
     return Knob(field, label, lo, hi, step, scale, slider, fmt)
 
 
-def _system(name: str, intro: str, headline: tuple[str, ...], *knobs: Knob) -> System:
+def _system(
+    name: str, intro: str, headline: tuple[str, ...], *knobs: Knob, title: str | None = None
+) -> System:
     """One tab: the assumptions class and planner are :data:`lookup.capacity.PLANNERS`'s."""
     assumptions, plan = capacity.PLANNERS[name]
-    return System(name, name.capitalize(), assumptions, plan, knobs, headline, intro)
+    return System(name, title or name.capitalize(), assumptions, plan, knobs, headline, intro)
 
 
 SHORTENER = _system(
@@ -248,7 +250,22 @@ SEARCH = _system(
     _k("bloom_fp_rate", "Bloom filter false positives", 0.0001, 50, 0.1, shown_in="%"),
 )  # fmt: skip
 
-SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH)
+IDS = _system(
+    "ids",
+    "Unique ids made without a network call per id (seed 004): Snowflake splits 63 bits into "
+    "milliseconds, a worker id and a per-millisecond sequence. The split is the design.",
+    ("ids_per_ms_fleet", "range_years", "workers", "repartition_ids_per_ms_per_worker",
+     "peak_headroom"),
+    _k("timestamp_bits", "Bits of milliseconds since the epoch", 30, 50, 1, slider=True),
+    _k("worker_bits", "Bits of worker id", 1, 20, 1, slider=True),
+    _k("sequence_bits", "Bits of sequence per millisecond", 1, 20, 1, slider=True),
+    _k("repartition_worker_bits", "Worker bits after re-partitioning", 1, 21, 1),
+    _k("ids_needed_per_s", "Ids the fleet needs per second at peak", 0.001, 10_000, 1,
+       shown_in="millions"),
+    title="IDs",
+)  # fmt: skip
+
+SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH, IDS)
 
 
 def widget_key(system: System, field: str) -> str:
@@ -525,8 +542,33 @@ def proximity_sizes_chart(plan: capacity.ProximityPlan) -> go.Figure:
     return fig
 
 
+def id_split_chart(plan: capacity.IdsPlan) -> go.Figure:
+    """Every split of the bits under the timestamp between worker and sequence: workers
+    against ids per ms per worker (their product, the fleet's rate, stays the same)."""
+    a = plan.assumptions
+    total = a.worker_bits + a.sequence_bits
+    splits = list(range(0, total + 1))
+    fig = go.Figure()
+    fig.add_scatter(x=[2**w for w in splits], y=[2 ** (total - w) for w in splits],
+                    mode="lines+markers", name=f"every split of {total} bits",
+                    hovertemplate="%{x:,} workers: %{y:,} ids/ms each<extra></extra>")
+    for label, w in (("your layout", a.worker_bits),
+                     ("re-partitioned", a.repartition_worker_bits)):
+        if w <= total:
+            fig.add_scatter(x=[2**w], y=[2 ** (total - w)], mode="markers", name=label,
+                            marker=dict(size=14, symbol="diamond"))
+    fig.update_layout(
+        title=f"Workers × ids per ms per worker = {2**total:,} ids per ms, whatever the split",
+        xaxis_title="workers (log)", yaxis_title="ids per ms per worker (log)",
+        xaxis_type="log", yaxis_type="log", **_LAYOUT,
+    )  # fmt: skip
+    return fig
+
+
 def chart_for(system: System, plan: Any) -> go.Figure:
     """The chart shown in ``system``'s tab."""
+    if system is IDS:
+        return id_split_chart(plan)
     if system is SHORTENER:
         return keyspace_fill_chart(plan)
     if system is TYPEAHEAD:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -28,14 +29,28 @@ COMMANDS: list[str] = [
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from lookup.kit.admin import configured_admin_token, is_loopback_host
     from lookup.kit.mounts import resolve_data_dir
     from lookup.server import create_app
 
     data_dir = resolve_data_dir(args.data_dir)
+    if not is_loopback_host(args.host) and not configured_admin_token(data_dir):
+        print(
+            f"lookup serve: refusing to listen on {args.host} (not a loopback address) "
+            "without an admin token configured: the management endpoints would be guarded "
+            "by a token nobody was given. Set LOOKUP_ADMIN_TOKEN (or write one to "
+            f"{data_dir / 'shortener' / 'admin.token'}), or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
     data_dir.mkdir(parents=True, exist_ok=True)
     base_url = args.public_url or f"http://{args.host}:{args.port}"
     app = create_app(data_dir, base_url=base_url)
     print(f"lookup API on http://{args.host}:{args.port}  (data: {data_dir})", flush=True)
+    # uvicorn shuts down gracefully, then re-raises the signal it caught; SIGTERM then ends
+    # the process as an ordinary exit (143), so exit handlers run — multiprocessing's
+    # semaphores are released instead of a resource_tracker warning.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     uvicorn.run(
         app,
         host=args.host,

@@ -1,38 +1,139 @@
 """``lookup up``: what ``make run`` calls — build missing data, start API, dashboard, sandbox.
 
-All run as child processes; Ctrl-C (or SIGTERM) stops them all cleanly, and if one
-dies the others are stopped too, so nothing is left listening.
+All run as child processes, each in its own session: Ctrl-C (or SIGTERM) reaches only
+this supervisor, which stops every child with one SIGTERM, so none is interrupted twice
+or half-way; if one dies the others are stopped too, so nothing is left listening.
+
+Before anything starts, every port is checked free (one line says which is busy and
+how to choose others); a service counts as up only when its health check answers *and*
+the process this run started is the one listening on the port.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import psutil
 
 from lookup import settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO_ROOT / "app" / "Home.py"
+#: Why a service is not up, by :func:`_wait_for`'s outcome.
+WHY = {
+    "exited": "it exited with {code} (see its output above)",
+    "other": "another process answers on port {port}, not the one this run started",
+    "timeout": "no answer within 90 s",
+}
 
 
-def _wait_for(url: str, proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def lookup_command() -> str:
+    """How to run ``lookup`` from a fresh shell at the repository: ``lookup`` when that is
+    on the PATH, else this environment's script (``.venv/bin/lookup`` after ``make run``)."""
+    script = Path(sys.executable).parent / "lookup"
+    if not script.exists():
+        return f"{sys.executable} -m lookup.cli"
+    on_path = shutil.which("lookup")
+    if on_path and Path(on_path).resolve() == script.resolve():
+        return "lookup"
+    try:
+        return str(script.relative_to(REPO_ROOT))
+    except ValueError:
+        return str(script)
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether ``port`` can be bound on ``host`` right now (nothing else listens there)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _next_free(host: str, port: int, taken: set[int]) -> int:
+    """The first port above ``port`` that is free and not ``taken``."""
+    candidate = port + 1
+    while candidate in taken or not port_free(host, candidate):
+        candidate += 1
+    return candidate
+
+
+def busy_port_message(host: str, ports: dict[str, tuple[str, int]]) -> str | None:
+    """One line naming the first busy port and free ones to choose instead; None if all
+    are free. ``ports`` maps a service name to ``(make variable, port)``."""
+    busy = [(name, var, port) for name, (var, port) in ports.items() if not port_free(host, port)]
+    if not busy:
+        return None
+    taken = {port for _, port in ports.values()}
+    choice = {}
+    for _, var, port in busy:
+        choice[var] = _next_free(host, port, taken)
+        taken.add(choice[var])
+    names = ", ".join(f"{port} ({name})" for name, _, port in busy)
+    make = " ".join(f"{var}={p}" for var, p in choice.items())
+    flags = " ".join(f"--{var.split('_')[0].lower()}-port {p}" for var, p in choice.items())
+    return (
+        f"error: port {names} on {host} is already in use (another `make run`?); nothing "
+        f"was started. Choose free ports: make run {make}   (or: {lookup_command()} up {flags})"
+    )
+
+
+def owns_port(proc: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``proc`` (or a process it started) is the one listening on ``port``."""
+    try:
+        root = psutil.Process(proc.pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for p in family:
+        try:
+            conns = p.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in conns):
+            return True
+    return False
+
+
+def _wait_for(
+    url: str,
+    port: int,
+    proc: subprocess.Popen[bytes],
+    timeout: float,
+    cancelled: Callable[[], bool],
+) -> str:
+    """``"up"`` once ``url`` answers 200 from ``proc`` itself; ``"exited"`` if ``proc``
+    ends first; ``"other"`` if the answer comes from another process; ``"timeout"``;
+    ``"cancelled"`` as soon as ``cancelled()`` (Ctrl-C while starting)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if cancelled():
+            return "cancelled"
         if proc.poll() is not None:
-            return False
+            return "exited"
         try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return True
+            answered = httpx.get(url, timeout=1.0).status_code == 200
         except httpx.HTTPError:
-            pass
+            answered = False
+        if answered:
+            if owns_port(proc, port):
+                return "up"
+            if proc.poll() is not None:
+                return "exited"
+            return "other"
         time.sleep(0.25)
-    return False
+    return "timeout"
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -50,6 +151,10 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     """Start the API and the dashboard and supervise them until interrupted."""
+    if args.backend:  # a fleet on PostgreSQL/Redis: lookup/fleet.py
+        from lookup.fleet import run_fleet
+
+        return run_fleet(args)
     from lookup.kit.mounts import resolve_data_dir
 
     data_dir = resolve_data_dir(args.data_dir)
@@ -58,6 +163,18 @@ def run_up(args: argparse.Namespace) -> int:
     api_url = f"http://{args.host}:{args.api_port}"
     env["LOOKUP_API_URL"] = api_url
     env.setdefault("LOOKUP_PUBLIC_URL", api_url)
+
+    ports = {"API": ("API_PORT", args.api_port), "dashboard": ("APP_PORT", args.app_port)}
+    if not args.no_sandbox:
+        ports["sandbox web"] = ("SANDBOX_PORT", args.sandbox_port)
+    if len({port for _, port in ports.values()}) < len(ports):
+        given = ", ".join(f"{name} {port}" for name, (_, port) in ports.items())
+        print(f"error: every service needs its own port (given: {given})", file=sys.stderr)
+        return 2
+    busy = busy_port_message(args.host, ports)
+    if busy:
+        print(busy, file=sys.stderr)
+        return 2
 
     if not args.skip_datasets:
         build = subprocess.run(
@@ -83,13 +200,13 @@ def run_up(args: argparse.Namespace) -> int:
     env["LOOKUP_SANDBOX_URL"] = sandbox_url
     services = [
         ("API", [*lookup_cmd, "serve", "--host", args.host, "--port", str(args.api_port),
-                 "--data-dir", str(data_dir)], f"{api_url}/healthz"),
+                 "--data-dir", str(data_dir)], f"{api_url}/healthz", args.api_port),
         ("sandbox web", [*lookup_cmd, "sandbox", "--port", str(args.sandbox_port)],
-         f"{sandbox_url}/_sandbox/hosts"),
+         f"{sandbox_url}/_sandbox/hosts", args.sandbox_port),
         ("dashboard", [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
                        "--server.address", args.host, "--server.port", str(args.app_port),
                        "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-         f"{app_url}/_stcore/health"),
+         f"{app_url}/_stcore/health", args.app_port),
     ]  # fmt: skip
     if args.no_sandbox:
         services = [s for s in services if s[0] != "sandbox web"]
@@ -104,13 +221,19 @@ def run_up(args: argparse.Namespace) -> int:
     old_int = signal.signal(signal.SIGINT, _on_signal)
     old_term = signal.signal(signal.SIGTERM, _on_signal)
     try:
-        for name, argv, health in services:
-            proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT)
+        for name, argv, health, port in services:
+            # Its own session: the terminal's Ctrl-C reaches only this supervisor.
+            proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, start_new_session=True)
             procs.append(proc)
             names[proc.pid] = name
-            if not _wait_for(health, proc, timeout=90):
+            outcome = _wait_for(health, port, proc, 90, lambda: stopping)
+            if outcome == "cancelled":
+                print("\nstopping ...", flush=True)
+                return 0
+            if outcome != "up":
                 where = health.rsplit("/", 2)[0] if name != "API" else api_url
-                print(f"error: the {name} did not start on {where} (is the port free?)",
+                print(f"error: the {name} did not start on {where}: "
+                      f"{WHY[outcome].format(port=port, code=proc.returncode)}",
                       file=sys.stderr)  # fmt: skip
                 return 1
         print("\n  Lookup Workbench is up", flush=True)
@@ -119,6 +242,7 @@ def run_up(args: argparse.Namespace) -> int:
         if not args.no_sandbox:
             print(f"    Sandbox web  {sandbox_url}   (what the crawler crawls)", flush=True)
         print(f"    Data         {data_dir}", flush=True)
+        print(f"    Commands     {lookup_command()} --help", flush=True)
         print("  Press Ctrl-C to stop everything.\n", flush=True)
         while not stopping:
             for proc in procs:
@@ -154,4 +278,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
     )
+    from lookup.fleet import add_arguments
+
+    add_arguments(p)
     p.set_defaults(func=run_up)

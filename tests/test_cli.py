@@ -82,3 +82,38 @@ def test_up_starts_api_dashboard_and_sandbox_and_stops_all_on_ctrl_c(tmp_path: P
     for port in (api_port, app_port, sandbox_port):
         with pytest.raises(httpx.ConnectError):
             httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "api.example.com"])
+def test_serve_on_a_public_address_without_an_admin_token_refuses_to_start(
+    host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import uvicorn
+
+    ran: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.update(kw))
+    monkeypatch.delenv("LOOKUP_ADMIN_TOKEN", raising=False)
+    data = tmp_path / "data"
+    assert main(["serve", "--host", host, "--port", "1", "--data-dir", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert "admin token" in err and "LOOKUP_ADMIN_TOKEN" in err and host in err
+    assert not ran  # never served
+    assert not (data / "shortener" / "admin.token").exists()  # refused before creating one
+
+
+def test_serve_on_a_public_address_with_an_admin_token_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    ran: dict[str, object] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.update(kw))
+    monkeypatch.setenv("LOOKUP_ADMIN_TOKEN", "a-long-enough-admin-token")
+    data = tmp_path / "data"
+    assert main(["serve", "--host", "0.0.0.0", "--port", "1", "--data-dir", str(data)]) == 0
+    assert ran["host"] == "0.0.0.0"
+    monkeypatch.delenv("LOOKUP_ADMIN_TOKEN")
+    ran.clear()  # loopback needs no configured token (one is created in the data dir)
+    local = ["serve", "--host", "127.0.0.1", "--port", "1", "--data-dir", str(tmp_path / "d2")]
+    assert main(local) == 0
+    assert ran["host"] == "127.0.0.1"

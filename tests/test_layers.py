@@ -3,7 +3,7 @@
 - ``lookup/kit`` (with ``lookup.settings`` and ``lookup.errors``) imports no system;
 - a system (shortener, typeahead, geo, crawler, search) imports ``kit``, ``settings``,
   ``errors`` and itself — never another system, the edge (``server``, ``cli``,
-  ``launcher``), the dashboard, Streamlit or Jupyter;
+  ``launcher``, ``fleet``), the dashboard, Streamlit or Jupyter;
 - nothing in ``lookup/`` imports Streamlit or Jupyter;
 - only ``lookup/settings.py`` reads the environment;
 - only store modules open a database: ``sqlite3`` is imported nowhere else.
@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("shortener", "typeahead", "geo", "crawler", "search")
-EDGE = ("lookup.server", "lookup.cli", "lookup.launcher", "lookup.capacity.cli")
+EDGE = ("lookup.server", "lookup.cli", "lookup.launcher", "lookup.fleet", "lookup.capacity.cli")
 FOUNDATION = ("lookup.kit", "lookup.settings", "lookup.errors")
 UI = ("streamlit", "app", "IPython", "ipykernel", "jupyter", "nbformat", "nbclient")
 

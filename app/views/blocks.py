@@ -1,10 +1,18 @@
-"""Building blocks: seed 004's blocks built for real and measured — unique ids.
+"""Building blocks: seed 004's blocks built for real and measured — unique ids, rate limiters.
 
 The IDs tab makes ids of every kind in the seed's table and lays their bits out, shows
 the Snowflake capacity figures, measures ids/s and index locality on the spot, and —
 when etcd is installed — starts generator processes that lease worker ids, lets you
 kill one and watch its lease expire. Everything it starts it stops (the "Stop" button,
 and at exit).
+
+The Rate limiters tab fires a traffic pattern (steady, burst, boundary attack, many
+identities) at the real limiter of a chosen algorithm — in-process on an injected clock
+(minutes in milliseconds), or on Redis in real time with a one-second window (a Redis
+URL typed in, else the shared limits' ``LOOKUP_LIMITS_URL`` when it is a Redis, else a
+throw-away redis-server on a free loopback port that the page starts and stops) — and
+plots admitted vs refused over time with the response headers the decisions carry;
+"Compare" runs every algorithm on the same stream side by side.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import uuid
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from lookup import capacity, settings
@@ -24,12 +33,17 @@ from lookup.blocks.ids.etcd import etcd_available
 from lookup.blocks.ids.fleet import LeaseFleet
 from lookup.blocks.ids.kinds import bit_fields, make_kind, timestamp_ms
 from lookup.blocks.ids.locality import ratios, sqlite_locality
+from lookup.blocks.limits.experiments import max_in_span, memory_url
+from lookup.blocks.limits.traffic import PATTERNS, Decided, ManualClock, make_stream, replay
+from lookup.kit.ratelimit import ALGORITHM_NAMES, RatePolicy, open_rate_limiter
+from lookup.kit.redisserver import RedisServer, redis_available
 
 st.title("Building blocks")
 st.markdown(
     "The blocks that appear inside almost every larger design (seed 004), each built for "
     "real and measured here. **Unique IDs**: ids unique across many machines, made without "
-    "a network call per id, and — usually — sortable by time."
+    "a network call per id, and — usually — sortable by time. **Rate limiters**: every "
+    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic."
 )
 
 
@@ -203,6 +217,232 @@ def _leases() -> None:
                "its clock passes the dead holder's reservation, so no id repeats.")
 
 
-(ids_tab,) = st.tabs(["Unique IDs"])
+# ----------------------------------------------------------------------- rate limiters
+
+#: The simulated window in-process, and the real one on Redis (the stream plays in real time).
+MEMORY_WINDOW_S = 60.0
+REDIS_WINDOW_S = 1.0
+WINDOWS = 3
+BINS_PER_WINDOW = 20
+ALGORITHM_HELP = {
+    "token_bucket": "O(1) memory, bursts up to the capacity, an average rate (the default)",
+    "fixed_window": "O(1) memory; up to 2× the limit across a boundary",
+    "sliding_log": "exact; a timestamp per request in the window",
+    "sliding_counter": "O(1) memory; blends two windows, removes the boundary burst",
+    "leaky_bucket": "a queue drained at a constant rate",
+}
+
+
+def _configured_redis() -> str | None:
+    """The shortener's shared limits (``LOOKUP_LIMITS_URL``) when they are on Redis."""
+    url = str(settings.get("limits_url") or "").split("?")[0]
+    return url if url.startswith("redis://") else None
+
+
+def _redis_url() -> str | None:
+    """The Redis the tab uses: the URL typed in, else the throw-away server it started."""
+    typed = st.session_state.get("rl-redis-url", "").strip()
+    if typed:
+        return typed
+    if _configured_redis():
+        return _configured_redis()
+    server: RedisServer | None = st.session_state.get("rl-redis-server")
+    return server.url if server is not None else None
+
+
+def _fire(algorithm: str, limit: int, pattern: str, backend: str) -> dict[str, Any]:
+    """One run of ``pattern`` at the real limiter; what the chart and the tables need."""
+    if backend == "Redis":
+        window = REDIS_WINDOW_S
+        url = _redis_url()
+        limiter: Any = open_rate_limiter(f"{url}?algorithm={algorithm}&on_unavailable=closed",
+                                         RatePolicy.per(limit, window), name="dashboard")
+        limiter.reset()
+        stream = make_stream(pattern, limit, window, WINDOWS)
+        decided = replay(limiter, stream, align_s=window)
+        unavailable = limiter.stats().get("unavailable", 0)
+        limiter.reset()
+        limiter.close()
+    else:
+        window = MEMORY_WINDOW_S
+        clock = ManualClock()
+        limiter = open_rate_limiter(memory_url(algorithm), RatePolicy.per(limit, window),
+                                    clock=clock)
+        stream = make_stream(pattern, limit, window, WINDOWS)
+        decided = replay(limiter, stream, clock)
+        unavailable = 0
+    return {"algorithm": algorithm, "limit": limit, "pattern": pattern, "backend": backend,
+            "window": window, "decided": decided, "unavailable": unavailable}
+
+
+def _bins(run: dict[str, Any]) -> pd.DataFrame:
+    """Admitted and refused per twentieth of a window."""
+    width = run["window"] / BINS_PER_WINDOW
+    span = run["window"] * WINDOWS
+    rows = [{"t": i * width, "admitted": 0, "refused": 0}
+            for i in range(int(span / width) + 1)]
+    for d in run["decided"]:
+        i = min(len(rows) - 1, int(d.request.t / width))
+        rows[i]["admitted" if d.decision.allowed else "refused"] += 1
+    return pd.DataFrame(rows)
+
+
+def _summary(run: dict[str, Any]) -> dict[str, Any]:
+    decided: list[Decided] = run["decided"]
+    admitted = [d.request.t for d in decided if d.decision.allowed]
+    return {"algorithm": run["algorithm"], "offered": len(decided), "admitted": len(admitted),
+            "refused": len(decided) - len(admitted),
+            "worst window ÷ limit": round(max_in_span(admitted, run["window"]) / run["limit"], 2),
+            "identities": len({d.request.identity for d in decided})}
+
+
+def _chart(run: dict[str, Any]) -> go.Figure:
+    bins = _bins(run)
+    width = run["window"] / BINS_PER_WINDOW
+    fig = go.Figure()
+    fig.add_bar(x=bins["t"], y=bins["admitted"], name="admitted", marker_color="#2e7d32",
+                width=width * 0.9, offset=0)
+    fig.add_bar(x=bins["t"], y=bins["refused"], name="refused", marker_color="#c62828",
+                width=width * 0.9, offset=0)
+    for k in range(1, WINDOWS):
+        fig.add_vline(x=k * run["window"], line_dash="dot", line_color="grey")
+    fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
+                      title=f"{run['algorithm']} · {run['pattern']} · limit {run['limit']} per "
+                            f"{run['window']:g} s ({run['backend']})",
+                      xaxis_title="seconds (dotted: window boundaries)",
+                      yaxis_title=f"requests per {width:g} s",
+                      legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right",
+                                  yanchor="bottom"))  # fmt: skip
+    return fig
+
+
+def _compare_chart(runs: list[dict[str, Any]]) -> go.Figure:
+    fig = go.Figure()
+    for run in runs:
+        bins = _bins(run)
+        fig.add_scatter(x=bins["t"], y=bins["admitted"].cumsum(), name=run["algorithm"],
+                        mode="lines", line_shape="hv")
+    offered = _bins(runs[0])
+    fig.add_scatter(x=offered["t"], y=(offered["admitted"] + offered["refused"]).cumsum(),
+                    name="offered", mode="lines", line_shape="hv",
+                    line=dict(dash="dash", color="grey"))
+    fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
+                      title="Admitted so far, every algorithm on the same stream",
+                      xaxis_title="seconds", yaxis_title="requests admitted (cumulative)",
+                      legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right",
+                                  yanchor="bottom"))  # fmt: skip
+    return fig
+
+
+def _headers_table(run: dict[str, Any]) -> pd.DataFrame:
+    """The headers of the first decision, the last admitted one and the first refusal."""
+    decided: list[Decided] = run["decided"]
+    picks = [("first request", decided[0] if decided else None),
+             ("last admitted", next((d for d in reversed(decided) if d.decision.allowed), None)),
+             ("first refused", next((d for d in decided if not d.decision.allowed), None))]
+    rows = []
+    for what, d in picks:
+        if d is None:
+            continue
+        headers = d.decision.headers()
+        rows.append({"decision": what, "at (s)": round(d.request.t, 2),
+                     "status": 200 if d.decision.allowed else 429,
+                     "RateLimit-Limit": headers["RateLimit-Limit"],
+                     "RateLimit-Remaining": headers["RateLimit-Remaining"],
+                     "RateLimit-Reset": headers["RateLimit-Reset"],
+                     "Retry-After": headers.get("Retry-After", "—")})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _stop_redis() -> None:
+    server: RedisServer | None = st.session_state.pop("rl-redis-server", None)
+    if server is not None:
+        server.close()
+
+
+def _redis_controls() -> bool:
+    """The Redis choices; True when a Redis is there to fire at."""
+    st.text_input("Redis URL (empty: a throw-away redis-server started here)",
+                  key="rl-redis-url", placeholder="redis://127.0.0.1:6379/0")  # fmt: skip
+    if st.session_state.get("rl-redis-url", "").strip():
+        return True
+    if _configured_redis():
+        st.caption(f"The shared limits' Redis (`LOOKUP_LIMITS_URL`): `{_configured_redis()}`; "
+                   "this page's keys live under their own name and are removed after each run.")
+        return True
+    if st.session_state.get("rl-redis-server") is not None:
+        st.caption(f"Throw-away redis-server at `{_redis_url()}` (started by this page).")
+        if st.button("Stop the redis-server", key="rl-redis-stop"):
+            _stop_redis()
+            st.rerun()
+        return True
+    if not redis_available():
+        st.info(f"redis-server is not installed ({settings.get('redis_bin')} is missing) "
+                "and no URL is given: `apt-get install redis-server` to fire at Redis here.")
+        return False
+    if st.button("Start a throw-away redis-server", key="rl-redis-start"):
+        with st.spinner("starting redis-server ..."):
+            server = RedisServer().start()
+        st.session_state["rl-redis-server"] = server
+        atexit.register(server.close)
+        st.rerun()
+    return False
+
+
+def _limits_tab() -> None:
+    st.markdown(
+        "Every algorithm of the seed's figure, one interface: `check(identity, cost)` → "
+        "allowed, with `RateLimit-Limit`, `-Remaining`, `-Reset` and, when refused, "
+        "`Retry-After`. Pick one, a limit and a traffic pattern, and fire it at the real "
+        "limiter."
+    )
+    cols = st.columns(4)
+    algorithm = cols[0].selectbox("Algorithm", ALGORITHM_NAMES, key="rl-algorithm",
+                                  help="; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items()))
+    limit = int(cols[1].number_input("Limit per window", 1, 500, 100, key="rl-limit"))
+    pattern = cols[2].selectbox("Traffic", list(PATTERNS), index=2, key="rl-pattern")
+    backend = cols[3].radio("Where", ["in-process", "Redis"], key="rl-backend",
+                            horizontal=True)  # fmt: skip
+    st.caption(f"{algorithm}: {ALGORITHM_HELP[algorithm]}. In-process the window is "
+               f"{MEMORY_WINDOW_S:g} s on an injected clock; on Redis {REDIS_WINDOW_S:g} s in "
+               "real time (Redis takes the time itself).")
+    ready = backend == "in-process" or _redis_controls()
+    buttons = st.columns(2)
+    if buttons[0].button("Fire", key="rl-fire", type="primary", disabled=not ready):
+        with st.spinner("firing ..."):
+            st.session_state["rl-run"] = _fire(algorithm, limit, pattern, backend)
+        st.session_state.pop("rl-compare", None)
+    if buttons[1].button("Compare all algorithms on this stream", key="rl-compare-go",
+                         disabled=not ready):
+        with st.spinner("firing at every algorithm ..."):
+            st.session_state["rl-compare"] = [_fire(a, limit, pattern, backend)
+                                              for a in ALGORITHM_NAMES]
+    run = st.session_state.get("rl-run")
+    if run:
+        summary = _summary(run)
+        metrics = st.columns(4)
+        metrics[0].metric("Offered", f"{summary['offered']:,}")
+        metrics[1].metric("Admitted", f"{summary['admitted']:,}")
+        metrics[2].metric("Refused", f"{summary['refused']:,}")
+        metrics[3].metric("Worst window ÷ limit", f"{summary['worst window ÷ limit']:.2f}×")
+        st.plotly_chart(_chart(run), key="rl-chart")
+        st.markdown("**Response headers** (what a client is told)")
+        st.dataframe(_headers_table(run), hide_index=True, key="rl-headers")
+        if run["unavailable"]:
+            st.warning(f"Redis did not answer {run['unavailable']} times: those were refused "
+                       "(on_unavailable=closed).")
+    compare = st.session_state.get("rl-compare")
+    if compare:
+        st.subheader("Side by side: every algorithm on the same stream")
+        st.plotly_chart(_compare_chart(compare), key="rl-compare-chart")
+        st.dataframe(pd.DataFrame([_summary(r) for r in compare]), hide_index=True,
+                     key="rl-compare-table")
+        st.caption("Worst window ÷ limit: the most admitted in any span of one window. The "
+                   "fixed window lets ~2× through across a boundary; the sliding log is exact.")
+
+
+ids_tab, limits_tab = st.tabs(["Unique IDs", "Rate limiters"])
 with ids_tab:
     _ids_tab()
+with limits_tab:
+    _limits_tab()

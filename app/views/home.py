@@ -1,9 +1,12 @@
-"""Home: what the workbench is, the one idea behind its four systems, and whether the API is up."""
+"""Home: the hub — what the workbench is, each system's live status, next step and picture
+(its read path and write path), and the one idea behind them all."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
-from common import show_api_status
+from common import LOOKUP, ApiHealth, show_api_status
 
 from lookup import capacity
 
@@ -14,7 +17,13 @@ st.markdown(
     "real and explained with its numbers. One idea runs through all of them: **reads vastly "
     "outnumber writes, so decide the answer in advance.**"
 )
-show_api_status()
+st.caption(
+    "The workbench follows five short design write-ups — how to build a URL shortener, a "
+    "typeahead, proximity search and a web crawler with its search engine, and the "
+    "building blocks they share (unique ids, rate limiters, caches). The pages call them "
+    "**the design notes**; their figures are the *design scale* below."
+)
+health = show_api_status()
 
 st.header("The four systems")
 short_plan = capacity.shortener()
@@ -29,7 +38,7 @@ SYSTEMS = [
         "everyone who clicks it to the right place, instantly, with click statistics for "
         "the owner.",
         "**Key:** the short code. **Answer:** the long address.",
-        f"At the seed's scale: {q(short_plan.peak_reads_per_s, '/s')} redirects at peak "
+        f"At design scale: {q(short_plan.peak_reads_per_s, '/s')} redirects at peak "
         f"against {q(short_plan.peak_writes_per_s, '/s')} new links; keys are "
         f"{short_plan.key_length} characters so that the key space stays nearly empty.",
     ),
@@ -38,7 +47,7 @@ SYSTEMS = [
         "Suggests what you are probably looking for while you type, letter by letter, "
         "from what millions of people searched before — trending and safe.",
         "**Key:** the prefix typed so far. **Answer:** the ten best completions.",
-        f"At the seed's scale: every keystroke counts, "
+        f"At design scale: every keystroke counts, "
         f"{q(typeahead_plan.origin_peak_per_s, '/s')} lookups at peak reach the servers, "
         f"and the whole {q(typeahead_plan.total_bytes, 'B')} index fits in one machine's "
         "memory.",
@@ -48,7 +57,7 @@ SYSTEMS = [
         "Finds the places near you — restaurants within two kilometres, the nearest "
         "airport — and pages through them on a map.",
         "**Key:** the map cell you are in. **Answer:** the places in that cell.",
-        f"At the seed's scale: {q(proximity_plan.peak_search_rate_per_s, '/s')} searches at "
+        f"At design scale: {q(proximity_plan.peak_search_rate_per_s, '/s')} searches at "
         f"peak over a {q(proximity_plan.index_bytes, 'B')} location index, about "
         f"{q(proximity_plan.reads_per_write_at_peak, '')} reads for every write.",
     ),
@@ -58,15 +67,93 @@ SYSTEMS = [
         "and builds the index that a search box answers from. It is the one system that "
         "builds an index instead of reading one.",
         "**Key:** the words of the query. **Answer:** the pages that contain them.",
-        f"At the seed's scale: {q(crawler_plan.fetch_rate_per_s, '/s')} pages fetched, "
+        f"At design scale: {q(crawler_plan.fetch_rate_per_s, '/s')} pages fetched, "
         f"{q(crawler_plan.link_checks_per_s, '/s')} “seen this link?” checks, and one "
         f"big site still takes {q(crawler_plan.big_site_days, 'days')} to crawl politely.",
     ),
 ]
-for column, (title, what, key, scale) in zip(st.columns(len(SYSTEMS)), SYSTEMS, strict=True):
-    with column.container(border=True, height="stretch"):
+#: Per card: the pages it links, the /healthz system it reports, its next step when that
+#: system has nothing built, and its read path and write path as Graphviz DOT.
+HUB: list[dict[str, Any]] = [
+    {
+        "pages": [("views/shortener.py", "Open the URL shortener", ":material/link:")],
+        "system": "shortener",
+        "next": "Shorten a link and click it.",
+        "not_built": "",
+        "read": '"GET /key" -> "LRU cache" -> "302"; "LRU cache" -> "link DB" [label=miss]',
+        "write": '"POST /v1/links" -> "link DB"; "click" -> "buffer" -> "click log" '
+        '-> "aggregator"',
+    },
+    {
+        "pages": [("views/typeahead.py", "Open the typeahead", ":material/keyboard:")],
+        "system": "typeahead",
+        "next": "Type “wea” and choose a suggestion.",
+        "not_built": "`make run` builds the query log and the snapshots (or run "
+        f"`{LOOKUP} datasets build typeahead` then `{LOOKUP} typeahead build`).",
+        "read": '"keystroke" -> "radix trie" -> "top 10"',
+        "write": '"search" -> "query log" -> "offline build" -> "snapshot"; '
+        '"snapshot" -> "radix trie" [label=swap]',
+    },
+    {
+        "pages": [("views/places.py", "Open places near me", ":material/location_on:")],
+        "system": "places",
+        "next": "Find “Pune” and see what is within 2 km.",
+        "not_built": "`make run` builds the places data set "
+        f"(or `{LOOKUP} datasets build places`).",
+        "read": '"your point" -> "geohash cell" -> "9 cells" -> "exact distance"',
+        "write": '"owner edit" -> "places DB" -> "change stream" -> "9 cells"',
+    },
+    {
+        "pages": [
+            ("views/crawler.py", "Open the web crawler", ":material/travel_explore:"),
+            ("views/search.py", "Open web search", ":material/search:"),
+        ],
+        "system": "search",
+        "next": "Search the crawled pages.",
+        "not_built": "Web search needs a crawl first: start one on the Web crawler page, "
+        "then press “Build search index”.",
+        "read": '"query" -> "shards" -> "BM25" -> "top 10"',
+        "write": '"frontier" -> "polite fetch" -> "WARC" -> "index build" -> "shards"',
+    },
+]
+
+
+def status_line(health: ApiHealth, system: str, not_built: str, ready: str) -> str:
+    """The card's live status from ``/healthz`` and the next step it implies."""
+    if not health.up:
+        return ":red-badge[API down] Start it with `make run`."
+    state = (health.systems or {}).get(system)
+    status = state.get("status") if isinstance(state, dict) else None
+    if status == "NOT_BUILT":
+        return f":orange-badge[not built yet] {not_built}"
+    if status is None:
+        return ":gray-badge[not served] This API does not run it; restart it with `make run`."
+    return f":green-badge[ready] {ready}"
+
+
+def paths_dot(read: str, write: str) -> str:
+    """One small left-to-right picture: the read path (blue) above the write path (grey)."""
+    return (
+        "digraph { rankdir=LR; bgcolor=transparent; nodesep=0.15; ranksep=0.2;"
+        'node [shape=box style="rounded,filled" fontsize=10 fontname="sans-serif" '
+        'height=0.25 margin="0.06,0.03"]; edge [arrowsize=0.5];'
+        'subgraph cluster_r { label="read"; fontsize=9; color="#1f6feb"; '
+        f'node [fillcolor="#ddf4ff" color="#1f6feb"]; {read} }}'
+        'subgraph cluster_w { label="write"; fontsize=9; color="#8c959f"; '
+        f'node [fillcolor="#f6f8fa" color="#8c959f"]; {write} }} }}'
+    )
+
+
+for column, (title, what, key, scale), hub in zip(
+    st.columns(len(SYSTEMS)), SYSTEMS, HUB, strict=True
+):
+    with column.container(border=True, height="stretch", key=f"hub-{hub['system']}"):
         st.markdown(f"#### {title}")
+        st.markdown(status_line(health, hub["system"], hub["not_built"], hub["next"]))
+        for page, label, icon in hub["pages"]:
+            st.page_link(page, label=label, icon=icon)
         st.markdown(what)
+        st.graphviz_chart(paths_dot(hub["read"], hub["write"]), width="stretch")
         st.markdown(key)
         st.caption(scale)
 

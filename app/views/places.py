@@ -26,9 +26,11 @@ import folium
 import httpx
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 from branca.element import Element
-from common import Answer, api_url, call, show_api_status
+from common import LOOKUP, Answer, api_url, call, show_api_status
+from searchbox import box_state, searchbox
 from streamlit_folium import st_folium
 
 from lookup.datasets.places import CATEGORIES
@@ -46,6 +48,7 @@ WIDEN = "places.widen"
 INDEX = "places.index"
 COMPARE = "places.compare"
 PRESET = "places.preset"
+NOTICE = "places.notice"
 VIEW_CENTER = "places.view_center"
 VIEW_ZOOM = "places.view_zoom"
 LAST_CLICK = "places.last_click"
@@ -57,10 +60,18 @@ FIT = "places.fit"
 FITTED = "places.fitted_radius"
 #: Where st_folium keeps what the map last reported (clicks, bounds, zoom).
 MAP_KEY = "places.map"
+#: The find-a-place box (app/searchbox.py), the places it last suggested (label → place),
+#: and the last choice taken from it.
+FIND = "places-find"
+FOUND = "places.found"
+FOUND_SEQ = "places.found_seq"
+#: Where you stand when it is no preset: ``(label, (lat, lng))`` — a place found by name,
+#: a map click, typed coordinates. "Jump to" shows its label.
+HERE = "places.here"
 
-#: The seed's point (Koramangala, Bengaluru) and a few places that show something.
+#: The design notes' point (Koramangala, Bengaluru) and a few places that show something.
 PRESETS: dict[str, tuple[float, float]] = {
-    "Koramangala, Bengaluru (the seed's point)": (12.9352, 77.6245),
+    "Koramangala, Bengaluru (the design notes' point)": (12.9352, 77.6245),
     "Central London": (51.5074, -0.1278),
     "Midtown Manhattan": (40.7549, -73.9840),
     "Shinjuku, Tokyo": (35.6938, 139.7034),
@@ -411,10 +422,98 @@ def fit_to_search(first: Answer) -> bool:
     return True
 
 
+def jump_options() -> dict[str, tuple[float, float]]:
+    """What "Jump to" offers: where you stand now (if it is no preset), then the presets."""
+    here = st.session_state.get(HERE)
+    return {here[0]: here[1], **PRESETS} if here else dict(PRESETS)
+
+
 def _jump_to_preset() -> None:
-    lat, lng = PRESETS[st.session_state[PRESET]]
+    lat, lng = jump_options()[st.session_state[PRESET]]
     st.session_state[LAT], st.session_state[LNG] = lat, lng
     _fit_view()
+
+
+def _stand_at(label: str, lat: float, lng: float) -> None:
+    """Stand at ``(lat, lng)``, named ``label`` in "Jump to" (before the inputs are drawn)."""
+    st.session_state[HERE] = (label, (lat, lng))
+    st.session_state[PRESET] = label
+    st.session_state[LAT], st.session_state[LNG] = lat, lng
+
+
+def _typed_coordinates() -> None:
+    lat, lng = float(st.session_state[LAT]), float(st.session_state[LNG])
+    label = f"Typed coordinates {lat:.4f}, {lng:.4f}"
+    st.session_state[HERE] = (label, (lat, lng))
+    st.session_state[PRESET] = label
+    _fit_view()
+
+
+def nearest_city(lat: float, lng: float) -> str | None:
+    """``"near Pune (3.2 km)"`` for the closest city within 20 km, from the places index."""
+    answer = get("/v1/search", {"lat": f"{lat:.6f}", "lng": f"{lng:.6f}", "radius": "20000",
+                                "category": "city", "limit": "1", "widen": "false"})
+    hits = answer.body.get("results") if answer.ok and isinstance(answer.body, dict) else None
+    if not hits:
+        return None
+    return f"near {hits[0]['name']} ({fmt_m(float(hits[0]['distanceM']))})"
+
+
+def named_places(text: str) -> list[dict[str, Any]]:
+    """Cities and airports whose name starts with ``text`` (``GET /v1/places/named``)."""
+    if not text.strip():
+        return []
+    answer = get("/v1/places/named", {"q": text.strip()[:100], "limit": "8"},
+                 timeout=COMPARE_TIMEOUT)  # the first lookup may build the name index
+    return list(answer.body.get("results", [])) if answer.ok else []
+
+
+def place_label(p: dict[str, Any]) -> str:
+    """``Pune · city in IN · 3,124,458 people`` — one suggestion line."""
+    where = f" in {p['country']}" if p.get("country") else ""
+    people = f" · {int(p['population']):,} people" if p.get("population") else ""
+    return f"{p['name']} · {p['kind']}{where}{people}"
+
+
+def _take_found_place() -> None:
+    """A place chosen in the find box moves "where you stand" (before the inputs)."""
+    state = box_state(FIND)
+    if state.seq <= st.session_state.get(FOUND_SEQ, 0):
+        return
+    st.session_state[FOUND_SEQ] = state.seq
+    found = st.session_state.get(FOUND, {})
+    place = found.get(state.submitted)
+    if place is None:  # Enter on typed text: its best match
+        matches = named_places(state.submitted)
+        place = matches[0] if matches else None
+    if place is None:
+        st.session_state[NOTICE] = f"No city or airport is called “{state.submitted}”."
+        return
+    _stand_at(place["name"], float(place["lat"]), float(place["lng"]))
+    _fit_view()
+
+
+def find_box() -> None:
+    """Find a city or an airport by name, with suggestions as one types."""
+    text = box_state(FIND).text
+    chosen = text in st.session_state.get(FOUND, {})  # the box shows a place just chosen
+    matches = [] if chosen else named_places(text)
+    found = {place_label(p): p for p in matches}
+    st.session_state[FOUND] = {**st.session_state.get(FOUND, {}), **found}
+    prefix = text.strip()
+    searchbox(
+        FIND,
+        [{"s": label, "typed": prefix if label.startswith(prefix) else "", "hot": False}
+         for label in found],
+        empty=f"No city or airport starts with “{prefix}”." if prefix and not chosen else "",
+        placeholder="Find a city or airport: Pune, Heathrow, São Paulo …",
+        debounce=150,
+        max_chars=100,
+        label="Find a city or airport",
+    )
+    notice = st.session_state.pop(NOTICE, None)
+    if notice:
+        st.caption(notice)
 
 
 def _take_map_click() -> None:
@@ -427,8 +526,9 @@ def _take_map_click() -> None:
     if st.session_state.get(LAST_CLICK) == point:
         return
     st.session_state[LAST_CLICK] = point
-    st.session_state[LAT] = min(max(point[0], -90.0), 90.0)
-    st.session_state[LNG] = point[1]
+    lat, lng = min(max(point[0], -90.0), 90.0), point[1]
+    near = nearest_city(lat, lng)
+    _stand_at(f"Map click {lat:.4f}, {lng:.4f}" + (f", {near}" if near else ""), lat, lng)
 
 
 def filter_params() -> dict[str, str]:
@@ -465,13 +565,14 @@ def search_params(index: str | None = None, limit: int = PAGE_SIZE) -> dict[str,
 
 def controls() -> None:
     """Where you stand, what you look for, and how the search is planned."""
-    st.selectbox("Jump to", list(PRESETS), key=PRESET, on_change=_jump_to_preset,
-                 help="Or click anywhere on the map to stand there.")
+    find_box()
+    st.selectbox("Jump to", list(jump_options()), key=PRESET, on_change=_jump_to_preset,
+                 help="Or find a city or airport above, or click anywhere on the map.")
     left, right = st.columns(2)
     left.number_input("Latitude", min_value=-90.0, max_value=90.0, step=0.001, format="%.5f",
-                      key=LAT, on_change=_fit_view)
+                      key=LAT, on_change=_typed_coordinates)
     right.number_input("Longitude", min_value=-180.0, max_value=180.0, step=0.001,
-                       format="%.5f", key=LNG, on_change=_fit_view)
+                       format="%.5f", key=LNG, on_change=_typed_coordinates)
     st.text_input("Looking for", key=QUERY, placeholder="biryani, coffee, sushi, pharmacy …",
                   help="Words matched against the name, category and tags; location narrows, "
                        "text filters, ranking orders.")
@@ -666,12 +767,33 @@ def show_metrics(first: Answer) -> None:
                    border=True)
 
 
-def compare_indexes() -> None:
-    """The same query through the three planners: timings and identical results."""
+def compare_params(first: Answer, index: str) -> dict[str, str]:
+    """The very query the page shows, through ``index``: the same point, filters and page
+    size, at the radius the page's answer used (so nothing widens again), uncached."""
+    used = int(float(first.body.get("radiusUsedM") or st.session_state[RADIUS]))
+    return {**search_params(index), "radius": str(used), "widen": "false", "cache": "false"}
+
+
+def timings_chart(table: pd.DataFrame) -> go.Figure:
+    """The three planners' server times (median of the repeats), as bars on a log scale."""
+    ms = table["Server time (ms, median of 5)"]
+    fig = go.Figure(go.Bar(
+        x=ms, y=table["Index"], orientation="h",
+        marker_color=[BLUE, GREEN, ORANGE][: len(table)],
+        text=[f"{t:,.2f} ms" for t in ms], textposition="outside", cliponaxis=False,
+    ))
+    fig.update_xaxes(type="log", title="server time per query (ms, log scale)")
+    fig.update_yaxes(autorange="reversed", title=None)
+    fig.update_layout(height=220, margin=dict(l=10, r=60, t=10, b=10), showlegend=False)
+    return fig
+
+
+def compare_indexes(first: Answer) -> None:
+    """The page's query through the three planners: timings and identical results."""
     rows = []
     answers: dict[str, Answer] = {}
     for index in INDEXES:
-        params = {**search_params(index, limit=100), "cache": "false"}
+        params = compare_params(first, index)
         took, trips, answer = [], [], None
         for _ in range(COMPARE_REPEATS):
             answer = get("/v1/search", params, timeout=COMPARE_TIMEOUT)
@@ -706,12 +828,21 @@ def compare_indexes() -> None:
     table["Speed-up vs brute force"] = [
         f"{scan_ms / t:,.1f}×" if t > 0 else "—" for t in table["Server time (ms, median of 5)"]
     ]
-    st.dataframe(table, hide_index=True, key="places-compare")
+    radius = fmt_m(float(oracle[1]))
+    st.caption(f"The query the page shows: {oracle[0]:,} places within {radius} of where you "
+               f"stand, with its filters, first page of {PAGE_SIZE}; each index runs it "
+               f"{COMPARE_REPEATS} times without the result cache.")
+    chart, numbers = st.columns([1, 1.6], gap="medium")
+    with chart:
+        st.plotly_chart(timings_chart(table), key="places-compare-chart")
+    with numbers:
+        st.dataframe(table, hide_index=True, key="places-compare")
     same = all(r["Same results as brute force"] == "yes" for r in rows)
     if same:
-        st.caption(f"All three return the same {oracle[0]:,} places in the same order "
-                   "(first 100 compared by id and distance). Brute force reads every row; "
-                   "the indexes read only the rows in their cells.")
+        st.caption(f"All three return the same {oracle[0]:,} places within {radius} in the "
+                   f"same order (the first {len(answers['scan'].body['results'])} compared "
+                   "by id and distance). Brute force reads every row; the indexes read only "
+                   "the rows in their cells.")
     else:
         st.error("The planners disagree on this query.", icon=":material/error:")
 
@@ -739,7 +870,7 @@ def explain_text(first: Answer) -> str:
 
 st.title("Places near me")
 st.markdown(
-    "Proximity search the way the seed builds it: the **geohash cell** you stand in and "
+    "Proximity search the way the design notes build it: the **geohash cell** you stand in and "
     "its eight neighbours narrow millions of places to a few hundred candidates, the "
     "**exact distance** keeps those within the radius, filters drop the rest, and a score "
     "of distance, rating and text relevance orders what is left. **Click the map** to "
@@ -748,19 +879,20 @@ st.markdown(
 show_api_status()
 _init_state()
 _take_map_click()
+_take_found_place()
 
 stats = get("/v1/places/index")
 if stats.problem:
     st.warning(
         f"The places search needs the API, and {stats.problem}. Start it with "
-        "`lookup serve` (or `make run`), then reload this page.",
+        f"`make run` (or `{LOOKUP} serve`), then reload this page.",
         icon=":material/cloud_off:",
     )
     st.stop()
 if stats.error == "NOT_BUILT" or stats.status == 503:
     st.info(
         "The places data set is not built yet. Build it with "
-        "`lookup datasets build places` (about 260,000 places; add `--count 20000` for a "
+        f"`{LOOKUP} datasets build places` (about 260,000 places; add `--count 20000` for a "
         "quick one) in the API's data directory, then press the button.",
         icon=":material/database:",
     )
@@ -867,4 +999,4 @@ with main:
 
 if first.ok and st.session_state[COMPARE]:
     st.subheader("Geohash vs quadtree vs brute force, same query")
-    compare_indexes()
+    compare_indexes(first)

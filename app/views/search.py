@@ -21,7 +21,7 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, data_dir, show_api_status
+from common import Answer, admin_headers, api_url, data_dir, show_api_status
 from common import call as api_call
 from navigation import PAGES
 
@@ -259,13 +259,15 @@ def _note(answer: Answer, what: str) -> None:
 def apply_fault(shard: int, choice: str, slow_ms: float) -> None:
     """Set shard ``shard``'s replicas to match one of :data:`FAULTS`."""
     path = f"/search/shards/{shard}/fault"
-    answer = call("PUT", path, json={"mode": "ok"})
+    admin = admin_headers()
+    answer = call("PUT", path, json={"mode": "ok"}, headers=admin)
     if answer.ok and choice == "slow":
-        answer = call("PUT", path, json={"mode": "slow", "replica": 0, "delayMs": slow_ms})
+        body = {"mode": "slow", "replica": 0, "delayMs": slow_ms}
+        answer = call("PUT", path, json=body, headers=admin)
     elif answer.ok and choice == "dead-primary":
-        answer = call("PUT", path, json={"mode": "dead", "replica": 0})
+        answer = call("PUT", path, json={"mode": "dead", "replica": 0}, headers=admin)
     elif answer.ok and choice == "down":
-        answer = call("PUT", path, json={"mode": "dead"})
+        answer = call("PUT", path, json={"mode": "dead"}, headers=admin)
     _note(answer, f"switch shard {shard} to {FAULT_LABELS.get(choice, choice)}")
 
 
@@ -286,15 +288,17 @@ def _coordinator_changed() -> None:
         "hedging": bool(st.session_state.get("search-hedging", True)),
         "deadlineMs": float(st.session_state.get("search-deadline", 250)),
     }
-    _note(call("PUT", "/search/coordinator", json=body), "change the coordinator")
+    answer = call("PUT", "/search/coordinator", json=body, headers=admin_headers())
+    _note(answer, "change the coordinator")
 
 
 def _heal() -> None:
-    _note(call("DELETE", "/search/shards/faults"), "heal the shards")
+    _note(call("DELETE", "/search/shards/faults", headers=admin_headers()), "heal the shards")
 
 
 def _reset() -> None:
-    _note(call("POST", "/search/shards/reset"), "reset the latency history")
+    answer = call("POST", "/search/shards/reset", headers=admin_headers())
+    _note(answer, "reset the latency history")
 
 
 def fault_of(shard: dict[str, Any]) -> tuple[str, float | None]:

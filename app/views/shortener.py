@@ -1,33 +1,46 @@
 """URL shortener: shorten a link, click it, watch its clicks, push traffic through the caches.
 
 Everything here goes over HTTP to the API at ``$LOOKUP_API_URL`` (the same calls any
-client makes); the page keeps an owner token, minted with ``POST /v1/tokens``, in its
-session so "my links" are the links made from this browser tab.
+client makes). The page's owner token, minted once with ``POST /v1/tokens``, is kept in
+a cookie of this browser (``app/cookies.py``), so "My links" — ``GET /v1/links`` with
+that token — are still there after a reload or in a new tab.
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, api_url, data_dir, show_api_status
+from common import LOOKUP, Answer, api_url, data_dir, show_api_status
 from common import call as api_call
+from cookies import read_cookie, remember_cookie
 
+from lookup.fleet import layer_counts, outage_drill, read_state
 from lookup.kit.admin import server_admin_token
+from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
 TOKEN = "shortener.token"
+#: The browser cookie that keeps the owner token across reloads.
+TOKEN_COOKIE = "lookup_owner_token"
+#: Set after a link is made: the next run empties the form's boxes.
+CLEAR_FORM = "shortener.clear_form"
+FORM_KEYS = {"create-url": "", "create-alias": "", "create-password": ""}
 CREATED = "shortener.created"
 PROBE = "shortener.probe"
 SIM_RESULT = "shortener.sim_result"
 SIM_KEYS = "shortener.sim_keys"
 NOTICE = "shortener.notice"
+DRILL_RESULT = "shortener.drill_result"
+FLEET_NOTICE = "shortener.fleet_notice"
 SELECTED = "shortener.selected"
 #: A link to select on the next run (a widget's own key cannot change once it is drawn).
 SELECT_NEXT = "shortener.select_next"
@@ -77,15 +90,36 @@ def metric_row(columns: Sequence[Any], figures: Sequence[tuple[str, str, str | N
 
 
 def ensure_token() -> bool:
-    """Mint this session's owner token once; False (with a message) if that fails."""
-    if st.session_state.get(TOKEN):
-        return True
-    answer = call("POST", "/v1/tokens", auth=False)
-    if not answer.ok or not isinstance(answer.body, dict):
-        st.error(f"Could not get an owner token: {answer.message()}", icon=":material/key_off:")
-        return False
-    st.session_state[TOKEN] = answer.body["token"]
+    """This browser's owner token: the one its cookie holds, else one minted now (and
+    stored in the cookie); False (with a message) if minting fails."""
+    if not st.session_state.get(TOKEN):
+        kept = read_cookie(TOKEN_COOKIE)
+        if kept is None:
+            answer = call("POST", "/v1/tokens", auth=False)
+            if not answer.ok or not isinstance(answer.body, dict):
+                st.error(
+                    f"Could not get an owner token: {answer.message()}", icon=":material/key_off:"
+                )
+                return False
+            kept = answer.body["token"]
+        st.session_state[TOKEN] = kept
+    remember_cookie(TOKEN_COOKIE, st.session_state[TOKEN])
     return True
+
+
+def refusal(answer: Answer, long_url: str) -> str:
+    """Why a link was not made, in words for the person who typed it (the API's code kept
+    at the end for whoever reports it)."""
+    body = answer.body if isinstance(answer.body, dict) else {}
+    if body.get("error") != "INVALID_URL":
+        return answer.message()
+    if not long_url:
+        return "type or paste a web address first (INVALID_URL)"
+    reason = str(body.get("message", "")).replace("longUrl", "the address")
+    return (
+        f"“{long_url[:80]}” is not a web address this shortener accepts — {reason}. "
+        "Write it in full, such as https://example.com/page (INVALID_URL)"
+    )
 
 
 # ------------------------------------------------------------------------------ create
@@ -93,6 +127,10 @@ def ensure_token() -> bool:
 
 def create_form() -> None:
     """The form that shortens a link, with the optional extras."""
+    if st.session_state.pop(CLEAR_FORM, False):
+        st.session_state.update(FORM_KEYS)  # before the boxes are drawn: they start empty
+        st.session_state["create-max-clicks"] = 0
+        st.session_state["create-expiry"] = None
     with st.form("shortener-create", border=True):
         st.markdown("**Shorten a link**")
         long_url = st.text_input(
@@ -145,10 +183,12 @@ def create_form() -> None:
     if answer.ok:
         st.session_state[CREATED] = answer.body
         st.session_state[SELECT_NEXT] = answer.body["key"]
+        st.session_state[CLEAR_FORM] = True
         st.session_state.pop(PROBE, None)
+        st.rerun()
     else:
         st.session_state.pop(CREATED, None)
-        st.error(f"Not shortened: {answer.message()}", icon=":material/error:")
+        st.error(f"Not shortened: {refusal(answer, long_url.strip())}", icon=":material/error:")
 
 
 def created_card() -> None:
@@ -392,6 +432,16 @@ def _probe(key: str) -> None:
     }
 
 
+def local_address(url: str) -> bool:
+    """Whether ``url`` points at this machine or a private network (the sandbox web,
+    the dashboard): an IP address the scanner cannot tell from a phishing host."""
+    try:
+        host = urlsplit(url).hostname or ""
+        return ipaddress.ip_address(host).is_private or host == "localhost"
+    except ValueError:
+        return host == "localhost" or host.endswith(".localhost")
+
+
 def scan_verdict(link: dict[str, Any]) -> None:
     """The safety scan's verdict with the reasons behind it: the rules and blocklist
     entries that fired, as the scanner recorded them."""
@@ -404,6 +454,15 @@ def scan_verdict(link: dict[str, Any]) -> None:
         st.caption("Not scanned yet: the scanner checks every new link within moments.")
     else:
         st.caption("No safety rule fired for this destination.")
+    if verdict == "SUSPICIOUS" and local_address(link.get("longUrl") or ""):
+        st.info(
+            "**Why a local address scores SUSPICIOUS:** the destination is an IP address on "
+            "this machine (the sandbox web or the dashboard), not a domain name — and phishing "
+            "links often hide behind a bare IP and an unusual port, so the scanner adds points "
+            "for both. Nothing is wrong with the link: it still redirects; its preview page "
+            "shows a caution.",
+            icon=":material/info:",
+        )
     st.caption(
         f"The same verdict and reasons are on the link's public [preview page]"
         f"({link['shortUrl']}+)."
@@ -496,10 +555,11 @@ def simulator() -> None:
         keys = st.session_state.get(SIM_KEYS)
         if not keys or len(keys) != links + 1:
             keys = None
-        with st.spinner(f"Sending {requests:,} requests to {api_url()} …"):
+        targets = simulator_targets()
+        with st.spinner(f"Sending {requests:,} requests to {', '.join(targets)} …"):
             try:
                 result = simulate_traffic(
-                    api_url(),
+                    targets,
                     plan,
                     token=st.session_state[TOKEN],
                     admin_token=server_admin_token(data_dir()),  # the metrics need it
@@ -624,6 +684,203 @@ def simulator() -> None:
     )
 
 
+# ------------------------------------------------------------------ backends and the fleet
+
+#: The shortener's seams as ``metrics()["backends"]`` names them, in the order shown.
+SEAMS = {
+    "store": "Links, aliases, audit, click budgets",
+    "ids": "Id blocks",
+    "secrets": "Key secret, HMAC keys",
+    "cache": "Shared cache tier",
+    "limits": "Rate limits",
+    "clicks": "Click stream",
+    "clickCounts": "Click counts",
+}
+
+
+def running_fleet() -> dict[str, Any] | None:
+    """The fleet ``lookup up --backend …`` runs over this data directory, when the API this
+    page talks to is one of its workers (else None)."""
+    state = read_state(data_dir())
+    if state and api_url() in [w["url"].rstrip("/") for w in state.get("workers", [])]:
+        return state
+    return None
+
+
+def simulator_targets() -> list[str]:
+    """Where the simulator sends its traffic: every worker of a running fleet, round-robin,
+    or the one API."""
+    fleet = running_fleet()
+    return [w["url"] for w in fleet["workers"]] if fleet else [api_url()]
+
+
+def backend_row(seam: str, described: Any) -> dict[str, str]:
+    """One seam's backend as a person reads it: the engine and its address."""
+    text = str(described or "embedded")
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    engine = {"postgresql": "PostgreSQL", "postgres": "PostgreSQL", "redis": "Redis"}.get(scheme)
+    if engine:
+        return {"Seam": SEAMS.get(seam, seam), "Backend": engine, "Where": text.split("://", 1)[1]}
+    where = {
+        "embedded": "this process",
+        "sqlite": "SQLite in the data directory",
+        "none": "none (the in-process LRU only)",
+        "off": "off (analytics disabled)",
+    }
+    return {"Seam": SEAMS.get(seam, seam), "Backend": "embedded", "Where": where.get(text, text)}
+
+
+def backends_table(metrics: dict[str, Any]) -> pd.DataFrame:
+    """Which backend each seam runs on, from the API's ``backends`` (read defensively: an
+    API without the key, or without a seam in it, runs that seam embedded)."""
+    backends = metrics.get("backends")
+    backends = backends if isinstance(backends, dict) else {}
+    seams = list(SEAMS) + [k for k in backends if k not in SEAMS]
+    return pd.DataFrame([backend_row(seam, backends.get(seam)) for seam in seams])
+
+
+def layer_table(counts: dict[str, Any]) -> pd.DataFrame:
+    """Per worker (and in total): how many redirect lookups each layer answered, as shares."""
+    rows = []
+    labelled = [(w["url"], w) for w in counts["workers"]] + [("All workers", counts["total"])]
+    for label, row in labelled:
+        if "error" in row:
+            rows.append({"Worker": label, "Lookups": None, "Note": row["error"]})
+            continue
+        total = max(1, row["requests"])
+        rows.append(
+            {
+                "Worker": label,
+                "Lookups": row["requests"],
+                "In-process LRU": row["l1"] / total,
+                "Negative cache": row["negative"] / total,
+                "Redis tier": row["shared"] / total,
+                "Store": row["store"] / total,
+                "Tier errors": row["sharedErrors"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _control(fleet: dict[str, Any], action: str) -> str:
+    """Ask the fleet's supervisor to stop or start its Redis (admin token); a sentence."""
+    token = load_admin_token(data_dir() / "servers")
+    try:
+        answer = httpx.post(
+            f"{fleet['control']}/fleet/cache/{action}",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        return f"The fleet's control endpoint did not answer ({type(exc).__name__})."
+    if answer.status_code != 200:
+        return f"The fleet refused: HTTP {answer.status_code} {answer.text[:200]}"
+    return "The cache tier is " + ("running again." if answer.json()["running"] else "stopped.")
+
+
+def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
+    """The drill's timelines: every request's latency (failures marked), and what the
+    layers answered per second, with the outage shaded."""
+    events = pd.DataFrame(drill["events"])
+    events["answer"] = events["status"].map(lambda s: "no answer" if s == 0 else f"HTTP {s}")
+    lat = px.scatter(
+        events, x="t", y="ms", color="op", symbol="answer", log_y=True,
+        title="Every request: latency over time", labels={"t": "seconds", "ms": "ms"},
+    )  # fmt: skip
+    samples = pd.DataFrame(drill["layers"])
+    rates = go.Figure()
+    if len(samples) > 1:
+        dt = samples["t"].diff()
+        for column, name in (("shared", "Redis tier"), ("store", "store"), ("l1", "LRU")):
+            rates.add_scatter(x=samples["t"], y=samples[column].diff() / dt, name=name,
+                              mode="lines")  # fmt: skip
+    rates.update_layout(title="What answered, per second", xaxis_title="seconds",
+                        yaxis_title="lookups/s")  # fmt: skip
+    for fig in (lat, rates):
+        if "stop" in drill["marks"] and "start" in drill["marks"]:
+            fig.add_vrect(x0=drill["marks"]["stop"], x1=drill["marks"]["start"],
+                          fillcolor="#cf222e", opacity=0.12, line_width=0,
+                          annotation_text="Redis stopped")  # fmt: skip
+        _figure_style(fig, 320)
+    return lat, rates
+
+
+def backends_panel() -> None:
+    """Which backends the API runs on, what each layer answered on each worker, and — only
+    against servers ``lookup up`` started — the cache-tier drill."""
+    # Metrics count links in the store: slower than the page's 2 s default on a busy store.
+    answer = call("GET", "/v1/shortener/metrics", auth=False, timeout=10.0)
+    if not answer.ok or not isinstance(answer.body, dict):
+        st.warning(f"No metrics: {answer.message()}", icon=":material/warning:")
+        return
+    fleet = running_fleet()
+    workers = [w["url"] for w in fleet["workers"]] if fleet else [api_url()]
+    st.markdown(
+        f"**{len(workers)} API processes** of one fleet (`lookup up --backend "
+        f"{','.join(fleet['backends'])}`)." if fleet else
+        "**One API process.** `make run-fleet` (`lookup up --backend postgres,redis`) runs "
+        "several on PostgreSQL and Redis."
+    )  # fmt: skip
+    st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
+    share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
+    st.dataframe(
+        layer_table(layer_counts(workers, timeout=10.0)), hide_index=True, key="fleet-layers",
+        column_config={c: share for c in ("In-process LRU", "Negative cache", "Redis tier",
+                                          "Store")},
+    )  # fmt: skip
+    st.caption("Shares of redirect lookups since each process started.")
+    redis = (fleet or {}).get("servers", {}).get("redis") or {}
+    if not redis.get("started"):
+        st.caption(
+            "Stopping the cache tier is offered only against a Redis that `lookup up "
+            "--backend redis` started here."
+        )
+        return
+    st.markdown(
+        f"**The cache tier** — `{redis['url']}` is "
+        + (":green-badge[running]" if redis.get("running") else ":red-badge[stopped]")
+    )
+    cols = st.columns(3)
+    if redis.get("running"):
+        if cols[0].button("Stop the cache tier", icon=":material/stop_circle:", key="tier-stop"):
+            st.session_state[FLEET_NOTICE] = _control(fleet, "stop")
+            st.rerun()
+    elif cols[0].button("Start the cache tier", icon=":material/play_circle:", key="tier-start"):
+        st.session_state[FLEET_NOTICE] = _control(fleet, "start")
+        st.rerun()
+    if redis.get("running") and cols[1].button(
+        "Run the outage drill", icon=":material/bolt:", key="tier-drill",
+        help="Steady redirects (warm links and fresh ones), Redis stopped for 3 s, started "
+             "again: watch the misses fall back to the store and return to the tier.",
+    ):  # fmt: skip
+        with st.spinner("Redirects for 8 s, Redis stopped for 3 of them …"):
+            st.session_state[DRILL_RESULT] = outage_drill(
+                workers, lambda: _control(fleet, "stop"), lambda: _control(fleet, "start"),
+                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0,
+            )  # fmt: skip
+        st.rerun()
+    if st.session_state.get(FLEET_NOTICE):
+        st.info(st.session_state.pop(FLEET_NOTICE), icon=":material/info:")
+    drill = st.session_state.get(DRILL_RESULT)
+    if drill:
+        statuses = pd.Series([e["status"] for e in drill["events"]])
+        failed = int((statuses == 0).sum() + (statuses >= 500).sum())
+        redirects = [e for e in drill["events"] if e["op"].startswith("redirect")]
+        metric_row(
+            st.columns(3),
+            [
+                ("Requests", f"{len(drill['events']):,}", None),
+                ("5xx or no answer", f"{failed:,}", "Should be 0: the store answers misses."),
+                ("Redirect p99", f"{pd.Series([e['ms'] for e in redirects]).quantile(0.99):.0f} ms",
+                 "A circuit breaker, not a connect timeout per request."),
+            ],
+        )  # fmt: skip
+        lat, rates = drill_figures(drill)
+        left, right = st.columns(2)
+        left.plotly_chart(lat, key="chart-drill-latency")
+        right.plotly_chart(rates, key="chart-drill-layers")
+
+
 # -------------------------------------------------------------------------------- page
 
 st.title("URL shortener")
@@ -636,7 +893,7 @@ health = show_api_status()
 if not health.up:
     st.info(
         "This page needs the API: it creates links, follows clicks and reads statistics "
-        "over HTTP. Start it with `lookup serve` (or `make run`) and reload.",
+        f"over HTTP. Start it with `make run` (or `{LOOKUP} serve`) and reload.",
         icon=":material/cloud_off:",
     )
     st.stop()
@@ -660,6 +917,9 @@ with links_tab:
         link_panel(mine)
 with sim_tab:
     simulator()
+
+st.subheader("Backends")
+backends_panel()
 
 with st.expander("How it works", icon=":material/info:"):
     st.markdown(

@@ -1,11 +1,12 @@
 """Typeahead: a search box that suggests on every keystroke, and the machinery behind it.
 
-The box is ``streamlit-keyup`` (a text input that reports its value as the person
-types, debounced in the browser; a Components-v2 element with inline JavaScript, so
-nothing comes from a CDN). Everything else is a client of the HTTP API
-at ``$LOOKUP_API_URL``: ``GET /v1/suggest`` for the answers, ``/v1/typeahead/trace``
-for the trie walk, ``POST /v1/searches`` for the trending replay, and the snapshot and
-blocklist endpoints for swap, rollback and blocking.
+The box is ``app/searchbox.py`` (a text input and its dropdown in one Components-v2
+element with inline JavaScript, so nothing comes from a CDN): it reports its text as the
+person types, debounced in the browser, and a suggestion chosen with the mouse or the
+arrow keys and Enter is submitted as a search. Everything else is a client of the HTTP
+API at ``$LOOKUP_API_URL``: ``GET /v1/suggest`` for the answers, ``/v1/typeahead/trace``
+for the trie walk, ``POST /v1/searches`` for a chosen suggestion and the trending replay,
+and the snapshot and blocklist endpoints for swap, rollback and blocking.
 
 This session plays the design's *client* (:class:`lookup.typeahead.client.SuggestClient`):
 it debounces (in the browser), keeps a local prefix cache honouring the answer's
@@ -25,6 +26,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from common import (
+    LOOKUP,
     Answer,
     api_client,
     api_url,
@@ -34,7 +36,7 @@ from common import (
     show_api_status,
 )
 from common import call as api_call
-from st_keyup import st_keyup
+from searchbox import box_state, searchbox
 
 from lookup.kit.admin import server_admin_token
 from lookup.typeahead import normalize_prefix
@@ -55,8 +57,8 @@ BURST_RAMP = (15, 40, 90, 160, 250, 330)
 BURST_USERS = 60
 MAX_CHARS = 100
 BUILD_COMMANDS = (
-    "lookup datasets build typeahead   # the query log (~20 s)\n"
-    "lookup typeahead build            # a validated snapshot per market"
+    f"{LOOKUP} datasets build typeahead   # the query log (~20 s)\n"
+    f"{LOOKUP} typeahead build            # a validated snapshot per market"
 )
 
 CLIENT = "typeahead.client"
@@ -64,20 +66,11 @@ TRACES = "typeahead.traces"
 NOTICE = "typeahead.notice"
 BURST = "typeahead.burst"
 BOX = "typeahead-q"
+SEARCHED = "typeahead.searched"
+SUBMITTED = "typeahead.submitted-seq"
 
 CSS = """
 <style>
-.ta-list { border: 1px solid rgba(49,51,63,.18); border-radius: 10px; overflow: hidden;
-  box-shadow: 0 4px 14px rgba(15,23,42,.07); margin: .2rem 0 .6rem 0; }
-.ta-item { display: flex; align-items: center; gap: .6rem; padding: .42rem .85rem;
-  border-top: 1px solid rgba(49,51,63,.07); font-size: 1rem; }
-.ta-item:first-child { border-top: none; }
-.ta-item .ta-icon { color: #9ca3af; font-size: .9rem; }
-.ta-item .ta-typed { color: #4b5563; white-space: pre-wrap; }
-.ta-item .ta-rest { font-weight: 650; color: #111827; white-space: pre-wrap; }
-.ta-item .ta-hot { margin-left: auto; font-size: .72rem; padding: .08rem .5rem;
-  border-radius: 999px; background: #fff1e6; color: #c2410c; }
-.ta-empty { color: #6b7280; padding: .6rem .85rem; font-size: .95rem; }
 .ta-walk { display: flex; flex-wrap: wrap; align-items: center; gap: .3rem;
   margin: .3rem 0 .5rem 0; }
 .ta-node { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9rem;
@@ -132,33 +125,49 @@ def drop_answers(market: str | None = None) -> None:
 # ----------------------------------------------------------------------- the search box
 
 
-def dropdown(shown: Shown, trending: set[str]) -> str:
-    """The suggestions as a search engine's dropdown: the typed part plain, the rest bold."""
+def dropdown(shown: Shown, trending: set[str]) -> tuple[list[dict[str, Any]], str]:
+    """The suggestions as a search engine's dropdown (the typed part plain, the rest bold)
+    and what the list says when it has none."""
     if shown.source == "error":
-        return ""
+        return [], ""
     if not shown.prefix.strip():
-        return '<div class="ta-list"><div class="ta-empty">Type to see suggestions.</div></div>'
+        return [], "Type to see suggestions."
     if not shown.suggestions:
-        return (
-            '<div class="ta-list"><div class="ta-empty">No suggestion starts with '
-            f"<b>{html.escape(shown.prefix)}</b>.</div></div>"
-        )
-    rows = []
+        return [], f"No suggestion starts with “{shown.prefix}”."
     p = shown.prefix
-    for s in shown.suggestions:
-        if s.startswith(p):
-            text = (
-                f'<span><span class="ta-typed">{html.escape(p)}</span>'
-                f'<span class="ta-rest">{html.escape(s[len(p) :])}</span></span>'
-            )
-        else:  # reached through another spelling (a learned typo or a transliteration)
-            text = f'<span class="ta-rest">{html.escape(s)}</span>'
-        hot = '<span class="ta-hot">trending</span>' if s in trending else ""
-        rows.append(
-            f'<div class="ta-item" title="{html.escape(s, quote=True)}">'
-            f'<span class="ta-icon">⌕</span>{text}{hot}</div>'
+    # A suggestion reached through another spelling (a learned typo, a transliteration)
+    # does not start with the typed text: all of it is shown bold.
+    return [
+        {"s": s, "typed": p if s.startswith(p) else "", "hot": s in trending}
+        for s in shown.suggestions
+    ], ""
+
+
+def submit_search(q: str, market: str) -> None:
+    """``POST /v1/searches``: the chosen query is searched — trending's window counts it,
+    and the next build folds it in. Remembered for the line under the box."""
+    answer = call("POST", "/v1/searches", json={"q": q, "market": market})
+    if answer.ok and isinstance(answer.body, dict):
+        st.session_state[SEARCHED] = ("success", answer.body.get("q", q), market)
+    else:
+        st.session_state[SEARCHED] = ("error", f"{q}: {answer.message()}", market)
+
+
+def searched_line(market: str) -> None:
+    """What happened to the last search submitted from the box."""
+    last = st.session_state.get(SEARCHED)
+    if not last or last[2] != market:
+        return
+    kind, text, _ = last
+    if kind == "success":
+        st.success(
+            f"Searched for **{text}** — recorded by `POST /v1/searches`: it counts in "
+            "trending's ten-minute window (a query trends once many users search it, see "
+            f"the Trending tab) and in the next `{LOOKUP} typeahead build`.",
+            icon=":material/search:",
         )
-    return '<div class="ta-list">' + "".join(rows) + "</div>"
+    else:
+        st.error(f"The search was not recorded — {text}", icon=":material/error:")
 
 
 def source_line(shown: Shown) -> str:
@@ -216,29 +225,40 @@ def search_panel(market: str, debounce: int) -> None:
     box, walk = st.columns([1.1, 1], gap="large")
     with box, st.container(border=True, key="ta-search"):
         st.markdown("**Search**")
-        value = st_keyup(
-            "Search",
-            key=BOX,
-            debounce=debounce or None,
-            max_chars=MAX_CHARS,
-            placeholder=PLACEHOLDER[market],
-            label_visibility="collapsed",
-        )
-        changed = c.typed(value)
+        state = box_state(BOX)
+        value = state.text
+        picked = state.seq > st.session_state.get(SUBMITTED, 0) and bool(state.submitted.strip())
+        if picked and value == state.submitted:
+            changed = value != c.last_value
+            c.last_value = value  # a choice fills the box: no keystrokes typed
+        else:
+            changed = c.typed(value)
         shown = c.shown
         if changed or shown is None or shown.market != market or shown.raw != value:
             shown = c.resolve(value, market, fetch_suggest, typed=changed)
             c.note_local(shown)
+        items, empty = dropdown(shown, trending_set(api_url(), market))
+        searchbox(
+            BOX,
+            items,
+            empty=empty,
+            placeholder=PLACEHOLDER[market],
+            debounce=debounce,
+            max_chars=MAX_CHARS,
+        )
+        if picked:
+            st.session_state[SUBMITTED] = state.seq
+            submit_search(state.submitted, market)
         if shown.source == "error":
             if shown.code == "NOT_BUILT":
                 not_built_message(market)
             else:
                 st.warning(f"No suggestions: {shown.problem}", icon=":material/warning:")
         else:
-            st.markdown(dropdown(shown, trending_set(api_url(), market)), unsafe_allow_html=True)
             line = source_line(shown)
             if line:
                 st.markdown(line)
+        searched_line(market)
         counters(c)
     with walk, st.container(border=True, key="ta-walk"):
         trie_walk(shown)
@@ -709,7 +729,7 @@ def snapshots_tab(market: str) -> None:
         _after_deploy(market, out, "rolled back to")
     if not others:
         st.caption(
-            "Only one version is stored. Publish another with `lookup typeahead build` "
+            f"Only one version is stored. Publish another with `{LOOKUP} typeahead build` "
             "(it folds only new events; `--log` adds a CSV of searches)."
         )
 
@@ -839,12 +859,12 @@ if not health.up:
         "The typeahead needs the API. Start it (and build the data if needed) with:",
         icon=":material/cloud_off:",
     )
-    st.code("make run\n# or, by hand:\n" + BUILD_COMMANDS + "\nlookup serve", language="bash")
+    st.code(f"make run\n# or, by hand:\n{BUILD_COMMANDS}\n{LOOKUP} serve", language="bash")
     st.stop()
 system = (health.systems or {}).get("typeahead")
 if not isinstance(system, dict):
     st.warning(
-        f"The API at {health.url} does not serve the typeahead. Restart it with `lookup serve`.",
+        f"The API at {health.url} does not serve the typeahead. Restart it with `make run`.",
         icon=":material/warning:",
     )
     st.stop()

@@ -34,9 +34,9 @@ class IdsPlan(Plan):
 
     inputs = IdsAssumptions
     steps = (
-        figure("ids_per_ms_per_worker", "Ids per ms per worker", "count",
+        figure("ids_per_ms_per_worker", "Ids per ms per worker", "exact",
                "2^{a.sequence_bits:raw}"),
-        figure("workers", "Workers", "count", "2^{a.worker_bits:raw}"),
+        figure("workers", "Workers", "exact", "2^{a.worker_bits:raw}"),
         figure("ids_per_ms_fleet", "Ids per ms, fleet-wide", "count",
                "{ids_per_ms_per_worker} × {workers}"),
         figure("ids_per_s_per_worker", "Ids per second per worker", "/s",
@@ -45,11 +45,11 @@ class IdsPlan(Plan):
                "{ids_per_ms_fleet} × 1000"),
         figure("range_years", "Range of the timestamp", "years",
                "2^{a.timestamp_bits:raw} ms / (1000 × {SECONDS_PER_DAY} s × {DAYS_PER_YEAR})"),
-        figure("repartition_workers", "Workers after re-partitioning", "count",
+        figure("repartition_workers", "Workers after re-partitioning", "exact",
                "2^{a.repartition_worker_bits:raw}"),
         figure("repartition_sequence_bits", "Sequence bits left", "bits",
                "{a.worker_bits:raw} + {a.sequence_bits:raw} − {a.repartition_worker_bits:raw}"),
-        figure("repartition_ids_per_ms_per_worker", "Ids per ms per worker after", "count",
+        figure("repartition_ids_per_ms_per_worker", "Ids per ms per worker after", "exact",
                "2^{repartition_sequence_bits:raw}"),
         figure("repartition_ids_per_ms_fleet", "Ids per ms, fleet-wide after", "count",
                "{repartition_ids_per_ms_per_worker} × {repartition_workers}"),

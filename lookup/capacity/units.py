@@ -58,11 +58,15 @@ def format_quantity(value: float, unit: str) -> str:
     ``"bit/s"`` ("192 Gbit", "309 Mbit/s"); ``"fraction"`` (alias ``"%"``; the value
     is a fraction: 0.0034 → "0.34%"); ``"/s"``, ``"/day"``, ``"/month"``, ``"/year"``
     (139000 → "139,000/s"); ``"s"`` (seconds); ``"count"`` or ``""`` (a bare number,
-    "12 billion"); any other unit is appended after a space ("5 nodes").
+    "12 billion"); ``"exact"`` (a whole count digit for digit: "1,024", where three
+    significant figures would misstate a power of two); any other unit is appended after
+    a space ("5 nodes").
     """
     value = float(value)
     if not math.isfinite(value):
         return f"{value} {unit}".strip()
+    if unit == "exact":
+        return f"{int(value):,}" if value.is_integer() else _plain(value)
     if unit in ("B", "B/s"):
         return _prefixed(value, unit)
     if unit in ("bit", "bit/s"):

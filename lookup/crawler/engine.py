@@ -64,9 +64,10 @@ from lookup.crawler.outcomes import (
     probe_signature,
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
+from lookup.crawler.robothops import RobotsHops
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.seen import SeenUrls
-from lookup.crawler.soft404 import ProbeSignature, probe_path
+from lookup.crawler.soft404 import ProbeSignature
 from lookup.crawler.store import (
     STATE_FILE,
     CrawlStateError,
@@ -96,7 +97,7 @@ def _level(depth: int, kind: str = "page", redirected: bool = False) -> int:
     return 1 if depth <= 4 else 2
 
 
-class Crawler:
+class Crawler(RobotsHops):
     """One crawl over one output directory; :meth:`run` it inside an event loop."""
 
     def __init__(self, config: CrawlConfig) -> None:
@@ -582,28 +583,28 @@ class Crawler:
         c = self.config
         host = lease.host
         scheme = self._schemes.get(host, "http")
-        answer = await self.robots.read(self.fetcher, host, scheme)
+        own_delay: list[float] = []  # set once this host's lease is given back for a hop
+        async def hop(url: str, took: float) -> FetchResult:
+            if not own_delay:  # this host's request is over: its pause starts now
+                own_delay.append(self.frontier.complete(lease, took))
+                self.frontier.hold(host)
+            return await self._robots_hop(url)
+
+        answer = await self.robots.read(self.fetcher, host, scheme, hop)
         policy, res = answer.policy, answer.result
-        failing = policy.state == "disallow-all"
-        self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
-        hq = self.frontier.host(host)
-        if hq is not None:
-            hq.needs_robots = failing
-            hq.waiting_robots = failing
-        probe = not failing and self._wants_probe(host)
-        if probe and host not in self._probe_urls:
-            self._probe_urls[host] = f"{scheme}://{host}{probe_path()}"
-        self.frontier.probe_needed(host, probe)
+        failing = self._robots_known(host, scheme, policy)
         extra_wait = c.robots_retry if failing else 0.0
-        delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
+        if own_delay:
+            delay = own_delay[0]
+            self.frontier.unhold(host)
+            if failing:
+                self.frontier.set_ready(host, time.monotonic() + extra_wait)
+        else:
+            delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
         self._counts["robots"] += 1
         self._counts["requests"] += 1 + answer.hops
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
-        items = []
-        for sm in sitemaps:
-            n = normalize_url(sm)
-            if n is not None:
-                items.append((n, 0, answer.url, "sitemap", 0))
+        items = [(n, 0, answer.url, "sitemap", 0) for n in map(normalize_url, sitemaps) if n]
         with self.store.transaction():
             self.store.record_robots(
                 host, answer.record, self._pause(host, delay), self._probe_urls.get(host)

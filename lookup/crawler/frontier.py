@@ -28,6 +28,7 @@ hosts sharing one address take turns instead of the busiest one winning every ti
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import time
@@ -283,6 +284,51 @@ class Frontier:
             self._ip_busy.add(ip)
             return Lease(host, ip, kind, entry, now)
         return None
+
+    def lease_host(self, host: str, address: str, now: float | None = None) -> Lease | None:
+        """Permission for one request to ``host`` out of turn (a robots.txt redirect hop),
+        under the same rules as :meth:`lease`; None while it must wait (see :meth:`wait_for`)."""
+        now = self.clock() if now is None else now
+        hq = self.hosts.get(host)
+        if hq is None:
+            hq = HostQueue(
+                host, address, [deque() for _ in self.weights], WeightedSelector(self.weights),
+                ready_at=now,
+            )  # fmt: skip
+            self.hosts[host] = hq
+        if hq.in_flight or hq.ready_at > now or address in self._ip_busy:
+            return None
+        if self._ip_ready.get(address, 0.0) > now:
+            return None
+        hq.in_flight = True
+        self._ip_busy.add(address)
+        return Lease(host, address, "robots", None, now)
+
+    def wait_for(self, host: str, address: str) -> float:
+        """Seconds until ``host`` on ``address`` may be asked again (0: now, or when free)."""
+        hq = self.hosts.get(host)
+        ready = max(hq.ready_at if hq is not None else 0.0, self._ip_ready.get(address, 0.0))
+        return max(0.0, ready - self.clock())
+
+    async def wait_lease(self, host: str, address: str, patience: float = 60.0) -> Lease | None:
+        """:meth:`lease_host` once ``host`` is due (None after ``patience`` seconds)."""
+        give_up = self.clock() + patience
+        while (lease := self.lease_host(host, address)) is None:
+            if self.clock() > give_up:
+                return None
+            await asyncio.sleep(min(max(self.wait_for(host, address), 0.005), 0.5))
+        return lease
+
+    def hold(self, host: str) -> None:
+        """Keep ``host`` out of turn (its robots.txt is being read on another host)."""
+        self.hosts[host].in_flight = True
+
+    def unhold(self, host: str) -> None:
+        """Give ``host`` its turns back after :meth:`hold`."""
+        hq = self.hosts[host]
+        hq.in_flight = False
+        if len(hq):
+            self._schedule(hq, hq.ready_at)
 
     # -- giving back -----------------------------------------------------------------
     def complete(

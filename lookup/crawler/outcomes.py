@@ -10,6 +10,9 @@ downloader middlewares — and the first rule that claims it decides the outcome
     robots directives (noindex)            soft 404 (a "not found" in a 200)
     duplicate (exact / SimHash / MinHash)  page (unchanged, or new: an event)
 
+A page that was indexed and now answers gone, ``noindex``, a soft 404, a duplicate or a
+permanent redirect gets a ``PageRemoved`` event with its reason (:func:`removal`).
+
 Each rule is a function ``(FetchContext) -> Outcome | None`` that can be called alone;
 an :class:`Outcome` is typed: its name, whether to try again, the host counter to bump,
 the :class:`~lookup.crawler.store.UrlFacts` the writer stores, the links found, the
@@ -48,8 +51,10 @@ from lookup.kit.urlnorm import normalize_url
 
 __all__ = [
     "FAILED",
+    "INDEXED",
     "NETWORK_ERRORS",
     "REDIRECTS",
+    "REMOVAL_REASONS",
     "RETRY_STATUSES",
     "RULES",
     "FetchContext",
@@ -68,11 +73,13 @@ __all__ = [
     "page",
     "probe_signature",
     "redirect",
+    "removal",
     "reschedule",
     "robots_directives",
     "server_error",
     "sitemap",
     "soft_404",
+    "was_indexed",
 ]
 
 REDIRECTS = (301, 302, 303, 307, 308)
@@ -97,7 +104,7 @@ class Outcome:
     host_counter: HostCounter | None = None  # errors | backoffs
     links: list[Link] = field(default_factory=list)
     hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
-    event: dict[str, Any] | None = None  # the PageFetched event of a new or changed page
+    event: dict[str, Any] | None = None  # PageFetched (new or changed) or PageRemoved
 
 
 @dataclass
@@ -415,7 +422,8 @@ def page(ctx: FetchContext) -> Outcome | None:
         return None
     e, v, row = ctx.entry, ctx.verdict, ctx.row
     ctx.kit.traps.record(e.url, duplicate=False)
-    changed = (row.content_hash if row is not None else None) != v.content_hash
+    came_back = row is not None and row.outcome in REMOVAL_REASONS  # removed before
+    changed = came_back or (row.content_hash if row is not None else None) != v.content_hash
     content = ContentFacts(
         v.content_hash, f"0x{v.simhash:016x}", int(v.near_eligible),
         minhash_to_bytes(v.minhash) if v.minhash is not None else None,
@@ -485,10 +493,56 @@ RULES: tuple[OutcomeRule, ...] = (
 )
 
 
+#: Outcomes of a page that was live before: why it must leave the search index now.
+INDEXED = ("ok", "unchanged", "not-modified")
+REMOVAL_REASONS = {
+    "http-404": "gone", "http-410": "gone", "http-451": "gone", "noindex": "noindex",
+    "soft-404": "soft-404", "duplicate": "duplicate", "redirect": "moved",
+}  # fmt: skip
+
+
+def was_indexed(row: UrlRecord | None) -> bool:
+    """Did the URL's last answer put (or keep) it in the index? A retry tells nothing."""
+    if row is None or not row.fetches or row.outcome is None:
+        return False
+    return row.outcome in INDEXED or row.outcome.startswith("retry:")
+
+
+def removal(ctx: FetchContext, outcome: Outcome) -> dict[str, Any] | None:
+    """The ``PageRemoved`` event when a page that was indexed stops being indexable.
+
+    Gone (404/410/451), ``noindex``, a soft 404, a duplicate of another page, or moved
+    for good (301/308; a temporary redirect keeps its URL, as Google and Bing do).
+    """
+    reason = REMOVAL_REASONS.get(outcome.name)
+    status = ctx.result.status
+    if reason is None or not was_indexed(ctx.row):
+        return None
+    if reason == "moved" and status not in (301, 308):
+        return None
+    event: dict[str, Any] = {
+        "type": "PageRemoved",
+        "url": ctx.entry.url,
+        "urlHash": ctx.entry.url_hash,
+        "fetchedAt": iso(ctx.result.started),
+        "httpStatus": status,
+        "reason": reason,
+    }
+    content = outcome.facts.content
+    if reason == "duplicate" and content is not None and content.dup_of:
+        event["duplicateOf"] = content.dup_of
+    if reason == "moved" and outcome.links:
+        event["location"] = outcome.links[0][0]
+    return event
+
+
 def decide(ctx: FetchContext, rules: tuple[OutcomeRule, ...] = RULES) -> Outcome:
-    """The outcome of the first rule that claims the answer."""
+    """The outcome of the first rule that claims the answer (with its removal event, if
+    the answer takes an indexed page out of the index)."""
     for rule in rules:
         outcome = rule(ctx)
         if outcome is not None:
+            if outcome.event is None:
+                outcome.event = removal(ctx, outcome)
             return outcome
     raise AssertionError(f"no outcome rule claimed {ctx.entry.url}")  # ``page`` claims any 200

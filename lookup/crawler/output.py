@@ -24,6 +24,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from lookup.kit.crawlevents import check_event
+
 __all__ = ["EventLogWriter", "WarcStore", "read_record"]
 
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified"}
@@ -138,6 +140,8 @@ class EventLogWriter:
                 f.truncate(cut)
 
     def append(self, event: dict[str, Any]) -> None:
+        """Write one event; one off the schema (:mod:`lookup.kit.crawlevents`) is refused."""
+        check_event(event)
         line = (json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8")
         os.write(self._fd, line)
         self.count += 1

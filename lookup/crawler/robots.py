@@ -19,6 +19,7 @@ Meta robots tags and ``X-Robots-Tag`` headers (page-level) are handled by
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -31,10 +32,12 @@ from lookup.kit.urlnorm import host_of, normalize_url
 if TYPE_CHECKING:
     from lookup.crawler.fetcher import Fetcher, FetchResult
 
-__all__ = ["MAX_ROBOTS_BYTES", "RobotsCache", "RobotsPolicy"]
+__all__ = ["MAX_ROBOTS_BYTES", "MAX_ROBOTS_REDIRECTS", "RobotsCache", "RobotsHop", "RobotsPolicy"]
 
 #: RFC 9309 §2.5: crawlers must parse at least 500 KiB; we parse exactly that much.
 MAX_ROBOTS_BYTES = 500 * 1024
+#: RFC 9309 §2.3.1.2: follow at least five consecutive redirects.
+MAX_ROBOTS_REDIRECTS = 5
 DAY = 24 * 3600.0
 
 
@@ -166,22 +169,32 @@ class RobotsCache:
     def __len__(self) -> int:
         return len(self._policies)
 
-    async def read(self, fetcher: Fetcher, host: str, scheme: str) -> RobotsAnswer:
+    async def read(
+        self, fetcher: Fetcher, host: str, scheme: str, hop: RobotsHop | None = None
+    ) -> RobotsAnswer:
         """Ask ``host`` for its robots.txt and cache the policy its answer makes.
 
-        RFC 9309 §2.3.1.2: follow at least five redirects — on the same host only, so
-        the hop is still this host's one request; a cross-host redirect fails closed.
+        RFC 9309 §2.3.1.2: follow at least five redirects, even to other hosts. A hop on
+        the same host is this host's request; a hop to another host goes through ``hop``
+        (the crawler asks that host in its turn, under its politeness) — without one, a
+        cross-host redirect fails closed. ``took`` counts this host's own requests only.
         """
-        url = f"{scheme}://{host}/robots.txt"
+        url = current = f"{scheme}://{host}/robots.txt"
         res = await fetcher.fetch(url, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-        took, hops = res.took, 0
-        while res.ok and res.status in _REDIRECTS and hops < 5:
-            target = normalize_url(res.header("location") or "", url)
-            if target is None or host_of(target) != host:
+        took, hops, followed = res.took, 0, 0
+        while res.ok and res.status in _REDIRECTS and followed < MAX_ROBOTS_REDIRECTS:
+            target = normalize_url(res.header("location") or "", current)
+            if target is None or (host_of(target) != host and hop is None):
                 break
-            hops += 1
-            res = await fetcher.fetch(target, accept=None, max_bytes=MAX_ROBOTS_BYTES)
-            took += res.took
+            followed += 1
+            current = target
+            if host_of(target) == host:
+                hops += 1
+                res = await fetcher.fetch(target, accept=None, max_bytes=MAX_ROBOTS_BYTES)
+                took += res.took
+            else:
+                assert hop is not None
+                res = await hop(target, took)
         if not res.ok:
             policy = self.unreachable(host, f"{res.error}: {res.detail}")
         elif res.status in _REDIRECTS:
@@ -208,6 +221,9 @@ class RobotsCache:
 
 _REDIRECTS = (301, 302, 303, 307, 308)
 
+#: Fetch a robots.txt redirect target on another host: ``(url, took so far) -> result``.
+RobotsHop = Callable[[str, float], Awaitable["FetchResult"]]
+
 
 @dataclass(frozen=True)
 class RobotsAnswer:
@@ -217,7 +233,7 @@ class RobotsAnswer:
     url: str
     result: FetchResult
     took: float  # seconds, every hop included
-    hops: int  # same-host redirects followed
+    hops: int  # same-host redirects followed (this host's extra requests)
 
     @property
     def record(self) -> RobotsRecord:

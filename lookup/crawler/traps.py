@@ -4,8 +4,10 @@ No rule recognises every trap, so they are layered (the design text: "budgets be
 detection"):
 
 - per URL: maximum length, maximum path depth, no path segment repeated more than
-  a couple of times (``../`` loops), no session-like parameter value left after
-  normalisation (an unknown parameter whose value is a long random token);
+  a couple of times (``../`` loops), no session-id parameter: a known session name
+  (``sid``, ``PHPSESSID``, ``jsessionid``, ...) with a token value, or a token-valued
+  parameter of another name once its pattern's pages keep coming back as duplicates
+  (an ``?id=<ObjectId>`` or ``?sha=<commit>`` whose pages differ is never cut);
 - depth from the seed: links further than ``max_depth`` hops are not followed;
 - a page budget per host per crawl cycle, which stops even traps never seen before;
 - URL patterns (digits and hex tokens folded) whose pages keep coming back as
@@ -21,8 +23,25 @@ from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-__all__ = ["PatternStats", "TrapGuard", "TrapPolicy", "url_pattern"]
+__all__ = [
+    "SESSION_PARAMS",
+    "PatternStats",
+    "TrapGuard",
+    "TrapPolicy",
+    "is_session_param",
+    "url_pattern",
+]
 
+#: Session-id parameters (Heritrix's StripSessionIDs and StripSessionCFIDs rules, Nutch's
+#: regex-normalize): only these are cut on sight. An id or a hash under any other name
+#: (``?id=<ObjectId>``, ``?sha=<commit>``) is data; if its pages keep coming back as
+#: duplicates, the duplicate-pattern rule cuts it.
+SESSION_PARAMS = frozenset(
+    {"sid", "sessionid", "session_id", "phpsessid", "jsessionid", "cfid", "cftoken"}
+)
+_ASP_SESSION = re.compile(r"^aspsessionid[a-z]{8}$")
+_SESSION_VALUE = re.compile(r"^[A-Za-z0-9_\-.]{8,}$")
+#: A value that looks like a random token (an id, a hash, or a session under a new name).
 _TOKEN = re.compile(r"^(?=.*\d)(?=.*[a-zA-Z])[A-Za-z0-9_\-]{16,}$|^[0-9a-fA-F]{16,}$")
 _DIGITS = re.compile(r"\d+")
 _HEXSEG = re.compile(r"(?<=/)[0-9a-f]{8,}(?=/|$)")
@@ -42,6 +61,13 @@ class TrapPolicy:
     pattern_downrank_ratio: float = 0.5
     pattern_cut_samples: int = 6
     pattern_cut_ratio: float = 0.8
+
+
+def is_session_param(key: str, value: str) -> bool:
+    """A known session-id parameter carrying a token-like value."""
+    name = key.lower()
+    known = name in SESSION_PARAMS or bool(_ASP_SESSION.match(name))
+    return known and bool(_SESSION_VALUE.match(value))
 
 
 def url_pattern(url: str) -> str:
@@ -91,9 +117,23 @@ class TrapGuard:
             if counts[s] > p.max_segment_repeats:
                 return "repeated-segments", f"{s!r} appears {counts[s]} times"
         for key, value in parse_qsl(parts.query, keep_blank_values=True):
-            if _TOKEN.match(value):
-                return "session-param", f"{key}={value[:12]}… looks like a session token"
+            if is_session_param(key, value):
+                return "session-param", f"{key}={value[:12]}… is a session id"
+            if _TOKEN.match(value) and self._duplicate_heavy(url):
+                return "session-param", (
+                    f"{key}={value[:12]}… changes from link to link but its pages keep "
+                    "coming back as duplicates"
+                )
         return None
+
+    def _duplicate_heavy(self, url: str) -> bool:
+        """Have pages of ``url``'s pattern come back as duplicates (twice, most of them)?
+
+        Two are enough for a token-valued parameter: an id or a hash names a different
+        page each time; a token whose pages repeat is a session.
+        """
+        st = self.patterns.get(url_pattern(url))
+        return st is not None and st.duplicates >= 2 and st.dup_ratio >= 0.5
 
     def pattern_verdict(self, url: str) -> str:
         """``"ok"``, ``"downrank"`` or ``"cut"`` for URLs of ``url``'s pattern."""

@@ -6,8 +6,10 @@
   ``explain=true`` adds the cells searched, rows read vs matched and the time taken,
   ``cache=false`` bypasses the per-cell result cache;
 * ``GET /v1/places/area`` — map-area search with pins or clusters;
+* ``GET /v1/places/named?q=pun`` — cities and airports by name, as one types;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
-  ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself.
+  ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
+  every write needs the admin token (:mod:`lookup.kit.admin`).
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
 builds it. Writes go to the database and its change stream; the service's tailer (a
@@ -18,19 +20,24 @@ syncs it at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
-from fastapi import Body
+from fastapi import Body, Depends, Request
 from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
 from lookup.errors import NotBuilt
+from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
+from lookup.kit.admin import check_admin, load_admin_token
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
+
+log = logging.getLogger(__name__)
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -107,6 +114,13 @@ def mount(mounts: Any) -> None:
     # ---------------------------------------------------------- management
 
     api = mounts.api
+    admin_token = load_admin_token(mounts.data_dir)
+
+    def admin(request: StarletteRequest) -> None:
+        """Every write: the admin token, or 401/403."""
+        check_admin(request.headers.get("authorization"), admin_token, "changing places")
+
+    guarded = [Depends(admin)]
 
     def store() -> Any:
         service.require()
@@ -124,10 +138,31 @@ def mount(mounts: Any) -> None:
         return stats
 
     @api.post("/v1/places/index/rebuild", tags=["places"],
-              summary="Rebuild the index from the database and swap it in atomically")
+              summary="Rebuild the index from the database and swap it in (admin token)",
+              dependencies=guarded)
     async def rebuild() -> dict[str, Any]:
         store()
         return await asyncio.to_thread(service.rebuild)
+
+    gazetteer: list[Gazetteer] = []  # built on the first name lookup, then kept
+
+    def named_index() -> Gazetteer:
+        if not gazetteer:
+            columns = ("id", "name", "kind", "country", "lat", "lng", "population")
+            gazetteer.append(Gazetteer.from_rows(store().rows_of_kinds(NAMED_KINDS, columns)))
+        return gazetteer[0]
+
+    @api.get("/v1/places/named", tags=["places"],
+             summary="Cities and airports whose name (or a word of it) starts with q")
+    async def named(request: Request) -> dict[str, Any]:
+        params = request.query_params
+        q = params.get("q")
+        if q is None or len(q) > 100:
+            raise ApiError(400, "INVALID_PARAMETER", "q must be given, at most 100 characters")
+        limit = int_param(params, "limit", 8, low=1, high=MAX_LIMIT)
+        assert limit is not None
+        index = await asyncio.to_thread(named_index)
+        return {"q": q, "results": [p.to_dict() for p in index.lookup(q, limit)]}
 
     @api.get("/v1/places/{place_id}", tags=["places"], summary="One place's profile")
     async def get_place(place_id: str) -> dict[str, Any]:
@@ -136,7 +171,8 @@ def mount(mounts: Any) -> None:
             raise ApiError(404, "NOT_FOUND", f"no place with id {place_id!r}")
         return _public(row)
 
-    @api.post("/v1/places", tags=["places"], status_code=201, summary="Add a business")
+    @api.post("/v1/places", tags=["places"], status_code=201,
+              summary="Add a business (admin token)", dependencies=guarded)
     async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().add(fields)
@@ -146,7 +182,8 @@ def mount(mounts: Any) -> None:
         return _public(row)
 
     @api.patch("/v1/places/{place_id}", tags=["places"],
-               summary="Edit a place (a new lat/lng moves it)")
+               summary="Edit a place (a new lat/lng moves it; admin token)",
+               dependencies=guarded)
     async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().edit(place_id, fields)
@@ -155,7 +192,8 @@ def mount(mounts: Any) -> None:
         service.sync()
         return _public(row)
 
-    @api.delete("/v1/places/{place_id}", tags=["places"], summary="Delete a place")
+    @api.delete("/v1/places/{place_id}", tags=["places"],
+                summary="Delete a place (admin token)", dependencies=guarded)
     async def delete_place(place_id: str) -> dict[str, Any]:
         try:
             row = store().delete(place_id)
@@ -168,6 +206,15 @@ def mount(mounts: Any) -> None:
 
     async def start() -> None:
         await asyncio.to_thread(service.start, SYNC_INTERVAL_S)
+        # the name index too, off the loop, so the first keystroke need not wait for it
+        asyncio.get_running_loop().run_in_executor(None, warm_names)
+
+    def warm_names() -> None:
+        try:
+            if service.ready():
+                named_index()
+        except Exception:  # the first lookup builds it (and reports) instead
+            log.exception("could not build the place-name index at start-up")
 
     async def stop() -> None:
         await asyncio.to_thread(service.close)

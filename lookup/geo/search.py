@@ -5,8 +5,10 @@ precision chosen from the radius and density), the index returns the places in t
 within the exact haversine radius, the filters drop the wrong category, price or the
 closed, the text query keeps places whose name, category or tags match, and the
 score orders what is left. Pages follow an opaque cursor over the sort key
-``(score desc, distance asc, place number asc)``. When a first page would be short,
-the radius widens (2 km, 5 km, 10 km, 20 km) and the answer says which was used.
+``(score desc, distance asc, place number asc)``, signed with HMAC-SHA256 (the
+service's key lives in the data directory), so a forged radius or position is a 400.
+When a first page would be short, the radius widens (2 km, 5 km, 10 km, 20 km) and the
+answer says which was used.
 
 The result cache is keyed by the user's geohash-6 cell (plus filters, radius and the
 index version): its entry holds every candidate within the radius *plus the cell's
@@ -19,8 +21,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import math
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -177,16 +181,37 @@ def _fingerprint(lat: float, lng: float, radius: float, filters: Filters, widen:
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
-def encode_cursor(payload: dict[str, Any]) -> str:
-    raw = json.dumps(payload, separators=(",", ":")).encode()
+#: Signs cursors when no key is given (one process's searchers agree; a restart does not).
+PROCESS_CURSOR_KEY = secrets.token_bytes(32)
+_SIG_BYTES = 16
+
+
+def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> dict[str, Any]:
-    """The cursor's payload; ``SearchError`` if it is not one of ours."""
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _sign(key: bytes, payload: str) -> str:
+    return _b64(hmac.new(key, payload.encode("ascii"), hashlib.sha256).digest()[:_SIG_BYTES])
+
+
+def encode_cursor(payload: dict[str, Any], key: bytes = PROCESS_CURSOR_KEY) -> str:
+    """``payload.signature``: the page position, HMAC-SHA256-signed so it cannot be forged
+    (a client could otherwise widen the radius or jump the clock it pins)."""
+    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
+    return f"{body}.{_sign(key, body)}"
+
+
+def decode_cursor(cursor: str, key: bytes = PROCESS_CURSOR_KEY) -> dict[str, Any]:
+    """The cursor's payload; ``SearchError`` if it is not one of ours or was altered."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        data = json.loads(raw)
+        body, _, signature = cursor.partition(".")
+        if not hmac.compare_digest(signature.encode("ascii"), _sign(key, body).encode("ascii")):
+            raise ValueError("bad signature")
+        data = json.loads(_unb64(body))
         ok = (
             isinstance(data, dict)
             and data.get("v") == 1
@@ -225,8 +250,10 @@ class ProximitySearch:
         cache_ttl: float = 0.0,
         cache_size: int = 20_000,
         clock: Callable[[], float] = time.time,
+        cursor_key: bytes = PROCESS_CURSOR_KEY,
     ) -> None:
         self.planner = planner
+        self.cursor_key = cursor_key
         self.profiles = profiles
         self.clock = clock
         self.cache: TTLCache[Any, Any] | None = (
@@ -397,7 +424,7 @@ class ProximitySearch:
         fp = _fingerprint(lat, lng, radius, filters, widen, self.planner.name)
         after: tuple[int, int, int] | None = None
         if cursor:
-            data = decode_cursor(cursor)
+            data = decode_cursor(cursor, self.cursor_key)
             if data["f"] != fp:
                 raise SearchError("INVALID_PARAMETER",
                                   "cursor belongs to a different search; repeat the same query")
@@ -428,7 +455,7 @@ class ProximitySearch:
             next_cursor = encode_cursor({
                 "v": 1, "f": fp, "r": r, "t": int(now), "s": int(m.score_key[last]),
                 "d": int(m.dist_key[last]), "n": int(m.cols.num[last]),
-            })
+            }, self.cursor_key)
         results = self._render(m, page, now)
         return SearchResult(
             results=results, radius_used_m=r, next_cursor=next_cursor, total=len(m), plan=plan,

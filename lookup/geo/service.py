@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
 from lookup.geo.store import PlaceStore, open_place_store
 from lookup.kit.background import BackgroundTask
+from lookup.kit.secretfile import read_or_create_secret
 from lookup.kit.storeurl import sqlite_url
 
 log = logging.getLogger("lookup.geo")
@@ -35,6 +37,8 @@ log = logging.getLogger("lookup.geo")
 PLANNERS = ("geohash", "quadtree", "scan")
 #: How often the tailer applies the change stream to the live index (seconds).
 SYNC_INTERVAL_S = 1.0
+#: The cursor-signing key's file under ``<data-dir>/places/``.
+CURSOR_KEY_FILE = "cursor.key"
 #: Profiles kept in memory; the oldest loaded go first beyond this.
 PROFILE_CACHE_SIZE = 200_000
 _PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
@@ -114,7 +118,8 @@ class PlacesService:
 
     def _swap(self, index: GeohashIndex) -> None:
         searchers = {
-            "geohash": ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl),
+            "geohash": ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl,
+                                        cursor_key=self.cursor_key),
         }
         # one assignment each: a reader holds either the old or the new version, never a mix
         self._searchers = searchers
@@ -154,19 +159,26 @@ class PlacesService:
 
     # ------------------------------------------------------------- reading
 
+    @cached_property
+    def cursor_key(self) -> bytes:
+        """The key that signs cursors, kept in ``places/cursor.key`` so restarts honour them."""
+        return read_or_create_secret(self.data_dir / "places" / CURSOR_KEY_FILE).encode("ascii")
+
     def searcher(self, planner: str = "geohash") -> ProximitySearch:
         """The searcher over the current index with the given planner."""
         index = self.require()
         found = self._searchers.get(planner)
         if found is not None and found.places is index:
             return found
+        key = self.cursor_key
         if planner == "geohash":
-            search = ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl)
+            search = ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl,
+                                     cursor_key=key)
         elif planner == "quadtree":
             search = ProximitySearch(QuadtreeIndex(index), profiles=self.profiles,
-                                     cache_ttl=self.cache_ttl)
+                                     cache_ttl=self.cache_ttl, cursor_key=key)
         elif planner == "scan":
-            search = ProximitySearch(ScanIndex(index), profiles=self.profiles)
+            search = ProximitySearch(ScanIndex(index), profiles=self.profiles, cursor_key=key)
         else:
             raise ValueError(f"unknown index {planner!r}; choose from {', '.join(PLANNERS)}")
         self._searchers = {**self._searchers, planner: search}

@@ -227,6 +227,12 @@ class PlaceStore(Protocol):
         """Every place row as a dict."""
         ...
 
+    def rows_of_kinds(self, kinds: tuple[str, ...], columns: tuple[str, ...]) -> list[
+            dict[str, Any]]:
+        """The rows (as dicts of ``columns``) whose ``kind`` is one of ``kinds`` — e.g. the
+        cities and airports a name lookup needs, without reading every business."""
+        ...
+
     def add(self, fields: dict[str, Any], *, place_id: str | None = None) -> dict[str, Any]:
         """Create a business; returns the stored row."""
         ...
@@ -467,6 +473,20 @@ class SqlitePlaceStore:
         _, rows = self.snapshot()
         for row in rows:
             yield row_dict(row)
+
+    def rows_of_kinds(self, kinds: tuple[str, ...], columns: tuple[str, ...]) -> list[
+            dict[str, Any]]:
+        """The rows (as dicts of ``columns``) whose ``kind`` is one of ``kinds``."""
+        bad = set(columns) - set(COLUMNS)
+        if bad or not kinds:
+            raise ValueError(f"unknown columns {sorted(bad)}" if bad else "no kinds given")
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {', '.join(columns)} FROM places "
+                f"WHERE kind IN ({', '.join('?' for _ in kinds)}) ORDER BY num",
+                list(kinds),
+            ).fetchall()
+        return [dict(zip(columns, tuple(r), strict=True)) for r in rows]
 
 
 def _validate(fields: dict[str, Any], *, partial: bool) -> dict[str, Any]:

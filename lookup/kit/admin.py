@@ -1,67 +1,73 @@
-"""The admin token: the one bearer token of every mutating management endpoint.
+"""The admin token every mutating management endpoint asks for, in one place.
 
-It is ``$LOOKUP_ADMIN_TOKEN`` when set, else a random token created once in the data
-directory (``<data-dir>/shortener/admin.token``, mode 0600: the shortener made it first,
-and a server keeps the token it has) and read by every system and by the dashboard,
-which shares the data directory. :func:`is_admin` compares in constant time.
+The token is ``$LOOKUP_ADMIN_TOKEN``, else the file ``<data-dir>/shortener/admin.token``
+(the place the shortener has always kept it, so an existing token and the dashboard's
+copy keep working), created once with a random value, mode 0600. A request proves it
+holds the token with ``Authorization: Bearer <token>``: no header is 401, a wrong one 403.
 """
 
 from __future__ import annotations
 
 import functools
 import hmac
+import ipaddress
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lookup import errors, settings
+from lookup.kit.secretfile import read_or_create_secret
+
+__all__ = [
+    "ADMIN_RESPONSES",
+    "ADMIN_TOKEN_ENV",
+    "admin_token_of",
+    "require_admin",
+    "server_admin_token",
+    "admin_token_path",
+    "check_admin",
+    "configured_admin_token",
+    "is_admin",
+    "is_loopback_host",
+    "load_admin_token",
+]
+
 
 ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
-#: Where the token file lives inside the data directory.
-TOKEN_DIR = "shortener"
+#: The OpenAPI ``responses`` of an admin endpoint's refusals.
+ADMIN_RESPONSES: dict[int | str, dict[str, str]] = {
+    401: {"description": "UNAUTHORIZED: no admin token"},
+    403: {"description": "FORBIDDEN: not the admin token"},
+}
 
 
-def load_admin_token(
-    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
+def admin_token_path(data_dir: str | os.PathLike[str]) -> Path:
+    """Where the generated admin token lives under a data directory."""
+    return Path(data_dir) / "shortener" / "admin.token"
+
+
+def configured_admin_token(
+    data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
 ) -> str:
-    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
+    """The admin token if one is configured (environment or an existing file), else ``""``."""
     token = settings.get("admin_token", environ)
     if token:
         return str(token)
-    path = Path(directory) / "admin.token"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process made it first; use theirs
-        finally:
-            tmp.unlink(missing_ok=True)
-    return path.read_text(encoding="ascii").strip()
+    path = admin_token_path(data_dir)
+    try:
+        return path.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
 
 
-def server_admin_token(data_dir: str | os.PathLike[str]) -> str:
-    """The admin token of the server over ``data_dir`` (see the module docstring)."""
-    return load_admin_token(Path(data_dir) / TOKEN_DIR)
-
-
-def admin_token_of(mounts: Any) -> Callable[[], str]:
-    """The admin token of the server being assembled, read on first use: the one a system
-    published on the app (``api.state.admin_token``: the shortener's, which a fleet keeps
-    in its shared secret store), else :func:`server_admin_token` of the data directory."""
-
-    @functools.cache
-    def token() -> str:
-        published = getattr(mounts.api.state, "admin_token", None)
-        return str(published) if published else server_admin_token(mounts.data_dir)
-
-    return token
+def load_admin_token(
+    data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token, creating the file with a random one on first use."""
+    return configured_admin_token(data_dir, environ) or read_or_create_secret(
+        admin_token_path(data_dir)
+    )
 
 
 def is_admin(authorization: str | None, token: str) -> bool:
@@ -74,28 +80,45 @@ def is_admin(authorization: str | None, token: str) -> bool:
     )
 
 
-def require_admin(authorization: str | None, token: str) -> None:
-    """Refuse a management call without the admin token: 401 ``UNAUTHORIZED`` when no
-    ``Authorization`` header came, 403 ``FORBIDDEN`` when it carries another token."""
-    if authorization is None:
-        raise errors.Unauthorized("send Authorization: Bearer <admin token>", code="UNAUTHORIZED")
+def check_admin(authorization: str | None, token: str, what: str = "this endpoint") -> None:
+    """Raise 401 without credentials and 403 with the wrong ones."""
+    if not authorization:
+        raise errors.Unauthorized(
+            f"{what} needs Authorization: Bearer <admin token>", code="UNAUTHORIZED"
+        )
     if not is_admin(authorization, token):
-        raise errors.Forbidden("this endpoint needs the admin token", code="FORBIDDEN")
+        raise errors.Forbidden(f"{what} needs the admin token", code="FORBIDDEN")
 
 
-#: The OpenAPI ``responses`` of an admin endpoint's refusals.
-ADMIN_RESPONSES: dict[int | str, dict[str, str]] = {
-    401: {"description": "UNAUTHORIZED: no admin token"},
-    403: {"description": "FORBIDDEN: not the admin token"},
-}
+def is_loopback_host(host: str) -> bool:
+    """Is a bind address loopback only (``127.0.0.0/8``, ``::1``, ``localhost``)?"""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a name that may resolve anywhere
 
-__all__ = [
-    "ADMIN_RESPONSES",
-    "ADMIN_TOKEN_ENV",
-    "TOKEN_DIR",
-    "admin_token_of",
-    "is_admin",
-    "load_admin_token",
-    "require_admin",
-    "server_admin_token",
-]
+
+def server_admin_token(data_dir: str | os.PathLike[str]) -> str:
+    """The admin token of the server over ``data_dir`` (:func:`load_admin_token`)."""
+    return load_admin_token(data_dir)
+
+
+def require_admin(authorization: str | None, token: str) -> None:
+    """Refuse a management call without the admin token (:func:`check_admin`)."""
+    check_admin(authorization, token)
+
+
+def admin_token_of(mounts: Any) -> Callable[[], str]:
+    """The admin token of the server being assembled, read on first use: the one a system
+    published on the app (``api.state.admin_token``: the shortener's, which a fleet keeps
+    in its shared secret store), else :func:`load_admin_token` of the data directory."""
+
+    @functools.cache
+    def token() -> str:
+        published = getattr(mounts.api.state, "admin_token", None)
+        return str(published) if published else load_admin_token(mounts.data_dir)
+
+    return token

@@ -1,8 +1,9 @@
 """A throw-away ``redis-server`` on a free loopback port, for tests, drills and benchmarks.
 
 No persistence (``--save ''``, ``--appendonly no``), its own temporary directory, stopped
-(and the directory removed) on exit. Readiness is a ``PING`` over a raw socket, so this
-module needs no Redis client.
+(and the directory removed) on exit; ``lookup up`` passes ``directory=`` to run it in
+``$LOOKUP_DATA_DIR/servers/redis`` instead (kept on close). Readiness is a ``PING`` over a
+raw socket, so this module needs no Redis client.
 """
 
 from __future__ import annotations
@@ -33,13 +34,18 @@ def _free_port() -> int:
 
 
 class RedisServer:
-    """One ``redis-server`` on 127.0.0.1; ``url`` is ``redis://127.0.0.1:PORT/0``."""
+    """One ``redis-server`` on 127.0.0.1; ``url`` is ``redis://127.0.0.1:PORT/0``.
 
-    def __init__(self, binary: str | None = None) -> None:
+    ``directory``: where the server runs (a new temporary directory when ``None``; removed
+    by :meth:`close` only if this object made it).
+    """
+
+    def __init__(self, binary: str | None = None, *, directory: str | Path | None = None) -> None:
         self.binary = binary or settings.get("redis_bin")
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
-        self._dir: str | None = None
+        self._own_dir = directory is None
+        self._dir: str | None = None if directory is None else str(directory)
 
     @property
     def url(self) -> str:
@@ -49,6 +55,7 @@ class RedisServer:
         """Start the server (on a new free port the first time, the same one after)."""
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="lookup-redis-")
+        Path(self._dir).mkdir(parents=True, exist_ok=True)
         if not self.port:
             self.port = _free_port()
         self.proc = subprocess.Popen(
@@ -86,9 +93,9 @@ class RedisServer:
         self.proc = None
 
     def close(self) -> None:
-        """Stop the server and remove its directory."""
+        """Stop the server and remove its directory if this object made it."""
         self.stop()
-        if self._dir is not None:
+        if self._dir is not None and self._own_dir:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 

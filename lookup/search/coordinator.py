@@ -669,8 +669,9 @@ class Coordinator:
             )
         sig = plan.signals
         inlinks = float(snapshot.inlinks_for(np.array([h.urlkey]))[0])
-        link = float(sig.link_boost(np.array([inlinks]))[0])
-        fresh = float(sig.fresh_boost(np.array([crawled]), plan.now)[0])
+        # in score points (bm25 + linkBoost + freshBoost = score): each lift times BM25
+        link = h.bm25 * float(sig.link_boost(np.array([inlinks]))[0])
+        fresh = h.bm25 * float(sig.fresh_boost(np.array([crawled]), plan.now)[0])
         return {
             "tier": "realtime" if h.segment == REALTIME else "batch",
             "shard": h.shard,

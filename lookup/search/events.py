@@ -1,9 +1,11 @@
 """The crawler's output as the indexer sees it: the event log and the page store.
 
-The crawler appends one JSON object per line to ``events.jsonl``; a ``PageFetched``
-event names the page (``url``, ``urlHash``), when and how it was fetched
-(``fetchedAt``, ``httpStatus``), what it contained (``contentHash``, ``simhash``),
-where the raw page is (``storageKey``, a WARC record) and its ``outLinks``.
+The crawler appends one JSON object per line to ``events.jsonl``, by the schema both
+sides declare in :mod:`lookup.kit.crawlevents` (a line off it is skipped and counted as
+malformed): a ``PageFetched`` event names the page (``url``, ``urlHash``), when it was
+fetched (``fetchedAt``), what it contained (``contentHash``, ``simhash``), where the raw
+page is (``storageKey``, a WARC record) and how many links it had (``outLinks``); a
+``PageRemoved`` event takes a page out of the index, with its ``reason``.
 An event's position in the log (its line number, ``seq``) is its ingest order: the
 batch index's watermark and the real-time tier both count in it.
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
+from lookup.kit.crawlevents import event_errors
 from lookup.search.extract import ExtractedPage, decode_html, extract_page
 
 EVENTS_FILE = "events.jsonl"
@@ -105,7 +108,10 @@ def url_hash_of(url: str) -> str:
 
 
 def parse_event(obj: dict[str, Any], seq: int) -> PageEvent | None:
-    """A :class:`PageEvent` from one decoded log line, or None if it is not a page event."""
+    """A :class:`PageEvent` from one decoded log line, or None if it is off the schema
+    (:mod:`lookup.kit.crawlevents`, the one the crawler writes by)."""
+    if event_errors(obj):
+        return None
     kind = str(obj.get("type") or obj.get("event") or "PageFetched")
     url = str(obj.get("url") or "")
     url_hash = str(obj.get("urlHash") or (url_hash_of(url) if url else ""))

@@ -1,7 +1,8 @@
 """HTTP routes of the search engine.
 
 ``GET /search`` is a hot path: a plain Starlette route tried before the FastAPI app.
-Management endpoints (status, shard fault switches, deletions) live on FastAPI.
+Management endpoints (status, shard fault switches, deletions) live on FastAPI; the
+mutating ones need the admin token (:mod:`lookup.kit.admin`).
 
 ``GET /search?q=&page=&limit=`` answers exactly
 ``{"query","estimatedTotal","tookMs","results":[{"url","title","snippet","score",
@@ -23,13 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import Body, Query
+from fastapi import Body, Depends, Query
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from lookup.kit.admin import check_admin, load_admin_token
 from lookup.kit.http import ApiError, bool_param, float_param, int_param
 from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
 from lookup.search.coordinator import QueryError
@@ -113,6 +115,13 @@ def mount(mounts: Any) -> None:
     mounts.on_shutdown.append(service.close)
     mounts.health["search"] = service.status
     api = mounts.api
+    admin_token = load_admin_token(mounts.data_dir)
+
+    def admin(request: Request) -> None:
+        """Every mutating endpoint: the admin token, or 401/403."""
+        check_admin(request.headers.get("authorization"), admin_token, "changing the search engine")
+
+    guarded = [Depends(admin)]
 
     def snapshot_or_503() -> Any:
         return service.snapshot()  # NotBuilt answers 503 (lookup.kit.http.STATUS_OF)
@@ -130,7 +139,8 @@ def mount(mounts: Any) -> None:
     @api.put(
         "/search/shards/{shard}/fault",
         tags=["search"],
-        summary="Make a shard's replica slow or dead (or ok again)",
+        summary="Make a shard's replica slow or dead (or ok again); admin token",
+        dependencies=guarded,
     )
     def set_fault(shard: int, body: FaultBody = Body(...)) -> dict[str, Any]:
         snap = snapshot_or_503()
@@ -147,19 +157,34 @@ def mount(mounts: Any) -> None:
         )
         return service.coordinator.groups[shard].status()
 
-    @api.delete("/search/shards/faults", tags=["search"], summary="Heal every replica")
+    @api.delete(
+        "/search/shards/faults",
+        tags=["search"],
+        summary="Heal every replica (admin token)",
+        dependencies=guarded,
+    )
     def clear_faults() -> dict[str, Any]:
         snapshot_or_503()
         service.coordinator.clear_faults()
         return service.coordinator.status()
 
-    @api.post("/search/shards/reset", tags=["search"], summary="Forget latency history")
+    @api.post(
+        "/search/shards/reset",
+        tags=["search"],
+        summary="Forget latency history (admin token)",
+        dependencies=guarded,
+    )
     def reset_stats() -> dict[str, Any]:
         snapshot_or_503()
         service.coordinator.reset_stats()
         return service.coordinator.status()
 
-    @api.put("/search/coordinator", tags=["search"], summary="Change deadline or hedging")
+    @api.put(
+        "/search/coordinator",
+        tags=["search"],
+        summary="Change deadline or hedging (admin token)",
+        dependencies=guarded,
+    )
     def set_coordinator(body: CoordinatorBody = Body(...)) -> dict[str, Any]:
         snapshot_or_503()
         if body.deadlineMs is not None:
@@ -168,7 +193,12 @@ def mount(mounts: Any) -> None:
             service.coordinator.hedge = body.hedging
         return service.coordinator.status()
 
-    @api.delete("/search/docs", tags=["search"], summary="Remove a page from results now")
+    @api.delete(
+        "/search/docs",
+        tags=["search"],
+        summary="Remove a page from results now (admin token)",
+        dependencies=guarded,
+    )
     def delete_doc(
         url: str = Query("", max_length=4096), urlHash: str = Query("", max_length=128)
     ) -> dict[str, Any]:

@@ -212,10 +212,10 @@ class RtShardView:
         keys = np.array(mi.urlkey[:n], dtype=np.int64)[docs]
         crawled = np.array(mi.crawled[:n])[docs]
         sig = plan.signals
-        final = (
-            bm
-            + sig.link_boost(self.build.snapshot.inlinks_for(keys))
-            + sig.fresh_boost(crawled, plan.now)
+        final = sig.blend(
+            bm,
+            sig.link_boost(self.build.snapshot.inlinks_for(keys)),
+            sig.fresh_boost(crawled, plan.now),
         )
         hits = [
             Hit(float(final[i]), int(keys[i]), float(bm[i]), self.shard, REALTIME, int(docs[i]))

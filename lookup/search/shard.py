@@ -286,7 +286,7 @@ class ShardIndex:
             final = bm
             if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip the gathers
                 link, fresh_base = view.boosts(sig)
-                final = bm + link[docs] + sig.fresh_from_base(fresh_base[docs], plan.now)
+                final = sig.blend(bm, link[docs], sig.fresh_from_base(fresh_base[docs], plan.now))
             keys = view.url_keys[docs]
             top = top_k(final, keys, plan.k)
             hits.extend(

@@ -52,8 +52,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin, load_admin_token
+from lookup import settings
+from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
+from lookup.kit.secretfile import read_or_create_secret
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import (
@@ -606,6 +608,15 @@ class Scanner:
 
 
 # -- blocklist administration ------------------------------------------------------------
+
+
+def load_admin_token(
+    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
+    return str(settings.get("admin_token", environ) or "") or read_or_create_secret(
+        Path(directory) / "admin.token"
+    )
 
 
 def edit_blocklist(

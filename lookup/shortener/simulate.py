@@ -16,6 +16,9 @@ route, the cache layers and the click buffer exactly as a browser's would. The m
 * **a scraper** — guessing random seven-character keys, and retrying its guesses;
   the negative cache answers the retries without a store read.
 
+Given several API addresses (the processes of one fleet, ``lookup up --backend …``),
+the redirects go round-robin over them and the counters are summed over all of them.
+
 The answer compares ``GET /v1/shortener/metrics`` before and after, so it shows what
 the server itself counted: hit rates per layer, single-flight collapses, negative-cache
 hits, store reads. Other traffic to the same server during a run is counted too.
@@ -23,12 +26,15 @@ hits, store reads. Other traffic to the same server during a run is counted too.
 
 from __future__ import annotations
 
+import itertools
 import random
 import statistics
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +164,7 @@ class SimulationResult:
             ("Negative cache", "negativeHits", "unknown keys answered without the store"),
             ("Single-flight (collapsed)", "collapsed", "waited for another request's load"),
             ("Shared cache tier", "sharedHits", "answered by the shared tier"),
-            ("Link store (SQLite)", "storeReads", "read from the store"),
+            ("Link store", "storeReads", "read from the store (SQLite or PostgreSQL)"),
             ("Rate limited (429)", "rateLimited", "refused: unknown-key budget spent"),
         ]
         return [
@@ -288,7 +294,7 @@ def create_links(client: httpx.Client, token: str, count: int, seed: int) -> lis
 
 
 def simulate_traffic(
-    api_url: str,
+    api_url: str | Sequence[str],
     plan: TrafficPlan | None = None,
     *,
     token: str | None = None,
@@ -296,7 +302,8 @@ def simulate_traffic(
     keys: list[str] | None = None,
     timeout_s: float = 10.0,
 ) -> SimulationResult:
-    """Send ``plan``'s traffic to the API at ``api_url``; see the module docstring.
+    """Send ``plan``'s traffic to the API at ``api_url`` (or round-robin over several
+    addresses of one fleet); see the module docstring.
 
     ``keys``: links (owned by ``token``) to use; by default ``plan.links`` new links are
     created. The last key plays the viral link; the others are ranked by popularity in
@@ -310,9 +317,29 @@ def simulate_traffic(
     limits = httpx.Limits(
         max_connections=plan.concurrency, max_keepalive_connections=plan.concurrency
     )
-    with httpx.Client(
-        base_url=api_url.rstrip("/"), timeout=timeout_s, limits=limits, follow_redirects=False
-    ) as client:
+    urls = [api_url] if isinstance(api_url, str) else list(api_url)
+    if not urls:
+        raise ValueError("the simulator needs at least one API address")
+    stack = ExitStack()
+    clients = [
+        stack.enter_context(
+            httpx.Client(
+                base_url=url.rstrip("/"), timeout=timeout_s, limits=limits, follow_redirects=False
+            )
+        )
+        for url in urls
+    ]
+    turn = itertools.count()
+
+    def metrics() -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for c in clients:
+            answer = c.get("/v1/shortener/metrics", headers=admin).raise_for_status()
+            total.update(_flatten_metrics(answer.json()))
+        return dict(total)
+
+    with stack:
+        client = clients[0]
         if token is None:
             token = client.post("/v1/tokens").raise_for_status().json()["token"]
         if not keys:
@@ -330,8 +357,9 @@ def simulate_traffic(
 
         def send(visit: Visit) -> None:
             started = time.perf_counter()
+            via = clients[next(turn) % len(clients)]
             try:
-                status = client.get(f"/{visit.key}", headers=visit.headers).status_code
+                status = via.get(f"/{visit.key}", headers=visit.headers).status_code
             except httpx.HTTPError:
                 status = 0
             elapsed = (time.perf_counter() - started) * 1000
@@ -342,9 +370,7 @@ def simulate_traffic(
                 if status == 0:
                     result.errors += 1
 
-        before = _flatten_metrics(
-            client.get("/v1/shortener/metrics", headers=admin).raise_for_status().json()
-        )
+        before = metrics()
         started = time.perf_counter()
         half = len(regular) // 2
         with ThreadPoolExecutor(max_workers=plan.concurrency) as pool:
@@ -370,9 +396,7 @@ def simulate_traffic(
                 list(pool.map(burst_send, burst, range(len(burst))))
             list(pool.map(send, regular[half:]))
         result.elapsed_s = time.perf_counter() - started
-        after = _flatten_metrics(
-            client.get("/v1/shortener/metrics", headers=admin).raise_for_status().json()
-        )
+        after = metrics()
     delta = {name: after[name] - before.get(name, 0) for name in after}
     result.layers = {k: v for k, v in delta.items() if not k.startswith("clicks")}
     # The unknown-key budget is peeked, not charged, when it refuses: count the 429s here.

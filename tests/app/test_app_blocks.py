@@ -1,9 +1,11 @@
-"""The Building blocks page (IDs tab), through ``streamlit.testing``.
+"""The Building blocks page (IDs and Rate limiters tabs), through ``streamlit.testing``.
 
 Generate ids of every kind and see them sorted in the order they were made (UUIDv4
 excepted), lay out a Snowflake's bits, read the seed's capacity figures, measure index
 locality at a small size; with etcd installed, start lease-holding generators, kill one
-and watch its lease expire, then stop everything the page started.
+and watch its lease expire, then stop everything the page started. Rate limiters: fire
+each pattern at the real limiters, read the headers, compare every algorithm on the seed's
+boundary attack, and fire at a throw-away Redis the page starts and stops.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dashboard_testing import HOME, RUN_TIMEOUT
 from streamlit.testing.v1 import AppTest
 
 from lookup.blocks.ids.etcd import etcd_available
+from lookup.kit.redisserver import redis_available
 
 PAGE = "views/blocks.py"
 
@@ -42,6 +45,7 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
     monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
+    monkeypatch.delenv("LOOKUP_LIMITS_URL", raising=False)  # the Redis test starts its own
     at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
     _ok(at.switch_page(PAGE).run())
     yield at
@@ -114,3 +118,70 @@ def test_leases_kill_one_and_watch_it_expire(page: AppTest) -> None:
     assert "ids-fleet" not in page.session_state
     assert server is not None and server.proc is None  # the page stopped its own etcd
     assert page.button(key="ids-fleet-start")
+
+
+# ----------------------------------------------------------------------- rate limiters
+
+
+def _fire(page: AppTest, algorithm: str, limit: int, pattern: str) -> AppTest:
+    page.selectbox(key="rl-algorithm").set_value(algorithm)
+    page.number_input(key="rl-limit").set_value(limit)
+    page.selectbox(key="rl-pattern").set_value(pattern)
+    return _ok(page.button(key="rl-fire").click().run())
+
+
+def test_the_boundary_attack_at_a_fixed_window_and_its_headers(page: AppTest) -> None:
+    _fire(page, "fixed_window", 100, "boundary attack")
+    metrics = {m.label: m.value for m in page.metric}
+    assert metrics["Offered"] == "198" and metrics["Admitted"] == "198"  # 99 + 99 in 2 s
+    assert metrics["Worst window ÷ limit"] == "1.98×"
+    assert page.get("plotly_chart")
+    headers = _frame(page, "RateLimit-Remaining").set_index("decision")
+    assert headers.loc["first request", "RateLimit-Limit"] == "100"
+    assert headers.loc["first request", "RateLimit-Remaining"] == "99"
+    assert headers.loc["first request", "Retry-After"] == "—"
+    _fire(page, "sliding_counter", 100, "boundary attack")
+    metrics = {m.label: m.value for m in page.metric}
+    assert metrics["Admitted"] == "100" and metrics["Refused"] == "98"
+    headers = _frame(page, "RateLimit-Remaining").set_index("decision")
+    assert headers.loc["first refused", "status"] == 429
+    assert int(headers.loc["first refused", "Retry-After"]) >= 1
+
+
+@pytest.mark.parametrize("pattern", ["steady", "burst", "many identities"])
+def test_every_pattern_fires(page: AppTest, pattern: str) -> None:
+    _fire(page, "token_bucket", 20, pattern)
+    metrics = {m.label: m.value for m in page.metric}
+    assert int(metrics["Admitted"].replace(",", "")) > 0
+    assert int(metrics["Refused"].replace(",", "")) > 0  # every pattern overloads
+
+
+def test_all_algorithms_side_by_side(page: AppTest) -> None:
+    page.number_input(key="rl-limit").set_value(100)
+    page.selectbox(key="rl-pattern").set_value("boundary attack")
+    _ok(page.button(key="rl-compare-go").click().run())
+    table = _frame(page, "worst window ÷ limit").set_index("algorithm")
+    assert list(table.index) == ["token_bucket", "fixed_window", "sliding_log",
+                                 "sliding_counter", "leaky_bucket"]
+    assert table.loc["fixed_window", "admitted"] == 198
+    assert table.loc["sliding_counter", "admitted"] == 100
+    assert table.loc["sliding_log", "worst window ÷ limit"] == 1.0
+    assert "Side by side" in _text(page)
+
+
+@pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
+def test_on_a_throw_away_redis_the_page_starts_and_stops(page: AppTest) -> None:
+    page.radio(key="rl-backend").set_value("Redis")
+    _ok(page.run())
+    assert page.button(key="rl-fire").disabled
+    _ok(page.button(key="rl-redis-start").click().run())
+    server = page.session_state["rl-redis-server"]
+    try:
+        _fire(page, "sliding_log", 5, "steady")  # 22 requests over 3 s of real time
+        metrics = {m.label: m.value for m in page.metric}
+        assert metrics["Offered"] == "22"
+        assert 5 <= int(metrics["Admitted"]) < 22  # 5 per second (real time: no exact count)
+        assert "(Redis)" in page.get("plotly_chart")[0].proto.spec
+    finally:
+        _ok(page.button(key="rl-redis-stop").click().run())
+    assert "rl-redis-server" not in page.session_state and server.proc is None

@@ -60,7 +60,7 @@ def widget(at: AppTest, key: str):  # type: ignore[no-untyped-def]
 
 def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
     assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
-                                             "Search"]
+                                             "Search", "IDs"]
     assert metric(fresh, "Reads (redirects)") == "3,860/s"  # seed: ≈3,900/s
     assert metric(fresh, "Links in 10 years") == "12 billion"
     assert metric(fresh, "Storage with 3 replicas") == "18 TB"
@@ -75,6 +75,27 @@ def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
     drivers = " ".join(i.value for i in fresh.info)
     assert "Key-space density" in drivers and "fan-out tail" in drivers
     assert len(fresh.info) == len(planner.SYSTEMS)
+
+
+def test_the_ids_tab_shows_the_seeds_snowflake_figures(fresh: AppTest) -> None:
+    assert metric(fresh, "Ids per ms, fleet-wide") == "4.19 million"  # 4,096 × 1,024
+    assert metric(fresh, "Range of the timestamp") == "69.7 years"  # 2^41 ms
+    assert metric(fresh, "Workers") == "1,024"
+    assert metric(fresh, "Ids per ms per worker after") == "1,024"  # 4,096 workers: 2^10 each
+    drivers = " ".join(i.value for i in fresh.info)
+    assert "the worker id, not the rate, is the scarce resource" in drivers
+    rows = {r["Figure"]: r["Value"] for r in fresh.dataframe[-1].value.to_dict("records")}
+    assert rows["Workers after re-partitioning"] == "4,096"
+    assert rows["Ids per ms, fleet-wide after"] == "4.19 million"  # the fleet keeps its rate
+
+
+def test_more_worker_bits_move_the_ids_figures(fresh: AppTest) -> None:
+    widget(fresh, "ids.worker_bits").set_value(12).run()
+    assert not fresh.exception
+    assert metric(fresh, "Workers") == "4,096"
+    assert metric(fresh, "Ids per ms, fleet-wide") == "16.8 million"  # 4,096 × 4,096
+    fresh.button(key="ids.reset").click().run()
+    assert metric(fresh, "Workers") == "1,024"
 
 
 def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> None:
@@ -187,6 +208,14 @@ def test_bloom_chart_marks_the_assumption_on_the_curve() -> None:
     assert y[0] == pytest.approx(20e9 * (-math.log(0.01) / math.log(2) ** 2) / 8)
     xs, ys = _points(fig, "filter size")
     assert all(a > b for a, b in zip(ys, ys[1:], strict=False)), "size falls as p grows"
+
+
+def test_id_split_chart_keeps_the_product_constant() -> None:
+    fig = planner.id_split_chart(planner.capacity.ids())
+    xs, ys = _points(fig, "every split")
+    assert all(x * y == 2**22 for x, y in zip(xs, ys, strict=True))
+    assert _points(fig, "your layout") == ([1024], [4096])
+    assert _points(fig, "re-partitioned") == ([4096], [1024])
 
 
 def test_fanout_chart_matches_one_minus_the_chance_all_are_fast() -> None:

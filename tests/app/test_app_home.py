@@ -131,3 +131,28 @@ def test_data_dir_and_api_url_come_from_the_environment(
     assert api_url() == "http://127.0.0.1:9999"
     monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path))
     assert data_dir() == tmp_path.resolve()
+
+
+def test_each_card_is_a_link_with_its_live_status_and_a_picture(
+    threaded_api: str, api_at: Callable[[str], None]
+) -> None:
+    """Against an API with nothing built: the shortener is ready, the others say how to
+    build them — web search that it needs a crawl first; every card links its page(s)
+    and draws its read and write paths."""
+    at = _home(threaded_api, api_at)
+    links = {p.proto.page for p in at.get("page_link")}
+    for page in ("shortener", "typeahead", "places", "crawler", "search"):
+        assert any(page in link for link in links), (page, links)
+    assert len(at.get("graphviz_chart")) == 4
+    text = _text(at)
+    assert ":green-badge[ready] Shorten a link" in text
+    assert ":orange-badge[not built yet] Web search needs a crawl first" in text
+    assert text.count(":orange-badge[not built yet]") == 3  # typeahead, places, search
+    assert "the design notes" in text and "the seed" not in text
+
+
+def test_the_cards_say_when_the_api_is_down(
+    nothing_listening: str, api_at: Callable[[str], None]
+) -> None:
+    text = _text(_home(nothing_listening, api_at))
+    assert text.count(":red-badge[API down]") == 4

@@ -294,3 +294,64 @@ def test_next_page_continues_the_ranking(page: AppTest, oracle: Oracle) -> None:
     assert both[:20] == first
     assert len(both) == min(len(truth), 40)
     assert len(set(both)) == len(both) and set(both) <= set(truth)
+
+
+# ------------------------------------------------------------- by name, and what it says
+
+
+def _find_box(at: AppTest) -> dict[str, Any]:
+    """What the page handed the find-a-place box to draw."""
+    boxes = [e for e in at.get("bidi_component") if "lookup_searchbox" in e.proto.component_name]
+    assert len(boxes) == 1
+    return json.loads(boxes[0].proto.json)
+
+
+def test_a_city_found_by_name_is_where_you_stand(page: AppTest, oracle: Oracle) -> None:
+    """Typing "Pun" suggests Pune (from the data set's own cities); choosing it moves you
+    there, names it in "Jump to", and the search runs around it."""
+    page.session_state["_searchbox_places-find"] = {"box": {"text": "Pun", "submitted": "",
+                                                           "seq": 0}}
+    page.run()
+    assert not page.exception
+    labels = [i["s"] for i in _find_box(page)["items"]]
+    assert labels and labels[0].startswith("Pune · city in IN")
+    page.session_state["_searchbox_places-find"] = {"box": {"text": labels[0],
+                                                           "submitted": labels[0], "seq": 1}}
+    page.run()
+    assert not page.exception
+    lat, lng = widget(page, "places.lat").value, widget(page, "places.lng").value
+    assert (lat, lng) == pytest.approx((18.5196, 73.8553), abs=0.01)
+    assert widget(page, "places.preset").value == "Pune"
+    check_page_against_oracle(page, oracle, lat, lng, 2_000, widen=True)
+
+
+def test_after_a_map_click_jump_to_names_the_new_place(page: AppTest) -> None:
+    pune_ish = (18.53, 73.86)
+    page.session_state["places.map"] = {
+        "last_clicked": {"lat": pune_ish[0], "lng": pune_ish[1]},
+        "bounds": {"_southWest": {"lat": 18.4, "lng": 73.7},
+                   "_northEast": {"lat": 18.6, "lng": 74.0}},
+        "zoom": 12,
+    }
+    page.run()
+    assert not page.exception
+    label = widget(page, "places.preset").value
+    # named by the nearest city of the data set (a GeoNames suburb of Pune here)
+    assert re.fullmatch(r"Map click 18\.5300, 73\.8600, near [^(]+ \(\d+ m\)", label), label
+    assert "Koramangala" not in label
+    # and a preset still jumps back
+    widget(page, "places.preset").set_value("Shinjuku, Tokyo").run()
+    assert widget(page, "places.lat").value == pytest.approx(35.6938)
+
+
+def test_the_comparison_runs_the_query_the_page_shows(page: AppTest) -> None:
+    """No silent widening: the three indexes answer the page's own radius and total."""
+    widget(page, "places.compare").set_value(True).run()
+    assert not page.exception
+    total = int(metric(page, "Results survived").value.replace(",", ""))
+    used = metric(page, "Radius used").value
+    table = table_with(page, "Same results as brute force")
+    assert set(table["Results"]) == {total}
+    assert any(f"{total:,} places within {used} of where you stand" in c.value
+               for c in page.caption)
+    assert page.get("plotly_chart")  # the three timings drawn, not only tabulated

@@ -94,10 +94,18 @@ def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def search_api(
-    index_dir: Path, tmp_path: Path, serve_asgi: Callable[[ASGIApp], str]
+    index_dir: Path,
+    tmp_path: Path,
+    serve_asgi: Callable[[ASGIApp], str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> str:
-    """The real API with only the search engine mounted, over a copy of the index."""
+    """The real API with only the search engine mounted, over a copy of the index.
+
+    The dashboard shares its data directory, where it finds the admin token the fault
+    switches need (as under ``make run``).
+    """
     shutil.copytree(index_dir, tmp_path / "data" / "search")
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
     return serve_asgi(create_app(tmp_path / "data", subsystems=SEARCH))
 
 

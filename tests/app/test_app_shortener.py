@@ -2,7 +2,9 @@
 
 Shorten a link, see it in "my links", click it over HTTP and watch the counts, disable
 it and see the next click get the warning page, run the traffic simulator; and with
-no API, a clear message instead of an exception.
+no API, a clear message instead of an exception. Against a real fleet (``lookup up
+--backend postgres,redis``): the backends in use, the layers per worker, the simulator
+over both workers, and the cache-tier drill.
 """
 
 from __future__ import annotations
@@ -144,3 +146,97 @@ def test_the_scan_verdict_comes_with_its_reasons(page: AppTest, threaded_api: st
         ok(at.button(key="stats-refresh").click().run())
     table = _frame(at, "Short URL")
     assert dict(zip(table["Scan"], table["Why"], strict=True))["SAFE"] == "no rule fired"
+
+
+# --------------------------------------------------------------------------- a real fleet
+
+
+@pytest.fixture
+def fleet(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    """``lookup up --backend postgres,redis --workers 2`` over its own data directory, which
+    the dashboard is pointed at; yields the fleet's state."""
+    from tests.conftest import _need_postgres, _need_redis
+    from tests.test_fleet import reachable_dir, running_fleet
+
+    _need_postgres()
+    _need_redis()
+    with reachable_dir() as data_dir:
+        with running_fleet(data_dir, "--backend", "postgres,redis", "--workers", "2") as state:
+            monkeypatch.setenv("LOOKUP_DATA_DIR", str(data_dir))
+            yield state
+
+
+def test_against_a_fleet_the_page_shows_backends_layers_and_drills_the_cache_tier(
+    fleet: dict, visit: Callable[[str, str], AppTest]
+) -> None:
+    workers = [w["url"] for w in fleet["workers"]]
+    at = visit(PAGE, workers[0])
+    assert "2 API processes" in page_text(at)
+    backends = _frame(at, "Seam")
+    engine = dict(zip(backends["Seam"], backends["Backend"], strict=True))
+    assert engine["Links, aliases, audit, click budgets"] == "PostgreSQL"
+    assert engine["Id blocks"] == "PostgreSQL"
+    assert engine["Shared cache tier"] == "Redis" and engine["Rate limits"] == "Redis"
+    redis_at = fleet["servers"]["redis"]["url"].split("://", 1)[1]
+    assert redis_at in list(backends["Where"])
+
+    # The simulator goes round-robin over both workers: each one counted lookups.
+    at.slider(key="sim-requests").set_value(300)
+    at.slider(key="sim-links").set_value(5)
+    ok(at.button(key="sim-run").click().run())
+    layers = _frame(at, "Worker").set_index("Worker")
+    assert list(layers.index) == [*workers, "All workers"]
+    assert all(layers.loc[url, "Lookups"] >= 100 for url in workers)
+    assert layers.loc["All workers", "Lookups"] >= 300
+
+    # Stop the cache tier: redirects keep answering from the L1 and the store.
+    ok(at.button(key="tier-stop").click().run())
+    assert "The cache tier is stopped." in page_text(at) and ":red-badge[stopped]" in page_text(at)
+    key = list(_frame(at, "Short URL")["Short URL"])[0].rsplit("/", 1)[1]
+    for url in workers:
+        assert httpx.get(f"{url}/{key}", timeout=10).status_code == 302
+    ok(at.button(key="tier-start").click().run())
+    assert "running again" in page_text(at) and ":green-badge[running]" in page_text(at)
+
+    # The drill: Redis stopped under steady redirects, no 5xx, the charts drawn.
+    ok(at.button(key="tier-drill").click().run(timeout=180))
+    assert metric_value(at, "5xx or no answer") == "0"
+    charts = {c.proto.id for c in at.get("plotly_chart")}
+    assert any("chart-drill-latency" in c for c in charts), charts
+
+
+def test_the_form_empties_after_a_link_is_made_and_keeps_a_refused_address(
+    page: AppTest,
+) -> None:
+    at = page
+    at.text_input(key="create-url").input("https://example.com/emptied")
+    at.text_input(key="create-alias").input("emptied-form")
+    ok(at.button(key="create-submit").click().run())
+    assert "/emptied-form](" in page_text(at)
+    assert at.text_input(key="create-url").value == ""
+    assert at.text_input(key="create-alias").value == ""
+
+    at.text_input(key="create-url").input("example.com/no-scheme")
+    ok(at.button(key="create-submit").click().run())
+    errors = " ".join(e.value for e in at.error)
+    assert "is not a web address" in errors and "https://example.com/page" in errors
+    assert "longUrl" not in errors  # the API's field name is not the person's word
+    assert at.text_input(key="create-url").value == "example.com/no-scheme"  # to fix it
+
+
+def test_a_local_address_says_why_it_is_suspicious(page: AppTest) -> None:
+    """A link to the sandbox web (a bare loopback IP on an odd port) scores SUSPICIOUS;
+    the page says why, and that the link still works."""
+    import time
+
+    at = page
+    at.text_input(key="create-url").input("http://127.0.0.1:8600/")
+    ok(at.button(key="create-submit").click().run())
+    deadline = time.monotonic() + 30  # the scanner works off the request path
+    while list(_frame(at, "Short URL")["Scan"]) != ["SUSPICIOUS"]:
+        assert time.monotonic() < deadline, list(_frame(at, "Short URL")["Scan"])
+        time.sleep(0.2)
+        ok(at.button(key="stats-refresh").click().run())
+    infos = " ".join(i.value for i in at.info)
+    assert "Why a local address scores SUSPICIOUS" in infos and "still redirects" in infos
+    assert list(_frame(at, "Short URL")["Status"]) == ["ACTIVE"]

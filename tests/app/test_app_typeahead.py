@@ -10,7 +10,7 @@ counted here.
 from __future__ import annotations
 
 import csv
-import html
+import json
 import os
 import re
 import shutil
@@ -27,7 +27,7 @@ from streamlit.testing.v1 import AppTest
 from lookup.typeahead import querylog, run
 
 TYPEAHEAD = "views/typeahead.py"
-BOX_STATE = "_st_keyup_typeahead-q"  # where streamlit-keyup keeps the box's value
+BOX_STATE = "_searchbox_typeahead-q"  # where the search box (app/searchbox.py) keeps its state
 EVENTS = 30_000
 #: Queries only the second build knows (searched by enough users to pass the filter).
 NEW_QUERIES = {"en-IN": "quokka selfie spot", "hi-IN": "क्वोक्का सेल्फी"}
@@ -101,24 +101,41 @@ def assert_clean(at: AppTest) -> None:
 
 def type_into(at: AppTest, value: str) -> AppTest:
     """What the box reports once typing pauses (one debounced value)."""
-    at.session_state[BOX_STATE] = {"value": value}
+    box = box_reported(at)
+    at.session_state[BOX_STATE] = {"box": {**box, "text": value}}
     at.run()
     assert_clean(at)
     return at
 
 
+def box_reported(at: AppTest) -> dict:
+    """The box's state as the browser last reported it (text, last submission, counter)."""
+    state = at.session_state[BOX_STATE] if BOX_STATE in at.session_state else {}
+    return dict(state.get("box") or {"text": "", "submitted": "", "seq": 0})
+
+
+def pick(at: AppTest, suggestion: str) -> AppTest:
+    """What the box reports when a suggestion is clicked (or chosen with ↓ and Enter)."""
+    box = box_reported(at)
+    at.session_state[BOX_STATE] = {
+        "box": {"text": suggestion, "submitted": suggestion, "seq": box["seq"] + 1}
+    }
+    at.run()
+    assert_clean(at)
+    return at
+
+
+def box_data(at: AppTest) -> dict:
+    """What the page handed the search box to draw (its dropdown among it)."""
+    boxes = [e for e in at.get("bidi_component") if "lookup_searchbox" in e.proto.component_name]
+    assert len(boxes) == 1, [e.proto.component_name for e in at.get("bidi_component")]
+    return json.loads(boxes[0].proto.json)
+
+
 def shown(at: AppTest) -> list[str]:
-    """The suggestions in the dropdown, as a person reads them."""
-    lists = [m.value for m in at.markdown if 'class="ta-list"' in m.value]
-    assert len(lists) == 1, [m.value[:80] for m in at.markdown]
-    items = re.findall(r'<div class="ta-item" title="[^"]*">(.*?)</div>', lists[0])
-    # the visible text: tags, the search icon and the "trending" badge removed
-    return [
-        html.unescape(
-            re.sub(r"<[^>]+>", "", re.sub(r'<span class="ta-(icon|hot)">.*?</span>', "", i))
-        )
-        for i in items
-    ]
+    """The suggestions in the dropdown, as a person reads them (typed part + the rest)."""
+    items = box_data(at)["items"]
+    return [i["typed"] + i["s"][len(i["typed"]) :] for i in items]
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -211,7 +228,7 @@ def test_every_answer_equals_the_servers_and_the_counters_add_up(at: AppTest, ap
                 completed_at = value
         else:
             assert requests == before  # an empty box asks nothing
-            assert "Type to see suggestions" in " ".join(m.value for m in at.markdown)
+            assert "Type to see suggestions" in box_data(at)["empty"]
     assert int(metric(at, "Keystrokes typed")) == typed
     requests = int(metric(at, "Requests sent"))
     local = int(metric(at, "Answered locally"))
@@ -347,3 +364,28 @@ def test_swap_and_rollback_change_what_the_box_answers(
     assert serving() == new
     assert f"rolled back to `{new}`" in text_of(at)
     assert NEW_QUERIES["en-IN"] in shown(at)
+
+
+# ------------------------------------------------------------------ choosing a suggestion
+
+
+def test_choosing_a_suggestion_submits_the_search(at: AppTest, api: str, tmp_path: Path) -> None:
+    """A suggestion clicked (or chosen with the arrow keys and Enter) fills the box and is
+    recorded by ``POST /v1/searches`` — in the log the next build reads — once per choice."""
+    from lookup.typeahead.pipeline import typeahead_dir
+
+    searches = typeahead_dir(tmp_path / "data") / "searches.csv"
+    type_into(at, "ip")
+    first = shown(at)[0]
+    assert not searches.exists()  # typing alone searches nothing
+    pick(at, first)
+    assert box_data(at)["text"] == first
+    assert metric(at, "Keystrokes typed") == "2"  # a choice is not typing
+    assert shown(at) == suggest(api, first)["suggestions"]
+    assert any(f"Searched for **{first}**" in s.value for s in at.success)
+    with searches.open(encoding="utf-8") as f:
+        assert [(r["market"], r["query"]) for r in csv.DictReader(f)] == [("en-IN", first)]
+    type_into(at, first + " ")  # typing on after a search submits nothing more
+    pick(at, first)  # the same choice again is a second search
+    with searches.open(encoding="utf-8") as f:
+        assert [r["query"] for r in csv.DictReader(f)] == [first, first]

@@ -21,13 +21,18 @@ def test_the_benchmark_runs_end_to_end_at_toy_size(
 ) -> None:
     out = tmp_path / "ratelimit.json"
     code = bench_ratelimit.main(
-        ["--decisions", "300", "--redis-decisions", "30", "--runs", "1", "--json", str(out)]
+        ["--decisions", "300", "--redis-decisions", "30", "--runs", "1", "--json", str(out),
+         "--memory", "50"]  # fmt: skip
     )
     assert code == 0
     figures = json.loads(out.read_text())
-    assert set(figures["in_process"]) == {bench_ratelimit.DICT_ANCHOR, *ALGORITHM_NAMES}
+    measured = {*ALGORITHM_NAMES, bench_ratelimit.HYBRID}
+    assert set(figures["in_process"]) == {bench_ratelimit.DICT_ANCHOR, *measured}
     assert all(r > 0 for r in figures["in_process"].values())
     if redis_available():
-        assert set(figures["redis"]) == {bench_ratelimit.INCR_ANCHOR, *ALGORITHM_NAMES}
+        assert set(figures["redis"]) == {bench_ratelimit.INCR_ANCHOR, *measured}
         assert all(r > 0 for r in figures["redis"].values())
-    assert "× slower than anchor" in capsys.readouterr().out
+        assert [r["algorithm"] for r in figures["memory"]["redis"]] == list(ALGORITHM_NAMES)
+    assert [r["algorithm"] for r in figures["memory"]["in_process"]] == list(ALGORITHM_NAMES)
+    assert all(r["bytes per identity"] > 0 for r in figures["memory"]["in_process"])
+    assert "time × the anchor's" in capsys.readouterr().out

@@ -46,3 +46,22 @@ def test_make_ids_then_kill_a_generator_and_watch_its_lease_expire(
     expect(page.locator(EXCEPTION)).to_have_count(0)
     page.get_by_role("button", name="Stop the generators and etcd").click()
     expect(page.get_by_role("button", name="Start etcd and 3 generators")).to_be_visible()
+
+
+def test_fire_a_boundary_attack_and_compare_every_algorithm(
+    page, dashboard: Service  # type: ignore[no-untyped-def]
+) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{dashboard.url}/blocks")
+    page.get_by_role("tab", name="Rate limiters").click()
+    page.get_by_role("button", name="Fire").click()
+    expect(page.get_by_text("Response headers")).to_be_visible(timeout=30_000)
+    expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible()
+    expect(page.get_by_text("Worst window ÷ limit")).to_be_visible()
+    page.get_by_role("button", name="Compare all algorithms on this stream").click()
+    expect(page.get_by_text("Side by side: every algorithm on the same stream")).to_be_visible(
+        timeout=30_000
+    )
+    expect(page.locator('[data-testid="stPlotlyChart"]')).to_have_count(2)
+    expect(page.locator(EXCEPTION)).to_have_count(0)

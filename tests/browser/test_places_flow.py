@@ -139,3 +139,40 @@ def test_places_near_me_on_an_offline_map(
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     assert not outside, f"the map fetched from outside the machine: {outside[:5]}"
+
+
+def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
+    page, dashboard: Service, places_built: Service, tmp_path: Path
+) -> None:
+    """Typing "Pun" suggests Pune from the data set's cities; a click stands you there,
+    "Jump to" names it, and the comparison (switched on) charts the three timings of the
+    very query the page shows."""
+    from playwright.sync_api import expect
+
+    page.set_viewport_size({"width": 1400, "height": 1400})
+    page.goto(f"{dashboard.url}/places")
+    expect(page.get_by_role("heading", name="Ranked results")).to_be_visible(timeout=60_000)
+    _settled(page)
+    box = page.locator("input.ta-box")
+    box.click()
+    page.keyboard.type("Pun", delay=30)
+    first = page.locator(".ta-list .ta-item").first
+    expect(first).to_have_attribute("title", "Pune · city in IN · 3,124,458 people")
+    first.click()
+    expect(box).to_have_value("Pune · city in IN · 3,124,458 people")
+    lat = page.get_by_role("spinbutton", name="Latitude")
+    expect(lat).to_have_value("18.51957")
+    expect(page.get_by_role("combobox", name="Jump to")).to_have_value("Pune")
+    _settled(page)
+    answer = httpx.get(f"{places_built.url}/v1/search", params={
+        "lat": "18.519570", "lng": "73.855350", "radius": "2000",
+    }, timeout=30).json()
+    expect(_metric_value(page, "Results survived")).to_have_text(f"{answer['total']:,}")
+
+    page.get_by_text("Compare geohash, quadtree and brute force").click()
+    expect(page.get_by_text("All three return the same")).to_be_visible(timeout=60_000)
+    expect(page.get_by_text(f"{answer['total']:,} places within")).to_have_count(2)
+    expect(page.locator(".st-key-places-compare-chart .js-plotly-plot")).to_be_visible()
+    _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    page.screenshot(path=str(tmp_path / "places-pune.png"), full_page=True)

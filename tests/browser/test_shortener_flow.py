@@ -116,3 +116,49 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     shot = tmp_path / "shortener.png"
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_my_links_survive_a_reload(  # type: ignore[no-untyped-def]
+    person, browser, dashboard: Service, api: Service, tmp_path: Path
+) -> None:
+    """The owner token lives in a cookie of this browser: after a reload (a new Streamlit
+    session) "My links" still lists the link — from ``GET /v1/links`` — while another
+    browser (no cookie) sees none of it. The long-URL box is empty after "Shorten"."""
+    from playwright.sync_api import expect
+
+    page = person
+    page.goto(f"{dashboard.url}/shortener")
+    expect(page.get_by_role("heading", name="URL shortener")).to_be_visible()
+    _settled(page)
+    box = page.get_by_role("textbox", name="Long URL")
+    box.fill(f"{dashboard.url}/typeahead?kept=1")
+    page.get_by_role("textbox", name="Custom alias (optional)").fill("kept-after-reload")
+    page.get_by_role("button", name="Shorten").click()
+    short_url = f"{api.url}/kept-after-reload"
+    expect(page.locator(".st-key-created-card").get_by_role("link", name=short_url)).to_be_visible()
+    expect(box).to_have_value("")
+    table = page.locator('[data-testid="stDataFrame"]').filter(has_text="Destination")
+    expect(table).to_be_visible()
+    _settled(page)
+    cookies = {c["name"]: c for c in page.context.cookies()}
+    assert "lookup_owner_token" in cookies
+
+    page.reload()
+    expect(page.get_by_role("heading", name="URL shortener")).to_be_visible()
+    _settled(page)
+    expect(page.get_by_text("No links yet")).to_have_count(0)
+    # Its stats and safety panel are drawn (they link its preview page), and the link
+    # picker has it chosen.
+    expect(page.locator(f'a[href="{short_url}+"]').first).to_be_attached()
+    picker = page.get_by_role("combobox", name="Link")
+    expect(picker).to_have_value(re.compile(r"^kept-after-reload → "))
+    shot = tmp_path / "shortener-reloaded.png"
+    page.screenshot(path=str(shot), full_page=True)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+
+    other = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    try:
+        other.goto(f"{dashboard.url}/shortener")
+        expect(other.get_by_text("No links yet")).to_be_visible()
+    finally:
+        other.context.close()

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.browser
 EXCEPTION = '[data-testid="stException"]'
 EVENTS = 30_000
 NEW_QUERIES = {"en-IN": "quokka selfie spot", "hi-IN": "क्वोक्का सेल्फी"}
-BOX = "input.stkeyup__input"
+BOX = "input.ta-box"
 
 
 def _data_dir(api: Service) -> Path:
@@ -274,4 +274,79 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     page.context.close()
+    assert outside == []
+
+
+def _searches(api: Service) -> list[tuple[str, str]]:
+    """``(market, query)`` of every search the API recorded (the log the next build reads)."""
+    from lookup.typeahead.pipeline import typeahead_dir
+
+    path = typeahead_dir(_data_dir(api)) / "searches.csv"
+    if not path.exists():
+        return []
+    with path.open(encoding="utf-8") as f:
+        return [(r["market"], r["query"]) for r in csv.DictReader(f)]
+
+
+def _until(check, timeout: float = 20.0):  # type: ignore[no-untyped-def]
+    """``check()``'s first truthy answer, polled until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not (answer := check()):
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.1)
+    return answer
+
+
+def test_a_suggestion_is_chosen_by_mouse_and_by_keyboard(
+    page,
+    dashboard: Service,
+    api: Service,
+    versions: dict[str, list[str]],  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """A click on a suggestion, and ↓ ↓ Enter, each fill the box and submit the search:
+    ``POST /v1/searches`` records it (in the log the next build reads)."""
+    from playwright.sync_api import expect
+
+    outside = _loopback_only(page)
+    _open(page, dashboard)
+    before = len(_searches(api))
+    box = page.locator(BOX)
+    box.click()
+    page.keyboard.type("ip", delay=20)
+    options = _suggest(api, "ip")
+    _expect_dropdown(page, options)
+    _settled(page)
+
+    # The mouse: a click on the third suggestion.
+    page.locator(".ta-list .ta-item").nth(2).click()
+    expect(box).to_have_value(options[2])
+    expect(page.get_by_text(f"Searched for {options[2]}")).to_be_visible()
+    clicked = options[2]
+    assert _until(lambda: _searches(api)[before:]) == [("en-IN", clicked)]
+    _expect_dropdown(page, _suggest(api, options[2]))  # the box now suggests for the pick
+    expect(box).to_be_focused()
+    _settled(page)
+    shot = tmp_path / "typeahead-picked.png"
+    page.screenshot(path=str(shot), full_page=True)
+
+    # The keyboard: clear, type, arrow down twice, Enter — the second suggestion.
+    box.fill("")
+    page.keyboard.type("wea", delay=20)
+    options = _suggest(api, "wea")
+    _expect_dropdown(page, options)
+    _settled(page)
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page.locator(".ta-list .ta-item.ta-active")).to_have_attribute("title", options[1])
+    page.keyboard.press("Enter")
+    expect(box).to_have_value(options[1])
+    expect(page.get_by_text(f"Searched for {options[1]}")).to_be_visible()
+    assert _until(lambda: len(_searches(api)) >= before + 2 and _searches(api)[before:]) == [
+        ("en-IN", clicked),
+        ("en-IN", options[1]),
+    ]
+    _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
     assert outside == []

@@ -175,3 +175,15 @@ def test_the_factory_refuses_other_schemes(tmp_path: Path) -> None:
         open_place_store("redis://127.0.0.1/0")
     with pytest.raises(FileNotFoundError):
         open_place_store(sqlite_url(tmp_path / "missing.sqlite"))
+
+
+def test_rows_of_kinds_reads_only_those_kinds(store: PlaceStore) -> None:
+    """What the name lookup reads: only the kinds asked for (businesses here), by num."""
+    rows = store.rows_of_kinds(("business",), ("id", "name", "kind"))
+    assert rows == [{"id": r["id"], "name": r["name"], "kind": "business"}
+                    for r in store.iter_rows()]
+    assert store.rows_of_kinds(("city", "airport"), ("id",)) == []
+    with pytest.raises(ValueError):
+        store.rows_of_kinds(("business",), ("id", "password"))
+    with pytest.raises(ValueError):
+        store.rows_of_kinds((), ("id",))

@@ -35,14 +35,20 @@ def test_warc_response_and_revisit_round_trip(tmp_path: Path) -> None:
     assert WarcStore(tmp_path).name != warc.name
 
 
+def _event(url: str) -> dict[str, object]:
+    """A removal event by the schema (``lookup/kit/crawlevents.py``)."""
+    return {"type": "PageRemoved", "url": url, "urlHash": "ab12", "httpStatus": 410,
+            "fetchedAt": "2026-10-09T08:15:22Z", "reason": "gone"}  # fmt: skip
+
+
 def test_event_log_drops_a_torn_last_line(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     log = EventLogWriter(path)
-    log.append({"type": "PageFetched", "url": "http://a.test/"})
+    log.append(_event("http://a.test/"))
     log.close()
     with open(path, "ab") as f:
         f.write(b'{"type": "PageFet')  # killed mid-write
     log = EventLogWriter(path)
-    log.append({"type": "PageFetched", "url": "http://b.test/"})
+    log.append(_event("http://b.test/"))
     log.close()
     assert [e["url"] for e in read_events(path)] == ["http://a.test/", "http://b.test/"]

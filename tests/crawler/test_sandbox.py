@@ -42,9 +42,10 @@ def test_hosts_live_on_their_own_loopback_addresses(web: Sandbox) -> None:
     hosts = web.hosts()
     assert hosts["docs.sandbox.test"] == hosts["www.docs.sandbox.test"] == "127.0.0.2"
     assert hosts["blog.sandbox.test"] == hosts["wiki.sandbox.test"]  # shared hosting
+    assert hosts["moved.sandbox.test"] == hosts["www.moved.sandbox.test"]  # moved to www
     addresses = list(hosts.values())
     shared = {a for a in addresses if addresses.count(a) > 1}
-    assert shared == {"127.0.0.2", hosts["blog.sandbox.test"]}  # every other host has its own
+    assert shared == {"127.0.0.2", hosts["blog.sandbox.test"], hosts["moved.sandbox.test"]}
     r = httpx.get(f"http://127.0.0.3:{web.port}/", headers={"Host": "docs.sandbox.test"})
     assert r.status_code == 421  # a name on the wrong address is misdirected
 

@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from lookup.geo import geohash as gh
 from lookup.geo.index import GeohashIndex, ScanIndex, merge_cells
 from lookup.geo.quadtree import QuadtreeIndex
-from lookup.geo.ranking import PRIOR_WEIGHT
 from lookup.geo.search import WIDEN_STEPS_M, Filters, ProximitySearch
 from tests.geo.conftest import NOW, Oracle
 
@@ -152,11 +151,53 @@ def test_balltree_haversine_agrees(built: tuple[GeohashIndex, Oracle]) -> None:
         assert mine ^ theirs <= set(oracle.num[edge].tolist())
 
 
+#: The seed's formula, written out here (never imported): 0.5 distance + 0.35 rating +
+#: 0.15 relevance; the Bayesian rating trusts a place after C = 25 reviews.
+SEED_WEIGHTS = (0.5, 0.35, 0.15)
+SEED_PRIOR_REVIEWS = 25.0
+
+
+def _north_of(lat: float, metres: float) -> float:
+    """The latitude ``metres`` due north (a meridian arc: distance = R × Δφ exactly)."""
+    return lat + math.degrees(metres / 6_371_000.0)
+
+
+def test_ranking_matches_scores_worked_by_hand() -> None:
+    """Three places scored with pencil and paper from the seed's formula.
+
+    The prior m is 4.0 (2,000 stars over 500 reviews in the table); radius 1,000 m, no
+    query (relevance 1):
+
+    * A, 250 m, no reviews:     0.5×0.75 + 0.35×(25×4)/25/5          + 0.15 = 0.805
+    * B, 500 m, 480★ over 100:  0.5×0.50 + 0.35×(100+480)/125/5      + 0.15 = 0.7248
+    * C, 900 m, one 5★ review:  0.5×0.10 + 0.35×(100+5)/26/5         + 0.15 = 0.48269…
+    """
+    base = {"category": "restaurant", "tags": "[]", "timezone": "UTC", "hours": None,
+            "price": None}
+    rows = [
+        {**base, "num": 1, "name": "A", "lat": _north_of(10.0, 250), "lng": 20.0,
+         "review_count": 0, "review_stars": 0},
+        {**base, "num": 2, "name": "B", "lat": _north_of(10.0, 500), "lng": 20.0,
+         "review_count": 100, "review_stars": 480},
+        {**base, "num": 3, "name": "C", "lat": _north_of(10.0, 900), "lng": 20.0,
+         "review_count": 1, "review_stars": 5},
+        {**base, "num": 4, "name": "Far", "lat": -40.0, "lng": -60.0,
+         "review_count": 399, "review_stars": 1515},
+    ]
+    result = ProximitySearch(GeohashIndex.from_rows(rows)).search(10.0, 20.0, 1000,
+                                                                  widen=False, now=NOW)
+    assert [(r["num"], r["distanceM"]) for r in result.results] == [(1, 250), (2, 500),
+                                                                     (3, 900)]
+    assert [r["score"] for r in result.results] == [0.805, 0.7248, 0.4827]
+
+
 def test_ranking_follows_the_formula(built: tuple[GeohashIndex, Oracle]) -> None:
     index, oracle = built
     search = ProximitySearch(index)
+    w_distance, w_rating, w_relevance = SEED_WEIGHTS
+    c = SEED_PRIOR_REVIEWS
     prior = oracle.stars.sum() / oracle.count.sum()
-    rating = (PRIOR_WEIGHT * prior + oracle.stars) / (PRIOR_WEIGHT + oracle.count) / 5
+    rating = (c * prior + oracle.stars) / (c + oracle.count) / 5
     rng = np.random.default_rng(2)
     checked = 0
     for _ in range(80):
@@ -167,7 +208,7 @@ def test_ranking_follows_the_formula(built: tuple[GeohashIndex, Oracle]) -> None
         nums = [r["num"] for r in result.results]
         pos = np.searchsorted(oracle.num, nums)
         d = oracle.distances(lat, lng)[pos]
-        expected = 0.5 * (1 - d / radius) + 0.35 * rating[pos] + 0.15 * 1.0
+        expected = w_distance * (1 - d / radius) + w_rating * rating[pos] + w_relevance * 1.0
         got = np.array([r["score"] for r in result.results])
         np.testing.assert_allclose(got, np.round(expected, 4), atol=1e-4)
         assert np.all(np.diff(expected) <= 1e-9), "page not sorted by score"

@@ -163,6 +163,14 @@ def url_hash(url: str) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
+def text_hash(page: Page) -> str:
+    """``sha256:`` of the page's whitespace-normalised main text, as the crawler hashes it."""
+    from lookup.crawler.parse import parse_html
+
+    text = " ".join(parse_html(page.html(), "LookupBot").text.split())
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class CrawlWriter:
     """Writes a crawl directory: ``events.jsonl`` and WARC files, as the crawler does."""
 
@@ -214,30 +222,28 @@ class CrawlWriter:
                                 "%Y-%m-%dT%H:%M:%SZ"
                             ),
                             "httpStatus": 200,
-                            "contentHash": "sha256:" + hashlib.sha256(body).hexdigest(),
+                            # as the crawler does: the hash of the main text, a link count
+                            "contentHash": text_hash(page),
                             "simhash": "0x0",
                             "storageKey": key,
-                            "outLinks": page.links,
+                            "outLinks": len(page.links),
                             "changed": True,
+                            "title": page.title,
                         }
                     )
                 )
         return out
 
     def gone(self, url: str, at: float, status: int = 404) -> dict:
-        """Append a fetch that found the page gone."""
+        """Append a fetch that found the page gone (the crawler's removal event)."""
         return self._event(
             {
-                "type": "PageFetched",
+                "type": "PageRemoved",
                 "url": url,
                 "urlHash": url_hash(url),
                 "fetchedAt": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "httpStatus": status,
-                "contentHash": "",
-                "simhash": "",
-                "storageKey": "",
-                "outLinks": [],
-                "changed": True,
+                "reason": "gone",
             }
         )
 

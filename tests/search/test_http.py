@@ -9,15 +9,21 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
+from lookup.kit.admin import admin_token_path
+from lookup.search import analyze_query
 from lookup.server import create_app
 
 SEARCH = ["lookup.search.http:mount"]
+ADMIN_TOKEN = "search-admin-token-for-tests"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @pytest.fixture
 def client(tmp_path: Path, index_4: Path) -> Iterator[TestClient]:
     data = tmp_path / "data"
     shutil.copytree(index_4, data / "search")
+    admin_token_path(data).parent.mkdir(parents=True)
+    admin_token_path(data).write_text(ADMIN_TOKEN + "\n")
     with TestClient(create_app(data, subsystems=SEARCH), raise_server_exceptions=False) as c:
         yield c
 
@@ -96,10 +102,21 @@ def test_bad_queries_get_4xx_json(client: TestClient, params: dict, status: int,
     ],
 )
 def test_odd_queries_get_sensible_answers(client: TestClient, q: str) -> None:
+    """An odd query means exactly its index terms: nothing when it has none, else the same
+    answer as those words typed plainly; it is echoed as sent and never breaks a snippet."""
     r = client.get("/search", params={"q": q})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["results"] == [] or all("<script>" not in i["snippet"] for i in body["results"])
+    assert body["query"] == q
+    terms = analyze_query(q)
+    if not terms:
+        assert body["results"] == [] and body["estimatedTotal"] == 0
+        return
+    plain = client.get("/search", params={"q": " ".join(terms)}).json()
+    assert [i["url"] for i in body["results"]] == [i["url"] for i in plain["results"]]
+    assert body["estimatedTotal"] == plain["estimatedTotal"]
+    for item in body["results"]:
+        assert "<script" not in item["snippet"] and "<script" not in item["title"]
 
 
 def test_raw_invalid_utf8_in_the_query_string(client: TestClient) -> None:
@@ -118,39 +135,54 @@ def test_not_built_names_the_command(tmp_path: Path) -> None:
 
 
 def test_fault_switch_endpoints_drive_partial_results(client: TestClient) -> None:
-    r = client.put("/search/shards/2/fault", json={"mode": "dead"})
+    r = client.put("/search/shards/2/fault", json={"mode": "dead"}, headers=ADMIN)
     assert r.status_code == 200 and r.json()["replicas"][0]["fault"]["mode"] == "dead"
     body = client.get("/search", params={"q": "return value", "deadlineMs": 50}).json()
     assert body["shardsAnswered"] == 3 and body["shardsQueried"] == 4
     status = client.get("/search/shards").json()
     assert status["shards"][2]["deadlineMisses"] == 1 and status["recent"]
-    assert client.delete("/search/shards/faults").status_code == 200
+    assert client.delete("/search/shards/faults", headers=ADMIN).status_code == 200
     assert client.get("/search", params={"q": "return value"}).json()["shardsAnswered"] == 4
-    r = client.put("/search/shards/0/fault", json={"mode": "slow", "replica": 0, "delayMs": 5})
-    assert r.json()["replicas"][0]["fault"] == {"mode": "slow", "delayMs": 5.0, "probability": 1.0}
-    assert client.put("/search/shards/9/fault", json={"mode": "dead"}).status_code == 404
-    assert (
-        client.put("/search/shards/0/fault", json={"mode": "dead", "replica": 5}).status_code == 404
+    r = client.put(
+        "/search/shards/0/fault", json={"mode": "slow", "replica": 0, "delayMs": 5}, headers=ADMIN
     )
-    bad = client.put("/search/shards/0/fault", json={"mode": "melt"})
+    assert r.json()["replicas"][0]["fault"] == {"mode": "slow", "delayMs": 5.0, "probability": 1.0}
+    assert (
+        client.put("/search/shards/9/fault", json={"mode": "dead"}, headers=ADMIN).status_code
+        == 404
+    )
+    assert (
+        client.put(
+            "/search/shards/0/fault", json={"mode": "dead", "replica": 5}, headers=ADMIN
+        ).status_code
+        == 404
+    )
+    bad = client.put("/search/shards/0/fault", json={"mode": "melt"}, headers=ADMIN)
     assert bad.status_code == 422 and bad.json()["error"] == "INVALID_REQUEST"
     broken = client.put(
-        "/search/shards/0/fault", content=b"{", headers={"content-type": "application/json"}
+        "/search/shards/0/fault",
+        content=b"{",
+        headers={"content-type": "application/json", **ADMIN},
     )
     assert broken.status_code == 400 and broken.json()["error"] == "MALFORMED_JSON"
-    r = client.put("/search/coordinator", json={"deadlineMs": 120, "hedging": False})
+    r = client.put("/search/coordinator", json={"deadlineMs": 120, "hedging": False}, headers=ADMIN)
     assert r.json()["deadlineMs"] == 120 and r.json()["hedging"] is False
-    assert client.post("/search/shards/reset").json()["shards"][0]["queries"] == 0
+    assert client.post("/search/shards/reset", headers=ADMIN).json()["shards"][0]["queries"] == 0
 
 
 def test_delete_endpoint_removes_a_page_at_once(client: TestClient) -> None:
     first = client.get("/search", params={"q": "return value"}).json()["results"][0]
-    r = client.delete("/search/docs", params={"url": first["url"]})
+    r = client.delete("/search/docs", params={"url": first["url"]}, headers=ADMIN)
     assert r.status_code == 200 and r.json()["deleted"] is True
     after = client.get("/search", params={"q": "return value"}).json()["results"]
     assert first["url"] not in [i["url"] for i in after]
-    assert client.delete("/search/docs", params={"url": "http://nope.test/"}).status_code == 404
-    assert client.delete("/search/docs").json()["error"] == "MISSING_URL"
+    assert (
+        client.delete(
+            "/search/docs", params={"url": "http://nope.test/"}, headers=ADMIN
+        ).status_code
+        == 404
+    )
+    assert client.delete("/search/docs", headers=ADMIN).json()["error"] == "MISSING_URL"
     assert client.get("/search/status").json()["realtime"]["pendingDeletions"] == 1
 
 
@@ -176,3 +208,30 @@ def test_quoted_phrases_over_http(client: TestClient, q: str) -> None:
         assert all("<em>" in i["snippet"] for i in body["results"])
     else:
         assert body["estimatedTotal"] >= 0
+
+
+MUTATING = [
+    ("PUT", "/search/shards/0/fault", {"json": {"mode": "dead"}}),
+    ("DELETE", "/search/shards/faults", {}),
+    ("POST", "/search/shards/reset", {}),
+    ("PUT", "/search/coordinator", {"json": {"deadlineMs": 1}}),
+    ("DELETE", "/search/docs", {"params": {"url": "http://docs.sandbox.test/"}}),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kw"), MUTATING)
+def test_every_mutating_endpoint_needs_the_admin_token(
+    client: TestClient, method: str, path: str, kw: dict[str, object]
+) -> None:
+    before = client.get("/search/shards").json()
+    none = client.request(method, path, **kw)  # type: ignore[arg-type]
+    assert none.status_code == 401 and none.json()["error"] == "UNAUTHORIZED"
+    wrong = client.request(method, path, headers={"Authorization": "Bearer guess"}, **kw)  # type: ignore[arg-type]
+    assert wrong.status_code == 403 and wrong.json()["error"] == "FORBIDDEN"
+    after = client.get("/search/shards").json()
+    assert after["deadlineMs"] == before["deadlineMs"]
+    assert [r["fault"] for r in after["shards"][0]["replicas"]] == [
+        r["fault"] for r in before["shards"][0]["replicas"]
+    ]
+    assert client.get("/search/status").json()["realtime"]["pendingDeletions"] == 0
+    assert client.request(method, path, headers=ADMIN, **kw).status_code in (200, 404)  # type: ignore[arg-type]

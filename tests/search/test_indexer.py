@@ -188,9 +188,14 @@ def test_progress_is_reported_and_bad_records_do_not_stop_the_build(
             "type": "PageFetched",
             "url": "http://bad.test/",
             "urlHash": url_hash("http://bad.test/"),
+            "fetchedAt": "2026-03-02T00:00:00Z",
             "httpStatus": 200,
+            "contentHash": "sha256:" + "0" * 64,
+            "simhash": "0x0",
             "storageKey": "warc/missing.warc.gz",
-            "contentHash": "x",
+            "outLinks": 0,
+            "changed": True,
+            "title": "",
         }
     )
     with crawl.events.open("a") as f:

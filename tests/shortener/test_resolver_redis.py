@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from lookup.kit.breaker import CircuitBreaker
 from lookup.kit.cache_redis import RedisSharedCache
 from lookup.shortener.model import Link
 from lookup.shortener.resolver import Resolver
@@ -45,7 +46,9 @@ class ReadThenWait(CountingStore):
 
 
 def _tier(url: str, prefix: str) -> RedisSharedCache:
-    return RedisSharedCache(url, prefix=prefix)
+    # A pause longer than any test: the breaker stays open until the subscriber is back,
+    # so the counts below do not depend on how fast a loaded machine runs the loop.
+    return RedisSharedCache(url, prefix=prefix, breaker=CircuitBreaker("test", reset_timeout_s=600))
 
 
 def _pair(store: LinkStore, url: str) -> Iterator[Any]:
@@ -61,7 +64,7 @@ def _pair(store: LinkStore, url: str) -> Iterator[Any]:
     return resolvers, counting, tiers
 
 
-def _wait(check: Any, timeout: float = 10.0) -> None:
+def _wait(check: Any, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "not in time"
@@ -145,8 +148,8 @@ def test_with_redis_down_the_breaker_answers_and_recovery_replays_invalidations(
             a.cache.clear()
             assert a.resolve("hot-key").long_url == "https://during.example/"
         breaker = tiers[0].breaker.stats()
-        assert breaker["state"] != "closed" and breaker["shortCircuited"] >= 10
-        assert tiers[0].stats()["errors"] <= 5  # refused at once, not tried each time
+        assert breaker["state"] == "open" and breaker["shortCircuited"] >= 17
+        assert tiers[0].stats()["errors"] == 3  # three tries opened it; the rest refused at once
 
         own_redis.start()  # same port, empty
         _wait(lambda: all(tier.stats()["resubscribes"] == 1 for tier in tiers))

@@ -25,10 +25,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
     "MemoryRateLimiter",
+    "PerIdentity",
     "RateDecision",
     "RateLimiter",
     "RatePolicy",
@@ -155,8 +156,13 @@ class _Bucket:
         self.stamp = stamp
 
 
-class MemoryRateLimiter:
-    """One in-process token bucket per identity under one :class:`RatePolicy`; thread-safe."""
+class PerIdentity:
+    """What every in-process limiter keeps: the policy, a lock, a bounded LRU of
+    per-identity state (a flood of distinct identities cannot exhaust memory) and the
+    allowed/refused counters."""
+
+    #: The algorithm's name in stats (the token bucket, the default, names none).
+    algorithm = ""
 
     def __init__(
         self,
@@ -170,27 +176,55 @@ class MemoryRateLimiter:
         self.name = name
         self._clock = clock
         self._max = max_identities
-        self._buckets: OrderedDict[Hashable, _Bucket] = OrderedDict()
+        self._states: OrderedDict[Hashable, Any] = OrderedDict()
         self._lock = threading.Lock()
         self.allowed = 0
         self.refused = 0
 
+    def _entry(
+        self, identity: Hashable, new: Callable[[], Any], advance: Callable[[Any], None]
+    ) -> Any:
+        """``identity``'s state: made by ``new`` (evicting the least recent beyond the bound)
+        or brought up to date by ``advance`` and marked most recent."""
+        state = self._states.get(identity)
+        if state is None:
+            state = new()
+            self._states[identity] = state
+            while len(self._states) > self._max:
+                self._states.popitem(last=False)
+        else:
+            advance(state)
+            self._states.move_to_end(identity)
+        return state
+
+    def reset(self) -> None:
+        """Forget every identity (all start with their full limit again)."""
+        with self._lock:
+            self._states.clear()
+
+    def stats(self) -> dict[str, object]:
+        """Counters, the policy (and the algorithm, where named), for dashboards."""
+        out: dict[str, object] = {"policy": self.policy.describe()}
+        if self.algorithm:
+            out["algorithm"] = self.algorithm
+        out.update(allowed=self.allowed, refused=self.refused, identities=len(self._states))
+        return out
+
+
+class MemoryRateLimiter(PerIdentity):
+    """One in-process token bucket per identity under one :class:`RatePolicy`; thread-safe."""
+
     def _refill(self, identity: Hashable) -> _Bucket:
         now = self._clock()
-        bucket = self._buckets.get(identity)
-        if bucket is None:
-            bucket = _Bucket(self.policy.capacity, now)
-            self._buckets[identity] = bucket
-            while len(self._buckets) > self._max:
-                self._buckets.popitem(last=False)
-        else:
+
+        def advance(bucket: _Bucket) -> None:
             elapsed = max(0.0, now - bucket.stamp)
             bucket.tokens = min(
                 self.policy.capacity, bucket.tokens + elapsed * self.policy.refill_per_s
             )
             bucket.stamp = now
-            self._buckets.move_to_end(identity)
-        return bucket
+
+        return self._entry(identity, lambda: _Bucket(self.policy.capacity, now), advance)
 
     def _decision(self, bucket: _Bucket, allowed: bool, cost: float) -> RateDecision:
         rate = self.policy.refill_per_s
@@ -233,20 +267,6 @@ class MemoryRateLimiter:
         with self._lock:
             bucket = self._refill(identity)
             bucket.tokens = min(self.policy.capacity, bucket.tokens + cost)
-
-    def reset(self) -> None:
-        """Forget every bucket (all identities start full again)."""
-        with self._lock:
-            self._buckets.clear()
-
-    def stats(self) -> dict[str, object]:
-        """Counters and the policy, for dashboards."""
-        return {
-            "policy": self.policy.describe(),
-            "allowed": self.allowed,
-            "refused": self.refused,
-            "identities": len(self._buckets),
-        }
 
 
 def check_all(checks: Iterable[tuple[RateLimiter, Hashable]], cost: float = 1.0) -> RateDecision:

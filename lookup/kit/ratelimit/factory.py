@@ -4,7 +4,9 @@
 ``memory:?algorithm=sliding_log`` picks another of :data:`ALGORITHM_NAMES`;
 ``redis://host:port/db?algorithm=NAME&on_unavailable=local|open|closed&local_share=F`` shares
 the limit through Redis (the client is imported only then); ``local_share`` is the part of
-the limit the ``local`` fallback keeps for this process.
+the limit the ``local`` fallback keeps for this process. ``local_budget=F`` (0 < F ≤ 1, on
+either scheme) puts the hybrid in front (:mod:`.hybrid`): each process takes ``F × limit``
+at a time from the shared limit and decides locally until it runs out.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ ALGORITHM_NAMES: tuple[str, ...] = (DEFAULT_ALGORITHM, *ALGORITHMS)
 
 
 #: The query parameters a rate limiter URL may carry.
-_PARAMS = {"algorithm", "on_unavailable", "local_share"}
+_PARAMS = {"algorithm", "on_unavailable", "local_share", "local_budget"}
 
 
 def _query(url: str) -> dict[str, list[str]]:
@@ -60,8 +62,23 @@ def open_rate_limiter(
     ``memory:?algorithm=NAME`` picks fixed_window, sliding_log, sliding_counter or
     leaky_bucket instead. ``clock`` is the in-process limiters' time source (monotonic
     seconds; tests inject one); a ``redis://`` limiter takes its time from Redis and
-    ignores it. An unknown scheme raises ValueError naming the accepted ones.
+    ignores it. ``local_budget=F`` wraps either in the hybrid. An unknown scheme raises
+    ValueError naming the accepted ones.
     """
+    budget = _query(url).get("local_budget")
+    if budget is None:
+        return _open(url, policy, name=name, clock=clock)
+    from lookup.kit.ratelimit.hybrid import HybridRateLimiter
+
+    try:
+        fraction = float(budget[-1])
+    except ValueError:
+        raise ValueError(f"local_budget must be a number in (0, 1] in {url!r}") from None
+    return HybridRateLimiter(_open(url, policy, name=name, clock=clock), fraction)
+
+
+def _open(url: str, policy: RatePolicy, *, name: str, clock: Callable[[], float]) -> RateLimiter:
+    """The limiter ``url`` names, without the hybrid."""
     parsed = parse_store_url(url, accepted=("memory", "redis"))
     algorithm = url_algorithm(url)
     if parsed.scheme == "memory":

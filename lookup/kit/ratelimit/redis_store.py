@@ -128,60 +128,25 @@ return {fits and 1 or 0, num(used), num(empty), num(wait)}
 """,
     # members "seq:cost" scored by admission time; the newest refunded first
     "sliding_log": """
-redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now - window))
-local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-local used = 0
-for i = 1, #entries, 2 do
-  used = used + tonumber(string.match(entries[i], ':(.*)$'))
-end
-local fits = used + cost <= limit + EPS
-local function add(c)
-  local seq = redis.call('HINCRBY', key .. ':seq', 'n', 1)
-  redis.call('ZADD', key, num(now), seq .. ':' .. num(c))
-  used = used + c
-end
-if op == 'check' then
-  if fits then add(cost) end
-elseif op == 'charge' then
-  local room = limit - used
-  if room > EPS then add(math.min(cost, room)) end
-elseif op == 'refund' then
-  local left = cost
-  while left > EPS do
-    local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-    if #top == 0 then break end
-    local c = tonumber(string.match(top[1], ':(.*)$'))
-    redis.call('ZREM', key, top[1])
-    if c <= left + EPS then left = left - c; used = used - c
-    else
-      redis.call('ZADD', key, top[2], string.match(top[1], '^(.-):') .. ':' .. num(c - left))
-      used = used - left; left = 0
-    end
-  end
-end
-if op ~= 'peek' then
-  redis.call('PEXPIRE', key, ttl)
-  redis.call('PEXPIRE', key .. ':seq', ttl)
-end
-entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
-local wait = 0
-if not fits then
-  if cost > limit + EPS then wait = window
-  else
-    local u = used
-    for i = 1, #entries, 2 do
-      u = u - tonumber(string.match(entries[i], ':(.*)$'))
-      if u + cost <= limit + EPS then wait = tonumber(entries[i + 1]) + window - now; break end
-    end
-  end
-end
-local empty = 0
-if #entries > 0 then empty = tonumber(entries[#entries]) + window - now end
-return {fits and 1 or 0, num(used), num(empty), num(wait)}
+local cutoff, lag, shift = now - window, window, 0
+local function score_of(c, entries) return now end
 """,
     # members "seq:cost" scored by departure time: a queue drained at the rate
     "leaky_bucket": """
-redis.call('ZREMRANGEBYSCORE', key, '-inf', num(now))
+local cutoff, lag, shift = now, 0, 1 / rate
+local function score_of(c, entries)
+  local last = now
+  if #entries > 0 then last = math.max(now, tonumber(entries[#entries])) end
+  return last + c / rate
+end
+""",
+}
+
+#: The second half of the two sorted-set algorithms: members ``seq:cost`` scored so that
+#: an entry stops counting once its score is at or before ``cutoff`` and frees its room
+#: ``lag`` seconds after its score; a partly refunded entry moves ``shift`` s per unit earlier.
+_ZSET_BODY = """
+redis.call('ZREMRANGEBYSCORE', key, '-inf', num(cutoff))
 local entries = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
 local used = 0
 for i = 1, #entries, 2 do
@@ -189,10 +154,8 @@ for i = 1, #entries, 2 do
 end
 local fits = used + cost <= limit + EPS
 local function add(c)
-  local last = now
-  if #entries > 0 then last = math.max(now, tonumber(entries[#entries])) end
   local seq = redis.call('HINCRBY', key .. ':seq', 'n', 1)
-  redis.call('ZADD', key, num(last + c / rate), seq .. ':' .. num(c))
+  redis.call('ZADD', key, num(score_of(c, entries)), seq .. ':' .. num(c))
   used = used + c
 end
 if op == 'check' then
@@ -209,8 +172,8 @@ elseif op == 'refund' then
     redis.call('ZREM', key, top[1])
     if c <= left + EPS then left = left - c; used = used - c
     else
-      local dep = tonumber(top[2]) - left / rate
-      redis.call('ZADD', key, num(dep), string.match(top[1], '^(.-):') .. ':' .. num(c - left))
+      local score = tonumber(top[2]) - left * shift
+      redis.call('ZADD', key, num(score), string.match(top[1], '^(.-):') .. ':' .. num(c - left))
       used = used - left; left = 0
     end
   end
@@ -227,18 +190,20 @@ if not fits then
     local u = used
     for i = 1, #entries, 2 do
       u = u - tonumber(string.match(entries[i], ':(.*)$'))
-      if u + cost <= limit + EPS then wait = tonumber(entries[i + 1]) - now; break end
+      if u + cost <= limit + EPS then wait = tonumber(entries[i + 1]) + lag - now; break end
     end
   end
 end
 local empty = 0
-if #entries > 0 then empty = tonumber(entries[#entries]) - now end
+if #entries > 0 then empty = tonumber(entries[#entries]) + lag - now end
 return {fits and 1 or 0, num(used), num(empty), num(wait)}
-""",
-}
+"""
 
 #: The Lua source of each algorithm's script.
-SCRIPTS: dict[str, str] = {name: _PROLOGUE + body for name, body in _SCRIPT_BODIES.items()}
+SCRIPTS: dict[str, str] = {
+    name: _PROLOGUE + body + (_ZSET_BODY if name in ("sliding_log", "leaky_bucket") else "")
+    for name, body in _SCRIPT_BODIES.items()
+}
 
 
 def _whole(seconds: float) -> int:
@@ -357,6 +322,36 @@ class RedisRateLimiter:
         """Give back the newest ``cost`` counted."""
         if self._run("refund", identity, cost) is None and self.on_unavailable == "local":
             self._local.refund(identity, cost)
+
+    def check_many(self, identities: list[Hashable], cost: float = 1.0) -> list[RateDecision]:
+        """``check`` each identity in one pipelined round trip (bulk loads, experiments)."""
+        args = [repr(float(self.policy.capacity)), repr(float(self.policy.refill_per_s)),
+                repr(float(cost))]  # fmt: skip
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            for identity in identities:
+                self._script(keys=[self._key(identity)], args=["check", *args], client=pipe)
+            answers = pipe.execute()
+        except UNAVAILABLE:
+            with self._lock:
+                self.unavailable += 1
+                self.outage = True
+            return [self._fallback(i, cost, True) for i in identities]
+        self.outage = False
+        decisions = [self._decision(list(a)) for a in answers]
+        with self._lock:
+            self.allowed += sum(d.allowed for d in decisions)
+            self.refused += sum(not d.allowed for d in decisions)
+        return decisions
+
+    def memory_usage(self, identity: Hashable) -> int:
+        """Bytes Redis holds for ``identity`` (``MEMORY USAGE`` of its keys)."""
+        key = self._key(identity)
+        return sum(int(self._redis.memory_usage(k, samples=0) or 0) for k in (key, key + ":seq"))
+
+    def server_memory(self) -> int:
+        """The server's ``used_memory`` (``INFO memory``), for before/after comparisons."""
+        return int(self._redis.info("memory")["used_memory"])
 
     def reset(self) -> None:
         """Forget every identity of this limiter (its keys on Redis and the local fallback)."""

@@ -27,14 +27,12 @@ identities live in a bounded LRU, and the clock is injected.
 from __future__ import annotations
 
 import math
-import threading
-import time
 from abc import ABC, abstractmethod
-from collections import OrderedDict, deque
-from collections.abc import Callable, Hashable
+from collections import deque
+from collections.abc import Hashable
 from typing import Any
 
-from lookup.kit.ratelimit.bucket import RateDecision, RatePolicy
+from lookup.kit.ratelimit.bucket import PerIdentity, RateDecision, RatePolicy
 
 __all__ = [
     "ALGORITHMS",
@@ -53,29 +51,14 @@ def _whole(seconds: float) -> int:
     return max(0, math.ceil(seconds - _EPS))
 
 
-class _KeyedLimiter(ABC):
-    """Lock, bounded LRU of per-identity state, counters; subclasses supply the algorithm."""
+class _KeyedLimiter(PerIdentity, ABC):
+    """The shared check/peek/charge/refund machinery; subclasses supply the algorithm."""
 
-    algorithm = ""
-
-    def __init__(
-        self,
-        policy: RatePolicy,
-        *,
-        name: str = "",
-        clock: Callable[[], float] = time.monotonic,
-        max_identities: int = 100_000,
-    ) -> None:
-        self.policy = policy
-        self.name = name
-        self._clock = clock
-        self._max = max_identities
+    def __init__(self, policy: RatePolicy, **options: Any) -> None:
+        """``options``: ``name``, ``clock``, ``max_identities`` (as :class:`PerIdentity`)."""
+        super().__init__(policy, **options)
         self._limit = float(policy.capacity)
         self._window = policy.capacity / policy.refill_per_s
-        self._states: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.allowed = 0
-        self.refused = 0
 
     # -- what an algorithm supplies -------------------------------------------------
     @abstractmethod
@@ -112,16 +95,7 @@ class _KeyedLimiter(ABC):
 
     # -- the shared machinery -------------------------------------------------------
     def _state(self, identity: Hashable, now: float) -> Any:
-        state = self._states.get(identity)
-        if state is None:
-            state = self._new(now)
-            self._states[identity] = state
-            while len(self._states) > self._max:
-                self._states.popitem(last=False)
-        else:
-            self._advance(state, now)
-            self._states.move_to_end(identity)
-        return state
+        return self._entry(identity, lambda: self._new(now), lambda st: self._advance(st, now))
 
     def _fits(self, state: Any, now: float, cost: float) -> bool:
         return self._used(state, now) + cost <= self._limit + _EPS
@@ -171,21 +145,6 @@ class _KeyedLimiter(ABC):
         with self._lock:
             now = self._clock()
             self._remove(self._state(identity, now), now, cost)
-
-    def reset(self) -> None:
-        """Forget every identity."""
-        with self._lock:
-            self._states.clear()
-
-    def stats(self) -> dict[str, object]:
-        """Counters, the policy and the algorithm, for dashboards."""
-        return {
-            "policy": self.policy.describe(),
-            "algorithm": self.algorithm,
-            "allowed": self.allowed,
-            "refused": self.refused,
-            "identities": len(self._states),
-        }
 
 
 class _Window:
@@ -255,16 +214,27 @@ class _Log:
         return None
 
 
-class FixedWindowLimiter(_KeyedLimiter):
-    """A counter per aligned window of ``W`` seconds; resets at each boundary."""
-
-    algorithm = "fixed_window"
+class _AlignedWindows(_KeyedLimiter):
+    """Counters over aligned windows ``[k·W, (k+1)·W)``: what fixed window and sliding
+    counter share."""
 
     def _start(self, now: float) -> float:
         return math.floor(now / self._window) * self._window
 
     def _new(self, now: float) -> _Window:
         return _Window(self._start(now))
+
+    def _add(self, state: _Window, now: float, cost: float) -> None:
+        state.count += cost
+
+    def _remove(self, state: _Window, now: float, cost: float) -> None:
+        state.count = max(0.0, state.count - cost)
+
+
+class FixedWindowLimiter(_AlignedWindows):
+    """A counter per aligned window of ``W`` seconds; resets at each boundary."""
+
+    algorithm = "fixed_window"
 
     def _advance(self, state: _Window, now: float) -> None:
         start = self._start(now)
@@ -274,12 +244,6 @@ class FixedWindowLimiter(_KeyedLimiter):
     def _used(self, state: _Window, now: float) -> float:
         return state.count
 
-    def _add(self, state: _Window, now: float, cost: float) -> None:
-        state.count += cost
-
-    def _remove(self, state: _Window, now: float, cost: float) -> None:
-        state.count = max(0.0, state.count - cost)
-
     def _wait(self, state: _Window, now: float, cost: float) -> float:
         return state.start + self._window - now
 
@@ -287,16 +251,10 @@ class FixedWindowLimiter(_KeyedLimiter):
         return state.start + self._window - now if state.count > _EPS else 0.0
 
 
-class SlidingCounterLimiter(_KeyedLimiter):
+class SlidingCounterLimiter(_AlignedWindows):
     """``prev · (1 − f) + curr`` over two aligned windows: the log approximated in O(1)."""
 
     algorithm = "sliding_counter"
-
-    def _start(self, now: float) -> float:
-        return math.floor(now / self._window) * self._window
-
-    def _new(self, now: float) -> _Window:
-        return _Window(self._start(now))
 
     def _advance(self, state: _Window, now: float) -> None:
         start = self._start(now)
@@ -311,12 +269,6 @@ class SlidingCounterLimiter(_KeyedLimiter):
 
     def _used(self, state: _Window, now: float) -> float:
         return state.prev * self._weight(state, now) + state.count
-
-    def _add(self, state: _Window, now: float, cost: float) -> None:
-        state.count += cost
-
-    def _remove(self, state: _Window, now: float, cost: float) -> None:
-        state.count = max(0.0, state.count - cost)
 
     def _wait(self, state: _Window, now: float, cost: float) -> float:
         need = self._limit - cost  # the estimate must fall to this

@@ -37,6 +37,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import socket
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
+from lookup.errors import Unavailable
 from lookup.kit.background import BackgroundTask
 from lookup.shortener.analytics.aggregate import (
     GRAINS,
@@ -208,7 +210,13 @@ class ClickAnalytics:
             name="click-aggregator",
             daemon=True,
         )
-        self._process.start()
+        # The child inherits this thread's signal mask: SIGINT and SIGTERM stay blocked
+        # until run_aggregator has its handlers, so an early Ctrl-C prints no traceback.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            self._process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
     def stop(self, *, flush: bool = True) -> None:
         """Stop the background work; with ``flush``, ship what is left and — unless the
@@ -259,21 +267,30 @@ class ClickAnalytics:
     # -- observability -----------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
-        """Buffer, shipper and aggregator counters, and how far the aggregator trails."""
-        consumer = self.aggregator.consumer_state()
-        return {
+        """Buffer, shipper and aggregator counters, and how far the aggregator trails (None,
+        with the reason, while the click log's or the counts' server is down)."""
+        figures: dict[str, Any] = {
             "buffer": self.buffer.stats(),
             "shipper": self.shipper.stats(),
-            "log": {"endOffset": self.log.end_offset()},
+            "loopErrors": self.loop_errors,
+        }
+        try:
+            consumer = self.aggregator.consumer_state()
+            end, lag = self.log.end_offset(), self.log.backlog(consumer["offset"])
+        except Unavailable as exc:
+            return {**figures, "log": {"endOffset": None, "unavailable": str(exc)},
+                    "aggregator": {"mode": self.mode, "unavailable": str(exc)}}  # fmt: skip
+        return {
+            **figures,
+            "log": {"endOffset": end},
             "aggregator": {
                 "mode": self.mode,
                 "nice": self.aggregator_nice if self.mode == "process" else None,
                 "offset": consumer["offset"],
-                "lagEvents": self.log.backlog(consumer["offset"]),
+                "lagEvents": lag,
                 "counted": consumer["counted"],
                 "duplicatesSkipped": consumer["duplicates"],
             },
-            "loopErrors": self.loop_errors,
         }
 
 
@@ -294,24 +311,40 @@ def run_aggregator(
 ) -> None:
     """The aggregator as its own process: fold the log until told to stop or orphaned.
 
-    ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
+    ``stats_path`` is the SQLite counts' path or a counts URL (``postgresql://…``: the
+    fleet's counts). ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
     consumer group (``redis://``) is consumed as ``consumer`` (default: host and pid).
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
     None means no parent to outlive (the stand-alone ``python -m`` form)."""
+    terminated: list[bool] = []
+    if parent_pid is not None:
+        # A child stops when its parent says so (``stop``) or dies: a Ctrl-C in the
+        # terminal reaches the parent too, which stops this process in order. SIGINT
+        # was blocked while this process started (see ``_start_process``), so one
+        # arriving before this line is dropped here instead of raising KeyboardInterrupt.
+        # SIGTERM ends the loop after the current round (the handler only sets a flag:
+        # taking ``stop``'s lock inside a handler could deadlock on the loop's own wait).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, lambda *_: terminated.append(True))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
     click_log = open_click_log(log_path) if "://" in log_path else SqliteClickLog(log_path)
     grouped = hasattr(click_log, "take")
     aggregator = ClickAggregator(
-        stats_path,
+        open_click_counts(stats_path) if "://" in stats_path else stats_path,
         click_log,
         enricher=ClickEnricher(secret),
         consumer=(consumer or consumer_name()) if grouped else None,
         claim_idle_s=settings.get("clicks_claim_idle"),
         fold_delay_s=settings.get("clicks_fold_delay"),
     )
-    while not stop.is_set() and (parent_pid is None or os.getppid() == parent_pid):
+    while (
+        not stop.is_set()
+        and not terminated
+        and (parent_pid is None or os.getppid() == parent_pid)
+    ):
         try:
             busy = aggregator.step()
         except Exception:

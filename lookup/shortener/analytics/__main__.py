@@ -113,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"aggregating {shown} (Ctrl-C to stop)", flush=True)
     directory.mkdir(parents=True, exist_ok=True)
     run_aggregator(
-        str(directory / "clickstats.sqlite3"),
+        settings.get("shortener_store") or str(directory / "clickstats.sqlite3"),
         source,
         load_or_create_secret(directory / "secret.key"),
         args.interval,
@@ -126,4 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C before the handlers above were installed
+        sys.exit(130)

@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import redis
 
+from lookup.errors import Unavailable
 from lookup.kit.redisclient import describe_redis_url, redis_client
 from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
 
@@ -143,12 +144,17 @@ class RedisClickLog:
             info = self._redis.xinfo_stream(self.stream)
         except redis.ResponseError:  # no such stream yet
             return 0
+        except redis.RedisError as exc:  # down: metrics say so instead of failing
+            raise Unavailable(f"the click stream is unavailable: {exc}") from exc
         last = info.get("last-generated-id") or b"0-0"
         return offset_of(last)
 
     def backlog(self, after: int) -> int:
         """Events in entries after ``after``."""
-        return sum(int(fields[b"n"]) for _eid, fields in self._range(after))
+        try:
+            return sum(int(fields[b"n"]) for _eid, fields in self._range(after))
+        except redis.RedisError as exc:
+            raise Unavailable(f"the click stream is unavailable: {exc}") from exc
 
     # -- the consumer group --------------------------------------------------------------
 

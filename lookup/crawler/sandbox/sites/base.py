@@ -101,6 +101,8 @@ class World:
         ("busy", "busy.sandbox.test", 9, "429 and 503 with Retry-After"),
         ("redirect", "redirect.sandbox.test", 10, "redirect chains, a loop, a long chain"),
         ("junk", "junk.sandbox.test", 11, "oversize, binary, malformed, non-HTML"),
+        ("moved", "moved.sandbox.test", 12, "robots.txt redirects to www; a page goes away"),
+        ("www-moved", "www.moved.sandbox.test", 12, "the moved site's new name: its robots.txt"),
         ("hub", "hub.sandbox.test", 19, "a directory: one link to every host (a seed)"),
     )
 

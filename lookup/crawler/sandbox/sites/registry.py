@@ -13,6 +13,7 @@ from lookup.crawler.sandbox.sites.docs import DocsSite
 from lookup.crawler.sandbox.sites.hub import HubSite
 from lookup.crawler.sandbox.sites.junk import JunkSite
 from lookup.crawler.sandbox.sites.mirror import MirrorSite
+from lookup.crawler.sandbox.sites.moved import MovedSite
 from lookup.crawler.sandbox.sites.news import NewsSite
 from lookup.crawler.sandbox.sites.overloaded import BusySite, SlowSite
 from lookup.crawler.sandbox.sites.redirects import RedirectSite
@@ -32,6 +33,7 @@ class Sites:
 def build_sites(world: World) -> Sites:
     """Instantiate every site of the sandbox web."""
     docs = DocsSite(world, "docs")
+    moved = MovedSite(world)
     handlers: dict[str, Any] = {
         "docs": docs,
         "www": DocsSite(world, "www"),
@@ -47,6 +49,8 @@ def build_sites(world: World) -> Sites:
         "busy": BusySite(world),
         "redirect": RedirectSite(world),
         "junk": JunkSite(world),
+        "moved": moved,
+        "www-moved": moved,
         "hub": HubSite(world),
     }
     return Sites(world, handlers)

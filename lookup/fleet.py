@@ -1,0 +1,681 @@
+"""``lookup up --backend postgres,redis``: the shortener as a fleet on the real engines.
+
+What it starts, in order, each a child of this process:
+
+* the servers a backend needs and no URL names — a durable PostgreSQL in
+  ``$LOOKUP_DATA_DIR/servers/postgres`` (as the ``postgres`` user when root) and a
+  ``redis-server`` in ``$LOOKUP_DATA_DIR/servers/redis``, each on a free loopback port;
+  a URL given with ``--store-url`` / ``--cache-url`` / ``--limits-url`` / ``--clicks-url``
+  (or its ``LOOKUP_*`` setting) is used instead and never started or stopped here;
+* ``--workers`` API processes (``lookup serve``, one port each) with the backend URLs in
+  their environment, one admin token and ``LOOKUP_SHORTENER_AGGREGATOR=external``;
+* the click aggregators (``python -m lookup.shortener.analytics``): two in one consumer
+  group when the clicks go to Redis Streams, one over the shared SQLite click log
+  otherwise;
+* the dashboard (pointed at the first worker) and the sandbox web, as ``make run`` does;
+* a small control endpoint on loopback (:class:`FleetControl`) that the dashboard uses to
+  stop and start the Redis this command started (admin token), so a person can watch
+  redirects degrade to the store and recover.
+
+The workers share one data directory: it holds the data sets every worker serves
+read-only (places, typeahead snapshots, the search index), built once; what the fleet
+must agree on (links, ids, the key secret, limits, the click stream) lives in the
+servers when a backend is chosen. ``$LOOKUP_DATA_DIR/servers/fleet.json`` says what runs
+where while the fleet is up. SIGINT (Ctrl-C) and SIGTERM stop everything, newest first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from lookup import settings
+from lookup.errors import Unavailable
+from lookup.kit.pgserver import PostgresServer
+from lookup.kit.redisserver import RedisServer
+from lookup.shortener.scanner import load_admin_token
+
+__all__ = [
+    "BACKENDS",
+    "Fleet",
+    "FleetControl",
+    "add_arguments",
+    "layer_counts",
+    "outage_drill",
+    "parse_backends",
+    "read_state",
+    "redact",
+    "run_fleet",
+    "state_path",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DASHBOARD = REPO_ROOT / "app" / "Home.py"
+BACKENDS = ("postgres", "redis")
+#: The URL settings each backend fills in, by ``--…-url`` option.
+URL_OPTIONS = {
+    "store_url": ("shortener_store", "LOOKUP_SHORTENER_STORE", "postgres"),
+    "cache_url": ("cache_url", "LOOKUP_CACHE_URL", "redis"),
+    "limits_url": ("limits_url", "LOOKUP_LIMITS_URL", "redis"),
+    "clicks_url": ("clicks_url", "LOOKUP_CLICKS_URL", "redis"),
+}
+
+
+def parse_backends(raw: str) -> tuple[str, ...]:
+    """``"postgres,redis"`` → ``("postgres", "redis")``; ValueError for an unknown name."""
+    names = tuple(dict.fromkeys(n.strip().lower() for n in raw.split(",") if n.strip()))
+    unknown = [n for n in names if n not in BACKENDS]
+    if unknown or not names:
+        what = ", ".join(unknown) or repr(raw)
+        raise ValueError(f"unknown backend {what}; choose from {', '.join(BACKENDS)}")
+    return names
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for printing and the state file)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def state_path(data_dir: Path) -> Path:
+    """Where a running fleet describes itself: ``<data_dir>/servers/fleet.json``."""
+    return Path(data_dir) / "servers" / "fleet.json"
+
+
+def read_state(data_dir: Path) -> dict[str, Any] | None:
+    """The state of the fleet running over ``data_dir``, or ``None`` when none is up (no
+    file, or its supervisor is gone)."""
+    try:
+        state = json.loads(state_path(data_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not _alive(int(state.get("pid", 0))):
+        return None
+    return state
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_http(
+    url: str, proc: subprocess.Popen[bytes], timeout: float, stopping: threading.Event
+) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stopping.is_set():
+        if proc.poll() is not None:
+            return False
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def layer_counts(worker_urls: list[str], timeout: float = 2.0) -> dict[str, Any]:
+    """Each worker's cache-layer counters (``metrics()["cache"]``) and their sum: what the
+    in-process LRU, the negative cache, the shared tier (Redis) and the store answered.
+    A worker that does not answer is reported with ``error`` and left out of the sum."""
+    keys = ("l1", "negative", "shared", "store")
+    per_worker: list[dict[str, Any]] = []
+    total = dict.fromkeys(("requests", *keys, "sharedErrors"), 0)
+    for url in worker_urls:
+        try:
+            cache = httpx.get(f"{url}/v1/shortener/metrics", timeout=timeout).json()["cache"]
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            per_worker.append({"url": url, "error": str(exc) or type(exc).__name__})
+            continue
+        layers = cache.get("layers") or {
+            "l1": cache["l1"]["hits"],
+            "negative": cache["negative"]["hits"],
+            "shared": cache["shared"]["hits"] + cache["shared"].get("negativeHits", 0),
+            "store": cache["store"]["reads"],
+        }
+        row = {"url": url, "requests": cache["requests"], **{k: layers.get(k, 0) for k in keys},
+               "sharedErrors": cache["shared"].get("errors", 0),
+               "tier": cache["shared"].get("tier", "none")}  # fmt: skip
+        per_worker.append(row)
+        for k in total:
+            total[k] += row[k]
+    return {"workers": per_worker, "total": total}
+
+
+def outage_drill(
+    worker_urls: list[str], stop: Callable[[], object], start: Callable[[], object], *,
+    load: str = "redirects", before_s: float = 2.0, outage_s: float = 3.0,
+    after_s: float = 4.0, rate: float = 30.0, hot_links: int = 10, timeout_s: float = 5.0,
+) -> dict[str, Any]:  # fmt: skip
+    """A failure drill as a timeline: steady load on the workers, ``stop()`` a server after
+    ``before_s``, ``start()`` it ``outage_s`` later, ``after_s`` more of load.
+
+    Every tick (``rate`` per second, from a small thread pool, round-robin over the
+    workers) sends a redirect of a warm link (an L1 hit) and — ``load="redirects"`` — makes
+    a fresh link through one worker, follows it there (a store read that fills the shared
+    tier) and through the next worker (an L1 miss there: a shared-tier hit, or a store read
+    while the tier is down), or — ``load="creates"`` — makes a
+    link. Returns ``events`` (``t``, ``op``, ``status`` 0 = no answer, ``ms``), the
+    ``marks`` (``stop``, ``start``), ``layers`` sampled every quarter second (summed
+    :func:`layer_counts`), and for creates which acknowledged (201) links were ``lost``
+    after the restart (each followed once more through every worker).
+    """
+    if load not in ("redirects", "creates"):
+        raise ValueError("load must be 'redirects' or 'creates'")
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [httpx.Client(base_url=u, timeout=timeout_s) for u in worker_urls]
+    n = len(clients)
+    try:
+        token = clients[0].post("/v1/tokens").raise_for_status().json()["token"]
+        auth = {"Authorization": f"Bearer {token}"}
+
+        def make(via: httpx.Client, name: str) -> httpx.Response:
+            return via.post("/v1/links", json={"longUrl": f"https://example.org/drill/{name}"},
+                            headers=auth)  # fmt: skip
+
+        hot = [make(clients[0], f"hot-{os.getpid()}-{time.time_ns()}-{i}").json()["key"]
+               for i in range(hot_links)]  # fmt: skip
+        for c in clients:
+            for key in hot:
+                c.get(f"/{key}")
+        events: list[dict[str, Any]] = []
+        acknowledged: list[str] = []
+        lock = threading.Lock()
+        t0 = time.perf_counter()
+
+        def timed(op: str, fn: Callable[[], httpx.Response]) -> httpx.Response | None:
+            began = time.perf_counter()
+            try:
+                answer: httpx.Response | None = fn()
+            except httpx.HTTPError:
+                answer = None
+            done = time.perf_counter()
+            with lock:
+                events.append({"t": round(began - t0, 4), "op": op,
+                               "status": answer.status_code if answer is not None else 0,
+                               "ms": round((done - began) * 1000, 2)})  # fmt: skip
+            return answer
+
+        def tick(i: int) -> None:
+            a, b = clients[i % n], clients[(i + 1) % n]
+            timed("redirect (warm)", lambda: a.get(f"/{hot[i % len(hot)]}"))
+            made = timed("create", lambda: make(a, f"{os.getpid()}-{time.time_ns()}-{i}"))
+            if made is None or made.status_code != 201:
+                return
+            key = made.json()["key"]
+            if load == "creates":
+                with lock:
+                    acknowledged.append(key)
+            else:  # the first read fills the shared tier, the other worker's may hit it
+                timed("redirect (fresh)", lambda: a.get(f"/{key}"))
+                timed("redirect (other worker)", lambda: b.get(f"/{key}"))
+
+        layers: list[dict[str, Any]] = []
+        sampling = threading.Event()
+
+        def sample() -> None:
+            while not sampling.wait(0.25):
+                layers.append({"t": round(time.perf_counter() - t0, 3),
+                               **layer_counts(worker_urls, timeout=1.0)["total"]})  # fmt: skip
+
+        marks: dict[str, float] = {}
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        total = before_s + outage_s + after_s
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            i = 0
+            while (now := time.perf_counter() - t0) < total:
+                if "stop" not in marks and now >= before_s:
+                    marks["stop"] = round(now, 3)
+                    pool.submit(stop)
+                if "start" not in marks and now >= before_s + outage_s:
+                    marks["start"] = round(now, 3)
+                    pool.submit(start)
+                pool.submit(tick, i)
+                i += 1
+                time.sleep(max(0.0, i / rate - (time.perf_counter() - t0)))
+        sampling.set()
+        sampler.join(5)
+        lost = [k for k in acknowledged
+                if not all(c.get(f"/{k}").status_code == 302 for c in clients)]  # fmt: skip
+        return {"events": sorted(events, key=lambda e: e["t"]), "marks": marks,
+                "layers": layers, "acknowledged": len(acknowledged), "lost": lost}  # fmt: skip
+    finally:
+        for c in clients:
+            c.close()
+
+
+class FleetError(RuntimeError):
+    """A part of the fleet did not start."""
+
+
+class Fleet:
+    """The processes of one fleet: servers, workers, aggregators, dashboard; start and stop.
+
+    ``urls`` maps ``store_url`` / ``cache_url`` / ``limits_url`` / ``clicks_url`` to a URL
+    to use instead of starting a server (empty: start one when its backend is chosen).
+    ``aggregators=False`` starts no click aggregator (a notebook that measures redirects).
+    """
+
+    def __init__(
+        self, data_dir: Path, backends: tuple[str, ...], *, workers: int = 2,
+        host: str = "127.0.0.1", api_port: int = 0, app_port: int = 0,
+        dashboard: bool = True, sandbox_port: int | None = None,
+        urls: dict[str, str] | None = None, aggregators: bool = True, quiet: bool = False,
+    ) -> None:  # fmt: skip
+        if workers < 1:
+            raise ValueError("--workers must be at least 1")
+        self.data_dir = Path(data_dir)
+        self.servers_dir = self.data_dir / "servers"
+        self.backends = backends
+        self.workers = workers
+        self.host = host
+        self.api_port = api_port
+        self.app_port = app_port
+        self.dashboard = dashboard
+        self.sandbox_port = sandbox_port
+        self.urls = {k: v for k, v in (urls or {}).items() if v}
+        self.aggregators = aggregators
+        #: Children's output goes nowhere (a notebook), instead of to this terminal.
+        self.quiet = quiet
+        self.postgres: PostgresServer | None = None
+        self.redis: RedisServer | None = None
+        self.redis_stopped = False
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.worker_urls: list[str] = []
+        self.app_url: str | None = None
+        self.sandbox_url: str | None = None
+        self.control: FleetControl | None = None
+        self.admin_token = ""
+        self._lock = threading.Lock()
+        #: Set by a signal: start-up stops waiting for readiness at once.
+        self.stopping = threading.Event()
+
+    # -- starting --------------------------------------------------------------------
+
+    def _start_servers(self) -> None:
+        self.servers_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.servers_dir, 0o755)  # the postgres user must reach its directory
+        if "postgres" in self.backends and "store_url" not in self.urls:
+            self.postgres = PostgresServer(self.servers_dir / "postgres", durable=True)
+            self.postgres.start()
+            self.urls["store_url"] = self.postgres.url
+        if "redis" in self.backends and not all(
+            k in self.urls for k in ("cache_url", "limits_url", "clicks_url")
+        ):
+            self.redis = RedisServer(directory=self.servers_dir / "redis").start()
+            for key in ("cache_url", "limits_url", "clicks_url"):
+                self.urls.setdefault(key, self.redis.url)
+
+    def environment(self) -> dict[str, str]:
+        """The environment of every child: the backend URLs, one admin token, the data."""
+        env = settings.child_environ(
+            LOOKUP_DATA_DIR=str(self.data_dir),
+            LOOKUP_ADMIN_TOKEN=self.admin_token,
+            LOOKUP_SHORTENER_AGGREGATOR="external",
+        )
+        for key, (_name, var, _backend) in URL_OPTIONS.items():
+            env.pop(var, None)
+            if key in self.urls:
+                env[var] = self.urls[key]
+        return env
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+        out = subprocess.DEVNULL if self.quiet else None
+        proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, stdout=out, stderr=out)
+        self.procs.append((name, proc))
+        return proc
+
+    def _ready(self, name: str, proc: subprocess.Popen[bytes], url: str) -> None:
+        if not _wait_http(url, proc, 90, self.stopping) and not self.stopping.is_set():
+            raise FleetError(f"the {name} did not start on {url.rsplit('/', 1)[0]}")
+
+    def start(self) -> Fleet:
+        """Start everything (servers first), wait until each answers, write the state file."""
+        self._start_servers()
+        self.admin_token = load_admin_token(self.servers_dir)
+        ports = [self.api_port + i if self.api_port else _free_port() for i in range(self.workers)]
+        self.worker_urls = [f"http://{self.host}:{p}" for p in ports]
+        env = self.environment()
+        env["LOOKUP_API_URL"] = self.worker_urls[0]
+        env.setdefault("LOOKUP_PUBLIC_URL", self.worker_urls[0])
+        cli = [sys.executable, "-m", "lookup.cli"]
+        started = []
+        for i, port in enumerate(ports):
+            argv = [*cli, "serve", "--host", self.host, "--port", str(port),
+                    "--data-dir", str(self.data_dir)]  # fmt: skip
+            started.append((f"API worker {i + 1}", self._spawn(f"API worker {i + 1}", argv, env)))
+        for (name, proc), url in zip(started, self.worker_urls, strict=True):
+            self._ready(name, proc, f"{url}/healthz")
+        on_streams = str(self.urls.get("clicks_url", "")).startswith("redis")
+        for i in range((2 if on_streams else 1) if self.aggregators else 0):
+            argv = [sys.executable, "-m", "lookup.shortener.analytics",
+                    "--data-dir", str(self.data_dir)]  # fmt: skip
+            if on_streams:  # one consumer group; a dead member's entries are claimed
+                argv += ["--consumer", f"aggregator-{i + 1}"]
+            self._spawn(f"click aggregator {i + 1}", argv, env)
+        if self.sandbox_port is not None:
+            sandbox_port = self.sandbox_port or _free_port()
+            self.sandbox_url = f"http://127.0.0.1:{sandbox_port}"
+            env["LOOKUP_SANDBOX_URL"] = self.sandbox_url
+            proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(sandbox_port)], env)
+            self._ready("sandbox web", proc, f"{self.sandbox_url}/_sandbox/hosts")
+        if self.dashboard:
+            port = self.app_port or _free_port()
+            self.app_url = f"http://{self.host}:{port}"
+            argv = [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
+                    "--server.address", self.host, "--server.port", str(port),
+                    "--server.headless", "true", "--browser.gatherUsageStats", "false"]  # fmt: skip
+            proc = self._spawn("dashboard", argv, env)
+            self._ready("dashboard", proc, f"{self.app_url}/_stcore/health")
+        self.control = FleetControl(self).start()
+        self.write_state()
+        return self
+
+    # -- the cache tier, for the failure drill on the dashboard ----------------------------
+
+    def stop_cache_tier(self) -> dict[str, Any]:
+        """Stop the Redis this fleet started (SIGTERM; its port stays reserved for restart)."""
+        if self.redis is None:
+            raise LookupError("this fleet did not start a Redis")
+        with self._lock:
+            self.redis_stopped = True
+            self.redis.stop()
+            self.write_state()
+        return self.describe()["servers"]["redis"]
+
+    def start_cache_tier(self) -> dict[str, Any]:
+        """Start the Redis again on the same port (empty: the tier refills from the store)."""
+        if self.redis is None:
+            raise LookupError("this fleet did not start a Redis")
+        with self._lock:
+            if self.redis.proc is None or self.redis.proc.poll() is not None:
+                self.redis.start()
+            self.redis_stopped = False
+            self.write_state()
+        return self.describe()["servers"]["redis"]
+
+    # -- what runs where ---------------------------------------------------------------
+
+    def describe(self) -> dict[str, Any]:
+        """The fleet as JSON: addresses, pids, which servers this command started."""
+        servers: dict[str, Any] = {}
+        if "postgres" in self.backends:
+            servers["postgres"] = {
+                "url": redact(self.urls.get("store_url", "")),
+                "started": self.postgres is not None,
+                "dir": str(self.postgres.root) if self.postgres else None,
+            }
+        if "redis" in self.backends:
+            proc = self.redis.proc if self.redis else None
+            servers["redis"] = {
+                "url": redact(self.urls.get("cache_url", "")),
+                "limitsUrl": redact(self.urls.get("limits_url", "")),
+                "clicksUrl": redact(self.urls.get("clicks_url", "")),
+                "started": self.redis is not None,
+                "running": None if self.redis is None else (proc is not None
+                                                            and proc.poll() is None),
+                "pid": proc.pid if proc is not None else None,
+            }  # fmt: skip
+        return {
+            "pid": os.getpid(),
+            "backends": list(self.backends),
+            "servers": servers,
+            "workers": [
+                {"url": url, "pid": proc.pid}
+                for url, (_n, proc) in zip(self.worker_urls, self.procs, strict=False)
+            ],
+            "processes": [{"name": n, "pid": p.pid} for n, p in self.procs],
+            "dashboard": self.app_url,
+            "sandbox": self.sandbox_url,
+            "control": self.control.url if self.control else None,
+        }
+
+    def write_state(self) -> None:
+        path = state_path(self.data_dir)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.describe(), indent=2), encoding="utf-8")
+        tmp.replace(path)
+
+    def dead(self) -> str | None:
+        """The name of a child that exited on its own (None while all run)."""
+        for name, proc in self.procs:
+            if proc.poll() is not None:
+                return f"the {name} exited with {proc.returncode}"
+        with self._lock:
+            redis_proc = self.redis.proc if self.redis else None
+            if (
+                self.redis
+                and not self.redis_stopped
+                and (redis_proc is None or redis_proc.poll() is not None)
+            ):
+                return "redis-server exited"
+        return None
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop every child, newest first, then the servers; remove the state file."""
+        if self.control is not None:
+            self.control.stop()
+            self.control = None
+        for _name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        for _name, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.redis is not None:
+            self.redis.close()
+        if self.postgres is not None:
+            self.postgres.stop("fast")
+        state_path(self.data_dir).unlink(missing_ok=True)
+
+
+class FleetControl:
+    """A loopback HTTP endpoint of the supervisor: ``GET /fleet`` (what runs where) and
+    ``POST /fleet/cache/stop`` / ``POST /fleet/cache/start`` (admin token) for the Redis
+    this fleet started. Errors are JSON ``{"error", "message"}`` with a 4xx status."""
+
+    def __init__(self, fleet: Fleet, host: str = "127.0.0.1") -> None:
+        self.fleet = fleet
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_args: object) -> None:
+                return
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if self.path.rstrip("/") == "/fleet":
+                    self._send(200, outer.fleet.describe())
+                else:
+                    self._send(404, {"error": "NOT_FOUND", "message": "try GET /fleet"})
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                actions = {"/fleet/cache/stop": outer.fleet.stop_cache_tier,
+                           "/fleet/cache/start": outer.fleet.start_cache_tier}  # fmt: skip
+                action = actions.get(self.path.rstrip("/"))
+                if action is None:
+                    self._send(
+                        404,
+                        {
+                            "error": "NOT_FOUND",
+                            "message": "POST /fleet/cache/stop or /fleet/cache/start",
+                        },
+                    )
+                    return
+                header = self.headers.get("Authorization", "")
+                if not header.startswith("Bearer "):
+                    self._send(
+                        401,
+                        {
+                            "error": "UNAUTHORIZED",
+                            "message": "send Authorization: Bearer <admin token>",
+                        },
+                    )
+                    return
+                if not hmac.compare_digest(header[7:].strip().encode(),
+                                           outer.fleet.admin_token.encode()):  # fmt: skip
+                    self._send(403, {"error": "FORBIDDEN", "message": "not the admin token"})
+                    return
+                try:
+                    self._send(200, action())
+                except LookupError as exc:
+                    self._send(409, {"error": "NOT_STARTED_HERE", "message": str(exc)})
+
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://{host}:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, name="fleet-control",
+                                        daemon=True)  # fmt: skip
+
+    def start(self) -> FleetControl:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _urls_from(args: argparse.Namespace, backends: tuple[str, ...]) -> dict[str, str]:
+    urls = {}
+    for key, (name, _var, backend) in URL_OPTIONS.items():
+        given = getattr(args, key, None) or settings.get(name)
+        if given and backend in backends:
+            urls[key] = given
+    return urls
+
+
+def _build_missing(data_dir: Path) -> int:
+    env = settings.child_environ(LOOKUP_DATA_DIR=str(data_dir))
+    for what in (["datasets", "build", "all"], ["typeahead", "build"]):
+        argv = [sys.executable, "-m", "lookup.cli", *what, "--missing", "--data-dir", str(data_dir)]
+        done = subprocess.run(argv, env=env, cwd=REPO_ROOT)
+        if done.returncode != 0:
+            print(f"error: `lookup {' '.join(what)}` failed (see above)", file=sys.stderr)
+            return done.returncode
+    return 0
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    """``lookup up --backend …``: start the fleet, print every address, supervise it until
+    SIGINT/SIGTERM (or a child dies), then stop everything."""
+    from lookup.kit.mounts import resolve_data_dir
+
+    try:
+        backends = parse_backends(args.backend)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    data_dir = resolve_data_dir(args.data_dir)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if not args.skip_datasets and (code := _build_missing(data_dir)) != 0:
+        return code
+    fleet = Fleet(
+        data_dir, backends, workers=args.workers, host=args.host, api_port=args.api_port,
+        app_port=args.app_port, dashboard=not args.no_dashboard,
+        sandbox_port=None if args.no_sandbox else args.sandbox_port,
+        urls=_urls_from(args, backends),
+    )  # fmt: skip
+    stopping = fleet.stopping
+    old = {s: signal.signal(s, lambda *_: stopping.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        try:
+            fleet.start()
+        except (FleetError, Unavailable, OSError, RuntimeError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        if stopping.is_set():
+            return 0
+        _print_addresses(fleet)
+        while not stopping.wait(0.5):
+            problem = fleet.dead()
+            if problem and not stopping.wait(0.3):
+                print(f"error: {problem}; stopping", file=sys.stderr)
+                return 1
+        print("\nstopping the fleet ...", flush=True)
+        return 0
+    finally:
+        fleet.stop()
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
+def _print_addresses(fleet: Fleet) -> None:
+    state = fleet.describe()
+    lines = ["", f"  Lookup Workbench fleet is up ({', '.join(fleet.backends)})"]
+    for name, server in state["servers"].items():
+        origin = "started here" if server["started"] else "given"
+        lines.append(f"    {name:<12} {server['url']}   ({origin})")
+    for i, url in enumerate(fleet.worker_urls, 1):
+        lines.append(f"    API worker {i} {url}")
+    if fleet.app_url:
+        lines.append(f"    Dashboard    {fleet.app_url}")
+    if fleet.sandbox_url:
+        lines.append(f"    Sandbox web  {fleet.sandbox_url}")
+    lines.append(f"    Control      {state['control']}   (GET /fleet)")
+    lines.append(f"    Data         {fleet.data_dir}")
+    lines.append("  Press Ctrl-C to stop everything.\n")
+    print("\n".join(lines), flush=True)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The fleet's options on ``lookup up``."""
+    p.add_argument("--backend", default=None, metavar="NAMES",
+                   help="run a fleet on real engines: postgres, redis or postgres,redis "
+                        "(servers are started under $LOOKUP_DATA_DIR/servers/ unless a URL "
+                        "is given); without it, the embedded single process")  # fmt: skip
+    p.add_argument("--workers", type=int, default=2,
+                   help="API processes of the fleet (default 2; --backend only)")  # fmt: skip
+    p.add_argument("--no-dashboard", action="store_true",
+                   help="do not start the dashboard (--backend only)")  # fmt: skip
+    for key, (_name, var, backend) in URL_OPTIONS.items():
+        p.add_argument(f"--{key.replace('_', '-')}", default=None, metavar="URL",
+                       help=f"use this {backend} instead of starting one (or ${var})")  # fmt: skip

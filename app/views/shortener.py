@@ -805,11 +805,24 @@ def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
     return lat, rates
 
 
+def _metrics_token() -> str:
+    """The API's admin token: a fleet ``lookup up`` started gives all its processes the one
+    in ``<data-dir>/servers``; a single server keeps its own in the data directory."""
+    servers = data_dir() / "servers" / "admin.token"
+    return load_admin_token(servers.parent) if servers.exists() else server_admin_token(data_dir())
+
+
 def backends_panel() -> None:
     """Which backends the API runs on, what each layer answered on each worker, and — only
     against servers ``lookup up`` started — the cache-tier drill."""
     # Metrics count links in the store: slower than the page's 2 s default on a busy store.
-    answer = call("GET", "/v1/shortener/metrics", auth=False, timeout=10.0)
+    answer = call(
+        "GET",
+        "/v1/shortener/metrics",
+        auth=False,
+        timeout=10.0,
+        headers={"Authorization": f"Bearer {_metrics_token()}"},  # admin only
+    )
     if not answer.ok or not isinstance(answer.body, dict):
         st.warning(f"No metrics: {answer.message()}", icon=":material/warning:")
         return

@@ -41,6 +41,8 @@ def threaded_api(
     from lookup.server import create_app
 
     monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
+    # The pages shorten the sandbox web's loopback pages: the named allowance.
+    monkeypatch.setenv("LOOKUP_SHORTENER_ALLOWED_RANGES", "127.0.0.0/8")
     return serve_asgi(create_app(tmp_path / "data"))
 
 

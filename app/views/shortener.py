@@ -562,7 +562,7 @@ def simulator() -> None:
                     targets,
                     plan,
                     token=st.session_state[TOKEN],
-                    admin_token=server_admin_token(data_dir()),  # the metrics need it
+                    admin_token=_metrics_token(),  # the metrics need it
                     keys=keys,
                 )
             except (httpx.HTTPError, RuntimeError) as exc:

@@ -837,7 +837,8 @@ def backends_panel() -> None:
     st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
     share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
     st.dataframe(
-        layer_table(layer_counts(workers, timeout=10.0)), hide_index=True, key="fleet-layers",
+        layer_table(layer_counts(workers, timeout=10.0, admin_token=_metrics_token())),
+        hide_index=True, key="fleet-layers",
         column_config={c: share for c in ("In-process LRU", "Negative cache", "Redis tier",
                                           "Store")},
     )  # fmt: skip
@@ -869,7 +870,7 @@ def backends_panel() -> None:
         with st.spinner("Redirects for 8 s, Redis stopped for 3 of them …"):
             st.session_state[DRILL_RESULT] = outage_drill(
                 workers, lambda: _control(fleet, "stop"), lambda: _control(fleet, "start"),
-                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0,
+                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0, admin_token=_metrics_token(),
             )  # fmt: skip
         st.rerun()
     if st.session_state.get(FLEET_NOTICE):

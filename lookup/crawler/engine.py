@@ -749,7 +749,7 @@ class Crawler(RobotsHops):
             if outcome.supersedes:  # the cluster's declared canonical replaces it
                 self.store.supersede(*outcome.supersedes)
             if outcome.promotes:
-                self.store.promote(*outcome.promotes)
+                self.store.promote(outcome.promotes)
             if outcome.host_counter:
                 self.store.count_host(e.host, outcome.host_counter)
             self.store.count_host(e.host, "fetched")

@@ -220,12 +220,16 @@ def page_text(out_dir: Path | str, url: str) -> PageText:
         key = row.storage_key
         rtype, headers, body = read_record(out_dir, key)
         stored_as = None
-        if rtype == "revisit":  # an exact duplicate: the payload is its original's
-            original = reader.url(row.dup_of) if row.dup_of else None
+        source, hops = row, 0
+        while rtype == "revisit":  # an exact duplicate: the payload is its original's
+            # (a representative promoted by rel=canonical may itself be a revisit: follow it)
+            original = reader.url(source.dup_of) if source.dup_of and hops < 5 else None
             if original is None or not original.storage_key:
                 raise KeyError(f"the original of {url} is not in the crawl")
-            _, headers, body = read_record(out_dir, original.storage_key)
-            stored_as = original.url
+            rtype2, headers, body = read_record(out_dir, original.storage_key)
+            source, hops, stored_as = original, hops + 1, original.url
+            if rtype2 != "revisit":
+                break
     parsed = parse_html(_decode(body, headers))
     return PageText(url, parsed.title or row.title or "", parsed.text, key, rtype, stored_as)
 

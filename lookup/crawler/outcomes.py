@@ -112,7 +112,7 @@ class Outcome:
     hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
     event: dict[str, Any] | None = None  # PageFetched (new or changed) or PageRemoved
     supersedes: tuple[str, str, str] | None = None  # the original replaced: hash, kind, by
-    promotes: tuple[str, str] | None = None  # a stored duplicate replacing it: hash, copy
+    promotes: str | None = None  # the url hash of a stored duplicate that replaces it
     also: list[dict[str, Any]] = field(default_factory=list)  # that original's PageRemoved
 
 
@@ -408,9 +408,12 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
             if member.dup_of == original.url:  # this page names a fetched member canonical
                 also, original = promotion(ctx, member, original), member
     original_url = original.url if original is not None else v.of
-    if v.kind == "exact" and original is not None and original.fetched_at:
+    copy = original
+    if copy is not None and copy.dup_kind == "exact" and copy.dup_of:  # a promoted member
+        copy = kit.stored(url_hash(copy.dup_of))  # its copy is a revisit of that page's
+    if v.kind == "exact" and copy is not None and copy.fetched_at:
         key = kit.warc.write_revisit(
-            e.url, refers_to=original_url, refers_to_date=original.fetched_at,
+            e.url, refers_to=copy.url, refers_to_date=copy.fetched_at,
             digest=v.content_hash, fetched_at=r.started,
         )  # fmt: skip
     else:
@@ -433,7 +436,7 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
     )
     outcome = Outcome("duplicate", facts, links=ctx.links, also=also)
     if also:  # ``original`` is now the promoted member; the old original is v.of
-        outcome.promotes = (original.url_hash, also[0]["storageKey"])
+        outcome.promotes = original.url_hash
         outcome.supersedes = (v.of, v.kind or "exact", original.url)
     return outcome
 

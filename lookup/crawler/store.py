@@ -353,9 +353,9 @@ class CrawlWriter(Protocol):
     def names_canonical(self, url: str) -> bool:
         """Does another fetched page name ``url`` its ``rel=canonical``?"""
 
-    def promote(self, url_hash: str, storage_key: str) -> None:
-        """A fetched duplicate becomes its cluster's representative (outcome ``ok``), its
-        copy the record at ``storage_key`` (an exact duplicate's is its original's)."""
+    def promote(self, url_hash: str) -> None:
+        """A fetched duplicate becomes its cluster's representative (outcome ``ok``); its
+        ``dup_of`` stays: an exact one's stored copy is a revisit of that page."""
 
     def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
         """A fetched original is now a ``kind`` duplicate of ``by_url`` (its canonical)."""

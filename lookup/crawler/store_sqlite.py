@@ -320,10 +320,8 @@ class SqliteCrawlStore:
         q = "SELECT 1 FROM urls WHERE canonical = ? AND url != ? LIMIT 1"
         return self._db.execute(q, (url, url)).fetchone() is not None
 
-    def promote(self, url_hash: str, storage_key: str) -> None:
-        changes = {"outcome": "ok", "dup_of": None, "dup_kind": None, "reason": None}
-        changes["storage_key"] = storage_key
-        self._set("urls", "url_hash", url_hash, changes)
+    def promote(self, url_hash: str) -> None:
+        self._set("urls", "url_hash", url_hash, {"outcome": "ok", "reason": None})
 
     def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
         reason = f"duplicate of {by_url}, its cluster's canonical URL"

@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from lookup.crawler import Sandbox, crawl
-from lookup.crawler.cli import register  # noqa: F401  (the command under test)
 from lookup.crawler.fetcher import DnsResolver, ResolveError
 from lookup.crawler.scope import CrawlScope, ScopeError, parse_range
-from lookup.kit.urlnorm import normalize_url
 from tests.crawler.conftest import test_config
 
 #: Private, loopback, link-local (metadata), CGNAT, ULA, multicast and reserved
@@ -120,4 +118,3 @@ def test_a_scoped_sandbox_crawl_never_queues_what_is_out_of_scope(
     for (url,) in queued:
         assert scope.check(url) is None, url
     assert report.traps.get("out-of-scope", 0) == len(cuts)
-    assert normalize_url(f"http://{docs}:{web.port}/") is not None

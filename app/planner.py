@@ -322,14 +322,28 @@ def label_with_basis(figure: capacity.Figure, peak: float | None) -> str:
     return f"{figure.label}, {kind}"
 
 
-def basis_note(peak: float | None) -> str:
+def basis_note(system: System, peak: float | None) -> str:
     """The sentence under the summary that says what its peaks are."""
     if peak is None:
         return ""
+    knob = system.knob("peak_factor").label.split(" (")[0]  # "Peak traffic (× average)"
     return (
-        f"A **peak** here is ×{peak:g} the average (the “peak” assumption); the tiles show "
-        "average rates unless their label says peak."
+        f"A **peak** here is ×{peak:g} the average (the “{knob}” assumption); the tiles "
+        "show average rates unless their label says peak."
     )
+
+
+#: The longest label and value a tile three to a row shows uncut at a 1280-pixel window.
+TILE3_LABEL_CHARS, TILE3_VALUE_CHARS = 30, 12
+
+
+def tiles_per_row(labels_and_values: Sequence[tuple[str, str]]) -> int:
+    """Three tiles to a row, or two when a label or value would be cut ("Origin at pe…")."""
+    fits = all(
+        len(label) <= TILE3_LABEL_CHARS and len(value) <= TILE3_VALUE_CHARS
+        for label, value in labels_and_values
+    )
+    return 3 if fits else 2
 
 
 def metric_rows(items: list[Any], per_row: int = 3) -> list[list[Any]]:

@@ -16,6 +16,7 @@ from planner import (
     label_with_basis,
     metric_rows,
     peak_factor,
+    tiles_per_row,
     widget_key,
 )
 
@@ -105,10 +106,11 @@ def _tab(system: System) -> None:
         figures = figures_by_key(plan)
         seed = _seed_figures(system)
         peak = peak_factor(system, shown)
-        note = basis_note(peak)
+        note = basis_note(system, peak)
         st.info(plan.driver() + (f"\n\n{note}" if note else ""), icon=":material/lightbulb:")
         headline = [figures[k] for k in system.headline if k in figures]
-        for row in metric_rows(headline):
+        per_row = tiles_per_row([(label_with_basis(f, peak), f.text) for f in headline])
+        for row in metric_rows(headline, per_row):
             for column, figure in zip(st.columns(len(row)), row, strict=True):
                 was = seed.get(figure.key)
                 changed = was is not None and was.text != figure.text

@@ -266,3 +266,10 @@ def test_decay_chart_settles_then_halves_every_half_life() -> None:
     quiet = next(d for d in range(1, len(scores)) if scores[d] < scores[d - 1])
     assert scores[quiet - 1] == pytest.approx(steady, rel=0.02)
     assert scores[quiet - 1 + 7] == pytest.approx(scores[quiet - 1] / 2)
+
+
+def test_long_tile_texts_get_two_tiles_to_a_row() -> None:
+    assert planner.tiles_per_row([("Writes (new links), average", "38.6/s")]) == 3
+    assert planner.tiles_per_row([("Origin at peak (×2) (edge absorbs 40%)", "83,300/s")]) == 2
+    assert planner.tiles_per_row([("Reads per write", "1,500 reads/write")]) == 2
+    assert planner.metric_rows(list("abcde"), 2) == [["a", "b"], ["c", "d"], ["e"]]

@@ -38,6 +38,7 @@ import functools
 import json
 import os
 import random
+import secrets
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,15 @@ from benchmarks.common import (
 )
 from lookup.shortener import Shortener, ShortenerConfig
 from lookup.shortener.simulate import CRAWLERS, PREVIEWERS, browser_headers
+
+#: /v1/shortener/metrics takes the admin token: :func:`main` hands this one to the servers
+#: it starts (``LOOKUP_ADMIN_TOKEN``, inherited) unless one is set already.
+ADMIN_TOKEN = f"bench-{secrets.token_urlsafe(24)}"
+
+
+def _admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {os.environ.get('LOOKUP_ADMIN_TOKEN', ADMIN_TOKEN)}"}
+
 
 REDIRECT_TARGET = 0.60
 ANALYTICS_COST_TARGET = 0.10
@@ -156,7 +166,8 @@ def wait_until_idle(base_url: str, timeout_s: float = 20.0) -> None:
     deadline = time.monotonic() + timeout_s
     last = None
     while time.monotonic() < deadline:
-        scanner = httpx.get(f"{base_url}/v1/shortener/metrics", timeout=10).json().get("scanner")
+        metrics = httpx.get(f"{base_url}/v1/shortener/metrics", headers=_admin(), timeout=10)
+        scanner = metrics.json().get("scanner")
         if not isinstance(scanner, dict) or scanner.get("queued") == 0:
             return
         if scanner.get("scanned") == last:  # nothing scanned for half a second
@@ -251,7 +262,7 @@ class CpuMeter:
 
 
 def _metrics(base_url: str) -> dict[str, Any]:
-    return httpx.get(f"{base_url}/v1/shortener/metrics", timeout=30).json()  # type: ignore[no-any-return]
+    return httpx.get(f"{base_url}/v1/shortener/metrics", headers=_admin(), timeout=30).json()  # type: ignore[no-any-return]
 
 
 def catch_up_throughput(data_dir: Path) -> dict[str, Any]:
@@ -726,6 +737,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
+    os.environ.setdefault("LOOKUP_ADMIN_TOKEN", ADMIN_TOKEN)  # for the servers it starts
     if args.quick:
         args.seconds, args.runs = 2, 1
     if args.seconds < 1 or args.runs < 1 or args.keys < 1 or args.connections < 1:

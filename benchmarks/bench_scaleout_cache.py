@@ -59,6 +59,11 @@ OWNER = {"Authorization": "Bearer bench-scaleout-owner-token-01"}
 CONFIGS = ("embedded", "redis tier")
 
 
+#: The admin token of the servers started here (``/v1/shortener/metrics`` needs it).
+ADMIN_TOKEN = f"bench-{uuid.uuid4().hex}"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
 @contextlib.contextmanager
 def _environment(**values: str) -> Iterator[None]:
     """Set environment variables for servers started inside the block (then restore)."""
@@ -107,7 +112,11 @@ def bench_hot(
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-hot-") as tmp:
         for run in range(runs):
             for name in CONFIGS:
-                env = {"LOOKUP_SHORTENER_AGGREGATOR": "external", "LOOKUP_SHORTENER_SCANNER": "0"}
+                env = {
+                    "LOOKUP_SHORTENER_AGGREGATOR": "external",
+                    "LOOKUP_SHORTENER_SCANNER": "0",
+                    "LOOKUP_ADMIN_TOKEN": ADMIN_TOKEN,
+                }
                 if name == "redis tier":
                     env["LOOKUP_CACHE_URL"] = f"{redis}?prefix=hot-{uuid.uuid4().hex[:8]}:"
                 data_dir = Path(tmp) / f"{run}-{name.replace(' ', '-')}"
@@ -116,7 +125,8 @@ def bench_hot(
                     script = lua_get_script([f"/{k}" for k in created])
                     run_wrk(srv.url, script, seconds=2, connections=connections)  # fill L1
                     result = run_wrk(srv.url, script, seconds=seconds, connections=connections)
-                    layers = httpx.get(f"{srv.url}/v1/shortener/metrics").json()["cache"]
+                    metrics = httpx.get(f"{srv.url}/v1/shortener/metrics", headers=ADMIN)
+                    layers = metrics.json()["cache"]
                 out[name]["runs"].append(result.rate)
                 out[name]["p99_ms"].append(result.p99_ms)
                 out[name]["errors"] = out[name].get("errors", 0) + result.error_count
@@ -240,6 +250,7 @@ def bench_invalidation(redis: str, *, retargets: int) -> dict[str, Any]:
         "LOOKUP_CACHE_URL": f"{redis}?prefix=inval-{uuid.uuid4().hex[:8]}:",
         "LOOKUP_SHORTENER_ANALYTICS": "0",
         "LOOKUP_SHORTENER_SCANNER": "0",
+        "LOOKUP_ADMIN_TOKEN": ADMIN_TOKEN,
     }
     latencies: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-inval-") as tmp:
@@ -267,7 +278,7 @@ def bench_invalidation(redis: str, *, retargets: int) -> dict[str, Any]:
                     if time.perf_counter() - t0 > 10:
                         raise RuntimeError("B never saw the retarget")
                 latencies.append(time.perf_counter() - t0)
-            heard = httpx.get(f"{b.url}/v1/shortener/metrics").json()["cache"]
+            heard = httpx.get(f"{b.url}/v1/shortener/metrics", headers=ADMIN).json()["cache"]
     out["retarget seen on B"] = _pcts(latencies)
     out["heard"] = heard["remoteInvalidations"]
 

@@ -147,16 +147,21 @@ def _wait_http(
     return False
 
 
-def layer_counts(worker_urls: list[str], timeout: float = 2.0) -> dict[str, Any]:
-    """Each worker's cache-layer counters (``metrics()["cache"]``) and their sum: what the
-    in-process LRU, the negative cache, the shared tier (Redis) and the store answered.
-    A worker that does not answer is reported with ``error`` and left out of the sum."""
+def layer_counts(
+    worker_urls: list[str], timeout: float = 2.0, *, admin_token: str = ""
+) -> dict[str, Any]:
+    """Each worker's cache-layer counters (``metrics()["cache"]``, read with the admin
+    token) and their sum: what the in-process LRU, the negative cache, the shared tier
+    (Redis) and the store answered. A worker that does not answer is reported with
+    ``error`` and left out of the sum."""
+    headers = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     keys = ("l1", "negative", "shared", "store")
     per_worker: list[dict[str, Any]] = []
     total = dict.fromkeys(("requests", *keys, "sharedErrors"), 0)
     for url in worker_urls:
         try:
-            cache = httpx.get(f"{url}/v1/shortener/metrics", timeout=timeout).json()["cache"]
+            answer = httpx.get(f"{url}/v1/shortener/metrics", headers=headers, timeout=timeout)
+            cache = answer.raise_for_status().json()["cache"]
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             per_worker.append({"url": url, "error": str(exc) or type(exc).__name__})
             continue
@@ -179,6 +184,7 @@ def outage_drill(
     worker_urls: list[str], stop: Callable[[], object], start: Callable[[], object], *,
     load: str = "redirects", before_s: float = 2.0, outage_s: float = 3.0,
     after_s: float = 4.0, rate: float = 30.0, hot_links: int = 10, timeout_s: float = 5.0,
+    admin_token: str = "",
 ) -> dict[str, Any]:  # fmt: skip
     """A failure drill as a timeline: steady load on the workers, ``stop()`` a server after
     ``before_s``, ``start()`` it ``outage_s`` later, ``after_s`` more of load.
@@ -190,8 +196,8 @@ def outage_drill(
     while the tier is down), or — ``load="creates"`` — makes a
     link. Returns ``events`` (``t``, ``op``, ``status`` 0 = no answer, ``ms``), the
     ``marks`` (``stop``, ``start``), ``layers`` sampled every quarter second (summed
-    :func:`layer_counts`), and for creates which acknowledged (201) links were ``lost``
-    after the restart (each followed once more through every worker).
+    :func:`layer_counts`, with ``admin_token``), and for creates which acknowledged (201)
+    links were ``lost`` after the restart (each followed once more through every worker).
     """
     if load not in ("redirects", "creates"):
         raise ValueError("load must be 'redirects' or 'creates'")
@@ -250,7 +256,8 @@ def outage_drill(
         def sample() -> None:
             while not sampling.wait(0.25):
                 layers.append({"t": round(time.perf_counter() - t0, 3),
-                               **layer_counts(worker_urls, timeout=1.0)["total"]})  # fmt: skip
+                               **layer_counts(worker_urls, timeout=1.0,
+                                             admin_token=admin_token)["total"]})  # fmt: skip
 
         marks: dict[str, float] = {}
         sampler = threading.Thread(target=sample, daemon=True)

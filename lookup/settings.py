@@ -75,6 +75,15 @@ def _rate(raw: str) -> str:
     return raw.strip()
 
 
+def _networks(raw: str) -> tuple[str, ...]:
+    import ipaddress
+
+    nets = tuple(part.strip() for part in raw.split(",") if part.strip())
+    for net in nets:
+        ipaddress.ip_network(net, strict=False)  # ValueError names the bad one
+    return nets
+
+
 @dataclass(frozen=True)
 class Setting:
     """One knob: where it is read from, what it accepts, and why its default is what it is."""
@@ -178,6 +187,13 @@ SETTINGS: dict[str, Setting] = {
             "run the background safety scanner over new and changed links; 0 turns it off.",
         ),
         Setting(
+            "shortener_allowed_ranges", "LOOKUP_SHORTENER_ALLOWED_RANGES", (), _networks,
+            "list", "CIDR,CIDR,...",
+            "non-public networks short links may lead to anyway (e.g. 127.0.0.0/8 for a demo "
+            "that shortens its own loopback pages); empty by default: loopback, private, "
+            "link-local, CGNAT, multicast and reserved destinations are refused.",
+        ),
+        Setting(
             "shortener_aggregator", "LOOKUP_SHORTENER_AGGREGATOR", "process",
             _lower, "choice", "",
             "where the click aggregator runs: its own process (default; keeps its CPU off "
@@ -189,6 +205,13 @@ SETTINGS: dict[str, Setting] = {
             "shortener_aggregator_nice", "LOOKUP_SHORTENER_AGGREGATOR_NICE", 19, _nice,
             "int", "nice 0..19",
             "CPU priority of the aggregator process: 19 yields to the redirect path.",
+        ),
+        # -- typeahead -------------------------------------------------------------------------
+        Setting(
+            "typeahead_rate_searches", "LOOKUP_TYPEAHEAD_RATE_SEARCHES", "30/60:30",
+            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "submitted searches (POST /v1/searches) per client address (an IPv6 /64): a "
+            "person searches a few times a minute; a brigade from one client is cut off.",
         ),
         # -- building blocks (unique ids) ----------------------------------------------------
         Setting(

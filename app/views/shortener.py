@@ -24,6 +24,7 @@ from common import call as api_call
 from cookies import read_cookie, remember_cookie
 
 from lookup.fleet import layer_counts, outage_drill, read_state
+from lookup.kit.admin import server_admin_token
 from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
@@ -557,7 +558,13 @@ def simulator() -> None:
         targets = simulator_targets()
         with st.spinner(f"Sending {requests:,} requests to {', '.join(targets)} …"):
             try:
-                result = simulate_traffic(targets, plan, token=st.session_state[TOKEN], keys=keys)
+                result = simulate_traffic(
+                    targets,
+                    plan,
+                    token=st.session_state[TOKEN],
+                    admin_token=_metrics_token(),  # the metrics need it
+                    keys=keys,
+                )
             except (httpx.HTTPError, RuntimeError) as exc:
                 st.error(f"The simulation stopped: {exc}", icon=":material/error:")
                 return
@@ -798,11 +805,24 @@ def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
     return lat, rates
 
 
+def _metrics_token() -> str:
+    """The API's admin token: a fleet ``lookup up`` started gives all its processes the one
+    in ``<data-dir>/servers``; a single server keeps its own in the data directory."""
+    servers = data_dir() / "servers" / "admin.token"
+    return load_admin_token(servers.parent) if servers.exists() else server_admin_token(data_dir())
+
+
 def backends_panel() -> None:
     """Which backends the API runs on, what each layer answered on each worker, and — only
     against servers ``lookup up`` started — the cache-tier drill."""
     # Metrics count links in the store: slower than the page's 2 s default on a busy store.
-    answer = call("GET", "/v1/shortener/metrics", auth=False, timeout=10.0)
+    answer = call(
+        "GET",
+        "/v1/shortener/metrics",
+        auth=False,
+        timeout=10.0,
+        headers={"Authorization": f"Bearer {_metrics_token()}"},  # admin only
+    )
     if not answer.ok or not isinstance(answer.body, dict):
         st.warning(f"No metrics: {answer.message()}", icon=":material/warning:")
         return
@@ -817,7 +837,8 @@ def backends_panel() -> None:
     st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
     share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
     st.dataframe(
-        layer_table(layer_counts(workers, timeout=10.0)), hide_index=True, key="fleet-layers",
+        layer_table(layer_counts(workers, timeout=10.0, admin_token=_metrics_token())),
+        hide_index=True, key="fleet-layers",
         column_config={c: share for c in ("In-process LRU", "Negative cache", "Redis tier",
                                           "Store")},
     )  # fmt: skip
@@ -849,7 +870,7 @@ def backends_panel() -> None:
         with st.spinner("Redirects for 8 s, Redis stopped for 3 of them …"):
             st.session_state[DRILL_RESULT] = outage_drill(
                 workers, lambda: _control(fleet, "stop"), lambda: _control(fleet, "start"),
-                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0,
+                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0, admin_token=_metrics_token(),
             )  # fmt: skip
         st.rerun()
     if st.session_state.get(FLEET_NOTICE):

@@ -31,12 +31,14 @@ from common import (
     api_client,
     api_url,
     cached_health,
+    data_dir,
     probe_health,
     show_api_status,
 )
 from common import call as api_call
 from searchbox import box_state, searchbox
 
+from lookup.kit.admin import server_admin_token
 from lookup.typeahead import normalize_prefix
 from lookup.typeahead.client import Shown, SuggestClient
 
@@ -93,7 +95,11 @@ def keepalive_client(base_url: str) -> httpx.Client:
 
 
 def call(method: str, path: str, client: httpx.Client | None = None, **kwargs: Any) -> Answer:
-    """One API call over ``client``, else this session's kept-alive connection."""
+    """One API call over ``client``, else this session's kept-alive connection; calls that
+    change something carry the admin token (swap, rollback, blocking, the replay)."""
+    if method != "GET":
+        admin = {"Authorization": f"Bearer {server_admin_token(data_dir())}"}
+        kwargs["headers"] = {**admin, **kwargs.get("headers", {})}
     return api_call(method, path, client=client or keepalive_client(api_url()), **kwargs)
 
 
@@ -405,12 +411,19 @@ def replay_burst(term: str, market: str, watch: str) -> dict[str, Any]:
     with api_client() as http:
         for minute, n in enumerate(BURST_RAMP, start=1):
             for i in range(n):
-                user = f"replay-{(sent + i) % BURST_USERS}"
+                # The admin token makes the replay a trusted relay: it names each
+                # simulated user and the address they search from (one network each).
+                u = (sent + i) % BURST_USERS
                 answer = call(
                     "POST",
                     "/v1/searches",
                     http,
-                    json={"q": term, "market": market, "userId": user},
+                    json={
+                        "q": term,
+                        "market": market,
+                        "userId": f"replay-{u}",
+                        "clientAddress": f"198.18.{u}.7",
+                    },
                 )
                 if not answer.ok:
                     bar.empty()

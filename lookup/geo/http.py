@@ -34,7 +34,7 @@ from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
-from lookup.kit.admin import check_admin, load_admin_token
+from lookup.kit.admin import admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 
 def _json(body: dict[str, Any]) -> Response:
     """A JSON response encoded by orjson (the hot routes: several times faster than json)."""
-    return Response(orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY),
-                    media_type="application/json")
+    return Response(
+        orjson.dumps(body, option=orjson.OPT_SERIALIZE_NUMPY), media_type="application/json"
+    )
 
 
 def _not_built() -> NotBuilt:
@@ -69,12 +70,19 @@ def mount(mounts: Any) -> None:
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=bool_param(params, "openNow"),
-                price=params.get("price"), q=params.get("q"),
+                category=params.get("category"),
+                open_now=bool_param(params, "openNow"),
+                price=params.get("price"),
+                q=params.get("q"),
             )
             result = s.search(
-                lat, lng, radius, filters=filters, limit=params.get("limit", "20"),
-                cursor=params.get("cursor") or None, widen=bool_param(params, "widen", True),
+                lat,
+                lng,
+                radius,
+                filters=filters,
+                limit=params.get("limit", "20"),
+                cursor=params.get("cursor") or None,
+                widen=bool_param(params, "widen", True),
                 use_cache=bool_param(params, "cache", True),
             )
         except SearchError as exc:
@@ -95,8 +103,10 @@ def mount(mounts: Any) -> None:
         s = searcher(params)
         try:
             filters = s.check_filters(
-                category=params.get("category"), open_now=bool_param(params, "openNow"),
-                price=params.get("price"), q=params.get("q"),
+                category=params.get("category"),
+                open_now=bool_param(params, "openNow"),
+                price=params.get("price"),
+                q=params.get("q"),
             )
             limit = int_param(params, "limit", 100, low=1, high=500)
             max_pins = int_param(params, "maxPins", 300, low=1, high=5000)
@@ -114,11 +124,11 @@ def mount(mounts: Any) -> None:
     # ---------------------------------------------------------- management
 
     api = mounts.api
-    admin_token = load_admin_token(mounts.data_dir)
+    admin_token = admin_token_of(mounts)  # read on first use: the shortener may publish it
 
     def admin(request: StarletteRequest) -> None:
         """Every write: the admin token, or 401/403."""
-        check_admin(request.headers.get("authorization"), admin_token, "changing places")
+        check_admin(request.headers.get("authorization"), admin_token(), "changing places")
 
     guarded = [Depends(admin)]
 
@@ -137,9 +147,12 @@ def mount(mounts: Any) -> None:
             raise _not_built()
         return stats
 
-    @api.post("/v1/places/index/rebuild", tags=["places"],
-              summary="Rebuild the index from the database and swap it in (admin token)",
-              dependencies=guarded)
+    @api.post(
+        "/v1/places/index/rebuild",
+        tags=["places"],
+        summary="Rebuild the index from the database and swap it in (admin token)",
+        dependencies=guarded,
+    )
     async def rebuild() -> dict[str, Any]:
         store()
         return await asyncio.to_thread(service.rebuild)
@@ -152,8 +165,11 @@ def mount(mounts: Any) -> None:
             gazetteer.append(Gazetteer.from_rows(store().rows_of_kinds(NAMED_KINDS, columns)))
         return gazetteer[0]
 
-    @api.get("/v1/places/named", tags=["places"],
-             summary="Cities and airports whose name (or a word of it) starts with q")
+    @api.get(
+        "/v1/places/named",
+        tags=["places"],
+        summary="Cities and airports whose name (or a word of it) starts with q",
+    )
     async def named(request: Request) -> dict[str, Any]:
         params = request.query_params
         q = params.get("q")
@@ -171,8 +187,13 @@ def mount(mounts: Any) -> None:
             raise ApiError(404, "NOT_FOUND", f"no place with id {place_id!r}")
         return _public(row)
 
-    @api.post("/v1/places", tags=["places"], status_code=201,
-              summary="Add a business (admin token)", dependencies=guarded)
+    @api.post(
+        "/v1/places",
+        tags=["places"],
+        status_code=201,
+        summary="Add a business (admin token)",
+        dependencies=guarded,
+    )
     async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().add(fields)
@@ -181,9 +202,12 @@ def mount(mounts: Any) -> None:
         service.sync()
         return _public(row)
 
-    @api.patch("/v1/places/{place_id}", tags=["places"],
-               summary="Edit a place (a new lat/lng moves it; admin token)",
-               dependencies=guarded)
+    @api.patch(
+        "/v1/places/{place_id}",
+        tags=["places"],
+        summary="Edit a place (a new lat/lng moves it; admin token)",
+        dependencies=guarded,
+    )
     async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().edit(place_id, fields)
@@ -192,8 +216,12 @@ def mount(mounts: Any) -> None:
         service.sync()
         return _public(row)
 
-    @api.delete("/v1/places/{place_id}", tags=["places"],
-                summary="Delete a place (admin token)", dependencies=guarded)
+    @api.delete(
+        "/v1/places/{place_id}",
+        tags=["places"],
+        summary="Delete a place (admin token)",
+        dependencies=guarded,
+    )
     async def delete_place(place_id: str) -> dict[str, Any]:
         try:
             row = store().delete(place_id)

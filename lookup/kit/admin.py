@@ -8,15 +8,23 @@ holds the token with ``Authorization: Bearer <token>``: no header is 401, a wron
 
 from __future__ import annotations
 
+import functools
 import hmac
 import ipaddress
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from lookup import errors, settings
 from lookup.kit.secretfile import read_or_create_secret
 
 __all__ = [
+    "ADMIN_RESPONSES",
+    "ADMIN_TOKEN_ENV",
+    "admin_token_of",
+    "require_admin",
+    "server_admin_token",
     "admin_token_path",
     "check_admin",
     "configured_admin_token",
@@ -24,6 +32,14 @@ __all__ = [
     "is_loopback_host",
     "load_admin_token",
 ]
+
+
+ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
+#: The OpenAPI ``responses`` of an admin endpoint's refusals.
+ADMIN_RESPONSES: dict[int | str, dict[str, str]] = {
+    401: {"description": "UNAUTHORIZED: no admin token"},
+    403: {"description": "FORBIDDEN: not the admin token"},
+}
 
 
 def admin_token_path(data_dir: str | os.PathLike[str]) -> Path:
@@ -83,3 +99,26 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False  # a name that may resolve anywhere
+
+
+def server_admin_token(data_dir: str | os.PathLike[str]) -> str:
+    """The admin token of the server over ``data_dir`` (:func:`load_admin_token`)."""
+    return load_admin_token(data_dir)
+
+
+def require_admin(authorization: str | None, token: str) -> None:
+    """Refuse a management call without the admin token (:func:`check_admin`)."""
+    check_admin(authorization, token)
+
+
+def admin_token_of(mounts: Any) -> Callable[[], str]:
+    """The admin token of the server being assembled, read on first use: the one a system
+    published on the app (``api.state.admin_token``: the shortener's, which a fleet keeps
+    in its shared secret store), else :func:`load_admin_token` of the data directory."""
+
+    @functools.cache
+    def token() -> str:
+        published = getattr(mounts.api.state, "admin_token", None)
+        return str(published) if published else load_admin_token(mounts.data_dir)
+
+    return token

@@ -31,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from lookup.kit.admin import check_admin, load_admin_token
+from lookup.kit.admin import admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, float_param, int_param
 from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
 from lookup.search.coordinator import QueryError
@@ -115,11 +115,13 @@ def mount(mounts: Any) -> None:
     mounts.on_shutdown.append(service.close)
     mounts.health["search"] = service.status
     api = mounts.api
-    admin_token = load_admin_token(mounts.data_dir)
+    admin_token = admin_token_of(mounts)  # read on first use: the shortener may publish it
 
     def admin(request: Request) -> None:
         """Every mutating endpoint: the admin token, or 401/403."""
-        check_admin(request.headers.get("authorization"), admin_token, "changing the search engine")
+        check_admin(
+            request.headers.get("authorization"), admin_token(), "changing the search engine"
+        )
 
     guarded = [Depends(admin)]
 

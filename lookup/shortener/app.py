@@ -52,7 +52,7 @@ from lookup.shortener.resolver import Resolver
 from lookup.shortener.scanner import Scanner
 from lookup.shortener.service import ShortenerService
 from lookup.shortener.store import open_link_store
-from lookup.shortener.urls import Blocklist, UrlPolicy
+from lookup.shortener.urls import AddressPolicy, Blocklist, UrlPolicy
 from lookup.shortener.views import LinkViews
 
 log = logging.getLogger("lookup.shortener")
@@ -114,6 +114,11 @@ class ShortenerConfig:
     aggregator: str = "thread"
     aggregator_nice: int = 19
     scanner: bool = True
+    #: CIDR networks destinations may use although not public (off by default; a demo on
+    #: loopback or a test fixture names them); see :class:`~lookup.shortener.urls.AddressPolicy`.
+    allowed_ranges: tuple[str, ...] = ()
+    #: host → its addresses now, for the scanner's DNS re-checks (None: the system resolver).
+    resolve_host: Callable[[str], list[str]] | None = None
     #: Where links, id blocks, click counts and the fleet's secrets live: ``postgresql://…``
     #: shares them between API processes; empty: SQLite files and secret files in the data
     #: directory (the embedded default).
@@ -145,6 +150,7 @@ class ShortenerConfig:
             aggregator=settings.get("shortener_aggregator"),
             aggregator_nice=settings.get("shortener_aggregator_nice"),
             scanner=settings.get("shortener_scanner"),
+            allowed_ranges=tuple(settings.get("shortener_allowed_ranges")),
             store_url=settings.get("shortener_store"),
             cache_url=settings.get("cache_url"),
             limits_url=settings.get("limits_url"),
@@ -223,7 +229,8 @@ class Shortener:
         self.minter = KeyMinter(self.allocator, permutation, self.reserved)
         self.blocklist = Blocklist(self.dir / "blocklist.txt")
         self.blocklist.write_template()
-        self.urls = UrlPolicy([self.base_url], self.blocklist)
+        addresses = AddressPolicy(config.allowed_ranges)
+        self.urls = UrlPolicy([self.base_url], self.blocklist, addresses=addresses)
         self.resolver = Resolver(
             self.store,
             cache_size=config.cache_size,
@@ -296,6 +303,8 @@ class Shortener:
                 state_dir=self.dir,
                 hot_keys=None if self.analytics is None else self.analytics.aggregator.top_keys,
                 clock=clock,
+                addresses=addresses,
+                resolve=config.resolve_host,
             )
             self.events.subscribe(self.scanner.on_link_event)
 

@@ -22,6 +22,7 @@ import contextlib
 import io
 import json
 import logging
+import re
 import secrets
 from typing import Any
 from urllib.parse import parse_qs
@@ -35,15 +36,17 @@ from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
 
 from lookup import errors
+from lookup.kit import admin
 from lookup.kit.cache import MISSING
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
+from lookup.shortener.analytics.events import LINK_PREVIEW_AGENTS
 from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
-from lookup.shortener.scanner import edit_blocklist, is_admin
+from lookup.shortener.scanner import edit_blocklist
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -66,6 +69,34 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": schemas.ErrorBody, "description": "body too large"},
     429: {"model": schemas.ErrorBody, "description": "rate limited (see RateLimit-* headers)"},
 }
+
+
+_PREVIEW_AGENT = re.compile(
+    "|".join(re.escape(a) for a in LINK_PREVIEW_AGENTS).encode(), re.IGNORECASE
+)
+
+
+def is_link_preview(user_agent: str | bytes | None) -> bool:
+    """Whether a user agent is a chat or social app fetching a link to draw its card.
+
+    The list is analytics' (:data:`~lookup.shortener.analytics.events.LINK_PREVIEW_AGENTS`,
+    the agents WhatsApp, Slack, Discord, Telegram, X, Facebook, LinkedIn and others
+    document), so the redirect and the click counts agree on what a preview is.
+    """
+    if not user_agent:
+        return False
+    raw = user_agent.encode("latin-1", "replace") if isinstance(user_agent, str) else user_agent
+    return _PREVIEW_AGENT.search(raw[:512]) is not None
+
+
+def _is_preview_request(scope: Scope) -> bool:
+    """``HEAD``, or a ``GET`` from a link-preview fetcher: asks about a link, not a visit."""
+    if scope["method"] == "HEAD":
+        return True
+    for name, value in scope.get("headers", ()):
+        if name == b"user-agent":
+            return is_link_preview(value)
+    return False
 
 
 def client_ip(scope: Scope, trust_forwarded_for: bool = False) -> str:
@@ -164,13 +195,20 @@ class RedirectHandler:
                 )
             return
         if link.max_clicks is not None:
+            if _is_preview_request(scope):
+                # A card or a HEAD must not spend the budget, nor learn the destination's
+                # Location for free: the preview page, 200, no Location.
+                html = pages.preview_page(link, self.views.short_url(key), "ACTIVE")
+                await _send_html(scope, receive, send, html, 200)
+                return
             outcome, link = await svc.admit(link, now)
             if outcome is not Outcome.REDIRECT:
                 await self._after_refusal(scope, receive, send, link, outcome)
                 return
         status = 303 if scope["method"] == "POST" else link.redirect_type
         await self._redirect(send, link, status)
-        self._emit(scope, key, now, status)
+        if scope["method"] != "HEAD":  # HEAD reads the headers; nobody visited
+            self._emit(scope, key, now, status)
 
     async def _redirect(self, send: Send, link: Link, status: int) -> None:
         if status == 301:
@@ -371,7 +409,7 @@ def _domain_list(body: dict[str, Any], name: str) -> list[str]:
 def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     """The management API (``/v1/links`` ...) bound to ``shortener``.
 
-    ``admin_token`` guards the blocklist endpoints (empty: they always answer 403).
+    ``admin_token`` guards the blocklist and the metrics (empty: they always answer 403).
     """
     router = APIRouter(tags=["shortener"])
     trust = shortener.config.trust_forwarded_for
@@ -390,8 +428,14 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             raise _rate_limited(decision)
         return decision
 
+    def optional_owner(request: Request) -> str | None:
+        """The owner a bearer token stands for (None without one; 401 when revoked)."""
+        return service.owner_of(owner_from_header(request.headers.get("authorization")))
+
     def require_token(request: Request) -> str:
-        return require_owner_header(request.headers.get("authorization"))
+        owner = service.owner_of(require_owner_header(request.headers.get("authorization")))
+        assert owner is not None
+        return owner
 
     @router.post(
         "/v1/tokens",
@@ -402,6 +446,32 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     async def mint_token() -> dict[str, str]:
         token = secrets.token_urlsafe(32)
         return {"token": token, "ownerId": owner_id(token)}
+
+    @router.post(
+        "/v1/tokens/rotate",
+        status_code=201,
+        response_model=schemas.Token,
+        responses=_ERRORS,
+        summary="Replace my token with a new one that owns the same links (the old one is "
+        "revoked at once)",
+    )
+    async def rotate_token(request: Request) -> dict[str, str]:
+        current = require_owner_header(request.headers.get("authorization"))
+        token = secrets.token_urlsafe(32)
+        owner = await run_in_threadpool(service.rotate_token, current, owner_id(token))
+        return {"token": token, "ownerId": owner}
+
+    @router.post(
+        "/v1/tokens/revoke",
+        response_model=schemas.TokenRevoked,
+        responses=_ERRORS,
+        summary="Revoke my token at once (401 TOKEN_REVOKED on every endpoint from now on; "
+        "the links stay)",
+    )
+    async def revoke_token(request: Request) -> dict[str, Any]:
+        current = require_owner_header(request.headers.get("authorization"))
+        owner = await run_in_threadpool(service.revoke_token, current)
+        return {"revoked": True, "ownerId": owner}
 
     @router.post(
         "/v1/links",
@@ -421,7 +491,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         },
     )
     async def create_link(request: Request) -> Response:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         decision = write_budget(request, owner)
         body = parse_json_object(await request.body())
         created = await run_in_threadpool(
@@ -501,7 +571,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="One link (its owner sees every field)",
     )
     async def get_link(key: str, request: Request) -> Any:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         return await run_in_threadpool(api.view, key, owner)
 
     @router.patch(
@@ -581,19 +651,13 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         end: str | None = Query(None, alias="to", max_length=64),
         granularity: str = Query("hour", max_length=16),
     ) -> Any:
-        owner = owner_from_header(request.headers.get("authorization"))
+        owner = optional_owner(request)
         return await run_in_threadpool(
             api.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
         )
 
     def require_admin(request: Request) -> None:
-        header = request.headers.get("authorization")
-        if header is None:
-            raise errors.Unauthorized(
-                "send Authorization: Bearer <admin token>", code="UNAUTHORIZED"
-            )
-        if not is_admin(header, admin_token):
-            raise errors.Forbidden("the blocklist needs the admin token", code="FORBIDDEN")
+        admin.require_admin(request.headers.get("authorization"), admin_token)
 
     @router.get(
         "/v1/shortener/blocklist",
@@ -644,9 +708,12 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/shortener/metrics",
-        summary="Shortener counters: what each cache layer absorbed, rate limits, clicks",
+        responses=_ERRORS,
+        summary="Shortener counters: what each cache layer absorbed, rate limits, clicks "
+        "(admin token)",
     )
-    async def metrics() -> dict[str, Any]:
+    async def metrics(request: Request) -> dict[str, Any]:
+        require_admin(request)
         return await run_in_threadpool(shortener.metrics)
 
     return router
@@ -684,6 +751,7 @@ def mount(
     shortener = Shortener(cfg, analytics_options=analytics_options)
     shortener.reserved.add(_route_words(mounts))
     mounts.api.state.shortener = shortener
+    mounts.api.state.admin_token = shortener.admin_token  # one token for every system
     mounts.fast_routes.append(RedirectRoute(shortener, mounts))
     mounts.api.include_router(build_router(shortener, shortener.admin_token))
     service = shortener.service
@@ -720,4 +788,11 @@ def mount(
     return shortener
 
 
-__all__ = ["RedirectHandler", "RedirectRoute", "build_router", "client_ip", "mount"]
+__all__ = [
+    "RedirectHandler",
+    "RedirectRoute",
+    "build_router",
+    "client_ip",
+    "is_link_preview",
+    "mount",
+]

@@ -15,6 +15,12 @@ The scanner is the second and third line of the seed's defence:
   so does a start with rules other than those of the last full sweep (remembered in
   ``<data-dir>/shortener/scanner.json``), e.g. a blocklist edited while the server was down.
 
+Each scan also asks where the destination's host points *now* (``resolve``, the system
+resolver by default; tests inject a stub): a name that has started resolving into a
+private, loopback, link-local or other non-public range (:class:`~lookup.shortener.urls.
+AddressPolicy` — DNS rebinding, a parked domain re-pointed at 169.254.169.254) makes the
+link ``MALICIOUS`` and disables it; it is re-enabled when the name points back out.
+
 The verdict (:func:`assess`) needs no network: the blocklist, then a score from a
 local threat feed (``threats.txt``: known-bad hosts, abused TLDs, phishing keywords,
 brands and their real domains, other shorteners) and the URL's shape (IP-literal
@@ -30,7 +36,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import hmac
 import ipaddress
 import itertools
 import json
@@ -48,10 +53,18 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from lookup import settings
+from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
+from lookup.kit.secretfile import read_or_create_secret
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
-from lookup.shortener.urls import Blocklist, UrlRejected, normalize_host
+from lookup.shortener.urls import (
+    AddressPolicy,
+    Blocklist,
+    UrlRejected,
+    normalize_host,
+    system_resolver,
+)
 
 log = logging.getLogger("lookup.shortener.scanner")
 
@@ -341,8 +354,12 @@ class Scanner:
         sweep_interval_s: float = 60.0,
         sweep_page: int = 500,
         tick_s: float = 0.5,
+        addresses: AddressPolicy | None = None,
+        resolve: Callable[[str], list[str]] | None = None,
     ) -> None:
         self.store = store
+        self.addresses = addresses or AddressPolicy()
+        self.resolve = resolve or system_resolver
         self.actions = actions
         self.blocklist = blocklist
         self.feed_file = feed or FeedFile()
@@ -371,6 +388,7 @@ class Scanner:
         self.full_sweeps = 0
         self.rule_changes = 0
         self.errors = 0
+        self.private_answers = 0
         self.last_assessment: dict[str, Assessment] = {}
 
     # -- inputs ------------------------------------------------------------------------
@@ -418,8 +436,33 @@ class Scanner:
         if link is None or link.is_tombstone:
             return None
         feed = self.feed_file.current()
-        result = assess(link.long_url, self.blocklist, feed)
+        result = self._where_it_points(link, assess(link.long_url, self.blocklist, feed), {})
         self._act(link, result)
+        return result
+
+    def _where_it_points(
+        self, link: Link, result: Assessment, answers: dict[str, list[str]]
+    ) -> Assessment:
+        """``result``, or MALICIOUS when the host is (or now resolves to) no public address.
+
+        ``answers`` caches resolutions within one round (many links share a host)."""
+        if result.verdict == "MALICIOUS":
+            return result
+        host = urlsplit(link.long_url).hostname or ""
+        why = self.addresses.refusal_of_host(host)
+        if why is not None:
+            return Assessment("MALICIOUS", MALICIOUS_SCORE, (f"{host} is {why}",))
+        try:
+            ipaddress.ip_address(host)
+            return result  # a public literal: nothing to resolve
+        except ValueError:
+            pass
+        if host not in answers:
+            answers[host] = self.resolve(host)
+        why = self.addresses.refusal_of_answers(host, answers[host])
+        if why is not None:
+            self.private_answers += 1
+            return Assessment("MALICIOUS", MALICIOUS_SCORE, (why,))
         return result
 
     def _act(self, link: Link, result: Assessment) -> None:
@@ -481,9 +524,11 @@ class Scanner:
         )
         scanned = 0
         feed = self.feed_file.current()
+        answers: dict[str, list[str]] = {}
         for link in links:
             try:
-                self._act(link, assess(link.long_url, self.blocklist, feed))
+                result = assess(link.long_url, self.blocklist, feed)
+                self._act(link, self._where_it_points(link, result, answers))
                 scanned += 1
             except Exception:
                 self.errors += 1
@@ -556,6 +601,7 @@ class Scanner:
             "fullSweeps": self.full_sweeps,
             "ruleChanges": self.rule_changes,
             "errors": self.errors + self._task.failures,
+            "privateAnswers": self.private_answers,
             "blocklistVersion": self.blocklist.version,
             "feedVersion": self.feed_file.current().version,
         }
@@ -564,39 +610,12 @@ class Scanner:
 # -- blocklist administration ------------------------------------------------------------
 
 
-ADMIN_TOKEN_ENV = settings.SETTINGS["admin_token"].env
-
-
 def load_admin_token(
     directory: str | os.PathLike[str], environ: dict[str, str] | None = None
 ) -> str:
     """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
-    token = settings.get("admin_token", environ)
-    if token:
-        return token
-    path = Path(directory) / "admin.token"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as fh:
-            fh.write(secrets.token_urlsafe(32) + "\n")
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            pass  # another process made it first; use theirs
-        finally:
-            tmp.unlink(missing_ok=True)
-    return path.read_text(encoding="ascii").strip()
-
-
-def is_admin(authorization: str | None, token: str) -> bool:
-    """Whether an ``Authorization: Bearer ...`` header carries the admin token."""
-    if not authorization or not token:
-        return False
-    scheme, _, value = authorization.strip().partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(
-        value.strip().encode(), token.encode()
+    return str(settings.get("admin_token", environ) or "") or read_or_create_secret(
+        Path(directory) / "admin.token"
     )
 
 

@@ -141,3 +141,10 @@ class Token(BaseModel):
 
     token: str
     ownerId: str
+
+
+class TokenRevoked(BaseModel):
+    """A revoked owner token: every endpoint answers it 401 ``TOKEN_REVOKED`` from now on."""
+
+    revoked: bool
+    ownerId: str

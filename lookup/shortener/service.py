@@ -459,6 +459,39 @@ class ShortenerService:
                 self._notify("expired", link)
         return len(keys)
 
+    # -- owner tokens ------------------------------------------------------------------
+
+    def owner_of(self, token_hash: str | None) -> str | None:
+        """The owner a token (by its hash) stands for: its own hash unless it was rotated
+        from another; 401 ``TOKEN_REVOKED`` for a revoked one. Read from the store on every
+        call, so a revocation holds at once in every process that shares it."""
+        if token_hash is None:
+            return None
+        known = self.store.token_owner(token_hash)
+        if known is None:
+            return token_hash
+        owner, revoked = known
+        if revoked:
+            raise errors.Unauthorized("this owner token has been revoked", code="TOKEN_REVOKED")
+        return owner
+
+    def revoke_token(self, token_hash: str) -> str:
+        """Revoke a token at once; returns the owner it stood for (their links stay)."""
+        owner = self.owner_of(token_hash)
+        assert owner is not None
+        if not self.store.revoke_token(token_hash, owner, self.clock()):
+            raise errors.Unauthorized("this owner token has been revoked", code="TOKEN_REVOKED")
+        return owner
+
+    def rotate_token(self, token_hash: str, new_hash: str) -> str:
+        """Make ``new_hash`` stand for the owner of ``token_hash`` and revoke the latter, in
+        one transaction (a token rotates once); returns the owner."""
+        owner = self.owner_of(token_hash)
+        assert owner is not None
+        if not self.store.rotate_token(token_hash, new_hash, owner, self.clock()):
+            raise errors.Unauthorized("this owner token has been revoked", code="TOKEN_REVOKED")
+        return owner
+
     # -- redirect ----------------------------------------------------------------------
 
     async def admit(self, link: Link, now: float) -> tuple[Outcome, Link]:

@@ -298,6 +298,7 @@ def simulate_traffic(
     plan: TrafficPlan | None = None,
     *,
     token: str | None = None,
+    admin_token: str | None = None,
     keys: list[str] | None = None,
     timeout_s: float = 10.0,
 ) -> SimulationResult:
@@ -306,9 +307,11 @@ def simulate_traffic(
 
     ``keys``: links (owned by ``token``) to use; by default ``plan.links`` new links are
     created. The last key plays the viral link; the others are ranked by popularity in
-    the order given. Raises :class:`httpx.HTTPError` if the API cannot be reached and
-    :class:`ValueError` for an impossible plan.
+    the order given. ``admin_token`` reads ``/v1/shortener/metrics`` before and after
+    (what each layer absorbed). Raises :class:`httpx.HTTPError` if the API cannot be
+    reached (or refuses the admin token) and :class:`ValueError` for an impossible plan.
     """
+    admin = {"Authorization": f"Bearer {admin_token}"} if admin_token else {}
     plan = plan or TrafficPlan()
     plan.validate()
     limits = httpx.Limits(
@@ -331,7 +334,8 @@ def simulate_traffic(
     def metrics() -> dict[str, int]:
         total: Counter[str] = Counter()
         for c in clients:
-            total.update(_flatten_metrics(c.get("/v1/shortener/metrics").raise_for_status().json()))
+            answer = c.get("/v1/shortener/metrics", headers=admin).raise_for_status()
+            total.update(_flatten_metrics(answer.json()))
         return dict(total)
 
     with stack:

@@ -18,7 +18,9 @@ Every uniqueness decision is taken by one conditional write, never read-then-wri
   EXPIRED, no URL) and the key stays taken forever.
 
 Tables: ``links``; ``idempotency`` (replayed create responses); ``link_audit`` (who
-changed what, when — retargets keep old and new URL); ``id_allocator`` (range leases,
+changed what, when — retargets keep old and new URL); ``owner_tokens`` (the hash of each
+rotated or revoked owner token, the owner it stands for and when it was revoked: a token
+never seen here is its own owner); ``id_allocator`` (range leases,
 see :class:`lookup.kit.ids.SqliteIdAllocator`).
 
 :class:`LinkStore` names the operations the service, the resolver and the scanner use;
@@ -117,6 +119,12 @@ CREATE TABLE IF NOT EXISTS link_audit (
     detail   TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS link_audit_by_key ON link_audit(key, seq);
+CREATE TABLE IF NOT EXISTS owner_tokens (
+    token_hash  TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    created_at  REAL NOT NULL,
+    revoked_at  REAL
+);
 """
 
 #: Columns added after the first release, with their definitions (added on open).
@@ -211,6 +219,20 @@ class LinkStore(Protocol):
 
     def audit(self, key: str) -> list[dict[str, Any]]:
         """A link's change history, oldest first."""
+        ...
+
+    def token_owner(self, token_hash: str) -> tuple[str, bool] | None:
+        """``(owner, revoked)`` recorded for a token's hash; None for a token never
+        rotated or revoked (its owner is its own hash)."""
+        ...
+
+    def revoke_token(self, token_hash: str, owner: str, now: float) -> bool:
+        """Revoke a token standing for ``owner``; False if it was revoked already."""
+        ...
+
+    def rotate_token(self, old_hash: str, new_hash: str, owner: str, now: float) -> bool:
+        """In one transaction: revoke ``old_hash`` and record ``new_hash`` for ``owner``.
+        Exactly one of concurrent rotations of a token wins; False for the others."""
         ...
 
     def ping(self) -> None:
@@ -604,6 +626,41 @@ class SqliteLinkStore:
             }
             for r in rows
         ]
+
+    # -- owner tokens ------------------------------------------------------------------
+
+    def token_owner(self, token_hash: str) -> tuple[str, bool] | None:
+        """``(owner, revoked)`` recorded for a token's hash, or None (never recorded)."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT owner, revoked_at FROM owner_tokens WHERE token_hash = ?", (token_hash,)
+            )
+            .fetchone()
+        )
+        return None if row is None else (str(row[0]), row[1] is not None)
+
+    _REVOKE = (
+        "INSERT INTO owner_tokens (token_hash, owner, created_at, revoked_at) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT(token_hash) DO UPDATE SET revoked_at = excluded.revoked_at"
+        " WHERE owner_tokens.revoked_at IS NULL"
+    )
+
+    def revoke_token(self, token_hash: str, owner: str, now: float) -> bool:
+        """Revoke a token (one conditional upsert); False if it was revoked already."""
+        with self._write() as conn:
+            return conn.execute(self._REVOKE, (token_hash, owner, now, now)).rowcount == 1
+
+    def rotate_token(self, old_hash: str, new_hash: str, owner: str, now: float) -> bool:
+        """Revoke ``old_hash`` and record ``new_hash`` for ``owner``, atomically."""
+        with self._write() as conn:
+            if conn.execute(self._REVOKE, (old_hash, owner, now, now)).rowcount != 1:
+                return False
+            conn.execute(
+                "INSERT INTO owner_tokens (token_hash, owner, created_at) VALUES (?, ?, ?)",
+                (new_hash, owner, now),
+            )
+            return True
 
     def ping(self) -> None:
         """Fail loudly if the database cannot be reached (for health checks)."""

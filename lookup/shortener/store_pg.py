@@ -89,6 +89,12 @@ CREATE TABLE IF NOT EXISTS link_audit (
     detail   TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS link_audit_by_key ON link_audit(key, seq);
+CREATE TABLE IF NOT EXISTS owner_tokens (
+    token_hash  TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    created_at  DOUBLE PRECISION NOT NULL,
+    revoked_at  DOUBLE PRECISION
+);
 """
 
 #: The JSON columns come back from psycopg as lists; the shared row mapper wants text.
@@ -417,6 +423,39 @@ class PostgresLinkStore:
             }
             for r in rows
         ]
+
+    # -- owner tokens ------------------------------------------------------------------
+
+    _REVOKE = (
+        "INSERT INTO owner_tokens (token_hash, owner, created_at, revoked_at)"
+        " VALUES (%s, %s, %s, %s) ON CONFLICT (token_hash) DO UPDATE"
+        " SET revoked_at = EXCLUDED.revoked_at WHERE owner_tokens.revoked_at IS NULL"
+    )
+
+    def token_owner(self, token_hash: str) -> tuple[str, bool] | None:
+        """``(owner, revoked)`` recorded for a token's hash, or None (never recorded)."""
+        with self._pool.connection() as conn:
+            row = conn.execute(
+                "SELECT owner, revoked_at FROM owner_tokens WHERE token_hash = %s", (token_hash,)
+            ).fetchone()
+        return None if row is None else (str(row[0]), row[1] is not None)
+
+    def revoke_token(self, token_hash: str, owner: str, now: float) -> bool:
+        """Revoke a token (one conditional upsert); False if it was revoked already."""
+        with self._pool.connection() as conn:
+            return conn.execute(self._REVOKE, (token_hash, owner, now, now)).rowcount == 1
+
+    def rotate_token(self, old_hash: str, new_hash: str, owner: str, now: float) -> bool:
+        """Revoke ``old_hash`` and record ``new_hash`` for ``owner``, in one transaction
+        (the conditional upsert's row lock makes exactly one concurrent rotation win)."""
+        with self._pool.transaction() as conn:
+            if conn.execute(self._REVOKE, (old_hash, owner, now, now)).rowcount != 1:
+                return False
+            conn.execute(
+                "INSERT INTO owner_tokens (token_hash, owner, created_at) VALUES (%s, %s, %s)",
+                (new_hash, owner, now),
+            )
+            return True
 
     def ping(self) -> None:
         """Fail (Unavailable) if the database cannot be reached (for health checks)."""

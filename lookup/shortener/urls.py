@@ -13,6 +13,15 @@ an API error code. Refused:
 * host names that are not valid DNS names or IP addresses, and numeric hosts a
   browser would read as an IPv4 address in another spelling (``0x7f.1``);
 * links to this server itself (``SELF_REFERENCE``: no chains, no loops);
+* destinations that are not public addresses (``PRIVATE_ADDRESS``): loopback, private,
+  link-local (the cloud metadata address 169.254.169.254), carrier-grade NAT, multicast,
+  reserved, documentation, benchmarking — every range the IANA special-purpose registries
+  mark not globally reachable (:class:`AddressPolicy`), in IPv4 and IPv6, IPv4 embedded in
+  IPv6 (mapped, NAT64, 6to4) included, and in every spelling a browser reads as an IPv4
+  address (``2130706433``, ``0x7f.1``, ``0177.0.0.1``, ``127.1``); ``localhost`` and its
+  subdomains are loopback (RFC 6761). Names are re-resolved for life by the scanner;
+  ``allowed_ranges`` (``LOOKUP_SHORTENER_ALLOWED_RANGES``, empty by default) opens named
+  networks, for a local demo or a test that shortens its own loopback pages;
 * hosts on the domain blocklist, including their subdomains (``BLOCKED_DOMAIN``).
 """
 
@@ -22,6 +31,7 @@ import hashlib
 import ipaddress
 import os
 import re
+import socket
 import threading
 import time
 import unicodedata
@@ -66,8 +76,45 @@ class UrlRejected(ValueError):
         self.message = message
 
 
+class OtherSpelling(UrlRejected):
+    """A numeric host a browser reads as the IPv4 ``address``, spelled otherwise."""
+
+    def __init__(self, host: str, address: ipaddress.IPv4Address) -> None:
+        super().__init__(
+            "INVALID_URL", f"{host!r} is the IPv4 address {address} in another spelling"
+        )
+        self.address = address
+
+
 def _invalid(message: str) -> UrlRejected:
     return UrlRejected("INVALID_URL", message)
+
+
+def _browser_ipv4(host: str) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a browser reads in ``host`` (WHATWG URL's IPv4 parser: one to four
+    parts, each decimal, ``0``-prefixed octal or ``0x`` hex, the last filling the rest)."""
+    parts = host.split(".")
+    if not 1 <= len(parts) <= 4:
+        return None
+    numbers = []
+    for part in parts:
+        if part[:2] == "0x":
+            digits, base = part[2:], 16
+        elif len(part) > 1 and part[0] == "0":
+            digits, base = part[1:], 8
+        else:
+            digits, base = part, 10
+        try:
+            numbers.append(int(digits, base) if digits else 0)
+        except ValueError:
+            return None
+    *head, last = numbers
+    if any(n > 255 for n in head) or last >= 256 ** (5 - len(numbers)):
+        return None
+    value = last
+    for i, n in enumerate(head):
+        value += n << (8 * (3 - i))
+    return ipaddress.IPv4Address(value)
 
 
 def _has_forbidden_chars(text: str) -> bool:
@@ -111,6 +158,9 @@ def normalize_host(host: str) -> str:
         try:
             return str(ipaddress.IPv4Address(host))
         except ValueError:
+            address = _browser_ipv4(host)
+            if address is not None:
+                raise OtherSpelling(host, address) from None
             raise _invalid(f"{host!r} is neither a domain name nor a dotted IPv4 address") from None
     for label in labels:
         if not _LABEL.fullmatch(label):
@@ -125,6 +175,124 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+#: NAT64's well-known prefix (RFC 6052): the last 32 bits are an IPv4 address.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _category(ip: IpAddress) -> str | None:
+    """Why ``ip`` is no public destination (None when it is one)."""
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local (cloud metadata lives there)"
+    if ip.is_multicast:
+        return "multicast"
+    if ip.is_unspecified:
+        return "unspecified"
+    if isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT:
+        return "carrier-grade NAT"
+    if ip.is_reserved:
+        return "reserved"
+    if ip.is_private:
+        return "private"
+    if not ip.is_global:
+        return "not globally reachable"
+    return None
+
+
+_CGNAT = ipaddress.IPv4Network("100.64.0.0/10")
+
+
+def _embedded_ipv4(ip: IpAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries (mapped, NAT64, 6to4), if any."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return None
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip.sixtofour
+
+
+def system_resolver(host: str) -> list[str]:
+    """The addresses ``host`` resolves to now (the system resolver); [] when it does not."""
+    try:
+        infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({str(info[4][0]).split("%", 1)[0] for info in infos})
+
+
+class AddressPolicy:
+    """Which IP addresses a short link may lead to: public ones, plus ``allowed`` networks.
+
+    Refused: whatever Python's :mod:`ipaddress` (the IANA special-purpose address
+    registries) says is not globally reachable, and multicast, also when an IPv6 address
+    embeds such an IPv4 address. ``allowed`` names CIDR networks let through anyway
+    (``127.0.0.0/8`` for a demo on loopback); empty by default.
+    """
+
+    def __init__(self, allowed: Iterable[str] = ()) -> None:
+        nets = []
+        for text in allowed:
+            text = text.strip()
+            if text:
+                try:
+                    nets.append(ipaddress.ip_network(text, strict=False))
+                except ValueError:
+                    raise ValueError(f"{text!r} is not an IP network such as 127.0.0.0/8") from None
+        self.allowed = tuple(nets)
+
+    def _allowed(self, ip: IpAddress) -> bool:
+        return any(ip.version == net.version and ip in net for net in self.allowed)
+
+    def refusal(self, address: str | IpAddress) -> str | None:
+        """Why ``address`` is refused (its range, in words), or None when it may be used."""
+        ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+        if self._allowed(ip):
+            return None
+        inner = _embedded_ipv4(ip)
+        if inner is None:
+            return _category(ip)
+        # An IPv6 address that carries an IPv4 one leads where the IPv4 one does.
+        if self._allowed(inner):
+            return None
+        why = _category(inner)
+        return None if why is None else f"{why}, as {inner} inside IPv6"
+
+    def refusal_of_host(self, host: str) -> str | None:
+        """:meth:`refusal` for a normalised host: IP literals and ``localhost`` names; other
+        names are judged by what they resolve to (:meth:`refusal_of_answers`)."""
+        if host == "localhost" or host.endswith(".localhost"):
+            loopback = [ipaddress.IPv4Address("127.0.0.1"), ipaddress.IPv6Address("::1")]
+            if any(self._allowed(ip) for ip in loopback):
+                return None
+            return "loopback (localhost)"
+        try:
+            ip = ipaddress.ip_address(host)
+        except ValueError:
+            return None
+        return self.refusal(ip)
+
+    def refusal_of_answers(self, host: str, answers: Iterable[str]) -> str | None:
+        """The first refused address among ``host``'s DNS answers, in words; else None."""
+        for answer in answers:
+            try:
+                why = self.refusal(answer)
+            except ValueError:
+                continue
+            if why is not None:
+                return f"{host} resolves to {answer} ({why})"
+        return None
+
+
+def _private(host: str, why: str) -> UrlRejected:
+    return UrlRejected(
+        "PRIVATE_ADDRESS", f"{host} is not a public destination: {why} addresses are refused"
+    )
 
 
 class Blocklist:
@@ -234,9 +402,11 @@ class UrlPolicy:
         blocklist: Blocklist | None = None,
         *,
         max_length: int = MAX_URL_LENGTH,
+        addresses: AddressPolicy | None = None,
     ) -> None:
         self.max_length = max_length
         self.blocklist = blocklist or Blocklist()
+        self.addresses = addresses or AddressPolicy()
         self._own: set[tuple[str, int]] = set()
         for origin in own_origins:
             self.add_own_origin(origin)
@@ -289,12 +459,21 @@ class UrlPolicy:
             raise _invalid("backslashes are not allowed in the host part")
         if port == 0:
             raise _invalid("port 0 is not a valid port")
-        host = normalize_host(parts.hostname or "")
+        try:
+            host = normalize_host(parts.hostname or "")
+        except OtherSpelling as exc:
+            why = self.addresses.refusal(exc.address)
+            if why is not None:
+                raise _private(f"{parts.hostname} ({exc.address})", why) from None
+            raise
         effective_port = port or _DEFAULT_PORTS[scheme]
         if self.is_own(host, effective_port):
             raise UrlRejected(
                 "SELF_REFERENCE", "links to this shortener itself are refused (no chains or loops)"
             )
+        why = self.addresses.refusal_of_host(host)
+        if why is not None:
+            raise _private(host, why)
         blocked = self.blocklist.match(host)
         if blocked is not None:
             raise UrlRejected("BLOCKED_DOMAIN", f"links to {blocked} are blocked")

@@ -75,6 +75,21 @@ class EventBatch:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def before(self, cutoff: float) -> EventBatch:
+        """The rows older than ``cutoff`` (epoch seconds; strings tables shared)."""
+        mask = self.ts < cutoff
+        return EventBatch(
+            self.ts[mask],
+            self.market[mask],
+            self.markets,
+            self.query[mask],
+            self.queries,
+            self.user[mask],
+            self.users,
+            self.is_bot[mask],
+            self.dropped,
+        )
+
     def for_market(self, market: str) -> EventBatch:
         """The rows of one market (strings tables shared)."""
         if market not in self.markets:

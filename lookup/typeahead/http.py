@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from lookup import settings
+from lookup.kit.admin import admin_token_of
 from lookup.kit.http import ApiError, parse_query_string
+from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
@@ -184,8 +187,16 @@ class ServicePolicy:
     def known_markets(self) -> list[str]:
         return self.service.known_markets()
 
-    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
-        return self.service.record_search(query, market, user)
+    async def record_search(
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
+    ) -> str | None:
+        return self.service.record_search(query, market, user, network, is_bot=is_bot)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         tracker = self.service.tracker
@@ -195,13 +206,39 @@ class ServicePolicy:
         return self.service.blocklist
 
 
-def install(mounts: Mounts, service: SuggestService) -> SuggestService:
-    """Mount the routes, the poller and the health probe for a given service."""
+def search_limiter(policy: RatePolicy | None = None) -> RateLimiter:
+    """The per-client limit of ``POST /v1/searches`` (in-process token buckets):
+    ``policy``, else ``$LOOKUP_TYPEAHEAD_RATE_SEARCHES``."""
+    chosen = policy or RatePolicy.parse(settings.get("typeahead_rate_searches"))
+    return open_rate_limiter("memory:", chosen, name="searches")
+
+
+def install(
+    mounts: Mounts,
+    service: SuggestService,
+    *,
+    trust_forwarded_for: bool | None = None,
+    search_rate: RatePolicy | None = None,
+) -> SuggestService:
+    """Mount the routes, the poller and the health probe for a given service.
+
+    ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``) takes the client
+    address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
+    per-client limit of ``POST /v1/searches``."""
     mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
     api = mounts.api
     api.state.typeahead = service
-    mount_serve_time(api, ServicePolicy(service))
-    mount_snapshots(api, service)
+    admin_token = admin_token_of(mounts)
+    if trust_forwarded_for is None:
+        trust_forwarded_for = settings.get("trust_forwarded_for")
+    mount_serve_time(
+        api,
+        ServicePolicy(service),
+        admin_token,
+        limiter=search_limiter(search_rate),
+        trust_forwarded_for=bool(trust_forwarded_for),
+    )
+    mount_snapshots(api, service, admin_token)
     mount_poller(mounts, service.poll, "typeahead poll")
 
     mounts.health["typeahead"] = service.status
@@ -247,6 +284,7 @@ __all__ = [
     "mount",
     "mount_poller",
     "parse_query_string",
+    "search_limiter",
     "send_answer",
     "send_json",
     "send_refusal",

@@ -8,6 +8,8 @@ endpoints through :func:`mount_serve_time`, each over a small object implementin
 :class:`ServeTimePolicy`. What only the single server has (its snapshot versions,
 validated swap, rollback, reload and the trie walk) is :func:`mount_snapshots`.
 
+Every endpoint that changes something (the hot blocklist, rollback, activation, reload)
+takes the admin token (:mod:`lookup.kit.admin`): 401 without one, 403 with another.
 These are management calls, off the hot path, so they keep FastAPI's validation and
 OpenAPI; errors are :class:`~lookup.kit.http.ApiError` or domain errors from
 :mod:`lookup.errors` (the app maps both to JSON).
@@ -15,12 +17,21 @@ OpenAPI; errors are :class:`~lookup.kit.http.ApiError` or domain errors from
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+import hashlib
+import ipaddress
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastapi import Body, Query, Request
+from fastapi.responses import JSONResponse
+from user_agents import parse as parse_user_agent
 
+from lookup import errors
 from lookup.errors import NotBuilt
+from lookup.kit.admin import ADMIN_RESPONSES, is_admin, require_admin
+from lookup.kit.clients import client_address, client_of, network_of
 from lookup.kit.http import ApiError
+from lookup.kit.ratelimit import RateLimiter
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import UnknownMarket
 
@@ -43,9 +54,19 @@ class ServeTimePolicy(Protocol):
         """The markets this server answers (anything else is ``UNKNOWN_MARKET``)."""
         ...
 
-    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
+    async def record_search(
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
+    ) -> str | None:
         """Count a submitted search (trending, the next build); its normalised form, or
-        None if nothing is left once normalised. ``market`` is one of the known ones."""
+        None if nothing is left once normalised. ``market`` is one of the known ones;
+        ``user`` and ``network`` are the server's identity of the searcher; a bot's
+        search is logged for the build (flagged) and never trends."""
         ...
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
@@ -64,9 +85,42 @@ def unknown_market(market: object, known: list[str], status: int = 400) -> ApiEr
     )
 
 
-def search_payload(request: Request, payload: dict[str, Any]) -> tuple[str, str, str | None]:
-    """Check a ``POST /v1/searches`` body: ``(q, market, user)``; anonymous users are keyed
-    by their address. Raises :class:`ApiError` (400) on a bad field."""
+class Searcher(NamedTuple):
+    """Who submitted a search, as the server sees it."""
+
+    user: str
+    network: str
+    client: str | None  # the rate-limited unit; None for the trusted relay (no limit)
+    bot: bool = False  # a crawler's or a script's user agent (ua-parser's rules)
+
+
+@lru_cache(maxsize=4096)
+def is_bot_agent(user_agent: str) -> bool:
+    """Whether a user agent is a crawler (``user-agents``, Browserscope's ua-parser rules)."""
+    return bool(parse_user_agent(user_agent[:512]).is_bot)
+
+
+def _digest(kind: str, value: str) -> str:
+    return kind + ":" + hashlib.blake2b(value.encode(), digest_size=12).hexdigest()
+
+
+def search_payload(
+    request: Request,
+    payload: dict[str, Any],
+    *,
+    admin_token: Callable[[], str] = str,
+    trust_forwarded_for: bool = False,
+) -> tuple[str, str, Searcher]:
+    """Check a ``POST /v1/searches`` body: ``(q, market, searcher)``. Raises
+    :class:`ApiError` (400) on a bad field.
+
+    The searcher is the server's call: the bearer token's hash when one is sent (a
+    signed-in user, the same from any address), else a hash of the client's address
+    (an IPv6 client's /64); its network is the address's /24 or /48. A ``userId`` in the
+    body is ignored — except from the admin token, a trusted relay (the dashboard's
+    replay, a search front end forwarding its users' searches) that names ``userId``
+    and ``clientAddress`` itself and is not rate-limited.
+    """
     q, market = payload.get("q"), payload.get("market", "en-IN")
     if not isinstance(q, str) or not q.strip():
         raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
@@ -78,38 +132,83 @@ def search_payload(request: Request, payload: dict[str, Any]) -> tuple[str, str,
             "INVALID_QUERY",
             f"q must be at most {MAX_QUERY_CHARS} characters without control characters",
         )
-    user = payload.get("userId")
-    if user is not None and (not isinstance(user, str) or len(user) > 200):
+    named = payload.get("userId")
+    if named is not None and (not isinstance(named, str) or len(named) > 200):
         raise ApiError(400, "INVALID_REQUEST", "userId must be a string of at most 200 characters")
-    if user is None and request.client is not None:
-        user = f"addr:{request.client.host}"
-    return q, market, user
+    claimed = payload.get("clientAddress")
+    if claimed is not None:
+        try:
+            claimed = str(ipaddress.ip_address(claimed if isinstance(claimed, str) else ""))
+        except ValueError:
+            raise ApiError(
+                400, "INVALID_REQUEST", "clientAddress must be an IPv4 or IPv6 address"
+            ) from None
+    address = client_address(request.scope, trust_forwarded_for)
+    bot = is_bot_agent(request.headers.get("user-agent", ""))
+    authorization = request.headers.get("authorization")
+    if authorization is not None and is_admin(authorization, admin_token()):
+        seen_at = claimed or address
+        user = named if named is not None else _digest("addr", client_of(seen_at))
+        return q, market, Searcher(user, network_of(seen_at), None, bot)
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        user = _digest("token", token.strip())
+    else:
+        user = _digest("addr", client_of(address))
+    return q, market, Searcher(user, network_of(address), client_of(address), bot)
 
 
-def mount_serve_time(api: FastAPI, policy: ServeTimePolicy) -> None:
+def mount_serve_time(
+    api: FastAPI,
+    policy: ServeTimePolicy,
+    admin_token: Callable[[], str],
+    *,
+    limiter: RateLimiter,
+    trust_forwarded_for: bool = False,
+) -> None:
     """``POST /v1/searches``, ``GET /v1/typeahead/trending`` and the hot-blocklist
-    endpoints over ``policy`` (the single server and the shard router alike)."""
+    endpoints over ``policy`` (the single server and the shard router alike); the
+    blocklist's edits take ``admin_token``; ``limiter`` caps searches per client (see
+    :func:`search_payload`), answered with the ``RateLimit-*`` headers."""
 
     @api.post(
         "/v1/searches",
         tags=TAGS,
         status_code=202,
-        summary="Record a submitted search (feeds trending and the next build)",
+        responses={429: {"description": "RATE_LIMITED (see RateLimit-* and Retry-After)"}},
+        summary="Record a submitted search (feeds trending and the next build; rate-limited "
+        "per client)",
     )
     async def record_search(
         request: Request,
         payload: dict[str, Any] = Body(
             ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
         ),
-    ) -> dict[str, Any]:
-        q, market, user = search_payload(request, payload)
+    ) -> JSONResponse:
+        q, market, who = search_payload(
+            request, payload, admin_token=admin_token, trust_forwarded_for=trust_forwarded_for
+        )
+        headers: dict[str, str] = {}
+        if who.client is not None:
+            decision = limiter.check(who.client)
+            headers = decision.headers()
+            if not decision.allowed:
+                raise errors.RateLimited(
+                    f"too many searches from this client; retry in {decision.retry_after_s} s",
+                    code="RATE_LIMITED",
+                    headers=headers,
+                )
         known = policy.known_markets()
         if market not in known:
             raise unknown_market(market, known)
-        normalized = await policy.record_search(q, market, user)
+        normalized = await policy.record_search(q, market, who.user, who.network, is_bot=who.bot)
         if normalized is None:
             raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
-        return {"q": normalized, "market": market, "recorded": True}
+        return JSONResponse(
+            {"q": normalized, "market": market, "recorded": True},
+            status_code=202,
+            headers=headers,
+        )
 
     @api.get("/v1/typeahead/trending", tags=TAGS, summary="The current trending set of a market")
     async def trending(market: str = Query("en-IN")) -> dict[str, Any]:
@@ -123,11 +222,14 @@ def mount_serve_time(api: FastAPI, policy: ServeTimePolicy) -> None:
             "policy": rules.__dict__ if rules else None,
         }
 
-    mount_blocklist(api, policy.hot_blocklist)
+    mount_blocklist(api, policy.hot_blocklist, admin_token)
 
 
-def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None:
-    """The hot-blocklist endpoints (read, add, remove) over whatever ``blocklist()`` returns."""
+def mount_blocklist(
+    api: FastAPI, blocklist: Callable[[], HotBlocklist], admin_token: Callable[[], str]
+) -> None:
+    """The hot-blocklist endpoints (read; add and remove with ``admin_token``) over
+    whatever ``blocklist()`` returns."""
 
     def body(bl: HotBlocklist) -> dict[str, Any]:
         return {"terms": bl.hot_terms, "version": bl.version}
@@ -140,11 +242,14 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None
     @api.post(
         "/v1/typeahead/blocklist",
         tags=TAGS,
-        summary="Add phrases to the hot blocklist (effective at once)",
+        responses=ADMIN_RESPONSES,
+        summary="Add phrases to the hot blocklist (effective at once; admin token)",
     )
     async def add_blocklist(
+        request: Request,
         payload: dict[str, Any] = Body(..., examples=[{"terms": ["some phrase"]}]),
     ) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
         terms = payload.get("terms")
         if terms is None and "term" in payload:
             terms = [payload["term"]]
@@ -162,11 +267,16 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None
         return {"added": added, **body(bl)}
 
     @api.delete(
-        "/v1/typeahead/blocklist", tags=TAGS, summary="Remove a phrase from the hot blocklist"
+        "/v1/typeahead/blocklist",
+        tags=TAGS,
+        responses=ADMIN_RESPONSES,
+        summary="Remove a phrase from the hot blocklist (admin token)",
     )
     async def remove_blocklist(
+        request: Request,
         term: str = Query(..., min_length=1, max_length=MAX_QUERY_CHARS),
     ) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
         bl = blocklist()
         try:
             found = bl.remove(term)
@@ -177,9 +287,9 @@ def mount_blocklist(api: FastAPI, blocklist: Callable[[], HotBlocklist]) -> None
         return {"removed": term, **body(bl)}
 
 
-def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
+def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: Callable[[], str]) -> None:
     """The single server's snapshot endpoints: versions, rollback, validated activation,
-    reload, and the trie walk for a prefix."""
+    reload (those three with ``admin_token``), and the trie walk for a prefix."""
 
     def market_or_404(market: str) -> None:
         known = service.known_markets()
@@ -193,9 +303,11 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
     @api.post(
         "/v1/typeahead/snapshots/{market}/rollback",
         tags=TAGS,
-        summary="Swap back to the previous snapshot",
+        responses=ADMIN_RESPONSES,
+        summary="Swap back to the previous snapshot (admin token)",
     )
-    async def rollback(market: str) -> dict[str, Any]:
+    async def rollback(market: str, request: Request) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
         market_or_404(market)
         try:
             out = service.rollback(market)
@@ -208,12 +320,15 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
     @api.post(
         "/v1/typeahead/snapshots/{market}/activate",
         tags=TAGS,
-        summary="Validate a stored version and swap it in",
+        responses=ADMIN_RESPONSES,
+        summary="Validate a stored version and swap it in (admin token)",
     )
     async def activate(
         market: str,
+        request: Request,
         payload: dict[str, Any] = Body(..., examples=[{"version": "20261009T060000Z-ab12cd"}]),
     ) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
         market_or_404(market)
         version = payload.get("version")
         if not isinstance(version, str):
@@ -233,9 +348,12 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
     @api.post(
         "/v1/typeahead/snapshots/reload",
         tags=TAGS,
-        summary="Deploy what the build published (the poller also does this every second)",
+        responses=ADMIN_RESPONSES,
+        summary="Deploy what the build published (the poller also does this every second; "
+        "admin token)",
     )
-    async def reload() -> dict[str, Any]:
+    async def reload(request: Request) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
         return service.poll()
 
     @api.get(
@@ -253,6 +371,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService) -> None:
 
 
 __all__ = [
+    "Searcher",
     "ServeTimePolicy",
     "mount_blocklist",
     "mount_serve_time",

@@ -51,6 +51,11 @@ def typeahead_dir(data_dir: str | os.PathLike[str]) -> Path:
     return Path(data_dir) / "typeahead"
 
 
+def searches_path(data_dir: str | os.PathLike[str]) -> Path:
+    """Where ``POST /v1/searches`` appends the searches the next build folds in."""
+    return typeahead_dir(data_dir) / "searches.csv"
+
+
 def state_path(data_dir: str | os.PathLike[str]) -> Path:
     """Where the count aggregator keeps its running state."""
     return typeahead_dir(data_dir) / "state.npz"
@@ -216,6 +221,7 @@ def run(
     fresh: bool = False,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    clock: Callable[[], float] = time.time,
 ) -> BuildResult:
     """Fold a log into the saved scores and publish a validated snapshot per market.
 
@@ -223,6 +229,11 @@ def run(
     (otherwise events older than what was folded before are skipped); ``force``
     publishes even if the comparison with the previous snapshot fails (integrity and
     blocklist checks still apply).
+
+    The searches submitted over HTTP (:func:`searches_path`) are folded in after the
+    log, through the same filters (distinct users, bot weight, blocklist) — all of them
+    but those of the current second, which the server may still be appending to (the
+    next build folds them; the watermark of what was folded then skips the rest).
     """
     say = progress or (lambda _msg: None)
     if config.period not in PERIODS:
@@ -248,6 +259,17 @@ def run(
             say(
                 f"{f.market}: folded {f.events:,} events ({f.bot_events:,} bot, "
                 f"{f.skipped_old:,} already folded), {f.new_queries:,} new queries"
+            )
+        board.save(sp)
+    searches = searches_path(data_dir)
+    if searches.exists():
+        submitted = read_query_log(searches).before(int(clock()))
+        folded = board.fold(submitted, bot_weight=config.bot_weight)
+        result.folded += folded
+        for f in folded:
+            say(
+                f"{f.market}: folded {f.events:,} submitted searches ({f.bot_events:,} bot, "
+                f"{f.skipped_old:,} already folded)"
             )
         board.save(sp)
     if not board.markets:
@@ -322,6 +344,7 @@ __all__ = [
     "snapshot_root",
     "state_path",
     "stderr_progress",
+    "searches_path",
     "typeahead_dir",
     "write_market",
 ]

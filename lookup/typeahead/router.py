@@ -40,6 +40,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from yarl import URL
 
+from lookup import settings
+from lookup.kit.admin import admin_token_of
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import (
@@ -47,13 +49,14 @@ from lookup.typeahead.http import (
     allows_get,
     encode_json,
     mount_poller,
+    search_limiter,
     send_answer,
     send_refusal,
     suggest_params,
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize_prefix, normalize_query
-from lookup.typeahead.pipeline import blocklist_path, typeahead_dir
+from lookup.typeahead.pipeline import blocklist_path, searches_path
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
 from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
 from lookup.typeahead.trending import (
@@ -62,6 +65,7 @@ from lookup.typeahead.trending import (
     TrendingPolicy,
     TrendingTerm,
     TrendingTracker,
+    usable_query,
 )
 
 if TYPE_CHECKING:
@@ -143,7 +147,7 @@ class ShardRouter:
         """Serve-time policy over ``DATA_DIR/typeahead``, as ``SuggestService.from_data_dir``:
         the hot blocklist (same file), the trending tracker and the search log."""
         self.blocklist = HotBlocklist(blocklist_path(data_dir))
-        self.search_log = SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock)
+        self.search_log = SearchLog(searches_path(data_dir), clock=clock)
         blocklist = self.blocklist
         self.tracker = TrendingTracker(
             trending, clock=clock, baseline=self.baseline, blocklist=lambda: blocklist.effective
@@ -173,7 +177,15 @@ class ShardRouter:
         hour = int(((now + 19800) // 3600) % 24)
         return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
 
-    async def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
+    async def record_search(
+        self,
+        query: str,
+        market: str,
+        user: str | None = None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
+    ) -> str | None:
         """A submitted search: count it for trending, append it to the search log.
 
         A query about to reach the trending floor first gets its snapshot score from its
@@ -181,6 +193,11 @@ class ShardRouter:
         """
         if self.tracker is None:
             raise RuntimeError("the router has no trending tracker; call attach_serving")
+        if is_bot:  # logged for the build (weighed as the log's bots), never trending
+            bot_query = usable_query(query)
+            if bot_query is not None and self.search_log is not None:
+                self.search_log.append(bot_query, market, user, True)
+            return bot_query
         layout = self.layouts[market]
         q = normalize_query(query)
         policy = self.tracker.policy
@@ -193,7 +210,7 @@ class ShardRouter:
                 await self._fetch_exact(layout, [q])
             except ApiError as exc:  # counted anyway; it cannot trend until its shard answers
                 log.warning("no baseline for %r: %s", q, exc.message)
-        recorded = self.tracker.record(query, market, user)
+        recorded = self.tracker.record(query, market, user, network)
         if recorded is not None and self.search_log is not None:
             self.search_log.append(recorded, market, user)
         return recorded
@@ -491,8 +508,16 @@ class RouterPolicy:
     def known_markets(self) -> list[str]:
         return self.router.markets()
 
-    async def record_search(self, query: str, market: str, user: str | None) -> str | None:
-        return await self.router.record_search(query, market, user)
+    async def record_search(
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
+    ) -> str | None:
+        return await self.router.record_search(query, market, user, network, is_bot=is_bot)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         return self.tracker.trending(market), self.tracker.policy
@@ -521,7 +546,13 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
     async def shards() -> dict[str, Any]:
         return {"markets": router.describe(), "servers": await router.probe()}
 
-    mount_serve_time(api, RouterPolicy(router, blocklist, tracker))
+    mount_serve_time(
+        api,
+        RouterPolicy(router, blocklist, tracker),
+        admin_token_of(mounts),
+        limiter=search_limiter(),
+        trust_forwarded_for=settings.get("trust_forwarded_for"),
+    )
 
     mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server
     mounts.on_shutdown.append(router.aclose)

@@ -24,7 +24,7 @@ from lookup.errors import NotBuilt
 from lookup.kit.snapshots import SnapshotStore
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.pipeline import blocklist_path, snapshot_root, typeahead_dir
+from lookup.typeahead.pipeline import blocklist_path, searches_path, snapshot_root
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
@@ -39,6 +39,7 @@ from lookup.typeahead.trending import (
     TrendingPolicy,
     TrendingTerm,
     TrendingTracker,
+    usable_query,
 )
 
 #: The markets this deployment serves (a snapshot for another market is served too).
@@ -126,7 +127,7 @@ class SuggestService:
         service = cls(
             store=open_snapshot_store(snapshot_root(data_dir)),
             blocklist=HotBlocklist(blocklist_path(data_dir)),
-            search_log=SearchLog(typeahead_dir(data_dir) / "searches.csv", clock=clock),
+            search_log=SearchLog(searches_path(data_dir), clock=clock),
         )
         service.tracker = TrendingTracker(
             trending,
@@ -337,13 +338,26 @@ class SuggestService:
         hour = int(((now + 19800) // 3600) % 24)
         return per_second * self.tracker.policy.window_s * 24.0 * float(shares[hour])
 
-    def record_search(self, query: str, market: str, user: str | None = None) -> str | None:
-        """A submitted search: count it for trending and append it for the next build."""
+    def record_search(
+        self,
+        query: str,
+        market: str,
+        user: str | None = None,
+        network: str | None = None,
+        *,
+        is_bot: bool = False,
+    ) -> str | None:
+        """A submitted search: count it for trending and append it for the next build.
+        A bot's search is only logged (flagged, as the query log flags them): it never
+        trends, and the build weighs it like the log's bots."""
         if market not in self.known_markets():
             raise UnknownMarket(market)
-        q = self.tracker.record(query, market, user) if self.tracker else None
+        if is_bot:
+            q = usable_query(query)
+        else:
+            q = self.tracker.record(query, market, user, network) if self.tracker else None
         if q is not None and self.search_log is not None:
-            self.search_log.append(q, market, user)
+            self.search_log.append(q, market, user, is_bot)
         return q
 
     def trace(self, prefix: str, market: str = "en-IN", repeat: int = 200) -> dict[str, Any]:

@@ -8,8 +8,10 @@ So submitted searches also feed this small real-time path:
 2. compared with what is normal for that query at that hour (from the snapshot's
    score and the market's hourly traffic share — near zero for a brand-new query);
 3. trending when the window count is many times normal, above an absolute floor, and
-   from enough distinct users — stricter than the batch, because a sudden spike is
-   exactly how a brigade looks — and never blocked or private-looking;
+   from enough distinct users *and* distinct networks — stricter than the batch, because
+   a sudden spike is exactly how a brigade looks — and never blocked or private-looking.
+   Who a user is and which network they are on is the server's call (the owner token,
+   else a hash of the client address; its /24 or /48), never the request body's;
 4. the boost is the excess over normal projected to a day, so it is comparable to
    the snapshot's scores; as the window moves past the spike the count falls and the
    boost fades by itself.
@@ -48,6 +50,7 @@ class TrendingPolicy:
     floor: int = 500  # searches in the window, whatever the baseline
     ratio: float = 5.0  # times the normal count for this hour
     min_users: int = 20  # distinct users in the window (the batch asks for 5 overall)
+    min_networks: int = 10  # distinct client networks (/24, /48) in the window
     min_chars: int = 3
     max_terms: int = 2000  # per market
     refresh_s: float = 1.0  # how often suggest-time readers see a recomputed set
@@ -62,6 +65,7 @@ class TrendingTerm:
     users: int
     baseline: float
     boost: float
+    networks: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able form."""
@@ -69,33 +73,39 @@ class TrendingTerm:
             "q": self.query,
             "count": self.count,
             "users": self.users,
+            "networks": self.networks,
             "baseline": round(self.baseline, 3),
             "boost": round(self.boost, 1),
         }
 
 
 class _Counts:
-    """One query's per-bucket counts and users inside the window."""
+    """One query's per-bucket counts, users and networks inside the window."""
 
     __slots__ = ("buckets",)
 
     def __init__(self) -> None:
-        self.buckets: dict[int, tuple[int, set[int]]] = {}
+        self.buckets: dict[int, tuple[int, set[int], set[int]]] = {}
 
-    def add(self, bucket: int, user: int, user_cap: int) -> None:
-        n, users = self.buckets.get(bucket, (0, set()))
-        if len(users) < user_cap:
+    def add(self, bucket: int, user: int, network: int, cap: int) -> None:
+        n, users, networks = self.buckets.get(bucket, (0, set(), set()))
+        if len(users) < cap:
             users.add(user)
-        self.buckets[bucket] = (n + 1, users)
+        if len(networks) < cap:
+            networks.add(network)
+        self.buckets[bucket] = (n + 1, users, networks)
 
-    def window(self, first: int) -> tuple[int, int]:
+    def window(self, first: int) -> tuple[int, int, int]:
+        """``(searches, distinct users, distinct networks)`` from bucket ``first`` on."""
         for b in [b for b in self.buckets if b < first]:
             del self.buckets[b]
-        count = sum(n for n, _ in self.buckets.values())
+        count = sum(n for n, _, _ in self.buckets.values())
         users: set[int] = set()
-        for _, u in self.buckets.values():
+        networks: set[int] = set()
+        for _, u, w in self.buckets.values():
             users |= u
-        return count, len(users)
+            networks |= w
+        return count, len(users), len(networks)
 
 
 class TrendingTracker:
@@ -120,19 +130,25 @@ class TrendingTracker:
         self._computed_at: float | None = None
         self.recorded = 0
 
-    def record(self, query: str, market: str, user: str | None = None) -> str | None:
-        """Count one submitted search; returns the normalised query, or None if unusable."""
-        if has_control_chars(query):
-            return None
-        q = normalize_query(query)
-        if not q or len(q) > MAX_QUERY_CHARS:
+    def record(
+        self, query: str, market: str, user: str | None = None, network: str | None = None
+    ) -> str | None:
+        """Count one submitted search; returns the normalised query, or None if unusable.
+
+        ``user`` and ``network`` are the server's identity of the searcher (the HTTP edge
+        derives them); a caller that knows no network (an offline replay) leaves it None
+        and each user counts as a network of its own."""
+        q = usable_query(query)
+        if q is None:
             return None
         now = self.clock()
         bucket = int(now // self.policy.bucket_s)
         who = _user_key(user or "")  # anonymous searches all count as one user
+        where = _user_key("net:" + (network if network is not None else user or ""))
+        cap = 2 * max(self.policy.min_users, self.policy.min_networks)
         with self._lock:
             self._counts.setdefault(market, {}).setdefault(q, _Counts()).add(
-                bucket, who, self.policy.min_users * 2
+                bucket, who, where, cap
             )
             self.recorded += 1
             self._computed_at = None  # the next reader recomputes
@@ -149,11 +165,13 @@ class TrendingTracker:
             for market, per_query in self._counts.items():
                 terms = []
                 for q in list(per_query):
-                    count, users = per_query[q].window(first)
+                    count, users, networks = per_query[q].window(first)
                     if count == 0:
                         del per_query[q]
                         continue
                     if count < p.floor or users < p.min_users or len(q) < p.min_chars:
+                        continue
+                    if networks < p.min_networks:
                         continue
                     base = max(0.0, float(self.baseline(market, q, now)))
                     if count < p.ratio * base:
@@ -161,7 +179,7 @@ class TrendingTracker:
                     if blocklist.blocks(q) or looks_private(q):
                         continue
                     boost = (count - base) * (86400.0 / p.window_s)
-                    terms.append(TrendingTerm(q, count, users, base, boost))
+                    terms.append(TrendingTerm(q, count, users, base, boost, networks))
                 terms.sort(key=lambda t: (-t.boost, t.query))
                 terms = terms[: p.max_terms]
                 out[market] = terms
@@ -209,12 +227,20 @@ class TrendingTracker:
             return c.window(first)[0] if c else 0
 
 
+def usable_query(query: str) -> str | None:
+    """A submitted query in normal form, or None when nothing usable is left."""
+    if has_control_chars(query):
+        return None
+    q = normalize_query(query)
+    return q if q and len(q) <= MAX_QUERY_CHARS else None
+
+
 def _user_key(user: str) -> int:
     return int.from_bytes(hashlib.blake2b(user.encode(), digest_size=8).digest(), "little")
 
 
 class SearchLog:
-    """Submitted searches appended to a CSV the next ``lookup typeahead build --log`` folds in.
+    """Submitted searches appended to a CSV the next ``lookup typeahead build`` folds in.
 
     The columns are the pipeline's (``ts, market, query, user_id, is_bot``); user ids
     are hashed before they are written.
@@ -227,10 +253,10 @@ class SearchLog:
         self.clock = clock
         self._lock = threading.Lock()
 
-    def append(self, query: str, market: str, user: str | None) -> None:
+    def append(self, query: str, market: str, user: str | None, is_bot: bool = False) -> None:
         """Append one search (creating the file with its header)."""
         uid = hashlib.blake2b((user or "anonymous").encode(), digest_size=8).hexdigest()
-        row = [int(self.clock()), market, query, uid, 0]
+        row = [int(self.clock()), market, query, uid, int(is_bot)]
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             new = not self.path.exists()
@@ -241,4 +267,4 @@ class SearchLog:
                 w.writerow(row)
 
 
-__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker"]
+__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker", "usable_query"]

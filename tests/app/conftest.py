@@ -31,10 +31,18 @@ def serve_asgi() -> Iterator[Callable[[ASGIApp], str]]:
 
 
 @pytest.fixture
-def threaded_api(serve_asgi: Callable[[ASGIApp], str], tmp_path: Path) -> str:
-    """The real API (``lookup.server.create_app``) on a free port; yields its base URL."""
+def threaded_api(
+    serve_asgi: Callable[[ASGIApp], str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    """The real API (``lookup.server.create_app``) on a free port; yields its base URL.
+
+    The dashboard shares its data directory (``LOOKUP_DATA_DIR``), as under ``make run``:
+    that is where it finds the admin token of the management calls."""
     from lookup.server import create_app
 
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
+    # The pages shorten the sandbox web's loopback pages: the named allowance.
+    monkeypatch.setenv("LOOKUP_SHORTENER_ALLOWED_RANGES", "127.0.0.0/8")
     return serve_asgi(create_app(tmp_path / "data"))
 
 

@@ -66,12 +66,19 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> BuiltData:
 
 
 @pytest.fixture
-def api(built: BuiltData, serve_asgi: Callable[[ASGIApp], str], tmp_path: Path) -> str:
-    """The real API over a private copy of the built data; returns its base URL."""
+def api(
+    built: BuiltData,
+    serve_asgi: Callable[[ASGIApp], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> str:
+    """The real API over a private copy of the built data; returns its base URL. The
+    dashboard shares the data directory (where it finds the admin token)."""
     from lookup.server import create_app
 
     data_dir = tmp_path / "data"
     shutil.copytree(built.path, data_dir)
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(data_dir))
     return serve_asgi(create_app(data_dir, subsystems=["lookup.typeahead.http:mount"]))
 
 

@@ -70,18 +70,52 @@ def test_every_structure_answers_like_brute_force(corpus: bt.Corpus, ours: bt.Ou
         bt.check_answers(ours.lookup, {"wrong": lambda p: ["nope"]}, prefixes)
 
 
-def test_latency_and_memory_have_their_shape(corpus: bt.Corpus, ours: bt.Ours) -> None:
+class ChargedClock:
+    """A nanosecond clock that moves only when a method charges it: exact latencies."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+
+    def __call__(self) -> int:
+        return self.ns
+
+
+def test_latency_and_memory_have_their_shape(
+    corpus: bt.Corpus, ours: bt.Ours, monkeypatch: pytest.MonkeyPatch
+) -> None:
     prefixes = bt.draw_prefixes(corpus, 30)
-    methods = {"ours: trie walk + top 10": ours.find, "sorted": bt.SortedList(corpus).top}
+    clock = ChargedClock()
+    monkeypatch.setattr(bt.time, "perf_counter_ns", clock)
+    calls = {"n": 0}
+    # Per class a known cost: 1 char 2 µs, 2 chars 3 µs, longer 4 µs; every tenth call of
+    # the fast method 50 µs more (a tail above 1 %); the slow one a flat 7 µs.
+    cost_us = {1: 2.0, 2: 3.0}
+
+    def fast(prefix: str) -> list[str]:
+        calls["n"] += 1
+        tail = 50.0 if calls["n"] % 10 == 0 else 0.0
+        clock.ns += int((cost_us.get(len(prefix), 4.0) + tail) * 1000)
+        return ours.find(prefix)
+
+    def slow(prefix: str) -> list[str]:
+        clock.ns += 7_000
+        return bt.SortedList(corpus).top(prefix)
+
+    methods = {"ours: trie walk + top 10": fast, "sorted": slow}
     lat = bt.bench_latency(methods, prefixes, runs=2, fast_calls=50, slow_budget_s=0.01)
-    for name in methods:
-        for cls in bt.CLASSES:
-            f = lat[name][cls]
-            assert 0 < f["p50"] <= f["p99"]
-            assert len(f["p50_runs"]) == 2 and f["calls"] >= 40
+    want = {"1 char": 2.0, "2 chars": 3.0, "3-8 chars": 4.0}
+    for cls in bt.CLASSES:
+        f = lat["ours: trie walk + top 10"][cls]
+        assert f["p50"] == pytest.approx(want[cls]) and f["p50_runs"] == [want[cls]] * 2
+        assert f["p99"] == pytest.approx(want[cls] + 50.0)  # the tail shows at p99
+        assert f["calls"] == 100  # fast_calls per run, two runs
+        g = lat["sorted"][cls]
+        assert g["p50"] == pytest.approx(7.0) == g["p99"] and g["calls"] >= 40
+    monkeypatch.undo()
     mem = bt.resident_per_query(ours.path, prefixes["1 char"])
     assert mem["file_bytes"] == ours.path.stat().st_size
-    assert mem["per_query"] > 0
+    assert mem["file_per_query"] == pytest.approx(mem["file_bytes"] / N)
+    assert mem["per_query"] == pytest.approx(mem["rss_bytes"] / N) and mem["per_query"] > 0
 
 
 def test_main_without_http_prints_every_table(

@@ -117,7 +117,14 @@ def start_api(data_dir: Path, log_dir: Path, port: int | None = None) -> Service
     """``lookup serve`` over ``data_dir`` on ``port`` (default: any free one), answering."""
     port = port or free_port()
     url = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, LOOKUP_DATA_DIR=str(data_dir), LOOKUP_PUBLIC_URL=url)
+    # The shortener flow shortens the dashboard's own loopback pages: the named allowance
+    # (loopback destinations are refused unless a setting opens them).
+    env = dict(
+        os.environ,
+        LOOKUP_DATA_DIR=str(data_dir),
+        LOOKUP_PUBLIC_URL=url,
+        LOOKUP_SHORTENER_ALLOWED_RANGES="127.0.0.0/8",
+    )
     argv = [
         sys.executable, "-m", "lookup.cli", "serve",
         "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir),

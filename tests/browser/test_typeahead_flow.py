@@ -19,6 +19,7 @@ import httpx
 import pytest
 from browser_harness import Service
 
+from lookup.kit.admin import server_admin_token
 from lookup.typeahead import querylog, run
 
 pytestmark = pytest.mark.browser
@@ -166,10 +167,14 @@ def test_suggestions_follow_every_keystroke(
 
     outside = _loopback_only(page)
     _open(page, dashboard)
+    sent_before = int(_metric(page, "Requests sent").inner_text().replace(",", ""))
     page.locator(BOX).click()
-    page.keyboard.type("ip", delay=20)  # faster than the 100 ms debounce: one value reported
+    page.keyboard.type("ip", delay=0)  # faster than the 100 ms debounce: one value reported
     _expect_dropdown(page, _suggest(api, "ip"))
     expect(_metric(page, "Keystrokes typed")).to_have_text("2")
+    # Two keystrokes, one debounced value, one request (a debounce of 0 would send two).
+    expect(_metric(page, "Requests sent")).to_have_text(str(sent_before + 1))
+    expect(page.get_by_text("Debounce merged 1 keystrokes")).to_be_visible()
     expect(page.get_by_text("answered in").first).to_be_visible()
     trace = httpx.get(f"{api.url}/v1/typeahead/trace", params={"q": "ip"}).json()
     expect(_metric(page, "Nodes visited")).to_have_text(str(trace["nodesVisited"]))
@@ -264,8 +269,9 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     expect(page.locator(".ta-list")).not_to_contain_text(NEW_QUERIES["en-IN"])
 
     # Leave the shared API as the other tests expect it: newest snapshot, empty hot list.
-    httpx.post(f"{api.url}/v1/typeahead/snapshots/en-IN/rollback")
-    httpx.delete(f"{api.url}/v1/typeahead/blocklist", params={"term": term})
+    admin = {"Authorization": f"Bearer {server_admin_token(_data_dir(api))}"}
+    httpx.post(f"{api.url}/v1/typeahead/snapshots/en-IN/rollback", headers=admin)
+    httpx.delete(f"{api.url}/v1/typeahead/blocklist", params={"term": term}, headers=admin)
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     page.context.close()

@@ -309,3 +309,32 @@ def test_counts_by_status_and_a_closed_store_reopens(store: LinkStore) -> None:
     store.close()
     assert store.get("c-1") is not None  # the next call reopens
     store.ping()
+
+
+def test_owner_tokens_revoke_once_and_rotate_once_under_a_race(store: LinkStore) -> None:
+    assert store.token_owner("t1") is None  # never recorded: its own owner
+    assert store.revoke_token("t1", "t1", NOW) is True
+    assert store.token_owner("t1") == ("t1", True)
+    assert store.revoke_token("t1", "t1", NOW + 1) is False
+    assert store.rotate_token("t1", "t2", "t1", NOW) is False  # a revoked token cannot rotate
+    assert store.token_owner("t2") is None
+    # Eight threads rotate one token at once: exactly one successor is recorded.
+    wins: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def rotate(i: int) -> None:
+        barrier.wait()
+        if store.rotate_token("a0", f"a0-next-{i}", "owner-a", NOW):
+            wins.append(f"a0-next-{i}")
+
+    threads = [threading.Thread(target=rotate, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(wins) == 1
+    assert store.token_owner("a0") == ("owner-a", True)
+    assert store.token_owner(wins[0]) == ("owner-a", False)
+    assert store.rotate_token(wins[0], "a0-next-next", "owner-a", NOW) is True
+    assert store.token_owner(wins[0]) == ("owner-a", True)
+    assert store.token_owner("a0-next-next") == ("owner-a", False)

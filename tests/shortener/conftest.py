@@ -36,6 +36,12 @@ def generous_limits() -> Limits:
     return Limits(anonymous=big, owner=big, ip=big, misses=big, passwords=big)
 
 
+def no_dns(host: str) -> list[str]:
+    """The scanner's resolver in tests: it knows no name (tests never use the network;
+    tests/shortener/test_destinations.py injects its own answers)."""
+    return []
+
+
 @pytest.fixture
 def limits() -> Limits:
     """Fresh generous limits a test can tighten before building an app."""
@@ -60,6 +66,7 @@ def make_config(tmp_path: Path, clock: Clock) -> Callable[..., ShortenerConfig]:
             # The scanner's thread would race tests that look at a fresh link's verdict;
             # tests/shortener/test_scanner.py switches it on where it is the subject.
             "scanner": False,
+            "resolve_host": no_dns,
         }
         settings.update(overrides)
         return ShortenerConfig(**settings)

@@ -26,12 +26,21 @@ OPEN_LIMITS = {
 }
 
 OWNER = {"Authorization": "Bearer redis-fleet-owner-token-0001"}
+#: The fleet's admin token (``LOOKUP_ADMIN_TOKEN`` of every process): the metrics need it.
+ADMIN_TOKEN = "redis-fleet-admin-token-0001"
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 @contextmanager
 def fleet(data_dir: Path, n: int, env: Mapping[str, str]) -> Iterator[list[str]]:
     """``n`` API processes over ``data_dir`` with ``env`` added; yields their base URLs."""
-    base = {**os.environ, **OPEN_LIMITS, "LOOKUP_SHORTENER_SCANNER": "0", **env}
+    base = {
+        **os.environ,
+        **OPEN_LIMITS,
+        "LOOKUP_SHORTENER_SCANNER": "0",
+        "LOOKUP_ADMIN_TOKEN": ADMIN_TOKEN,
+        **env,
+    }
     base.pop("LOOKUP_PUBLIC_URL", None)
     procs: list[subprocess.Popen[bytes]] = []
     urls: list[str] = []
@@ -67,6 +76,6 @@ def create(client: httpx.Client, base: str, long_url: str, **extra: object) -> s
 
 def metrics(client: httpx.Client, base: str) -> dict:  # type: ignore[type-arg]
     """The shortener's metrics of one process."""
-    resp = client.get(f"{base}/v1/shortener/metrics")
+    resp = client.get(f"{base}/v1/shortener/metrics", headers=ADMIN)
     assert resp.status_code == 200, resp.text
     return resp.json()  # type: ignore[no-any-return]

@@ -25,7 +25,7 @@ import httpx
 from lookup.shortener.analytics.aggregate import ClickAggregator
 from lookup.shortener.analytics.log_redis import RedisClickLog
 from tests.conftest import ROOT
-from tests.shortener.redis_fleet import create, fleet
+from tests.shortener.redis_fleet import ADMIN, create, fleet
 
 HUMAN_UA = (
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
@@ -76,9 +76,8 @@ def test_a_consumer_killed_mid_batch_loses_no_click_and_counts_none_twice(
     log = RedisClickLog.from_url(url)
     start_ts = time.time() - 3600
     with fleet(data, 1, api_env) as (base,), httpx.Client(timeout=10) as client:
-        assert client.get(f"{base}/v1/shortener/metrics").json()["backends"]["clicks"].endswith(
-            f"stream {stream}"
-        )
+        metrics = client.get(f"{base}/v1/shortener/metrics", headers=ADMIN).json()
+        assert metrics["backends"]["clicks"].endswith(f"stream {stream}")
         keys = [create(client, base, f"https://example.com/{i}") for i in range(4)]
         victim = _aggregator(data, "agg-victim", env)
         survivor = _aggregator(data, "agg-survivor", env)

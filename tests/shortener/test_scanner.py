@@ -25,6 +25,7 @@ from lookup.shortener.scanner import (
     load_admin_token,
 )
 from lookup.shortener.urls import Blocklist
+from tests.shortener.conftest import no_dns
 
 FEED = ThreatFeed.load(DEFAULT_FEED)
 SEVERITY = {"SAFE": 0, "SUSPICIOUS": 1, "MALICIOUS": 2}
@@ -159,6 +160,7 @@ class FakeAggregator:
 
 def _scanner(shortener: Shortener, **options: Any) -> Scanner:
     """A scanner over the shortener's store, acting through its service (as app.py wires it)."""
+    options.setdefault("resolve", no_dns)
     return Scanner(
         shortener.store, shortener.service, shortener.blocklist, state_dir=shortener.dir, **options
     )
@@ -216,7 +218,7 @@ def _link(app: Any, key: str) -> Any:
 
 
 def test_a_malicious_new_link_is_disabled_and_gets_the_warning_page(
-    make_app: Callable[..., Any],
+    make_app: Callable[..., Any], admin: Callable[[Any], dict[str, str]]
 ) -> None:
     app = make_app(scanner=True)
     bad = app.client.post(
@@ -231,7 +233,7 @@ def test_a_malicious_new_link_is_disabled_and_gets_the_warning_page(
     preview = app.client.get(f"/{bad}+")
     assert "id=verdict>MALICIOUS<" in preview.text and 'id="continue"' not in preview.text
     assert "id=verdict>SAFE<" in app.client.get(f"/{good}+").text
-    metrics = app.client.get("/v1/shortener/metrics").json()["scanner"]
+    metrics = app.client.get("/v1/shortener/metrics", headers=admin(app)).json()["scanner"]
     assert metrics["verdicts"]["MALICIOUS"] >= 1 and metrics["disabled"] == 1
 
 
@@ -417,7 +419,7 @@ def test_a_failing_round_is_counted_and_the_scanner_keeps_running(
 
     scanner = Scanner(
         FlakyStore(), shortener.service, shortener.blocklist,  # type: ignore[arg-type]
-        state_dir=shortener.dir, clock=clock, tick_s=0.01,
+        state_dir=shortener.dir, clock=clock, tick_s=0.01, resolve=no_dns,
     )  # fmt: skip
     scanner.start()
     try:

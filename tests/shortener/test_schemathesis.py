@@ -6,12 +6,14 @@ the shortener's API answers is the app-wide JSON error ``{"error": CODE, "messag
 The app is served by uvicorn on a free loopback port (lifespan and all, as ``lookup
 serve`` runs it) and schemathesis sends real HTTP requests; the schema is the app's own
 OpenAPI document, checked to equal what the running server's ``GET /openapi.json`` serves. Requests
-carry a real owner's bearer token (the admin token for the blocklist) so that owner-only
-paths are reached too.
+carry a real owner's bearer token (the admin token for the blocklist and the metrics) so
+that owner-only paths are reached too; :func:`test_admin_and_revoked_tokens_are_refused`
+checks the refusals the tokens guard (401, 403, TOKEN_REVOKED) on every operation.
 """
 
 from __future__ import annotations
 
+import secrets
 import socket
 import tempfile
 import threading
@@ -135,9 +137,14 @@ def _assert_json_error(response: Any, label: str) -> None:
 @pytest.mark.timeout(HANG_GUARD_S)
 @schema.parametrize()
 def test_no_5xx_and_bad_input_gets_a_json_error(case: Any, deployment: Deployment) -> None:
-    # The blocklist takes the admin token; everything else our owner's token.
-    admin = case.path.startswith("/v1/shortener/blocklist")
-    headers = {"Authorization": f"Bearer {deployment.admin_token}"} if admin else AUTH
+    # The blocklist and the metrics take the admin token; revoke and rotate a token of
+    # their own (they would end our owner's); everything else our owner's token.
+    if case.path.startswith("/v1/shortener/"):
+        headers = {"Authorization": f"Bearer {deployment.admin_token}"}
+    elif case.path in ("/v1/tokens/revoke", "/v1/tokens/rotate"):
+        headers = {"Authorization": f"Bearer throwaway-{secrets.token_urlsafe(16)}"}
+    else:
+        headers = AUTH
     response = case.call_and_validate(
         base_url=deployment.url,
         headers=headers,
@@ -148,3 +155,33 @@ def test_no_5xx_and_bad_input_gets_a_json_error(case: Any, deployment: Deploymen
     assert response.status_code < 500, (label, response.text[:500])
     if 400 <= response.status_code < 500:
         _assert_json_error(response, label)
+
+
+def test_admin_and_revoked_tokens_are_refused(deployment: Deployment) -> None:
+    """Every admin operation answers 401 without a token and 403 with an owner's; every
+    operation that reads an owner token answers a revoked one 401 TOKEN_REVOKED."""
+    revoked = f"revoked-{secrets.token_urlsafe(16)}"
+    answer = httpx.post(
+        f"{deployment.url}/v1/tokens/revoke", headers={"Authorization": f"Bearer {revoked}"}
+    )
+    assert answer.status_code == 200
+    checked = 0
+    for path, methods in OPENAPI["paths"].items():
+        if not path.startswith(("/v1/links", "/v1/shortener", "/v1/tokens/")):
+            continue
+        url = deployment.url + path.replace("{key}", "st-link-0")
+        for method in methods:
+            if path.startswith("/v1/shortener/"):
+                bare = httpx.request(method, url, json={})
+                assert bare.status_code == 401, (method, path, bare.text)
+                owner = httpx.request(method, url, json={}, headers=AUTH)
+                assert owner.status_code == 403, (method, path, owner.text)
+                _assert_json_error(owner, f"{method} {path}")
+            elif not path.endswith((".png", ".svg")):
+                gone = httpx.request(
+                    method, url, json={}, headers={"Authorization": f"Bearer {revoked}"}
+                )
+                assert gone.status_code == 401, (method, path, gone.text)
+                assert gone.json()["error"] == "TOKEN_REVOKED", (method, path)
+            checked += 1
+    assert checked >= 15

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from lookup.server import create_app
+from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import (
     SCRAPER_AGENT,
     TrafficPlan,
@@ -84,9 +85,10 @@ def test_impossible_plans_are_refused() -> None:
             bad.validate()
 
 
-def test_simulated_traffic_through_a_live_server(live_api: str) -> None:
+def test_simulated_traffic_through_a_live_server(live_api: str, tmp_path: Path) -> None:
     plan = TrafficPlan(requests=1_200, links=15, scraper_keys=40, concurrency=8, seed=11)
-    result = simulate_traffic(live_api, plan, token=TOKEN)
+    admin = load_admin_token(tmp_path / "data" / "shortener")  # the metrics need it
+    result = simulate_traffic(live_api, plan, token=TOKEN, admin_token=admin)
     assert result.total == 1_200 and result.errors == 0
     for kind in ("human", "viral", "bot", "preview"):
         assert set(result.statuses[kind]) == {302}, (kind, result.statuses[kind])

@@ -9,14 +9,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lookup.shortener.urls import MAX_URL_LENGTH, Blocklist, UrlPolicy, UrlRejected, normalize_host
+from lookup.shortener.urls import (
+    MAX_URL_LENGTH,
+    AddressPolicy,
+    Blocklist,
+    UrlPolicy,
+    UrlRejected,
+    normalize_host,
+)
 
 OWN = "http://127.0.0.1:8000"
+#: These tests shorten loopback and documentation addresses, which the service refuses
+#: unless named (tests/shortener/test_destinations.py holds the refusals themselves).
+ALLOWED = AddressPolicy(["127.0.0.0/8", "::1/128", "2001:db8::/32"])
 
 
 @pytest.fixture
 def policy() -> UrlPolicy:
-    return UrlPolicy([OWN], Blocklist(None))
+    return UrlPolicy([OWN], Blocklist(None), addresses=ALLOWED)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +125,7 @@ def test_public_origin_is_own_too() -> None:
 
 
 def test_wildcard_bind_treats_every_loopback_as_self() -> None:
-    policy = UrlPolicy(["http://0.0.0.0:8000"], Blocklist(None))
+    policy = UrlPolicy(["http://0.0.0.0:8000"], Blocklist(None), addresses=ALLOWED)
     for raw in ("http://127.0.0.9:8000/x", "http://localhost:8000/", "http://[::1]:8000/"):
         with pytest.raises(UrlRejected):
             policy.check(raw)
@@ -169,8 +179,9 @@ def test_fuzz_only_validation_errors_and_safe_outputs(raw: str) -> None:
     try:
         url = policy.check(raw)
     except UrlRejected as exc:
-        assert exc.code in ("INVALID_URL", "SELF_REFERENCE", "BLOCKED_DOMAIN")
+        assert exc.code in ("INVALID_URL", "SELF_REFERENCE", "BLOCKED_DOMAIN", "PRIVATE_ADDRESS")
         return
+    assert AddressPolicy().refusal_of_host(policy.host_of(url)) is None  # never a private one
     assert url.isascii()
     assert not any(ord(c) <= 0x20 or ord(c) == 0x7F for c in url)
     assert url.split(":", 1)[0] in ("http", "https")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def publish_variant(data_dir: Path, market: str, strings: list[str], version: st
     return version
 
 
-def test_swap_keeps_in_flight_lookups_on_their_trie(data_dir: Path) -> None:
+def test_swap_and_rollback_move_the_pointer_on_disk(data_dir: Path) -> None:
     service = SuggestService.from_data_dir(data_dir)
     old = service.snapshot("en-IN")
     strings = old.strings()
@@ -49,6 +50,78 @@ def test_swap_keeps_in_flight_lookups_on_their_trie(data_dir: Path) -> None:
     assert service.store.current("en-IN") == old.version
     # rolling back again goes forward (the two swap places)
     assert service.rollback("en-IN").version == v
+
+
+def test_swap_keeps_in_flight_lookups_on_their_trie(data_dir: Path) -> None:
+    """Readers in threads look up while the main thread swaps back and forth: every answer
+    is wholly one version's (its suggestions are that trie's), and a lookup holding a
+    snapshot across swaps keeps answering from it."""
+    service = SuggestService.from_data_dir(data_dir)
+    old = service.snapshot("en-IN")
+    v = publish_variant(
+        data_dir, "en-IN", ["zebra crossing", *old.strings()], "20991231T000000Z-fedcba"
+    )
+    assert service.deploy("en-IN", v).deployed
+    new = service.snapshot("en-IN")
+    prefixes = ["z", "ze", "i", "ip", "s", ""]
+    want = {
+        snap.version: {p: service.lookup(p, "en-IN").suggestions for p in prefixes}
+        for snap in (new,)
+    }
+    service.rollback("en-IN")
+    want[old.version] = {p: service.lookup(p, "en-IN").suggestions for p in prefixes}
+    assert want[old.version]["z"] != want[v]["z"]  # the two tries answer differently
+    stop = threading.Event()
+    done = [0]
+    seen: set[str] = set()
+    problems: list[str] = []
+    lock = threading.Lock()
+
+    def reader(k: int) -> None:
+        i = k
+        while not stop.is_set():
+            p = prefixes[i % len(prefixes)]
+            i += 1
+            try:
+                got = service.lookup(p, "en-IN")
+                if got.suggestions != want[got.version][p]:
+                    problems.append(f"{got.version} answered {p!r} with another trie's list")
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                problems.append(repr(exc))
+            with lock:
+                seen.add(got.version)
+                done[0] += 1
+
+    def held_reader(ready: threading.Barrier, swapped: threading.Event) -> None:
+        snap = service.snapshot("en-IN")  # in flight: started before the swaps
+        before = {p: snap.suggest(p) for p in prefixes}
+        ready.wait()
+        swapped.wait(30)
+        if snap.version != old.version or {p: snap.suggest(p) for p in prefixes} != before:
+            problems.append("a lookup in flight across the swaps changed tries")
+
+    ready, swapped = threading.Barrier(2), threading.Event()
+    threads = [threading.Thread(target=reader, args=(k,)) for k in range(4)]
+    threads.append(threading.Thread(target=held_reader, args=(ready, swapped)))
+    for t in threads:
+        t.start()
+    ready.wait()
+    try:
+        for _ in range(20):  # rollback goes forward and back: the two swap places
+            service.rollback("en-IN")
+            with lock:
+                mark = done[0]
+            deadline = time.monotonic() + 30  # a hang guard, not a timing assertion
+            while done[0] < mark + 8 and time.monotonic() < deadline:
+                time.sleep(0.001)
+        swapped.set()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert problems == []
+    assert seen == {old.version, v}  # both tries answered while the swaps went on
+    assert done[0] >= 160
 
 
 def test_a_bad_snapshot_is_refused_and_the_old_one_keeps_serving(data_dir: Path) -> None:

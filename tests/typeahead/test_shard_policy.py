@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lookup.kit.admin import server_admin_token
+from lookup.kit.clients import network_of
 from lookup.server import create_app
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path
@@ -34,7 +36,7 @@ from .test_shard_http import get, prefixes_of, serve_in_thread
 
 N_SHARDS = 3
 MARKETS = ("en-IN", "hi-IN")
-POLICY = TrendingPolicy(floor=30, min_users=5)
+POLICY = TrendingPolicy(floor=30, min_users=5, min_networks=5)
 
 
 class FakeClock:
@@ -76,7 +78,9 @@ def dep(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Depl
 
 @pytest.fixture(scope="module")
 def client(dep: Deployment) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=dep.url, trust_env=False, timeout=10.0) as c:
+    """A client holding the admin token (the blocklist edits here are an operator's)."""
+    admin = {"Authorization": f"Bearer {server_admin_token(dep.data_dir)}"}
+    with httpx.Client(base_url=dep.url, trust_env=False, timeout=10.0, headers=admin) as c:
         yield c
 
 
@@ -197,10 +201,13 @@ def test_a_burst_of_searches_trends_in_routed_answers_like_on_the_single_server(
     known = next(s for s in strings[len(strings) // 2 :] if len(s) >= 4)  # a small score
     for i in range(POLICY.floor + 10):
         for q in (new, known):
+            # The admin client is a trusted relay: it names each user and their address.
             user = f"u{i % (POLICY.min_users + 2)}"
-            r = client.post("/v1/searches", json={"q": q, "market": market, "userId": user})
+            address = f"198.51.{i % (POLICY.min_users + 2)}.7"
+            body = {"q": q, "market": market, "userId": user, "clientAddress": address}
+            r = client.post("/v1/searches", json=body)
             assert r.status_code == 202 and r.json()["recorded"]
-            assert dep.oracle.record_search(q, market, user) == q
+            assert dep.oracle.record_search(q, market, user, network_of(address)) == q
     trending = client.get("/v1/typeahead/trending", params={"market": market}).json()
     want = [t.to_dict() for t in dep.oracle.tracker.trending(market)]  # type: ignore[union-attr]
     assert trending["terms"] == want and {t["q"] for t in want} == {new, known}

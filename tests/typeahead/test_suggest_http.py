@@ -9,11 +9,13 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 
+from lookup.kit.admin import server_admin_token
 from lookup.server import create_app
 from lookup.typeahead.http import install
 from lookup.typeahead.serving import SuggestService
 from lookup.typeahead.trending import TrendingPolicy
 
+from .conftest import Built
 from .test_trending import Clock
 
 
@@ -30,8 +32,11 @@ def service(data_dir: Path, clock: Clock) -> SuggestService:
 
 @pytest.fixture
 def client(data_dir: Path, service: SuggestService) -> Iterator[TestClient]:
-    app = create_app(data_dir, subsystems=[lambda m: install(m, service)])
-    with TestClient(app) as c:
+    """A client holding the admin token (the management calls here are an operator's;
+    tests/typeahead/test_admin_http.py checks the refusals without it)."""
+    app = create_app(data_dir, subsystems=[lambda m: install(m, service, trust_forwarded_for=True)])
+    admin = {"Authorization": f"Bearer {server_admin_token(data_dir)}"}
+    with TestClient(app, headers=admin) as c:
         yield c
 
 
@@ -127,11 +132,15 @@ def test_hot_blocklist_api_is_effective_at_once(client: TestClient) -> None:
 
 
 def test_searches_trend_over_http(client: TestClient, clock: Clock) -> None:
+    # 40 people on 40 networks (behind the trusted proxy), without the admin token.
+    public = TestClient(client.app)
     for i in range(400):
         if i % 80 == 0:
             clock.advance(60)
-        r = client.post(
-            "/v1/searches", json={"q": "Brand New Thing", "market": "en-IN", "userId": f"u{i % 40}"}
+        r = public.post(
+            "/v1/searches",
+            json={"q": "Brand New Thing", "market": "en-IN"},
+            headers={"X-Forwarded-For": f"198.51.{i % 40}.7"},
         )
         assert r.status_code == 202
     assert client.get("/v1/suggest?q=bra").json()["suggestions"][0] == "brand new thing"
@@ -191,9 +200,32 @@ def test_snapshot_management(client: TestClient, service: SuggestService, data_d
     assert client.post("/v1/typeahead/snapshots/reload").status_code == 200
 
 
-def test_trace_endpoint(client: TestClient) -> None:
-    r = client.get("/v1/typeahead/trace", params={"q": "iph", "market": "en-IN"})
-    assert r.status_code == 200 and r.json()["nodesVisited"] >= 2
+def _radix_walk(keys: set[str], p: str) -> list[int]:
+    """The depths of the nodes a radix-trie walk to ``p`` visits, from the keys alone: the
+    root, every depth below ``len(p)`` where keys under it branch or one ends, and ``p``."""
+    depths = [0]
+    for d in range(1, len(p)):
+        under = [k for k in keys if k.startswith(p[:d])]
+        if p[:d] in keys or len({k[d] for k in under if len(k) > d}) > 1:
+            depths.append(d)
+    return [*depths, len(p)]
+
+
+@pytest.mark.parametrize("q", ["iph", "i", "ip", "s", "sa"])
+def test_trace_endpoint(client: TestClient, built: Built, q: str) -> None:
+    r = client.get("/v1/typeahead/trace", params={"q": q, "market": "en-IN"})
+    assert r.status_code == 200
+    body = r.json()
+    build = built.builds["en-IN"]
+    keys = {k for k, _, _ in build.keys}
+    assert any(k.startswith(q) for k in keys), q
+    path = body["path"]
+    assert body["found"] and body["nodesVisited"] == len(path)
+    assert [step["depth"] for step in path] == _radix_walk(keys, q)  # the oracle's walk
+    assert "".join(step["label"] for step in path) == q  # the labels spell the prefix
+    # The stored list: the best ten suggestions any key under the prefix leads to.
+    ids = sorted({t for k, t, _ in build.keys if k.startswith(q)})[:10]
+    assert body["stored"] == [build.strings[t] for t in ids]
     assert client.get("/v1/typeahead/trace", params={"q": "a\x00"}).status_code == 400
     assert (
         client.get("/v1/typeahead/trace", params={"q": "a", "market": "xx-XX"}).status_code == 400

@@ -10,6 +10,7 @@ opened ``/capacity`` first on a fresh server would get a second, stale menu.
 from __future__ import annotations
 
 import streamlit as st
+from fonts import ensure_static_fonts
 from navigation import build_pages
 
 st.set_page_config(
@@ -18,4 +19,5 @@ st.set_page_config(
     layout="wide",
 )
 
+ensure_static_fonts()  # before any page can show Hindi text
 st.navigation(build_pages(), position="top").run()

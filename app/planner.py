@@ -9,6 +9,7 @@ charts are plain plotly figures built from :mod:`lookup.capacity`'s helpers.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
 from decimal import Decimal
@@ -287,6 +288,62 @@ def build_plan(system: System, shown: dict[str, float]) -> Any:
 def figures_by_key(plan: Any) -> dict[str, capacity.Figure]:
     """A plan's figures by key."""
     return {figure.key: figure for figure in plan.rows()}
+
+
+def peak_factor(system: System, shown: dict[str, float]) -> float | None:
+    """The "× average" the system's peak figures are at, or None if it has no such knob."""
+    if "peak_factor" not in system.field_names():
+        return None
+    return float(shown.get("peak_factor", system.defaults()["peak_factor"]))
+
+
+def basis(figure: capacity.Figure, peak: float | None) -> str | None:
+    """What a rate stands for — ``"average"`` or ``"peak (×N)"`` — or None for a non-rate.
+
+    The tiles mostly show average rates while the summary sentence quotes peaks; saying
+    which is which on each figure keeps the two from looking contradictory.
+    """
+    if peak is None:
+        return None
+    if "peak" in figure.key:
+        return f"peak (×{peak:g})"
+    if figure.unit.endswith("/s"):
+        return "average"
+    return None
+
+
+def label_with_basis(figure: capacity.Figure, peak: float | None) -> str:
+    """The figure's label with its basis: "Reads (redirects), average", "Writes at peak (×5)"."""
+    kind = basis(figure, peak)
+    if kind is None:
+        return figure.label
+    if kind != "average" and re.search(r"\bpeak\b", figure.label):
+        return re.sub(r"\bpeak\b", kind, figure.label, count=1)
+    return f"{figure.label}, {kind}"
+
+
+def basis_note(system: System, peak: float | None) -> str:
+    """The sentence under the summary that says what its peaks are."""
+    if peak is None:
+        return ""
+    knob = system.knob("peak_factor").label.split(" (")[0]  # "Peak traffic (× average)"
+    return (
+        f"A **peak** here is ×{peak:g} the average (the “{knob}” assumption); the tiles "
+        "show average rates unless their label says peak."
+    )
+
+
+#: The longest label and value a tile three to a row shows uncut at a 1280-pixel window.
+TILE3_LABEL_CHARS, TILE3_VALUE_CHARS = 30, 12
+
+
+def tiles_per_row(labels_and_values: Sequence[tuple[str, str]]) -> int:
+    """Three tiles to a row, or two when a label or value would be cut ("Origin at pe…")."""
+    fits = all(
+        len(label) <= TILE3_LABEL_CHARS and len(value) <= TILE3_VALUE_CHARS
+        for label, value in labels_and_values
+    )
+    return 3 if fits else 2
 
 
 def metric_rows(items: list[Any], per_row: int = 3) -> list[list[Any]]:

@@ -31,7 +31,9 @@ _HTML = """
 _CSS = """
 *, *::before, *::after { box-sizing: border-box; }
 .ta-box-root { display: flex; flex-direction: column; width: 100%;
-  font-family: var(--st-font, sans-serif); color: var(--st-text-color, inherit); }
+  /* Hindi suggestions: the served Devanagari face (app/fonts.py) after the theme's. */
+  font-family: var(--st-font, sans-serif), "Noto Sans Devanagari";
+  color: var(--st-text-color, inherit); }
 .ta-box { width: 100%; padding: 10px 14px; font: inherit; font-size: 15px;
   color: inherit; background: var(--st-secondary-background-color, #f0f2f6);
   border: 1px solid rgba(127,127,127,.3); border-radius: 6px; outline: none; }
@@ -100,15 +102,26 @@ export default function({ parentElement, data, setStateValue }) {
       icon.className = "ta-icon";
       icon.textContent = "⌕";
       const text = document.createElement("span");
-      if (it.typed) {
+      // Split typed/rest only between grapheme clusters: a Devanagari vowel sign cut
+      // off from its consonant would be drawn on a dotted circle.
+      let cut = it.typed ? it.typed.length : 0;
+      if (cut > 0 && cut < it.s.length && typeof Intl.Segmenter === "function") {
+        for (const g of new Intl.Segmenter().segment(it.s)) {
+          if (g.index < cut && g.index + g.segment.length > cut) {
+            cut = g.index + g.segment.length;
+            break;
+          }
+        }
+      }
+      if (cut > 0) {
         const typed = document.createElement("span");
         typed.className = "ta-typed";
-        typed.textContent = it.typed;
+        typed.textContent = cut === it.typed.length ? it.typed : it.s.slice(0, cut);
         text.appendChild(typed);
       }
       const rest = document.createElement("span");
       rest.className = "ta-rest";
-      rest.textContent = it.s.slice(it.typed.length);
+      rest.textContent = it.s.slice(cut);
       text.appendChild(rest);
       row.append(icon, text);
       if (it.hot) {

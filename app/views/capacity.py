@@ -9,10 +9,14 @@ import streamlit as st
 from planner import (
     SYSTEMS,
     System,
+    basis_note,
     build_plan,
     chart_for,
     figures_by_key,
+    label_with_basis,
     metric_rows,
+    peak_factor,
+    tiles_per_row,
     widget_key,
 )
 
@@ -101,14 +105,17 @@ def _tab(system: System) -> None:
             return
         figures = figures_by_key(plan)
         seed = _seed_figures(system)
-        st.info(plan.driver(), icon=":material/lightbulb:")
+        peak = peak_factor(system, shown)
+        note = basis_note(system, peak)
+        st.info(plan.driver() + (f"\n\n{note}" if note else ""), icon=":material/lightbulb:")
         headline = [figures[k] for k in system.headline if k in figures]
-        for row in metric_rows(headline):
+        per_row = tiles_per_row([(label_with_basis(f, peak), f.text) for f in headline])
+        for row in metric_rows(headline, per_row):
             for column, figure in zip(st.columns(len(row)), row, strict=True):
                 was = seed.get(figure.key)
                 changed = was is not None and was.text != figure.text
                 column.metric(
-                    figure.label,
+                    label_with_basis(figure, peak),
                     figure.text,
                     delta=f"seed: {was.text}" if changed else None,
                     delta_color="off",
@@ -119,7 +126,10 @@ def _tab(system: System) -> None:
         st.plotly_chart(chart_for(system, plan), key=f"{system.name}.chart")
     st.subheader("How each figure is worked out")
     table = pd.DataFrame(
-        [{"Figure": f.label, "Value": f.text, "Worked out as": f.formula} for f in plan.rows()]
+        [
+            {"Figure": label_with_basis(f, peak), "Value": f.text, "Worked out as": f.formula}
+            for f in plan.rows()
+        ]
     )
     st.dataframe(
         table, hide_index=True, height=ROW_PX * (len(table) + 1) + 3, key=f"{system.name}.table"

@@ -908,6 +908,9 @@ st.caption(
     f"places · {index_info.get('narrowBytesPerPlace')} bytes per place in the narrow index"
 )
 
+# The search's tiles span the page: five of them in the map's column cut their labels
+# ("Candidates r…", "19.3…") at a 1280-pixel window. Filled once the search has run.
+tiles = st.container()
 side, main = st.columns([1, 2.7], gap="large")
 with side:
     controls()
@@ -934,7 +937,8 @@ with main:
         else:
             st.warning(f"The search failed: {first.message()}", icon=":material/warning:")
     else:
-        show_metrics(first)
+        with tiles:
+            show_metrics(first)
     st_folium(
         base_map(),
         key=MAP_KEY,

@@ -61,20 +61,50 @@ def widget(at: AppTest, key: str):  # type: ignore[no-untyped-def]
 def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
     assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
                                              "Search", "IDs"]
-    assert metric(fresh, "Reads (redirects)") == "3,860/s"  # seed: ≈3,900/s
+    assert metric(fresh, "Reads (redirects), average") == "3,860/s"  # seed: ≈3,900/s
     assert metric(fresh, "Links in 10 years") == "12 billion"
     assert metric(fresh, "Storage with 3 replicas") == "18 TB"
     assert metric(fresh, "Key length chosen") == "7 chars"
-    assert metric(fresh, "Every keystroke sent") == "139,000/s"
-    assert metric(fresh, "Searches at peak") == "17,400/s"  # seed: ≈17,000/s
+    assert metric(fresh, "Every keystroke sent, average") == "139,000/s"
+    assert metric(fresh, "Searches at peak (×3)") == "17,400/s"  # seed: ≈17,000/s
     assert metric(fresh, "Location index (only what search needs)") == "8 GB"
-    assert metric(fresh, "Fetch rate") == "386/s"
+    assert metric(fresh, "Fetch rate, average") == "386/s"
     assert metric(fresh, "Seen-URL set in bytes") == "24 GB"
     assert metric(fresh, "Queries that hit at least one slow shard") == "9.52%"  # seed ≈9.5%
     # The driver sentence of every system is on screen.
     drivers = " ".join(i.value for i in fresh.info)
     assert "Key-space density" in drivers and "fan-out tail" in drivers
     assert len(fresh.info) == len(planner.SYSTEMS)
+
+
+def test_every_rate_says_whether_it_is_an_average_or_a_peak(fresh: AppTest) -> None:
+    """Tiles (mostly averages) and the summary (peaks) name their basis, so 3,860/s in a
+    tile and 19,300/s in the sentence above it do not look like a contradiction."""
+    rates = [m for m in fresh.metric if m.value.endswith("/s")]
+    assert rates
+    for m in rates:
+        assert m.label.endswith(", average") or "peak (×" in m.label, m.label
+    assert metric(fresh, "Origin at peak (×2) (edge absorbs 40%)") == "83,300/s"
+    assert metric(fresh, "Fetch rate, average") == "386/s"
+    shortener = fresh.info[0].value
+    assert "19,300/s peak reads" in shortener
+    assert "A **peak** here is ×5 the average" in shortener
+    table = fresh.dataframe[0].value
+    rows = dict(zip(table["Figure"], table["Value"], strict=True))
+    assert rows["Reads (redirects), average"] == "3,860/s"
+    assert rows["Reads at peak (×5)"] == "19,300/s"  # 3,860/s × 5
+    assert rows["Key length chosen"] == "7 chars"  # not a rate: no basis
+
+    widget(fresh, "shortener.peak_factor").set_value(10).run()
+    assert not fresh.exception
+    assert "×10 the average" in fresh.info[0].value
+    table = fresh.dataframe[0].value
+    rows = dict(zip(table["Figure"], table["Value"], strict=True))
+    assert rows["Reads at peak (×10)"] == "38,600/s"  # 3,860/s × 10
+    assert rows["Reads (redirects), average"] == "3,860/s"  # the average does not move
+    # Search plans no traffic peak: its figures carry no basis and no note.
+    search = fresh.info[planner.SYSTEMS.index(planner.SEARCH)].value
+    assert "A **peak** here" not in search
 
 
 def test_the_ids_tab_shows_the_seeds_snowflake_figures(fresh: AppTest) -> None:
@@ -99,14 +129,14 @@ def test_more_worker_bits_move_the_ids_figures(fresh: AppTest) -> None:
 
 
 def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> None:
-    before = metric(fresh, "Writes (new links)")
+    before = metric(fresh, "Writes (new links), average")
     assert before == "38.6/s"  # 100M / (30 × 86,400 s)
     widget(fresh, "shortener.links_per_month").set_value(200).run()
     assert not fresh.exception
-    after = metric(fresh, "Writes (new links)")
+    after = metric(fresh, "Writes (new links), average")
     assert after != before
     assert after == "77.2/s"  # 200M / 2,592,000 s
-    shown = [m for m in fresh.metric if m.label == "Writes (new links)"][0]
+    shown = [m for m in fresh.metric if m.label == "Writes (new links), average"][0]
     assert shown.delta == "seed: 38.6/s"
     assert metric(fresh, "Links in 10 years") == "24 billion"
 
@@ -131,9 +161,9 @@ def test_more_links_can_push_the_key_to_eight_characters(fresh: AppTest) -> None
 
 def test_reset_puts_the_seed_back(fresh: AppTest) -> None:
     widget(fresh, "shortener.links_per_month").set_value(500).run()
-    assert metric(fresh, "Writes (new links)") != "38.6/s"
+    assert metric(fresh, "Writes (new links), average") != "38.6/s"
     fresh.button(key="shortener.reset").click().run()
-    assert metric(fresh, "Writes (new links)") == "38.6/s"
+    assert metric(fresh, "Writes (new links), average") == "38.6/s"
     assert widget(fresh, "shortener.links_per_month").value == 100
 
 
@@ -236,3 +266,10 @@ def test_decay_chart_settles_then_halves_every_half_life() -> None:
     quiet = next(d for d in range(1, len(scores)) if scores[d] < scores[d - 1])
     assert scores[quiet - 1] == pytest.approx(steady, rel=0.02)
     assert scores[quiet - 1 + 7] == pytest.approx(scores[quiet - 1] / 2)
+
+
+def test_long_tile_texts_get_two_tiles_to_a_row() -> None:
+    assert planner.tiles_per_row([("Writes (new links), average", "38.6/s")]) == 3
+    assert planner.tiles_per_row([("Origin at peak (×2) (edge absorbs 40%)", "83,300/s")]) == 2
+    assert planner.tiles_per_row([("Reads per write", "1,500 reads/write")]) == 2
+    assert planner.metric_rows(list("abcde"), 2) == [["a", "b"], ["c", "d"], ["e"]]

@@ -92,6 +92,9 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     # Disable it: the next click gets the warning page, never a Location.
     page.get_by_role("button", name="Disable link").click()
     expect(page.get_by_role("button", name="Enable link")).to_be_visible()
+    # The "Enable link" button is drawn before the script run ends (the page's Backends
+    # section comes later); a click during a run can be lost, so wait for the run's end.
+    _settled(page)
     page.get_by_role("button", name="Try the next click").click()
     expect(page.get_by_text("no Location header").first).to_be_visible()
     expect(page.get_by_text("HTTP 403").first).to_be_visible()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import re
 import time
+import unicodedata
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -348,5 +349,70 @@ def test_a_suggestion_is_chosen_by_mouse_and_by_keyboard(
         ("en-IN", options[1]),
     ]
     _settled(page)
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    assert outside == []
+
+
+_GLYPH_WIDTHS = """el => {
+  const style = getComputedStyle(el);
+  const text = el.textContent;
+  const ctx = document.createElement("canvas").getContext("2d");
+  const measure = family => {
+    ctx.font = `${style.fontWeight} ${style.fontSize} ${family}`;
+    return ctx.measureText(text).width;
+  };
+  const face = [...document.fonts].find(
+    f => f.family.replace(/"/g, "") === "Noto Sans Devanagari");
+  return {
+    text,
+    faceStatus: face ? face.status : "absent",
+    rendered: el.getBoundingClientRect().width,
+    page: measure(style.fontFamily),
+    // A family nobody has: the browser's fallback, which has no Devanagari here (boxes).
+    fallback: measure('"no-such-font-lookup", sans-serif'),
+  };
+}"""
+
+
+def test_hindi_suggestions_are_drawn_with_the_served_font(
+    page,
+    dashboard: Service,
+    api: Service,
+    versions: dict[str, list[str]],
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """hi-IN suggestions render in the Noto Sans Devanagari the dashboard serves itself
+    (app/fonts.py), not as missing-glyph boxes, on a machine with no Indic font."""
+    from playwright.sync_api import expect
+
+    outside = _loopback_only(page)
+    _open(page, dashboard)  # the first script run puts the font into app/static/
+    font = httpx.get(f"{dashboard.url}/app/static/NotoSansDevanagari.ttf")
+    assert font.status_code == 200 and len(font.content) > 100_000
+    page.get_by_role("radio", name="Hindi · hi-IN").click()
+    _settled(page)
+    top = next(s for s in _suggest(api, "", "hi-IN") if not s.isascii())
+    page.locator(BOX).fill("")
+    page.locator(BOX).click()
+    page.keyboard.type(top[:1], delay=20)
+    _expect_dropdown(page, _suggest(api, top[:1], "hi-IN"))
+    page.evaluate("document.fonts.ready")
+    rest = page.locator(".ta-list .ta-item .ta-rest").first
+    expect(rest).to_be_visible()
+    page.wait_for_function(
+        """() => [...document.fonts].some(f =>
+             f.family.replace(/"/g, "") === "Noto Sans Devanagari" && f.status === "loaded")"""
+    )
+    widths = rest.evaluate(_GLYPH_WIDTHS)
+    assert widths["faceStatus"] == "loaded", widths
+    assert not widths["text"].isascii(), widths
+    # The bold part starts at a grapheme boundary (no vowel sign cut off its consonant).
+    assert not unicodedata.category(widths["text"][0]).startswith("M"), widths
+    # The row is as wide as the page's font stack draws it, and that is not the width of
+    # the fallback's row of missing-glyph boxes (without the served face they coincide).
+    assert abs(widths["rendered"] - widths["page"]) <= 2.0, widths
+    assert abs(widths["page"] - widths["fallback"]) > 0.05 * widths["fallback"], widths
+    page.locator(".ta-list").screenshot(path=str(tmp_path / "hindi-suggestions.png"))
+    print(f"hi-IN list screenshot: {tmp_path / 'hindi-suggestions.png'} widths={widths}")
     expect(page.locator(EXCEPTION)).to_have_count(0)
     assert outside == []

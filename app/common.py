@@ -42,11 +42,13 @@ def data_dir() -> Path:
 
 
 def admin_headers() -> dict[str, str]:
-    """``Authorization`` with the API's admin token (``$LOOKUP_ADMIN_TOKEN`` or the data dir's)."""
-    from lookup.kit.admin import configured_admin_token
+    """``Authorization`` with the API's admin token (``$LOOKUP_ADMIN_TOKEN`` or the data dir's).
 
-    token = configured_admin_token(data_dir())
-    return {"Authorization": f"Bearer {token}"} if token else {}
+    The token file is created here when no system has made it yet: the API reads it on
+    first use (a search-only server makes none at start), so both sides agree on it."""
+    from lookup.kit.admin import load_admin_token
+
+    return {"Authorization": f"Bearer {load_admin_token(data_dir())}"}
 
 
 def api_client(base_url: str | None = None) -> httpx.Client:

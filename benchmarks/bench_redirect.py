@@ -75,8 +75,13 @@ from lookup.shortener.simulate import CRAWLERS, PREVIEWERS, browser_headers
 ADMIN_TOKEN = f"bench-{secrets.token_urlsafe(24)}"
 
 
+def _token() -> str:
+    """The admin token of the servers this benchmark starts (a configured one wins)."""
+    return os.environ.get("LOOKUP_ADMIN_TOKEN") or ADMIN_TOKEN
+
+
 def _admin() -> dict[str, str]:
-    return {"Authorization": f"Bearer {os.environ.get('LOOKUP_ADMIN_TOKEN', ADMIN_TOKEN)}"}
+    return {"Authorization": f"Bearer {_token()}"}
 
 
 REDIRECT_TARGET = 0.60
@@ -316,7 +321,7 @@ def bench_redirects(
         for run in range(runs):
             for name, cfg in REDIRECT_CONFIGS.items():
                 data_dir = None
-                env: dict[str, str] = {}
+                env = {"LOOKUP_ADMIN_TOKEN": _token()}  # the metrics need it
                 if cfg["kind"] == "shortener":
                     # a fresh copy each time: same links, empty click log, no backlog
                     data_dir = Path(tmp) / f"run-{run}-{name.replace(' ', '-')}"
@@ -737,7 +742,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
-    os.environ.setdefault("LOOKUP_ADMIN_TOKEN", ADMIN_TOKEN)  # for the servers it starts
+    token = _token()
+    # For the servers it starts, and restored after: a caller (the smoke test) runs this
+    # in its own process, whose later servers must not inherit the benchmark's token.
+    with _environment(LOOKUP_ADMIN_TOKEN=token):
+        return _run(args, parser)
+
+
+def _run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The benchmarks ``args`` chose (``main`` without the environment handling)."""
     if args.quick:
         args.seconds, args.runs = 2, 1
     if args.seconds < 1 or args.runs < 1 or args.keys < 1 or args.connections < 1:

@@ -32,7 +32,6 @@ child processes (the aggregator).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import functools
 import json
@@ -44,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ from benchmarks.common import (
     ServerProcess,
     WrkResult,
     create_links,
+    environment,
     fmt_ms,
     fmt_rate,
     lua_post_script,
@@ -179,21 +179,6 @@ def wait_until_idle(base_url: str, timeout_s: float = 20.0) -> None:
             return
         last = scanner.get("scanned")
         time.sleep(0.5)
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Set environment variables for servers started inside the block (then restore)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -330,7 +315,7 @@ def bench_redirects(
                 server = ServerProcess(
                     cfg["kind"], data_dir=data_dir, click_hook=cfg.get("click_hook", "default")
                 )
-                with _environment(**env), server:
+                with environment(**env), server:
                     if data_dir is not None:
                         wait_until_idle(server.url)
                     if warmup > 0:  # fills the cache; the measured run then sees hot keys
@@ -745,7 +730,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     token = _token()
     # For the servers it starts, and restored after: a caller (the smoke test) runs this
     # in its own process, whose later servers must not inherit the benchmark's token.
-    with _environment(LOOKUP_ADMIN_TOKEN=token):
+    with environment(LOOKUP_ADMIN_TOKEN=token):
         return _run(args, parser)
 
 

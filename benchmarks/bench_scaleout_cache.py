@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import datetime as dt
 import json
-import os
 import sqlite3
 import sys
 import tempfile
@@ -47,6 +46,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.common import (  # noqa: E402
     ServerProcess,
     create_links,
+    environment,
     lua_get_script,
     machine_summary,
     median,
@@ -62,21 +62,6 @@ CONFIGS = ("embedded", "redis tier")
 #: The admin token of the servers started here (``/v1/shortener/metrics`` needs it).
 ADMIN_TOKEN = f"bench-{uuid.uuid4().hex}"
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """Set environment variables for servers started inside the block (then restore)."""
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @contextlib.contextmanager
@@ -120,7 +105,7 @@ def bench_hot(
                 if name == "redis tier":
                     env["LOOKUP_CACHE_URL"] = f"{redis}?prefix=hot-{uuid.uuid4().hex[:8]}:"
                 data_dir = Path(tmp) / f"{run}-{name.replace(' ', '-')}"
-                with _environment(**env), ServerProcess("shortener", data_dir=data_dir) as srv:
+                with environment(**env), ServerProcess("shortener", data_dir=data_dir) as srv:
                     created = create_links(srv.url, keys)
                     script = lua_get_script([f"/{k}" for k in created])
                     run_wrk(srv.url, script, seconds=2, connections=connections)  # fill L1
@@ -256,7 +241,7 @@ def bench_invalidation(redis: str, *, retargets: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-inval-") as tmp:
         data_dir = Path(tmp) / "data"
         with (
-            _environment(**env),
+            environment(**env),
             ServerProcess("shortener", data_dir=data_dir) as a,
             ServerProcess("shortener", data_dir=data_dir) as b,
             httpx.Client(timeout=10) as client,

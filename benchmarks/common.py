@@ -604,3 +604,18 @@ if __name__ == "__main__":
         sys.exit(_serve(sys.argv[2:]))
     print(__doc__)
     sys.exit(2)
+
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables for servers started inside the block (then restore)."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -38,6 +38,7 @@ from starlette.types import Receive, Scope, Send
 from lookup import errors
 from lookup.kit import admin
 from lookup.kit.cache import MISSING
+from lookup.kit.clients import client_address
 from lookup.kit.http import error_response, parse_json_object
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
@@ -99,18 +100,6 @@ def _is_preview_request(scope: Scope) -> bool:
     return False
 
 
-def client_ip(scope: Scope, trust_forwarded_for: bool = False) -> str:
-    """The client's address; from ``X-Forwarded-For`` only when the proxy is trusted."""
-    if trust_forwarded_for:
-        for name, value in scope.get("headers", ()):
-            if name == b"x-forwarded-for":
-                first = value.decode("latin-1").split(",")[0].strip()
-                if first:
-                    return first
-    client = scope.get("client")
-    return str(client[0]) if client else "unknown"
-
-
 def _rate_limited(decision: RateDecision) -> errors.RateLimited:
     return errors.RateLimited(
         f"too many requests; retry in {decision.retry_after_s} s",
@@ -152,7 +141,7 @@ class RedirectHandler:
         svc = self.service
         found = self.resolver.cached(key)
         if found is MISSING:
-            ip = client_ip(scope, self.trust_forwarded_for)
+            ip = client_address(scope, self.trust_forwarded_for)
             budget = self.limit_misses.peek(ip)
             if not budget.allowed:
                 headers = budget.headers()
@@ -241,7 +230,7 @@ class RedirectHandler:
                 country = value.decode("latin-1")
             elif name == b"accept-language":
                 language = value.decode("latin-1")
-        ip = client_ip(scope, self.trust_forwarded_for)
+        ip = client_address(scope, self.trust_forwarded_for)
         # One tuple.__new__: the named tuple's keyword constructor costs twice as much.
         self.service.emit_click(
             _new_tuple(
@@ -282,7 +271,7 @@ class RedirectHandler:
         self, scope: Scope, receive: Receive, send: Send, link: Link, now: float
     ) -> None:
         svc = self.service
-        ip = client_ip(scope, self.trust_forwarded_for)
+        ip = client_address(scope, self.trust_forwarded_for)
         decision = self.limit_passwords.check((ip, link.key))
         if not decision.allowed:
             headers = decision.headers()
@@ -418,7 +407,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     views = shortener.views
 
     def write_budget(request: Request, owner: str | None, cost: float = 1.0) -> RateDecision:
-        ip = client_ip(request.scope, trust)
+        ip = client_address(request.scope, trust)
         if owner is None:
             checks = [(shortener.limit_anonymous, ip)]
         else:
@@ -792,7 +781,6 @@ __all__ = [
     "RedirectHandler",
     "RedirectRoute",
     "build_router",
-    "client_ip",
     "is_link_preview",
     "mount",
 ]

@@ -130,4 +130,5 @@ def test_a_consumer_killed_mid_batch_loses_no_click_and_counts_none_twice(
         assert final[key]["bots"] == bots[key], key
         assert final[key]["total"] == humans[key] + bots[key], key
     assert state["counted"] == served
+    assert log.dead_letter_count() == 0  # a redelivery is not a poison entry
     log.close()

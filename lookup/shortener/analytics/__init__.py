@@ -277,12 +277,14 @@ class ClickAnalytics:
         try:
             consumer = self.aggregator.consumer_state()
             end, lag = self.log.end_offset(), self.log.backlog(consumer["offset"])
+            dead = getattr(self.log, "dead_letter_count", None)
+            log_figures = {"endOffset": end, **({"deadLettered": dead()} if dead else {})}
         except Unavailable as exc:
             return {**figures, "log": {"endOffset": None, "unavailable": str(exc)},
                     "aggregator": {"mode": self.mode, "unavailable": str(exc)}}  # fmt: skip
         return {
             **figures,
-            "log": {"endOffset": end},
+            "log": log_figures,
             "aggregator": {
                 "mode": self.mode,
                 "nice": self.aggregator_nice if self.mode == "process" else None,

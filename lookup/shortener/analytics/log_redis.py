@@ -16,6 +16,13 @@ mid-batch), then new ones (``XREADGROUP >``). The aggregator acknowledges
 (:meth:`RedisClickLog.ack`, ``XACK``) only after its counts committed, so a consumer
 killed at any point loses nothing; a redelivered entry is absorbed by the aggregator's
 event-id de-duplication, so every click is counted exactly once.
+
+A **poison entry** — one that cannot be decoded, or whose fold keeps failing — would be
+handed back for ever and stall its consumer. An entry delivered more than
+``max_deliveries`` times (the group's own delivery counter, as ``XPENDING`` reports it),
+or one that does not decode, is copied to the dead-letter stream ``<stream>:dead`` with
+the reason and acknowledged, so the rest of the stream moves on and nothing is dropped
+silently (Kafka consumers and SQS do the same with a dead-letter queue).
 """
 
 from __future__ import annotations
@@ -61,31 +68,38 @@ class RedisClickLog:
         stream: str = "lookup:clicks",
         group: str = "aggregators",
         maxlen: int = 1_000_000,
+        max_deliveries: int = 5,
         timeout_s: float = 5.0,
     ) -> None:
         if maxlen < 1:
             raise ValueError("maxlen must be at least 1")
+        if max_deliveries < 1:
+            raise ValueError("max_deliveries must be at least 1")
         self.url = url
         self.stream = stream
         self.group = group
         self.maxlen = maxlen
+        self.max_deliveries = max_deliveries
+        self.dead_stream = f"{stream}:dead"
         self._redis = redis_client(url, timeout_s=timeout_s)
         self._group_ready = False
         self.appended = 0
         self.claimed = 0
         self.acked = 0
+        self.dead_lettered = 0
 
     @classmethod
     def from_url(cls, url: str) -> RedisClickLog:
-        """From ``redis://host:port/db[?stream=S&group=G&maxlen=N]``."""
+        """From ``redis://host:port/db[?stream=S&group=G&maxlen=N&max_deliveries=D]``."""
         parts = urlsplit(url.strip())
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        unknown = sorted(set(query) - {"stream", "group", "maxlen"})
+        unknown = sorted(set(query) - {"stream", "group", "maxlen", "max_deliveries"})
         if unknown:
             raise ValueError(f"unknown click log URL parameter(s) {unknown} in {url!r}")
         options: dict[str, Any] = {k: query[k] for k in ("stream", "group") if k in query}
-        if "maxlen" in query:
-            options["maxlen"] = int(query["maxlen"])
+        for name in ("maxlen", "max_deliveries"):
+            if name in query:
+                options[name] = int(query[name])
         return cls(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), **options)
 
     # -- the ClickLog contract -------------------------------------------------------------
@@ -184,17 +198,67 @@ class RedisClickLog:
         once their effect is durable."""
         self.ensure_group()
         own = self._redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count)
-        entries = own[0][1] if own else []
+        entries = self._without_poison(own[0][1] if own else [])
         if entries:
             return self._decode_entries(entries)
         _cursor, claimed, *_deleted = self._redis.xautoclaim(
             self.stream, self.group, consumer, int(min_idle_s * 1000), count=count
         )
+        claimed = self._without_poison(claimed)
         if claimed:
             self.claimed += len(claimed)
             return self._decode_entries(claimed)
         new = self._redis.xreadgroup(self.group, consumer, {self.stream: ">"}, count=count)
         return self._decode_entries(new[0][1] if new else [])
+
+    def _without_poison(self, entries: list[Any]) -> list[Any]:
+        """``entries`` less those delivered more than ``max_deliveries`` times, which go
+        to the dead-letter stream."""
+        if not entries:
+            return entries
+        first, last = entries[0][0], entries[-1][0]
+        counts = {
+            p["message_id"]: int(p["times_delivered"])
+            for p in self._redis.xpending_range(self.stream, self.group, first, last, len(entries))
+        }
+        kept = []
+        for entry_id, fields in entries:
+            deliveries = counts.get(entry_id, 1)
+            if fields and deliveries > self.max_deliveries:
+                why = f"delivered {deliveries} times, never acknowledged"
+                self._dead_letter(entry_id, fields, why)
+            else:
+                kept.append((entry_id, fields))
+        return kept
+
+    def _dead_letter(self, entry_id: bytes, fields: dict[bytes, bytes], reason: str) -> None:
+        """Copy an entry to the dead-letter stream with why, then acknowledge it."""
+        record = dict(fields)
+        record[b"id"] = entry_id
+        record[b"reason"] = reason.encode()
+        self._redis.xadd(self.dead_stream, record, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+        self._redis.xack(self.stream, self.group, entry_id)
+        self.dead_lettered += 1
+
+    def dead_letter_count(self) -> int:
+        """Entries in the dead-letter stream (every process's, not only this one's)."""
+        try:
+            return int(self._redis.xlen(self.dead_stream))
+        except redis.RedisError as exc:
+            raise Unavailable(f"the click stream is unavailable: {exc}") from exc
+
+    def dead_letters(self, limit: int = 100) -> list[dict[str, str]]:
+        """The newest dead-lettered entries: their id, reason and event count."""
+        out = []
+        for _eid, fields in self._redis.xrevrange(self.dead_stream, count=limit):
+            out.append(
+                {
+                    "id": fields.get(b"id", b"").decode(),
+                    "reason": fields.get(b"reason", b"").decode(),
+                    "events": fields.get(b"n", b"?").decode(),
+                }
+            )
+        return out
 
     def _decode_entries(self, entries: list[Any]) -> list[tuple[int, LogRecord]]:
         out: list[tuple[int, LogRecord]] = []
@@ -202,7 +266,11 @@ class RedisClickLog:
         for entry_id, fields in entries:
             if not fields:
                 gone.append(entry_id)
-            out.extend(self._records(entry_id, fields))
+                continue
+            try:
+                out.extend(self._records(entry_id, fields))
+            except Exception as exc:  # noqa: BLE001 - any undecodable entry is poison
+                self._dead_letter(entry_id, fields, f"undecodable: {type(exc).__name__}: {exc}")
         if gone:  # trimmed while pending: nothing left to count
             self._redis.xack(self.stream, self.group, *gone)
         return out
@@ -228,7 +296,10 @@ class RedisClickLog:
 
     def locator(self) -> str:
         """The URL that opens this same stream and group (for the aggregator's process)."""
-        return f"{self.url}?stream={self.stream}&group={self.group}&maxlen={self.maxlen}"
+        return (
+            f"{self.url}?stream={self.stream}&group={self.group}&maxlen={self.maxlen}"
+            f"&max_deliveries={self.max_deliveries}"
+        )
 
     def describe(self) -> str:
         """``redis://host:port/db`` and the stream (no password)."""

@@ -260,6 +260,12 @@ SETTINGS: dict[str, Setting] = {
             "as failed (a miss, a skipped fill); three in a row open its circuit breaker.",
         ),
         Setting(
+            "cache_l1_unwatched_ttl", "LOOKUP_CACHE_L1_UNWATCHED_TTL", 1.0, _positive_float, "s",
+            "", "seconds a process keeps a link in its in-process cache while it cannot hear the "
+            "shared tier's invalidations (Redis down): how stale a link changed through another "
+            "process during an outage can be here.",
+        ),
+        Setting(
             "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
             "seconds a Redis client's open circuit breaker refuses calls at once before it "
             "lets one probe through (the shared cache tier's).",

@@ -290,6 +290,11 @@ class VersionedSharedCache(SharedCache, Protocol):
         may have been missed (the feed was down): drop everything then."""
         ...
 
+    def listening(self) -> bool:
+        """True while invalidations made in other processes reach this one; while False
+        an in-process copy may be stale, so callers keep theirs only briefly."""
+        ...
+
     def stats(self) -> dict[str, Any]:
         """The tier's own counters (for metrics)."""
         ...
@@ -324,6 +329,10 @@ class NullSharedCache:
 
     def watch(self, fn: Callable[[str | None], None]) -> None:
         """No other process shares this tier: nothing to hear."""
+
+    def listening(self) -> bool:
+        """Nothing can be missed."""
+        return True
 
     def stats(self) -> dict[str, Any]:
         """No counters of its own."""
@@ -392,6 +401,10 @@ class MemorySharedCache:
         """Call ``fn(key)`` after every :meth:`delete`."""
         with self._lock:
             self._watchers.append(fn)
+
+    def listening(self) -> bool:
+        """One process: every delete is heard."""
+        return True
 
     def stats(self) -> dict[str, Any]:
         """Fills written and refused, entries held."""

@@ -14,7 +14,12 @@ TTL, and ``<prefix>{key}:g`` the key's invalidation counter (kept a day).
   ``PUBLISH`` the key on the tier's channel. Every process runs one subscriber thread
   (:meth:`RedisSharedCache.watch`) that hands each key to its watchers (the resolver drops
   its L1 entry); after the subscription was lost it reconnects with back-off and tells the
-  watchers ``None`` — messages may have been missed, so the L1 is dropped whole.
+  watchers ``None`` — messages may have been missed, so the L1 is dropped whole. It tells
+  them ``None`` the moment the subscription is lost as well, and :meth:`listening` is False
+  until it is back: a process that cannot hear invalidations must not trust its L1 for
+  long (the resolver keeps entries for ``LOOKUP_CACHE_L1_UNWATCHED_TTL`` then), or a link
+  disabled through another process during a Redis outage would go on redirecting here
+  until the outage ended.
 * Every command goes through a :class:`~lookup.kit.breaker.CircuitBreaker`: with Redis
   down, calls are refused at once (a miss, a skipped fill) instead of each paying a
   connect timeout; a probe every ``reset_timeout_s`` — or the subscriber reconnecting —
@@ -261,12 +266,16 @@ class RedisSharedCache:
                         self._heard(message["data"])
             except UNAVAILABLE:
                 self.subscribed = False
+                if not lost:
+                    self._tell(None)  # deaf from now on: what we hold may go stale
                 lost = True
                 self._closed.wait(backoff)
                 backoff = min(1.0, backoff * 2)
             except Exception:
                 log.exception("the cache invalidation subscriber failed; resubscribing")
                 self.subscribed = False
+                if not lost:
+                    self._tell(None)
                 lost = True
                 self._closed.wait(backoff)
             finally:
@@ -275,6 +284,10 @@ class RedisSharedCache:
                 except Exception:  # closing a dead connection is best effort
                     log.debug("closing the invalidation subscription failed", exc_info=True)
         client.close()
+
+    def listening(self) -> bool:
+        """Subscribed and the breaker not open: invalidations from elsewhere reach us."""
+        return self.subscribed and self.breaker.state != "open"
 
     def _heard(self, data: bytes) -> None:
         origin, _space, key = data.decode("utf-8", "replace").partition(" ")

@@ -126,6 +126,7 @@ class ShortenerConfig:
     #: Scale-out backends by URL (empty: the embedded default): the shared cache tier,
     #: the rate limits and the click stream (``redis://host:port/db``).
     cache_url: str = ""
+    l1_unwatched_ttl_s: float = 1.0
     limits_url: str = ""
     clicks_url: str = ""
     #: The part of each limit a process keeps to itself while ``limits_url`` is unreachable.
@@ -153,6 +154,7 @@ class ShortenerConfig:
             allowed_ranges=tuple(settings.get("shortener_allowed_ranges")),
             store_url=settings.get("shortener_store"),
             cache_url=settings.get("cache_url"),
+            l1_unwatched_ttl_s=settings.get("cache_l1_unwatched_ttl"),
             limits_url=settings.get("limits_url"),
             clicks_url=settings.get("clicks_url"),
             limits_local_share=settings.get("limits_local_share"),
@@ -239,6 +241,7 @@ class Shortener:
             shared=config.shared
             if config.shared is not None
             else open_shared_cache(config.cache_url or "none:"),
+            unwatched_ttl_s=config.l1_unwatched_ttl_s,
             clock=mono,
         )
         limits = config.limits

@@ -93,6 +93,7 @@ class Resolver:
         negative_size: int = 100_000,
         shared: SharedCache | None = None,
         shared_ttl_s: float = 300.0,
+        unwatched_ttl_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
@@ -102,6 +103,7 @@ class Resolver:
         self.negative: TTLCache[str, bool] = TTLCache(negative_size, negative_ttl_s, clock=clock)
         self.shared: SharedCache = shared if shared is not None else NullSharedCache()
         self.shared_ttl_s = shared_ttl_s
+        self.unwatched_ttl_s = unwatched_ttl_s
         self.negative_ttl_s = negative_ttl_s
         self.flight = SingleFlight()
         self.aflight = AsyncSingleFlight()
@@ -236,9 +238,17 @@ class Resolver:
             if ticket.stale:
                 self.stale_fills_skipped += 1
             elif link is None:
-                self.negative.set(key, True)
+                self.negative.set(key, True, self._l1_ttl(self.negative_ttl_s))
             else:
-                self.cache.set(key, link)
+                self.cache.set(key, link, self._l1_ttl(None))
+
+    def _l1_ttl(self, ttl: float | None) -> float | None:
+        """``ttl`` — or, while this process cannot hear other processes' invalidations (a
+        versioned tier whose feed is down), no more than ``unwatched_ttl_s``: a copy kept
+        then may be changed elsewhere without our knowing."""
+        if self._versioned and not self.shared.listening():  # type: ignore[attr-defined]
+            return min(self.unwatched_ttl_s, ttl or self.unwatched_ttl_s)
+        return ttl
 
     def _shared_get(self, key: str) -> bytes | None:
         try:
@@ -291,7 +301,7 @@ class Resolver:
     def remember(self, link: Link) -> None:
         """Put a record we just read or wrote into the in-process cache."""
         self.negative.delete(link.key)
-        self.cache.set(link.key, link)
+        self.cache.set(link.key, link, self._l1_ttl(None))
 
     def clear(self) -> None:
         """Empty the in-process layers (counters are kept); no load in flight fills them."""

@@ -120,3 +120,38 @@ def test_four_processes_share_one_exact_limit_and_each_outage_policy_holds(
         assert limits["anonymous"]["localShare"] == 0.25
         assert limits["anonymous"]["outage"] is True and limits["anonymous"]["unavailable"] >= 8
         assert metrics(client, bases[0])["backends"]["limits"] == own_redis.url
+
+
+def test_during_a_redis_outage_a_change_through_one_process_reaches_the_others_within_seconds(
+    tmp_path: Path, own_redis: Any
+) -> None:
+    """With Redis down nobody hears invalidations: B must not keep trusting its L1 copy
+    (for the 60 s of its TTL) while A has disabled the link."""
+    env = {"LOOKUP_CACHE_URL": own_redis.url, "LOOKUP_SHORTENER_ANALYTICS": "0"}
+    with fleet(tmp_path / "data", 2, env) as (a, b), httpx.Client(timeout=10) as client:
+        key = create(client, a, "https://example.com/old")
+        _until(lambda: metrics(client, b)["cache"]["sharedTier"]["subscribed"], 30.0)
+        assert _location(client, b, key) == (302, "https://example.com/old")
+        l1_before = metrics(client, b)["cache"]["layers"]["l1"]
+        assert _location(client, b, key) == (302, "https://example.com/old")
+        assert metrics(client, b)["cache"]["layers"]["l1"] == l1_before + 1  # B's L1 holds it
+
+        own_redis.stop()
+        _until(lambda: not metrics(client, b)["cache"]["sharedTier"]["subscribed"], 10.0)
+        patched = client.patch(
+            f"{a}/v1/links/{key}", json={"longUrl": "https://example.com/new"}, headers=OWNER
+        )
+        assert patched.status_code == 200, patched.text
+        retarget_s = _until(
+            lambda: _location(client, b, key) == (302, "https://example.com/new"), 5.0
+        )
+        disabled = client.patch(f"{a}/v1/links/{key}", json={"status": "DISABLED"}, headers=OWNER)
+        assert disabled.status_code == 200, disabled.text
+        disable_s = _until(lambda: _location(client, b, key) == (403, None), 5.0)
+        print(
+            f"\nRedis down: seen on B after retarget {retarget_s * 1e3:.0f} ms, "
+            f"after disable {disable_s * 1e3:.0f} ms (L1 TTL while deaf: 1 s)"
+        )
+        own_redis.start()
+        _until(lambda: metrics(client, b)["cache"]["sharedTier"]["subscribed"], 30.0)
+        assert _location(client, b, key) == (403, None)

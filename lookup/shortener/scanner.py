@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import threading
 import time
 from collections import Counter
@@ -52,10 +51,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from lookup import settings
 from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
-from lookup.kit.secretfile import read_or_create_secret
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import (
@@ -610,65 +607,11 @@ class Scanner:
 # -- blocklist administration ------------------------------------------------------------
 
 
-def load_admin_token(
-    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
-) -> str:
-    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
-    return str(settings.get("admin_token", environ) or "") or read_or_create_secret(
-        Path(directory) / "admin.token"
-    )
-
-
 def edit_blocklist(
     blocklist: Blocklist, add: Iterable[str], remove: Iterable[str]
 ) -> dict[str, Any]:
-    """Add and remove domains in the blocklist file (comments kept); reload it at once.
-
-    Each domain is normalised like a URL host; a domain that is not valid raises
-    :class:`~lookup.shortener.urls.UrlRejected`. Built-in entries cannot be removed.
-    """
-    if blocklist.path is None:
-        raise ValueError("this blocklist has no file")
-    wanted_add = [normalize_host(d.strip().lower().rstrip(".")) for d in add]
-    wanted_remove = {normalize_host(d.strip().lower().rstrip(".")) for d in remove}
-    path = blocklist.path
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        lines = []
-    kept: list[str] = []
-    present: set[str] = set()
-    removed: list[str] = []
-    for line in lines:
-        entry = line.split("#", 1)[0].strip().lower().rstrip(".")
-        try:
-            domain = normalize_host(entry) if entry else ""
-        except UrlRejected:
-            domain = ""
-        if domain and domain in wanted_remove:
-            removed.append(domain)
-            continue
-        if domain:
-            present.add(domain)
-        kept.append(line)
-    added = []
-    for domain in wanted_add:
-        if domain not in present and domain not in wanted_remove:
-            kept.append(domain)
-            present.add(domain)
-            added.append(domain)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    tmp.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    blocklist._reload(force=True)  # take effect now, not at the next mtime check
-    builtin = sorted(wanted_remove & blocklist.domains())  # still there: built in
-    return {
-        "added": added,
-        "removed": sorted(set(removed)),
-        "notRemovable": builtin,
-        "version": blocklist.version,
-        "domains": len(blocklist.domains()),
-    }
+    """Add and remove domains in the blocklist's source (see :meth:`Blocklist.edit`)."""
+    return blocklist.edit(add, remove)
 
 
 __all__ = [
@@ -684,5 +627,4 @@ __all__ = [
     "assess",
     "edit_blocklist",
     "is_admin",
-    "load_admin_token",
 ]

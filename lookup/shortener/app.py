@@ -38,6 +38,7 @@ from typing import Any
 from lookup import settings
 from lookup.kit.cache import SharedCache, open_shared_cache
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
+from lookup.kit.leader import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.kit.secretstore import SecretStore, open_secret_store, random_bytes
 from lookup.kit.storeurl import sqlite_url
@@ -311,6 +312,8 @@ class Shortener:
                 clock=clock,
                 addresses=addresses,
                 resolve=config.resolve_host,
+                # One scanner sweeps for the whole fleet: the leader elected in the store.
+                leadership=open_leadership(shared_store or "solo:", "lookup.shortener.scanner"),
             )
             self.events.subscribe(self.scanner.on_link_event)
 
@@ -380,7 +383,9 @@ class Shortener:
             "ids": described(self.allocator),
             "clickCounts": described(counts, "embedded" if counts is not None else "off"),
             "secrets": "embedded" if secrets_at.startswith("file:") else secrets_at,
-            "blocklist": "embedded" if blocklist_at.startswith(("file:", "builtin")) else blocklist_at,
+            "blocklist": blocklist_at
+            if not blocklist_at.startswith(("file:", "builtin"))
+            else "embedded",
         }
 
     def metrics(self) -> dict[str, Any]:

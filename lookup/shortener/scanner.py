@@ -53,6 +53,7 @@ from urllib.parse import unquote, urlsplit
 
 from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
+from lookup.kit.leader import Leadership, SoloLeadership
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import (
@@ -353,8 +354,11 @@ class Scanner:
         tick_s: float = 0.5,
         addresses: AddressPolicy | None = None,
         resolve: Callable[[str], list[str]] | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.store = store
+        self.leadership = leadership or SoloLeadership("lookup.shortener.scanner")
+        self.leading = False
         self.addresses = addresses or AddressPolicy()
         self.resolve = resolve or system_resolver
         self.actions = actions
@@ -493,15 +497,24 @@ class Scanner:
     def tick(self) -> int:
         """One round of scheduled work: rule changes, the sweep, hot keys, due scans.
 
+        The fleet-wide work — following rule changes, the sweep, the hot keys — is done
+        by the leader only (:class:`~lookup.kit.leader.Leadership`), so a fleet of N
+        processes sweeps each link once, not N times; the keys this process queued
+        itself (the links it created or retargeted) it scans in any case.
         Returns how many links were scanned.
         """
         with self._lock:
             now = self.clock()
+            self.leading = self.leadership.hold()
+            scanned = 0
+            for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
+                scanned += self._safe_scan(key)
+            if not self.leading:
+                return scanned
             rules = self._rules_version()
             if rules != self._rules:
                 self._rules = rules
                 self.rules_changed()
-            scanned = 0
             if self._sweep_fast or now >= self._next_sweep:
                 scanned += self._sweep_page()
                 self._next_sweep = now + self.sweep_interval_s
@@ -510,8 +523,8 @@ class Scanner:
                 top = self.hot_keys(now - 86_400, self.hot_top)
                 for key, _clicks in top:
                     self.queue.put(key, now, "popular")
-            for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
-                scanned += self._safe_scan(key)
+                for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
+                    scanned += self._safe_scan(key)
             return scanned
 
     def _sweep_page(self) -> int:
@@ -554,7 +567,8 @@ class Scanner:
         for _ in range(max_rounds):
             total += self.tick()
             due = self.queue.next_due()
-            if not self._sweep_fast and (due is None or due > self.clock()):
+            sweeping = self._sweep_fast and self.leading
+            if not sweeping and (due is None or due > self.clock()):
                 break
         return total
 
@@ -573,7 +587,7 @@ class Scanner:
         never adds a wait; a failing tick is logged and counted by the task, which then
         waits ``tick_s``."""
         self.tick()
-        if self._sweep_fast or self._stopping.is_set():
+        if (self._sweep_fast and self.leading) or self._stopping.is_set():
             return 1
         due = self.queue.next_due()
         wait = self.tick_s if due is None else max(0.0, min(self.tick_s, due - self.clock()))
@@ -586,6 +600,7 @@ class Scanner:
         self._stopping.set()
         self.queue.wake()
         self._task.stop(timeout=10)
+        self.leadership.release()
 
     def stats(self) -> dict[str, Any]:
         """Scans, verdicts, disables, sweeps and the queue, for the metrics endpoint."""
@@ -601,6 +616,8 @@ class Scanner:
             "privateAnswers": self.private_answers,
             "blocklistVersion": self.blocklist.version,
             "feedVersion": self.feed_file.current().version,
+            "leader": self.leading,
+            "leadership": self.leadership.describe(),
         }
 
 

@@ -88,7 +88,8 @@ def test_a_good_snapshot_is_promoted_after_its_canary(
     url, service = live
     old = service.snapshot("en-IN")
     strings = old.strings()
-    good = publish_variant(data_dir, "en-IN", ["zebra crossing", *strings], "20991231T000000Z-c0ffee")
+    good = "20991231T000000Z-c0ffee"
+    publish_variant(data_dir, "en-IN", ["zebra crossing", *strings], good)
     started = start(url, data_dir, good)
     assert started.status_code == 200, started.text
     assert started.json()["canary"]["state"] == "RUNNING"
@@ -125,7 +126,8 @@ def test_a_bad_snapshot_is_rolled_back_by_its_canary(
     old = service.snapshot("en-IN")
     strings = old.strings()
     # Deliberately bad, yet structurally valid: the popular head is gone.
-    bad = publish_variant(data_dir, "en-IN", strings[len(strings) // 2 :], "20991231T000000Z-badbad")
+    bad = "20991231T000000Z-badbad"
+    publish_variant(data_dir, "en-IN", strings[len(strings) // 2 :], bad)
     assert start(url, data_dir, bad).status_code == 200
     traffic(url, prefixes(strings), rounds=3)
     canary = wait_decided(url)

@@ -621,16 +621,6 @@ class Scanner:
         }
 
 
-# -- blocklist administration ------------------------------------------------------------
-
-
-def edit_blocklist(
-    blocklist: Blocklist, add: Iterable[str], remove: Iterable[str]
-) -> dict[str, Any]:
-    """Add and remove domains in the blocklist's source (see :meth:`Blocklist.edit`)."""
-    return blocklist.edit(add, remove)
-
-
 __all__ = [
     "ADMIN_TOKEN_ENV",
     "DEFAULT_FEED",
@@ -642,6 +632,5 @@ __all__ = [
     "Scanner",
     "ThreatFeed",
     "assess",
-    "edit_blocklist",
     "is_admin",
 ]

@@ -21,7 +21,6 @@ from lookup.shortener.scanner import (
     ScanQueue,
     ThreatFeed,
     assess,
-    edit_blocklist,
     is_admin,
 )
 from lookup.shortener.urls import Blocklist
@@ -321,8 +320,8 @@ def test_admin_token_comes_from_env_or_a_private_file(tmp_path: Path) -> None:
 def test_edit_blocklist_keeps_comments(tmp_path: Path) -> None:
     blocklist = Blocklist(tmp_path / "blocklist.txt")
     blocklist.write_template()
-    edit_blocklist(blocklist, ["a.example", "b.example"], [])
-    result = edit_blocklist(blocklist, ["a.example"], ["b.example"])
+    blocklist.edit(["a.example", "b.example"], [])
+    result = blocklist.edit(["a.example"], ["b.example"])
     assert result["added"] == [] and result["removed"] == ["b.example"]
     text = (tmp_path / "blocklist.txt").read_text()
     assert text.startswith("# Domains the URL shortener refuses") and "a.example" in text

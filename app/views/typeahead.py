@@ -762,7 +762,7 @@ def canary_panel(market: str, canary: dict[str, Any], choice: str | None) -> Non
         b.metric(
             "Empty answers",
             f"{a_empty:.1%}",
-            f"{a_empty - now_empty:+.1%} vs now",
+            f"{a_empty - now_empty:+.1%} vs now" if canary["requests"] else None,
             delta_color="inverse",
             border=True,
         )
@@ -772,12 +772,11 @@ def canary_panel(market: str, canary: dict[str, Any], choice: str | None) -> Non
             border=True,
             help=f"Promoted only at {canary['thresholds']['minOverlap']:.2f} or more.",
         )
-        d.metric(
-            "p95 lookup",
-            f"{canary['p95Ms']:.3f} ms",
-            f"now {canary['baselineP95Ms']:.3f} ms",
-            delta_color="off",
-            border=True,
+        d.metric("p95 lookup", f"{canary['p95Ms']:.3f} ms", border=True)
+        st.caption(
+            f"On the same requests, the current snapshot: {now_empty:.1%} empty answers, "
+            f"p95 {canary['baselineP95Ms']:.3f} ms; {canary['errorRate']:.1%} of the "
+            "candidate's lookups failed (those were answered by the current one)."
         )
     if canary and not running:
         say = st.success if canary["state"] == "PROMOTED" else st.warning

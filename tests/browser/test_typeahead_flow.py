@@ -274,7 +274,8 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     expect(page.get_by_text("Canary in progress")).to_be_visible()
     canary = httpx.get(f"{api.url}/v1/typeahead/snapshots/en-IN/canary").json()["canary"]
     assert (canary["state"], canary["version"]) == ("RUNNING", new)
-    page.screenshot(path=str(tmp_path / "typeahead-canary.png"), full_page=True)
+    page.get_by_role("button", name="Abort the canary").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "typeahead-canary.png"))  # the app scrolls inside
     page.get_by_role("button", name="Abort the canary").click()
     expect(page.get_by_text("aborted the canary of")).to_be_visible()
     canary = httpx.get(f"{api.url}/v1/typeahead/snapshots/en-IN/canary").json()["canary"]

@@ -274,6 +274,9 @@ class SuggestService:
             raise CanaryRefused("VALIDATION_FAILED", f"refused: {failed}", report)
         canary = Canary(market, version, slot.current.version, policy or CanaryPolicy())
         with self._lock:
+            other = self._canaries.get(market)
+            if other is not None and other.running:  # started meanwhile
+                raise CanaryRefused("CANARY_RUNNING", f"a canary of {other.version} is running")
             self._candidates[market] = candidate
             self._canaries[market] = canary
         return canary

@@ -70,4 +70,11 @@ class PostgresLeadership:
 
     def release(self) -> None:
         with self._lock:
-            self._drop()  # closing the session releases the lock
+            if self._leading and self._conn is not None:
+                try:  # at once: a closed session's locks go only when the server notices
+                    self._conn.execute(
+                        "SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (self.name,)
+                    )
+                except (psycopg.OperationalError, psycopg.InterfaceError):
+                    pass  # the session is gone, and its lock with it
+            self._drop()

@@ -10,7 +10,7 @@ next check, and concurrent editors lose nothing. A new backend adds its URL to
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -36,8 +36,22 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return IMPLEMENTATIONS[request.param](tmp_path)
 
 
-def test_the_factory_gives_a_blocklist_source(url: str) -> None:
-    source = open_blocklist_source(url)
+@pytest.fixture
+def opener(url: str) -> Iterator[Callable[[], BlocklistSource]]:
+    """Opens sources on ``url`` (each one a process of the fleet); closes them after."""
+    opened: list[BlocklistSource] = []
+
+    def open_one() -> BlocklistSource:
+        opened.append(open_blocklist_source(url))
+        return opened[-1]
+
+    yield open_one
+    for source in opened:
+        source.close()
+
+
+def test_the_factory_gives_a_blocklist_source(opener: Callable[[], BlocklistSource]) -> None:
+    source = opener()
     assert isinstance(source, BlocklistSource)
     assert "@" not in source.describe()
     assert source.entries(clean) == frozenset()
@@ -48,8 +62,10 @@ def test_unknown_schemes_are_refused_by_name() -> None:
         open_blocklist_source("redis://127.0.0.1:1/0")
 
 
-def test_edits_report_what_changed_and_move_the_stamp(url: str) -> None:
-    source = open_blocklist_source(url)
+def test_edits_report_what_changed_and_move_the_stamp(
+    opener: Callable[[], BlocklistSource],
+) -> None:
+    source = opener()
     before = source.stamp()
     assert source.edit(["a.example", "b.example"], [], clean) == (["a.example", "b.example"], [])
     after_add = source.stamp()
@@ -62,16 +78,16 @@ def test_edits_report_what_changed_and_move_the_stamp(url: str) -> None:
     assert source.entries(clean) == {"b.example", "c.example"}
 
 
-def test_a_second_opener_sees_the_edits(url: str) -> None:
-    one, two = open_blocklist_source(url), open_blocklist_source(url)
+def test_a_second_opener_sees_the_edits(opener: Callable[[], BlocklistSource]) -> None:
+    one, two = opener(), opener()
     seen = two.stamp()
     one.edit(["shared.example"], [], clean)
     assert two.stamp() != seen
     assert two.entries(clean) == {"shared.example"}
 
 
-def test_concurrent_editors_lose_nothing(url: str) -> None:
-    sources = [open_blocklist_source(url) for _ in range(4)]
+def test_concurrent_editors_lose_nothing(opener: Callable[[], BlocklistSource]) -> None:
+    sources = [opener() for _ in range(4)]
     start = threading.Barrier(4)
 
     def edit(i: int) -> None:
@@ -87,10 +103,12 @@ def test_concurrent_editors_lose_nothing(url: str) -> None:
     assert sources[0].entries(clean) == {f"d{i}-{j}.example" for i in range(4) for j in range(10)}
 
 
-def test_a_blocklist_over_the_source_follows_another_processes_edit(url: str) -> None:
+def test_a_blocklist_over_the_source_follows_another_processes_edit(
+    opener: Callable[[], BlocklistSource],
+) -> None:
     now = [0.0]
-    reader = Blocklist(source=open_blocklist_source(url), builtin=[], clock=lambda: now[0])
-    writer = Blocklist(source=open_blocklist_source(url), builtin=[])
+    reader = Blocklist(source=opener(), builtin=[], clock=lambda: now[0])
+    writer = Blocklist(source=opener(), builtin=[])
     assert reader.match("www.bad.example") is None
     result = writer.edit(["Bad.Example."], [])
     assert result["added"] == ["bad.example"]

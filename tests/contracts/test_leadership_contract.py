@@ -67,3 +67,4 @@ def test_a_successor_takes_over_when_the_leader_goes(url: str) -> None:
     assert second.hold()
     assert not first.hold()  # the old leader comes back as a follower
     second.release()
+    first.release()

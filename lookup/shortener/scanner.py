@@ -10,10 +10,16 @@ The scanner is the second and third line of the seed's defence:
   from the click aggregator) are rescanned every ``hot_interval_s``; every other link
   is rescanned by a sweep that walks the store in key order, one page every
   ``sweep_interval_s``, and starts again at the end;
-* **when the rules change** — a new blocklist version (the file's mtime, or
-  ``POST /v1/shortener/blocklist``) or a changed threat feed starts a full sweep at once;
-  so does a start with rules other than those of the last full sweep (remembered in
-  ``<data-dir>/shortener/scanner.json``), e.g. a blocklist edited while the server was down.
+* **when the rules change** — a new blocklist version (an edit of its source — the file,
+  or the fleet's table — or ``POST /v1/shortener/blocklist`` through any process) or a
+  changed threat feed starts a full sweep at once; so does a start with rules other than
+  those of the last full sweep (remembered in ``<data-dir>/shortener/scanner.json``), e.g.
+  a blocklist edited while the server was down.
+
+**Once per fleet.** The sweeps, the rule-change rescans and the hot-link rescans run on
+one elected process (:class:`~lookup.kit.leader.Leadership`: an advisory lock when the
+store is PostgreSQL; a successor takes over when the leader dies); every process still
+scans the links it created or retargeted itself, at once.
 
 Each scan also asks where the destination's host points *now* (``resolve``, the system
 resolver by default; tests inject a stub): a name that has started resolving into a

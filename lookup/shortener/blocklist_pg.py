@@ -33,7 +33,11 @@ INSERT INTO shortener_blocklist_rev (id, rev) VALUES (1, 0) ON CONFLICT (id) DO 
 class PostgresBlocklistSource:
     """Blocked domains in one PostgreSQL database (see the module docstring)."""
 
-    def __init__(self, url: str, *, pool_timeout_s: float = 2.0) -> None:
+    #: Short: a create's blocklist check must not wait long for a server that is gone
+    #: (the last list it read keeps being enforced meanwhile).
+    POOL_TIMEOUT_S = 0.5
+
+    def __init__(self, url: str, *, pool_timeout_s: float = POOL_TIMEOUT_S) -> None:
         self.url = url
         ensure_schema(url, "lookup.shortener.blocklist", _SCHEMA, "the blocklist")
         self._pool = PgPool(url, what="the blocklist", max_size=2, pool_timeout_s=pool_timeout_s)

@@ -4,7 +4,8 @@
 before it. Deploying loads the new file beside the old one, validates it, and swaps
 one reference — a lookup reads that reference once, so an in-flight lookup finishes
 on the trie it started on and no lookup ever sees a half-built index. Rolling back
-swaps the two.
+swaps the two. A canary (:mod:`~lookup.typeahead.canary`) serves a validated candidate
+to a hashed share of clients first and swaps it in only when it held up on live traffic.
 
 Per keystroke it normalises the prefix, walks the trie, reads the stored top 10,
 drops anything the hot blocklist blocks (a set lookup per candidate: the blocked ids

@@ -46,9 +46,9 @@ import httpx
 
 from lookup import settings
 from lookup.errors import Unavailable
+from lookup.kit.admin import load_admin_token_in
 from lookup.kit.pgserver import PostgresServer
 from lookup.kit.redisserver import RedisServer
-from lookup.shortener.scanner import load_admin_token
 
 __all__ = [
     "BACKENDS",
@@ -374,7 +374,7 @@ class Fleet:
     def start(self) -> Fleet:
         """Start everything (servers first), wait until each answers, write the state file."""
         self._start_servers()
-        self.admin_token = load_admin_token(self.servers_dir)
+        self.admin_token = load_admin_token_in(self.servers_dir)
         ports = [self.api_port + i if self.api_port else _free_port() for i in range(self.workers)]
         self.worker_urls = [f"http://{self.host}:{p}" for p in ports]
         env = self.environment()

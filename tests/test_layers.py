@@ -43,6 +43,8 @@ STORE_MODULES = {
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/shortener/store.py",
     "lookup/shortener/store_pg.py",
+    "lookup/shortener/blocklist_pg.py",  # the fleet's domain blocklist on PostgreSQL
+    "lookup/kit/leader_pg.py",  # leader election by an advisory lock on PostgreSQL
     "lookup/shortener/analytics/log.py",
     "lookup/shortener/analytics/counts.py",
     "lookup/shortener/analytics/counts_pg.py",

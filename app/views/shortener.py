@@ -24,8 +24,7 @@ from common import call as api_call
 from cookies import read_cookie, remember_cookie
 
 from lookup.fleet import layer_counts, outage_drill, read_state
-from lookup.kit.admin import server_admin_token
-from lookup.shortener.scanner import load_admin_token
+from lookup.kit.admin import load_admin_token_in, server_admin_token
 from lookup.shortener.simulate import TrafficPlan, simulate_traffic
 
 TOKEN = "shortener.token"
@@ -764,7 +763,7 @@ def layer_table(counts: dict[str, Any]) -> pd.DataFrame:
 
 def _control(fleet: dict[str, Any], action: str) -> str:
     """Ask the fleet's supervisor to stop or start its Redis (admin token); a sentence."""
-    token = load_admin_token(data_dir() / "servers")
+    token = load_admin_token_in(data_dir() / "servers")
     try:
         answer = httpx.post(
             f"{fleet['control']}/fleet/cache/{action}",
@@ -809,7 +808,9 @@ def _metrics_token() -> str:
     """The API's admin token: a fleet ``lookup up`` started gives all its processes the one
     in ``<data-dir>/servers``; a single server keeps its own in the data directory."""
     servers = data_dir() / "servers" / "admin.token"
-    return load_admin_token(servers.parent) if servers.exists() else server_admin_token(data_dir())
+    if servers.exists():
+        return load_admin_token_in(servers.parent)
+    return server_admin_token(data_dir())
 
 
 def backends_panel() -> None:

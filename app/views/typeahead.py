@@ -685,10 +685,13 @@ def snapshots_tab(market: str) -> None:
         help="The whole file (trie, top-10 lists, strings, scores) over the suggestions.",
     )
     rows = []
+    canary = info.get("canary") or {}
     for v in reversed(info.get("stored", [])):
         state = (
             "serving"
             if v == cur["version"]
+            else "canary"
+            if v == canary.get("version") and canary.get("state") == "RUNNING"
             else "previous (rollback target)"
             if v == info.get("previous")
             else "refused"
@@ -732,6 +735,80 @@ def snapshots_tab(market: str) -> None:
             f"Only one version is stored. Publish another with `{LOOKUP} typeahead build` "
             "(it folds only new events; `--log` adds a CSV of searches)."
         )
+    canary_panel(market, canary, choice if others else None)
+
+
+def canary_panel(market: str, canary: dict[str, Any], choice: str | None) -> None:
+    """The canary: start one for the chosen version, watch it compare, abort it."""
+    st.markdown(
+        "**Canary.** Instead of swapping for everyone, serve the chosen version to a "
+        "share of clients first (the same clients throughout, by a hash of their id) and "
+        "compare it with the current one on the very same live requests; it is promoted "
+        "when it is healthy and rolled back when it is not, by itself."
+    )
+    running = canary.get("state") == "RUNNING"
+    if running:
+        st.info(
+            f"Canary in progress: `{canary['version']}` answers {canary['share']:.0%} of "
+            f"clients, against `{canary['baseline']}`.",
+            icon=":material/science:",
+        )
+        done = min(1.0, canary["requests"] / max(1, canary["minRequests"]))
+        st.progress(done, text=f"{canary['requests']:,} of {canary['minRequests']:,} requests")
+    if canary:
+        a, b, c, d = st.columns(4)
+        a.metric("Canary requests", f"{canary['requests']:,}", border=True)
+        a_empty, now_empty = canary["emptyRate"], canary["baselineEmptyRate"]
+        b.metric(
+            "Empty answers",
+            f"{a_empty:.1%}",
+            f"{a_empty - now_empty:+.1%} vs now" if canary["requests"] else None,
+            delta_color="inverse",
+            border=True,
+        )
+        c.metric(
+            "Top-5 overlap",
+            f"{canary['overlap']:.2f}",
+            border=True,
+            help=f"Promoted only at {canary['thresholds']['minOverlap']:.2f} or more.",
+        )
+        d.metric("p95 lookup", f"{canary['p95Ms']:.3f} ms", border=True)
+        st.caption(
+            f"On the same requests, the current snapshot: {now_empty:.1%} empty answers, "
+            f"p95 {canary['baselineP95Ms']:.3f} ms; {canary['errorRate']:.1%} of the "
+            "candidate's lookups failed (those were answered by the current one)."
+        )
+    if canary and not running:
+        say = st.success if canary["state"] == "PROMOTED" else st.warning
+        say(f"Last canary `{canary['version']}`: **{canary['state'].lower().replace('_', ' ')}**"
+            f" — {canary['reason']}")  # fmt: skip
+    start, stop = st.columns(2)
+    if start.button(
+        "Start a canary (10 % of clients)",
+        key="ta-canary-start",
+        disabled=running or choice is None,
+        icon=":material/science:",
+        width="stretch",
+    ):
+        out = call("POST", f"/v1/typeahead/snapshots/{market}/canary",
+                   json={"version": choice, "share": 0.1})  # fmt: skip
+        _after_canary(market, out, "started a canary of")
+    if stop.button(
+        "Abort the canary", key="ta-canary-abort", disabled=not running,
+        icon=":material/cancel:", width="stretch",
+    ):  # fmt: skip
+        out = call("DELETE", f"/v1/typeahead/snapshots/{market}/canary")
+        _after_canary(market, out, "aborted the canary of")
+
+
+def _after_canary(market: str, out: Answer, verb: str) -> None:
+    if out.ok and isinstance(out.body, dict):
+        version = out.body["canary"]["version"]
+        st.session_state[NOTICE] = ("success", f"{market}: {verb} `{version}`.")
+    else:
+        st.session_state[NOTICE] = ("error", f"{market}: {out.message()}")
+    drop_answers(market)
+    st.rerun()
 
 
 def _after_deploy(market: str, out: Answer, verb: str) -> None:

@@ -34,7 +34,7 @@ from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
-from lookup.kit.admin import admin_token_of, check_admin
+from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 
 log = logging.getLogger(__name__)
@@ -152,6 +152,7 @@ def mount(mounts: Any) -> None:
         tags=["places"],
         summary="Rebuild the index from the database and swap it in (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     async def rebuild() -> dict[str, Any]:
         store()
@@ -193,6 +194,7 @@ def mount(mounts: Any) -> None:
         status_code=201,
         summary="Add a business (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
@@ -207,6 +209,7 @@ def mount(mounts: Any) -> None:
         tags=["places"],
         summary="Edit a place (a new lat/lng moves it; admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
@@ -221,6 +224,7 @@ def mount(mounts: Any) -> None:
         tags=["places"],
         summary="Delete a place (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     async def delete_place(place_id: str) -> dict[str, Any]:
         try:

@@ -31,6 +31,7 @@ __all__ = [
     "is_admin",
     "is_loopback_host",
     "load_admin_token",
+    "load_admin_token_in",
 ]
 
 
@@ -65,9 +66,18 @@ def load_admin_token(
     data_dir: str | os.PathLike[str], environ: dict[str, str] | None = None
 ) -> str:
     """The admin token, creating the file with a random one on first use."""
-    return configured_admin_token(data_dir, environ) or read_or_create_secret(
-        admin_token_path(data_dir)
-    )
+    return load_admin_token_in(admin_token_path(data_dir).parent, environ)
+
+
+def load_admin_token_in(
+    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
+) -> str:
+    """The admin token: configured, else ``<directory>/admin.token`` (created once, 0600).
+
+    For a token kept somewhere other than a data directory's ``shortener/`` (the servers
+    ``lookup up`` starts keep theirs in their own directory)."""
+    token = settings.get("admin_token", environ)
+    return str(token) if token else read_or_create_secret(Path(directory) / "admin.token")
 
 
 def is_admin(authorization: str | None, token: str) -> bool:

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import Body, Depends, Query
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from lookup.kit.admin import admin_token_of, check_admin
+from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, float_param, int_param
 from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
 from lookup.search.coordinator import QueryError
@@ -89,6 +89,8 @@ def cached_route(pages: CachedPages) -> Route:
 class FaultBody(BaseModel):
     """A fault to inject into a shard's replica (or into all its replicas)."""
 
+    model_config = ConfigDict(strict=True)  # false is not a probability, 1 not a bool
+
     mode: Literal["ok", "slow", "dead"]
     replica: int | None = Field(default=None, ge=0, description="omit for every replica")
     delayMs: float = Field(default=100.0, ge=0, le=10_000)
@@ -97,6 +99,8 @@ class FaultBody(BaseModel):
 
 class CoordinatorBody(BaseModel):
     """Coordinator settings the dashboard can change."""
+
+    model_config = ConfigDict(strict=True)  # false is not a probability, 1 not a bool
 
     deadlineMs: float | None = Field(default=None, ge=1, le=10_000)
     hedging: bool | None = None
@@ -143,6 +147,7 @@ def mount(mounts: Any) -> None:
         tags=["search"],
         summary="Make a shard's replica slow or dead (or ok again); admin token",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     def set_fault(shard: int, body: FaultBody = Body(...)) -> dict[str, Any]:
         snap = snapshot_or_503()
@@ -164,6 +169,7 @@ def mount(mounts: Any) -> None:
         tags=["search"],
         summary="Heal every replica (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     def clear_faults() -> dict[str, Any]:
         snapshot_or_503()
@@ -175,6 +181,7 @@ def mount(mounts: Any) -> None:
         tags=["search"],
         summary="Forget latency history (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     def reset_stats() -> dict[str, Any]:
         snapshot_or_503()
@@ -186,6 +193,7 @@ def mount(mounts: Any) -> None:
         tags=["search"],
         summary="Change deadline or hedging (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     def set_coordinator(body: CoordinatorBody = Body(...)) -> dict[str, Any]:
         snapshot_or_503()
@@ -200,6 +208,7 @@ def mount(mounts: Any) -> None:
         tags=["search"],
         summary="Remove a page from results now (admin token)",
         dependencies=guarded,
+        responses=ADMIN_RESPONSES,
     )
     def delete_doc(
         url: str = Query("", max_length=4096), urlHash: str = Query("", max_length=128)

@@ -38,6 +38,7 @@ from typing import Any
 from lookup import settings
 from lookup.kit.cache import SharedCache, open_shared_cache
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
+from lookup.kit.leader import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.kit.secretstore import SecretStore, open_secret_store, random_bytes
 from lookup.kit.storeurl import sqlite_url
@@ -45,6 +46,7 @@ from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.counts import open_click_counts
 from lookup.shortener.analytics.log import open_click_log
 from lookup.shortener.api import LinkApi
+from lookup.shortener.blocklist import open_blocklist_source
 from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords
 from lookup.shortener.model import Link
 from lookup.shortener.parse import RequestParser
@@ -229,7 +231,12 @@ class Shortener:
             KEY_SPACE, hmac.new(secret, b"feistel-keys", hashlib.sha256).digest()
         )
         self.minter = KeyMinter(self.allocator, permutation, self.reserved)
-        self.blocklist = Blocklist(self.dir / "blocklist.txt")
+        # The blocklist lives with the links: a fleet on a shared store enforces one list.
+        blocklist_file = self.dir / "blocklist.txt"
+        self.blocklist = Blocklist(
+            source=open_blocklist_source(shared_store or blocklist_file.resolve().as_uri()),
+            recheck_s=1.0 if shared_store else 2.0,
+        )
         self.blocklist.write_template()
         addresses = AddressPolicy(config.allowed_ranges)
         self.urls = UrlPolicy([self.base_url], self.blocklist, addresses=addresses)
@@ -308,6 +315,8 @@ class Shortener:
                 clock=clock,
                 addresses=addresses,
                 resolve=config.resolve_host,
+                # One scanner sweeps for the whole fleet: the leader elected in the store.
+                leadership=open_leadership(shared_store or "solo:", "lookup.shortener.scanner"),
             )
             self.events.subscribe(self.scanner.on_link_event)
 
@@ -343,6 +352,7 @@ class Shortener:
         if self.analytics is not None:
             self.analytics.close()
         self.service.close()
+        self.blocklist.close()
 
     # -- observability -----------------------------------------------------------------
 
@@ -366,6 +376,7 @@ class Shortener:
 
         counts = None if self.analytics is None else self.analytics.aggregator.counts
         secrets_at = self.secrets.describe()
+        blocklist_at = self.blocklist.describe()
         shared = self.resolver.shared
         return {
             "cache": described(shared, shared.name),
@@ -375,6 +386,9 @@ class Shortener:
             "ids": described(self.allocator),
             "clickCounts": described(counts, "embedded" if counts is not None else "off"),
             "secrets": "embedded" if secrets_at.startswith("file:") else secrets_at,
+            "blocklist": blocklist_at
+            if not blocklist_at.startswith(("file:", "builtin"))
+            else "embedded",
         }
 
     def metrics(self) -> dict[str, Any]:

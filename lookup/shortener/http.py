@@ -47,7 +47,6 @@ from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
-from lookup.shortener.scanner import edit_blocklist
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -687,7 +686,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             raise errors.InvalidInput(f"unknown field(s): {sorted(unknown)}", code="UNKNOWN_FIELD")
         add, remove = _domain_list(body, "add"), _domain_list(body, "remove")
         try:
-            result = await run_in_threadpool(edit_blocklist, shortener.blocklist, add, remove)
+            result = await run_in_threadpool(shortener.blocklist.edit, add, remove)
         except UrlRejected as exc:
             raise errors.InvalidInput(exc.message, code="INVALID_DOMAIN") from None
         if shortener.scanner is not None:

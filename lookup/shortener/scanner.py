@@ -10,10 +10,16 @@ The scanner is the second and third line of the seed's defence:
   from the click aggregator) are rescanned every ``hot_interval_s``; every other link
   is rescanned by a sweep that walks the store in key order, one page every
   ``sweep_interval_s``, and starts again at the end;
-* **when the rules change** — a new blocklist version (the file's mtime, or
-  ``POST /v1/shortener/blocklist``) or a changed threat feed starts a full sweep at once;
-  so does a start with rules other than those of the last full sweep (remembered in
-  ``<data-dir>/shortener/scanner.json``), e.g. a blocklist edited while the server was down.
+* **when the rules change** — a new blocklist version (an edit of its source — the file,
+  or the fleet's table — or ``POST /v1/shortener/blocklist`` through any process) or a
+  changed threat feed starts a full sweep at once; so does a start with rules other than
+  those of the last full sweep (remembered in ``<data-dir>/shortener/scanner.json``), e.g.
+  a blocklist edited while the server was down.
+
+**Once per fleet.** The sweeps, the rule-change rescans and the hot-link rescans run on
+one elected process (:class:`~lookup.kit.leader.Leadership`: an advisory lock when the
+store is PostgreSQL; a successor takes over when the leader dies); every process still
+scans the links it created or retargeted itself, at once.
 
 Each scan also asks where the destination's host points *now* (``resolve``, the system
 resolver by default; tests inject a stub): a name that has started resolving into a
@@ -42,7 +48,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import threading
 import time
 from collections import Counter
@@ -52,10 +57,9 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from lookup import settings
 from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
-from lookup.kit.secretfile import read_or_create_secret
+from lookup.kit.leader import Leadership, SoloLeadership
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import (
@@ -356,8 +360,11 @@ class Scanner:
         tick_s: float = 0.5,
         addresses: AddressPolicy | None = None,
         resolve: Callable[[str], list[str]] | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.store = store
+        self.leadership = leadership or SoloLeadership("lookup.shortener.scanner")
+        self.leading = False
         self.addresses = addresses or AddressPolicy()
         self.resolve = resolve or system_resolver
         self.actions = actions
@@ -496,15 +503,24 @@ class Scanner:
     def tick(self) -> int:
         """One round of scheduled work: rule changes, the sweep, hot keys, due scans.
 
+        The fleet-wide work — following rule changes, the sweep, the hot keys — is done
+        by the leader only (:class:`~lookup.kit.leader.Leadership`), so a fleet of N
+        processes sweeps each link once, not N times; the keys this process queued
+        itself (the links it created or retargeted) it scans in any case.
         Returns how many links were scanned.
         """
         with self._lock:
             now = self.clock()
+            self.leading = self.leadership.hold()
+            scanned = 0
+            for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
+                scanned += self._safe_scan(key)
+            if not self.leading:
+                return scanned
             rules = self._rules_version()
             if rules != self._rules:
                 self._rules = rules
                 self.rules_changed()
-            scanned = 0
             if self._sweep_fast or now >= self._next_sweep:
                 scanned += self._sweep_page()
                 self._next_sweep = now + self.sweep_interval_s
@@ -513,8 +529,8 @@ class Scanner:
                 top = self.hot_keys(now - 86_400, self.hot_top)
                 for key, _clicks in top:
                     self.queue.put(key, now, "popular")
-            for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
-                scanned += self._safe_scan(key)
+                for key, _reason in self.queue.pop_due(now, limit=self.sweep_page):
+                    scanned += self._safe_scan(key)
             return scanned
 
     def _sweep_page(self) -> int:
@@ -557,7 +573,8 @@ class Scanner:
         for _ in range(max_rounds):
             total += self.tick()
             due = self.queue.next_due()
-            if not self._sweep_fast and (due is None or due > self.clock()):
+            sweeping = self._sweep_fast and self.leading
+            if not sweeping and (due is None or due > self.clock()):
                 break
         return total
 
@@ -576,7 +593,7 @@ class Scanner:
         never adds a wait; a failing tick is logged and counted by the task, which then
         waits ``tick_s``."""
         self.tick()
-        if self._sweep_fast or self._stopping.is_set():
+        if (self._sweep_fast and self.leading) or self._stopping.is_set():
             return 1
         due = self.queue.next_due()
         wait = self.tick_s if due is None else max(0.0, min(self.tick_s, due - self.clock()))
@@ -589,6 +606,7 @@ class Scanner:
         self._stopping.set()
         self.queue.wake()
         self._task.stop(timeout=10)
+        self.leadership.release()
 
     def stats(self) -> dict[str, Any]:
         """Scans, verdicts, disables, sweeps and the queue, for the metrics endpoint."""
@@ -604,71 +622,9 @@ class Scanner:
             "privateAnswers": self.private_answers,
             "blocklistVersion": self.blocklist.version,
             "feedVersion": self.feed_file.current().version,
+            "leader": self.leading,
+            "leadership": self.leadership.describe(),
         }
-
-
-# -- blocklist administration ------------------------------------------------------------
-
-
-def load_admin_token(
-    directory: str | os.PathLike[str], environ: dict[str, str] | None = None
-) -> str:
-    """The admin token: ``$LOOKUP_ADMIN_TOKEN``, else ``<dir>/admin.token`` (created once, 0600)."""
-    return str(settings.get("admin_token", environ) or "") or read_or_create_secret(
-        Path(directory) / "admin.token"
-    )
-
-
-def edit_blocklist(
-    blocklist: Blocklist, add: Iterable[str], remove: Iterable[str]
-) -> dict[str, Any]:
-    """Add and remove domains in the blocklist file (comments kept); reload it at once.
-
-    Each domain is normalised like a URL host; a domain that is not valid raises
-    :class:`~lookup.shortener.urls.UrlRejected`. Built-in entries cannot be removed.
-    """
-    if blocklist.path is None:
-        raise ValueError("this blocklist has no file")
-    wanted_add = [normalize_host(d.strip().lower().rstrip(".")) for d in add]
-    wanted_remove = {normalize_host(d.strip().lower().rstrip(".")) for d in remove}
-    path = blocklist.path
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except FileNotFoundError:
-        lines = []
-    kept: list[str] = []
-    present: set[str] = set()
-    removed: list[str] = []
-    for line in lines:
-        entry = line.split("#", 1)[0].strip().lower().rstrip(".")
-        try:
-            domain = normalize_host(entry) if entry else ""
-        except UrlRejected:
-            domain = ""
-        if domain and domain in wanted_remove:
-            removed.append(domain)
-            continue
-        if domain:
-            present.add(domain)
-        kept.append(line)
-    added = []
-    for domain in wanted_add:
-        if domain not in present and domain not in wanted_remove:
-            kept.append(domain)
-            present.add(domain)
-            added.append(domain)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    tmp.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    blocklist._reload(force=True)  # take effect now, not at the next mtime check
-    builtin = sorted(wanted_remove & blocklist.domains())  # still there: built in
-    return {
-        "added": added,
-        "removed": sorted(set(removed)),
-        "notRemovable": builtin,
-        "version": blocklist.version,
-        "domains": len(blocklist.domains()),
-    }
 
 
 __all__ = [
@@ -682,7 +638,5 @@ __all__ = [
     "Scanner",
     "ThreatFeed",
     "assess",
-    "edit_blocklist",
     "is_admin",
-    "load_admin_token",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import logging
 import os
 import re
 import socket
@@ -37,9 +38,14 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import idna
+
+from lookup.shortener.blocklist import BlocklistSource, FileBlocklistSource
+
+log = logging.getLogger("lookup.shortener.urls")
 
 MAX_URL_LENGTH = 2048
 ALLOWED_SCHEMES = ("http", "https")
@@ -296,31 +302,42 @@ def _private(host: str, why: str) -> UrlRejected:
 
 
 class Blocklist:
-    """Blocked domains: a built-in list plus a text file (one domain per line, ``#`` comments).
+    """Blocked domains: a built-in list plus a :class:`~lookup.shortener.blocklist.
+    BlocklistSource` (a text file by default — one domain per line, ``#`` comments — or a
+    table the fleet shares).
 
-    The file is re-read when its modification time changes (checked at most every
-    ``recheck_s`` seconds), so editing it takes effect without a restart. A domain
-    blocks itself and all of its subdomains. ``version`` changes whenever the effective
-    list does (the scanner rescans links when it sees a new version).
+    The source's stamp (a file's mtime, a revision counter) is checked at most every
+    ``recheck_s`` seconds and the domains re-read when it moved, so an edit — by hand, or
+    through any process of a fleet — takes effect without a restart. A domain blocks
+    itself and all of its subdomains. ``version`` changes whenever the effective list
+    does (the scanner rescans links when it sees a new version). A source that cannot be
+    read keeps the last list it gave (logged), never an empty one.
     """
 
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
         *,
+        source: BlocklistSource | None = None,
         builtin: Iterable[str] = DEFAULT_BLOCKED_DOMAINS,
         recheck_s: float = 2.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = Path(path) if path is not None else None
+        if source is None and self.path is not None:
+            source = FileBlocklistSource(self.path)
+        if isinstance(source, FileBlocklistSource):
+            self.path = source.path  # the file people may edit by hand
+        self.source = source
         self._builtin = frozenset(self._clean(d) for d in builtin) - {""}
         self._recheck_s = recheck_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._mtime: float | None = None
+        self._stamp: object = object()  # never equal to a real stamp: the first read loads
         self._checked_at = -float("inf")
         self._domains: frozenset[str] = self._builtin
         self.version = self._digest(self._domains)
+        self.read_errors = 0
         self._reload(force=True)
 
     @staticmethod
@@ -343,23 +360,19 @@ class Blocklist:
             return
         with self._lock:
             self._checked_at = now
-            if self.path is None:
+            if self.source is None:
                 return
             try:
-                mtime = self.path.stat().st_mtime_ns
-            except OSError:
-                mtime = None
-            if mtime == self._mtime and not force:
+                stamp = self.source.stamp()
+                if stamp == self._stamp and not force:
+                    return
+                stored = self.source.entries(self._clean)
+            except Exception as exc:  # a source that is down keeps the last list
+                self.read_errors += 1
+                log.warning("the blocklist cannot be read (%s); keeping the last one", exc)
                 return
-            self._mtime = mtime
-            from_file: set[str] = set()
-            if mtime is not None:
-                try:
-                    lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
-                except OSError:
-                    lines = []
-                from_file = {self._clean(line) for line in lines} - {""}
-            self._domains = self._builtin | from_file
+            self._stamp = stamp
+            self._domains = self._builtin | stored
             self.version = self._digest(self._domains)
 
     def domains(self) -> frozenset[str]:
@@ -379,18 +392,40 @@ class Blocklist:
                 return parent
         return None
 
+    def edit(self, add: Iterable[str], remove: Iterable[str]) -> dict[str, Any]:
+        """Add and remove domains in the source and reload at once (this process; the
+        others of a fleet at their next check).
+
+        Each domain is normalised like a URL host; one that is not valid raises
+        :class:`UrlRejected`. Built-in entries cannot be removed."""
+        if self.source is None:
+            raise ValueError("this blocklist has no source to edit")
+        wanted_add = [normalize_host(d.strip().lower().rstrip(".")) for d in add]
+        wanted_remove = {normalize_host(d.strip().lower().rstrip(".")) for d in remove}
+        added, removed = self.source.edit(wanted_add, wanted_remove, self._clean)
+        self._reload(force=True)  # take effect now, not at the next check
+        return {
+            "added": added,
+            "removed": removed,
+            "notRemovable": sorted(wanted_remove & self._builtin),
+            "version": self.version,
+            "domains": len(self._domains),
+        }
+
+    def describe(self) -> str:
+        """Where the edited part of the list lives (``builtin`` without a source)."""
+        return "builtin" if self.source is None else self.source.describe()
+
+    def close(self) -> None:
+        """Let go of the source's connections (the next read reopens)."""
+        if self.source is not None:
+            self.source.close()
+
     def write_template(self) -> None:
         """Create the blocklist file with an explanatory header if it does not exist."""
-        if self.path is None or self.path.exists():
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(
-            "# Domains the URL shortener refuses (and the scanner disables), one per line.\n"
-            "# A domain also blocks its subdomains. Lines starting with # are comments.\n"
-            "# Edits take effect within seconds; no restart needed.\n",
-            encoding="utf-8",
-        )
-        self._reload(force=True)
+        if isinstance(self.source, FileBlocklistSource):
+            self.source.write_template()
+            self._reload(force=True)
 
 
 class UrlPolicy:

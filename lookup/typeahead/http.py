@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from lookup import settings
 from lookup.kit.admin import admin_token_of
+from lookup.kit.clients import client_address
 from lookup.kit.http import ApiError, parse_query_string
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("lookup.typeahead")
 
 CACHE_CONTROL = b"public, max-age=300"
+#: While a canary runs, answers depend on the client: browsers may keep them, a CDN not.
+CANARY_CACHE_CONTROL = b"private, max-age=300"
 POLL_SECONDS = 1.0
 MAX_QUERY_STRING = 4096
 
@@ -62,20 +65,37 @@ class SuggestEndpoint:
             )
             return
         try:
-            body = self.answer(scope.get("query_string", b""))
+            body, market = self.answer(scope.get("query_string", b""), client_identity(scope))
         except ApiError as exc:
             await send_json(send, exc.status, error_body(exc.code, exc.message), method)
             return
-        await send_json(send, 200, body, method, cache=True)
+        canary = self.service.canary_running(market)
+        await send_json(
+            send,
+            200,
+            body,
+            method,
+            cache=True,
+            cache_control=CANARY_CACHE_CONTROL if canary else None,
+        )
 
-    def answer(self, raw: bytes) -> bytes:
-        """The JSON body for a raw query string, or ``ApiError``."""
+    def answer(self, raw: bytes, client: str | None = None) -> tuple[bytes, str]:
+        """The JSON body for a raw query string and its market, or ``ApiError``."""
         q, market, limit = suggest_params(raw)
         try:
-            result = self.service.lookup(q, market, limit)
+            result = self.service.lookup(q, market, limit, client)
         except UnknownMarket:
             raise unknown_market(market, self.service.known_markets()) from None
-        return encode_json(result.body())
+        return encode_json(result.body()), market
+
+
+def client_identity(scope: Scope) -> str:
+    """Who asks, for a canary's stable split: the ``X-Client-Id`` a browser session sends,
+    else the ``Authorization`` it carries, else its address."""
+    for name, value in scope.get("headers", ()):
+        if name in (b"x-client-id", b"authorization") and value:
+            return value.decode("latin-1")[:200]
+    return client_address(scope)
 
 
 def suggest_params(raw: bytes) -> tuple[str, str, int]:
@@ -127,12 +147,14 @@ async def send_json(
     *,
     cache: bool = False,
     extra: list[tuple[bytes, bytes]] | None = None,
+    cache_control: bytes | None = None,
 ) -> None:
-    """Send a complete JSON response (no body for HEAD); ``cache`` allows caching for 5 min."""
+    """Send a complete JSON response (no body for HEAD); ``cache`` allows caching for 5 min
+    (``cache_control`` overrides the header)."""
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
-        (b"cache-control", CACHE_CONTROL if cache else b"no-store"),
+        (b"cache-control", cache_control or (CACHE_CONTROL if cache else b"no-store")),
     ]
     if extra:
         headers += extra
@@ -277,6 +299,7 @@ __all__ = [
     "ServicePolicy",
     "SuggestEndpoint",
     "allows_get",
+    "client_identity",
     "count_param",
     "encode_json",
     "error_body",

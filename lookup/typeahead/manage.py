@@ -32,8 +32,9 @@ from lookup.kit.admin import ADMIN_RESPONSES, is_admin, require_admin
 from lookup.kit.clients import client_address, client_of, network_of
 from lookup.kit.http import ApiError
 from lookup.kit.ratelimit import RateLimiter
+from lookup.typeahead.canary import CanaryPolicy
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
-from lookup.typeahead.serving import UnknownMarket
+from lookup.typeahead.serving import CanaryRefused, UnknownMarket
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -287,6 +288,42 @@ def mount_blocklist(
         return {"removed": term, **body(bl)}
 
 
+_CANARY_FIELDS = {
+    "share": "share",
+    "minRequests": "min_requests",
+    "maxEmptyIncrease": "max_empty_increase",
+    "maxErrorRate": "max_error_rate",
+    "minOverlap": "min_overlap",
+}
+
+
+def canary_policy(payload: dict[str, Any]) -> CanaryPolicy:
+    """The canary's policy from a request body (defaults for what it leaves out); 400
+    INVALID_REQUEST for an unknown field or a value out of range."""
+    unknown = set(payload) - set(_CANARY_FIELDS) - {"version"}
+    if unknown:
+        raise ApiError(400, "INVALID_REQUEST", f"unknown field(s): {sorted(unknown)}")
+    chosen: dict[str, Any] = {}
+    for name, attr in _CANARY_FIELDS.items():
+        if name not in payload:
+            continue
+        value = payload[name]
+        wanted = int if attr == "min_requests" else float
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ApiError(400, "INVALID_REQUEST", f"{name} must be a number")
+        if wanted is int and value != int(value):
+            raise ApiError(400, "INVALID_REQUEST", f"{name} must be an integer")
+        chosen[attr] = wanted(value)
+    if chosen.get("min_requests", 1) > 1_000_000:
+        raise ApiError(400, "INVALID_REQUEST", "minRequests is at most 1000000")
+    if "min_requests" in chosen:
+        chosen["early_requests"] = max(1, min(20, chosen["min_requests"]))
+    try:
+        return CanaryPolicy(**chosen)
+    except ValueError as exc:
+        raise ApiError(400, "INVALID_REQUEST", str(exc)) from None
+
+
 def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: Callable[[], str]) -> None:
     """The single server's snapshot endpoints: versions, rollback, validated activation,
     reload (those three with ``admin_token``), and the trie walk for a prefix."""
@@ -346,6 +383,62 @@ def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: Callable
         return {"market": market, "version": out.version, "previous": out.previous}
 
     @api.post(
+        "/v1/typeahead/snapshots/{market}/canary",
+        tags=TAGS,
+        responses=ADMIN_RESPONSES,
+        summary="Start a canary: serve a stored version to a share of clients, compare it "
+        "with the current one on live traffic, promote or roll back by itself (admin token)",
+    )
+    async def start_canary(
+        market: str,
+        request: Request,
+        payload: dict[str, Any] = Body(
+            ..., examples=[{"version": "20261009T060000Z-ab12cd", "share": 0.1}]
+        ),
+    ) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
+        market_or_404(market)
+        version = payload.get("version")
+        if not isinstance(version, str):
+            raise ApiError(400, "INVALID_REQUEST", 'send {"version": "...", "share": 0.1}')
+        policy = canary_policy(payload)  # a malformed body is a 400 before anything else
+        if version not in service.store.versions(market):
+            raise ApiError(404, "NOT_FOUND", f"no stored snapshot {version!r} for {market}")
+        try:
+            canary = service.start_canary(market, version, policy)
+        except CanaryRefused as exc:
+            extra = {"report": exc.report.to_dict()} if exc.report else None
+            raise ApiError(409, exc.code, exc.message, extra=extra) from None
+        return {"canary": canary.to_dict()}
+
+    @api.get(
+        "/v1/typeahead/snapshots/{market}/canary",
+        tags=TAGS,
+        summary="The market's latest canary: its state and live comparison",
+    )
+    async def get_canary(market: str) -> dict[str, Any]:
+        market_or_404(market)
+        canary = service.canary(market)
+        if canary is None:
+            raise ApiError(404, "NO_CANARY", f"no canary has run for {market}")
+        return {"canary": canary.to_dict()}
+
+    @api.delete(
+        "/v1/typeahead/snapshots/{market}/canary",
+        tags=TAGS,
+        responses=ADMIN_RESPONSES,
+        summary="Abort a running canary: everyone gets the current snapshot (admin token)",
+    )
+    async def abort_canary(market: str, request: Request) -> dict[str, Any]:
+        require_admin(request.headers.get("authorization"), admin_token())
+        market_or_404(market)
+        try:
+            canary = service.abort_canary(market)
+        except LookupError as exc:
+            raise ApiError(409, "NO_CANARY", str(exc)) from None
+        return {"canary": canary.to_dict()}
+
+    @api.post(
         "/v1/typeahead/snapshots/reload",
         tags=TAGS,
         responses=ADMIN_RESPONSES,
@@ -372,6 +465,7 @@ def mount_snapshots(api: FastAPI, service: SuggestService, admin_token: Callable
 
 __all__ = [
     "Searcher",
+    "canary_policy",
     "ServeTimePolicy",
     "mount_blocklist",
     "mount_serve_time",

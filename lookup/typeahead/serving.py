@@ -4,7 +4,8 @@
 before it. Deploying loads the new file beside the old one, validates it, and swaps
 one reference — a lookup reads that reference once, so an in-flight lookup finishes
 on the trie it started on and no lookup ever sees a half-built index. Rolling back
-swaps the two.
+swaps the two. A canary (:mod:`~lookup.typeahead.canary`) serves a validated candidate
+to a hashed share of clients first and swaps it in only when it held up on live traffic.
 
 Per keystroke it normalises the prefix, walks the trie, reads the stored top 10,
 drops anything the hot blocklist blocks (a set lookup per candidate: the blocked ids
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 
 from lookup.errors import NotBuilt
 from lookup.kit.snapshots import SnapshotStore
+from lookup.typeahead.canary import Canary, CanaryPolicy
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import blocklist_path, searches_path, snapshot_root
@@ -58,6 +60,16 @@ def not_built(market: str) -> NotBuilt:
 
 class UnknownMarket(LookupError):
     """A market this service knows nothing about."""
+
+
+class CanaryRefused(ValueError):
+    """A canary that cannot start: one is running, or the candidate failed validation."""
+
+    def __init__(self, code: str, message: str, report: ValidationReport | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.report = report
 
 
 @dataclass(frozen=True)
@@ -113,6 +125,9 @@ class SuggestService:
     _slots: dict[str, Slot] = field(default_factory=dict, repr=False)
     _refused: dict[str, str] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    #: Per market, the latest canary (running or decided) and its candidate while it runs.
+    _canaries: dict[str, Canary] = field(default_factory=dict, repr=False)
+    _candidates: dict[str, Snapshot] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_data_dir(
@@ -191,6 +206,7 @@ class SuggestService:
                 )
             self._slots[market] = Slot(new, current)  # the swap: one reference replaced
             self._refused.pop(market, None)
+            self._end_canary(market, "ABORTED", f"{version} was deployed over it")
         if self.store.current(market) != version:
             self.store.activate(market, version)
         return DeployOutcome(
@@ -208,6 +224,7 @@ class SuggestService:
             if slot.previous.version not in self.store.versions(market):
                 raise LookupError(f"the file of {slot.previous.version} was pruned from the store")
             self._slots[market] = Slot(slot.previous, slot.current)
+            self._end_canary(market, "ABORTED", "the market was rolled back")
         self.store.activate(market, slot.previous.version)
         return DeployOutcome(
             market, slot.previous.version, True, None, slot.current.version, "rolled back"
@@ -216,6 +233,7 @@ class SuggestService:
     def poll(self) -> dict[str, Any]:
         """Pick up outside changes: the blocklist file, and snapshots published by the CLI."""
         changed: dict[str, Any] = {"blocklist": self.blocklist.refresh(), "deployed": {}}
+        changed["canaries"] = self.judge_canaries()
         for market in self.store.names():
             version = self.store.current(market)
             slot = self._slots.get(market)
@@ -226,6 +244,92 @@ class SuggestService:
             out = self.deploy(market, version, compare=slot is not None)
             changed["deployed"][market] = out.message
         return changed
+
+    # -- canary (see lookup.typeahead.canary)
+
+    def start_canary(self, market: str, version: str, policy: CanaryPolicy | None = None) -> Canary:
+        """Serve stored ``version`` to a share of clients beside the current snapshot.
+
+        The candidate passes the same integrity, blocklist and privacy checks as a
+        deploy (the comparison with the current snapshot is what the canary does, on
+        live traffic). :class:`CanaryRefused` when a canary runs or validation fails."""
+        slot = self._slots.get(market)
+        if slot is None:
+            self.snapshot(market)  # raises UnknownMarket or NotBuilt
+        assert slot is not None
+        running = self._canaries.get(market)
+        if running is not None and running.running:
+            raise CanaryRefused(
+                "CANARY_RUNNING", f"a canary of {running.version} is running for {market}"
+            )
+        if version == slot.current.version:
+            raise CanaryRefused("ALREADY_SERVING", f"{market} already serves {version}")
+        try:
+            candidate = self.store.open(market, version)
+        except (SnapshotError, ValueError) as exc:
+            raise CanaryRefused("VALIDATION_FAILED", str(exc)) from None
+        assert candidate is not None
+        report = validate(candidate, None, self.blocklist.effective, self.policy)
+        if not report.ok:
+            failed = "; ".join(f"{c.name}: {c.detail}" for c in report.failures())
+            raise CanaryRefused("VALIDATION_FAILED", f"refused: {failed}", report)
+        canary = Canary(market, version, slot.current.version, policy or CanaryPolicy())
+        with self._lock:
+            other = self._canaries.get(market)
+            if other is not None and other.running:  # started meanwhile
+                raise CanaryRefused("CANARY_RUNNING", f"a canary of {other.version} is running")
+            self._candidates[market] = candidate
+            self._canaries[market] = canary
+        return canary
+
+    def canary(self, market: str) -> Canary | None:
+        """The market's latest canary (running or decided), if any."""
+        return self._canaries.get(market)
+
+    def abort_canary(self, market: str, reason: str = "aborted by an operator") -> Canary:
+        """Stop a running canary; everyone gets the current snapshot again."""
+        canary = self._canaries.get(market)
+        if canary is None or not canary.running:
+            raise LookupError(f"no canary is running for {market}")
+        with self._lock:
+            self._end_canary(market, "ABORTED", reason)
+        return canary
+
+    def _end_canary(self, market: str, state: str, reason: str) -> None:
+        """Decide a running canary and drop its candidate (the caller holds the lock)."""
+        canary = self._canaries.get(market)
+        if canary is not None and canary.running:
+            canary.decide(state, reason)
+        self._candidates.pop(market, None)
+
+    def judge_canaries(self) -> dict[str, str]:
+        """Apply every running canary's verdict: promote (swap the candidate in) or roll
+        back (drop it). Called by :meth:`poll`; returns ``{market: outcome}``."""
+        out: dict[str, str] = {}
+        for market, canary in list(self._canaries.items()):
+            decision = canary.verdict()
+            if decision is None:
+                continue
+            action, why = decision
+            with self._lock:
+                candidate = self._candidates.get(market)
+                slot = self._slots.get(market)
+                if not canary.running or candidate is None or slot is None:
+                    continue
+                if action == "promote":
+                    self._slots[market] = Slot(candidate, slot.current)
+                    self._end_canary(market, "PROMOTED", why)
+                else:
+                    self._end_canary(market, "ROLLED_BACK", why)
+            if action == "promote" and self.store.current(market) != canary.version:
+                self.store.activate(market, canary.version)
+            out[market] = f"{canary.state}: {why}"
+        return out
+
+    def canary_running(self, market: str) -> bool:
+        """Whether answers for ``market`` depend on the client (no shared caching then)."""
+        canary = self._canaries.get(market)
+        return canary is not None and canary.running
 
     def snapshot(self, market: str) -> Snapshot:
         """The snapshot serving ``market`` now."""
@@ -262,18 +366,61 @@ class SuggestService:
                 "previous": slot.previous.version if slot and slot.previous else None,
                 "stored": self.store.versions(market) if market in self.store.names() else [],
                 "refused": self._refused.get(market),
+                "canary": self._canaries[market].to_dict() if market in self._canaries else None,
             }
         return out
 
     # -- serving
 
-    def lookup(self, prefix: str, market: str = "en-IN", limit: int = MAX_LIMIT) -> SuggestResult:
-        """The suggestions for what the user has typed so far (see the module docstring)."""
+    def lookup(
+        self,
+        prefix: str,
+        market: str = "en-IN",
+        limit: int = MAX_LIMIT,
+        client: str | None = None,
+    ) -> SuggestResult:
+        """The suggestions for what the user has typed so far (see the module docstring).
+
+        During a canary, a ``client`` (its identity: a session id, a token, an address)
+        whose hash falls in the canary's share is answered by the candidate, compared
+        in the shadow with the current snapshot on the same prefix."""
         slot = self._slots.get(market)
         if slot is None:
             self.snapshot(market)  # raises UnknownMarket or NotBuilt
         snap = slot.current  # type: ignore[union-attr]
         p = normalize_prefix(prefix)
+        canary = self._canaries.get(market)
+        if canary is not None and client is not None and canary.running:
+            candidate = self._candidates.get(market)
+            if candidate is not None and canary.takes(client):
+                return self._canary_answer(canary, candidate, snap, p, market, limit)
+            canary.record_control()
+        return self._answer(snap, p, market, limit)
+
+    def _canary_answer(
+        self, canary: Canary, candidate: Snapshot, snap: Snapshot, p: str, market: str, limit: int
+    ) -> SuggestResult:
+        """The candidate's answer, with the current snapshot's in the shadow for the
+        comparison; the current one's if the candidate fails."""
+        t0 = time.perf_counter()
+        try:
+            ours: SuggestResult | None = self._answer(candidate, p, market, limit)
+        except Exception:  # a broken candidate must never fail the request
+            ours = None
+        t1 = time.perf_counter()
+        theirs = self._answer(snap, p, market, limit)
+        t2 = time.perf_counter()
+        canary.record(
+            None if ours is None else ours.suggestions,
+            theirs.suggestions,
+            (t1 - t0) * 1000,
+            (t2 - t1) * 1000,
+        )
+        return theirs if ours is None else ours
+
+    def _answer(self, snap: Snapshot, p: str, market: str, limit: int) -> SuggestResult:
+        """One normalised prefix answered from ``snap``: stored top list, hot blocklist,
+        trending blended in."""
         hot = self.blocklist
         effective = hot.effective
         excluded = snap.blocked_ids(effective, hot.version) if len(effective) else frozenset()
@@ -395,6 +542,7 @@ class SuggestService:
 __all__ = [
     "MARKETS",
     "MAX_LIMIT",
+    "CanaryRefused",
     "DeployOutcome",
     "NotBuilt",
     "Slot",

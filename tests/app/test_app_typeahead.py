@@ -366,6 +366,41 @@ def test_swap_and_rollback_change_what_the_box_answers(
     assert NEW_QUERIES["en-IN"] in shown(at)
 
 
+def test_a_canary_is_started_shown_and_aborted_from_the_page(
+    at: AppTest, api: str, built: BuiltData
+) -> None:
+    old, new = built.versions["en-IN"]
+    canary_url = f"{api}/v1/typeahead/snapshots/en-IN/canary"
+    at.selectbox(key="ta-version-en-IN").set_value(old)
+    assert at.button(key="ta-canary-abort").disabled
+    at.button(key="ta-canary-start").click().run()
+    assert_clean(at)
+    assert f"started a canary of `{old}`" in text_of(at)
+    state = httpx.get(canary_url).json()["canary"]
+    assert (state["state"], state["version"], state["share"]) == ("RUNNING", old, 0.1)
+    assert "Canary in progress" in text_of(at)
+    versions = frame(at, "version")
+    assert dict(zip(versions["version"], versions["state"], strict=True)) == {
+        new: "serving",
+        old: "canary",
+    }
+    # A client the canary takes sees the old version; the page counts its requests.
+    answers = [
+        httpx.get(f"{api}/v1/suggest", params={"q": "ip"}, headers={"X-Client-Id": f"c{i}"})
+        for i in range(60)
+    ]
+    versions_seen = {a.json()["version"] for a in answers}
+    assert versions_seen == {old, new}  # 10 % of 60 clients: both arms are there
+    at.run()
+    assert metric(at, "Canary requests") == str(httpx.get(canary_url).json()["canary"]["requests"])
+    assert at.button(key="ta-canary-start").disabled
+    at.button(key="ta-canary-abort").click().run()
+    assert_clean(at)
+    assert httpx.get(canary_url).json()["canary"]["state"] == "ABORTED"
+    assert "aborted" in text_of(at)
+    assert httpx.get(f"{api}/v1/suggest", params={"q": "ip"}).json()["version"] == new
+
+
 # ------------------------------------------------------------------ choosing a suggestion
 
 

@@ -268,6 +268,19 @@ def test_burst_trends_block_removes_and_rollback_swaps(
     _expect_dropdown(page, _suggest(api, NEW_QUERIES["en-IN"][:-1]))
     expect(page.locator(".ta-list")).not_to_contain_text(NEW_QUERIES["en-IN"])
 
+    # Canary: the newer version to 10 % of clients, shown in progress, then aborted.
+    page.get_by_role("button", name="Start a canary (10 % of clients)").click()
+    expect(page.get_by_text(f"started a canary of {new}")).to_be_visible()
+    expect(page.get_by_text("Canary in progress")).to_be_visible()
+    canary = httpx.get(f"{api.url}/v1/typeahead/snapshots/en-IN/canary").json()["canary"]
+    assert (canary["state"], canary["version"]) == ("RUNNING", new)
+    page.get_by_role("button", name="Abort the canary").scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "typeahead-canary.png"))  # the app scrolls inside
+    page.get_by_role("button", name="Abort the canary").click()
+    expect(page.get_by_text("aborted the canary of")).to_be_visible()
+    canary = httpx.get(f"{api.url}/v1/typeahead/snapshots/en-IN/canary").json()["canary"]
+    assert canary["state"] == "ABORTED"
+
     # Leave the shared API as the other tests expect it: newest snapshot, empty hot list.
     admin = {"Authorization": f"Bearer {server_admin_token(_data_dir(api))}"}
     httpx.post(f"{api.url}/v1/typeahead/snapshots/en-IN/rollback", headers=admin)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lookup.shortener.scanner import load_admin_token
+from lookup.kit.admin import load_admin_token_in
 
 
 def test_metrics_need_the_admin_token(app: Any, auth: dict[str, str]) -> None:
@@ -16,6 +16,6 @@ def test_metrics_need_the_admin_token(app: Any, auth: dict[str, str]) -> None:
     assert app.client.get("/v1/shortener/metrics").json()["error"] == "UNAUTHORIZED"
     wrong = app.client.get("/v1/shortener/metrics", headers=auth)  # an owner is no admin
     assert wrong.status_code == 403 and wrong.json()["error"] == "FORBIDDEN"
-    admin = {"Authorization": f"Bearer {load_admin_token(app.shortener.dir)}"}
+    admin = {"Authorization": f"Bearer {load_admin_token_in(app.shortener.dir)}"}
     answer = app.client.get("/v1/shortener/metrics", headers=admin)
     assert answer.status_code == 200 and "links" in answer.json() and "cache" in answer.json()

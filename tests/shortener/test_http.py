@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lookup.kit.admin import load_admin_token_in
 from lookup.kit.http import MAX_BODY_BYTES
 from lookup.kit.ratelimit import RatePolicy
 from lookup.shortener.model import ClickContext
-from lookup.shortener.scanner import load_admin_token
 
 CC_302 = "max-age=0, s-maxage=60"
 
@@ -356,7 +356,7 @@ def test_csv_export_and_import_over_http(app: Any, auth: dict) -> None:
 def test_metrics_endpoint(app: Any) -> None:
     key = _create(app, longUrl="https://example.com/")["key"]
     app.client.get(f"/{key}", follow_redirects=False)
-    admin = {"Authorization": f"Bearer {load_admin_token(app.shortener.dir)}"}
+    admin = {"Authorization": f"Bearer {load_admin_token_in(app.shortener.dir)}"}
     metrics = app.client.get("/v1/shortener/metrics", headers=admin).json()
     assert metrics["cache"]["l1"]["hits"] >= 1 and metrics["clicks"]["emitted"] == 1
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lookup.kit.admin import load_admin_token_in
 from lookup.shortener import LinkApi, Shortener, ShortenerService, Status
 from lookup.shortener.scanner import (
     DEFAULT_FEED,
@@ -20,9 +21,7 @@ from lookup.shortener.scanner import (
     ScanQueue,
     ThreatFeed,
     assess,
-    edit_blocklist,
     is_admin,
-    load_admin_token,
 )
 from lookup.shortener.urls import Blocklist
 from tests.shortener.conftest import no_dns
@@ -208,7 +207,7 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], dict[str, str]]:
     monkeypatch.delenv("LOOKUP_ADMIN_TOKEN", raising=False)
 
     def headers(app: Any) -> dict[str, str]:
-        return {"Authorization": f"Bearer {load_admin_token(app.shortener.dir)}"}
+        return {"Authorization": f"Bearer {load_admin_token_in(app.shortener.dir)}"}
 
     return headers
 
@@ -309,10 +308,10 @@ def test_the_blocklist_endpoint_needs_the_admin_token(
 
 
 def test_admin_token_comes_from_env_or_a_private_file(tmp_path: Path) -> None:
-    token = load_admin_token(tmp_path, environ={})
-    assert len(token) >= 40 and load_admin_token(tmp_path, environ={}) == token
+    token = load_admin_token_in(tmp_path, environ={})
+    assert len(token) >= 40 and load_admin_token_in(tmp_path, environ={}) == token
     assert (tmp_path / "admin.token").stat().st_mode & 0o777 == 0o600
-    assert load_admin_token(tmp_path, environ={"LOOKUP_ADMIN_TOKEN": "from-env"}) == "from-env"
+    assert load_admin_token_in(tmp_path, environ={"LOOKUP_ADMIN_TOKEN": "from-env"}) == "from-env"
     assert is_admin(f"Bearer {token}", token) and is_admin(f"bearer  {token} ", token)
     assert not is_admin(f"Basic {token}", token) and not is_admin(None, token)
     assert not is_admin("Bearer ", "")
@@ -321,8 +320,8 @@ def test_admin_token_comes_from_env_or_a_private_file(tmp_path: Path) -> None:
 def test_edit_blocklist_keeps_comments(tmp_path: Path) -> None:
     blocklist = Blocklist(tmp_path / "blocklist.txt")
     blocklist.write_template()
-    edit_blocklist(blocklist, ["a.example", "b.example"], [])
-    result = edit_blocklist(blocklist, ["a.example"], ["b.example"])
+    blocklist.edit(["a.example", "b.example"], [])
+    result = blocklist.edit(["a.example"], ["b.example"])
     assert result["added"] == [] and result["removed"] == ["b.example"]
     text = (tmp_path / "blocklist.txt").read_text()
     assert text.startswith("# Domains the URL shortener refuses") and "a.example" in text

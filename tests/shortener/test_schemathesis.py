@@ -31,11 +31,11 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import negative_data_rejection
 from starlette.testclient import TestClient
 
+from lookup.kit.admin import load_admin_token_in
 from lookup.kit.ratelimit import RatePolicy
 from lookup.server import create_app
 from lookup.shortener import Limits, ShortenerConfig
 from lookup.shortener.http import mount
-from lookup.shortener.scanner import load_admin_token
 
 BASE_URL = "http://127.0.0.1:8000"
 TOKEN = "schemathesis-owner-token-0123456789"
@@ -64,7 +64,7 @@ class Deployment:
         self.app = create_app(
             config.data_dir, base_url=BASE_URL, subsystems=[lambda m: mount(m, config=config)]
         )
-        self.admin_token = load_admin_token(Path(self.tmp.name) / "shortener")
+        self.admin_token = load_admin_token_in(Path(self.tmp.name) / "shortener")
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lookup.kit.admin import load_admin_token_in
 from lookup.server import create_app
-from lookup.shortener.scanner import load_admin_token
 from lookup.shortener.simulate import (
     SCRAPER_AGENT,
     TrafficPlan,
@@ -87,7 +87,7 @@ def test_impossible_plans_are_refused() -> None:
 
 def test_simulated_traffic_through_a_live_server(live_api: str, tmp_path: Path) -> None:
     plan = TrafficPlan(requests=1_200, links=15, scraper_keys=40, concurrency=8, seed=11)
-    admin = load_admin_token(tmp_path / "data" / "shortener")  # the metrics need it
+    admin = load_admin_token_in(tmp_path / "data" / "shortener")  # the metrics need it
     result = simulate_traffic(live_api, plan, token=TOKEN, admin_token=admin)
     assert result.total == 1_200 and result.errors == 0
     for kind in ("human", "viral", "bot", "preview"):

@@ -26,6 +26,8 @@ MUTATING: list[tuple[str, str, dict[str, Any]]] = [
     ("POST", "/v1/typeahead/snapshots/en-IN/rollback", {}),
     ("POST", "/v1/typeahead/snapshots/en-IN/activate", {"json": {"version": "x"}}),
     ("POST", "/v1/typeahead/snapshots/reload", {}),
+    ("POST", "/v1/typeahead/snapshots/en-IN/canary", {"json": {"version": "x"}}),
+    ("DELETE", "/v1/typeahead/snapshots/en-IN/canary", {}),
 ]
 
 

@@ -79,6 +79,8 @@ class MemoryIndex:
         """Append a document; readers see it once a new state publishes the larger count."""
         doc_id = len(self.docs)
         tf = Counter(analyzed.terms)
+        for key in analyzed.fields:  # field terms count once and add nothing to the length
+            tf.setdefault(key, 1)
         for term, count in tf.items():
             lists = self.post.get(term)
             if lists is None:
@@ -284,7 +286,7 @@ class RtBuild:
                 seq=ev.seq,
                 crawled_at=ev.fetched_at,
                 doclen=len(item.analyzed.terms),
-                terms=frozenset(item.analyzed.terms),
+                terms=frozenset(item.analyzed.terms) | frozenset(item.analyzed.fields),
                 stored={
                     "url": ev.url,
                     "urlHash": url,
@@ -380,7 +382,7 @@ class RealtimeTier:
             return _Retained(ev, None, None)
         if page is None or page.noindex:
             return _Retained(ev, page, None)
-        return _Retained(ev, page, analyze_document(page.title, page.text))
+        return _Retained(ev, page, analyze_document(page.title, page.text, ev.url))
 
     def poll(self, max_events: int = 5000) -> int:
         """Read new events from the crawl log into the tier; returns how many were applied."""

@@ -431,7 +431,8 @@ class IndexVersion:
             terms = self._terms_cache.get(h)
             if terms is None:
                 stored = reader.stored(d)
-                terms = frozenset(analyze_document(stored["title"], stored["text"]).terms)
+                a = analyze_document(stored["title"], stored["text"], stored["url"])
+                terms = frozenset(a.terms) | frozenset(a.fields)
                 self._terms_cache[h] = terms
             adjust.update(terms)
             length += int(reader.doclen[d])
@@ -448,8 +449,11 @@ class IndexVersion:
         self._hidden_stats = (len(hidden), length, adjust)
         self._hidden = hidden
 
-    def vocabulary(self) -> list[tuple[str, int]]:
-        """Every term with its document frequency over the visible batch, commonest first."""
+    def vocabulary(self, fields: bool = False) -> list[tuple[str, int]]:
+        """Every term with its document frequency over the visible batch, commonest first.
+
+        Field terms (``title:…``, ``site:…``) only with ``fields``.
+        """
         totals: Counter[str] = Counter()
         for shard in self.shards:
             for view in shard.segments:
@@ -457,7 +461,7 @@ class IndexVersion:
                 totals.update(dict(zip(view.reader.terms, (int(x) for x in df), strict=True)))
         totals.subtract(self._base_adjust)
         totals.subtract(self._hidden_stats[2])
-        return [(t, n) for t, n in totals.most_common() if n > 0]
+        return [(t, n) for t, n in totals.most_common() if n > 0 and (fields or ":" not in t)]
 
     def url_hash_for_key(self, key: int) -> str | None:
         """The ``urlHash`` of the live batch document with this URL key, if any."""

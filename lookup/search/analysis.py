@@ -124,8 +124,10 @@ def stem(words: list[str]) -> list[str]:
     if all(w.isascii() for w in words):
         return _stemmer().stemWords(words)
     out = list(words)
-    english = [i for i, w in enumerate(words) if w.isascii() or not (is_devanagari(w) or CJK_RUN.match(w))]
     hindi = [i for i, w in enumerate(words) if not w.isascii() and is_devanagari(w)]
+    english = [
+        i for i, w in enumerate(words) if w.isascii() or not (is_devanagari(w) or CJK_RUN.match(w))
+    ]
     for idx, lang in ((english, "english"), (hindi, "hindi")):
         if idx:
             for i, s in zip(idx, _stemmer(lang).stemWords([words[i] for i in idx]), strict=True):

@@ -118,7 +118,7 @@ class Not:
     child: Node
 
 
-Node = Union[Term, Prefix, PhraseNode, FieldTerm, FieldPrefix, CrawledRange, And, Or, Not]
+Node = Union[Term, Prefix, PhraseNode, FieldTerm, FieldPrefix, CrawledRange, And, Or, Not]  # noqa: UP007
 
 
 # --- tokenizer ---------------------------------------------------------------------------
@@ -278,7 +278,7 @@ class _Parser:
                 day = dt.date.fromisoformat(value)
             except ValueError:
                 raise QuerySyntaxError(at, f"{field}: takes a date like 2026-01-31") from None
-            t = dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
+            t = dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC).timestamp()
             return CrawledRange(after=t) if field == "after" else CrawledRange(before=t)
         if field == "site":
             host = value.strip("/").lower()

@@ -369,17 +369,20 @@ def positive_terms(node: Node | None, negated: bool = False) -> list[str]:
     return list(out)
 
 
-def has_positive(node: Node | None) -> bool:
-    """Can some document match without matching only through NOTs? (``-foo`` alone cannot.)"""
+def has_positive(node: Node | None, negated: bool = False) -> bool:
+    """Are the query's matches bounded by what its leaves find? ``-foo`` alone is not.
+
+    By De Morgan, under a NOT an AND acts as an OR and an OR as an AND.
+    """
     if node is None:
         return False
     if isinstance(node, Not):
-        return False
-    if isinstance(node, And):
-        return any(has_positive(c) for c in node.children)
-    if isinstance(node, Or):
-        return all(has_positive(c) for c in node.children)
-    return True
+        return has_positive(node.child, not negated)
+    if isinstance(node, (And, Or)):
+        every = isinstance(node, Or) != negated
+        found = [has_positive(c, negated) for c in node.children]
+        return all(found) if every else any(found)
+    return not negated
 
 
 def is_plain(node: Node | None) -> bool:

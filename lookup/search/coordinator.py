@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from lookup.search import query as query_lang
+from lookup.search import spelling
 from lookup.search.analysis import parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
 from lookup.search.events import iso_time
@@ -390,8 +391,13 @@ class Coordinator:
         hedge: bool | None = None,
         now: float | None = None,
         signals: Signals | None = None,
+        suggest: bool = True,
     ) -> dict[str, Any]:
-        """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request)."""
+        """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request).
+
+        A query that finds little gets ``didYouMean`` (``suggest``): a spelling
+        correction from the index's terms, kept only if it finds more.
+        """
         started = time.perf_counter()
         if not isinstance(query, str):
             raise QueryError("INVALID_QUERY", "q must be a string")
@@ -523,6 +529,8 @@ class Coordinator:
             shardsQueried=n_shards,
             shardsAnswered=len(answers),
         )
+        if suggest and estimated < spelling.SUGGEST_BELOW:
+            self._did_you_mean(snapshot, text, estimated, body)
         took = (time.perf_counter() - started) * 1000.0
         body["tookMs"] = round(took, 3)
         entry = (text, mode, took, traces, len(answers), n_shards)
@@ -530,6 +538,20 @@ class Coordinator:
         if trace:
             body["fanout"] = {"terms": list(plan.terms), **_summary(entry)}
         return body
+
+    def _did_you_mean(
+        self, snapshot: IndexVersion, text: str, found: int, body: dict[str, Any]
+    ) -> None:
+        """Add ``didYouMean`` to ``body`` when a corrected query finds more than ``found``."""
+        corrected = spelling.correct_query(text, spelling.speller_for(snapshot))
+        if corrected is None or corrected == text:
+            return
+        try:
+            again = self.search(snapshot, corrected, limit=1, suggest=False)
+        except QueryError:
+            return
+        if again["estimatedTotal"] > found:
+            body["didYouMean"] = {"query": corrected, "estimatedTotal": again["estimatedTotal"]}
 
     @staticmethod
     def _expand(snapshot: IndexVersion, prefix: str) -> list[str]:

@@ -132,7 +132,7 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    """Split a query into tokens; an unclosed quote is an error at its position."""
+    """Split a query into tokens (an unmatched quote mark is dropped, as before operators)."""
     out: list[Token] = []
     i, n = 0, len(text)
     while i < n:
@@ -146,8 +146,9 @@ def tokenize(text: str) -> list[Token]:
             j = i + 1
             while j < n and text[j] not in _QUOTES:
                 j += 1
-            if j >= n:
-                raise QuerySyntaxError(i, "this quote is never closed")
+            if j >= n:  # an unmatched quote mark is ignored (the words after it stay)
+                i += 1
+                continue
             out.append(Token("phrase", text[i + 1 : j], i))
             i = j + 1
         elif c == "-" and i + 1 < n and not text[i + 1].isspace() and text[i + 1] not in ")-":
@@ -192,29 +193,44 @@ class _Parser:
             raise QuerySyntaxError(tok.pos, "this ')' closes no '('")
         return node
 
+    def _skip_dangling(self) -> None:
+        """Drop operators with nothing to join: ``OR json``, ``json OR``, ``json AND )``.
+
+        Typed text often has them (a capitalised word in pasted prose); read as the stop
+        words they are, the query means what it meant before operators existed.
+        """
+        while (tok := self.peek()) is not None and tok.kind in ("or", "and"):
+            nxt = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
+            if nxt is None or nxt.kind in ("or", "and", "rparen") or not self._has_left(tok):
+                self.take()
+            else:
+                break
+
+    def _has_left(self, tok: Token) -> bool:
+        j = self.tokens.index(tok)
+        return j > 0 and self.tokens[j - 1].kind not in ("lparen", "or", "and", "not", "minus")
+
     def or_expr(self) -> Node | None:
+        self._skip_dangling()
         parts = [self.and_expr()]
         while (tok := self.peek()) is not None and tok.kind == "or":
             self.take()
-            nxt = self.peek()
-            if nxt is None or nxt.kind in ("or", "rparen"):
-                raise QuerySyntaxError(tok.pos, "OR needs a query on its right")
+            self._skip_dangling()
             parts.append(self.and_expr())
         return _join(Or, parts)
 
     def and_expr(self) -> Node | None:
+        self._skip_dangling()
         tok = self.peek()
-        if tok is not None and tok.kind in ("or", "and"):
-            raise QuerySyntaxError(tok.pos, f"{tok.text} needs a query on its left")
         if tok is None or tok.kind == "rparen":
-            raise QuerySyntaxError(tok.pos if tok else self.end(), "expected a word here")
+            return None  # nothing here (only dangling operators): the caller decides
         parts = [self.unary()]
         while (tok := self.peek()) is not None and tok.kind not in ("or", "rparen"):
             if tok.kind == "and":
                 self.take()
-                nxt = self.peek()
-                if nxt is None or nxt.kind in ("or", "and", "rparen"):
-                    raise QuerySyntaxError(tok.pos, "AND needs a query on its right")
+                self._skip_dangling()
+                if (nxt := self.peek()) is None or nxt.kind in ("or", "rparen"):
+                    break
             parts.append(self.unary())
         return _join(And, parts)
 
@@ -224,7 +240,7 @@ class _Parser:
             self.take()
             nxt = self.peek()
             if nxt is None or nxt.kind in ("or", "and", "rparen"):
-                raise QuerySyntaxError(tok.pos, f"{tok.text} needs a query on its right")
+                return None  # a NOT with nothing after it is the word "not": a stop word
             self._enter(tok)
             child = self.unary()
             self.depth -= 1

@@ -4,7 +4,6 @@ end to end through the real crawler's output from the sandbox web's Japanese and
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

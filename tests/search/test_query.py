@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 from lookup.search import SearchService, Signals, build_index
 from lookup.search import query as q
 from lookup.search.analysis import analyze, analyze_document, analyze_query
-from lookup.search.bm25 import B, K1
+from lookup.search.bm25 import K1, B
 from lookup.search.coordinator import MAX_PREFIX_TERMS, QueryError
 from lookup.server import create_app
 from tests.search.corpus import BASE_TIME, CrawlWriter, stdlib_pages
@@ -90,7 +90,10 @@ def test_syntax_errors_say_where(text: str, position: int, words: str) -> None:
     assert words in err.value.message
 
 
-@given(st.lists(st.sampled_from(list('ab c()"-*:\u201c') + [" OR ", " NOT ", "title:"]), max_size=20))
+PIECES = [*'ab c()"-*:\u201c', " OR ", " NOT ", "title:", "after:"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=20))
 @settings(max_examples=300, deadline=None)
 def test_any_text_parses_or_fails_cleanly(pieces: list[str]) -> None:
     text = "".join(pieces)
@@ -356,7 +359,8 @@ def test_parse_errors_answer_400_with_position(world: World, tmp_path: Path) -> 
     """Through the real app: a syntax error is a 400 naming the character, never a 500."""
     data = tmp_path / "data"
     shutil.copytree(world.index, data / "search")
-    with TestClient(create_app(data, subsystems=["lookup.search.http:mount"]), raise_server_exceptions=False) as c:
+    app = create_app(data, subsystems=["lookup.search.http:mount"])
+    with TestClient(app, raise_server_exceptions=False) as c:
         r = c.get("/search", params={"q": "(heap OR json"})  # an unclosed parenthesis
         assert r.status_code == 400
         body = r.json()

@@ -42,7 +42,9 @@ def _brute(vocab: dict[str, int], term: str) -> str | None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.dictionaries(st.text(alphabet="abcdefg", min_size=1, max_size=8), st.integers(1, 50), min_size=1),
+    st.dictionaries(
+        st.text(alphabet="abcdefg", min_size=1, max_size=8), st.integers(1, 50), min_size=1
+    ),
     st.text(alphabet="abcdefgh", min_size=1, max_size=9),
 )
 def test_suggestions_equal_a_brute_force_scan(vocab: dict[str, int], typed: str) -> None:

@@ -141,6 +141,20 @@ def speller_for(snapshot: object) -> Speller:
 SUGGEST_BELOW = 3
 
 
+def _surface(typed: str, typed_term: str, term: str) -> str:
+    """A word for the corrected stem, with the ending the typed word lost to stemming.
+
+    ``itertols`` stems to ``itertol``, corrected to ``itertool``; the typed ``s`` goes
+    back on: ``itertools`` — kept only if it stems to the correction again.
+    """
+    word = typed.lower()
+    if word.startswith(typed_term) and word != typed_term:
+        candidate = term + word[len(typed_term) :]
+        if analyze(candidate).terms == [term]:
+            return candidate
+    return term
+
+
 def correct_query(text: str, speller: Speller) -> str | None:
     """The query with each misspelt plain word replaced by its correction, or None.
 
@@ -166,7 +180,7 @@ def correct_query(text: str, speller: Speller) -> str | None:
         if s is None:
             continue
         out.append(text[at : tok.pos])
-        out.append(s.term)
+        out.append(_surface(tok.text, terms[0], s.term))
         at = tok.pos + len(tok.text)
         changed = True
     if not changed:

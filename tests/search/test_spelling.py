@@ -59,6 +59,9 @@ def test_corrections_keep_the_query_around_them() -> None:
     assert correct_query("heapq json", speller) is None  # nothing to correct
     assert correct_query("title:hepq jso*", speller) is None  # fields and prefixes as typed
     assert correct_query("(broken", speller) is None
+    stems = Speller([("itertool", 30), ("queue", 30)])
+    assert correct_query("itertols", stems) == "itertools"  # the typed ending goes back on
+    assert correct_query("queus", stems) == "queue"
 
 
 def test_hepq_means_heapq(index_1: Path) -> None:

@@ -418,12 +418,12 @@ class Coordinator:
                 f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
                 "goes past it — refine the query instead",
             )
-        try:
-            node = query_lang.parse(text)
-        except query_lang.QuerySyntaxError as exc:
-            raise QueryError(
-                "QUERY_SYNTAX", exc.message, position=exc.position
-            ) from None
+        node = None
+        if query_lang.has_operators(text):
+            try:
+                node = query_lang.parse(text)
+            except query_lang.QuerySyntaxError as exc:
+                raise QueryError("QUERY_SYNTAX", exc.message, position=exc.position) from None
         expr = None
         if query_lang.is_plain(node):  # terms and phrases only: the classic path, as before
             parsed = parse_query(text)
@@ -562,6 +562,8 @@ class Coordinator:
             for t, n in rt_build.state.df.items():
                 if t.startswith(prefix) and n > 0:
                     found[t] = found.get(t, 0) + n
+        if ":" not in prefix:  # a word's prefix never expands to field terms (title:…)
+            found = {t: n for t, n in found.items() if ":" not in t}
         ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
         return [t for t, _ in ranked[:MAX_PREFIX_TERMS]]
 

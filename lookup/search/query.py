@@ -23,6 +23,7 @@ that is only a stop word vanishes, and so does an operator around nothing. Error
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from typing import Union
 
@@ -354,6 +355,16 @@ def _join(kind: type, parts: list[Node | None]) -> Node | None:
     if len(kept) == 1:
         return kept[0]
     return kind(tuple(kept))
+
+
+#: Characters and words that make a query more than words: without one, the parse is
+#: the plain words themselves (checked with one regex search, not a parse).
+_OPERATORS = re.compile(r'[()*:"\u201c\u201d\u201e\u00ab\u00bb]|(?:^|\s)-|\b(?:OR|AND|NOT)\b')
+
+
+def has_operators(text: str) -> bool:
+    """Could ``text`` hold an operator, a phrase or a field? False: it is plain words."""
+    return _OPERATORS.search(text) is not None
 
 
 def parse(text: str) -> Node | None:

@@ -24,6 +24,9 @@ import numpy as np
 from lookup.search.analysis import analyze
 from lookup.search.query import FIELDS, QuerySyntaxError, tokenize
 
+#: A query is offered a correction when it finds fewer results than this; a word in at
+#: least this many documents is never corrected.
+SUGGEST_BELOW = 3
 #: A suggested term must be in this many times more documents than the word typed.
 MIN_GAIN = 10
 #: Counted letters: a–z, 0–9, and one slot for everything else.
@@ -104,6 +107,8 @@ class Speller:
         if not term or not self.terms:
             return None
         own = self.df.get(term, 0)
+        if own >= SUGGEST_BELOW:  # a word this many pages use is no misspelling to fix here
+            return None
         k = max_edits(term)
         ok = np.abs(self.lengths - len(term)) <= k
         ok &= self.dfs >= max(own, 1) * MIN_GAIN if own else self.dfs > 0
@@ -135,10 +140,6 @@ def speller_for(snapshot: object) -> Speller:
                 speller = Speller(snapshot.vocabulary())  # type: ignore[attr-defined]
                 snapshot._speller = speller  # type: ignore[attr-defined]
     return speller
-
-
-#: A query is offered a correction when it finds fewer results than this.
-SUGGEST_BELOW = 3
 
 
 def _surface(typed: str, typed_term: str, term: str) -> str:

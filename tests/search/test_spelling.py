@@ -13,7 +13,14 @@ from rapidfuzz.distance import OSA
 from starlette.testclient import TestClient
 
 from lookup.search import SearchService
-from lookup.search.spelling import MIN_GAIN, Speller, correct_query, edit_distance, max_edits
+from lookup.search.spelling import (
+    MIN_GAIN,
+    SUGGEST_BELOW,
+    Speller,
+    correct_query,
+    edit_distance,
+    max_edits,
+)
 from lookup.server import create_app
 
 word = st.text(alphabet="abcde", max_size=9)
@@ -29,6 +36,8 @@ def test_edit_distance_is_rapidfuzz_osa(a: str, b: str, limit: int) -> None:
 
 def _brute(vocab: dict[str, int], term: str) -> str | None:
     own = vocab.get(term, 0)
+    if own >= SUGGEST_BELOW:
+        return None
     k = max_edits(term)
     best = None
     for cand, df in vocab.items():

@@ -124,7 +124,7 @@ def validate(cmd: ControlCommand) -> ControlCommand:
             raise ControlError("BAD_HOST", f"not a host name (host or host:port): {cmd.target!r}")
     elif kind == "pattern":
         if not target or len(target) > 2048 or any(c.isspace() for c in target):
-            raise ControlError("BAD_PATTERN", "a pattern is a URL glob without spaces, 1-2048 chars")
+            raise ControlError("BAD_PATTERN", "a pattern is a URL glob: 1-2048 chars, no spaces")
     elif kind == "url":
         url = normalize_url(target) if len(target) <= 4096 else None
         if url is None:

@@ -42,6 +42,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from lookup.crawler.config import CrawlConfig, CrawlError, CrawlProgress, CrawlReport
+from lookup.crawler.controls import controls_url, open_crawl_controls
 from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_from_bytes
 from lookup.crawler.fetcher import (
     HTML_TYPES,
@@ -69,6 +70,7 @@ from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK, CrawlScope
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
+from lookup.crawler.steering import Steering
 from lookup.crawler.store import (
     STATE_FILE,
     CrawlStateError,
@@ -144,11 +146,13 @@ class Crawler(RobotsHops):
                     await self._add_seeds()
                 progress = asyncio.create_task(self._progress_loop())
                 state = asyncio.create_task(self._state_loop())
+                steer = asyncio.create_task(self.steering.run())
                 try:
                     reason = await self._loop()
                 finally:
                     progress.cancel()
                     state.cancel()
+                    steer.cancel()
                     await self._drain()
                     try:
                         self._flush_frontier()  # the state a resumed crawl starts from
@@ -234,11 +238,13 @@ class Crawler(RobotsHops):
             self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
         self.events = EventLogWriter(self.out / "events.jsonl")
+        self.steering = Steering(self, open_crawl_controls(controls_url(crawl_state_url(self.out))))
+        self.steering.poll()  # a block issued before the start holds from the first request
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
 
     def _close(self) -> None:
-        for name in ("warc", "events"):
+        for name in ("warc", "events", "steering"):
             obj = getattr(self, name, None)
             if obj is not None:
                 with contextlib.suppress(OSError):
@@ -356,7 +362,8 @@ class Crawler(RobotsHops):
         """The seen-check and every admission rule for one normalised URL; returns the verdict."""
         host = host_of(url)
         h = url_hash(url)
-        cut = self.config.scope.check(url) or self.traps.check_url(url, depth)
+        cut = (self.config.scope.check(url) or self.steering.check_url(url)
+               or self.traps.check_url(url, depth))  # fmt: skip
         if cut is None and self.traps.pattern_verdict(url) == "cut":
             cut = ("duplicate-pattern", "this URL pattern keeps producing duplicates")
         if cut is None and kind == "page" and self.traps.over_budget(self._admitted[host]):
@@ -492,6 +499,8 @@ class Crawler(RobotsHops):
                 lease = self.frontier.lease(now)
                 if lease is None:
                     break
+                if self.steering.refuses(lease):
+                    continue
                 if lease.kind == "page":
                     self._pages_leased += 1
                 task = asyncio.create_task(self._work(lease))

@@ -122,6 +122,7 @@ class HostQueue:
     waiting_robots: bool = False  # robots.txt unreachable: parked until it is retried
     needs_probe: bool = False  # ask for a URL that cannot exist before any page
     crawl_delay: float | None = None
+    delay_floor: float | None = None  # an operator's delay in place of min_delay
     last_delay: float = 0.0
     fetches: int = 0
     heap_token: int = 0
@@ -162,9 +163,11 @@ class PolitenessPolicy:
         status: int | None = None,
         retry_after: float | None = None,
         previous: float = 0.0,
+        floor: float | None = None,
     ) -> float:
-        """The pause before the host's next request."""
-        delay = max(crawl_delay or 0.0, self.delay_factor * took, self.min_delay)
+        """The pause before the host's next request (``floor`` replaces ``min_delay``)."""
+        base = self.min_delay if floor is None else floor
+        delay = max(crawl_delay or 0.0, self.delay_factor * took, base)
         if status in (429, 503):
             delay = max(delay, retry_after or 0.0, 2.0 * previous)
             delay = min(delay, max(self.max_backoff, crawl_delay or 0.0))
@@ -199,6 +202,8 @@ class Frontier:
         self._ip_ready: dict[str, float] = {}
         self._ip_waiters: dict[str, set[str]] = {}
         self._size = 0
+        #: Hosts that may not be asked anything now (operator controls); see :meth:`wake_held`.
+        self.held: Callable[[str], bool] = lambda host: False
 
     # -- adding ----------------------------------------------------------------------
     def add(self, entry: FrontierEntry, address: str, *, front: bool = False) -> None:
@@ -259,6 +264,9 @@ class Frontier:
             if ready_at > now:
                 return None
             heapq.heappop(self._heap)
+            if self.held(host):
+                hq.heap_token = 0  # out of the heap until wake_held
+                continue
             ip = hq.address
             if ip in self._ip_busy:
                 self._ip_waiters.setdefault(ip, set()).add(host)
@@ -296,7 +304,7 @@ class Frontier:
                 ready_at=now,
             )  # fmt: skip
             self.hosts[host] = hq
-        if hq.in_flight or hq.ready_at > now or address in self._ip_busy:
+        if hq.in_flight or hq.ready_at > now or address in self._ip_busy or self.held(host):
             return None
         if self._ip_ready.get(address, 0.0) > now:
             return None
@@ -353,6 +361,7 @@ class Frontier:
             status=status,
             retry_after=retry_after,
             previous=hq.last_delay,
+            floor=hq.delay_floor,
         )
         hq.last_delay = delay
         hq.fetches += 1
@@ -387,6 +396,23 @@ class Frontier:
     def _drop_if_idle(self, hq: HostQueue) -> None:
         """A host with nothing queued leaves the heap but keeps its timing state."""
         hq.heap_token = 0
+
+    # -- operator controls -----------------------------------------------------------
+    def wake_held(self) -> None:
+        """Put back in turn every host with work that :attr:`held` no longer holds."""
+        for hq in self.hosts.values():
+            if len(hq) and not hq.in_flight and not self.held(hq.host):
+                self._schedule(hq, hq.ready_at)
+
+    def set_delay_floor(self, host: str, floor: float | None) -> None:
+        """An operator's delay for ``host`` (None: the policy's own); a longer one applies
+        to the pause already running."""
+        hq = self.hosts.get(host)
+        if hq is None or hq.delay_floor == floor:
+            return
+        hq.delay_floor = floor
+        if floor is not None and floor > hq.last_delay:
+            self.set_ready(host, hq.ready_at + floor - hq.last_delay)
 
     # -- robots state ----------------------------------------------------------------
     def robots_known(

@@ -1,0 +1,191 @@
+"""Applying the operator's controls inside a crawler process, within a second.
+
+A :class:`Steering` polls its :class:`~lookup.crawler.controls.CrawlControls` every
+``interval`` seconds (0.5 s by default: a command takes effect within one second of
+being issued), folds the new commands into its :class:`ControlState` and applies them
+to the crawl:
+
+- the frontier's ``held`` predicate is the state's :meth:`ControlState.holds`, so a
+  blocked or paused host (or every host, when the crawl is paused) is never leased
+  again — not for a page, not for robots.txt, not for a robots redirect hop;
+- on a block, the queued URLs it covers leave the frontier and are settled as cut by
+  the rule ``operator-block``; admission (:meth:`check_url`) cuts new ones the same
+  way, and :meth:`refuses` catches anything that still reaches a lease (a recrawl or
+  a new cycle re-admitting a deferred URL) before a request is made;
+- a delay sets the host's floor in the frontier (it replaces ``min_delay``; robots.txt's
+  Crawl-delay and a 429/503 back-off still apply on top);
+- ``recrawl`` puts a known URL back at the head of its host's queue (level 0) or admits
+  an unknown one as a seed.
+
+After applying, it acknowledges the version (worker name, time) in the controls log.
+The version applied is kept in the crawl's meta (``controls_version``) so a resumed
+crawl does not recrawl again what it was asked to recrawl before the stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import TYPE_CHECKING
+
+from lookup.crawler.controls import ControlRecord, ControlState, CrawlControls
+from lookup.crawler.frontier import Lease
+from lookup.crawler.store import CutRecord
+from lookup.kit.urlnorm import host_of, url_hash
+
+if TYPE_CHECKING:
+    from lookup.crawler.engine import Crawler
+
+__all__ = ["BLOCK_RULE", "Steering"]
+
+log = logging.getLogger("lookup.crawler.steering")
+
+#: The cut rule of a URL an operator's block refused.
+BLOCK_RULE = "operator-block"
+
+
+class Steering:
+    """The controls of one crawl, applied to one crawler (``worker`` names it in acks)."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        controls: CrawlControls,
+        *,
+        worker: str = "crawl",
+        interval: float = 0.5,
+    ) -> None:
+        self.crawler = crawler
+        self.controls = controls
+        self.worker = worker
+        self.interval = interval
+        self.state = ControlState()
+        self._recrawl_done = int(crawler.store.get_meta("controls_version", 0) or 0)
+        self._pending: list[str] = []
+        crawler.frontier.held = self.state.holds
+
+    # -- polling ------------------------------------------------------------------------
+    def poll(self) -> int:
+        """Read and apply new commands; returns how many there were."""
+        try:
+            new = self.controls.since(self.state.version)
+        except Exception:  # noqa: BLE001 - the controls store is down: keep the last state
+            log.warning("reading the crawl controls failed; keeping version %d",
+                        self.state.version, exc_info=True)  # fmt: skip
+            return 0
+        for rec in new:
+            self.state.apply(rec)
+            self._apply(rec)
+        if new:
+            self._sync_delays()
+            self.crawler.frontier.wake_held()
+            self.crawler._wake.set()
+            with contextlib.suppress(Exception):
+                self.controls.acknowledge(self.worker, self.state.version)
+        return len(new)
+
+    async def run(self) -> None:
+        """Poll until cancelled; admit the URLs asked for by ``recrawl``."""
+        while True:
+            self.poll()
+            if self._pending:
+                urls, self._pending = self._pending, []
+                await self.crawler._admit_many([(u, 0, None, "page", 0) for u in urls])
+            await asyncio.sleep(self.interval)
+
+    def close(self) -> None:
+        self.controls.close()
+
+    # -- what the crawl loop asks ---------------------------------------------------------
+    def check_url(self, url: str) -> tuple[str, str] | None:
+        """The admission rule: ``(rule, detail)`` when a block covers ``url``."""
+        why = self._why_blocked(url)
+        return None if why is None else (BLOCK_RULE, why)
+
+    def refuses(self, lease: Lease) -> bool:
+        """Give back a lease a block covers (settling its URL); True when refused."""
+        c = self.crawler
+        if self.state.holds(lease.host):  # held after it was leased: not one request
+            if lease.entry is not None:
+                c.frontier.requeue(lease.entry, lease.address)
+                if lease.kind == "page":
+                    c._pages_leased -= 1
+            c.frontier.release(lease)
+            self._drop_blocked(lease.host)
+            return True
+        if lease.entry is None:
+            return False
+        why = self._why_blocked(lease.entry.url)
+        if why is None:
+            return False
+        if lease.kind == "page":
+            c._pages_leased -= 1
+        c.frontier.release(lease)
+        with c.store.transaction():
+            self._cut(lease.entry.url, lease.entry.host, why)
+        return True
+
+    # -- applying -------------------------------------------------------------------------
+    def _why_blocked(self, url: str) -> str | None:
+        host_block = self.state.host_blocked(host_of(url))
+        if host_block is not None:
+            return f"the operator blocked host {host_block} (control v{self.state.version})"
+        pattern = self.state.url_blocked(url)
+        if pattern is not None:
+            return f"the operator blocked {pattern} (control v{self.state.version})"
+        return None
+
+    def _cut(self, url: str, host: str, why: str) -> None:
+        c = self.crawler
+        c.store.settle_url(url_hash(url), "cut", f"trap:{BLOCK_RULE}", why)
+        c.store.add_cut(CutRecord(url, host, BLOCK_RULE, why))
+        c._counts["cut"] += 1
+
+    def _drop_blocked(self, host: str | None = None) -> None:
+        """Take every queued URL a block covers out of the frontier, settled as cut."""
+        c = self.crawler
+        hosts = [host] if host is not None else list(c.frontier.hosts)
+        dropped = []
+        for h in hosts:
+            dropped += c.frontier.remove_host_entries(h, lambda e: self._why_blocked(e.url) is None)
+        if dropped:
+            with c.store.transaction():
+                for e in dropped:
+                    self._cut(e.url, e.host, self._why_blocked(e.url) or "blocked")
+            log.info("controls v%d: %d queued URLs cut", self.state.version, len(dropped))
+
+    def _sync_delays(self) -> None:
+        for host in list(self.crawler.frontier.hosts):
+            self.crawler.frontier.set_delay_floor(host, self.state.delay_for(host))
+
+    def _apply(self, rec: ControlRecord) -> None:
+        log.info("control v%d: %s %s %s", rec.version, rec.command, rec.target,
+                 "" if rec.value is None else rec.value)  # fmt: skip
+        if rec.command in ("block-host", "block-pattern"):
+            self._drop_blocked()
+        elif rec.command == "recrawl" and rec.version > self._recrawl_done:
+            self._recrawl(rec.target)
+            self._recrawl_done = rec.version
+            self.crawler.store.set_meta("controls_version", rec.version)
+
+    def _recrawl(self, url: str) -> None:
+        c = self.crawler
+        if self._why_blocked(url) is not None:
+            return
+        row = c.store.url(url_hash(url))
+        if row is None:
+            self._pending.append(url)  # admitted (resolving its host) by run()
+            return
+        if row.state in ("queued", "leased"):
+            return  # already on its way
+        hosts = {h.host: h for h in c.store.hosts() if h.host == row.host}
+        address = hosts[row.host].address if row.host in hosts else None
+        if not address:
+            self._pending.append(url)
+            return
+        with c.store.transaction():
+            c.store.requeue_due(row.url_hash, level=0, cycle=c.cycle)
+        entry = c._entry(row)
+        entry.level, entry.attempts = 0, 0
+        c.frontier.add(entry, address, front=True)

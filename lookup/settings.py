@@ -300,6 +300,14 @@ SETTINGS: dict[str, Setting] = {
             "tests that need a real server (etcd, Redis, PostgreSQL) fail instead of "
             "skipping when its binary is missing (.ci/run sets it).",
         ),
+        # -- crawler control API ---------------------------------------------------------------
+        Setting(
+            "crawl_store", "LOOKUP_CRAWL_STORE", "", _text, "url", "",
+            "the crawl the API's /crawler endpoints (controls, per-host health) act on: its "
+            "store URL (sqlite:///DIR/crawl.sqlite, or the fleet's postgresql://…); default: "
+            "the newest crawl under <data-dir>/crawls. A request's crawl=NAME picks another "
+            "crawl there.",
+        ),
         # -- web search ----------------------------------------------------------------------
         Setting(
             "search_deadline_ms", "LOOKUP_SEARCH_DEADLINE_MS", None, _positive_float, "ms", "",

@@ -131,13 +131,16 @@ def _replay(cmds: list[tuple[str, str, float | None]]) -> dict[str, Any]:
         "blockedHosts": sorted(t for (f, t), (c, _) in last.items() if c == "block-host"),
         "blockedPatterns": sorted(t for (f, t), (c, _) in last.items() if c == "block-pattern"),
         "pausedHosts": sorted(t for (f, t), (c, _) in last.items() if c == "pause-host"),
-        "delays": dict(sorted((t, v) for (f, t), (c, v) in last.items()
-                              if f == "delay" and v is not None)),  # fmt: skip
+        "delays": dict(
+            sorted((t, v) for (f, t), (c, v) in last.items() if f == "delay" and v is not None)
+        ),
         "crawlPaused": last.get(("crawl", ""), ("resume-crawl", None))[0] == "pause-crawl",
     }
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(cmds=st.lists(command, max_size=25), cut=st.integers(0, 25))
 def test_incremental_fold_equals_the_replay(
     cmds: list[tuple[str, str, float | None]], cut: int, tmp_path_factory: pytest.TempPathFactory

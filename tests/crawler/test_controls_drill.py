@@ -144,10 +144,13 @@ def test_pause_and_resume_the_whole_crawl_and_recrawl_now(
     again = _wait(
         "the recrawl",
         lambda: next(
-            (e for e in crawled(web)
-             if e.host == done.host and e.target == "/" and e.wall > issued["at"]),
+            (
+                e
+                for e in crawled(web)
+                if e.host == done.host and e.target == "/" and e.wall > issued["at"]
+            ),
             None,
-        ),  # fmt: skip
+        ),
         timeout=30,
     )
     with capsys.disabled():

@@ -42,7 +42,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from lookup.crawler.config import CrawlConfig, CrawlError, CrawlProgress, CrawlReport
-from lookup.crawler.controls import controls_url, open_crawl_controls
 from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_from_bytes
 from lookup.crawler.fetcher import (
     HTML_TYPES,
@@ -238,8 +237,7 @@ class Crawler(RobotsHops):
             self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
         self.events = EventLogWriter(self.out / "events.jsonl")
-        self.steering = Steering(self, open_crawl_controls(controls_url(crawl_state_url(self.out))))
-        self.steering.poll()  # a block issued before the start holds from the first request
+        self.steering = Steering.open(self, crawl_state_url(self.out), "crawl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
 
@@ -362,8 +360,8 @@ class Crawler(RobotsHops):
         """The seen-check and every admission rule for one normalised URL; returns the verdict."""
         host = host_of(url)
         h = url_hash(url)
-        cut = (self.config.scope.check(url) or self.steering.check_url(url)
-               or self.traps.check_url(url, depth))  # fmt: skip
+        cut = self.steering.check_url(url) or self.config.scope.check(url)
+        cut = cut or self.traps.check_url(url, depth)
         if cut is None and self.traps.pattern_verdict(url) == "cut":
             cut = ("duplicate-pattern", "this URL pattern keeps producing duplicates")
         if cut is None and kind == "page" and self.traps.over_budget(self._admitted[host]):

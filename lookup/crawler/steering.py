@@ -29,7 +29,13 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from lookup.crawler.controls import ControlRecord, ControlState, CrawlControls
+from lookup.crawler.controls import (
+    ControlRecord,
+    ControlState,
+    CrawlControls,
+    controls_url,
+    open_crawl_controls,
+)
 from lookup.crawler.frontier import Lease
 from lookup.crawler.store import CutRecord
 from lookup.kit.urlnorm import host_of, url_hash
@@ -64,6 +70,13 @@ class Steering:
         self._recrawl_done = int(crawler.store.get_meta("controls_version", 0) or 0)
         self._pending: list[str] = []
         crawler.frontier.held = self.state.holds
+
+    @classmethod
+    def open(cls, crawler: Crawler, store_url: str, worker: str) -> Steering:
+        """The controls of the crawl at ``store_url``, applied once before any request."""
+        steering = cls(crawler, open_crawl_controls(controls_url(store_url)), worker=worker)
+        steering.poll()
+        return steering
 
     # -- polling ------------------------------------------------------------------------
     def poll(self) -> int:

@@ -122,7 +122,6 @@ class HostQueue:
     waiting_robots: bool = False  # robots.txt unreachable: parked until it is retried
     needs_probe: bool = False  # ask for a URL that cannot exist before any page
     crawl_delay: float | None = None
-    delay_floor: float | None = None  # an operator's delay in place of min_delay
     last_delay: float = 0.0
     fetches: int = 0
     heap_token: int = 0
@@ -204,6 +203,8 @@ class Frontier:
         self._size = 0
         #: Hosts that may not be asked anything now (operator controls); see :meth:`wake_held`.
         self.held: Callable[[str], bool] = lambda host: False
+        #: An operator's delay for a host, in place of ``min_delay`` (None: the policy's).
+        self.delay_floor: Callable[[str], float | None] = lambda host: None
 
     # -- adding ----------------------------------------------------------------------
     def add(self, entry: FrontierEntry, address: str, *, front: bool = False) -> None:
@@ -361,7 +362,7 @@ class Frontier:
             status=status,
             retry_after=retry_after,
             previous=hq.last_delay,
-            floor=hq.delay_floor,
+            floor=self.delay_floor(hq.host),
         )
         hq.last_delay = delay
         hq.fetches += 1
@@ -404,15 +405,13 @@ class Frontier:
             if len(hq) and not hq.in_flight and not self.held(hq.host):
                 self._schedule(hq, hq.ready_at)
 
-    def set_delay_floor(self, host: str, floor: float | None) -> None:
-        """An operator's delay for ``host`` (None: the policy's own); a longer one applies
-        to the pause already running."""
+    def stretch_pause(self, host: str) -> None:
+        """A longer :attr:`delay_floor` for ``host`` applies to the pause already running."""
         hq = self.hosts.get(host)
-        if hq is None or hq.delay_floor == floor:
-            return
-        hq.delay_floor = floor
-        if floor is not None and floor > hq.last_delay:
+        floor = self.delay_floor(host)
+        if hq is not None and floor is not None and floor > hq.last_delay:
             self.set_ready(host, hq.ready_at + floor - hq.last_delay)
+            hq.last_delay = floor
 
     # -- robots state ----------------------------------------------------------------
     def robots_known(

@@ -70,6 +70,7 @@ class Steering:
         self._recrawl_done = int(crawler.store.get_meta("controls_version", 0) or 0)
         self._pending: list[str] = []
         crawler.frontier.held = self.state.holds
+        crawler.frontier.delay_floor = self.state.delay_for
 
     @classmethod
     def open(cls, crawler: Crawler, store_url: str, worker: str) -> Steering:
@@ -91,7 +92,6 @@ class Steering:
             self.state.apply(rec)
             self._apply(rec)
         if new:
-            self._sync_delays()
             self.crawler.frontier.wake_held()
             self.crawler._wake.set()
             with contextlib.suppress(Exception):
@@ -168,15 +168,14 @@ class Steering:
                     self._cut(e.url, e.host, self._why_blocked(e.url) or "blocked")
             log.info("controls v%d: %d queued URLs cut", self.state.version, len(dropped))
 
-    def _sync_delays(self) -> None:
-        for host in list(self.crawler.frontier.hosts):
-            self.crawler.frontier.set_delay_floor(host, self.state.delay_for(host))
-
     def _apply(self, rec: ControlRecord) -> None:
         log.info("control v%d: %s %s %s", rec.version, rec.command, rec.target,
                  "" if rec.value is None else rec.value)  # fmt: skip
         if rec.command in ("block-host", "block-pattern"):
             self._drop_blocked()
+        elif rec.command == "set-delay":
+            for host in list(self.crawler.frontier.hosts):
+                self.crawler.frontier.stretch_pause(host)
         elif rec.command == "recrawl" and rec.version > self._recrawl_done:
             self._recrawl(rec.target)
             self._recrawl_done = rec.version

@@ -221,14 +221,51 @@ def test_an_operator_delay_replaces_min_delay_and_delays_the_running_pause() -> 
     lease = f.lease()
     assert lease is not None
     assert f.complete(lease, 0.0) == 1.0  # the policy's min_delay
-    f.set_delay_floor("a.test", 5.0)
+    floors: dict[str, float] = {"a.test": 5.0}
+    f.delay_floor = floors.get
+    f.stretch_pause("a.test")
     assert f.hosts["a.test"].ready_at == pytest.approx(clock.t + 5.0)
     clock.t += 5.0
     lease = f.lease()
     assert lease is not None
     assert f.complete(lease, 0.0) == 5.0
-    f.set_delay_floor("a.test", 0.2)  # a faster rate: only below min_delay on request
+    floors["a.test"] = 0.2  # a faster rate: below min_delay, on request
     clock.t += 5.0
     lease = f.lease()
     assert lease is not None
     assert f.complete(lease, 0.0) == pytest.approx(0.2)
+
+
+# -- applied by a real crawl of the sandbox (in this process) ----------------------------
+
+
+def test_controls_issued_before_the_start_hold_from_the_first_request(
+    web: Any, tmp_path: Path
+) -> None:
+    """A blocked host gets not even robots.txt, a blocked pattern no URL, a delayed host
+    its pause between answers (judged from the sandbox's log), and the cuts are recorded."""
+    from lookup.crawler import crawl
+    from lookup.crawler.steering import BLOCK_RULE
+    from tests.crawler.conftest import test_config
+
+    out = tmp_path / "c"
+    ctl = open_crawl_controls(controls_url(crawl_state_url(out)))
+    try:
+        ctl.issue(ControlCommand("block-host", "news.sandbox.test"))
+        ctl.issue(ControlCommand("block-pattern", "http://shop.sandbox.test*/*cart*"))
+        ctl.issue(ControlCommand("set-delay", "docs.sandbox.test", 0.3))
+        web.log.clear()
+        report = crawl(test_config(out, web, max_pages=150))
+        acks = ctl.acks()
+    finally:
+        ctl.close()
+    log = web.log.entries()
+    assert not [e for e in log if e.host == "news.sandbox.test"]
+    assert not [e for e in log if e.host == "shop.sandbox.test" and "cart" in e.target]
+    docs = sorted((e for e in log if e.host == "docs.sandbox.test"), key=lambda e: e.start)
+    assert len(docs) >= 3
+    # after robots.txt (whose own pause is the policy's) every gap is the operator's 0.3 s
+    gaps = [b.start - a.end for a, b in zip(docs[1:], docs[2:], strict=False)]
+    assert min(gaps) >= 0.3 - 0.01, gaps
+    assert report.traps.get(BLOCK_RULE, 0) >= 1
+    assert acks and acks[0].version == 3

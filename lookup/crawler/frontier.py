@@ -498,4 +498,3 @@ class Frontier:
             }
             for hq in sorted(self.hosts.values(), key=lambda h: h.host)
         ]
-

@@ -497,8 +497,6 @@ class Crawler(RobotsHops):
                 lease = self.frontier.lease(now)
                 if lease is None:
                     break
-                if self.steering.refuses(lease):
-                    continue
                 if lease.kind == "page":
                     self._pages_leased += 1
                 task = asyncio.create_task(self._work(lease))

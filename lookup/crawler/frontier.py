@@ -205,6 +205,10 @@ class Frontier:
         self.held: Callable[[str], bool] = lambda host: False
         #: An operator's delay for a host, in place of ``min_delay`` (None: the policy's).
         self.delay_floor: Callable[[str], float | None] = lambda host: None
+        #: URLs that may not be fetched (an operator's block): :meth:`lease` turns them away
+        #: into :attr:`turned_away` instead of giving a lease for them.
+        self.refuses: Callable[[FrontierEntry], bool] = lambda entry: False
+        self.turned_away: list[FrontierEntry] = []
 
     # -- adding ----------------------------------------------------------------------
     def add(self, entry: FrontierEntry, address: str, *, front: bool = False) -> None:
@@ -285,6 +289,10 @@ class Frontier:
             elif len(hq):
                 kind, entry = "page", hq.pop()
                 self._size -= 1
+                if self.refuses(entry):
+                    self.turned_away.append(entry)
+                    self._release(hq, ip_ready)  # back in turn at its own ready time
+                    continue
             else:
                 self._drop_if_idle(hq)
                 continue

@@ -10,8 +10,9 @@ to the crawl:
   again — not for a page, not for robots.txt, not for a robots redirect hop;
 - on a block, the queued URLs it covers leave the frontier and are settled as cut by
   the rule ``operator-block``; admission (:meth:`check_url`) cuts new ones the same
-  way, and :meth:`refuses` catches anything that still reaches a lease (a recrawl or
-  a new cycle re-admitting a deferred URL) before a request is made;
+  way, and the frontier's ``refuses`` predicate turns away anything that still comes up
+  for a lease (a recrawl, a new cycle re-admitting a deferred URL, a fleet takeover)
+  before a request is made (:meth:`settle_turned_away` cuts those);
 - a delay sets the host's floor in the frontier (it replaces ``min_delay``; robots.txt's
   Crawl-delay and a 429/503 back-off still apply on top);
 - ``recrawl`` puts a known URL back at the head of its host's queue (level 0) or admits
@@ -36,7 +37,6 @@ from lookup.crawler.controls import (
     controls_url,
     open_crawl_controls,
 )
-from lookup.crawler.frontier import Lease
 from lookup.crawler.store import CutRecord
 from lookup.kit.urlnorm import host_of, url_hash
 
@@ -71,6 +71,7 @@ class Steering:
         self._pending: list[str] = []
         crawler.frontier.held = self.state.holds
         crawler.frontier.delay_floor = self.state.delay_for
+        crawler.frontier.refuses = lambda entry: self._why_blocked(entry.url) is not None
 
     @classmethod
     def open(cls, crawler: Crawler, store_url: str, worker: str) -> Steering:
@@ -88,6 +89,7 @@ class Steering:
             log.warning("reading the crawl controls failed; keeping version %d",
                         self.state.version, exc_info=True)  # fmt: skip
             return 0
+        self.settle_turned_away()
         for rec in new:
             self.state.apply(rec)
             self._apply(rec)
@@ -108,7 +110,11 @@ class Steering:
             await asyncio.sleep(self.interval)
 
     def close(self) -> None:
-        self.controls.close()
+        """Settle what the frontier turned away, then let the controls store go."""
+        try:
+            self.settle_turned_away()
+        finally:
+            self.controls.close()
 
     # -- what the crawl loop asks ---------------------------------------------------------
     def check_url(self, url: str) -> tuple[str, str] | None:
@@ -116,28 +122,15 @@ class Steering:
         why = self._why_blocked(url)
         return None if why is None else (BLOCK_RULE, why)
 
-    def refuses(self, lease: Lease) -> bool:
-        """Give back a lease a block covers (settling its URL); True when refused."""
+    def settle_turned_away(self) -> None:
+        """Cut the URLs the frontier turned away since the last call (a pattern's block)."""
         c = self.crawler
-        if self.state.holds(lease.host):  # held after it was leased: not one request
-            if lease.entry is not None:
-                c.frontier.requeue(lease.entry, lease.address)
-                if lease.kind == "page":
-                    c._pages_leased -= 1
-            c.frontier.release(lease)
-            self._drop_blocked(lease.host)
-            return True
-        if lease.entry is None:
-            return False
-        why = self._why_blocked(lease.entry.url)
-        if why is None:
-            return False
-        if lease.kind == "page":
-            c._pages_leased -= 1
-        c.frontier.release(lease)
+        entries, c.frontier.turned_away = c.frontier.turned_away, []
+        if not entries:
+            return
         with c.store.transaction():
-            self._cut(lease.entry.url, lease.entry.host, why)
-        return True
+            for e in entries:
+                self._cut(e.url, e.host, self._why_blocked(e.url) or "blocked by the operator")
 
     # -- applying -------------------------------------------------------------------------
     def _why_blocked(self, url: str) -> str | None:

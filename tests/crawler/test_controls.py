@@ -214,6 +214,22 @@ def test_a_held_host_is_never_leased_until_woken() -> None:
     assert lease is not None and lease.host == "a.test"
 
 
+def test_refused_urls_are_turned_away_without_a_lease() -> None:
+    clock = Clock()
+    f = _frontier(clock)
+    f.refuses = lambda e: e.url.endswith("/1")
+    got = []
+    for _ in range(10):
+        clock.t += 1.5
+        while (lease := f.lease()) is not None:
+            if lease.entry is not None:
+                got.append(lease.entry.url)
+            f.complete(lease, 0.0)
+    assert sorted(got) == sorted(f"http://{h}/{i}" for h in ("a.test", "b.test") for i in (0, 2))
+    assert sorted(e.url for e in f.turned_away) == ["http://a.test/1", "http://b.test/1"]
+    assert len(f) == 0
+
+
 def test_an_operator_delay_replaces_min_delay_and_delays_the_running_pause() -> None:
     clock = Clock()
     f = _frontier(clock)

@@ -158,9 +158,11 @@ class ControlState:
     paused_hosts: set[str] = field(default_factory=set)
     delays: dict[str, float] = field(default_factory=dict)
     crawl_paused: bool = False
+    _index: _Index | None = field(default=None, repr=False, compare=False)
 
     def apply(self, rec: ControlRecord) -> None:
         """Fold one command in (records must come in version order)."""
+        self._index = None
         c, t = rec.command, rec.target
         if c == "block-host":
             self.blocked_hosts.add(t)
@@ -192,21 +194,32 @@ class ControlState:
             state.apply(rec)
         return state
 
+    def _built(self) -> _Index:
+        if self._index is None:
+            self._index = _Index.of(self)
+        return self._index
+
     def host_blocked(self, host: str) -> str | None:
         """The block target that stops ``host``, if one does."""
-        return next((t for t in sorted(self.blocked_hosts) if host_matches(t, host)), None)
+        if not self.blocked_hosts:
+            return None
+        return self._built().blocks.get(host.lower())
 
     def url_blocked(self, url: str) -> str | None:
         """The pattern that stops ``url``, if one does."""
-        return next((p for p in sorted(self.blocked_patterns) if fnmatch.fnmatchcase(url, p)), None)
+        if not self.blocked_patterns:
+            return None
+        rx = self._built().patterns
+        m = rx.match(url) if rx is not None else None
+        return None if m is None else self._built().pattern_of[m.lastgroup or ""]
 
     def holds(self, host: str) -> bool:
         """May ``host`` not be asked anything now (blocked, paused, or the crawl paused)?"""
         if self.crawl_paused:
             return True
-        return self.host_blocked(host) is not None or any(
-            host_matches(t, host) for t in self.paused_hosts
-        )
+        if not self.blocked_hosts and not self.paused_hosts:
+            return False
+        return self._built().holds.get(host.lower()) is not None
 
     def delay_for(self, host: str) -> float | None:
         """The operator's delay for ``host`` (an exact ``host:port`` target wins)."""
@@ -223,6 +236,41 @@ class ControlState:
             "delays": dict(sorted(self.delays.items())),
             "crawlPaused": self.crawl_paused,
         }
+
+
+class _HostIndex(dict[str, str]):
+    """Host targets by ``name`` and ``name:port``: ``get(host)`` finds the one covering it."""
+
+    def __init__(self, targets: Iterable[str]) -> None:
+        super().__init__()
+        for t in sorted(targets, reverse=True):  # the smallest target wins a tie
+            self[t] = t
+
+    def get(self, host: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        found = super().get(host)
+        return found if found is not None else super().get(host.split(":", 1)[0], default)
+
+
+@dataclass(frozen=True)
+class _Index:
+    """What a :class:`ControlState` looks up per request, built once per change."""
+
+    blocks: _HostIndex
+    holds: _HostIndex
+    patterns: re.Pattern[str] | None
+    pattern_of: dict[str, str]
+
+    @classmethod
+    def of(cls, state: ControlState) -> _Index:
+        ordered = sorted(state.blocked_patterns)
+        names = {f"p{i}": p for i, p in enumerate(ordered)}
+        rx = (
+            re.compile("|".join(f"(?P<{n}>{fnmatch.translate(p)})" for n, p in names.items()))
+            if names
+            else None
+        )
+        exact = {t for t in state.blocked_hosts | state.paused_hosts}
+        return cls(_HostIndex(state.blocked_hosts), _HostIndex(exact), rx, names)
 
 
 class CrawlControls(Protocol):

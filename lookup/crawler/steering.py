@@ -19,8 +19,8 @@ to the crawl:
   an unknown one as a seed.
 
 After applying, it acknowledges the version (worker name, time) in the controls log.
-The version applied is kept in the crawl's meta (``controls_version``) so a resumed
-crawl does not recrawl again what it was asked to recrawl before the stop.
+The last ``recrawl`` acted on is kept in the crawl's meta (``controls_version.<worker>``)
+so a resumed crawl does not recrawl again what it was asked to recrawl before the stop.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class Steering:
         self.worker = worker
         self.interval = interval
         self.state = ControlState()
-        self._recrawl_done = int(crawler.store.get_meta("controls_version", 0) or 0)
+        self._meta_key = f"controls_version.{worker}"
+        self._recrawl_done = int(crawler.store.get_meta(self._meta_key, 0) or 0)
         self._pending: list[str] = []
         crawler.frontier.held = self.state.holds
         crawler.frontier.delay_floor = self.state.delay_for
@@ -172,7 +173,7 @@ class Steering:
         elif rec.command == "recrawl" and rec.version > self._recrawl_done:
             self._recrawl(rec.target)
             self._recrawl_done = rec.version
-            self.crawler.store.set_meta("controls_version", rec.version)
+            self.crawler.store.set_meta(self._meta_key, rec.version)
 
     def _recrawl(self, url: str) -> None:
         c = self.crawler

@@ -18,7 +18,7 @@ from typing import Any
 from lookup.crawler.health import LeaseInfo
 from lookup.crawler.partitions import partition_of
 
-__all__ = ["FleetView", "WorkerView", "fleet_view", "host_owners"]
+__all__ = ["FleetView", "WorkerView", "fleet_view", "host_owners", "store_owners"]
 
 
 @dataclass
@@ -98,4 +98,24 @@ def host_owners(
         held = view.holders.get(partition_of(address, partitions))
         if held is not None:
             out[host] = LeaseInfo(held[0], held[1], expiry.get(held[0]))
+    return out
+
+
+def store_owners(reader: Any) -> dict[str, LeaseInfo]:
+    """Each host's partition owner and epoch as the fleet's store last granted them
+    (``crawl_partitions``), for a reader without the coordinator at hand; ``{}`` for a
+    crawl that is not a fleet's."""
+    epochs = getattr(reader, "partition_epochs", None)
+    if epochs is None:
+        return {}
+    partitions = int(reader.meta().get("partitions") or 0)
+    if partitions < 1:
+        return {}
+    granted = epochs()
+    out: dict[str, LeaseInfo] = {}
+    for h in reader.hosts():
+        if h.address:
+            held = granted.get(partition_of(h.address, partitions))
+            if held is not None:
+                out[h.host] = LeaseInfo(held[1], held[0])
     return out

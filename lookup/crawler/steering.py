@@ -149,12 +149,11 @@ class Steering:
         c.store.add_cut(CutRecord(url, host, BLOCK_RULE, why))
         c._counts["cut"] += 1
 
-    def _drop_blocked(self, host: str | None = None) -> None:
+    def _drop_blocked(self) -> None:
         """Take every queued URL a block covers out of the frontier, settled as cut."""
         c = self.crawler
-        hosts = [host] if host is not None else list(c.frontier.hosts)
         dropped = []
-        for h in hosts:
+        for h in list(c.frontier.hosts):
             dropped += c.frontier.remove_host_entries(h, lambda e: self._why_blocked(e.url) is None)
         if dropped:
             with c.store.transaction():

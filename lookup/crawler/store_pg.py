@@ -15,6 +15,10 @@ The same tables as the embedded SQLite state (:mod:`lookup.crawler.store_sqlite`
   for the writes checked under the old epoch — check and write are one atomic unit.
   A write outside any transaction opens one of its own, so no partition write escapes
   the check.
+- host counters and per-cycle budgets are **append-only** rows summed on read: many
+  workers count admissions for one host at once, and an ``UPDATE … + 1`` of a shared row
+  would make their transactions wait on each other (and deadlock when two pages link
+  each other's hosts);
 - each URL row records the transaction that inserted it (``txid``); a worker polls the
   queued rows of its partitions inserted since the oldest transaction still open at its
   last poll (:meth:`PgCrawlStore.queued_since`), the usual outbox cursor that never
@@ -79,9 +83,7 @@ CREATE TABLE IF NOT EXISTS crawl_hosts (
     host TEXT PRIMARY KEY, address TEXT, part INTEGER NOT NULL DEFAULT 0,
     robots_state TEXT, robots_status INTEGER, robots_body TEXT, robots_reason TEXT,
     robots_fetched_at DOUBLE PRECISION, robots_expires_at DOUBLE PRECISION,
-    crawl_delay DOUBLE PRECISION, last_delay DOUBLE PRECISION NOT NULL DEFAULT 0,
-    admitted INTEGER NOT NULL DEFAULT 0, fetched INTEGER NOT NULL DEFAULT 0,
-    errors INTEGER NOT NULL DEFAULT 0, backoffs INTEGER NOT NULL DEFAULT 0, scheme TEXT,
+    crawl_delay DOUBLE PRECISION, last_delay DOUBLE PRECISION NOT NULL DEFAULT 0, scheme TEXT,
     probe_url TEXT, probe_status INTEGER, probe_title TEXT, probe_text TEXT,
     probe_location TEXT, probe_attempts INTEGER NOT NULL DEFAULT 0,
     ready_at DOUBLE PRECISION, queue INTEGER, in_flight INTEGER, waiting_robots INTEGER,
@@ -90,10 +92,14 @@ CREATE TABLE IF NOT EXISTS crawl_hosts (
 CREATE TABLE IF NOT EXISTS crawl_cycles (
     n INTEGER PRIMARY KEY, started_at DOUBLE PRECISION NOT NULL, reason TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS crawl_host_budget (
-    host TEXT NOT NULL, cycle INTEGER NOT NULL, admitted INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (host, cycle)
+CREATE TABLE IF NOT EXISTS crawl_host_counts (
+    host TEXT NOT NULL, counter TEXT NOT NULL, n INTEGER NOT NULL
 );
+CREATE INDEX IF NOT EXISTS crawl_host_counts_host ON crawl_host_counts (host);
+CREATE TABLE IF NOT EXISTS crawl_host_budget (
+    host TEXT NOT NULL, cycle INTEGER NOT NULL, admitted INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS crawl_host_budget_cycle ON crawl_host_budget (cycle, host);
 CREATE TABLE IF NOT EXISTS crawl_cuts (
     id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, rule TEXT NOT NULL,
     detail TEXT, at DOUBLE PRECISION NOT NULL
@@ -134,7 +140,15 @@ _COUNT_OUTCOMES = (
     "SELECT outcome, COUNT(*) FROM crawl_urls WHERE outcome IS NOT NULL GROUP BY outcome"
 )
 _COUNT_CUTS = "SELECT rule, COUNT(*) FROM crawl_cuts GROUP BY rule"
-_BUDGET = "SELECT host, admitted FROM crawl_host_budget WHERE cycle = %s"
+_BUDGET = "SELECT host, SUM(admitted) FROM crawl_host_budget WHERE cycle = %s GROUP BY host"
+#: Host rows with their counters summed from the append-only counts (see the module doc).
+_HOSTS = (
+    "SELECT h.*, COALESCE(c.admitted, 0) AS admitted, COALESCE(c.fetched, 0) AS fetched, "
+    "COALESCE(c.errors, 0) AS errors, COALESCE(c.backoffs, 0) AS backoffs FROM crawl_hosts h "
+    "LEFT JOIN (SELECT host, "
+    + ", ".join(f"SUM(n) FILTER (WHERE counter = '{k}') AS {k}" for k in HOST_COUNTERS)
+    + " FROM crawl_host_counts GROUP BY host) c ON c.host = h.host"
+)
 
 
 def _url(row: dict[str, Any]) -> UrlRecord:
@@ -230,7 +244,7 @@ class _Queries:
         return _counts(self._rows(_BUDGET, (cycle,)))
 
     def hosts(self) -> list[HostRecord]:
-        return [_host(r) for r in self._rows("SELECT * FROM crawl_hosts ORDER BY host")]
+        return [_host(r) for r in self._rows(f"{_HOSTS} ORDER BY h.host")]
 
     def host_queues(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
@@ -248,9 +262,7 @@ class _Queries:
         return {r["host"]: _fetch(r) for r in rows}
 
     def host_probes(self) -> list[HostRecord]:
-        rows = self._rows(
-            "SELECT * FROM crawl_hosts WHERE probe_status IS NOT NULL ORDER BY host"
-        )
+        rows = self._rows(f"{_HOSTS} WHERE h.probe_status IS NOT NULL ORDER BY h.host")
         return [_host(r) for r in rows]
 
     def urls_with_outcome(self, outcome: str) -> list[UrlRecord]:
@@ -532,7 +544,8 @@ class PgCrawlStore(_Queries):
         if counter not in HOST_COUNTERS:
             raise ValueError(counter)
         self._exec(
-            f"UPDATE crawl_hosts SET {counter} = {counter} + %s WHERE host = %s", (by, host)
+            "INSERT INTO crawl_host_counts(host, counter, n) VALUES (%s, %s, %s)",
+            (host, counter, by),
         )
 
     def set_host_pause(self, host: str, pause: HostPause) -> None:
@@ -592,8 +605,10 @@ class PgCrawlStore(_Queries):
 
     # -- cycles and budgets ---------------------------------------------------------------
     def add_cycle(self, cycle: CycleRecord) -> None:
+        """Record a cycle (a second writer recording the same one changes nothing)."""
         self._exec(
-            "INSERT INTO crawl_cycles(n, started_at, reason) VALUES (%s, %s, %s)",
+            "INSERT INTO crawl_cycles(n, started_at, reason) VALUES (%s, %s, %s) "
+            "ON CONFLICT (n) DO NOTHING",
             (cycle.n, cycle.started_at, cycle.reason),
         )
 
@@ -603,9 +618,7 @@ class PgCrawlStore(_Queries):
 
     def bump_budget(self, host: str, cycle: int, by: int = 1) -> None:
         self._exec(
-            "INSERT INTO crawl_host_budget(host, cycle, admitted) VALUES (%s, %s, %s) "
-            "ON CONFLICT (host, cycle) DO UPDATE "
-            "SET admitted = crawl_host_budget.admitted + excluded.admitted",
+            "INSERT INTO crawl_host_budget(host, cycle, admitted) VALUES (%s, %s, %s)",
             (host, cycle, by),
         )
 
@@ -636,7 +649,8 @@ class PgCrawlStore(_Queries):
 
     # -- partitions: grants, takeover, pick-up ------------------------------------------------
     def grant_partition(self, part: int, epoch: int, owner: str, at: float) -> bool:
-        """Record ``owner``'s grant of ``part`` at ``epoch``; False if a newer one is stored."""
+        """Record ``owner``'s grant of ``part`` at ``epoch``; False if another is stored
+        (a newer epoch; the same grant again, after etcd came back, is True)."""
         token = current_fence.set(None)
         try:
             with self.transaction():
@@ -654,7 +668,11 @@ class PgCrawlStore(_Queries):
                         "INSERT INTO crawl_grants(part, epoch, owner, at) VALUES (%s, %s, %s, %s)",
                         (part, epoch, owner, at),
                     )
-                return row is not None
+                    return True
+                held = self._conn.execute(
+                    "SELECT epoch, owner FROM crawl_partitions WHERE part = %s", (part,)
+                ).fetchone()
+                return held is not None and (int(held[0]), held[1]) == (epoch, owner)
         finally:
             current_fence.reset(token)
 
@@ -679,7 +697,7 @@ class PgCrawlStore(_Queries):
 
     def partition_hosts(self, part: int) -> list[HostRecord]:
         """The hosts of one partition (robots cache, ready times, probes)."""
-        rows = self._rows("SELECT * FROM crawl_hosts WHERE part = %s ORDER BY host", (part,))
+        rows = self._rows(f"{_HOSTS} WHERE h.part = %s ORDER BY h.host", (part,))
         return [_host(r) for r in rows]
 
     def queue_cursor(self) -> int:
@@ -687,23 +705,30 @@ class PgCrawlStore(_Queries):
         rows = self._rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x")
         return int(rows[0]["x"])
 
-    def queued_since(self, parts: Sequence[int], cursor: int) -> tuple[list[UrlRecord], int]:
-        """Queued URLs of ``parts`` inserted by transactions from ``cursor`` on, and the next
-        cursor (rows may repeat across polls; the caller skips the ones it holds)."""
+    def queued_since(
+        self, parts: Sequence[int], cursor: int
+    ) -> tuple[list[tuple[UrlRecord, str]], int]:
+        """(URL, its host's address) for the queued URLs of ``parts`` inserted by
+        transactions from ``cursor`` on, and the next cursor (rows may repeat across
+        polls; the caller skips the ones it holds)."""
         nxt = self.queue_cursor()
         if not parts:
             return [], nxt
         rows = self._rows(
-            "SELECT * FROM crawl_urls WHERE part = ANY(%s) AND state = 'queued' "
-            "AND txid >= %s ORDER BY seq",
+            "SELECT u.*, h.address AS host_address FROM crawl_urls u "
+            "JOIN crawl_hosts h ON h.host = u.host WHERE u.part = ANY(%s) "
+            "AND u.state = 'queued' AND u.txid >= %s ORDER BY u.seq",
             (list(parts), cursor),
         )
-        return [_url(r) for r in rows], nxt
+        return [(_url(r), r["host_address"]) for r in rows], nxt
 
     def open_work(self) -> int:
-        """URLs queued or in flight, fleet-wide."""
+        """URLs in flight or queued fleet-wide, not counting the ones waiting for a host's
+        unreadable robots.txt (the embedded crawl stops with those too)."""
         rows = self._rows(
-            "SELECT COUNT(*) AS n FROM crawl_urls WHERE state IN ('queued', 'leased')"
+            "SELECT COUNT(*) AS n FROM crawl_urls u LEFT JOIN crawl_hosts h ON h.host = u.host "
+            "WHERE u.state = 'leased' OR (u.state = 'queued' "
+            "AND h.robots_state IS DISTINCT FROM 'disallow-all')"
         )
         return int(rows[0]["n"])
 

@@ -472,6 +472,11 @@ def _run_fleet(args: argparse.Namespace, config: Any) -> int:
         partitions=args.partitions, lease_ttl=args.lease_ttl,
     )  # fmt: skip
 
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {worker_id} %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
     async def main() -> Any:
         worker = FleetWorker(config, fleet)
         loop = asyncio.get_running_loop()

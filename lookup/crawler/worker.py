@@ -290,8 +290,9 @@ class FleetWorker(Crawler):
             # last pause from now, or the stored ready time if that is later.
             ready = now + max(float(hrow.last_delay or 0), hrow.crawl_delay or 0.0,
                               self.config.min_delay)  # fmt: skip
-            if hrow.ready_at:
+            if hrow.ready_at and hrow.robots_state in ("rules", "allow-all"):
                 ready = max(ready, now + (hrow.ready_at - now_wall))
+            # (an unreadable robots.txt is read again at once, as after a restart)
             self.frontier.set_ready(host, ready)
             policy = self.robots.get(host)
             if policy is not None:

@@ -332,8 +332,11 @@ class PgCrawlStore(_Queries):
     await), on a pooled connection; ``worker`` names the writer in the fetch log.
     """
 
-    def __init__(self, url: str, *, partitions: int = 256, worker: str = "") -> None:
+    def __init__(
+        self, url: str, *, partitions: int = 256, worker: str = "", idle_timeout_ms: int = 2000
+    ) -> None:
         self.dsn = url
+        self.idle_timeout_ms = idle_timeout_ms
         self.partitions = partitions
         self.worker = worker
         self._pool = PgPool(url, what="the crawl store", max_size=4)
@@ -354,6 +357,12 @@ class PgCrawlStore(_Queries):
             self._conn = conn
             try:
                 if fence is not None:
+                    # A writer frozen (SIGSTOP) inside this transaction must not hold the
+                    # partition row's lock for ever: the server ends it after this long.
+                    conn.execute(
+                        "SELECT set_config('idle_in_transaction_session_timeout', %s, true)",
+                        (f"{self.idle_timeout_ms}ms",),
+                    )
                     self._check(conn, fence)
                 yield
             finally:
@@ -648,13 +657,15 @@ class PgCrawlStore(_Queries):
         )  # fmt: skip
 
     # -- partitions: grants, takeover, pick-up ------------------------------------------------
-    def grant_partition(self, part: int, epoch: int, owner: str, at: float) -> bool:
+    def grant_partition(self, part: int, epoch: int, owner: str, at: float) -> bool | None:
         """Record ``owner``'s grant of ``part`` at ``epoch``; False if another is stored
-        (a newer epoch; the same grant again, after etcd came back, is True)."""
+        (a newer epoch; the same grant again, after etcd came back, is True); None while
+        an old writer's transaction still locks the partition (ask again)."""
         token = current_fence.set(None)
         try:
             with self.transaction():
                 assert self._conn is not None
+                self._conn.execute("SET LOCAL lock_timeout = '4s'")  # a frozen old writer
                 row = self._conn.execute(
                     "INSERT INTO crawl_partitions(part, epoch, owner, granted_at) "
                     "VALUES (%s, %s, %s, %s) ON CONFLICT (part) DO UPDATE "
@@ -673,6 +684,8 @@ class PgCrawlStore(_Queries):
                     "SELECT epoch, owner FROM crawl_partitions WHERE part = %s", (part,)
                 ).fetchone()
                 return held is not None and (int(held[0]), held[1]) == (epoch, owner)
+        except psycopg.errors.LockNotAvailable:
+            return None
         finally:
             current_fence.reset(token)
 

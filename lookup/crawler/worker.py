@@ -52,9 +52,10 @@ from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK
 from lookup.crawler.seen import SeenStats, SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
-from lookup.crawler.store import CrawlWriter, CycleRecord, HostRecord, UrlRecord
+from lookup.crawler.store import CrawlStateError, CrawlWriter, CycleRecord, HostRecord, UrlRecord
 from lookup.crawler.store_pg import PgCrawlStore
 from lookup.crawler.traps import TrapGuard
+from lookup.errors import Unavailable
 from lookup.kit.etcd import etcd_client
 from lookup.kit.urlnorm import host_of, url_hash
 
@@ -211,10 +212,13 @@ class FleetWorker(Crawler):
         return partition_of(address, self.partitions) if isinstance(address, str) else 0
 
     async def _tick(self) -> None:
-        self._sync_partitions()
-        if time.monotonic() - self._last_poll >= self.pickup_interval:
-            self._last_poll = time.monotonic()
-            self._pick_up()
+        try:
+            self._sync_partitions()
+            if time.monotonic() - self._last_poll >= self.pickup_interval:
+                self._last_poll = time.monotonic()
+                self._pick_up()
+        except (Unavailable, CrawlStateError) as exc:  # the store is away: try again next turn
+            log.warning("worker %s: partition sync failed: %s", self.fleet.worker, exc)
 
     def _sync_partitions(self) -> None:
         assert self.leases is not None
@@ -237,7 +241,12 @@ class FleetWorker(Crawler):
         """Take ``part`` over from the store: only its own leases, queue and hosts."""
         assert self.leases is not None
         t0 = time.monotonic()
-        if not self.store.grant_partition(part, epoch, self.fleet.worker, time.time()):
+        granted = self.store.grant_partition(part, epoch, self.fleet.worker, time.time())
+        if granted is None:  # an old writer's transaction still holds it: next turn
+            log.info("worker %s: partition %d still locked by its old owner", self.fleet.worker,
+                     part)  # fmt: skip
+            return
+        if not granted:
             self.leases.drop(part, f"the store holds a newer grant than epoch {epoch}")
             return
         token = current_fence.set(Fence(part, epoch))

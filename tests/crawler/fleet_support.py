@@ -20,6 +20,7 @@ from lookup import settings
 from lookup.crawler import normalize_url
 from lookup.crawler.fleet import CrawlFleet
 from lookup.crawler.sandbox import LoggedRequest, Sandbox
+from lookup.crawler.store import CrawlStateError
 from lookup.crawler.store_pg import PgCrawlReader
 from lookup.kit.etcd import EtcdServer, etcd_available
 from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY, request_url
@@ -77,8 +78,11 @@ class FleetRun:
             return r.partition_epochs()
 
     def fetches_by(self, worker: str) -> int:
-        with self.reader() as r:
-            return sum(1 for f in r.fleet_fetches() if f[3] == worker)
+        try:
+            with self.reader() as r:
+                return sum(1 for f in r.fleet_fetches() if f[3] == worker)
+        except CrawlStateError:  # the workers have not made the tables yet
+            return 0
 
     def leased_of(self, worker: str) -> int:
         """URLs in flight in the partitions ``worker`` holds (per the store)."""

@@ -256,9 +256,7 @@ class _Queries:
         return out
 
     def last_fetches(self) -> dict[str, FetchRecord]:
-        rows = self._rows(
-            "SELECT DISTINCT ON (host) * FROM crawl_fetches ORDER BY host, id DESC"
-        )
+        rows = self._rows("SELECT DISTINCT ON (host) * FROM crawl_fetches ORDER BY host, id DESC")
         return {r["host"]: _fetch(r) for r in rows}
 
     def host_probes(self) -> list[HostRecord]:

@@ -130,9 +130,7 @@ class FleetWorker(Crawler):
         self.partitions = fleet.partitions or int(settings.get("crawl_partitions"))
         ttl = fleet.lease_ttl or float(settings.get("crawl_lease_ttl"))
         self.lease_ttl = max(2, round(ttl))
-        self.pickup_interval = fleet.pickup_interval or float(
-            settings.get("crawl_pickup_interval")
-        )
+        self.pickup_interval = fleet.pickup_interval or float(settings.get("crawl_pickup_interval"))
         self.leases: PartitionLeases | None = None
         self._held: dict[int, int] = {}  # partition -> epoch, taken over from the store
         self._loaded: dict[int, set[str]] = {}  # partition -> url hashes in the frontier

@@ -111,8 +111,10 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
         codes = run.wait_done()
     finally:
         run.fleet.stop()
-    print(f"DRILL kill-9: {victim} held {len(parts)} partitions, {in_flight} URLs in flight, "
-          f"{len(waiting)} queued or leased; owned again after {took:.2f} s (TTL {TTL} s)")
+    print(
+        f"DRILL kill-9: {victim} held {len(parts)} partitions, {in_flight} URLs in flight, "
+        f"{len(waiting)} queued or leased; owned again after {took:.2f} s (TTL {TTL} s)"
+    )
     assert took < TTL + 10
     assert all(codes[n] == 0 for n in survivors)
     log = run.log()
@@ -122,8 +124,9 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
     with run.reader() as r:
         states = {
             x["url"]: x["state"]
-            for x in r._rows("SELECT url, state FROM crawl_urls WHERE url = ANY(%s)",
-                             (list(waiting),))  # fmt: skip
+            for x in r._rows(
+                "SELECT url, state FROM crawl_urls WHERE url = ANY(%s)", (list(waiting),)
+            )  # fmt: skip
         }
     lost = {u: s for u, s in states.items() if s == "leased"}
     assert lost == {}  # every URL it held came back and was settled
@@ -151,16 +154,20 @@ def test_sigstop_past_the_lease_its_first_write_is_refused_and_it_drops_the_part
         run.fleet.signal(victim, signal.SIGCONT)
         wait_for(
             "the thawed worker's refused write",
-            lambda: "write refused" in run.fleet.log_text(victim)
-            or "dropped partition" in run.fleet.log_text(victim),
+            lambda: (
+                "write refused" in run.fleet.log_text(victim)
+                or "dropped partition" in run.fleet.log_text(victim)
+            ),
             30,
         )
         codes = run.wait_done()
     finally:
         run.fleet.stop()
     text = run.fleet.log_text(victim)
-    print(f"DRILL sigstop: {victim} frozen with {in_flight} URLs in flight, "
-          f"{len(parts)} partitions taken over after {took_over - stopped:.2f} s")
+    print(
+        f"DRILL sigstop: {victim} frozen with {in_flight} URLs in flight, "
+        f"{len(parts)} partitions taken over after {took_over - stopped:.2f} s"
+    )
     assert "refused" in text and "dropped partition" in text, text[-3000:]
     assert set(codes.values()) == {0}
     # Requests the thawed worker made after the takeover are the ones the store never
@@ -172,9 +179,11 @@ def test_sigstop_past_the_lease_its_first_write_is_refused_and_it_drops_the_part
             (time.time() - (time.monotonic() - took_over),),
         )[0]["n"]
     unrecorded = max(0, len(log) - int(recorded))
-    print(f"DRILL sigstop: {unrecorded} requests from the frozen worker after the takeover "
-          f"(bound {in_flight}); sandbox log entries after takeover: {len(log)} "
-          f"(from index {after})")
+    print(
+        f"DRILL sigstop: {unrecorded} requests from the frozen worker after the takeover "
+        f"(bound {in_flight}); sandbox log entries after takeover: {len(log)} "
+        f"(from index {after})"
+    )
     assert unrecorded <= in_flight
     twice = answered_twice(run.log(), web.manifest())
     assert sum(n - 1 for n in twice.values()) <= in_flight
@@ -204,8 +213,10 @@ def test_stopping_and_resuming_the_whole_fleet_loses_nothing_and_refetches_nothi
         codes = run2.wait_done()
     finally:
         run2.fleet.stop()
-    print(f"DRILL stop-resume: {done_before} done and {queued_before} queued at the stop, "
-          f"{left} left leased by the graceful stop")
+    print(
+        f"DRILL stop-resume: {done_before} done and {queued_before} queued at the stop, "
+        f"{left} left leased by the graceful stop"
+    )
     assert set(codes.values()) == {0}
     twice = answered_twice(run2.log(), web.manifest())
     assert sum(n - 1 for n in twice.values()) <= left
@@ -235,9 +246,11 @@ def test_etcd_away_workers_stop_new_work_and_resume_when_it_is_back(
     during = [e for e in log if quiet_from <= e.start < resumed]
     after = [e for e in log if e.start >= resumed]
     first_after = min((e.start for e in after), default=float("nan")) - resumed
-    print(f"DRILL etcd-away: {len(during)} requests started between deadline+1 s and etcd's "
-          f"return; first request {first_after:.2f} s after it came back; "
-          f"{len(after)} requests after")
+    print(
+        f"DRILL etcd-away: {len(during)} requests started between deadline+1 s and etcd's "
+        f"return; first request {first_after:.2f} s after it came back; "
+        f"{len(after)} requests after"
+    )
     assert set(codes.values()) == {0}
     assert during == []
     assert answered_twice(log, web.manifest()) == {}

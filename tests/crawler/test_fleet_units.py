@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +20,7 @@ from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition
 from lookup.crawler.store import UrlRecord
 from lookup.crawler.store_pg import PgCrawlStore
 from lookup.kit.etcd import EtcdServer, etcd_client
-from tests.crawler.fleet_support import etcd_server, wait_for
+from tests.crawler.fleet_support import etcd_server, need_etcd, wait_for
 
 
 @given(st.text(min_size=1, max_size=40), st.integers(min_value=1, max_value=4096))
@@ -168,3 +169,18 @@ def test_a_lease_not_renewed_stops_permitting_at_its_deadline(own_etcd: EtcdServ
 @pytest.fixture
 def own_etcd() -> Iterator[EtcdServer]:
     yield from etcd_server()
+
+
+def test_lookup_up_with_etcd_starts_one_for_crawler_fleets(tmp_path: Path) -> None:
+    need_etcd()
+    from lookup.fleet import Fleet
+
+    fleet = Fleet(tmp_path, ("etcd",), dashboard=False, aggregators=False, quiet=True)
+    try:
+        fleet._start_servers()
+        url = fleet.environment()["LOOKUP_ETCD_URL"]
+        assert fleet.describe()["servers"]["etcd"] == {"url": url, "started": True}
+        assert etcd_client(url).status()  # a real etcd answers there
+    finally:
+        fleet.stop()
+    assert fleet.etcd is not None and fleet.etcd.proc is None

@@ -453,6 +453,11 @@ class Frontier:
         self._size -= len(dropped)
         return dropped
 
+    def delay_address(self, address: str, ready_at: float) -> None:
+        """No request to ``address`` before ``ready_at`` (a fleet worker taking over hosts
+        another worker fetched moments ago)."""
+        self._ip_ready[address] = max(self._ip_ready.get(address, 0.0), ready_at)
+
     def forget_host(self, host: str) -> int:
         """Drop ``host``'s queue and, unless a request is in flight, its state (a fleet
         worker handing its partition over); returns the entries dropped."""

@@ -324,7 +324,8 @@ class FetchedUrl:
 
 
 class CrawlWriter(Protocol):
-    """What the crawl loop does to its durable state (one crawler process at a time)."""
+    """What the crawl loop does to its durable state (the embedded crawl: one process;
+    the PostgreSQL store: a fleet's workers at once, each write fenced by its partition)."""
 
     def close(self) -> None: ...
 

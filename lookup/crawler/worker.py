@@ -24,7 +24,9 @@ with its fleet seams (:mod:`lookup.crawler.hooks`) filled in:
   delay — holds for the whole fleet, and a takeover waits the host's last delay (or its
   stored ready time, if later) before the first request.
 - **Discovered links** of other partitions are written to the store (the primary key is
-  the fleet's seen-set); their owner polls for them every ``crawl_pickup_interval``.
+  the fleet's seen-set); their owner polls for them every ``crawl_pickup_interval``,
+  and with them each host's page budget spent fleet-wide (so a host's budget can be
+  overshot only by what other workers admit for it within one poll).
 - **Done** when nothing is in flight or queued anywhere in the fleet (URLs waiting for
   an unreadable robots.txt aside, as in the embedded crawl).
 """
@@ -291,16 +293,24 @@ class FleetWorker(Crawler):
             hrow = by_host.get(row.host)
             if hrow is not None and hrow.address:
                 self._add_loaded(part, row, hrow.address)
-        for host in {r.host for r in queue} & set(self.frontier.hosts):
-            hrow = by_host[host]
-            # The previous owner may have fetched just before it stopped: wait its whole
-            # last pause from now, or the stored ready time if that is later.
-            ready = now + max(float(hrow.last_delay or 0), hrow.crawl_delay or 0.0,
+        # The previous owner may have fetched just before it stopped: wait the host's whole
+        # last pause from now (or its stored ready time, if later) — and, since hosts on
+        # one address share its turns, the latest of those over every host on the address.
+        # (An unreadable robots.txt is read again at once, as after a restart.)
+        by_address: dict[str, float] = {}
+        for h in hosts:
+            ready = now + max(float(h.last_delay or 0), h.crawl_delay or 0.0,
                               self.config.min_delay)  # fmt: skip
-            if hrow.ready_at and hrow.robots_state in ("rules", "allow-all"):
-                ready = max(ready, now + (hrow.ready_at - now_wall))
-            # (an unreadable robots.txt is read again at once, as after a restart)
-            self.frontier.set_ready(host, ready)
+            if h.ready_at and h.robots_state in ("rules", "allow-all"):
+                ready = max(ready, now + (h.ready_at - now_wall))
+            if h.address:
+                by_address[h.address] = max(by_address.get(h.address, 0.0), ready)
+        for address, ready in by_address.items():
+            self.frontier.delay_address(address, ready)
+        for host in {r.host for r in queue} & set(self.frontier.hosts):
+            address = by_host[host].address
+            if address:
+                self.frontier.set_ready(host, by_address[address])
             policy = self.robots.get(host)
             if policy is not None:
                 self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
@@ -315,6 +325,9 @@ class FleetWorker(Crawler):
     def _pick_up(self) -> None:
         """Queued URLs other workers wrote into this worker's partitions since the last poll."""
         rows, self._cursor = self.store.queued_since(sorted(self._held), self._cursor)
+        # Every worker admits URLs for every host: the budget spent is the fleet's sum.
+        for host, used in self.store.budget_used(self.cycle).items():
+            self._admitted[host] = max(self._admitted[host], used)
         fresh_hosts: set[str] = set()
         for row, address in rows:
             loaded = self._loaded.get(row.part)

@@ -13,6 +13,7 @@ import pytest
 
 from lookup.crawler import Sandbox, SandboxConfig
 from lookup.kit.etcd import EtcdServer
+from tests.crawler.conftest import HOST_BUDGET
 from tests.crawler.fleet_support import (
     answered_twice,
     etcd_server,
@@ -57,6 +58,9 @@ def test_a_fleet_crawls_the_sandbox_as_politely_as_one_process(
     assert too_close(log, manifest) == []
     assert robots_violations(log, manifest) == []
     assert answered_twice(log, manifest) == {}
+    for trap in manifest["traps"]:  # the host budget holds across workers
+        pages = {e.target for e in log if e.host == trap["host"] and e.path != "/robots.txt"}
+        assert len(pages) <= HOST_BUDGET, trap
     with run.reader() as r:
         assert open_urls(r) == []  # everything reachable was crawled
         assert two_owners(r) == []

@@ -73,6 +73,10 @@ class FleetRun:
     def log(self) -> list[LoggedRequest]:
         return [e for e in self.web.log.entries() if e.host != "127.0.0.1"]
 
+    def retried(self) -> set[str]:
+        with self.reader() as r:
+            return retried_urls(r)
+
     def owners(self) -> dict[int, tuple[int, str]]:
         with self.reader() as r:
             return r.partition_epochs()
@@ -170,8 +174,14 @@ def too_close(log: list[LoggedRequest], manifest: dict[str, Any]) -> list[str]:
     return bad
 
 
-def answered_twice(log: list[LoggedRequest], manifest: dict[str, Any]) -> dict[str, int]:
-    """URLs answered more than once (refusals, cut-off answers and timeouts are retries)."""
+def answered_twice(
+    log: list[LoggedRequest],
+    manifest: dict[str, Any],
+    retried: frozenset[str] | set[str] = frozenset(),
+) -> dict[str, int]:
+    """URLs answered more than once (refusals, cut-off answers and timeouts are retries;
+    ``retried``: URLs the crawl itself recorded a ``retry:…`` outcome for — on a loaded
+    machine a cold page can answer after the client's timeout)."""
     answered: dict[str, int] = defaultdict(int)
     stall = urlsplit(manifest["hostile"]["stall"]).hostname
     for e in log:
@@ -180,7 +190,13 @@ def answered_twice(log: list[LoggedRequest], manifest: dict[str, Any]) -> dict[s
         if e.host == stall and e.path == "/stall.html":
             continue
         answered[normalize_url(request_url(e)) or e.target] += 1
-    return {u: n for u, n in answered.items() if n > 1}
+    return {u: n for u, n in answered.items() if n > 1 and u not in retried}
+
+
+def retried_urls(r: PgCrawlReader) -> set[str]:
+    """URLs whose fetch the crawl recorded as a retry (a timeout, a refused connection)."""
+    rows = r._rows("SELECT DISTINCT url FROM crawl_fetches WHERE outcome LIKE 'retry:%%'")
+    return {normalize_url(x["url"]) or x["url"] for x in rows}
 
 
 def robots_violations(log: list[LoggedRequest], manifest: dict[str, Any]) -> list[str]:

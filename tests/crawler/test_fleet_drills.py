@@ -118,7 +118,7 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
     assert took < TTL + 10
     assert all(codes[n] == 0 for n in survivors)
     log = run.log()
-    twice = answered_twice(log, web.manifest())
+    twice = answered_twice(log, web.manifest(), run.retried())
     print(f"DRILL kill-9: refetched {sum(n - 1 for n in twice.values())} (bound {in_flight})")
     assert sum(n - 1 for n in twice.values()) <= in_flight
     with run.reader() as r:
@@ -185,7 +185,7 @@ def test_sigstop_past_the_lease_its_first_write_is_refused_and_it_drops_the_part
         f"(from index {after})"
     )
     assert unrecorded <= in_flight
-    twice = answered_twice(run.log(), web.manifest())
+    twice = answered_twice(run.log(), web.manifest(), run.retried())
     assert sum(n - 1 for n in twice.values()) <= in_flight
     with run.reader() as r:
         assert open_urls(r) == []
@@ -218,7 +218,7 @@ def test_stopping_and_resuming_the_whole_fleet_loses_nothing_and_refetches_nothi
         f"{left} left leased by the graceful stop"
     )
     assert set(codes.values()) == {0}
-    twice = answered_twice(run2.log(), web.manifest())
+    twice = answered_twice(run2.log(), web.manifest(), run2.retried())
     assert sum(n - 1 for n in twice.values()) <= left
     _judge_clean(run2, web)
 
@@ -253,5 +253,5 @@ def test_etcd_away_workers_stop_new_work_and_resume_when_it_is_back(
     )
     assert set(codes.values()) == {0}
     assert during == []
-    assert answered_twice(log, web.manifest()) == {}
+    assert answered_twice(log, web.manifest(), run.retried()) == {}
     _judge_clean(run, web)

@@ -142,6 +142,7 @@ class FleetWorker(Crawler):
         self._cursor = 0
         self._last_poll = 0.0
         self._last_done_check = 0.0
+        self._last_sweep = 0.0
         self.takeovers: list[Takeover] = []
         self.fenced: list[str] = []
 
@@ -214,6 +215,9 @@ class FleetWorker(Crawler):
     async def _tick(self) -> None:
         try:
             self._sync_partitions()
+            if time.monotonic() - self._last_sweep >= 1.0:
+                self._last_sweep = time.monotonic()
+                self._sweep()
             if time.monotonic() - self._last_poll >= self.pickup_interval:
                 self._last_poll = time.monotonic()
                 self._pick_up()
@@ -311,6 +315,8 @@ class FleetWorker(Crawler):
             address = by_host[host].address
             if address:
                 self.frontier.set_ready(host, by_address[address])
+            # The back-off goes on from where the previous owner left it (429/503 doubling).
+            self.frontier.hosts[host].last_delay = float(by_host[host].last_delay or 0)
             policy = self.robots.get(host)
             if policy is not None:
                 self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
@@ -345,6 +351,16 @@ class FleetWorker(Crawler):
                     if policy is not None and host in self.frontier.hosts:
                         self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
                         self.frontier.probe_needed(host, self._wants_probe(host))
+
+    def _sweep(self) -> None:
+        """Forget any host left in the frontier of a partition this worker no longer holds
+        (a retry requeued by a request that finished after its partition was dropped)."""
+        for host, hq in list(self.frontier.hosts.items()):
+            if partition_of(hq.address, self.partitions) not in self._held and len(hq):
+                dropped = self.frontier.forget_host(host)
+                self._host_part.pop(host, None)
+                log.info("worker %s: %d URLs of %s left to their partition's owner",
+                         self.fleet.worker, dropped, host)  # fmt: skip
 
     def _drop(self, part: int, why: str) -> None:
         """``part`` leaves this worker: its hosts leave the frontier."""

@@ -95,8 +95,11 @@ def bench_throughput(size: str, runs: int, workdir: Path) -> dict[str, Any]:
                     rows.append(run_fleet(sandbox.url, n, workdir / f"r{r}", url, etcd.url))
                 for run in rows:
                     results.setdefault(run.crawler, []).append(run)
-                    print(f"  run {r + 1}: {run.crawler:<36} {run.pages:5d} pages in "
-                          f"{run.seconds:6.1f} s = {run.pages_per_second:6.1f}/s", flush=True)
+                    print(
+                        f"  run {r + 1}: {run.crawler:<36} {run.pages:5d} pages in "
+                        f"{run.seconds:6.1f} s = {run.pages_per_second:6.1f}/s",
+                        flush=True,
+                    )
     finally:
         sandbox.stop()
     return {

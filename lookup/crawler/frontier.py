@@ -486,6 +486,22 @@ class Frontier:
         self._size -= len(dropped)
         return dropped
 
+    def delay_address(self, address: str, ready_at: float) -> None:
+        """No request to ``address`` before ``ready_at`` (a fleet worker taking over hosts
+        another worker fetched moments ago)."""
+        self._ip_ready[address] = max(self._ip_ready.get(address, 0.0), ready_at)
+
+    def forget_host(self, host: str) -> int:
+        """Drop ``host``'s queue and, unless a request is in flight, its state (a fleet
+        worker handing its partition over); returns the entries dropped."""
+        hq = self.hosts.get(host)
+        if hq is None:
+            return 0
+        dropped = len(self.remove_host_entries(host, lambda _e: False))
+        if not hq.in_flight:
+            del self.hosts[host]
+        return dropped
+
     def snapshot(self) -> list[dict[str, object]]:
         """Per-host state for progress displays: queue length, ready in, in flight."""
         now = self.clock()

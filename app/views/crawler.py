@@ -29,6 +29,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from common import api_client, api_url, data_dir
 from crawlcontrols import controls_tab
+from crawlfleet import fleet_panel
 from navigation import PAGES
 from plotly.subplots import make_subplots
 
@@ -1351,6 +1352,7 @@ st.markdown(
 show_notice()
 sandbox = sandbox_panel()
 crawl_form(sandbox)
+fleet_panel(sandbox)
 session = choose_crawl()
 if session is not None:
     was_running = session.running

@@ -79,7 +79,8 @@ def fleet_view(client: Any, crawl: str = "crawl") -> FleetView:
     for w in workers.values():
         if w.lease_id is not None:
             try:
-                result = client.post(client.get_url("/kv/lease/timetolive"), json={"ID": w.lease_id})
+                url = client.get_url("/kv/lease/timetolive")
+                result = client.post(url, json={"ID": w.lease_id})
                 w.ttl_left = float(result.get("TTL", -1))
             except Exception:  # noqa: BLE001 - a lease that vanished meanwhile: unknown
                 w.ttl_left = None

@@ -33,6 +33,10 @@ class CrawlHooks:
         """The partition of a host on ``address`` (the embedded crawl has one: 0)."""
         return 0
 
+    def _owns(self, address: str) -> bool:
+        """Is a host on ``address`` this process's to fetch (the embedded crawl: always)?"""
+        return True
+
     def _admission_order(self, links: list[Link]) -> list[Link]:
         """The order a page's links are admitted in (the embedded crawl: as found)."""
         return links

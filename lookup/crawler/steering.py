@@ -189,6 +189,8 @@ class Steering:
         if not address:
             self._pending.append(url)
             return
+        if not c._owns(address):
+            return  # a fleet worker acts on its own partitions' URLs; the owner does this one
         with c.store.transaction():
             c.store.requeue_due(row.url_hash, level=0, cycle=c.cycle)
         entry = c._entry(row)

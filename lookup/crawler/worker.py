@@ -54,6 +54,7 @@ from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK
 from lookup.crawler.seen import SeenStats, SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
+from lookup.crawler.steering import Steering
 from lookup.crawler.store import CrawlStateError, CrawlWriter, CycleRecord, HostRecord, UrlRecord
 from lookup.crawler.store_pg import PgCrawlStore
 from lookup.crawler.traps import TrapGuard
@@ -195,6 +196,7 @@ class FleetWorker(Crawler):
         self.events = EventLogWriter(self.out / "events.jsonl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
+        self.steering = Steering.open(self, self.fleet.store_url, self.fleet.worker)
         client = etcd_client(coordinator_url(self.fleet.coordinator))
         self._cursor = self.store.queue_cursor()
         self.leases = PartitionLeases(
@@ -381,6 +383,9 @@ class FleetWorker(Crawler):
             self._loaded[part].add(entry.url_hash)
             self.frontier.add(entry, address)
         # else: it is in the store, queued; its partition's owner picks it up
+
+    def _owns(self, address: str) -> bool:
+        return partition_of(address, self.partitions) in self._held
 
     def _admission_order(self, links: list[Link]) -> list[Link]:
         """By host, then URL hash: concurrent pages inserting the same new URLs take their

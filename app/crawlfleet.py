@@ -57,9 +57,6 @@ class FleetRun:
     last_view: FleetView | None = None
     history: list[tuple[float, dict[str, int]]] = field(default_factory=list)
 
-    def coordinator(self) -> str:
-        return self.etcd.url.replace("http://", "etcd://")
-
     def stop(self) -> None:
         self.fleet.stop()
         self.etcd.stop()
@@ -77,52 +74,41 @@ def fleet_runtime() -> FleetRuntime:
     return FleetRuntime()
 
 
-def _start(probe: SandboxProbe, seconds: float) -> str | None:
+def _argv(
+    probe: SandboxProbe, out: Path, store: str, coordinator: str, seconds: float
+) -> list[str]:
+    """``lookup crawl-worker`` options (minus ``--worker-id``) for the page's fleet."""
+    return [
+        *probe.seeds, "--out", str(out), "--quiet", "--hosts", probe.hosts_url,
+        "--allow-range", "127.0.0.0/8", "--min-delay", f"{MIN_DELAY:g}", "--delay-factor", "2",
+        "--timeout", "2", "--store", store, "--coordinator", coordinator, "--fleet-name", FLEET,
+        "--lease-ttl", str(LEASE_TTL), "--partitions", str(PARTITIONS),
+        "--max-seconds", f"{seconds:g}",
+    ]  # fmt: skip
+
+
+def _start(probe: SandboxProbe, seconds: float) -> None:
+    """Start PostgreSQL, etcd and the workers (a failure is a notice, never a traceback)."""
     rt = fleet_runtime()
     with rt.lock:
         if rt.run is not None:
             rt.run.stop()
             rt.run = None
         out = Path(tempfile.mkdtemp(prefix="lookup-fleet-"))
-        pg = PostgresServer().start()
+        pg: PostgresServer | None = None
         try:
+            pg = PostgresServer().start()
             etcd = EtcdServer().start()
-        except BaseException:
-            pg.stop()
-            raise
+        except Exception as exc:  # noqa: BLE001 - shown on the page
+            if pg is not None:
+                pg.stop()
+            st.session_state["fleet.notice"] = f"The fleet's servers did not start: {exc}"
+            return
         since = len(read_request_log(probe.url))
-        argv = [
-            *probe.seeds,
-            "--out",
-            str(out / "fleet"),
-            "--quiet",
-            "--hosts",
-            probe.hosts_url,
-            "--allow-range",
-            "127.0.0.0/8",
-            "--min-delay",
-            f"{MIN_DELAY:g}",
-            "--delay-factor",
-            "2",
-            "--timeout",
-            "2",
-            "--store",
-            pg.url,
-            "--coordinator",
-            etcd.url.replace("http://", "etcd://"),
-            "--fleet-name",
-            FLEET,
-            "--lease-ttl",
-            str(LEASE_TTL),
-            "--partitions",
-            str(PARTITIONS),
-            "--max-seconds",
-            f"{seconds:g}",
-        ]
-        fleet = CrawlFleet(argv, out / "fleet")
+        coordinator = etcd.url.replace("http://", "etcd://")
+        fleet = CrawlFleet(_argv(probe, out / "fleet", pg.url, coordinator, seconds), out / "fleet")
         fleet.start_all(WORKERS)
         rt.run = FleetRun(pg, etcd, fleet, pg.url, out, probe.url, since)
-    return None
 
 
 def _stop() -> None:
@@ -337,11 +323,11 @@ def fleet_panel(probe: SandboxProbe) -> None:
             on_click=_stop,
             icon=":material/stop:",
         )
-        if run is None:
-            return
         notice = st.session_state.pop("fleet.notice", None)
         if notice:
             st.info(notice)
+        if run is None:
+            return
         with st.form("fleet-block"):
             host = st.text_input(
                 "Block a host in the fleet (every worker, within a second)",

@@ -268,6 +268,9 @@ class FleetWorker(Crawler):
             current_fence.reset(token)
         self._held[part] = epoch
         self._loaded[part] = set()
+        for host, hq in list(self.frontier.hosts.items()):  # nothing stale of an old grant
+            if partition_of(hq.address, self.partitions) == part:
+                self.frontier.forget_host(host)
         self._restore_hosts(part, hosts, queue)
         took = time.monotonic() - t0
         self.takeovers.append(
@@ -431,8 +434,8 @@ class FleetWorker(Crawler):
             self.leases.drop(part, str(exc))
 
     def _finished(self) -> str | None:
-        if self.frontier.has_due_work() or self._inflight.total() > 0:
-            return None
+        """Done when the store — the fleet's truth; this frontier only caches a part of
+        it — has nothing queued or in flight (asked at most once a second)."""
         if time.monotonic() - self._last_done_check < 1.0:
             return None
         self._last_done_check = time.monotonic()

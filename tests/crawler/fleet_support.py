@@ -179,7 +179,7 @@ def answered_twice(
     manifest: dict[str, Any],
     retried: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, int]:
-    """URLs answered more than once (refusals, cut-off answers and timeouts are retries;
+    """Page URLs answered more than once (refusals, cut-off answers and timeouts are retries;
     ``retried``: URLs the crawl itself recorded a ``retry:…`` outcome for — on a loaded
     machine a cold page can answer after the client's timeout)."""
     answered: dict[str, int] = defaultdict(int)
@@ -187,6 +187,8 @@ def answered_twice(
     for e in log:
         if e.status in (429, 503) or e.path == "/robots.txt" or e.aborted:
             continue
+        if e.path.startswith("/lookupbot-probe-"):
+            continue  # a host's soft-404 probe, asked again by a new owner: not a page
         if e.host == stall and e.path == "/stall.html":
             continue
         answered[normalize_url(request_url(e)) or e.target] += 1

@@ -184,3 +184,23 @@ def test_lookup_up_with_etcd_starts_one_for_crawler_fleets(tmp_path: Path) -> No
     finally:
         fleet.stop()
     assert fleet.etcd is not None and fleet.etcd.proc is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--store", "postgresql://127.0.0.1:1/x"], "needs --store postgresql"),
+        (["--store", "sqlite:///x", "--coordinator", "etcd://127.0.0.1:1"], "postgresql://"),
+        (["--store", "postgresql://h/x", "--coordinator", "ftp://h"], "not an etcd"),
+        (["--store", "postgresql://h/x", "--coordinator", "etcd://h:1", "--recrawl"],
+         "embedded crawl"),
+    ],
+)  # fmt: skip
+def test_fleet_options_refuse_bad_input_with_a_clear_message(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lookup.cli import main
+
+    code = main(["crawl", "http://a.test/", "--out", str(tmp_path / "o"), "--quiet", *extra])
+    assert code == 2
+    assert message in capsys.readouterr().err

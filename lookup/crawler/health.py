@@ -135,7 +135,7 @@ def host_health(
         row.errors = dict(sorted(errors[host].items()))
         row.cuts = dict(sorted(cuts[host].items()))
         row.blocked = controls.host_blocked(host)
-        row.paused = controls.crawl_paused or controls.holds(host) and row.blocked is None
+        row.paused = controls.crawl_paused or (controls.holds(host) and row.blocked is None)
         row.delay_override = controls.delay_for(host)
         lease = (owners or {}).get(host)
         if lease is not None:

@@ -7,6 +7,9 @@ What it starts, in order, each a child of this process:
   ``redis-server`` in ``$LOOKUP_DATA_DIR/servers/redis``, each on a free loopback port;
   a URL given with ``--store-url`` / ``--cache-url`` / ``--limits-url`` / ``--clicks-url``
   (or its ``LOOKUP_*`` setting) is used instead and never started or stopped here;
+  with ``etcd`` among the backends (and no ``LOOKUP_ETCD_URL``), a throw-away etcd for
+  crawler fleets (``lookup crawl --store … --coordinator etcd://…``), named to every
+  child as ``LOOKUP_ETCD_URL``;
 * ``--workers`` API processes (``lookup serve``, one port each) with the backend URLs in
   their environment, one admin token and ``LOOKUP_SHORTENER_AGGREGATOR=external``;
 * the click aggregators (``python -m lookup.shortener.analytics``): two in one consumer
@@ -47,6 +50,7 @@ import httpx
 from lookup import settings
 from lookup.errors import Unavailable
 from lookup.kit.admin import load_admin_token_in
+from lookup.kit.etcd import EtcdServer
 from lookup.kit.pgserver import PostgresServer
 from lookup.kit.redisserver import RedisServer
 
@@ -66,7 +70,7 @@ __all__ = [
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO_ROOT / "app" / "Home.py"
-BACKENDS = ("postgres", "redis")
+BACKENDS = ("postgres", "redis", "etcd")
 #: The URL settings each backend fills in, by ``--…-url`` option.
 URL_OPTIONS = {
     "store_url": ("shortener_store", "LOOKUP_SHORTENER_STORE", "postgres"),
@@ -321,6 +325,8 @@ class Fleet:
         self.quiet = quiet
         self.postgres: PostgresServer | None = None
         self.redis: RedisServer | None = None
+        #: ``--backend …,etcd``: a local etcd for crawler fleets (their partition leases).
+        self.etcd: EtcdServer | None = None
         self.redis_stopped = False
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.worker_urls: list[str] = []
@@ -347,6 +353,8 @@ class Fleet:
             self.redis = RedisServer(directory=self.servers_dir / "redis").start()
             for key in ("cache_url", "limits_url", "clicks_url"):
                 self.urls.setdefault(key, self.redis.url)
+        if "etcd" in self.backends and not settings.get("etcd_url"):
+            self.etcd = EtcdServer().start()  # a crawl fleet: --coordinator etcd://…
 
     def environment(self) -> dict[str, str]:
         """The environment of every child: the backend URLs, one admin token, the data."""
@@ -359,6 +367,8 @@ class Fleet:
             env.pop(var, None)
             if key in self.urls:
                 env[var] = self.urls[key]
+        if self.etcd is not None:
+            env["LOOKUP_ETCD_URL"] = self.etcd.url
         return env
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -458,6 +468,11 @@ class Fleet:
                                                             and proc.poll() is None),
                 "pid": proc.pid if proc is not None else None,
             }  # fmt: skip
+        if "etcd" in self.backends:
+            servers["etcd"] = {
+                "url": self.etcd.url if self.etcd else settings.get("etcd_url"),
+                "started": self.etcd is not None,
+            }
         return {
             "pid": os.getpid(),
             "backends": list(self.backends),
@@ -514,6 +529,8 @@ class Fleet:
             self.redis.close()
         if self.postgres is not None:
             self.postgres.stop("fast")
+        if self.etcd is not None:
+            self.etcd.stop()
         state_path(self.data_dir).unlink(missing_ok=True)
 
 
@@ -678,7 +695,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default=None, metavar="NAMES",
                    help="run a fleet on real engines: postgres, redis or postgres,redis "
                         "(servers are started under $LOOKUP_DATA_DIR/servers/ unless a URL "
-                        "is given); without it, the embedded single process")  # fmt: skip
+                        "is given), plus etcd for crawler fleets; without it, the embedded "
+                        "single process")  # fmt: skip
     p.add_argument("--workers", type=int, default=2,
                    help="API processes of the fleet (default 2; --backend only)")  # fmt: skip
     p.add_argument("--no-dashboard", action="store_true",

@@ -21,6 +21,7 @@ SUBSYSTEMS: list[str] = [
     "lookup.geo.http:mount",
     "lookup.typeahead.http:mount",
     "lookup.search.http:mount",
+    "lookup.crawler.http:mount",
 ]
 
 

@@ -47,6 +47,13 @@ def _positive_float(raw: str) -> float:
     return value
 
 
+def _partitions(raw: str) -> int:
+    n = int(raw)
+    if not 1 <= n <= 65536:
+        raise ValueError(f"must be between 1 and 65536, not {n}")
+    return n
+
+
 def _seconds(raw: str) -> float:
     value = float(raw)
     if not value >= 0:
@@ -306,12 +313,37 @@ SETTINGS: dict[str, Setting] = {
             "tests that need a real server (etcd, Redis, PostgreSQL) fail instead of "
             "skipping when its binary is missing (.ci/run sets it).",
         ),
+        # -- crawler control API ---------------------------------------------------------------
+        Setting(
+            "crawl_store", "LOOKUP_CRAWL_STORE", "", _text, "url", "",
+            "the crawl the API's /crawler endpoints (controls, per-host health) act on: its "
+            "store URL (sqlite:///DIR/crawl.sqlite, or the fleet's postgresql://…); default: "
+            "the newest crawl under <data-dir>/crawls. A request's crawl=NAME picks another "
+            "crawl there.",
+        ),
         # -- web search ----------------------------------------------------------------------
         Setting(
             "search_deadline_ms", "LOOKUP_SEARCH_DEADLINE_MS", None, _positive_float, "ms", "",
             "per-query deadline for a shard's answer before the coordinator hedges or "
             "answers partially (default: the coordinator's DEFAULT_DEADLINE_MS). The test "
             "suite raises it so a loaded machine never fakes a miss.",
+        ),
+        # -- the crawler fleet ----------------------------------------------------------------
+        Setting(
+            "crawl_partitions", "LOOKUP_CRAWL_PARTITIONS", 256, _partitions, "int", "1..65536",
+            "partitions a fleet crawl splits its hosts into (hash of the host's address mod "
+            "P), far more than workers so work moves in small pieces; fixed when a crawl "
+            "starts (kept in its store).",
+        ),
+        Setting(
+            "crawl_lease_ttl", "LOOKUP_CRAWL_LEASE_TTL", 10.0, _positive_float, "s", "",
+            "seconds a fleet worker's partition leases live in etcd without a keep-alive "
+            "(renewed every third of it); a worker stops fetching a partition once it passes.",
+        ),
+        Setting(
+            "crawl_pickup_interval", "LOOKUP_CRAWL_PICKUP_INTERVAL", 0.5, _positive_float, "s",
+            "", "how often a fleet worker polls the store for URLs other workers discovered "
+            "in its partitions.",
         ),
     ]
 }

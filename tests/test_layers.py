@@ -51,6 +51,7 @@ STORE_MODULES = {
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
     "lookup/crawler/store_sqlite.py",
+    "lookup/crawler/store_pg.py",  # the crawler fleet's shared state on PostgreSQL
 }
 
 

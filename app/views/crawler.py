@@ -28,6 +28,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from common import api_client, api_url, data_dir
+from crawlcontrols import controls_tab
+from crawlfleet import fleet_panel
 from navigation import PAGES
 from plotly.subplots import make_subplots
 
@@ -1350,6 +1352,7 @@ st.markdown(
 show_notice()
 sandbox = sandbox_panel()
 crawl_form(sandbox)
+fleet_panel(sandbox)
 session = choose_crawl()
 if session is not None:
     was_running = session.running
@@ -1371,6 +1374,7 @@ if session is not None:
                 ":material/block: Traps",
                 ":material/inventory_2: Stored pages",
                 ":material/manage_search: Search index",
+                ":material/tune: Controls & host health",
             ]
         )
         with tabs[0]:
@@ -1387,3 +1391,6 @@ if session is not None:
             pages_tab(session)
         with tabs[6]:
             search_tab(session, was_running)
+        with tabs[7]:
+            in_root = session.out_dir.resolve().parent == crawls_root().resolve()
+            controls_tab(session.out_dir, session.out_dir.name if in_root else None, was_running)

@@ -159,7 +159,42 @@ def register(sub: Any) -> None:
         help="never crawl URLs matching this pattern (repeatable)",
     )
     cr.add_argument("--quiet", action="store_true", help="no live progress line")
+    _fleet_arguments(cr)
     cr.set_defaults(func=_cmd_crawl)
+
+    cw = sub.add_parser(
+        "crawl-worker",
+        help="one worker of a crawler fleet (shared PostgreSQL store, etcd leases)",
+        description=(
+            "Run one fleet worker: it leases partitions of the hosts from the etcd at "
+            "--coordinator, crawls them politely into the shared --store and writes its "
+            "WARC files and events into OUT/WORKER-ID. Start one per machine (or let "
+            "`lookup crawl --workers N` start N here). Takes the crawl options of "
+            "`lookup crawl`."
+        ),
+    )
+    for action in cr._actions:  # the same options as `lookup crawl`
+        if action.dest in ("help", "workers"):
+            continue
+        cw._add_action(action)
+    cw.add_argument("--worker-id", required=True, help="this worker's name in the fleet")
+    cw.set_defaults(func=_cmd_crawl)
+
+
+def _fleet_arguments(cr: argparse.ArgumentParser) -> None:
+    fl = cr.add_argument_group("fleet (a shared PostgreSQL store, partitions leased from etcd)")
+    fl.add_argument("--store", default=None, metavar="postgresql://…",
+                    help="crawl into this shared PostgreSQL store as a fleet")  # fmt: skip
+    fl.add_argument("--coordinator", default=None, metavar="etcd://HOST:PORT",
+                    help="the etcd that leases partitions to workers")  # fmt: skip
+    fl.add_argument("--workers", type=_positive_int, default=1,
+                    help="worker processes to start here (default 1)")  # fmt: skip
+    fl.add_argument("--fleet-name", default="crawl",
+                    help="the fleet's name in etcd (one fleet per name and store)")  # fmt: skip
+    fl.add_argument("--lease-ttl", type=_positive, default=None,
+                    help="partition lease TTL, s (default: LOOKUP_CRAWL_LEASE_TTL)")  # fmt: skip
+    fl.add_argument("--partitions", type=_positive_int, default=None,
+                    help="partitions of the hosts (default: LOOKUP_CRAWL_PARTITIONS)")
 
 
 # -- argument types ------------------------------------------------------------------
@@ -347,6 +382,9 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         progress=None if args.quiet else show,
     )
 
+    if args.store is not None or getattr(args, "worker_id", None) is not None:
+        return _run_fleet(args, config)
+
     async def main() -> Any:
         crawler = Crawler(config)
         loop = asyncio.get_running_loop()
@@ -368,3 +406,113 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         print(line)
     print(f"output: {args.out / 'events.jsonl'}, {args.out / 'warc'}, {args.out / 'crawl.sqlite'}")
     return 0
+
+
+# -- the fleet -------------------------------------------------------------------------
+#: Options a fleet's worker processes are given as the parent was (dest -> flag).
+_FORWARDED = {
+    "concurrency": "--concurrency", "min_delay": "--min-delay",
+    "delay_factor": "--delay-factor", "timeout": "--timeout", "max_bytes": "--max-bytes",
+    "host_budget": "--host-budget", "max_depth": "--max-depth", "max_pages": "--max-pages",
+    "max_seconds": "--max-seconds", "store": "--store", "coordinator": "--coordinator",
+    "fleet_name": "--fleet-name", "lease_ttl": "--lease-ttl", "partitions": "--partitions",
+}  # fmt: skip
+
+
+def _worker_argv(args: argparse.Namespace, config: Any) -> list[str]:
+    """``lookup crawl-worker`` options for this crawl (the name table as a file)."""
+    argv = [*config.seeds, "--out", str(args.out), "--quiet"]
+    if config.hosts:
+        table = Path(args.out) / "hosts.txt"
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.write_text("".join(f"{a} {n}\n" for n, a in sorted(config.hosts.items())))
+        argv += ["--hosts", str(table)]
+    if config.ca_bundle is not None:
+        argv += ["--ca-bundle", str(config.ca_bundle)]
+    for dest, flag in _FORWARDED.items():
+        value = getattr(args, dest, None)
+        if value is not None:
+            argv += [flag, str(value)]
+    for dest, flag in (("allow_domain", "--allow-domain"), ("include", "--include"),
+                       ("exclude", "--exclude")):  # fmt: skip
+        for value in getattr(args, dest):
+            argv += [flag, value]
+    for net in config.allow_ranges:
+        argv += ["--allow-range", str(net)]
+    if args.allow_any_address:
+        argv.append("--allow-any-address")
+    return argv
+
+
+def _run_fleet(args: argparse.Namespace, config: Any) -> int:
+    """``--store``: one worker here (``crawl-worker``), or N worker processes (``crawl``)."""
+    from lookup.crawler.worker import FleetOptions, FleetWorker, coordinator_url
+
+    if args.store is None or args.coordinator is None:
+        print("error: a fleet needs --store postgresql://… and --coordinator etcd://…",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if not args.store.startswith(("postgresql://", "postgres://")):
+        print(f"error: --store must be a postgresql:// URL, not {args.store!r}", file=sys.stderr)
+        return 2
+    try:
+        coordinator_url(args.coordinator)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.resume or args.recrawl or args.new_cycle:
+        print("error: a fleet resumes by starting its workers again; --resume, --recrawl "
+              "and --new-cycle are for the embedded crawl", file=sys.stderr)  # fmt: skip
+        return 2
+    worker_id = getattr(args, "worker_id", None)
+    if worker_id is None:
+        return _spawn_workers(args, config)
+    fleet = FleetOptions(
+        args.store, args.coordinator, worker_id, crawl=args.fleet_name,
+        partitions=args.partitions, lease_ttl=args.lease_ttl,
+    )  # fmt: skip
+
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s {worker_id} %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    async def main() -> Any:
+        worker = FleetWorker(config, fleet)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, worker.stop)
+        return await worker.run()
+
+    from lookup.errors import Unavailable
+
+    try:
+        report = asyncio.run(main())
+    except Unavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: worker {worker_id}: {exc}", file=sys.stderr)
+        return 2
+    for line in report.lines():
+        print(line)
+    return 0
+
+
+def _spawn_workers(args: argparse.Namespace, config: Any) -> int:
+    from lookup.crawler.fleet import CrawlFleet
+
+    fleet = CrawlFleet(_worker_argv(args, config), args.out)
+    names = fleet.start_all(args.workers)
+    print(f"fleet: {len(names)} workers ({', '.join(names)}); logs in {args.out}/<worker>.log",
+          flush=True)  # fmt: skip
+
+    def stop(_sig: int, _frame: Any) -> None:
+        fleet.stop()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    codes = fleet.wait()
+    for name, code in codes.items():
+        print(f"worker {name}: exit {code}")
+    return 0 if all(c == 0 for c in codes.values()) else 1

@@ -53,6 +53,7 @@ from lookup.crawler.fetcher import (
     tls_context,
 )
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
+from lookup.crawler.hooks import CrawlHooks
 from lookup.crawler.outcomes import (
     FAILED,
     RETRY_STATUSES,
@@ -64,11 +65,13 @@ from lookup.crawler.outcomes import (
     probe_signature,
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
+from lookup.crawler.partitions import FencedOut
 from lookup.crawler.robothops import RobotsHops
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK, CrawlScope
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
+from lookup.crawler.steering import Steering
 from lookup.crawler.store import (
     STATE_FILE,
     CrawlStateError,
@@ -98,7 +101,7 @@ def _level(depth: int, kind: str = "page", redirected: bool = False) -> int:
     return 1 if depth <= 4 else 2
 
 
-class Crawler(RobotsHops):
+class Crawler(CrawlHooks, RobotsHops):
     """One crawl over one output directory; :meth:`run` it inside an event loop."""
 
     def __init__(self, config: CrawlConfig) -> None:
@@ -144,11 +147,13 @@ class Crawler(RobotsHops):
                     await self._add_seeds()
                 progress = asyncio.create_task(self._progress_loop())
                 state = asyncio.create_task(self._state_loop())
+                steer = asyncio.create_task(self.steering.run())
                 try:
                     reason = await self._loop()
                 finally:
                     progress.cancel()
                     state.cancel()
+                    steer.cancel()
                     await self._drain()
                     try:
                         self._flush_frontier()  # the state a resumed crawl starts from
@@ -234,11 +239,12 @@ class Crawler(RobotsHops):
             self.cycle, self._cycle_started = 1, now
         self.warc = WarcStore(self.out)
         self.events = EventLogWriter(self.out / "events.jsonl")
+        self.steering = Steering.open(self, crawl_state_url(self.out), "crawl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
 
     def _close(self) -> None:
-        for name in ("warc", "events"):
+        for name in ("warc", "events", "steering"):
             obj = getattr(self, name, None)
             if obj is not None:
                 with contextlib.suppress(OSError):
@@ -356,7 +362,8 @@ class Crawler(RobotsHops):
         """The seen-check and every admission rule for one normalised URL; returns the verdict."""
         host = host_of(url)
         h = url_hash(url)
-        cut = self.config.scope.check(url) or self.traps.check_url(url, depth)
+        cut = self.steering.check_url(url) or self.config.scope.check(url)
+        cut = cut or self.traps.check_url(url, depth)
         if cut is None and self.traps.pattern_verdict(url) == "cut":
             cut = ("duplicate-pattern", "this URL pattern keeps producing duplicates")
         if cut is None and kind == "page" and self.traps.over_budget(self._admitted[host]):
@@ -371,6 +378,7 @@ class Crawler(RobotsHops):
             level = min(level + 1, 2)
         self._seq += 1
         row = UrlRecord(
+            part=self._partition(address),
             url_hash=h,
             url=url,
             host=host,
@@ -407,7 +415,7 @@ class Crawler(RobotsHops):
         if kind == "page":
             self._count_admission(host)
         entry = FrontierEntry(url, h, host, depth, level, kind, redirects, 0, self._seq)
-        self.frontier.add(entry, address)
+        self._enqueue(entry, address)
         self._wake.set()
         return "queued"
 
@@ -479,6 +487,7 @@ class Crawler(RobotsHops):
             reason = self._limit_reason()
             if reason is not None:
                 return reason
+            await self._tick()
             now = time.monotonic()
             end = self._cycle_end()
             if end is not None and time.time() >= end:
@@ -489,7 +498,7 @@ class Crawler(RobotsHops):
             while len(self._tasks) < c.concurrency:
                 if c.max_pages is not None and self._pages_leased >= c.max_pages:
                     break
-                lease = self.frontier.lease(now)
+                lease = self._next_lease(now)
                 if lease is None:
                     break
                 if lease.kind == "page":
@@ -497,8 +506,8 @@ class Crawler(RobotsHops):
                 task = asyncio.create_task(self._work(lease))
                 self._tasks.add(task)
                 task.add_done_callback(self._task_done)
-            if not self._tasks and not c.recrawl and not self.frontier.has_due_work():
-                return "waiting-robots" if len(self.frontier) else "done"
+            if not self._tasks and not c.recrawl and (done := self._finished()) is not None:
+                return done
             nxt = self.frontier.next_ready_at()
             wait = 0.5 if nxt is None else max(0.0, min(nxt - time.monotonic(), 0.5))
             if c.max_seconds is not None:
@@ -573,6 +582,8 @@ class Crawler(RobotsHops):
                 await self._do_page(lease)
         except asyncio.CancelledError:
             raise
+        except FencedOut as exc:
+            self._fenced_out(lease, exc)
         except Exception:  # noqa: BLE001 - one bad page must never stop the crawl
             log.exception("processing %s failed", lease.entry.url if lease.entry else lease.host)
             self._counts["errors"] += 1
@@ -758,7 +769,7 @@ class Crawler(RobotsHops):
             if redirect_target is not None:
                 assert res.status is not None
                 self.store.add_redirect(RedirectRecord(e.url, redirect_target, res.status))
-            for url, depth, found_on, kind, redirects in links:
+            for url, depth, found_on, kind, redirects in self._admission_order(links):
                 if kind == "redirect-limit":
                     self.store.add_cut(
                         CutRecord(url, host_of(url), "redirect-limit", f"after {e.url}")

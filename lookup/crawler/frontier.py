@@ -162,9 +162,11 @@ class PolitenessPolicy:
         status: int | None = None,
         retry_after: float | None = None,
         previous: float = 0.0,
+        floor: float | None = None,
     ) -> float:
-        """The pause before the host's next request."""
-        delay = max(crawl_delay or 0.0, self.delay_factor * took, self.min_delay)
+        """The pause before the host's next request (``floor`` replaces ``min_delay``)."""
+        base = self.min_delay if floor is None else floor
+        delay = max(crawl_delay or 0.0, self.delay_factor * took, base)
         if status in (429, 503):
             delay = max(delay, retry_after or 0.0, 2.0 * previous)
             delay = min(delay, max(self.max_backoff, crawl_delay or 0.0))
@@ -199,6 +201,14 @@ class Frontier:
         self._ip_ready: dict[str, float] = {}
         self._ip_waiters: dict[str, set[str]] = {}
         self._size = 0
+        #: Hosts that may not be asked anything now (operator controls); see :meth:`wake_held`.
+        self.held: Callable[[str], bool] = lambda host: False
+        #: An operator's delay for a host, in place of ``min_delay`` (None: the policy's).
+        self.delay_floor: Callable[[str], float | None] = lambda host: None
+        #: URLs that may not be fetched (an operator's block): :meth:`lease` turns them away
+        #: into :attr:`turned_away` instead of giving a lease for them.
+        self.refuses: Callable[[FrontierEntry], bool] = lambda entry: False
+        self.turned_away: list[FrontierEntry] = []
 
     # -- adding ----------------------------------------------------------------------
     def add(self, entry: FrontierEntry, address: str, *, front: bool = False) -> None:
@@ -259,6 +269,9 @@ class Frontier:
             if ready_at > now:
                 return None
             heapq.heappop(self._heap)
+            if self.held(host):
+                hq.heap_token = 0  # out of the heap until wake_held
+                continue
             ip = hq.address
             if ip in self._ip_busy:
                 self._ip_waiters.setdefault(ip, set()).add(host)
@@ -276,6 +289,10 @@ class Frontier:
             elif len(hq):
                 kind, entry = "page", hq.pop()
                 self._size -= 1
+                if self.refuses(entry):
+                    self.turned_away.append(entry)
+                    self._release(hq, ip_ready)  # back in turn at its own ready time
+                    continue
             else:
                 self._drop_if_idle(hq)
                 continue
@@ -296,7 +313,7 @@ class Frontier:
                 ready_at=now,
             )  # fmt: skip
             self.hosts[host] = hq
-        if hq.in_flight or hq.ready_at > now or address in self._ip_busy:
+        if hq.in_flight or hq.ready_at > now or address in self._ip_busy or self.held(host):
             return None
         if self._ip_ready.get(address, 0.0) > now:
             return None
@@ -353,6 +370,7 @@ class Frontier:
             status=status,
             retry_after=retry_after,
             previous=hq.last_delay,
+            floor=self.delay_floor(hq.host),
         )
         hq.last_delay = delay
         hq.fetches += 1
@@ -387,6 +405,21 @@ class Frontier:
     def _drop_if_idle(self, hq: HostQueue) -> None:
         """A host with nothing queued leaves the heap but keeps its timing state."""
         hq.heap_token = 0
+
+    # -- operator controls -----------------------------------------------------------
+    def wake_held(self) -> None:
+        """Put back in turn every host with work that :attr:`held` no longer holds."""
+        for hq in self.hosts.values():
+            if len(hq) and not hq.in_flight and not self.held(hq.host):
+                self._schedule(hq, hq.ready_at)
+
+    def stretch_pause(self, host: str) -> None:
+        """A longer :attr:`delay_floor` for ``host`` applies to the pause already running."""
+        hq = self.hosts.get(host)
+        floor = self.delay_floor(host)
+        if hq is not None and floor is not None and floor > hq.last_delay:
+            self.set_ready(host, hq.ready_at + floor - hq.last_delay)
+            hq.last_delay = floor
 
     # -- robots state ----------------------------------------------------------------
     def robots_known(
@@ -453,6 +486,22 @@ class Frontier:
         self._size -= len(dropped)
         return dropped
 
+    def delay_address(self, address: str, ready_at: float) -> None:
+        """No request to ``address`` before ``ready_at`` (a fleet worker taking over hosts
+        another worker fetched moments ago)."""
+        self._ip_ready[address] = max(self._ip_ready.get(address, 0.0), ready_at)
+
+    def forget_host(self, host: str) -> int:
+        """Drop ``host``'s queue and, unless a request is in flight, its state (a fleet
+        worker handing its partition over); returns the entries dropped."""
+        hq = self.hosts.get(host)
+        if hq is None:
+            return 0
+        dropped = len(self.remove_host_entries(host, lambda _e: False))
+        if not hq.in_flight:
+            del self.hosts[host]
+        return dropped
+
     def snapshot(self) -> list[dict[str, object]]:
         """Per-host state for progress displays: queue length, ready in, in flight."""
         now = self.clock()
@@ -473,4 +522,3 @@ class Frontier:
             }
             for hq in sorted(self.hosts.values(), key=lambda h: h.host)
         ]
-

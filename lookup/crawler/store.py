@@ -14,7 +14,8 @@ fetch. A URL's ``state`` is ``queued`` (waiting), ``leased`` (in flight), ``done
 - :class:`CrawlReader` names every query the dashboard, the inspector and the session
   view ask of a crawl (running or finished); it never writes.
 - :func:`open_crawl_store` and :func:`open_crawl_reader` pick the implementation from a
-  URL: today ``sqlite:///DIR/crawl.sqlite`` (:mod:`lookup.crawler.store_sqlite`).
+  URL: ``sqlite:///DIR/crawl.sqlite`` (:mod:`lookup.crawler.store_sqlite`, the embedded
+  crawl) or ``postgresql://…`` (:mod:`lookup.crawler.store_pg`, the fleet's shared store).
 
 Neither seam leaks its engine: answers are records, plain dicts and lists, and an
 unreadable state raises :class:`CrawlStateError`.
@@ -78,7 +79,7 @@ ANSWER_FAILURES = (
     "not-html",
     "binary",
 )
-_ACCEPTED = ("sqlite",)
+_ACCEPTED = ("sqlite", "postgresql")
 
 
 class CrawlStateError(Exception):
@@ -130,6 +131,7 @@ class UrlRecord:
     dup_kind: str | None = None
     dup_score: float | None = None
     cycle: int = 1
+    part: int = 0  # the fleet's partition: hash(host address) mod P (lookup.crawler.partitions)
 
 
 @dataclass
@@ -322,7 +324,8 @@ class FetchedUrl:
 
 
 class CrawlWriter(Protocol):
-    """What the crawl loop does to its durable state (one crawler process at a time)."""
+    """What the crawl loop does to its durable state (the embedded crawl: one process;
+    the PostgreSQL store: a fleet's workers at once, each write fenced by its partition)."""
 
     def close(self) -> None: ...
 
@@ -477,8 +480,13 @@ def crawl_state_url(out_dir: str | os.PathLike[str]) -> str:
 
 
 def open_crawl_store(url: str) -> CrawlWriter:
-    """The crawl state named by ``url`` (``sqlite:///DIR/crawl.sqlite``), opened for writing."""
+    """The crawl state named by ``url`` (``sqlite:///DIR/crawl.sqlite`` or
+    ``postgresql://…``, the fleet's shared store), opened for writing."""
     parsed = parse_store_url(url, _ACCEPTED)
+    if parsed.scheme == "postgresql":
+        from lookup.crawler.store_pg import PgCrawlStore
+
+        return PgCrawlStore(parsed.url)
     from lookup.crawler.store_sqlite import SqliteCrawlStore
 
     assert parsed.path is not None
@@ -491,6 +499,10 @@ def open_crawl_reader(url: str) -> CrawlReader:
     Raises ``FileNotFoundError`` when there is no crawl state there.
     """
     parsed = parse_store_url(url, _ACCEPTED)
+    if parsed.scheme == "postgresql":
+        from lookup.crawler.store_pg import PgCrawlReader
+
+        return PgCrawlReader(parsed.url)
     from lookup.crawler.store_sqlite import SqliteCrawlReader
 
     assert parsed.path is not None

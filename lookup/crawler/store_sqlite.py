@@ -89,7 +89,8 @@ CREATE TABLE IF NOT EXISTS urls (
     dup_of        TEXT,
     dup_kind      TEXT,
     dup_score     REAL,
-    cycle         INTEGER NOT NULL DEFAULT 1
+    cycle         INTEGER NOT NULL DEFAULT 1,
+    part          INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS hosts (
     host          TEXT PRIMARY KEY,

@@ -1,7 +1,7 @@
 """The crawl-state contract: what the crawl loop, ``--resume`` and the readers rely on.
 
 Written once and run against every implementation of the writer/reader pair (today the
-embedded SQLite one; a scale-out backend adds its URL factory to ``BACKENDS``). Each
+embedded SQLite one and the fleet's PostgreSQL one, on a throw-away server). Each
 test writes through :class:`~lookup.crawler.store.CrawlWriter` and reads back through
 :class:`~lookup.crawler.store.CrawlReader`, opened separately as the dashboard does.
 """
@@ -41,6 +41,7 @@ from lookup.crawler.store import (
 #: name → a function making a fresh store URL in a temporary directory.
 BACKENDS: dict[str, Callable[[Path], str]] = {
     "sqlite": crawl_state_url,
+    "postgresql": lambda _tmp: "",  # a fresh database from the postgres_db fixture
 }
 
 
@@ -55,7 +56,10 @@ class Crawl:
 
 @pytest.fixture(params=sorted(BACKENDS))
 def crawl(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Crawl]:
-    url = BACKENDS[request.param](tmp_path)
+    if request.param == "postgresql":
+        url = request.getfixturevalue("postgres_db")
+    else:
+        url = BACKENDS[request.param](tmp_path)
     writer = open_crawl_store(url)
     try:
         yield Crawl(url, writer)

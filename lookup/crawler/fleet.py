@@ -1,0 +1,94 @@
+"""A crawler fleet on one machine: N ``lookup crawl-worker`` processes over one store.
+
+``lookup crawl --store postgresql://… --coordinator etcd://… --workers N`` runs
+:class:`CrawlFleet`: it starts N worker processes (each its own ``lookup crawl-worker``,
+as one would start them on N machines), each logging to ``OUT/<worker>.log``, and waits
+for them. The drills use the same class to kill one worker (``SIGKILL``), freeze it
+(``SIGSTOP`` / ``SIGCONT``), or add one, while the others carry on.
+
+Nothing here decides who crawls what: the workers agree through their etcd leases and
+the store's epochs (:mod:`lookup.crawler.worker`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["CrawlFleet", "worker_name"]
+
+
+def worker_name(i: int) -> str:
+    """The name of the ``i``-th worker of a fleet started here (w1, w2, ...)."""
+    return f"w{i}"
+
+
+class CrawlFleet:
+    """Worker processes started from one argv (``lookup crawl-worker …`` minus the id)."""
+
+    def __init__(self, worker_argv: list[str], out: Path) -> None:
+        self.worker_argv = list(worker_argv)
+        self.out = Path(out)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, name: str) -> subprocess.Popen[bytes]:
+        """Start worker ``name`` (its output goes to ``OUT/<name>.log``)."""
+        if name in self.procs and self.procs[name].poll() is None:
+            raise ValueError(f"worker {name} is already running")
+        self.out.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "lookup.cli", "crawl-worker", *self.worker_argv]
+        argv += ["--worker-id", name]
+        with (self.out / f"{name}.log").open("ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)  # fmt: skip
+        self.procs[name] = proc
+        return proc
+
+    def start_all(self, n: int) -> list[str]:
+        names = [worker_name(i) for i in range(1, n + 1)]
+        for name in names:
+            self.start(name)
+        return names
+
+    def signal(self, name: str, sig: int) -> None:
+        """Send ``sig`` to worker ``name`` (SIGKILL, SIGSTOP, SIGCONT, SIGTERM)."""
+        proc = self.procs[name]
+        if proc.poll() is None:
+            proc.send_signal(sig)
+
+    def running(self) -> list[str]:
+        return [n for n, p in self.procs.items() if p.poll() is None]
+
+    def log_text(self, name: str) -> str:
+        try:
+            return (self.out / f"{name}.log").read_text("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def wait(self, timeout: float | None = None) -> dict[str, int | None]:
+        """Wait for every worker to exit (or ``timeout``); their exit codes."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for proc in self.procs.values():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=left)
+        return {n: p.poll() for n, p in self.procs.items()}
+
+    def stop(self, grace: float = 15.0) -> None:
+        """SIGTERM every worker (a graceful stop: fetches in flight finish), then SIGKILL."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(signal.SIGCONT)
+                    proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)

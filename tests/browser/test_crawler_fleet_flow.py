@@ -1,0 +1,69 @@
+"""A person starts a 3-worker crawl from the dashboard, kills a worker and watches its
+partitions move to the others while the politeness line stays clean.
+
+Its own API and dashboard, a small sandbox web in this process, Debian's Chromium; the
+panel starts its own PostgreSQL, etcd and worker processes (and stops them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from browser_harness import Service, running_stack
+
+from lookup.crawler import Sandbox, SandboxConfig
+from lookup.kit.etcd import etcd_available
+from lookup.kit.pgserver import postgres_available
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def fleet_stack(
+    chromium_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Service, Service, Sandbox]]:
+    if not (etcd_available() and postgres_available()):
+        pytest.skip("needs etcd and PostgreSQL")
+    web = Sandbox(SandboxConfig.small(crawl_delay=0.3)).start()
+    try:
+        workdir = tmp_path_factory.mktemp("crawler-fleet-stack")
+        env = {"LOOKUP_SANDBOX_URL": web.control_url}
+        with running_stack(workdir, dashboard_env=env) as (api, dashboard):
+            yield api, dashboard, web
+    finally:
+        web.stop()
+
+
+def test_kill_a_worker_from_the_page_and_watch_its_partitions_move(
+    page,  # type: ignore[no-untyped-def]
+    fleet_stack: tuple[Service, Service, Sandbox],
+    tmp_path: Path,
+) -> None:
+    from playwright.sync_api import expect
+
+    _api, dashboard, _web = fleet_stack
+    page.goto(dashboard.url)
+    page.get_by_role("link", name="Web crawler").first.click()
+    expect(page.get_by_role("heading", name="Web crawler")).to_be_visible()
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=30_000)
+    page.get_by_text("Crawler fleet: 3 workers").click()
+    page.get_by_role("button", name="Start a 3-worker crawl").click()
+    balanced = re.compile(
+        r"3 of 3 workers running · 64 of 64 partitions held · fewest on one "
+        r"running worker: [1-9]"
+    )
+    expect(page.get_by_text(balanced)).to_be_visible(timeout=90_000)
+    page.get_by_role("button", name="Kill w1").click()
+    expect(page.get_by_text("2 of 3 workers running · 64 of 64 partitions held")).to_be_visible(
+        timeout=60_000
+    )
+    expect(page.get_by_text("all held again").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("0 too close to the one before on the same host")).to_be_visible()
+    page.get_by_text("Partitions by owner").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "crawler-fleet.png"))
+    page.get_by_role("button", name="Stop the fleet").click()
+    expect(page.get_by_role("button", name="Start a 3-worker crawl")).to_be_enabled(timeout=60_000)
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)

@@ -1,0 +1,254 @@
+"""What the fleet tests share: servers, a fleet of worker processes, and the judges.
+
+Every judgement comes from the sandbox's own request log (the site's side) and the
+store's fencing records (``crawl_partitions``, ``crawl_grants``, each fetch's epoch).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from lookup import settings
+from lookup.crawler import normalize_url
+from lookup.crawler.fleet import CrawlFleet
+from lookup.crawler.sandbox import LoggedRequest, Sandbox
+from lookup.crawler.store import CrawlStateError
+from lookup.crawler.store_pg import PgCrawlReader
+from lookup.kit.etcd import EtcdServer, etcd_available
+from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY, request_url
+
+#: Short leases keep the drills fast: a dead worker's partitions move within ~TTL.
+TTL = 2
+PARTITIONS = 64
+
+
+def need_etcd() -> None:
+    """Skip without the etcd binary; fail instead under LOOKUP_REQUIRE_SERVERS (CI)."""
+    if etcd_available():
+        return
+    where = settings.get("etcd_bin")
+    if settings.get("require_servers"):
+        pytest.fail(f"{where} is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
+    pytest.skip(f"{where} is missing (apt-get install etcd-server)")
+
+
+def etcd_server() -> Iterator[EtcdServer]:
+    need_etcd()
+    with EtcdServer() as server:
+        yield server
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll ``check`` until it returns something truthy (fail after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@dataclass
+class FleetRun:
+    """A fleet of worker processes over one sandbox, one store and one etcd."""
+
+    web: Sandbox
+    store_url: str
+    etcd_url: str
+    out: Path
+    fleet: CrawlFleet
+
+    def reader(self) -> PgCrawlReader:
+        return PgCrawlReader(self.store_url)
+
+    def log(self) -> list[LoggedRequest]:
+        return [e for e in self.web.log.entries() if e.host != "127.0.0.1"]
+
+    def retried(self) -> set[str]:
+        with self.reader() as r:
+            return retried_urls(r)
+
+    def owners(self) -> dict[int, tuple[int, str]]:
+        with self.reader() as r:
+            return r.partition_epochs()
+
+    def fetches_by(self, worker: str) -> int:
+        try:
+            with self.reader() as r:
+                return sum(1 for f in r.fleet_fetches() if f[3] == worker)
+        except CrawlStateError:  # the workers have not made the tables yet
+            return 0
+
+    def leased_of(self, worker: str) -> int:
+        """URLs in flight in the partitions ``worker`` holds (per the store)."""
+        with self.reader() as r:
+            parts = [p for p, (_e, o) in r.partition_epochs().items() if o == worker]
+            rows = r._rows(
+                "SELECT COUNT(*) AS n FROM crawl_urls WHERE state = 'leased' AND part = ANY(%s)",
+                (parts,),
+            )
+        return int(rows[0]["n"])
+
+    def wait_done(self, timeout: float = 120.0) -> dict[str, int | None]:
+        codes = self.fleet.wait(timeout)
+        assert all(c is not None for c in codes.values()), f"still running: {codes}"
+        return codes
+
+
+def start_fleet(
+    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, **extra: str
+) -> FleetRun:
+    """Start ``n`` ``lookup crawl-worker`` processes crawling ``web``."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = out / "hosts.txt"
+    table.write_text("".join(f"{a} {n}\n" for n, a in sorted(web.hosts().items())))
+    argv = [
+        *web.seeds(), "--out", str(out), "--quiet", "--hosts", str(table),
+        "--allow-range", "127.0.0.0/8", "--min-delay", str(MIN_DELAY),
+        "--delay-factor", str(DELAY_FACTOR), "--timeout", "1", "--host-budget",
+        str(HOST_BUDGET), "--max-depth", "10", "--store", store_url,
+        "--coordinator", etcd_url.replace("http://", "etcd://"), "--lease-ttl", str(TTL),
+        "--partitions", str(PARTITIONS), "--max-seconds", extra.pop("max_seconds", "90"),
+    ]  # fmt: skip
+    if web.tls_port:
+        argv += ["--ca-bundle", str(web.ca_path)]
+    for k, v in extra.items():
+        argv += [f"--{k.replace('_', '-')}", v]
+    fleet = CrawlFleet(argv, out)
+    fleet.start_all(n)
+    return FleetRun(web, store_url, etcd_url, out, fleet)
+
+
+# ------------------------------------------------------------------------------ judges
+
+
+def by(log: list[LoggedRequest], key: str) -> dict[str, list[LoggedRequest]]:
+    groups: dict[str, list[LoggedRequest]] = defaultdict(list)
+    for e in log:
+        groups[getattr(e, key)].append(e)
+    for entries in groups.values():
+        entries.sort(key=lambda e: e.start)
+    return groups
+
+
+def overlaps(log: list[LoggedRequest]) -> list[str]:
+    """Requests that started while another to the same host or address was in flight."""
+    bad = []
+    for key in ("host", "address"):
+        for name, entries in by(log, key).items():
+            for prev, nxt in zip(entries, entries[1:], strict=False):
+                if nxt.start < prev.end - (0.05 if prev.aborted else 0):
+                    bad.append(f"{key} {name}: {nxt.target} started before {prev.target} ended")
+    return bad
+
+
+def too_close(log: list[LoggedRequest], manifest: dict[str, Any]) -> list[str]:
+    """Pairs of requests to one host or address closer than the pause the crawl owes."""
+    delays = manifest["robots"]["crawl_delay"]
+    retry_after = manifest["hostile"]["retry_after"]
+    bad = []
+    for key in ("host", "address"):
+        for name, entries in by(log, key).items():
+            streak = 0
+            for prev, nxt in zip(entries, entries[1:], strict=False):
+                gap = nxt.start - prev.end + (0.05 if prev.aborted else 0)
+                crawl_delay = delays.get(prev.host, 0.0) if prev.path != "/robots.txt" else 0.0
+                duration = prev.end - prev.start if not prev.aborted else 0.0
+                floor = max(MIN_DELAY, DELAY_FACTOR * duration, crawl_delay)
+                if key == "host" and prev.status in (429, 503) and prev.path != "/robots.txt":
+                    streak += 1
+                    floor = max(floor, retry_after * 2 ** (streak - 1))
+                elif key == "host":
+                    streak = 0
+                if gap < floor:
+                    bad.append(f"{key} {name}: {gap:.4f}s before {nxt.target}, need {floor}")
+    return bad
+
+
+def answered_twice(
+    log: list[LoggedRequest],
+    manifest: dict[str, Any],
+    retried: frozenset[str] | set[str] = frozenset(),
+) -> dict[str, int]:
+    """Page URLs answered more than once (refusals, cut-off answers and timeouts are retries;
+    ``retried``: URLs the crawl itself recorded a ``retry:…`` outcome for — on a loaded
+    machine a cold page can answer after the client's timeout)."""
+    answered: dict[str, int] = defaultdict(int)
+    stall = urlsplit(manifest["hostile"]["stall"]).hostname
+    for e in log:
+        if e.status in (429, 503) or e.path == "/robots.txt" or e.aborted:
+            continue
+        if e.path.startswith("/lookupbot-probe-"):
+            continue  # a host's soft-404 probe, asked again by a new owner: not a page
+        if e.host == stall and e.path == "/stall.html":
+            continue
+        answered[normalize_url(request_url(e)) or e.target] += 1
+    return {u: n for u, n in answered.items() if n > 1 and u not in retried}
+
+
+def retried_urls(r: PgCrawlReader) -> set[str]:
+    """URLs whose fetch the crawl recorded as a retry (a timeout, a refused connection)."""
+    rows = r._rows("SELECT DISTINCT url FROM crawl_fetches WHERE outcome LIKE 'retry:%%'")
+    return {normalize_url(x["url"]) or x["url"] for x in rows}
+
+
+def robots_violations(log: list[LoggedRequest], manifest: dict[str, Any]) -> list[str]:
+    """robots.txt not first on a host, or anything but robots.txt from a failing host."""
+    bad = []
+    groups = by(log, "host")
+    for host, entries in groups.items():
+        if entries[0].path != "/robots.txt":
+            bad.append(f"{host}: first request {entries[0].target}")
+    for host in manifest["robots"]["failing_hosts"]:
+        paths = {e.path for e in groups.get(host, [])}
+        if paths - {"/robots.txt"}:
+            bad.append(f"{host} (robots.txt fails): fetched {sorted(paths)}")
+    requested = {request_url(e) for e in log}
+    bad += [f"disallowed {u}" for u in manifest["robots"]["disallowed"] if u in requested]
+    return bad
+
+
+def two_owners(r: PgCrawlReader) -> list[str]:
+    """Fencing, from the store: every recorded fetch was written under a grant its worker
+    held, and before that partition's next grant (so never two owners writing)."""
+    grants: dict[int, list[tuple[int, str, float]]] = defaultdict(list)
+    for part, epoch, owner, at in r.grants():
+        grants[part].append((epoch, owner, at))
+    bad = []
+    for part, gs in grants.items():
+        epochs = [g[0] for g in gs]
+        if epochs != sorted(set(epochs)):
+            bad.append(f"partition {part}: epochs not increasing {epochs}")
+    rows = r._rows(
+        "SELECT f.url, f.started, f.worker, f.epoch, h.part FROM crawl_fetches f "
+        "JOIN crawl_hosts h ON h.host = f.host WHERE f.epoch IS NOT NULL"
+    )
+    for row in rows:
+        gs = grants.get(row["part"], [])
+        mine = [g for g in gs if g[0] == row["epoch"]]
+        if not mine or mine[0][1] != row["worker"]:
+            bad.append(f"{row['url']}: epoch {row['epoch']} by {row['worker']} never granted")
+            continue
+        later = [g for g in gs if g[0] > row["epoch"]]
+        if later and row["started"] >= later[0][2]:
+            bad.append(f"{row['url']}: written under epoch {row['epoch']} after a newer grant")
+    return bad
+
+
+def open_urls(r: PgCrawlReader) -> list[tuple[str, str, str | None]]:
+    """URLs still queued or in flight, except those waiting for an unreadable robots.txt."""
+    rows = r._rows(
+        "SELECT u.url, u.state, h.robots_state FROM crawl_urls u "
+        "LEFT JOIN crawl_hosts h ON h.host = u.host WHERE u.state = 'leased' "
+        "OR (u.state = 'queued' AND h.robots_state IS DISTINCT FROM 'disallow-all')"
+    )
+    return [(x["url"], x["state"], x["robots_state"]) for x in rows]

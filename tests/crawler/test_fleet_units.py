@@ -1,0 +1,206 @@
+"""The fleet's pieces one by one: partitioning, balance, fencing in the store, lease deadlines.
+
+Oracles: brute-force recounts for the hashes, a second writer for the fence, a real etcd
+for the leases (frozen with SIGSTOP to make renewals fail).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lookup.crawler.leases import PartitionLeases, preferred_owner
+from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
+from lookup.crawler.store import UrlRecord
+from lookup.crawler.store_pg import PgCrawlStore
+from lookup.kit.etcd import EtcdServer, etcd_client
+from tests.crawler.fleet_support import etcd_server, need_etcd, wait_for
+
+
+@given(st.text(min_size=1, max_size=40), st.integers(min_value=1, max_value=4096))
+def test_a_partition_is_stable_in_range_and_case_blind(key: str, parts: int) -> None:
+    p = partition_of(key, parts)
+    assert 0 <= p < parts
+    assert p == partition_of(key, parts) == partition_of(key.lower(), parts)
+
+
+def test_partitions_spread_addresses_evenly() -> None:
+    counts = Counter(partition_of(f"10.{i // 250}.{i % 250}.1", 256) for i in range(25600))
+    assert len(counts) == 256
+    assert max(counts.values()) < 2 * 100 and min(counts.values()) > 100 // 2  # mean 100
+    with pytest.raises(ValueError):
+        partition_of("x", 0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.text("abcdefgh0123456789", min_size=1, max_size=6), min_size=1,
+                max_size=6, unique=True))  # fmt: skip
+def test_rendezvous_moves_only_the_leavers_partitions(workers: list[str]) -> None:
+    before = {p: preferred_owner(workers, p) for p in range(256)}
+    # Brute force: the owner is the worker with the highest score, whoever asks.
+    assert all(before[p] == preferred_owner(list(reversed(workers)), p) for p in before)
+    if len(workers) < 2:
+        return
+    leaver = workers[0]
+    after = {p: preferred_owner(workers[1:], p) for p in range(256)}
+    moved = {p for p in before if before[p] != after[p]}
+    assert moved == {p for p in before if before[p] == leaver}
+
+
+def test_rendezvous_balances_256_partitions_over_3_workers() -> None:
+    counts = Counter(preferred_owner(["w1", "w2", "w3"], p) for p in range(256))
+    assert set(counts) == {"w1", "w2", "w3"}
+    assert max(counts.values()) - min(counts.values()) < 40  # ~85 each
+
+
+# --------------------------------------------------------------------- the store's fence
+
+
+def test_the_store_refuses_a_write_with_an_older_epoch(postgres_db: str) -> None:
+    old = PgCrawlStore(postgres_db, partitions=4, worker="old")
+    new = PgCrawlStore(postgres_db, partitions=4, worker="new")
+    try:
+        assert old.grant_partition(1, 10, "old", 1.0)
+        token = current_fence.set(Fence(1, 10))
+        try:
+            assert old.insert_url(UrlRecord("h1", "http://a/1", "a", "queued", part=1),
+                                  if_absent=False)  # fmt: skip
+            old.lease_url("h1", 99.0)
+        finally:
+            current_fence.reset(token)
+        assert new.grant_partition(1, 12, "new", 2.0)
+        assert not old.grant_partition(1, 11, "old", 3.0)  # epochs only grow
+        token = current_fence.set(Fence(1, 10))
+        try:
+            with pytest.raises(FencedOut, match="epoch 10 refused.*holds epoch 12"):
+                old.settle_url("h1", "done", "ok")
+        finally:
+            current_fence.reset(token)
+        assert old.url("h1").state == "leased"  # type: ignore[union-attr]  # nothing written
+        token = current_fence.set(Fence(1, 12))
+        try:
+            with new.transaction():
+                assert new.take_over(1) == 1  # only its own partition's leases
+            assert [u.url_hash for u in new.partition_queue(1)] == ["h1"]
+            assert new.partition_queue(2) == []
+        finally:
+            current_fence.reset(token)
+        assert new.partition_epochs() == {1: (12, "new")}
+        assert [(g[0], g[1], g[2]) for g in new.grants()] == [(1, 10, "old"), (1, 12, "new")]
+    finally:
+        old.close()
+        new.close()
+
+
+def test_pick_up_sees_rows_committed_after_the_cursor_was_taken(postgres_db: str) -> None:
+    writer = PgCrawlStore(postgres_db, partitions=4)
+    reader = PgCrawlStore(postgres_db, partitions=4)
+    try:
+        cursor = reader.queue_cursor()
+        with writer.transaction():
+            writer.insert_url(UrlRecord("h1", "http://a/1", "a", "queued", part=2), if_absent=True)
+            writer.ensure_host("a", "127.0.0.2")
+            # not committed yet: a poll now sees nothing, and must see it later
+            rows, cursor2 = reader.queued_since([2], cursor)
+            assert rows == []
+        rows, _ = reader.queued_since([2], cursor2)
+        assert [(r.url_hash, a) for r, a in rows] == [("h1", "127.0.0.2")]
+        assert reader.queued_since([3], cursor)[0] == []
+    finally:
+        writer.close()
+        reader.close()
+
+
+# ------------------------------------------------------------------------- etcd leases
+
+
+@pytest.fixture
+def etcd() -> Iterator[EtcdServer]:
+    yield from etcd_server()
+
+
+def test_leases_split_partitions_and_hand_over_on_join(etcd: EtcdServer) -> None:
+    a = PartitionLeases(etcd_client(etcd.url), "t", "w1", 16, 2).start()
+    b = None
+    try:
+        wait_for("w1 holding every partition", lambda: len(a.owned()) == 16, 20)
+        epochs = a.owned()
+        b = PartitionLeases(etcd_client(etcd.url), "t", "w2", 16, 2).start()
+        want_b = {p for p in range(16) if preferred_owner(["w1", "w2"], p) == "w2"}
+        wait_for("w1 draining w2's share", lambda: a.draining() == want_b, 20)
+        for p in want_b:
+            assert not a.permits(p)  # no new work on a partition being handed over
+            a.release(p)
+        wait_for("w2 taking its share", lambda: set(b.owned()) == want_b, 20)
+        assert all(b.owned()[p] > epochs[p] for p in want_b)  # a new grant, a larger epoch
+        assert set(a.owned()) == set(range(16)) - want_b
+    finally:
+        a.stop()
+        if b is not None:
+            b.stop()
+
+
+def test_a_lease_not_renewed_stops_permitting_at_its_deadline(own_etcd: EtcdServer) -> None:
+    leases = PartitionLeases(etcd_client(own_etcd.url, timeout=1.0), "t", "w1", 4, 2).start()
+    try:
+        wait_for("partitions held", lambda: len(leases.owned()) == 4, 20)
+        part, epoch = next(iter(leases.owned().items()))
+        own_etcd.pause()  # renewals hang or fail from now on
+        frozen = time.monotonic()
+        wait_for("the deadline to pass", lambda: not leases.permits(part, epoch), 10)
+        stopped_after = time.monotonic() - frozen
+        # never later than the TTL after the last renewal (generous: a loaded machine polls late)
+        assert stopped_after <= 2 + 2.0
+        assert leases.owned() == {}
+        own_etcd.resume()
+        wait_for("partitions held again", lambda: len(leases.owned()) == 4, 30)
+        assert any("renewal-failed" == kind for _t, kind, _d in leases.log.events)
+    finally:
+        own_etcd.resume()
+        leases.stop()
+
+
+@pytest.fixture
+def own_etcd() -> Iterator[EtcdServer]:
+    yield from etcd_server()
+
+
+def test_lookup_up_with_etcd_starts_one_for_crawler_fleets(tmp_path: Path) -> None:
+    need_etcd()
+    from lookup.fleet import Fleet
+
+    fleet = Fleet(tmp_path, ("etcd",), dashboard=False, aggregators=False, quiet=True)
+    try:
+        fleet._start_servers()
+        url = fleet.environment()["LOOKUP_ETCD_URL"]
+        assert fleet.describe()["servers"]["etcd"] == {"url": url, "started": True}
+        assert etcd_client(url).status()  # a real etcd answers there
+    finally:
+        fleet.stop()
+    assert fleet.etcd is not None and fleet.etcd.proc is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--store", "postgresql://127.0.0.1:1/x"], "needs --store postgresql"),
+        (["--store", "sqlite:///x", "--coordinator", "etcd://127.0.0.1:1"], "postgresql://"),
+        (["--store", "postgresql://h/x", "--coordinator", "ftp://h"], "not an etcd"),
+        (["--store", "postgresql://h/x", "--coordinator", "etcd://h:1", "--recrawl"],
+         "embedded crawl"),
+    ],
+)  # fmt: skip
+def test_fleet_options_refuse_bad_input_with_a_clear_message(
+    extra: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lookup.cli import main
+
+    code = main(["crawl", "http://a.test/", "--out", str(tmp_path / "o"), "--quiet", *extra])
+    assert code == 2
+    assert message in capsys.readouterr().err

@@ -128,6 +128,8 @@ class QueryPlan:
     or_fallback: bool = True  # a shard with no AND match also computes its OR top-k
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
+    prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
+    exact_count: bool = True  # count every match even when pruning skipped scoring them
 
 
 def phrase_mask(

@@ -29,6 +29,7 @@ import numpy as np
 from lookup.search.analysis import analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
+from lookup.search.pruning import accumulate, has_bounds, prune_top_k, top_k
 from lookup.search.segment import SegmentReader
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
@@ -60,36 +61,24 @@ class ShardAnswer:
     done_at: float = 0.0  # perf_counter() when the answer was ready
 
 
-def top_k(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, best first; equal scores ordered by key (exactly)."""
-    if scores.size == 0 or k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if scores.size > k:
-        threshold = np.partition(scores, scores.size - k)[scores.size - k]
-        cand = np.flatnonzero(scores >= threshold)
-    else:
-        cand = np.arange(scores.size)
-    order = np.lexsort((keys[cand], -scores[cand]))[:k]
-    return cand[order]
-
-
 def _accumulate(
     docs: list[np.ndarray], scores: list[np.ndarray], n: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sum per-document contributions, adding each document's terms in list order."""
+    """Sum per-document contributions, adding each document's terms in list order from 0.0.
+
+    The summation order is the one :mod:`pruning` uses too, so both score a document to
+    the same float.
+    """
     all_d = np.concatenate(docs)
-    all_s = np.concatenate(scores)
     if all_d.size == 0:
-        return all_d, all_s
+        return all_d, np.concatenate(scores)
     if all_d.size * 4 > n:
-        acc = np.bincount(all_d, weights=all_s, minlength=n)
+        acc = np.bincount(all_d, weights=np.concatenate(scores), minlength=n)
         present = np.bincount(all_d, minlength=n) > 0
         out_d = np.flatnonzero(present)
         return out_d, acc[out_d]
-    order = np.argsort(all_d, kind="stable")
-    sd, ss = all_d[order], all_s[order]
-    starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
-    return sd[starts], np.add.reduceat(ss, starts)
+    out_d, sums, _ = accumulate(docs, scores)
+    return out_d, sums
 
 
 class RealtimePart(Protocol):
@@ -106,7 +95,7 @@ class SegmentView:
         self.inlinks = inlinks  # float per doc
         self.url_keys = reader.urlkey
         self.live = live
-        self._boosts: tuple[Signals, np.ndarray, np.ndarray] | None = None
+        self._boosts: tuple[Signals, np.ndarray, np.ndarray, float, float] | None = None
 
     @property
     def live(self) -> np.ndarray:
@@ -135,29 +124,128 @@ class SegmentView:
 
     def boosts(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
         """Per-doc link boost and freshness base for these signal weights (cached)."""
+        cached = self._cached_boosts(signals)
+        return cached[1], cached[2]
+
+    def _cached_boosts(
+        self, signals: Signals
+    ) -> tuple[Signals, np.ndarray, np.ndarray, float, float]:
         cached = self._boosts
         if cached is None or cached[0] != signals:
+            link = signals.link_boost(self.inlinks)
+            base = signals.fresh_base(self.reader.crawled)
             cached = (
                 signals,
-                signals.link_boost(self.inlinks),
-                signals.fresh_base(self.reader.crawled),
+                link,
+                base,
+                float(link.max()) if link.size else 0.0,
+                float(base.max()) if base.size else 0.0,
             )
             self._boosts = cached
-        return cached[1], cached[2]
+        return cached
+
+    def max_boost(self, signals: Signals, now: float) -> float:
+        """The largest factor the signals lift any document's BM25 by here (a bound)."""
+        _, _, _, link, base = self._cached_boosts(signals)
+        fresh = float(signals.fresh_from_base(np.array([base]), now)[0])
+        return float(signals.blend(np.ones(1), np.array([link]), np.array([fresh]))[0])
+
+    def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
+        """Whether :meth:`top` gives this query's exact top k here.
+
+        Not for phrases (positions decide the match), segments without block bounds
+        (formats 1 and 2), or an OR query over the candidate budget (exhaustive OR then
+        scores its commonest terms only on the rarer terms' candidates: other results).
+        """
+        if not plan.prune or plan.phrases or not has_bounds(lists):
+            return False
+        if conjunctive:
+            return True
+        present = [pl.df for pl in lists if pl is not None]
+        return len(present) <= 1 or sum(present) <= plan.max_candidates
+
+    def top(
+        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The segment's top k by dynamic pruning: ``(docs, bm25, final)``, best first."""
+        sig = plan.signals
+        blend = None
+        boost = 1.0
+        if sig.link_weight or sig.fresh_weight:
+            link, fresh_base = self.boosts(sig)
+            boost = self.max_boost(sig, plan.now)
+
+            def blend(docs: np.ndarray, bm: np.ndarray) -> np.ndarray:
+                return sig.blend(bm, link[docs], sig.fresh_from_base(fresh_base[docs], plan.now))
+
+        res = prune_top_k(
+            lists,
+            plan.idfs,
+            self.reader.doclen,
+            self.url_keys,
+            plan.k,
+            plan.avgdl,
+            plan.k1,
+            plan.b,
+            conjunctive,
+            live=None if self.all_live else self._live,
+            blend=blend,
+            max_boost=boost,
+            floor=floor,
+        )
+        return res.docs, res.bm25, res.final
+
+    def count(self, lists: list[Any], conjunctive: bool) -> int:
+        """Live documents matching the lists (AND or OR) — counting only, no scores."""
+        present = [pl for pl in lists if pl is not None and pl.df > 0]
+        if not present or (conjunctive and len(present) < len(lists)):
+            return 0
+        if len(present) == 1 and self.all_live:
+            return int(present[0].df)
+        if conjunctive:
+            present.sort(key=lambda pl: pl.df)
+            docs = present[0].doc_ids()
+            if not self.all_live:
+                docs = docs[self._live[docs]]
+            for pl in present[1:]:
+                if docs.size == 0:
+                    break
+                found, _, _ = pl.lookup(docs)
+                docs = docs[found]
+            return int(docs.size)
+        mask = np.zeros(self.reader.n_docs, dtype=bool)
+        for pl in present:
+            mask[pl.doc_ids()] = True
+        if not self.all_live:
+            mask &= self._live
+        return int(np.count_nonzero(mask))
+
+    def estimate(self, lists: list[Any], conjunctive: bool, found: int) -> int:
+        """A match count from document frequencies alone (terms taken as independent)."""
+        n = max(self.reader.n_docs, 1)
+        shares = [0.0 if pl is None else pl.df / n for pl in lists]
+        if conjunctive:
+            guess = self.live_count * float(np.prod(shares))
+        else:
+            guess = self.live_count * (1.0 - float(np.prod([1.0 - x for x in shares])))
+        return max(found, int(round(guess)))
 
     def match(
         self,
         plan: QueryPlan,
         conjunctive: bool,
         memo: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+        lists: list[Any] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, int]:
         """Live matching docs, their BM25 scores (terms summed in plan order), match count.
 
-        The count is exact unless the OR candidate budget cut the work short. ``memo``
-        keeps lists decoded by an AND pass for the OR pass of the same query.
+        Exhaustive: every match is scored. The count is exact unless the OR candidate
+        budget cut the work short. ``memo`` keeps lists decoded by an AND pass for the
+        OR pass of the same query.
         """
         reader = self.reader
-        lists = [reader.postings(t) for t in plan.terms]
+        if lists is None:
+            lists = [reader.postings(t) for t in plan.terms]
         norm_of = reader.doclen
         if conjunctive:
             if any(pl is None for pl in lists):
@@ -279,16 +367,33 @@ class ShardIndex:
         matched = 0
         sig = plan.signals
         for si, view in enumerate(self.segments):
-            docs, bm, count = view.match(plan, conjunctive, memos[si] if memos else None)
-            if docs.size == 0:
-                continue
-            matched += count
-            final = bm
-            if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip the gathers
-                link, fresh_base = view.boosts(sig)
-                final = sig.blend(bm, link[docs], sig.fresh_from_base(fresh_base[docs], plan.now))
-            keys = view.url_keys[docs]
-            top = top_k(final, keys, plan.k)
+            lists = [view.reader.postings(t) for t in plan.terms]
+            if view.prunable(plan, conjunctive, lists):
+                floor = -np.inf  # the k-th best final score the earlier segments reached
+                if len(hits) >= plan.k:
+                    floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
+                docs, bm, final = view.top(plan, conjunctive, lists, floor)
+                if plan.exact_count:
+                    matched += view.count(lists, conjunctive)
+                else:
+                    matched += view.estimate(lists, conjunctive, int(docs.size))
+                if docs.size == 0:
+                    continue
+                keys = view.url_keys[docs]
+                top = np.arange(docs.size)  # already the best first
+            else:
+                memo = memos[si] if memos else None
+                docs, bm, count = view.match(plan, conjunctive, memo, lists)
+                if docs.size == 0:
+                    continue
+                matched += count
+                final = bm
+                if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip gathers
+                    link, fresh_base = view.boosts(sig)
+                    fresh = sig.fresh_from_base(fresh_base[docs], plan.now)
+                    final = sig.blend(bm, link[docs], fresh)
+                keys = view.url_keys[docs]
+                top = top_k(final, keys, plan.k)
             hits.extend(
                 Hit(f, k, b, self.shard, si, d)
                 for f, k, b, d in zip(

@@ -40,6 +40,8 @@ SLACK = 1e-9
 #: Intervals in the first round; each later round takes GROWTH times more.
 FIRST_ROUND = 8
 GROWTH = 4
+#: Blocks of the rarest term scored first, to start with a useful threshold.
+SEED_BLOCKS = 4
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_SCORES = np.zeros(0, dtype=np.float64)
@@ -133,6 +135,7 @@ def prune_top_k(
     valid = np.ones(n_iv, dtype=bool)
     blocks: list[np.ndarray] = []  # per term: its block covering each interval
     covers: list[np.ndarray] = []  # per term: whether it has a block there
+    ubs: list[np.ndarray] = []  # per term: its blocks' bounds
     for j, pl in terms:
         nb = pl.blocks
         blk = np.searchsorted(pl.block_last, ends)
@@ -140,46 +143,39 @@ def prune_top_k(
         blk = np.minimum(blk, nb - 1)
         norm = length_norm(pl.block_mindl, avgdl, k1, b)  # type: ignore[arg-type]
         ub = term_scores(pl.block_maxtf, norm, idfs[j])  # type: ignore[arg-type]
+        ubs.append(ub)
         bound += np.where(ok, ub[blk], 0.0)
         valid &= ok
         blocks.append(blk)
         covers.append(ok)
     bound *= (1.0 + SLACK) * max_boost
+    top_ub = [float(u.max()) * (1.0 + SLACK) * max_boost for u in ubs]
     cand = np.flatnonzero(valid) if conjunctive else np.arange(n_iv)
     order = cand[np.argsort(-bound[cand], kind="stable")]
 
+    dfs = [pl.df for _, pl in terms]
+    seen = np.zeros(doclen.size, dtype=bool)  # documents already scored
     best_d, best_bm, best_f = _NO_DOCS, _NO_SCORES, _NO_SCORES
     theta = floor
-    take = FIRST_ROUND
-    in_batch = np.zeros(n_iv, dtype=bool)
-    visited = scored = 0
-    while order.size:
-        if theta > -np.inf:
-            order = order[bound[order] >= theta]
-            if order.size == 0:
-                break
-        batch, order = order[:take], order[take:]
-        take *= GROWTH
-        visited += int(batch.size)
-        in_batch[:] = False
-        in_batch[batch] = True
-        parts_d: list[np.ndarray] = []
-        parts_tf: list[np.ndarray] = []
-        for (_, pl), blk, ok in zip(terms, blocks, covers, strict=True):
-            need = blk[batch] if conjunctive else blk[batch][ok[batch]]
-            if need.size == 0:
-                parts_d.append(_NO_DOCS)
-                parts_tf.append(_NO_DOCS)
-                continue
-            d, tf = pl.decode_blocks(np.unique(need))
-            keep = in_batch[np.searchsorted(ends, d)]  # a block may reach into other intervals
-            if live is not None:
-                keep &= live[d]
-            parts_d.append(d[keep])
-            parts_tf.append(tf[keep])
+    scored = 0
+
+    def probe(parts_d: list[np.ndarray], parts_tf: list[np.ndarray], ess: list[int]) -> None:
+        """Fill the non-essential terms' parts by probing them for the essential docs."""
+        if len(ess) == len(terms):
+            return
+        cand = _union([parts_d[i] for i in ess])[0]
+        for i in range(len(terms)):
+            if i not in ess and cand.size:
+                found, tf, _ = terms[i][1].lookup(cand)
+                parts_d[i], parts_tf[i] = cand[found], tf
+
+    def merge(parts_d: list[np.ndarray], parts_tf: list[np.ndarray]) -> None:
+        """Score the parts' documents exactly and keep the k best so far; raise θ."""
+        nonlocal best_d, best_bm, best_f, theta, scored
         docs, inv = _union(parts_d)
         if docs.size == 0:
-            continue
+            return
+        seen[docs] = True
         norm = length_norm(doclen[docs], avgdl, k1, b)
         parts_s = []
         at = 0
@@ -191,7 +187,7 @@ def prune_top_k(
             full = np.bincount(inv, minlength=docs.size) == len(terms)
             docs, bm = docs[full], bm[full]
             if docs.size == 0:
-                continue
+                return
         scored += int(docs.size)
         final = blend(docs, bm) if blend is not None else bm
         best_d = np.concatenate([best_d, docs])
@@ -201,7 +197,77 @@ def prune_top_k(
         best_d, best_bm, best_f = best_d[top], best_bm[top], best_f[top]
         if best_d.size >= k:
             theta = max(theta, float(best_f[k - 1]))
+
+    def empty_parts() -> tuple[list[np.ndarray], list[np.ndarray]]:
+        return [_NO_DOCS] * len(terms), [_NO_DOCS] * len(terms)
+
+    # round 0 seeds θ: the rarest term's most promising blocks, every term probed there
+    seed = int(np.argmin(dfs))
+    pl0 = terms[seed][1]
+    seed_blocks = np.sort(np.argsort(-ubs[seed], kind="stable")[: SEED_BLOCKS])
+    d, tf = pl0.decode_blocks(seed_blocks)
+    if live is not None:
+        keep = live[d]
+        d, tf = d[keep], tf[keep]
+    parts_d, parts_tf = empty_parts()
+    parts_d[seed], parts_tf[seed] = d, tf
+    probe(parts_d, parts_tf, [seed])
+    merge(parts_d, parts_tf)
+    done = np.zeros(pl0.blocks, dtype=bool)  # the seed term's blocks already scored
+    done[seed_blocks] = True
+    if conjunctive:  # every match holds the seed term: its scored blocks are finished
+        order = order[~done[blocks[seed][order]]]
+
+    take = FIRST_ROUND
+    in_batch = np.zeros(n_iv, dtype=bool)
+    visited = 0
+    while order.size:
+        if theta > -np.inf:
+            order = order[bound[order] >= theta]
+            if order.size == 0:
+                break
+        batch, order = order[:take], order[take:]
+        take *= GROWTH
+        visited += int(batch.size)
+        in_batch[:] = False
+        in_batch[batch] = True
+        ess = _essential(top_ub, theta, conjunctive, dfs)
+        parts_d, parts_tf = empty_parts()
+        for i in ess:
+            blk, ok = blocks[i], covers[i]
+            need = blk[batch] if conjunctive else blk[batch][ok[batch]]
+            if i == seed:
+                need = need[~done[need]]
+            if need.size == 0:
+                continue
+            d, tf = terms[i][1].decode_blocks(np.unique(need))
+            # a block may reach into other intervals; documents are scored only once
+            keep = in_batch[np.searchsorted(ends, d)] & ~seen[d]
+            if live is not None:
+                keep &= live[d]
+            parts_d[i], parts_tf[i] = d[keep], tf[keep]
+        probe(parts_d, parts_tf, ess)
+        merge(parts_d, parts_tf)
     return PrunedTop(best_d, best_bm, best_f, n_iv, visited, scored)
+
+
+def _essential(top_ub: list[float], theta: float, conjunctive: bool, dfs: list[int]) -> list[int]:
+    """The terms whose blocks are decoded; the others are only probed for their documents.
+
+    AND: the rarest term (every match has it). OR (MaxScore): all but the weakest terms
+    whose bounds together stay below θ — a document holding only those cannot enter.
+    """
+    if conjunctive:
+        return [int(np.argmin(dfs))]
+    order = sorted(range(len(top_ub)), key=lambda i: top_ub[i])
+    total = 0.0
+    skip = 0
+    for i in order[:-1]:  # the strongest term is always essential
+        total += top_ub[i]
+        if total >= theta:
+            break
+        skip += 1
+    return sorted(order[skip:])
 
 
 def _union(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

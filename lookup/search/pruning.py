@@ -1,28 +1,33 @@
 """Dynamic pruning: a segment's top k without scoring every matching document.
 
-Block-max MaxScore over doc-id intervals, evaluated a batch of blocks at a time with
-numpy (a posting-at-a-time WAND loop would spend its savings on Python overhead):
+MaxScore with block bounds, vectorised with numpy: a posting-at-a-time WAND loop would
+spend in Python overhead far more than it saves, so every step below is a handful of
+whole-array operations.
 
-1. **Bounds.** Block ``b`` of term ``t`` holds postings none of which can score more
-   than ``U_t(b) = score_t(max tf of b, shortest document of b)`` — both stored in the
-   skip table (segment format 3). BM25 grows with tf and shrinks with length, so the
-   bound holds for any ``k1``, ``b`` and corpus-wide average length.
-2. **Intervals.** The block boundaries of all the query's terms cut the doc-id space
-   into intervals inside which every term has at most one block, so
-   ``U(interval) = Σ_t U_t(its block)`` (times the largest signal boost) bounds every
-   document in it. Under AND an interval where some term has no block cannot match.
-3. **Rounds.** Intervals are visited best bound first, in batches that grow fourfold
-   a round. A batch decodes only its blocks, scores their documents exactly, merges
-   them into the running top k and raises the threshold θ to the k-th best final
-   score; every interval whose bound is below θ is then dropped unvisited. Intervals
-   whose bound *equals* θ are still visited: a tie is broken by URL key, so a document
-   scoring exactly θ may still enter.
+* **Bounds.** Block ``b`` of term ``t`` holds no posting scoring more than
+  ``score_t(max tf of b, shortest document of b)`` — both stored in the skip table
+  (segment format 3). BM25 grows with tf and shrinks with length, so the bound holds
+  for any ``k1``, ``b`` and corpus-wide average length. A term's list bound is the
+  same with the list's largest tf and shortest document.
+* **OR (MaxScore).** The rarest term's list is scored on its own first: its k-th best
+  partial score is a threshold θ no top-k document can be below (a document's score
+  only grows with its other terms, and the signal boosts never lower it). Terms are
+  then taken weakest bound first while their bounds sum below θ: a document holding
+  only those cannot reach the top k, so they are *non-essential* — never decoded
+  whole, only probed through their skip tables for the candidates the essential
+  terms produce. Candidates whose essential score plus the non-essential terms'
+  **block** bounds at their position stays below θ are dropped before the probe.
+* **AND.** The rarest list gives the candidates. Each candidate's bound is its exact
+  score there plus the other terms' block bounds at its position (a candidate past
+  the end of another list cannot match at all). When there are many, the best-bound
+  ones are probed first to set θ, and the rest only if their bound reaches θ.
 
 Results are identical to exhaustive scoring, not merely close: each document is
-scored once, with the same float operations in the same order (terms summed in plan
-order from 0.0, see :func:`accumulate`), and ties are ordered by (URL key, doc id)
-as :func:`top_k` orders them. Bounds carry a relative slack of :data:`SLACK` so that
-float rounding can never push a real score above its bound.
+scored with the same float operations in the same order (terms summed in plan order
+from 0.0, see :func:`accumulate`), ties are ordered by (URL key, doc id) as
+:func:`top_k` orders them, and bounds carry a relative slack of :data:`SLACK` so that
+float rounding can never push a real score above its bound. Bounds are compared
+with ``<`` only: a document scoring exactly θ may still win its tie on the URL key.
 """
 
 from __future__ import annotations
@@ -37,11 +42,8 @@ from lookup.search.postings import PostingList
 
 #: Relative slack on every bound (float rounding of a score stays far below it).
 SLACK = 1e-9
-#: Intervals in the first round; each later round takes GROWTH times more.
-FIRST_ROUND = 8
-GROWTH = 4
-#: Blocks of the rarest term scored first, to start with a useful threshold.
-SEED_BLOCKS = 4
+#: AND candidates above this many are probed in two rounds: the best bounds first.
+AND_SEED = 256
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_SCORES = np.zeros(0, dtype=np.float64)
@@ -87,9 +89,9 @@ class PrunedTop:
     docs: np.ndarray
     bm25: np.ndarray
     final: np.ndarray
-    intervals: int  # doc-id intervals the query's blocks cut the segment into
-    visited: int  # intervals whose documents were scored
-    scored: int  # documents scored exactly
+    scored: int  # documents scored exactly (every term's contribution summed)
+    skipped_terms: int  # OR: terms never decoded whole, only probed
+    dropped: int  # candidates a block bound ruled out before probing
 
 
 def has_bounds(lists: Sequence[PostingList | None]) -> bool:
@@ -97,10 +99,24 @@ def has_bounds(lists: Sequence[PostingList | None]) -> bool:
     return all(pl is None or pl.block_maxtf is not None for pl in lists)
 
 
+def list_bound(pl: PostingList, term_idf: float, avgdl: float, k1: float, b: float) -> float:
+    """The most any posting of the list can score (slack included)."""
+    assert pl.block_maxtf is not None and pl.block_mindl is not None
+    tf = float(pl.block_maxtf.max())
+    norm = k1 * (1.0 - b + b * float(pl.block_mindl.min()) / avgdl)
+    return term_idf * tf / (tf + norm) * (1.0 + SLACK)
+
+
+def block_bounds(pl: PostingList, term_idf: float, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """Per block, the most any of its postings can score (slack included)."""
+    norm = length_norm(pl.block_mindl, avgdl, k1, b)  # type: ignore[arg-type]
+    return term_scores(pl.block_maxtf, norm, term_idf) * (1.0 + SLACK)  # type: ignore[arg-type]
+
+
 def prune_top_k(
     lists: Sequence[PostingList | None],
     idfs: Sequence[float],
-    doclen: np.ndarray,
+    norm: np.ndarray,
     keys: np.ndarray,
     k: int,
     avgdl: float,
@@ -115,11 +131,12 @@ def prune_top_k(
     """The top ``k`` documents of one segment by final score, ties by (key, doc id).
 
     ``lists`` are the query terms' posting lists in plan order (None: not in this
-    segment) and ``idfs`` their weights; ``live`` masks out deleted documents (None:
-    all live). ``blend(docs, bm25)`` turns BM25 into the final score and must not
-    raise it by more than the factor ``max_boost``. Only documents scoring at least
-    ``floor`` are needed (a threshold another segment already reached); the result
-    holds every such document of the exact top k and possibly some below it.
+    segment), ``idfs`` their weights and ``norm`` every document's BM25 length norm
+    (:func:`~lookup.search.bm25.length_norm` with ``avgdl``, ``k1``, ``b``); ``live``
+    masks out deleted documents (None: all live). ``blend(docs, bm25)`` turns BM25
+    into the final score and may raise it by at most the factor ``max_boost`` and never
+    lower it. Only documents scoring at least ``floor`` are needed (a threshold another
+    segment already reached): the result holds every such document of the exact top k.
     """
     empty = PrunedTop(_NO_DOCS, _NO_SCORES, _NO_SCORES, 0, 0, 0)
     if k <= 0 or (conjunctive and any(pl is None for pl in lists)):
@@ -129,145 +146,151 @@ def prune_top_k(
         return empty
     if not has_bounds([pl for _, pl in terms]):
         raise ValueError("pruning needs block bounds (segment format 3)")
-    ends = np.unique(np.concatenate([pl.block_last for _, pl in terms]))
-    n_iv = int(ends.size)
-    bound = np.zeros(n_iv)
-    valid = np.ones(n_iv, dtype=bool)
-    blocks: list[np.ndarray] = []  # per term: its block covering each interval
-    covers: list[np.ndarray] = []  # per term: whether it has a block there
-    ubs: list[np.ndarray] = []  # per term: its blocks' bounds
-    for j, pl in terms:
-        nb = pl.blocks
-        blk = np.searchsorted(pl.block_last, ends)
-        ok = blk < nb
-        blk = np.minimum(blk, nb - 1)
-        norm = length_norm(pl.block_mindl, avgdl, k1, b)  # type: ignore[arg-type]
-        ub = term_scores(pl.block_maxtf, norm, idfs[j])  # type: ignore[arg-type]
-        ubs.append(ub)
-        bound += np.where(ok, ub[blk], 0.0)
-        valid &= ok
-        blocks.append(blk)
-        covers.append(ok)
-    bound *= (1.0 + SLACK) * max_boost
-    top_ub = [float(u.max()) * (1.0 + SLACK) * max_boost for u in ubs]
-    cand = np.flatnonzero(valid) if conjunctive else np.arange(n_iv)
-    order = cand[np.argsort(-bound[cand], kind="stable")]
-
-    dfs = [pl.df for _, pl in terms]
-    seen = np.zeros(doclen.size, dtype=bool)  # documents already scored
-    best_d, best_bm, best_f = _NO_DOCS, _NO_SCORES, _NO_SCORES
-    theta = floor
-    scored = 0
-
-    def probe(parts_d: list[np.ndarray], parts_tf: list[np.ndarray], ess: list[int]) -> None:
-        """Fill the non-essential terms' parts by probing them for the essential docs."""
-        if len(ess) == len(terms):
-            return
-        cand = _union([parts_d[i] for i in ess])[0]
-        for i in range(len(terms)):
-            if i not in ess and cand.size:
-                found, tf, _ = terms[i][1].lookup(cand)
-                parts_d[i], parts_tf[i] = cand[found], tf
-
-    def merge(parts_d: list[np.ndarray], parts_tf: list[np.ndarray]) -> None:
-        """Score the parts' documents exactly and keep the k best so far; raise θ."""
-        nonlocal best_d, best_bm, best_f, theta, scored
-        docs, inv = _union(parts_d)
-        if docs.size == 0:
-            return
-        seen[docs] = True
-        norm = length_norm(doclen[docs], avgdl, k1, b)
-        parts_s = []
-        at = 0
-        for (j, _), d, tf in zip(terms, parts_d, parts_tf, strict=True):
-            parts_s.append(term_scores(tf, norm[inv[at : at + d.size]], idfs[j]))
-            at += d.size
-        bm = np.bincount(inv, weights=np.concatenate(parts_s), minlength=docs.size)
-        if conjunctive:
-            full = np.bincount(inv, minlength=docs.size) == len(terms)
-            docs, bm = docs[full], bm[full]
-            if docs.size == 0:
-                return
-        scored += int(docs.size)
-        final = blend(docs, bm) if blend is not None else bm
-        best_d = np.concatenate([best_d, docs])
-        best_bm = np.concatenate([best_bm, bm])
-        best_f = np.concatenate([best_f, final])
-        top = _best(best_f, keys[best_d], best_d, k)
-        best_d, best_bm, best_f = best_d[top], best_bm[top], best_f[top]
-        if best_d.size >= k:
-            theta = max(theta, float(best_f[k - 1]))
-
-    def empty_parts() -> tuple[list[np.ndarray], list[np.ndarray]]:
-        return [_NO_DOCS] * len(terms), [_NO_DOCS] * len(terms)
-
-    # round 0 seeds θ: the rarest term's most promising blocks, every term probed there
-    seed = int(np.argmin(dfs))
-    pl0 = terms[seed][1]
-    seed_blocks = np.sort(np.argsort(-ubs[seed], kind="stable")[: SEED_BLOCKS])
-    d, tf = pl0.decode_blocks(seed_blocks)
+    rare = min(range(len(terms)), key=lambda i: terms[i][1].df)
+    d_r, tf_r = terms[rare][1].decode()
     if live is not None:
-        keep = live[d]
-        d, tf = d[keep], tf[keep]
-    parts_d, parts_tf = empty_parts()
-    parts_d[seed], parts_tf[seed] = d, tf
-    probe(parts_d, parts_tf, [seed])
-    merge(parts_d, parts_tf)
-    done = np.zeros(pl0.blocks, dtype=bool)  # the seed term's blocks already scored
-    done[seed_blocks] = True
-    if conjunctive:  # every match holds the seed term: its scored blocks are finished
-        order = order[~done[blocks[seed][order]]]
-
-    take = FIRST_ROUND
-    in_batch = np.zeros(n_iv, dtype=bool)
-    visited = 0
-    while order.size:
-        if theta > -np.inf:
-            order = order[bound[order] >= theta]
-            if order.size == 0:
-                break
-        batch, order = order[:take], order[take:]
-        take *= GROWTH
-        visited += int(batch.size)
-        in_batch[:] = False
-        in_batch[batch] = True
-        ess = _essential(top_ub, theta, conjunctive, dfs)
-        parts_d, parts_tf = empty_parts()
-        for i in ess:
-            blk, ok = blocks[i], covers[i]
-            need = blk[batch] if conjunctive else blk[batch][ok[batch]]
-            if i == seed:
-                need = need[~done[need]]
-            if need.size == 0:
-                continue
-            d, tf = terms[i][1].decode_blocks(np.unique(need))
-            # a block may reach into other intervals; documents are scored only once
-            keep = in_batch[np.searchsorted(ends, d)] & ~seen[d]
-            if live is not None:
-                keep &= live[d]
-            parts_d[i], parts_tf[i] = d[keep], tf[keep]
-        probe(parts_d, parts_tf, ess)
-        merge(parts_d, parts_tf)
-    return PrunedTop(best_d, best_bm, best_f, n_iv, visited, scored)
-
-
-def _essential(top_ub: list[float], theta: float, conjunctive: bool, dfs: list[int]) -> list[int]:
-    """The terms whose blocks are decoded; the others are only probed for their documents.
-
-    AND: the rarest term (every match has it). OR (MaxScore): all but the weakest terms
-    whose bounds together stay below θ — a document holding only those cannot enter.
-    """
+        keep = live[d_r]
+        d_r, tf_r = d_r[keep], tf_r[keep]
+    s_r = term_scores(tf_r, norm[d_r], idfs[terms[rare][0]])
     if conjunctive:
-        return [int(np.argmin(dfs))]
-    order = sorted(range(len(top_ub)), key=lambda i: top_ub[i])
+        docs, bm, dropped = _and(terms, rare, d_r, tf_r, s_r, idfs, norm, keys, k, avgdl, k1, b,
+                                 blend, max_boost, floor)  # fmt: skip
+        skipped = 0
+    else:
+        docs, bm, skipped, dropped = _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1,
+                                         b, live, max_boost, floor)  # fmt: skip
+    if docs.size == 0:
+        return empty
+    final = blend(docs, bm) if blend is not None else bm
+    top = _best(final, keys[docs], docs, k)
+    return PrunedTop(docs[top], bm[top], final[top], int(docs.size), skipped, dropped)
+
+
+def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boost, floor):  # type: ignore[no-untyped-def]
+    """OR candidates with their exact BM25: MaxScore over list and block bounds."""
+    if len(terms) == 1:
+        return d_r, s_r, 0, 0
+    theta = floor
+    if d_r.size >= k:  # the k best partial scores are real documents' lower bounds
+        theta = max(theta, float(np.partition(s_r, d_r.size - k)[d_r.size - k]))
+    bounds = [list_bound(pl, idfs[j], avgdl, k1, b) * max_boost for j, pl in terms]
+    weakest = sorted(range(len(terms)), key=lambda i: bounds[i])
     total = 0.0
-    skip = 0
-    for i in order[:-1]:  # the strongest term is always essential
-        total += top_ub[i]
+    passive: list[int] = []
+    for i in weakest[:-1]:  # the strongest term stays essential
+        total += bounds[i]
         if total >= theta:
             break
-        skip += 1
-    return sorted(order[skip:])
+        passive.append(i)
+    decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {rare: (d_r, tf_r)}
+    essential = [i for i in range(len(terms)) if i not in passive]
+    for i in essential:
+        if i not in decoded:
+            d, tf = terms[i][1].decode()
+            if live is not None:
+                keep = live[d]
+                d, tf = d[keep], tf[keep]
+            decoded[i] = (d, tf)
+    dropped = 0
+    if passive:
+        cand = _union([decoded[i][0] for i in essential])[0]
+        if cand.size > k and theta > -np.inf:  # block-max: drop what cannot reach θ
+            ub = np.zeros(cand.size)
+            for i in essential:
+                d, tf = decoded[i]
+                at = np.searchsorted(d, cand)
+                at_c = np.minimum(at, d.size - 1)
+                has = d[at_c] == cand
+                j = terms[i][0]
+                ub[has] += term_scores(tf[at_c[has]], norm[cand[has]], idfs[j])
+            ub *= 1.0 + SLACK
+            for i in passive:
+                pl = terms[i][1]
+                blk = np.searchsorted(pl.block_last, cand)
+                inside = blk < pl.blocks
+                bb = block_bounds(pl, idfs[terms[i][0]], avgdl, k1, b)
+                ub[inside] += bb[blk[inside]]
+            keep = ub * max_boost >= theta
+            dropped = int(cand.size - np.count_nonzero(keep))
+            cand = cand[keep]
+        for i in passive:
+            if i in decoded:  # the rare term itself: found by search, not by a probe
+                d, tf = decoded[i]
+                at = np.searchsorted(d, cand)
+                at_c = np.minimum(at, max(d.size - 1, 0))
+                has = (at < d.size) & (d[at_c] == cand) if d.size else np.zeros(cand.size, bool)
+                decoded[i] = (cand[has], tf[at_c[has]])
+            else:
+                found, tf, _ = terms[i][1].lookup(cand)
+                decoded[i] = (cand[found], tf)
+        if cand.size and len(essential) < len(terms):
+            # essential lists keep only candidates (those the block bounds let through)
+            for i in essential:
+                d, tf = decoded[i]
+                if dropped:
+                    at = np.searchsorted(cand, d)
+                    at_c = np.minimum(at, cand.size - 1)
+                    has = cand[at_c] == d
+                    decoded[i] = (d[has], tf[has])
+    parts_d, parts_s = [], []
+    for i, (j, _) in enumerate(terms):
+        d, tf = decoded[i]
+        parts_d.append(d)
+        parts_s.append(s_r if (i == rare and d is d_r) else term_scores(tf, norm[d], idfs[j]))
+    docs, bm, _ = accumulate(parts_d, parts_s)
+    return docs, bm, len(passive), dropped
+
+
+def _and(terms, rare, d_r, tf_r, s_r, idfs, norm, keys, k, avgdl, k1, b, blend, max_boost, floor):  # type: ignore[no-untyped-def]
+    """AND matches with their exact BM25 (terms summed in plan order)."""
+    others = sorted((i for i in range(len(terms)) if i != rare), key=lambda i: terms[i][1].df)
+    dropped = 0
+    cand, tf_c = d_r, tf_r
+    if others and cand.size > AND_SEED:
+        ub = s_r * (1.0 + SLACK)
+        inside = np.ones(cand.size, dtype=bool)
+        for i in others:
+            pl = terms[i][1]
+            blk = np.searchsorted(pl.block_last, cand)
+            inside &= blk < pl.blocks  # past the end of a list: no match
+            bb = block_bounds(pl, idfs[terms[i][0]], avgdl, k1, b)
+            ub = ub + bb[np.minimum(blk, pl.blocks - 1)]
+        ub *= max_boost
+        order = np.flatnonzero(inside)
+        order = order[np.argsort(-ub[order], kind="stable")]
+        first = np.sort(order[:AND_SEED])
+        docs, bm = _intersect(terms, rare, others, cand[first], tf_c[first], idfs, norm)
+        theta = floor
+        if docs.size >= k:
+            final = blend(docs, bm) if blend is not None else bm
+            theta = max(theta, float(np.partition(final, final.size - k)[final.size - k]))
+        rest = order[AND_SEED:]
+        rest = np.sort(rest[ub[rest] >= theta])
+        dropped = int(cand.size - first.size - rest.size)
+        d2, bm2 = _intersect(terms, rare, others, cand[rest], tf_c[rest], idfs, norm)
+        return np.concatenate([docs, d2]), np.concatenate([bm, bm2]), dropped
+    docs, bm = _intersect(terms, rare, others, cand, tf_c, idfs, norm)
+    return docs, bm, dropped
+
+
+def _intersect(terms, rare, others, cand, tf_c, idfs, norm):  # type: ignore[no-untyped-def]
+    """Candidates (sorted) of the rare term that every other term has, and their BM25."""
+    tfs = {rare: tf_c}
+    for i in others:
+        if cand.size == 0:
+            break
+        found, tf, _ = terms[i][1].lookup(cand)
+        cand = cand[found]
+        for key in tfs:
+            tfs[key] = tfs[key][found]
+        tfs[i] = tf
+    if cand.size == 0 or len(tfs) < len(terms):
+        return _NO_DOCS, _NO_SCORES
+    nrm = norm[cand]
+    bm = np.zeros(cand.size)
+    for i, (j, _) in enumerate(terms):
+        bm = bm + term_scores(tfs[i], nrm, idfs[j])
+    return cand, bm
 
 
 def _union(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -96,6 +96,7 @@ class SegmentView:
         self.url_keys = reader.urlkey
         self.live = live
         self._boosts: tuple[Signals, np.ndarray, np.ndarray, float, float] | None = None
+        self._norms: tuple[tuple[float, float, float], np.ndarray] | None = None
 
     @property
     def live(self) -> np.ndarray:
@@ -150,6 +151,14 @@ class SegmentView:
         fresh = float(signals.fresh_from_base(np.array([base]), now)[0])
         return float(signals.blend(np.ones(1), np.array([link]), np.array([fresh]))[0])
 
+    def norms(self, avgdl: float, k1: float, b: float) -> np.ndarray:
+        """Every document's BM25 length norm under these statistics (cached)."""
+        cached = self._norms
+        if cached is None or cached[0] != (avgdl, k1, b):
+            cached = ((avgdl, k1, b), length_norm(self.reader.doclen, avgdl, k1, b))
+            self._norms = cached
+        return cached[1]
+
     def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
         """Whether :meth:`top` gives this query's exact top k here.
 
@@ -159,6 +168,8 @@ class SegmentView:
         """
         if not plan.prune or plan.phrases or not has_bounds(lists):
             return False
+        if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
+            return False  # a boost below 1 would lower scores under the bounds' lower bound
         if conjunctive:
             return True
         present = [pl.df for pl in lists if pl is not None]
@@ -181,7 +192,7 @@ class SegmentView:
         res = prune_top_k(
             lists,
             plan.idfs,
-            self.reader.doclen,
+            self.norms(plan.avgdl, plan.k1, plan.b),
             self.url_keys,
             plan.k,
             plan.avgdl,

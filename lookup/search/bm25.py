@@ -129,7 +129,7 @@ class QueryPlan:
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
     prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
-    exact_count: bool = True  # count every match even when pruning skipped scoring them
+    exact_count: bool = True  # count every match: no pruning (False: an estimated count)
 
 
 def phrase_mask(

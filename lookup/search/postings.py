@@ -401,12 +401,6 @@ class PostingList:
         vals = decode_varints(self.buf[self.off : self.off + self.length])
         return np.cumsum(vals[0::2]), vals[1::2]
 
-    def doc_ids(self) -> np.ndarray:
-        """All doc ids of the list (no tfs: what counting needs)."""
-        if self.widths:
-            return np.cumsum(self._views()[0], dtype=np.int64)
-        return self.decode()[0]
-
     def _block_range(self, b: int) -> tuple[int, int]:
         start = int(self.block_off[b])
         end = int(self.block_off[b + 1]) if b + 1 < self.blocks else self.off + self.length

@@ -42,8 +42,10 @@ from lookup.search.postings import PostingList
 
 #: Relative slack on every bound (float rounding of a score stays far below it).
 SLACK = 1e-9
+#: OR terms are only probed when their lists are this many times the essential ones.
+PROBE_RATIO = 8
 #: AND candidates above this many are probed in two rounds: the best bounds first.
-AND_SEED = 256
+AND_SEED = 1024
 
 _NO_DOCS = np.zeros(0, dtype=np.int64)
 _NO_SCORES = np.zeros(0, dtype=np.float64)
@@ -76,10 +78,26 @@ def accumulate(
     all_d = np.concatenate(parts_d)
     if all_d.size == 0:
         return _NO_DOCS, _NO_SCORES, _NO_DOCS
-    docs, inv = np.unique(all_d, return_inverse=True)
+    docs, inv = _distinct(all_d)
     sums = np.bincount(inv, weights=np.concatenate(parts_s), minlength=docs.size)
     counts = np.bincount(inv, minlength=docs.size)
     return docs, sums, counts
+
+
+def dense_or_sparse_sum(
+    parts_d: Sequence[np.ndarray], parts_s: Sequence[np.ndarray], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`accumulate` for ``n`` documents, by a dense count when the parts are large.
+
+    Both ways add a document's contributions in part order from 0.0.
+    """
+    all_d = np.concatenate(parts_d) if parts_d else _NO_DOCS
+    if all_d.size * 4 > n:
+        acc = np.bincount(all_d, weights=np.concatenate(parts_s), minlength=n)
+        out_d = np.flatnonzero(np.bincount(all_d, minlength=n))
+        return out_d, acc[out_d]
+    docs, sums, _ = accumulate(parts_d, parts_s)
+    return docs, sums
 
 
 @dataclass
@@ -151,8 +169,14 @@ def prune_top_k(
     if live is not None:
         keep = live[d_r]
         d_r, tf_r = d_r[keep], tf_r[keep]
-    s_r = term_scores(tf_r, norm[d_r], idfs[terms[rare][0]])
-    if conjunctive:
+    s_r = (
+        None
+        if conjunctive and len(terms) > 1
+        else term_scores(tf_r, norm[d_r], idfs[terms[rare][0]])
+    )
+    if conjunctive and len(terms) == 1:
+        docs, bm, dropped, skipped = d_r, s_r, 0, 0
+    elif conjunctive:
         docs, bm, dropped = _and(terms, rare, d_r, tf_r, s_r, idfs, norm, keys, k, avgdl, k1, b,
                                  blend, max_boost, floor)  # fmt: skip
         skipped = 0
@@ -182,6 +206,9 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
         if total >= theta:
             break
         passive.append(i)
+    essential_df = sum(terms[i][1].df for i in range(len(terms)) if i not in passive)
+    if sum(terms[i][1].df for i in passive) < PROBE_RATIO * essential_df:
+        passive = []  # probing would decode most of those lists anyway: score them whole
     decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {rare: (d_r, tf_r)}
     essential = [i for i in range(len(terms)) if i not in passive]
     for i in essential:
@@ -194,7 +221,8 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
     dropped = 0
     if passive:
         cand = _union([decoded[i][0] for i in essential])[0]
-        if cand.size > k and theta > -np.inf:  # block-max: drop what cannot reach θ
+        passive_df = sum(terms[i][1].df for i in passive)
+        if k < cand.size and 8 * cand.size < passive_df:  # block-max: drop what cannot reach θ
             ub = np.zeros(cand.size)
             for i in essential:
                 d, tf = decoded[i]
@@ -237,7 +265,7 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
         d, tf = decoded[i]
         parts_d.append(d)
         parts_s.append(s_r if (i == rare and d is d_r) else term_scores(tf, norm[d], idfs[j]))
-    docs, bm, _ = accumulate(parts_d, parts_s)
+    docs, bm = dense_or_sparse_sum(parts_d, parts_s, norm.size)
     return docs, bm, len(passive), dropped
 
 
@@ -247,7 +275,7 @@ def _and(terms, rare, d_r, tf_r, s_r, idfs, norm, keys, k, avgdl, k1, b, blend, 
     dropped = 0
     cand, tf_c = d_r, tf_r
     if others and cand.size > AND_SEED:
-        ub = s_r * (1.0 + SLACK)
+        ub = term_scores(tf_r, norm[d_r], idfs[terms[rare][0]]) * (1.0 + SLACK)
         inside = np.ones(cand.size, dtype=bool)
         for i in others:
             pl = terms[i][1]
@@ -298,7 +326,19 @@ def _union(parts: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     all_d = np.concatenate(parts) if parts else _NO_DOCS
     if all_d.size == 0:
         return _NO_DOCS, _NO_DOCS
-    return np.unique(all_d, return_inverse=True)
+    return _distinct(all_d)
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` by one sort (several times faster here)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.empty(ordered.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inv = np.empty(values.size, dtype=np.int64)
+    inv[order] = np.cumsum(first) - 1
+    return ordered[first], inv
 
 
 def _best(final: np.ndarray, keys: np.ndarray, docs: np.ndarray, k: int) -> np.ndarray:

@@ -29,7 +29,14 @@ import numpy as np
 from lookup.search.analysis import analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
-from lookup.search.pruning import accumulate, has_bounds, prune_top_k, top_k
+from lookup.search.pruning import (
+    AND_SEED,
+    PROBE_RATIO,
+    dense_or_sparse_sum,
+    has_bounds,
+    prune_top_k,
+    top_k,
+)
 from lookup.search.segment import SegmentReader
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
@@ -59,26 +66,6 @@ class ShardAnswer:
     took_ms: float = 0.0
     replica: int = 0
     done_at: float = 0.0  # perf_counter() when the answer was ready
-
-
-def _accumulate(
-    docs: list[np.ndarray], scores: list[np.ndarray], n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sum per-document contributions, adding each document's terms in list order from 0.0.
-
-    The summation order is the one :mod:`pruning` uses too, so both score a document to
-    the same float.
-    """
-    all_d = np.concatenate(docs)
-    if all_d.size == 0:
-        return all_d, np.concatenate(scores)
-    if all_d.size * 4 > n:
-        acc = np.bincount(all_d, weights=np.concatenate(scores), minlength=n)
-        present = np.bincount(all_d, minlength=n) > 0
-        out_d = np.flatnonzero(present)
-        return out_d, acc[out_d]
-    out_d, sums, _ = accumulate(docs, scores)
-    return out_d, sums
 
 
 class RealtimePart(Protocol):
@@ -162,18 +149,28 @@ class SegmentView:
     def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
         """Whether :meth:`top` gives this query's exact top k here.
 
-        Not for phrases (positions decide the match), segments without block bounds
-        (formats 1 and 2), or an OR query over the candidate budget (exhaustive OR then
-        scores its commonest terms only on the rarer terms' candidates: other results).
+        Only when the plan does not need an exact match count (counting every match is
+        the work pruning saves; exhaustive scoring counts as it goes), and not for
+        phrases (positions decide the match), segments without block bounds (formats 1
+        and 2), or an OR query over the candidate budget (exhaustive OR then scores its
+        commonest terms only on the rarer terms' candidates: other results).
         """
-        if not plan.prune or plan.phrases or not has_bounds(lists):
+        if not plan.prune or plan.exact_count or plan.phrases or not has_bounds(lists):
             return False
         if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
             return False  # a boost below 1 would lower scores under the bounds' lower bound
+        present = sorted(pl.df for pl in lists if pl is not None)
+        if len(present) <= 1:
+            return True  # one list: its best blocks decide, most are never scored
+        if not conjunctive and sum(present) > plan.max_candidates:
+            return False
+        # Where pruning pays (measured, benchmarks/bench_search.py): OR with one list far
+        # longer than the rest (MaxScore only probes it), AND with a long rarest list
+        # (block bounds drop candidates); elsewhere exhaustive scoring is fewer numpy
+        # calls. Either way the results are the same.
         if conjunctive:
-            return True
-        present = [pl.df for pl in lists if pl is not None]
-        return len(present) <= 1 or sum(present) <= plan.max_candidates
+            return present[0] > 4 * AND_SEED
+        return present[-1] >= PROBE_RATIO * sum(present[:-1])
 
     def top(
         self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
@@ -206,33 +203,14 @@ class SegmentView:
         )
         return res.docs, res.bm25, res.final
 
-    def count(self, lists: list[Any], conjunctive: bool) -> int:
-        """Live documents matching the lists (AND or OR) — counting only, no scores."""
-        present = [pl for pl in lists if pl is not None and pl.df > 0]
-        if not present or (conjunctive and len(present) < len(lists)):
-            return 0
-        if len(present) == 1 and self.all_live:
-            return int(present[0].df)
-        if conjunctive:
-            present.sort(key=lambda pl: pl.df)
-            docs = present[0].doc_ids()
-            if not self.all_live:
-                docs = docs[self._live[docs]]
-            for pl in present[1:]:
-                if docs.size == 0:
-                    break
-                found, _, _ = pl.lookup(docs)
-                docs = docs[found]
-            return int(docs.size)
-        mask = np.zeros(self.reader.n_docs, dtype=bool)
-        for pl in present:
-            mask[pl.doc_ids()] = True
-        if not self.all_live:
-            mask &= self._live
-        return int(np.count_nonzero(mask))
-
     def estimate(self, lists: list[Any], conjunctive: bool, found: int) -> int:
-        """A match count from document frequencies alone (terms taken as independent)."""
+        """A match count from document frequencies (terms taken as independent).
+
+        Zero exactly when pruning ``found`` nothing: a search with no floor finds a
+        match whenever there is one, which the shard's OR fallback relies on.
+        """
+        if found == 0:
+            return 0
         n = max(self.reader.n_docs, 1)
         shares = [0.0 if pl is None else pl.df / n for pl in lists]
         if conjunctive:
@@ -306,7 +284,7 @@ class SegmentView:
             parts_s.append(
                 term_scores(tf, length_norm(norm_of[d], plan.avgdl, plan.k1, plan.b), plan.idfs[j])
             )
-        docs, bm = _accumulate(parts_d, parts_s, reader.n_docs)
+        docs, bm = dense_or_sparse_sum(parts_d, parts_s, reader.n_docs)
         closed = [j for j in present if j not in open_terms]
         if plan.phrases and docs.size:  # phrases are required even under OR semantics
             keep = self._phrases(plan, lists, docs)
@@ -384,10 +362,7 @@ class ShardIndex:
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
                 docs, bm, final = view.top(plan, conjunctive, lists, floor)
-                if plan.exact_count:
-                    matched += view.count(lists, conjunctive)
-                else:
-                    matched += view.estimate(lists, conjunctive, int(docs.size))
+                matched += view.estimate(lists, conjunctive, int(docs.size))
                 if docs.size == 0:
                     continue
                 keys = view.url_keys[docs]

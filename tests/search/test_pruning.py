@@ -238,7 +238,8 @@ def _same_answers(snap, queries) -> None:  # type: ignore[no-untyped-def]
                 for shard in snap.shards:
                     want, got = shard.search(exhaustive), shard.search(pruned)
                     assert got.hits == want.hits, (words, exhaustive.conjunctive)
-                    assert got.matched == want.matched and got.mode == want.mode
+                    assert got.mode == want.mode
+                    assert (got.matched == 0) == (want.matched == 0)  # an estimate otherwise
                     for h in got.hits:  # a deleted document is never returned
                         assert shard.segments[h.segment].live[h.doc]
 

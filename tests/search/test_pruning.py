@@ -57,7 +57,9 @@ def _brute(
     k: int,
 ) -> list[tuple[int, float, float]]:
     """Every document scored in plain Python floats: ``(doc, bm25, final)``, best first."""
-    tf_of = [dict(zip(m.tolist(), t.tolist(), strict=True)) for m, t in zip(members, tfs, strict=True)]
+    tf_of = [
+        dict(zip(m.tolist(), t.tolist(), strict=True)) for m, t in zip(members, tfs, strict=True)
+    ]
     out = []
     for d in range(doclen.size):
         if not live[d]:

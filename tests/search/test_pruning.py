@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -232,6 +233,22 @@ def _plans(snap, words: list[str], signals):  # type: ignore[no-untyped-def]
 
 
 def _same_answers(snap, queries) -> None:  # type: ignore[no-untyped-def]
+    """Pruned = exhaustive, with the planner's thresholds and with pruning forced on
+    every query shape (every OR term probed, AND candidates in two rounds)."""
+    import pytest
+
+    from lookup.search import pruning, shard
+
+    _same_answers_now(snap, queries)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(shard, "AND_SEED", 0)
+        mp.setattr(shard, "PROBE_RATIO", 0)
+        mp.setattr(pruning, "PROBE_RATIO", 0)
+        mp.setattr(pruning, "AND_SEED", 2)
+        _same_answers_now(snap, queries)
+
+
+def _same_answers_now(snap, queries) -> None:  # type: ignore[no-untyped-def]
     from lookup.search import Signals
 
     for words in queries:
@@ -250,7 +267,6 @@ def _same_answers(snap, queries) -> None:  # type: ignore[no-untyped-def]
 @given(layouts())
 def test_any_shard_layout_with_deletes_prunes_to_the_exhaustive_answer(case) -> None:  # type: ignore[no-untyped-def]
     import tempfile
-    from pathlib import Path
 
     from lookup.search import IndexVersion
 
@@ -278,3 +294,34 @@ def test_any_shard_layout_with_deletes_prunes_to_the_exhaustive_answer(case) -> 
         merged = IndexVersion.open(root)
         assert merged is not None and merged.live_docs == snap.live_docs
         _same_answers(merged, queries)
+
+
+def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
+    tmp_path: Path, index_1: Path
+) -> None:
+    """Segments written before the block bounds existed answer exactly as before."""
+    import json
+    import shutil
+
+    from lookup.search import IndexVersion, Signals
+
+    old = tmp_path / "old"
+    shutil.copytree(index_1, old)
+    for meta in old.rglob("meta.json"):
+        info = json.loads(meta.read_text())
+        if "block" in info:  # a segment's meta
+            info["format"] = 2
+            meta.write_text(json.dumps(info))
+            (meta.parent / "skip_maxtf.npy").unlink()
+            (meta.parent / "skip_mindl.npy").unlink()
+    new_snap, old_snap = IndexVersion.open(index_1), IndexVersion.open(old)
+    assert new_snap is not None and old_snap is not None
+    view = old_snap.shards[0].segments[0]
+    assert view.reader.skip_maxtf is None
+    for words in (["heap"], ["list", "sort"], ["thread", "lock", "queue"], ["file"]):
+        for exhaustive, pruned in _plans(new_snap, words, Signals()):
+            lists = [view.reader.postings(t) for t in pruned.terms]
+            assert not view.prunable(pruned, pruned.conjunctive, lists)
+            want = new_snap.shards[0].search(exhaustive)
+            assert old_snap.shards[0].search(pruned).hits == want.hits
+            assert new_snap.shards[0].search(pruned).hits == want.hits

@@ -366,7 +366,11 @@ class OursShard(Engine):
             self.now, Signals.off(),
         )  # fmt: skip
         plan = replace(
-            plan, conjunctive=self.conjunctive, prune=self.prune, exact_count=not self.prune
+            plan,
+            conjunctive=self.conjunctive,
+            or_fallback=False,  # AND means AND here, as in the libraries (/search falls back)
+            prune=self.prune,
+            exact_count=not self.prune,
         )
         return snap.shards[0].search(plan).hits
 

@@ -331,6 +331,16 @@ def decode_all(
     return segmented_cumsum(gaps, df), tfs
 
 
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``np.unique`` without its sort and overhead)."""
+    if values.size < 2:
+        return values
+    first = np.empty(values.size, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
+
+
 class PostingList:
     """One term's postings in a segment: decode all of it, or only the blocks needed."""
 
@@ -454,7 +464,7 @@ class PostingList:
         if blk.size * 2 > self.blocks:
             docs, tfs = self.decode()
         else:
-            needed = blk[np.r_[True, blk[1:] != blk[:-1]]] if blk.size else blk  # sorted: unique
+            needed = _distinct_sorted(blk)
             docs, tfs = self.decode_blocks(needed)
         if docs.size == 0:
             return np.zeros(targets.size, dtype=bool), np.zeros(0, dtype=np.int64), 0
@@ -492,7 +502,7 @@ class PostingList:
             blk = blk[blk < self.blocks]
             if blk.size == 0:
                 return np.zeros(targets.size, dtype=bool), none, none
-            needed = blk[np.r_[True, blk[1:] != blk[:-1]]]
+            needed = _distinct_sorted(blk)
             docs, tfs = self.decode_blocks(needed)
             starts = self.block_pos[needed]
             nxt = needed + 1

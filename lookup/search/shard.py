@@ -235,7 +235,7 @@ class SegmentView:
         reader = self.reader
         if lists is None:
             lists = [reader.postings(t) for t in plan.terms]
-        norm_of = reader.doclen
+        norms = self.norms(plan.avgdl, plan.k1, plan.b)  # what length_norm gives, per doc
         if conjunctive:
             if any(pl is None for pl in lists):
                 return np.zeros(0, np.int64), np.zeros(0), 0
@@ -257,7 +257,7 @@ class SegmentView:
                     tfs[key] = tfs[key][keep]
             if docs.size == 0:
                 return docs, np.zeros(0), 0
-            norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+            norm = norms[docs]
             bm = np.zeros(docs.size)
             for j, term_idf in enumerate(plan.idfs):
                 bm = bm + term_scores(tfs[j], norm, term_idf)
@@ -281,9 +281,7 @@ class SegmentView:
         for j in sorted(open_terms):
             d, tf = self._decoded(lists, j, memo)
             parts_d.append(d)
-            parts_s.append(
-                term_scores(tf, length_norm(norm_of[d], plan.avgdl, plan.k1, plan.b), plan.idfs[j])
-            )
+            parts_s.append(term_scores(tf, norms[d], plan.idfs[j]))
         docs, bm = dense_or_sparse_sum(parts_d, parts_s, reader.n_docs)
         closed = [j for j in present if j not in open_terms]
         if plan.phrases and docs.size:  # phrases are required even under OR semantics
@@ -291,7 +289,7 @@ class SegmentView:
             docs, bm = docs[keep], bm[keep]
         if not closed:
             return docs, bm, int(docs.size)
-        norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+        norm = norms[docs]
         widest = 0
         for j in closed:
             pl = lists[j]

@@ -154,9 +154,10 @@ class SegmentView:
         Only when the plan does not need an exact match count (counting every match is
         the work pruning saves; exhaustive scoring counts as it goes), and not for
         phrases (positions decide the match), query-language expressions (``NOT``,
-        ``OR`` groups, prefixes, fields: evaluated as document masks), segments without block bounds (formats 1
-        and 2), or an OR query over the candidate budget (exhaustive OR then scores its
-        commonest terms only on the rarer terms' candidates: other results).
+        ``OR`` groups, prefixes, fields: evaluated as document masks), segments without
+        block bounds (formats 1 and 2), or an OR query over the candidate budget
+        (exhaustive OR then scores its commonest terms only on the rarer terms'
+        candidates: other results).
         """
         if not plan.prune or plan.exact_count or plan.phrases or plan.expr is not None:
             return False  # operators (NOT, prefixes, fields) are evaluated as masks

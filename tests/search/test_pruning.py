@@ -325,3 +325,28 @@ def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
             want = new_snap.shards[0].search(exhaustive)
             assert old_snap.shards[0].search(pruned).hits == want.hits
             assert new_snap.shards[0].search(pruned).hits == want.hits
+
+
+def test_a_coordinator_without_exact_counts_answers_the_same_pages(index_4: Path) -> None:
+    """Through the coordinator (4 shards, several segments each, signals on): pruned
+    shards give the same pages; only ``estimatedTotal`` becomes an estimate."""
+    from lookup.search import Coordinator, IndexVersion
+
+    snap = IndexVersion.open(index_4)
+    assert snap is not None
+    exact, pruned = (
+        Coordinator(deadline_ms=10_000),
+        Coordinator(deadline_ms=10_000, exact_count=False),
+    )
+    try:
+        for q in ("heap", "list sort", "thread lock queue", "file path", "zzzunknown", "os"):
+            for page in (1, 2):
+                a = exact.search(snap, q, page=page, limit=5, now=2e9)
+                b = pruned.search(snap, q, page=page, limit=5, now=2e9)
+                assert [(r["url"], r["score"]) for r in b["results"]] == [
+                    (r["url"], r["score"]) for r in a["results"]
+                ], q
+                assert (b["estimatedTotal"] == 0) == (a["estimatedTotal"] == 0)
+    finally:
+        exact.close()
+        pruned.close()

@@ -41,6 +41,9 @@ from lookup.search.pruning import (
 )
 from lookup.search.segment import SegmentReader
 
+#: Queries with fewer postings than this are scored exhaustively (see ``prunable``).
+PRUNE_MIN_POSTINGS = 32_768
+
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
 
@@ -166,14 +169,18 @@ class SegmentView:
         if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
             return False  # a boost below 1 would lower scores under the bounds' lower bound
         present = sorted(pl.df for pl in lists if pl is not None)
+        # Where pruning pays (measured: benchmarks/bench_pruning.py, bench_search.py):
+        # long lists only — below PRUNE_MIN_POSTINGS numpy's per-call overhead, not the
+        # postings, is the cost, and exhaustive scoring makes fewer calls; then one list
+        # (its best blocks decide), OR with one list far longer than the rest (MaxScore
+        # only probes it), AND with a long rarest list (block bounds drop candidates).
+        # Either way the results are the same.
+        if sum(present) < PRUNE_MIN_POSTINGS:
+            return False
         if len(present) <= 1:
-            return True  # one list: its best blocks decide, most are never scored
+            return True
         if not conjunctive and sum(present) > plan.max_candidates:
             return False
-        # Where pruning pays (measured, benchmarks/bench_search.py): OR with one list far
-        # longer than the rest (MaxScore only probes it), AND with a long rarest list
-        # (block bounds drop candidates); elsewhere exhaustive scoring is fewer numpy
-        # calls. Either way the results are the same.
         if conjunctive:
             return present[0] > 4 * AND_SEED
         return present[-1] >= PROBE_RATIO * sum(present[:-1])

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -235,12 +236,11 @@ def _plans(snap, words: list[str], signals):  # type: ignore[no-untyped-def]
 def _same_answers(snap, queries) -> None:  # type: ignore[no-untyped-def]
     """Pruned = exhaustive, with the planner's thresholds and with pruning forced on
     every query shape (every OR term probed, AND candidates in two rounds)."""
-    import pytest
-
     from lookup.search import pruning, shard
 
-    _same_answers_now(snap, queries)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(shard, "PRUNE_MIN_POSTINGS", 0)  # these lists are short
+        _same_answers_now(snap, queries)
         mp.setattr(shard, "AND_SEED", 0)
         mp.setattr(shard, "PROBE_RATIO", 0)
         mp.setattr(pruning, "PROBE_RATIO", 0)
@@ -297,7 +297,7 @@ def test_any_shard_layout_with_deletes_prunes_to_the_exhaustive_answer(case) -> 
 
 
 def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
-    tmp_path: Path, index_1: Path
+    tmp_path: Path, index_1: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Segments written before the block bounds existed answer exactly as before."""
     import json
@@ -314,6 +314,9 @@ def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
             meta.write_text(json.dumps(info))
             (meta.parent / "skip_maxtf.npy").unlink()
             (meta.parent / "skip_mindl.npy").unlink()
+    from lookup.search import shard
+
+    monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)
     new_snap, old_snap = IndexVersion.open(index_1), IndexVersion.open(old)
     assert new_snap is not None and old_snap is not None
     view = old_snap.shards[0].segments[0]
@@ -327,13 +330,16 @@ def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
             assert new_snap.shards[0].search(pruned).hits == want.hits
 
 
-def test_a_coordinator_without_exact_counts_answers_the_same_pages(index_4: Path) -> None:
+def test_a_coordinator_without_exact_counts_answers_the_same_pages(
+    index_4: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Through the coordinator (4 shards, several segments each, signals on): pruned
     shards give the same pages; only ``estimatedTotal`` becomes an estimate."""
-    from lookup.search import Coordinator, IndexVersion
+    from lookup.search import Coordinator, IndexVersion, shard
 
     snap = IndexVersion.open(index_4)
     assert snap is not None
+    monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)  # prune these short lists too
     exact, pruned = (
         Coordinator(deadline_ms=10_000),
         Coordinator(deadline_ms=10_000, exact_count=False),

@@ -130,6 +130,8 @@ class QueryPlan:
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
     expr: Any = None  # a query-language AST (lookup.search.query); None: terms and phrases
+    prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
+    exact_count: bool = True  # count every match: no pruning (False: an estimated count)
 
 
 def phrase_mask(

@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -287,8 +287,13 @@ class Coordinator:
         hedge: bool = True,
         signals: Signals | None = None,
         inline: bool = True,
+        exact_count: bool = True,
     ) -> None:
-        """``inline``: the caller runs one healthy shard itself (see the module docstring)."""
+        """``inline``: the caller runs one healthy shard itself (see the module docstring).
+
+        ``exact_count=False`` lets shards take the top k by dynamic pruning (the same
+        results) and estimate ``estimatedTotal`` instead of counting every match.
+        """
         if replicas < 1:
             raise ValueError("a shard needs at least one replica")
         self.replicas_per_shard = replicas
@@ -297,6 +302,7 @@ class Coordinator:
         self.hedge = hedge
         self.inline = inline
         self.signals = signals or Signals()
+        self.exact_count = exact_count
         self.groups: list[ShardGroup] = []
         self.recent: deque[tuple[str, str, float, list[FanoutTrace], int, int]] = deque(maxlen=50)
         self._lock = threading.Lock()
@@ -478,6 +484,8 @@ class Coordinator:
             phrases=phrases,
             expr=expr,
         )
+        if not self.exact_count:
+            plan = replace(plan, exact_count=False)
         answers, traces = self._fan_out(
             snapshot,
             plan,

@@ -21,6 +21,12 @@ Layout of one term's postings (all terms of a segment share one byte buffer):
   can hold ``d`` — which is why intersecting a short list with a long one costs
   about the short one.
 
+For dynamic pruning (:mod:`pruning`) the skip table of a format-3 segment also holds,
+per block, the **largest tf** and the **shortest document** in it: BM25 grows with tf
+and shrinks with length, so ``score(max tf, min length)`` bounds every posting of the
+block for any ``k1``, ``b`` and corpus-wide average length — the bound survives the
+statistics changing after the segment was written, which a stored score would not.
+
 Positions live in a second buffer: per posting, ``tf`` position gaps as varints; the
 skip table also records where each block's positions start, so a phrase query decodes
 the positions of only the blocks that hold its candidate documents.
@@ -151,6 +157,8 @@ class EncodedPostings:
     block_off: np.ndarray  # per block: absolute byte offset into ``postings``
     widths: np.ndarray  # per term: packed byte widths (see :func:`pack_widths`), 0 = varint
     block_pos: np.ndarray  # per block: absolute byte offset of its positions in ``positions``
+    block_maxtf: np.ndarray | None = None  # per block: largest tf (None: no lengths given)
+    block_mindl: np.ndarray | None = None  # per block: shortest document length
 
 
 #: The byte widths a packed list may use.
@@ -198,11 +206,14 @@ def encode_postings(
     tfs: np.ndarray,
     positions: np.ndarray,
     codec: str = "packed",
+    doclen: np.ndarray | None = None,
 ) -> EncodedPostings:
     """Encode all postings of a segment at once (``codec``: ``packed`` or ``varint``).
 
     ``term_ids``/``doc_ids``/``tfs`` are parallel arrays sorted by (term, doc);
     ``positions`` holds each posting's ``tf`` positions, ascending, in the same order.
+    With ``doclen`` (per document) the skip table also gets each block's largest tf
+    and shortest document, the pruning bounds.
     """
     if codec not in ("packed", "varint"):
         raise ValueError("codec must be packed or varint")
@@ -275,6 +286,11 @@ def encode_postings(
     pos_len = np.bincount(tids, weights=posting_pos_bytes, minlength=n_terms).astype(np.int64)
     pos_off = np.cumsum(pos_len) - pos_len
 
+    maxtf = mindl = None
+    if doclen is not None:
+        lengths = np.asarray(doclen, dtype=np.int64)
+        maxtf = np.maximum.reduceat(tf, block_starts) if n else np.zeros(0, np.int64)
+        mindl = np.minimum.reduceat(lengths[docs], block_starts) if n else np.zeros(0, np.int64)
     return EncodedPostings(
         postings=packed,
         positions=encode_varints(pos_gaps),
@@ -288,6 +304,8 @@ def encode_postings(
         block_off=posting_off[block_starts].astype(np.int64),
         widths=widths,
         block_pos=(np.cumsum(posting_pos_bytes) - posting_pos_bytes)[block_starts].astype(np.int64),
+        block_maxtf=maxtf,
+        block_mindl=mindl,
     )
 
 
@@ -313,6 +331,16 @@ def decode_all(
     return segmented_cumsum(gaps, df), tfs
 
 
+def _distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array (``np.unique`` without its sort and overhead)."""
+    if values.size < 2:
+        return values
+    first = np.empty(values.size, dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]
+
+
 class PostingList:
     """One term's postings in a segment: decode all of it, or only the blocks needed."""
 
@@ -328,6 +356,8 @@ class PostingList:
         "pos_len",
         "widths",
         "block_pos",
+        "block_maxtf",
+        "block_mindl",
     )
 
     def __init__(
@@ -343,6 +373,8 @@ class PostingList:
         pos_len: int = 0,
         widths: int = 0,
         block_pos: np.ndarray | None = None,
+        block_maxtf: np.ndarray | None = None,
+        block_mindl: np.ndarray | None = None,
     ) -> None:
         self.buf = buf
         self.df = df
@@ -355,6 +387,8 @@ class PostingList:
         self.pos_len = pos_len
         self.widths = widths  # packed gap | tf << 4 byte widths; 0 = varint
         self.block_pos = block_pos  # per block: where its positions start (None: unknown)
+        self.block_maxtf = block_maxtf  # per block: largest tf (None: format < 3, no bounds)
+        self.block_mindl = block_mindl  # per block: shortest document length
 
     @property
     def blocks(self) -> int:
@@ -430,7 +464,7 @@ class PostingList:
         if blk.size * 2 > self.blocks:
             docs, tfs = self.decode()
         else:
-            needed = blk[np.r_[True, blk[1:] != blk[:-1]]] if blk.size else blk  # sorted: unique
+            needed = _distinct_sorted(blk)
             docs, tfs = self.decode_blocks(needed)
         if docs.size == 0:
             return np.zeros(targets.size, dtype=bool), np.zeros(0, dtype=np.int64), 0
@@ -468,7 +502,7 @@ class PostingList:
             blk = blk[blk < self.blocks]
             if blk.size == 0:
                 return np.zeros(targets.size, dtype=bool), none, none
-            needed = blk[np.r_[True, blk[1:] != blk[:-1]]]
+            needed = _distinct_sorted(blk)
             docs, tfs = self.decode_blocks(needed)
             starts = self.block_pos[needed]
             nxt = needed + 1

@@ -56,10 +56,12 @@ from lookup.search.postings import (
 from lookup.search.snippets import forward_entries
 
 #: Format written now: 2 added packed postings, the snippet forward index and LZ4 stored
-#: fields.
-FORMAT = 2
-#: Formats this reader opens (format 1: zlib stored fields, snippets made at query time).
-READABLE_FORMATS = (1, 2)
+#: fields; 3 added each block's largest tf and shortest document to the skip table
+#: (``skip_maxtf.npy``, ``skip_mindl.npy``), the bounds of dynamic pruning.
+FORMAT = 3
+#: Formats this reader opens (format 1: zlib stored fields, snippets made at query time;
+#: formats 1 and 2 have no block bounds, so their queries are scored exhaustively).
+READABLE_FORMATS = (1, 2, 3)
 #: Bytes of a segment's first stored records that become its compression dictionary
 #: (LZ4 looks back at most 64 KiB).
 STORED_DICT_BYTES = 65_536
@@ -200,7 +202,8 @@ def write_segment(
     """Write one immutable segment directory from sorted (term, doc) postings."""
     if forward.off.size != len(doclen) + 1:
         raise ValueError("the forward index needs one entry per document")
-    enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions)
+    enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions, doclen=doclen)
+    assert enc.block_maxtf is not None and enc.block_mindl is not None
 
     def fill(tmp: Path) -> None:
         (tmp / "postings.bin").write_bytes(enc.postings.tobytes())
@@ -220,6 +223,8 @@ def write_segment(
         _save(tmp / "skip_last.npy", enc.block_last.astype(np.int64))
         _save(tmp / "skip_off.npy", enc.block_off.astype(np.int64))
         _save(tmp / "skip_pos.npy", enc.block_pos.astype(np.int64))
+        _save(tmp / "skip_maxtf.npy", enc.block_maxtf.astype(np.int64))
+        _save(tmp / "skip_mindl.npy", enc.block_mindl.astype(np.int64))
         _save(tmp / "doclen.npy", np.asarray(doclen, dtype=np.int32))
         _save(tmp / "crawled.npy", np.asarray(crawled, dtype=np.float64))
         _save(tmp / "seq.npy", np.asarray(seq, dtype=np.int64))
@@ -402,6 +407,12 @@ class SegmentReader:
         self.skip_off = load("skip_off.npy", mmap=False)
         # format 1 has no per-block position offsets: phrase checks decode whole lists
         self.skip_pos = load("skip_pos.npy", mmap=False) if meta["format"] >= 2 else None
+        # formats 1 and 2 have no block bounds: their queries are scored exhaustively
+        self.skip_maxtf: np.ndarray | None = None
+        self.skip_mindl: np.ndarray | None = None
+        if meta["format"] >= 3:
+            self.skip_maxtf = load("skip_maxtf.npy", mmap=False)
+            self.skip_mindl = load("skip_mindl.npy", mmap=False).astype(np.float64)
         self.postings_buf = _map_bytes(self.path / "postings.bin")
         self.positions_buf = _map_bytes(self.path / "positions.bin")
         self.doclen = load("doclen.npy", mmap=False).astype(np.float64)
@@ -471,6 +482,8 @@ class SegmentReader:
             pos_len,
             widths[0] if widths else 0,  # format 1 has no widths column: varints
             None if self.skip_pos is None else self.skip_pos[skip_start : skip_start + nb],
+            None if self.skip_maxtf is None else self.skip_maxtf[skip_start : skip_start + nb],
+            None if self.skip_mindl is None else self.skip_mindl[skip_start : skip_start + nb],
         )
 
     def stored_blob(self, doc: int) -> bytes:

@@ -31,7 +31,18 @@ from lookup.search.analysis import Phrase, analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
 from lookup.search.matching import evaluate
+from lookup.search.pruning import (
+    AND_SEED,
+    PROBE_RATIO,
+    dense_or_sparse_sum,
+    has_bounds,
+    prune_top_k,
+    top_k,
+)
 from lookup.search.segment import SegmentReader
+
+#: Queries with fewer postings than this are scored exhaustively (see ``prunable``).
+PRUNE_MIN_POSTINGS = 32_768
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
@@ -62,38 +73,6 @@ class ShardAnswer:
     done_at: float = 0.0  # perf_counter() when the answer was ready
 
 
-def top_k(scores: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k best scores, best first; equal scores ordered by key (exactly)."""
-    if scores.size == 0 or k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if scores.size > k:
-        threshold = np.partition(scores, scores.size - k)[scores.size - k]
-        cand = np.flatnonzero(scores >= threshold)
-    else:
-        cand = np.arange(scores.size)
-    order = np.lexsort((keys[cand], -scores[cand]))[:k]
-    return cand[order]
-
-
-def _accumulate(
-    docs: list[np.ndarray], scores: list[np.ndarray], n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sum per-document contributions, adding each document's terms in list order."""
-    all_d = np.concatenate(docs)
-    all_s = np.concatenate(scores)
-    if all_d.size == 0:
-        return all_d, all_s
-    if all_d.size * 4 > n:
-        acc = np.bincount(all_d, weights=all_s, minlength=n)
-        present = np.bincount(all_d, minlength=n) > 0
-        out_d = np.flatnonzero(present)
-        return out_d, acc[out_d]
-    order = np.argsort(all_d, kind="stable")
-    sd, ss = all_d[order], all_s[order]
-    starts = np.flatnonzero(np.r_[True, sd[1:] != sd[:-1]])
-    return sd[starts], np.add.reduceat(ss, starts)
-
-
 class RealtimePart(Protocol):
     """The slice of the real-time tier a shard queries alongside its batch segments."""
 
@@ -108,7 +87,8 @@ class SegmentView:
         self.inlinks = inlinks  # float per doc
         self.url_keys = reader.urlkey
         self.live = live
-        self._boosts: tuple[Signals, np.ndarray, np.ndarray] | None = None
+        self._boosts: tuple[Signals, np.ndarray, np.ndarray, float, float] | None = None
+        self._norms: tuple[tuple[float, float, float], np.ndarray] | None = None
 
     @property
     def live(self) -> np.ndarray:
@@ -137,32 +117,140 @@ class SegmentView:
 
     def boosts(self, signals: Signals) -> tuple[np.ndarray, np.ndarray]:
         """Per-doc link boost and freshness base for these signal weights (cached)."""
+        cached = self._cached_boosts(signals)
+        return cached[1], cached[2]
+
+    def _cached_boosts(
+        self, signals: Signals
+    ) -> tuple[Signals, np.ndarray, np.ndarray, float, float]:
         cached = self._boosts
         if cached is None or cached[0] != signals:
+            link = signals.link_boost(self.inlinks)
+            base = signals.fresh_base(self.reader.crawled)
             cached = (
                 signals,
-                signals.link_boost(self.inlinks),
-                signals.fresh_base(self.reader.crawled),
+                link,
+                base,
+                float(link.max()) if link.size else 0.0,
+                float(base.max()) if base.size else 0.0,
             )
             self._boosts = cached
-        return cached[1], cached[2]
+        return cached
+
+    def max_boost(self, signals: Signals, now: float) -> float:
+        """The largest factor the signals lift any document's BM25 by here (a bound)."""
+        _, _, _, link, base = self._cached_boosts(signals)
+        fresh = float(signals.fresh_from_base(np.array([base]), now)[0])
+        return float(signals.blend(np.ones(1), np.array([link]), np.array([fresh]))[0])
+
+    def norms(self, avgdl: float, k1: float, b: float) -> np.ndarray:
+        """Every document's BM25 length norm under these statistics (cached)."""
+        cached = self._norms
+        if cached is None or cached[0] != (avgdl, k1, b):
+            cached = ((avgdl, k1, b), length_norm(self.reader.doclen, avgdl, k1, b))
+            self._norms = cached
+        return cached[1]
+
+    def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
+        """Whether :meth:`top` gives this query's exact top k here.
+
+        Only when the plan does not need an exact match count (counting every match is
+        the work pruning saves; exhaustive scoring counts as it goes), and not for
+        phrases (positions decide the match), query-language expressions (``NOT``,
+        ``OR`` groups, prefixes, fields: evaluated as document masks), segments without
+        block bounds (formats 1 and 2), or an OR query over the candidate budget
+        (exhaustive OR then scores its commonest terms only on the rarer terms'
+        candidates: other results).
+        """
+        if not plan.prune or plan.exact_count or plan.phrases or plan.expr is not None:
+            return False  # operators (NOT, prefixes, fields) are evaluated as masks
+        if not has_bounds(lists):
+            return False
+        if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
+            return False  # a boost below 1 would lower scores under the bounds' lower bound
+        present = sorted(pl.df for pl in lists if pl is not None)
+        # Where pruning pays (measured: benchmarks/bench_pruning.py, bench_search.py):
+        # long lists only — below PRUNE_MIN_POSTINGS numpy's per-call overhead, not the
+        # postings, is the cost, and exhaustive scoring makes fewer calls; then one list
+        # (its best blocks decide), OR with one list far longer than the rest (MaxScore
+        # only probes it), AND with a long rarest list (block bounds drop candidates).
+        # Either way the results are the same.
+        if sum(present) < PRUNE_MIN_POSTINGS:
+            return False
+        if len(present) <= 1:
+            return True
+        if not conjunctive and sum(present) > plan.max_candidates:
+            return False
+        if conjunctive:
+            return present[0] > 4 * AND_SEED
+        return present[-1] >= PROBE_RATIO * sum(present[:-1])
+
+    def top(
+        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The segment's top k by dynamic pruning: ``(docs, bm25, final)``, best first."""
+        sig = plan.signals
+        blend = None
+        boost = 1.0
+        if sig.link_weight or sig.fresh_weight:
+            link, fresh_base = self.boosts(sig)
+            boost = self.max_boost(sig, plan.now)
+
+            def blend(docs: np.ndarray, bm: np.ndarray) -> np.ndarray:
+                return sig.blend(bm, link[docs], sig.fresh_from_base(fresh_base[docs], plan.now))
+
+        res = prune_top_k(
+            lists,
+            plan.idfs,
+            self.norms(plan.avgdl, plan.k1, plan.b),
+            self.url_keys,
+            plan.k,
+            plan.avgdl,
+            plan.k1,
+            plan.b,
+            conjunctive,
+            live=None if self.all_live else self._live,
+            blend=blend,
+            max_boost=boost,
+            floor=floor,
+        )
+        return res.docs, res.bm25, res.final
+
+    def estimate(self, lists: list[Any], conjunctive: bool, found: int) -> int:
+        """A match count from document frequencies (terms taken as independent).
+
+        Zero exactly when pruning ``found`` nothing: a search with no floor finds a
+        match whenever there is one, which the shard's OR fallback relies on.
+        """
+        if found == 0:
+            return 0
+        n = max(self.reader.n_docs, 1)
+        shares = [0.0 if pl is None else pl.df / n for pl in lists]
+        if conjunctive:
+            guess = self.live_count * float(np.prod(shares))
+        else:
+            guess = self.live_count * (1.0 - float(np.prod([1.0 - x for x in shares])))
+        return max(found, int(round(guess)))
 
     def match(
         self,
         plan: QueryPlan,
         conjunctive: bool,
         memo: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
+        lists: list[Any] | None = None,
     ) -> tuple[np.ndarray, np.ndarray, int]:
         """Live matching docs, their BM25 scores (terms summed in plan order), match count.
 
-        The count is exact unless the OR candidate budget cut the work short. ``memo``
-        keeps lists decoded by an AND pass for the OR pass of the same query.
+        Exhaustive: every match is scored. The count is exact unless the OR candidate
+        budget cut the work short. ``memo`` keeps lists decoded by an AND pass for the
+        OR pass of the same query.
         """
         reader = self.reader
         if plan.expr is not None:
             return self._match_expr(plan)
-        lists = [reader.postings(t) for t in plan.terms]
-        norm_of = reader.doclen
+        if lists is None:
+            lists = [reader.postings(t) for t in plan.terms]
+        norms = self.norms(plan.avgdl, plan.k1, plan.b)  # what length_norm gives, per doc
         if conjunctive:
             if any(pl is None for pl in lists):
                 return np.zeros(0, np.int64), np.zeros(0), 0
@@ -184,7 +272,7 @@ class SegmentView:
                     tfs[key] = tfs[key][keep]
             if docs.size == 0:
                 return docs, np.zeros(0), 0
-            norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+            norm = norms[docs]
             bm = np.zeros(docs.size)
             for j, term_idf in enumerate(plan.idfs):
                 bm = bm + term_scores(tfs[j], norm, term_idf)
@@ -208,17 +296,15 @@ class SegmentView:
         for j in sorted(open_terms):
             d, tf = self._decoded(lists, j, memo)
             parts_d.append(d)
-            parts_s.append(
-                term_scores(tf, length_norm(norm_of[d], plan.avgdl, plan.k1, plan.b), plan.idfs[j])
-            )
-        docs, bm = _accumulate(parts_d, parts_s, reader.n_docs)
+            parts_s.append(term_scores(tf, norms[d], plan.idfs[j]))
+        docs, bm = dense_or_sparse_sum(parts_d, parts_s, reader.n_docs)
         closed = [j for j in present if j not in open_terms]
         if plan.phrases and docs.size:  # phrases are required even under OR semantics
             keep = self._phrases(plan, lists, docs)
             docs, bm = docs[keep], bm[keep]
         if not closed:
             return docs, bm, int(docs.size)
-        norm = length_norm(norm_of[docs], plan.avgdl, plan.k1, plan.b)
+        norm = norms[docs]
         widest = 0
         for j in closed:
             pl = lists[j]
@@ -324,16 +410,30 @@ class ShardIndex:
         matched = 0
         sig = plan.signals
         for si, view in enumerate(self.segments):
-            docs, bm, count = view.match(plan, conjunctive, memos[si] if memos else None)
-            if docs.size == 0:
-                continue
-            matched += count
-            final = bm
-            if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip the gathers
-                link, fresh_base = view.boosts(sig)
-                final = sig.blend(bm, link[docs], sig.fresh_from_base(fresh_base[docs], plan.now))
-            keys = view.url_keys[docs]
-            top = top_k(final, keys, plan.k)
+            lists = [view.reader.postings(t) for t in plan.terms]
+            if view.prunable(plan, conjunctive, lists):
+                floor = -np.inf  # the k-th best final score the earlier segments reached
+                if len(hits) >= plan.k:
+                    floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
+                docs, bm, final = view.top(plan, conjunctive, lists, floor)
+                matched += view.estimate(lists, conjunctive, int(docs.size))
+                if docs.size == 0:
+                    continue
+                keys = view.url_keys[docs]
+                top = np.arange(docs.size)  # already the best first
+            else:
+                memo = memos[si] if memos else None
+                docs, bm, count = view.match(plan, conjunctive, memo, lists)
+                if docs.size == 0:
+                    continue
+                matched += count
+                final = bm
+                if sig.link_weight or sig.fresh_weight:  # pure BM25 adds nothing: skip gathers
+                    link, fresh_base = view.boosts(sig)
+                    fresh = sig.fresh_from_base(fresh_base[docs], plan.now)
+                    final = sig.blend(bm, link[docs], fresh)
+                keys = view.url_keys[docs]
+                top = top_k(final, keys, plan.k)
             hits.extend(
                 Hit(f, k, b, self.shard, si, d)
                 for f, k, b, d in zip(

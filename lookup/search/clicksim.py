@@ -1,0 +1,111 @@
+"""Simulated searchers: known-item queries with a hidden relevance, and position-biased clicks.
+
+There is no query log, so users are simulated the way LTR papers do (Joachims et al.
+2017; Chuklin, Markov & de Rijke, "Click Models for Web Search"):
+
+- **Queries** come from page titles, as a person looking for a page they know would
+  type it: the whole title, or a few of its words in order (the harder, commoner case).
+- **Hidden relevance** is judged from the web's structure, never from the ranker's
+  features: the page whose title made the query is grade 3; other pages of the same
+  *family* (same directory and, for dotted names like ``json.decoder``, the same first
+  name — the sandbox docs' ``/lib/json.*``, the test web's ``/json/...``) are grade 1;
+  everything else 0.
+- **Clicks** follow the position-based model: a user examines rank r with probability
+  ``(1/r) ** eta`` and clicks an examined result with probability
+  ``ε + (1 - ε) (2^g - 1) / (2^3 - 1)``. Only the ranker knows nothing of ``g``.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from lookup.kit.ltr import examination
+from lookup.search.analysis import STOP_WORDS
+
+MAX_GRADE = 3
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class JudgedQuery:
+    """A query, the page it looks for, and the hidden grade of every judged page."""
+
+    text: str
+    target: str
+    grades: dict[str, int]
+
+    def grade(self, url: str) -> int:
+        """Hidden relevance of ``url`` for this query (0 when unjudged)."""
+        return self.grades.get(url, 0)
+
+
+def family(url: str) -> str:
+    """The structural group a page belongs to: its directory plus a dotted name's head."""
+    path = urlsplit(url).path
+    head, _, last = path.rpartition("/")
+    stem = last.rsplit(".", 1)[0] if last.endswith((".html", ".htm")) else last
+    return f"{head}/{stem.split('.', 1)[0]}" if "." in stem else head or "/"
+
+
+def known_item_queries(
+    pages: Iterable[tuple[str, str]], *, seed: int, per_page: int = 2
+) -> list[JudgedQuery]:
+    """Queries from each (url, title): the title itself or an ordered subset of its words."""
+    rng = random.Random(seed)
+    pages = sorted({u: t for u, t in pages if t and t.strip()}.items())
+    families: dict[str, list[str]] = defaultdict(list)
+    for url, _ in pages:
+        families[family(url)].append(url)
+    out: list[JudgedQuery] = []
+    for url, title in pages:
+        words = [w for w in _WORD.findall(title) if w.lower() not in STOP_WORDS]
+        if not words:
+            continue
+        grades = {u: 1 for u in families[family(url)]}
+        grades[url] = MAX_GRADE
+        texts = {" ".join(words)}
+        for _ in range(per_page * 3):
+            if len(texts) >= per_page or len(words) < 2:
+                break
+            n = rng.randint(1, len(words) - 1)
+            keep = sorted(rng.sample(range(len(words)), n))
+            texts.add(" ".join(words[i] for i in keep))
+        out += [JudgedQuery(t, url, grades) for t in sorted(texts)]
+    return out
+
+
+def split_by_target(
+    queries: list[JudgedQuery], *, seed: int, held_out: float = 0.3
+) -> tuple[list[JudgedQuery], list[JudgedQuery]]:
+    """Train and held-out queries, split by target page (no page is in both)."""
+    targets = sorted({q.target for q in queries})
+    random.Random(seed).shuffle(targets)
+    test = set(targets[: max(1, int(round(len(targets) * held_out)))])
+    return [q for q in queries if q.target not in test], [q for q in queries if q.target in test]
+
+
+@dataclass(frozen=True)
+class ClickModel:
+    """Position-based clicking: examination ``(1/r) ** eta``, noise ``epsilon``."""
+
+    eta: float = 1.0
+    epsilon: float = 0.05
+    shown: int = 10
+
+    def click_probability(self, grades: np.ndarray) -> np.ndarray:
+        """Chance of a click on each rank of a shown list with these hidden grades."""
+        g = np.asarray(grades, dtype=np.float64)[: self.shown]
+        attract = self.epsilon + (1 - self.epsilon) * (2.0**g - 1) / (2.0**MAX_GRADE - 1)
+        return examination(np.arange(1, len(g) + 1), self.eta) * attract
+
+    def clicks(self, grades: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One session's clicks on the first ``shown`` results (bool per rank)."""
+        p = self.click_probability(grades)
+        return rng.random(len(p)) < p

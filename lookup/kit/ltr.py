@@ -157,8 +157,7 @@ def train_pairwise(
     scale = all_x.std(axis=0)
     scale[scale < 1e-9] = 1.0
     std_imps = [
-        Impression((imp.features - mean) / scale, imp.clicked, imp.positions)
-        for imp in impressions
+        Impression((imp.features - mean) / scale, imp.clicked, imp.positions) for imp in impressions
     ]
     diffs, weights = _pairs(std_imps, eta, clip)
     if not diffs:
@@ -196,7 +195,9 @@ def _dcg(grades: Sequence[float], k: int) -> float:
     return sum((2.0**g - 1.0) / math.log2(i + 2) for i, g in enumerate(list(grades)[:k]))
 
 
-def ndcg_at(grades_in_order: Sequence[float], k: int, ideal: Sequence[float] | None = None) -> float:
+def ndcg_at(
+    grades_in_order: Sequence[float], k: int, ideal: Sequence[float] | None = None
+) -> float:
     """NDCG@k with gain ``2^g - 1``; ``ideal`` (all judged grades) defaults to the list's."""
     best = _dcg(sorted(ideal if ideal is not None else grades_in_order, reverse=True), k)
     return _dcg(grades_in_order, k) / best if best > 0 else 0.0

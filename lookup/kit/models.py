@@ -1,4 +1,4 @@
-"""Ranking models as versioned snapshots: small JSON files, one current per name, swapped atomically.
+"""Ranking models as versioned snapshots: small JSON files, one current per name, atomic swaps.
 
 The embedded :class:`~lookup.kit.snapshots.SnapshotStore` for models. Layout under the
 store's directory (``DATA_DIR/models`` by default)::

@@ -95,4 +95,6 @@ def feature_rows(
 
 def as_dict(row: np.ndarray) -> dict[str, float]:
     """One row as ``{feature: value}`` (for ``features=true`` and explanations)."""
-    return {name: float(v) if math.isfinite(v) else 0.0 for name, v in zip(FEATURES, row, strict=True)}
+    return {
+        name: float(v) if math.isfinite(v) else 0.0 for name, v in zip(FEATURES, row, strict=True)
+    }

@@ -195,8 +195,12 @@ def live_pages(snapshot: Any) -> list[tuple[str, str]]:
     return out
 
 
-def collect(service: Any, queries: list[JudgedQuery], now: float,
-            progress: Callable[[str], None] | None = None) -> list[Window]:
+def collect(
+    service: Any,
+    queries: list[JudgedQuery],
+    now: float,
+    progress: Callable[[str], None] | None = None,
+) -> list[Window]:
     """Each query's hand-set window through the real search path (``features=True``)."""
     out = []
     for i, q in enumerate(queries):
@@ -210,7 +214,9 @@ def collect(service: Any, queries: list[JudgedQuery], now: float,
     return out
 
 
-def simulate(windows: list[Window], clicks: ClickModel, sessions: int, seed: int) -> list[Impression]:
+def simulate(
+    windows: list[Window], clicks: ClickModel, sessions: int, seed: int
+) -> list[Impression]:
     """``sessions`` simulated users per training query, each shown the hand-set first page."""
     rng = np.random.default_rng(seed)
     out = []
@@ -314,7 +320,9 @@ def train(
     return TrainReport(model, figures)
 
 
-def publish(store: ModelStore, report: TrainReport, *, require_gain: bool = True) -> tuple[str, bool]:
+def publish(
+    store: ModelStore, report: TrainReport, *, require_gain: bool = True
+) -> tuple[str, bool]:
     """Store the model as a new version; current only if it beat the hand weights held out.
 
     Returns (version, published). A model whose held-out NDCG gain interval does not lie
@@ -323,8 +331,9 @@ def publish(store: ModelStore, report: TrainReport, *, require_gain: bool = True
     import json
 
     version = store.next_version(MODEL_NAME)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=store.root
-                                     if store.root.is_dir() else None) as f:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".json", delete=False, dir=store.root if store.root.is_dir() else None
+    ) as f:
         json.dump(report.ranker.to_json(), f, indent=1)
         path = Path(f.name)
     lo = report.figures["gainNdcg"][1]

@@ -140,7 +140,13 @@ class SearchService:
         if ranking == "learned" and model is None:
             raise QueryError("NO_MODEL", f"no learned search model: {self.models.fallback}")
         body = self.coordinator.search(self.snapshot(), query, page, limit, model=model, **options)
-        body["ranking"] = "learned" if model is not None else "hand"
+        if options.get("explain") or options.get("trace"):  # the contract's keys stay as they are
+            why = "asked for" if ranking == "hand" else self.models.fallback
+            body["ranking"] = (
+                {"model": model.version, "kind": "learned"}
+                if model is not None
+                else {"kind": "hand", "reason": why}
+            )
         return body
 
     def delete(self, url: str = "", url_hash: str = "") -> dict[str, Any]:

@@ -122,11 +122,11 @@ def _pairs(
     weights: list[float] = []
     for imp in impressions:
         clicked = np.flatnonzero(imp.clicked)
-        others = np.flatnonzero(~np.asarray(imp.clicked, dtype=bool))
-        if clicked.size == 0 or others.size == 0:
+        if clicked.size == 0 or len(imp.clicked) < 2:
             continue
         prop = examination(imp.positions[clicked], eta) if eta else np.ones(clicked.size)
         for i, p in zip(clicked, prop, strict=True):
+            others = np.delete(np.arange(len(imp.clicked)), i)
             diffs.append(imp.features[i] - imp.features[others])
             weights += [min(1.0 / float(p), clip)] * others.size
     return diffs, weights

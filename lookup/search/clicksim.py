@@ -4,7 +4,8 @@ There is no query log, so users are simulated the way LTR papers do (Joachims et
 2017; Chuklin, Markov & de Rijke, "Click Models for Web Search"):
 
 - **Queries** come from page titles, as a person looking for a page they know would
-  type it: the whole title, or a few of its words in order (the harder, commoner case).
+  type it: the whole title, or a few of its words in order (the harder, commoner case)
+  — never only the words most titles share (a site's "— Python standard library").
 - **Hidden relevance** is judged from the web's structure, never from the ranker's
   features: the page whose title made the query is grade 3; other pages of the same
   *family* (same directory and, for dotted names like ``json.decoder``, the same first
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -30,6 +31,8 @@ from lookup.kit.ltr import examination
 from lookup.search.analysis import STOP_WORDS
 
 MAX_GRADE = 3
+#: A word in more than this share of all titles is the site's boilerplate, not a page's name.
+BOILERPLATE = 0.25
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -63,9 +66,14 @@ def known_item_queries(
     families: dict[str, list[str]] = defaultdict(list)
     for url, _ in pages:
         families[family(url)].append(url)
+    title_words = {
+        u: [w for w in _WORD.findall(t) if w.lower() not in STOP_WORDS] for u, t in pages
+    }
+    seen = Counter(w.lower() for words in title_words.values() for w in set(words))
+    boilerplate = {w for w, n in seen.items() if n > BOILERPLATE * len(pages)}
     out: list[JudgedQuery] = []
-    for url, title in pages:
-        words = [w for w in _WORD.findall(title) if w.lower() not in STOP_WORDS]
+    for url, _ in pages:
+        words = title_words[url]
         if not words:
             continue
         grades = {u: 1 for u in families[family(url)]}
@@ -76,6 +84,8 @@ def known_item_queries(
                 break
             n = rng.randint(1, len(words) - 1)
             keep = sorted(rng.sample(range(len(words)), n))
+            if all(words[i].lower() in boilerplate for i in keep):
+                continue
             texts.add(" ".join(words[i] for i in keep))
         out += [JudgedQuery(t, url, grades) for t in sorted(texts)]
     return out

@@ -7,10 +7,10 @@ There is no query log, so users are simulated the way LTR papers do (Joachims et
   type it: the whole title, or a few of its words in order (the harder, commoner case)
   — never only the words most titles share (a site's "— Python standard library").
 - **Hidden relevance** is judged from the web's structure, never from the ranker's
-  features: the page whose title made the query is grade 3; other pages of the same
-  *family* (same directory and, for dotted names like ``json.decoder``, the same first
-  name — the sandbox docs' ``/lib/json.*``, the test web's ``/json/...``) are grade 1;
-  everything else 0.
+  features: the page whose title made the query is grade 3; its *kin* — pages one level
+  up or beside it under a path prefix few pages share (:class:`Families`: the sandbox
+  docs' ``/lib/json`` and ``/lib/json.encoder`` for ``/lib/json.decoder``, the test web's
+  ``/json/...``) — are grade 1; everything else 0.
 - **Clicks** follow the position-based model: a user examines rank r with probability
   ``(1/r) ** eta`` and clicks an examined result with probability
   ``ε + (1 - ε) (2^g - 1) / (2^3 - 1)``. Only the ranker knows nothing of ``g``.
@@ -49,12 +49,41 @@ class JudgedQuery:
         return self.grades.get(url, 0)
 
 
-def family(url: str) -> str:
-    """The structural group a page belongs to: its directory plus a dotted name's head."""
+def path_tokens(url: str) -> tuple[str, ...]:
+    """A URL's place in the site: path segments and dotted names (``/lib/json.decoder.html``
+    → ``lib, json, decoder``)."""
     path = urlsplit(url).path
-    head, _, last = path.rpartition("/")
-    stem = last.rsplit(".", 1)[0] if last.endswith((".html", ".htm")) else last
-    return f"{head}/{stem.split('.', 1)[0]}" if "." in stem else head or "/"
+    if path.endswith((".html", ".htm")):
+        path = path.rsplit(".", 1)[0]
+    return tuple(part for seg in path.split("/") if seg for part in seg.split(".") if part)
+
+
+class Families:
+    """Which pages are kin: they share a path prefix that few pages share, one level up.
+
+    ``/lib/json.decoder`` is kin to ``/lib/json`` and ``/lib/json.encoder`` (prefix
+    ``lib, json``), not to ``/lib/heapq``: ``lib`` alone holds most of the site.
+    """
+
+    def __init__(self, urls: Iterable[str]) -> None:
+        self.tokens = {u: path_tokens(u) for u in urls}
+        self.under: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for u, t in self.tokens.items():
+            for n in range(1, len(t) + 1):
+                self.under[t[:n]].append(u)
+        self.big = max(BOILERPLATE * len(self.tokens), 2.0)
+
+    def kin(self, url: str) -> list[str]:
+        """The other pages of ``url``'s family."""
+        t = self.tokens[url]
+        out: set[str] = set()
+        for n in range(len(t), 0, -1):  # its own children, then siblings, then up
+            prefix = t[:n]
+            if len(self.under[prefix]) > self.big:
+                break
+            out.update(u for u in self.under[prefix] if n >= min(len(t), len(self.tokens[u])) - 1)
+        out.discard(url)
+        return sorted(out)
 
 
 def known_item_queries(
@@ -63,9 +92,7 @@ def known_item_queries(
     """Queries from each (url, title): the title itself or an ordered subset of its words."""
     rng = random.Random(seed)
     pages = sorted({u: t for u, t in pages if t and t.strip()}.items())
-    families: dict[str, list[str]] = defaultdict(list)
-    for url, _ in pages:
-        families[family(url)].append(url)
+    families = Families(u for u, _ in pages)
     title_words = {
         u: [w for w in _WORD.findall(t) if w.lower() not in STOP_WORDS] for u, t in pages
     }
@@ -76,7 +103,7 @@ def known_item_queries(
         words = title_words[url]
         if not words:
             continue
-        grades = {u: 1 for u in families[family(url)]}
+        grades = {u: 1 for u in families.kin(url)}
         grades[url] = MAX_GRADE
         texts = {" ".join(words)}
         for _ in range(per_page * 3):

@@ -61,7 +61,7 @@ class ModelSlot:
         self.name = name
         self.active: ActiveModel | None = None
         self.fallback: str = "no model store configured" if store is None else "not loaded yet"
-        self._token: object = None
+        self._token: object = object()  # never equal to a store token (None included)
         self._checked = 0.0
         self._lock = threading.Lock()
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "ClickModel",
     "Impression",
     "LinearRanker",
     "bootstrap_ci",
@@ -42,6 +43,28 @@ def examination(positions: np.ndarray | Sequence[int], eta: float) -> np.ndarray
     """Position-based model: chance a user looks at rank r (1-based) is ``(1 / r) ** eta``."""
     r = np.asarray(positions, dtype=np.float64)
     return np.power(1.0 / r, eta)
+
+
+@dataclass(frozen=True)
+class ClickModel:
+    """Position-based clicking: examination ``(1/r) ** eta``; an examined result is clicked
+    with ``ε + (1 - ε) (2^g - 1) / (2^max_grade - 1)`` (its hidden grade g)."""
+
+    eta: float = 1.0
+    epsilon: float = 0.05
+    shown: int = 10
+    max_grade: int = 3
+
+    def click_probability(self, grades: np.ndarray) -> np.ndarray:
+        """Chance of a click on each rank of a shown list with these hidden grades."""
+        g = np.asarray(grades, dtype=np.float64)[: self.shown]
+        attract = self.epsilon + (1 - self.epsilon) * (2.0**g - 1) / (2.0**self.max_grade - 1)
+        return examination(np.arange(1, len(g) + 1), self.eta) * attract
+
+    def clicks(self, grades: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One session's clicks on the first ``shown`` results (bool per rank)."""
+        p = self.click_probability(grades)
+        return rng.random(len(p)) < p
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import numpy as np
-
-from lookup.kit.ltr import examination
+from lookup.kit.ltr import ClickModel
 from lookup.search.analysis import STOP_WORDS
 
 MAX_GRADE = 3
+__all__ = ["ClickModel", "Families", "JudgedQuery", "known_item_queries", "split_by_target"]
 #: A word in more than this share of all titles is the site's boilerplate, not a page's name.
 BOILERPLATE = 0.25
 _WORD = re.compile(r"[^\W_]+")
@@ -126,23 +125,3 @@ def split_by_target(
     random.Random(seed).shuffle(targets)
     test = set(targets[: max(1, int(round(len(targets) * held_out)))])
     return [q for q in queries if q.target not in test], [q for q in queries if q.target in test]
-
-
-@dataclass(frozen=True)
-class ClickModel:
-    """Position-based clicking: examination ``(1/r) ** eta``, noise ``epsilon``."""
-
-    eta: float = 1.0
-    epsilon: float = 0.05
-    shown: int = 10
-
-    def click_probability(self, grades: np.ndarray) -> np.ndarray:
-        """Chance of a click on each rank of a shown list with these hidden grades."""
-        g = np.asarray(grades, dtype=np.float64)[: self.shown]
-        attract = self.epsilon + (1 - self.epsilon) * (2.0**g - 1) / (2.0**MAX_GRADE - 1)
-        return examination(np.arange(1, len(g) + 1), self.eta) * attract
-
-    def clicks(self, grades: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One session's clicks on the first ``shown`` results (bool per rank)."""
-        p = self.click_probability(grades)
-        return rng.random(len(p)) < p

@@ -17,9 +17,7 @@ over several seeds.
 
 from __future__ import annotations
 
-import logging
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from lookup.kit.ltr import Impression, LinearRanker, bootstrap_ci, mrr, ndcg_at, train_pairwise
-from lookup.kit.models import ModelStore
+from lookup.kit.models import ActiveModel, ModelSlot, ModelStore
 from lookup.search.clicksim import (
     MAX_GRADE,
     ClickModel,
@@ -39,68 +37,16 @@ from lookup.search.clicksim import (
 )
 from lookup.search.features import FEATURES, RERANK_DEPTH, as_dict, feature_rows
 
-log = logging.getLogger("lookup.search")
-
 MODEL_NAME = "search"
+__all__ = ["ActiveModel", "ModelSlot", "TrainReport", "publish", "rescore", "train"]
+
+
+def search_model_slot(store: ModelStore | None) -> ModelSlot:
+    """The slot serving the store's current search model (hand-set weights without one)."""
+    return ModelSlot(store, MODEL_NAME, FEATURES)
 
 
 # --- serving --------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ActiveModel:
-    """The model being served, with its version (shown in explanations)."""
-
-    ranker: LinearRanker
-    version: str
-
-
-class ModelSlot:
-    """The current search model of a model store, re-read when the store swaps it."""
-
-    def __init__(self, store: ModelStore | None, name: str = MODEL_NAME) -> None:
-        self.store = store
-        self.name = name
-        self.active: ActiveModel | None = None
-        self.fallback: str = "no model store configured" if store is None else "not loaded yet"
-        self._token: object = object()  # never equal to a store token (None included)
-        self._checked = 0.0
-        self._lock = threading.Lock()
-
-    def get(self, max_age: float = 1.0) -> ActiveModel | None:
-        """The model to serve, or None for the hand-set weights (checked ≤ once a second)."""
-        if self.store is not None and time.monotonic() - self._checked > max_age:
-            with self._lock:
-                self._refresh()
-        return self.active
-
-    def _refresh(self) -> None:
-        assert self.store is not None
-        self._checked = time.monotonic()
-        token = self.store.current_token(self.name)
-        if token == self._token:
-            return
-        self._token = token
-        if token is None:
-            self.active, self.fallback = None, "no trained model: hand-set weights"
-            return
-        version = token[0]
-        try:
-            data = self.store.open(self.name, version)
-            ranker = LinearRanker.from_json(data, expected=FEATURES)
-        except (OSError, LookupError, ValueError) as exc:
-            self.active = None
-            self.fallback = f"model {version} unusable ({exc}): hand-set weights"
-            log.warning("search model %s unusable, serving hand-set weights: %s", version, exc)
-            return
-        self.active, self.fallback = ActiveModel(ranker, version), ""
-
-    def status(self) -> dict[str, Any]:
-        """Which ranking is served and, when hand-set, why."""
-        active = self.get()
-        if active is None:
-            return {"ranking": "hand", "reason": self.fallback}
-        return {"ranking": "learned", "version": active.version, "digest": active.ranker.digest()}
-
-
 def window_features(snapshot: Any, plan: Any, hits: list[Any]) -> np.ndarray:
     """Feature rows of ``hits`` (batch or real-time documents) for one query."""
     from lookup.search.shard import REALTIME

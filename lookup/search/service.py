@@ -24,7 +24,7 @@ from lookup.kit.models import open_model_store
 from lookup.search.coordinator import Coordinator, QueryError
 from lookup.search.events import url_hash_of
 from lookup.search.extract import comparable_url
-from lookup.search.learned import ModelSlot
+from lookup.search.learned import search_model_slot
 from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
@@ -64,7 +64,7 @@ class SearchService:
         self._loading = threading.Lock()
         self.load_error: str | None = None
         self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
-        self.models = ModelSlot(open_model_store(models) if models is not None else None)
+        self.models = search_model_slot(open_model_store(models) if models is not None else None)
 
     # --- versions ---------------------------------------------------------------------------
     def _open(self, token: str) -> None:

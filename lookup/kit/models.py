@@ -138,7 +138,8 @@ class ModelStore:
         self._swap(name, version)
 
     def rollback(self, name: str, /) -> str:
-        """Serve the version that was current before the last swap again."""
+        """Serve the version that was current before the last swap again (itself a swap:
+        a second rollback undoes the first)."""
         d = self._dir(name)
         history = d / "HISTORY"
         lines = history.read_text(encoding="utf-8").split() if history.exists() else []
@@ -148,8 +149,11 @@ class ModelStore:
         if not lines:
             raise LookupError(f"model {name} has no earlier version to roll back to")
         version = lines.pop()
-        _write_atomic(d / "CURRENT", version + "\n")
+        before = self.current(name)
+        if before is not None:
+            lines.append(before)
         _write_atomic(history, "".join(v + "\n" for v in lines))
+        _write_atomic(d / "CURRENT", version + "\n")
         return version
 
     def reject(

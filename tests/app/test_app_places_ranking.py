@@ -84,8 +84,9 @@ def test_learned_ranking_shows_each_places_move(
     _train(built)
     deadline = time.monotonic() + 15.0  # the API re-reads the model store within a second
     while True:
-        r = httpx.get(f"{places_api}/v1/search",
-                      params={"lat": 35.69, "lng": 139.70, "ranking": "learned"})
+        r = httpx.get(
+            f"{places_api}/v1/search", params={"lat": 35.69, "lng": 139.70, "ranking": "learned"}
+        )
         if r.status_code == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.1)
@@ -97,14 +98,28 @@ def test_learned_ranking_shows_each_places_move(
     moves = list(table["vs hand-set"])
     # oracle: the API's own hand-set ranking of the same search, compared here
     lat, lng = at.session_state["places.lat"], at.session_state["places.lng"]
-    hand = httpx.get(f"{places_api}/v1/search", params={
-        "lat": lat, "lng": lng, "radius": 20_000, "limit": 100, "ranking": "hand",
-    }).json()["results"]
+    hand = httpx.get(
+        f"{places_api}/v1/search",
+        params={
+            "lat": lat,
+            "lng": lng,
+            "radius": 20_000,
+            "limit": 100,
+            "ranking": "hand",
+        },
+    ).json()["results"]
     where = {p["id"]: i for i, p in enumerate(hand, start=1)}
     for rank, (pid, move) in enumerate(zip(table["Id"], moves, strict=True), start=1):
         before = where.get(pid)
-        want = ("new" if before is None else "=" if before == rank
-                else f"▲ {before - rank}" if before > rank else f"▼ {rank - before}")
+        want = (
+            "new"
+            if before is None
+            else "="
+            if before == rank
+            else f"▲ {before - rank}"
+            if before > rank
+            else f"▼ {rank - before}"
+        )
         assert move == want
     assert any(m != "=" for m in moves), "the learned model reorders this search"
     assert any("sit elsewhere in the hand-set order" in c.value for c in at.caption)

@@ -20,12 +20,9 @@ model is ``DATA_DIR/models/places`` (:class:`~lookup.kit.models.ModelStore`).
 
 from __future__ import annotations
 
-import json
 import math
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -223,13 +220,4 @@ def train(
 def publish(store: ModelStore, report: PlacesTrainReport, *, require_gain: bool = True
             ) -> tuple[str, bool]:
     """Store as a new version; current only when its held-out NDCG gain is above zero."""
-    store.root.mkdir(parents=True, exist_ok=True)
-    version = store.next_version(MODEL_NAME)
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=store.root) as f:
-        json.dump(report.ranker.to_json(), f, indent=1)
-        path = Path(f.name)
-    if require_gain and report.figures["gainNdcg"][1] <= 0:
-        store.reject(MODEL_NAME, version, path, {"why": "no held-out NDCG gain", **report.figures})
-        return version, False
-    store.publish(MODEL_NAME, version, path)
-    return version, True
+    return store.publish_model(MODEL_NAME, report.ranker, report.figures, require_gain)

@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -129,6 +130,27 @@ class ModelStore:
             old = history.read_text(encoding="utf-8") if history.exists() else ""
             _write_atomic(history, old + before + "\n")
         _write_atomic(d / "CURRENT", version + "\n")
+
+    def publish_model(
+        self,
+        name: str,
+        ranker: LinearRanker,
+        figures: Mapping[str, Any],
+        require_gain: bool = True,
+    ) -> tuple[str, bool]:
+        """Write a trained model as the next version: current when its held-out NDCG gain
+        interval (``figures["gainNdcg"]``: mean, low, high) lies above zero, else kept aside
+        as rejected with the figures as the reason. Returns (version, made current)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        version = self.next_version(name)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, dir=self.root) as f:
+            json.dump(ranker.to_json(), f, indent=1)
+            path = Path(f.name)
+        if require_gain and figures["gainNdcg"][1] <= 0:
+            self.reject(name, version, path, {"why": "no held-out NDCG gain", **figures})
+            return version, False
+        self.publish(name, version, path)
+        return version, True
 
     def activate(self, name: str, version: str, /) -> None:
         """Serve a stored version."""

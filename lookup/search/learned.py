@@ -17,11 +17,9 @@ over several seeds.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -269,22 +267,6 @@ def train(
 def publish(
     store: ModelStore, report: TrainReport, *, require_gain: bool = True
 ) -> tuple[str, bool]:
-    """Store the model as a new version; current only if it beat the hand weights held out.
-
-    Returns (version, published). A model whose held-out NDCG gain interval does not lie
-    above zero is kept aside as rejected, with the figures as its reason.
-    """
-    import json
-
-    version = store.next_version(MODEL_NAME)
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".json", delete=False, dir=store.root if store.root.is_dir() else None
-    ) as f:
-        json.dump(report.ranker.to_json(), f, indent=1)
-        path = Path(f.name)
-    lo = report.figures["gainNdcg"][1]
-    if require_gain and lo <= 0:
-        store.reject(MODEL_NAME, version, path, {"why": "no held-out NDCG gain", **report.figures})
-        return version, False
-    store.publish(MODEL_NAME, version, path)
-    return version, True
+    """Store the model as a new version; current only if it beat the hand weights held
+    out (:meth:`~lookup.kit.models.ModelStore.publish_model`). Returns (version, current)."""
+    return store.publish_model(MODEL_NAME, report.ranker, report.figures, require_gain)

@@ -322,3 +322,17 @@ def test_cli_trains_and_publishes(tmp_path: Path, index_4: Path) -> None:
         [*cmd[:-1], str(tmp_path / "empty")], capture_output=True, text=True, env=env
     )
     assert none.returncode == 1 and "no search index" in none.stderr
+
+
+def test_a_model_without_a_held_out_gain_is_rejected_not_served(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    m = LinearRanker(
+        FEATURES, (1.0,) * len(FEATURES), (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
+    )
+    assert store.publish_model("search", m, {"gainNdcg": [0.02, 0.01, 0.03]}) == ("v000001", True)
+    worse = {"gainNdcg": [0.001, -0.004, 0.006]}
+    assert store.publish_model("search", m, worse) == ("v000002", False)
+    assert store.current("search") == "v000001" and store.versions("search") == ["v000001"]
+    reason = json.loads((store.root / "search" / "rejected" / "v000002.reason.json").read_text())
+    assert reason["why"] == "no held-out NDCG gain" and reason["gainNdcg"][1] < 0
+    assert store.publish_model("search", m, worse, require_gain=False) == ("v000003", True)

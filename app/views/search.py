@@ -247,6 +247,32 @@ def _example() -> None:
     st.session_state["search-example"] = None
 
 
+def _take_suggestion(query: str) -> None:
+    st.session_state[QUERY] = query
+    st.session_state["search-q"] = query
+    st.session_state[PAGE] = 1
+
+
+def did_you_mean(body: dict[str, Any]) -> None:
+    """The spelling suggestion the API offers when a query finds little, as a button."""
+    hint = body.get("didYouMean") or {}
+    if not hint.get("query"):
+        return
+    found = plural(int(hint.get("estimatedTotal", 0)), "result")
+    st.button(
+        f"Did you mean: **{hint['query']}** ({found})?", key="search-did-you-mean",
+        on_click=_take_suggestion, args=(str(hint["query"]),), type="tertiary",
+        icon=":material/spellcheck:",
+    )  # fmt: skip
+
+
+def syntax_caret(query: str, body: Any) -> str | None:
+    """The query with a caret under the character a syntax error names (a code block)."""
+    if not isinstance(body, dict) or not isinstance(body.get("position"), int):
+        return None
+    return f"{query}\n{' ' * body['position']}^ {body.get('message', '')}"
+
+
 def _page_step(step: int) -> None:
     st.session_state[PAGE] = max(1, int(st.session_state.get(PAGE, 1)) + step)
 
@@ -337,6 +363,11 @@ def search_box() -> None:
             "Search", type="primary", icon=":material/search:", on_click=_submit,
             key="search-submit", width="stretch",
         )  # fmt: skip
+    st.caption(
+        "Operators: `json OR heapq` · `-decoder` or `NOT decoder` · `\"exact phrase\"` · "
+        "`(a OR b) c` · `jso*` · `title:heap` · `site:docs.sandbox.test` · "
+        "`after:2026-01-01` / `before:` (crawl date)"
+    )
     if not st.session_state.get(QUERY):
         st.pills(
             "Try one", EXAMPLES, key="search-example", on_change=_example,
@@ -380,6 +411,7 @@ def show_results(body: dict[str, Any], limit: int) -> None:
     results = body.get("results") or []
     fanout = body.get("fanout") or {}
     total = int(body.get("estimatedTotal", 0))
+    did_you_mean(body)
     if not results:
         terms = fanout.get("terms") or []
         if not terms:
@@ -826,6 +858,8 @@ def main() -> None:
         elif not answer.ok:
             if answer.status == 400:
                 st.warning(f"That query cannot be run: {answer.message()}", icon=":material/info:")
+                if caret := syntax_caret(query, answer.body):
+                    st.code(caret, language=None)
             else:
                 st.error(f"The search failed: {answer.message()}", icon=":material/error:")
         else:

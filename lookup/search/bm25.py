@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -128,6 +129,7 @@ class QueryPlan:
     or_fallback: bool = True  # a shard with no AND match also computes its OR top-k
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
+    expr: Any = None  # a query-language AST (lookup.search.query); None: terms and phrases
 
 
 def phrase_mask(
@@ -166,10 +168,12 @@ def make_plan(
     now: float,
     signals: Signals | None = None,
     phrases: tuple[Phrase, ...] = (),
+    expr: Any = None,
 ) -> QueryPlan:
     """Attach global statistics to a query's terms (sorted, so every shard sums alike).
 
-    A query with phrases is strictly conjunctive: no OR fallback would honour them.
+    A query with phrases is strictly conjunctive: no OR fallback would honour them; nor
+    has a query with operators (``expr``), which says itself what must match.
     """
     pairs = sorted(zip(terms, dfs, strict=True))
     avgdl = (total_length / n_docs) if n_docs else 1.0
@@ -182,6 +186,7 @@ def make_plan(
         k=k,
         now=now,
         signals=signals or Signals(),
-        or_fallback=not phrases,
+        or_fallback=not phrases and expr is None,
         phrases=tuple(phrases),
+        expr=expr,
     )

@@ -42,16 +42,22 @@ from typing import Any
 
 import numpy as np
 
+from lookup.search import query as query_lang
+from lookup.search import spelling
 from lookup.search.analysis import parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
 from lookup.search.events import iso_time
 from lookup.search.features import RERANK_DEPTH
 from lookup.search.learned import rescore
+from lookup.search.matching import expand_prefixes
 from lookup.search.shard import REALTIME, Hit, IndexVersion, ShardAnswer
 from lookup.search.snippets import ForwardQuery, make_snippet, snippet_from_forward
 
 MAX_QUERY_CHARS = 500
 MAX_QUERY_TERMS = 32
+#: A ``prefix*`` becomes at most this many terms, its commonest (Elasticsearch's
+#: ``max_expansions`` is 50; 16 keeps a query's terms under MAX_QUERY_TERMS).
+MAX_PREFIX_TERMS = 16
 MAX_LIMIT = 100
 #: Deepest result reachable by paging (page × limit); deep pages are capped, not computed.
 MAX_DEPTH = 1000
@@ -73,10 +79,11 @@ LAGGING_SHARE = 0.8
 class QueryError(ValueError):
     """A query that cannot be run as given (the HTTP layer turns it into a 400)."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, position: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.position = position  # the character a syntax error starts at (0-based)
 
 
 @dataclass
@@ -386,13 +393,16 @@ class Coordinator:
         hedge: bool | None = None,
         now: float | None = None,
         signals: Signals | None = None,
+        suggest: bool = True,
         model: Any = None,
         features: bool = False,
     ) -> dict[str, Any]:
         """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request).
 
-        ``model`` (a :class:`~lookup.search.learned.ActiveModel`) reorders the first hits
-        by the learned ranker; ``features=True`` adds each result's ranking features.
+        A query that finds little gets ``didYouMean`` (``suggest``): a spelling
+        correction from the index's terms, kept only if it finds more. ``model`` (a
+        :class:`~lookup.search.learned.ActiveModel`) reorders the first hits by the
+        learned ranker; ``features=True`` adds each result's ranking features.
         """
         started = time.perf_counter()
         if not isinstance(query, str):
@@ -414,8 +424,26 @@ class Coordinator:
                 f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
                 "goes past it — refine the query instead",
             )
-        parsed = parse_query(text)
-        terms = parsed.terms
+        node = None
+        if query_lang.has_operators(text):
+            try:
+                node = query_lang.parse(text)
+            except query_lang.QuerySyntaxError as exc:
+                raise QueryError("QUERY_SYNTAX", exc.message, position=exc.position) from None
+        expr = None
+        if query_lang.is_plain(node):  # terms and phrases only: the classic path, as before
+            parsed = parse_query(text)
+            terms = parsed.terms
+            phrases = parsed.phrases
+        else:
+            if not query_lang.has_positive(node):
+                raise QueryError(
+                    "ONLY_NEGATIVE",
+                    "a query needs something to find, not only what to leave out (add a word)",
+                )
+            expr = expand_prefixes(node, lambda p: self._expand(snapshot, p))  # type: ignore[arg-type]
+            terms = query_lang.positive_terms(expr)
+            phrases = ()
         if len(terms) > MAX_QUERY_TERMS:
             raise QueryError(
                 "QUERY_TOO_LONG",
@@ -430,7 +458,7 @@ class Coordinator:
             "shardsQueried": 0,
             "shardsAnswered": 0,
         }
-        if not terms:  # only stop words or punctuation: nothing is searchable
+        if not terms and expr is None:  # only stop words or punctuation: nothing to search
             body["tookMs"] = round((time.perf_counter() - started) * 1000.0, 3)
             if trace:
                 body["fanout"] = {"mode": None, "terms": [], "shards": [], "hedgesFired": 0}
@@ -453,7 +481,8 @@ class Coordinator:
             k=page * limit if model is None and not features else max(page * limit, RERANK_DEPTH),
             now=time.time() if now is None else now,
             signals=signals or self.signals,
-            phrases=parsed.phrases,
+            phrases=phrases,
+            expr=expr,
         )
         answers, traces = self._fan_out(
             snapshot,
@@ -514,6 +543,8 @@ class Coordinator:
             shardsQueried=n_shards,
             shardsAnswered=len(answers),
         )
+        if suggest and estimated < spelling.SUGGEST_BELOW:
+            self._did_you_mean(snapshot, text, estimated, body)
         took = (time.perf_counter() - started) * 1000.0
         body["tookMs"] = round(took, 3)
         entry = (text, mode, took, traces, len(answers), n_shards)
@@ -521,6 +552,34 @@ class Coordinator:
         if trace:
             body["fanout"] = {"terms": list(plan.terms), **_summary(entry)}
         return body
+
+    def _did_you_mean(
+        self, snapshot: IndexVersion, text: str, found: int, body: dict[str, Any]
+    ) -> None:
+        """Add ``didYouMean`` to ``body`` when a corrected query finds more than ``found``."""
+        corrected = spelling.correct_query(text, spelling.speller_for(snapshot))
+        if corrected is None or corrected == text:
+            return
+        try:
+            again = self.search(snapshot, corrected, limit=1, suggest=False)
+        except QueryError:
+            return
+        if again["estimatedTotal"] > found:
+            body["didYouMean"] = {"query": corrected, "estimatedTotal": again["estimatedTotal"]}
+
+    @staticmethod
+    def _expand(snapshot: IndexVersion, prefix: str) -> list[str]:
+        """The commonest index terms starting with ``prefix`` (batch and real-time tiers)."""
+        found = snapshot.terms_with_prefix(prefix)
+        rt_build = snapshot.realtime
+        if rt_build is not None:
+            for t, n in rt_build.state.df.items():
+                if t.startswith(prefix) and n > 0:
+                    found[t] = found.get(t, 0) + n
+        if ":" not in prefix:  # a word's prefix never expands to field terms (title:…)
+            found = {t: n for t, n in found.items() if ":" not in t}
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [t for t, _ in ranked[:MAX_PREFIX_TERMS]]
 
     def _fan_out(
         self, snapshot: IndexVersion, plan: Any, deadline_ms: float, hedge: bool

@@ -59,7 +59,8 @@ def search_route(service: SearchService) -> Route:
         try:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
         except QueryError as exc:
-            raise ApiError(400, exc.code, exc.message) from None
+            extra = {} if exc.position is None else {"position": exc.position}
+            raise ApiError(400, exc.code, exc.message, extra=extra) from None
         for item in body.get("results", ()):
             item["cachedUrl"] = cached_link(item["url"])
         return JSONResponse(body)

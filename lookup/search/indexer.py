@@ -304,7 +304,7 @@ def build_index(
             st = states[s]
             if st.writer is None:
                 st.writer = SegmentWriter()
-            doc = st.writer.add(record, analyze_document(record.title, record.text))
+            doc = st.writer.add(record, analyze_document(record.title, record.text, record.url))
             live[ev.url_hash] = _Live(s, "*pending*", doc, ev.content_hash, ev.fetched_at)
             if cur is None:
                 report.added += 1

@@ -27,14 +27,14 @@ import threading
 import time
 from array import array
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lookup.kit.background import BackgroundTask
-from lookup.search.analysis import Analyzed, analyze_document
+from lookup.search.analysis import Analyzed, Phrase, analyze_document
 from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
 from lookup.search.events import (
     EventLogReader,
@@ -46,6 +46,7 @@ from lookup.search.events import (
 from lookup.search.extract import ExtractedPage
 from lookup.search.indexer import shard_of
 from lookup.search.manifest import DELETIONS_LOG
+from lookup.search.matching import evaluate
 from lookup.search.segment import url_key
 from lookup.search.shard import REALTIME, Hit, IndexVersion, top_k
 
@@ -79,6 +80,8 @@ class MemoryIndex:
         """Append a document; readers see it once a new state publishes the larger count."""
         doc_id = len(self.docs)
         tf = Counter(analyzed.terms)
+        for key in analyzed.fields:  # field terms count once and add nothing to the length
+            tf.setdefault(key, 1)
         for term, count in tf.items():
             lists = self.post.get(term)
             if lists is None:
@@ -176,7 +179,23 @@ class RtShardView:
         mi = self.build.indexes[self.shard]
         doclen = np.array(mi.doclen[:n])
         per_term = [self._term(t, n, dead) for t in plan.terms]
-        if conjunctive:
+        if plan.expr is not None:  # the query language: a mask over the shard's documents
+            mask = evaluate(plan.expr, _RtSource(self, mi, n, dead))
+            mask[dead[dead < n]] = False
+            docs = np.flatnonzero(mask)
+            if docs.size == 0:
+                return [], 0
+            norm = length_norm(doclen[docs], plan.avgdl, plan.k1, plan.b)
+            bm = np.zeros(docs.size)
+            for p, term_idf in zip(per_term, plan.idfs, strict=True):
+                if p is None:
+                    continue
+                d, tf = p
+                i = np.minimum(np.searchsorted(d, docs), max(d.size - 1, 0))
+                has = (d[i] == docs) if d.size else np.zeros(docs.size, dtype=bool)
+                bm[has] += term_scores(tf[i[has]], norm[has], term_idf)
+            plan = replace(plan, phrases=())
+        elif conjunctive:
             if any(p is None or p[0].size == 0 for p in per_term):
                 return [], 0
             docs = per_term[0][0]  # type: ignore[index]
@@ -222,6 +241,22 @@ class RtShardView:
             for i in top_k(final, keys, plan.k)
         ]
         return hits, int(docs.size)
+
+
+class _RtSource:
+    """A real-time shard as the query evaluator sees it (:class:`~matching.MatchSource`)."""
+
+    def __init__(self, view: RtShardView, mi: MemoryIndex, n: int, dead: np.ndarray) -> None:
+        self.view, self.mi, self.n_docs, self.dead = view, mi, n, dead
+        self.crawled = np.array(mi.crawled[:n])
+
+    def docs_with(self, term: str) -> np.ndarray:
+        p = self.view._term(term, self.n_docs, self.dead)
+        return np.zeros(0, np.int64) if p is None else p[0]
+
+    def phrase_docs(self, phrase: Phrase, candidates: np.ndarray) -> np.ndarray:
+        plan = QueryPlan((), (), (), 0, 1.0, 0, 0.0, phrases=(phrase,))
+        return RtShardView._phrases(plan, self.mi, candidates)
 
 
 class RtBuild:
@@ -284,7 +319,7 @@ class RtBuild:
                 seq=ev.seq,
                 crawled_at=ev.fetched_at,
                 doclen=len(item.analyzed.terms),
-                terms=frozenset(item.analyzed.terms),
+                terms=frozenset(item.analyzed.terms) | frozenset(item.analyzed.fields),
                 stored={
                     "url": ev.url,
                     "urlHash": url,
@@ -380,7 +415,7 @@ class RealtimeTier:
             return _Retained(ev, None, None)
         if page is None or page.noindex:
             return _Retained(ev, page, None)
-        return _Retained(ev, page, analyze_document(page.title, page.text))
+        return _Retained(ev, page, analyze_document(page.title, page.text, ev.url))
 
     def poll(self, max_events: int = 5000) -> int:
         """Read new events from the crawl log into the tier; returns how many were applied."""

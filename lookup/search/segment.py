@@ -293,6 +293,16 @@ class SegmentWriter:
             self.p_doc.append(doc_id)
             self.p_tf.append(len(plist))
             self.p_pos.extend(plist)
+        for key in analyzed.fields:  # field terms: tf 1 at position 0, outside the length
+            if key in by_term:
+                continue
+            tid = vocab.get(key)
+            if tid is None:
+                tid = vocab[key] = len(vocab)
+            self.p_term.append(tid)
+            self.p_doc.append(doc_id)
+            self.p_tf.append(1)
+            self.p_pos.append(0)
         self.doclen.append(len(analyzed.terms))
         self.crawled.append(doc.crawled_at)
         self.seq.append(doc.seq)

@@ -17,6 +17,7 @@ from the crawl graph, and the corpus statistics.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -26,9 +27,10 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from lookup.search.analysis import analyze_document
+from lookup.search.analysis import Phrase, analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
+from lookup.search.matching import evaluate
 from lookup.search.segment import SegmentReader
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
@@ -157,6 +159,8 @@ class SegmentView:
         keeps lists decoded by an AND pass for the OR pass of the same query.
         """
         reader = self.reader
+        if plan.expr is not None:
+            return self._match_expr(plan)
         lists = [reader.postings(t) for t in plan.terms]
         norm_of = reader.doclen
         if conjunctive:
@@ -224,6 +228,25 @@ class SegmentView:
         # every document holding a closed term matches too: count at least the widest one
         return docs, bm, int(docs.size) if plan.phrases else max(int(docs.size), widest)
 
+    def _match_expr(self, plan: QueryPlan) -> tuple[np.ndarray, np.ndarray, int]:
+        """Live documents an operator query matches, scored by its positive terms' BM25."""
+        reader = self.reader
+        mask = evaluate(plan.expr, _SegmentSource(reader))
+        if not self.all_live:
+            mask &= self._live
+        docs = np.flatnonzero(mask)
+        bm = np.zeros(docs.size)
+        if docs.size == 0:
+            return docs, bm, 0
+        norm = length_norm(reader.doclen[docs], plan.avgdl, plan.k1, plan.b)
+        for term, term_idf in zip(plan.terms, plan.idfs, strict=True):
+            pl = reader.postings(term)
+            if pl is None:
+                continue
+            found, tf, _ = pl.lookup(docs)
+            bm[found] += term_scores(tf, norm[found], term_idf)
+        return docs, bm, int(docs.size)
+
     @staticmethod
     def _phrases(plan: QueryPlan, lists: list[Any], docs: np.ndarray) -> np.ndarray:
         """Mask over ``docs`` (sorted): those that contain every phrase of the plan."""
@@ -252,6 +275,28 @@ class SegmentView:
             return 0
         found, tf, _ = pl.lookup(np.array([doc]))
         return int(tf[0]) if found[0] else 0
+
+
+class _SegmentSource:
+    """A segment as the query-language evaluator sees it (:class:`~matching.MatchSource`)."""
+
+    def __init__(self, reader: SegmentReader) -> None:
+        self.reader = reader
+        self.n_docs = reader.n_docs
+        self.crawled = reader.crawled
+
+    def docs_with(self, term: str) -> np.ndarray:
+        pl = self.reader.postings(term)
+        return np.zeros(0, np.int64) if pl is None else pl.decode()[0]
+
+    def phrase_docs(self, phrase: Phrase, candidates: np.ndarray) -> np.ndarray:
+        lists = {t: self.reader.postings(t) for t in phrase.terms}
+
+        def positions_of(term: str) -> tuple[np.ndarray, np.ndarray]:
+            _, owner, pos = lists[term].positions_for(candidates)  # type: ignore[union-attr]
+            return owner, pos
+
+        return phrase_mask(phrase, int(candidates.size), positions_of)
 
 
 class ShardIndex:
@@ -431,7 +476,8 @@ class IndexVersion:
             terms = self._terms_cache.get(h)
             if terms is None:
                 stored = reader.stored(d)
-                terms = frozenset(analyze_document(stored["title"], stored["text"]).terms)
+                a = analyze_document(stored["title"], stored["text"], stored["url"])
+                terms = frozenset(a.terms) | frozenset(a.fields)
                 self._terms_cache[h] = terms
             adjust.update(terms)
             length += int(reader.doclen[d])
@@ -448,8 +494,11 @@ class IndexVersion:
         self._hidden_stats = (len(hidden), length, adjust)
         self._hidden = hidden
 
-    def vocabulary(self) -> list[tuple[str, int]]:
-        """Every term with its document frequency over the visible batch, commonest first."""
+    def vocabulary(self, fields: bool = False) -> list[tuple[str, int]]:
+        """Every term with its document frequency over the visible batch, commonest first.
+
+        Field terms (``title:…``, ``site:…``) only with ``fields``.
+        """
         totals: Counter[str] = Counter()
         for shard in self.shards:
             for view in shard.segments:
@@ -457,7 +506,21 @@ class IndexVersion:
                 totals.update(dict(zip(view.reader.terms, (int(x) for x in df), strict=True)))
         totals.subtract(self._base_adjust)
         totals.subtract(self._hidden_stats[2])
-        return [(t, n) for t, n in totals.most_common() if n > 0]
+        return [(t, n) for t, n in totals.most_common() if n > 0 and (fields or ":" not in t)]
+
+    def terms_with_prefix(self, prefix: str) -> dict[str, int]:
+        """Index terms starting with ``prefix`` and their visible df (a bisect per segment)."""
+        found: Counter[str] = Counter()
+        for shard in self.shards:
+            for view in shard.segments:
+                terms = view.reader.terms
+                i = bisect.bisect_left(terms, prefix)
+                while i < len(terms) and terms[i].startswith(prefix):
+                    found[terms[i]] += int(view.reader.termtab[i, 0])
+                    i += 1
+        for t in list(found):
+            found[t] -= self._base_adjust.get(t, 0) + self._hidden_stats[2].get(t, 0)
+        return {t: n for t, n in found.items() if n > 0}
 
     def url_hash_for_key(self, key: int) -> str | None:
         """The ``urlHash`` of the live batch document with this URL key, if any."""

@@ -197,3 +197,37 @@ def test_click_a_result_and_its_stored_copy_opens(
     assert evil.locator("script, img").count() == 0
     evil.close()
     expect(page.locator(EXCEPTION)).to_have_count(0)
+
+
+def test_operators_and_did_you_mean(
+    page,  # type: ignore[no-untyped-def]
+    search_stack: tuple[Service, Service],
+    tmp_path: Path,
+) -> None:
+    """A person reads the operator help, misspells a word, takes the suggestion, and writes
+    a query the parser cannot read."""
+    from playwright.sync_api import expect
+
+    api, dashboard = search_stack
+    page.goto(f"{dashboard.url}/search")
+    expect(page.get_by_text("Operators:").first).to_be_visible()
+
+    _search(page, "itertols")
+    suggestion = page.get_by_role("button", name=re.compile(r"Did you mean: itertools"))
+    expect(suggestion).to_be_visible()
+    suggestion.click()
+    _settled(page)
+    expect(page.get_by_label("Search the crawled pages")).to_have_value("itertools")
+    total = httpx.get(f"{api.url}/search", params={"q": "itertools"}).json()["estimatedTotal"]
+    expect(_metric_value(page, "Results")).to_have_text(f"about {total:,}")
+
+    query = "itertools OR functools -chain"
+    _search(page, query)
+    total = httpx.get(f"{api.url}/search", params={"q": query}).json()["estimatedTotal"]
+    expect(_metric_value(page, "Results")).to_have_text(f"about {total:,}")
+
+    _search(page, "chain (itertools")
+    expect(page.get_by_text("That query cannot be run").first).to_be_visible()
+    expect(page.get_by_text(re.compile(r"\^ this '\(' is never closed")).first).to_be_visible()
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+    page.screenshot(path=str(tmp_path / "search-query.png"), full_page=True)

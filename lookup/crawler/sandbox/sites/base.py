@@ -104,6 +104,7 @@ class World:
         ("moved", "moved.sandbox.test", 12, "robots.txt redirects to www; a page goes away"),
         ("www-moved", "www.moved.sandbox.test", 12, "the moved site's new name: its robots.txt"),
         ("hub", "hub.sandbox.test", 19, "a directory: one link to every host (a seed)"),
+        ("intl", "intl.sandbox.test", 13, "pages in Japanese and Hindi (CJK and Devanagari)"),
     )
 
     def __init__(self, config: SandboxConfig) -> None:
@@ -154,10 +155,11 @@ def page(
     head: str = "",
     footer: str = "",
     header: str = '<a href="/">Home</a>',
+    lang: str = "en",
 ) -> str:
     """A page: chrome (header, nav, footer) around a ``<main>`` that carries the content."""
     return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<!DOCTYPE html>\n<html lang="{lang}"><head><meta charset="utf-8">'
         f"<title>{esc(title)}</title>{head}</head>\n<body>\n"
         f"<header>{header}</header>\n<nav>{nav}</nav>\n<main>\n{main}\n</main>\n"
         f"<footer>{footer}</footer>\n</body></html>\n"

@@ -11,6 +11,7 @@ from lookup.crawler.sandbox.sites.changing import BlogSite, WikiSite
 from lookup.crawler.sandbox.sites.closed import ClosedSite, HungSite
 from lookup.crawler.sandbox.sites.docs import DocsSite
 from lookup.crawler.sandbox.sites.hub import HubSite
+from lookup.crawler.sandbox.sites.intl import IntlSite
 from lookup.crawler.sandbox.sites.junk import JunkSite
 from lookup.crawler.sandbox.sites.mirror import MirrorSite
 from lookup.crawler.sandbox.sites.moved import MovedSite
@@ -52,5 +53,6 @@ def build_sites(world: World) -> Sites:
         "moved": moved,
         "www-moved": moved,
         "hub": HubSite(world),
+        "intl": IntlSite(world),
     }
     return Sites(world, handlers)

@@ -7,7 +7,8 @@ oracles, the features below only reorder the window.
 =================  ==========================================================================
 ``bm25``           BM25F of the whole page (title ×3 + body), divided by the window's best
 ``titleBm25``      BM25 of the query over the title alone (b = 0.5, window's mean title length)
-``titleCoverage``  idf-weighted share of the query's terms that occur in the title
+``titleCoverage``  share of the query's terms in the index's ``title:`` field, each weighted by
+                   its idf *among titles* (a word few titles hold names the page)
 ``titleExact``     1 when the title's terms are exactly the query's
 ``coverage``       share of the query's terms in the page (below 1 after the OR fallback)
 ``inLinks``        log(1 + in-links)
@@ -60,10 +61,14 @@ def feature_rows(
     inlinks: np.ndarray,
     crawled: np.ndarray,
     term_present: np.ndarray,
+    title_present: np.ndarray,
+    title_idfs: np.ndarray,
 ) -> np.ndarray:
     """The feature matrix (candidates × :data:`FEATURES`) of one query's window.
 
-    ``term_present`` is (candidates × plan.terms): whether the page holds each term.
+    ``term_present`` and ``title_present`` are (candidates × plan.terms): whether the page
+    holds each term, and whether its ``title:`` field does; ``title_idfs`` each term's idf
+    over the ``title:`` field.
     """
     n = len(titles)
     out = np.zeros((n, len(FEATURES)))
@@ -81,8 +86,10 @@ def feature_rows(
         norm = K1 * (1.0 - _TITLE_B + _TITLE_B * lengths[i] / avg)
         hits = np.array([tf.get(t, 0) for t in plan.terms], dtype=np.float64)
         out[i, 1] = float(np.sum(idfs * hits / (hits + norm)))
-        out[i, 2] = float(idfs[hits > 0].sum() / idfs.sum()) if idfs.sum() > 0 else 0.0
         out[i, 3] = 1.0 if terms and set(terms) == query else 0.0
+    t_idf = np.asarray(title_idfs, dtype=np.float64)
+    in_title = np.asarray(title_present, dtype=bool).reshape(n, len(plan.terms))
+    out[:, 2] = (in_title * t_idf).sum(axis=1) / t_idf.sum() if t_idf.sum() > 0 else 0.0
     present = np.asarray(term_present, dtype=bool).reshape(n, len(plan.terms))
     out[:, 4] = present.mean(axis=1) if plan.terms else 0.0
     out[:, 5] = np.log1p(np.asarray(inlinks, dtype=np.float64))

@@ -26,6 +26,7 @@ import numpy as np
 
 from lookup.kit.ltr import Impression, LinearRanker, bootstrap_ci, mrr, ndcg_at, train_pairwise
 from lookup.kit.models import ActiveModel, ModelSlot, ModelStore
+from lookup.search.bm25 import idf
 from lookup.search.clicksim import (
     MAX_GRADE,
     ClickModel,
@@ -49,24 +50,27 @@ def window_features(snapshot: Any, plan: Any, hits: list[Any]) -> np.ndarray:
     """Feature rows of ``hits`` (batch or real-time documents) for one query."""
     from lookup.search.shard import REALTIME
 
-    titles, urls, crawled, present = [], [], [], []
+    titles, urls, crawled, present, in_title = [], [], [], [], []
+    fields = [f"title:{t}" for t in plan.terms]  # the title field (analysis.analyze_document)
     for h in hits:
         if h.segment == REALTIME:
             mi = snapshot.realtime.indexes[h.shard]
             stored = mi.docs[h.doc].stored
             crawled.append(float(mi.crawled[h.doc]))
             row = []
-            for term in plan.terms:
+            for term in (*plan.terms, *fields):
                 lists = mi.post.get(term)
                 docs = np.asarray(lists[0]) if lists is not None else np.zeros(0, dtype=np.int64)
                 i = int(np.searchsorted(docs, h.doc))
                 row.append(i < len(docs) and int(docs[i]) == h.doc)
-            present.append(row)
+            present.append(row[: len(plan.terms)])
+            in_title.append(row[len(plan.terms) :])
         else:
             view = snapshot.shards[h.shard].segments[h.segment]
             stored = view.reader.stored(h.doc)
             crawled.append(float(view.reader.crawled[h.doc]))
             present.append([view.term_tf(t, h.doc) > 0 for t in plan.terms])
+            in_title.append([view.term_tf(f, h.doc) > 0 for f in fields])
         titles.append(stored.get("title") or "")
         urls.append(stored.get("url") or "")
     inlinks = snapshot.inlinks_for(np.array([h.urlkey for h in hits], dtype=np.int64))
@@ -78,7 +82,15 @@ def window_features(snapshot: Any, plan: Any, hits: list[Any]) -> np.ndarray:
         inlinks,
         np.array(crawled),
         np.array(present, dtype=bool).reshape(len(hits), len(plan.terms)),
+        np.array(in_title, dtype=bool).reshape(len(hits), len(plan.terms)),
+        np.array([idf(_df(snapshot, f), plan.n_docs) for f in fields]),
     )
+
+
+def _df(snapshot: Any, term: str) -> int:
+    """Documents holding ``term`` over both tiers (as the coordinator counts them)."""
+    rt = snapshot.realtime
+    return int(snapshot.df(term)) + (int(rt.state.df.get(term, 0)) if rt is not None else 0)
 
 
 def rescore(

@@ -29,7 +29,7 @@ from lookup.search.clicksim import (
 from lookup.search.coordinator import QueryError
 from lookup.search.features import FEATURES, RERANK_DEPTH
 from lookup.search.learned import MODEL_NAME, TrainReport, publish, train
-from tests.search.corpus import BASE_TIME
+from tests.search.corpus import BASE_TIME, CrawlWriter
 
 NOW = BASE_TIME + 40 * 86400
 ROOT = Path(__file__).resolve().parents[2]
@@ -336,3 +336,40 @@ def test_a_model_without_a_held_out_gain_is_rejected_not_served(tmp_path: Path) 
     reason = json.loads((store.root / "search" / "rejected" / "v000002.reason.json").read_text())
     assert reason["why"] == "no held-out NDCG gain" and reason["gainNdcg"][1] < 0
     assert store.publish_model("search", m, worse, require_gain=False) == ("v000003", True)
+
+
+def test_real_time_documents_get_the_features_a_rebuild_gives_them(
+    crawl: CrawlWriter, tmp_path: Path, trained: TrainReport
+) -> None:
+    """Oracle for the real-time tier's feature path: the same pages after a batch build."""
+    from lookup.kit.models import ActiveModel
+    from lookup.search import build_index
+    from tests.search.corpus import Page
+
+    build_index(crawl.root, tmp_path / "idx", shards=2)
+    live = SearchService(tmp_path / "idx")  # real-time tier on; polled by hand
+    live.reload()
+    fresh = [
+        Page(f"http://fresh.test/q/{i}.html", f"Quokka heap notes {i}",
+             f"quokka heap queue notes number {i}", links=[])
+        for i in range(4)
+    ]  # fmt: skip
+    crawl.fetch(fresh, at=NOW)
+    assert live.tier is not None and live.tier.poll() == 4
+    build_index(crawl.root, tmp_path / "idx2", shards=2)
+    batch = SearchService(tmp_path / "idx2", realtime=False)
+    try:
+        q = "quokka heap notes"
+        a = live.search(q, limit=20, now=NOW, features=True, ranking="hand", explain=True)
+        b = batch.search(q, limit=20, now=NOW, features=True, ranking="hand")
+        assert {r["explain"]["tier"] for r in a["results"]} == {"realtime"}
+        assert [r["url"] for r in a["results"]] == [r["url"] for r in b["results"]]
+        for ra, rb in zip(a["results"], b["results"], strict=True):
+            assert ra["features"] == pytest.approx(rb["features"], abs=1e-9)
+        model = ActiveModel(trained.ranker, "t")
+        got = live.coordinator.search(live.snapshot(), q, 1, 20, now=NOW, model=model)
+        want = batch.coordinator.search(batch.snapshot(), q, 1, 20, now=NOW, model=model)
+        assert [r["url"] for r in got["results"]] == [r["url"] for r in want["results"]]
+    finally:
+        live.close()
+        batch.close()

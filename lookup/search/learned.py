@@ -50,29 +50,37 @@ def window_features(snapshot: Any, plan: Any, hits: list[Any]) -> np.ndarray:
     """Feature rows of ``hits`` (batch or real-time documents) for one query."""
     from lookup.search.shard import REALTIME
 
-    titles, urls, crawled, present, in_title = [], [], [], [], []
+    titles, urls, crawled = [], [], []
     fields = [f"title:{t}" for t in plan.terms]  # the title field (analysis.analyze_document)
-    for h in hits:
+    wanted = (*plan.terms, *fields)
+    has = np.zeros((len(hits), len(wanted)), dtype=bool)
+    groups: dict[tuple[int, int], list[int]] = {}
+    for i, h in enumerate(hits):
         if h.segment == REALTIME:
             mi = snapshot.realtime.indexes[h.shard]
             stored = mi.docs[h.doc].stored
             crawled.append(float(mi.crawled[h.doc]))
-            row = []
-            for term in (*plan.terms, *fields):
+            for j, term in enumerate(wanted):
                 lists = mi.post.get(term)
                 docs = np.asarray(lists[0]) if lists is not None else np.zeros(0, dtype=np.int64)
-                i = int(np.searchsorted(docs, h.doc))
-                row.append(i < len(docs) and int(docs[i]) == h.doc)
-            present.append(row[: len(plan.terms)])
-            in_title.append(row[len(plan.terms) :])
+                k = int(np.searchsorted(docs, h.doc))
+                has[i, j] = k < len(docs) and int(docs[k]) == h.doc
         else:
             view = snapshot.shards[h.shard].segments[h.segment]
             stored = view.reader.stored(h.doc)
             crawled.append(float(view.reader.crawled[h.doc]))
-            present.append([view.term_tf(t, h.doc) > 0 for t in plan.terms])
-            in_title.append([view.term_tf(f, h.doc) > 0 for f in fields])
+            groups.setdefault((h.shard, h.segment), []).append(i)
         titles.append(stored.get("title") or "")
         urls.append(stored.get("url") or "")
+    for (shard, segment), rows in groups.items():  # one skip-table probe per term and segment
+        reader = snapshot.shards[shard].segments[segment].reader
+        docs = np.array([hits[i].doc for i in rows], dtype=np.int64)
+        order = np.argsort(docs, kind="stable")
+        for j, term in enumerate(wanted):
+            pl = reader.postings(term)
+            if pl is not None:
+                found, _, _ = pl.lookup(docs[order])
+                has[np.asarray(rows)[order], j] = found
     inlinks = snapshot.inlinks_for(np.array([h.urlkey for h in hits], dtype=np.int64))
     return feature_rows(
         plan,
@@ -81,8 +89,8 @@ def window_features(snapshot: Any, plan: Any, hits: list[Any]) -> np.ndarray:
         urls,
         inlinks,
         np.array(crawled),
-        np.array(present, dtype=bool).reshape(len(hits), len(plan.terms)),
-        np.array(in_title, dtype=bool).reshape(len(hits), len(plan.terms)),
+        has[:, : len(plan.terms)],
+        has[:, len(plan.terms) :],
         np.array([idf(_df(snapshot, f), plan.n_docs) for f in fields]),
     )
 

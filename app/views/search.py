@@ -508,6 +508,25 @@ def composition_chart(results: list[dict[str, Any]], page: int, limit: int) -> N
             for i, r in enumerate(rows)
         ]
         fig = go.Figure()
+        learned = rows[0]["explain"].get("learned")
+        if learned:  # the learned model ordered them: stack its feature contributions
+            for feature in learned.get("contributions") or {}:
+                fig.add_bar(
+                    y=labels,
+                    x=[float(r["explain"]["learned"]["contributions"][feature]) for r in rows],
+                    name=feature,
+                    orientation="h",
+                )
+            fig.update_layout(
+                barmode="relative",
+                height=90 + 28 * len(rows),
+                margin=dict(l=10, r=10, t=10, b=10),
+                yaxis=dict(autorange="reversed"),
+                xaxis_title=f"learned score (model {learned.get('model')}): weight × feature",
+                legend=dict(orientation="h", y=-0.25),
+            )
+            st.plotly_chart(fig, key="search-composition")
+            return
         terms = [t["term"] for t in rows[0]["explain"].get("terms", [])]
         for j, term in enumerate(terms):
             fig.add_bar(

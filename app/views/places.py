@@ -737,9 +737,10 @@ def results_table(results: list[dict[str, Any]],
             "Tags": ", ".join(p.get("tags") or []),
             "Id": p.get("id", ""),
         })
-        if moves is not None:
-            rows[-1]["vs hand-set"] = moves[rank - 1]
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if moves is not None:  # right after the rank, where the eye compares them
+        table.insert(1, "vs hand-set", moves)
+    return table
 
 
 def hand_moves(params: dict[str, str], results: list[dict[str, Any]]) -> list[str] | None:

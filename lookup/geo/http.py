@@ -90,10 +90,16 @@ def mount(mounts: Any) -> None:
                 widen=bool_param(params, "widen", True),
                 use_cache=bool_param(params, "cache", True),
                 model=model,
+                features=model is not None and bool(bool_param(params, "explain")),
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
         body = result.to_json(explain=bool_param(params, "explain"))
+        if body.get("explain") is not None and model is not None:
+            for item in body["results"]:  # each feature's share of the learned score
+                x = [[item["features"][f] for f in model.features]]
+                parts = model.contributions(x)[0]
+                item["contributions"] = dict(zip(model.features, map(float, parts), strict=True))
         if body.get("explain") is not None:
             why = "asked for" if ranking == "hand" else service.models.fallback
             body["explain"]["ranking"] = (

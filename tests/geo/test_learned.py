@@ -147,6 +147,8 @@ def test_http_switch_and_fallback(served: PlacesService) -> None:
         learned = c.get("/v1/search", params={**q, "explain": "1"})
         assert learned.status_code == 200
         assert learned.json()["explain"]["ranking"]["ranking"] == "learned"
+        for item in learned.json()["results"]:  # each result's score, feature by feature
+            assert sum(item["contributions"].values()) == pytest.approx(item["score"], abs=1e-3)
         hand = c.get("/v1/search", params={**q, "ranking": "hand", "explain": "1"}).json()
         assert hand["explain"]["ranking"] == {"ranking": "hand", "reason": "asked for"}
         assert list(learned.json()) == list(hand)  # the same contract

@@ -389,12 +389,13 @@ def summary(body: dict[str, Any]) -> None:
     cols[1].metric("Took", _ms(float(body.get("tookMs", 0.0))), border=True)
     cols[2].metric("Shards answered", f"{answered} of {queried}", border=True)
     cols[3].metric("Hedges fired", f"{int(fanout.get('hedgesFired', 0))}", border=True)
-    mode = {"and": "AND", "or": "OR"}.get(str(fanout.get("mode")), "—")
+    mode = {"and": "AND", "or": "OR", "query": "operators"}.get(str(fanout.get("mode")), "—")
     cols[4].metric(
         "Words matched with", mode, border=True,
         help="AND first (pages with every word); if no page has them all, the engine falls "
         "back to OR (pages with any of them). A phrase in double quotes is always required, "
-        "word after word, so a query with one never falls back.",
+        "word after word, so a query with one never falls back; a query with operators "
+        "(OR, NOT, fields …) matches exactly what they say.",
     )  # fmt: skip
     if queried and answered < queried:
         missing = [str(s["shard"]) for s in fanout.get("shards", []) if s.get("missedDeadline")]

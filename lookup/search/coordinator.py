@@ -493,6 +493,8 @@ class Coordinator:
         any_and = any(a.mode == "and" and a.matched > 0 for a in answers)
         mode = "and" if any_and or len(plan.terms) == 1 or not plan.or_fallback else "or"
         used = [a for a in answers if a.mode == mode]
+        if expr is not None:  # operators decided what matches: neither AND nor an OR fallback
+            mode = "query"
         hits: list[Hit] = sorted(
             (h for a in used for h in a.hits), key=lambda h: (-h.score, h.urlkey)
         )

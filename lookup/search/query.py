@@ -184,9 +184,6 @@ class _Parser:
         self.i += 1
         return tok
 
-    def end(self) -> int:
-        return len(self.text)
-
     def parse(self) -> Node | None:
         node = self.or_expr()
         tok = self.peek()
@@ -373,7 +370,7 @@ def parse(text: str) -> Node | None:
 
 
 # --- questions about an AST ----------------------------------------------------------------
-def positive_terms(node: Node | None, negated: bool = False) -> list[str]:
+def positive_terms(node: Node | None) -> list[str]:
     """Index terms that score: those not under a NOT, in first-seen order (prefixes excluded)."""
     out: dict[str, None] = {}
 
@@ -392,7 +389,7 @@ def positive_terms(node: Node | None, negated: bool = False) -> list[str]:
             walk(n.child, not neg)
 
     if node is not None:
-        walk(node, negated)
+        walk(node, False)
     return list(out)
 
 
@@ -430,14 +427,3 @@ def map_nodes(node: Node, fn) -> Node:  # type: ignore[no-untyped-def]
     if isinstance(node, Not):
         return Not(map_nodes(node.child, fn))
     return fn(node)
-
-
-def leaves(node: Node | None) -> list[Node]:
-    """Every leaf of the AST, left to right."""
-    if node is None:
-        return []
-    if isinstance(node, (And, Or)):
-        return [leaf for c in node.children for leaf in leaves(c)]
-    if isinstance(node, Not):
-        return leaves(node.child)
-    return [node]

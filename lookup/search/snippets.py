@@ -35,6 +35,7 @@ import regex
 
 from lookup.search.analysis import (
     ASCII_WORD,
+    CJK_RUN,
     MAX_TERM_CHARS,
     STOP_WORDS,
     WORD,
@@ -106,9 +107,30 @@ def snippet_words(text: str) -> SnippetWords:
         matches = list(ASCII_WORD.finditer(scan.lower()))
         words = [m.group() for m in matches]
     else:
-        matches = list(WORD.finditer(scan))
-        words = [normalize_word(m.group()) for m in matches]
+        spans = [span for m in WORD.finditer(scan) for span in _cjk_pieces(m.group(), m.start())]
+        words = [normalize_word(scan[a:b]) for a, b in spans]
+        return SnippetWords(scan, words, [a for a, _ in spans], [b for _, b in spans])
     return SnippetWords(scan, words, [m.start() for m in matches], [m.end() for m in matches])
+
+
+def _cjk_pieces(word: str, at: int) -> list[tuple[int, int]]:
+    """Spans of a word as analysis cuts it: its CJK runs as overlapping bigrams (one span each)."""
+    if not CJK_RUN.search(word):
+        return [(at, at + len(word))]
+    out: list[tuple[int, int]] = []
+    done = 0
+    for m in CJK_RUN.finditer(word):
+        if m.start() > done:
+            out.append((at + done, at + m.start()))
+        a, b = m.start(), m.end()
+        if b - a > 1:
+            out.extend((at + i, at + i + 2) for i in range(a, b - 1))
+        else:
+            out.append((at + a, at + b))
+        done = b
+    if done < len(word):
+        out.append((at + done, at + len(word)))
+    return out
 
 
 def fingerprint(term: str) -> int:
@@ -178,6 +200,17 @@ def best_window_start(matches: Sequence[int], keys: Sequence[object], window: in
     return best_start
 
 
+def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Marked spans with overlapping ones joined (CJK bigrams overlap by a character)."""
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if out and s < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
 def _verbatim(s: str) -> str:
     return s
 
@@ -188,7 +221,7 @@ def render(text: str, start_char: int, end_char: int, marked: Sequence[tuple[int
     escape = html.escape if special else _verbatim
     pieces: list[str] = ["… "] if start_char > 0 else []
     cursor = start_char
-    for s, e in marked:
+    for s, e in _merged(marked):
         pieces.append(escape(text[cursor:s]))
         pieces.append("<em>" + escape(text[s:e]) + "</em>")
         cursor = e

@@ -77,6 +77,7 @@ def test_operators_run_from_the_box(page: AppTest) -> None:
         at = _search(page, q)
         expected = httpx.get(f"{api}/search", params={"q": q}).json()["estimatedTotal"]
         assert expected > 0 and metric_value(at, "Results") == f"about {expected:,}", q
+        assert metric_value(at, "Words matched with") == "operators"
 
 
 def test_a_syntax_error_points_at_its_character(page: AppTest) -> None:

@@ -215,6 +215,7 @@ def test_operators_and_did_you_mean(
     _search(page, "itertols")
     suggestion = page.get_by_role("button", name=re.compile(r"Did you mean: itertools"))
     expect(suggestion).to_be_visible()
+    page.screenshot(path=str(tmp_path / "did-you-mean.png"), full_page=True)
     suggestion.click()
     _settled(page)
     expect(page.get_by_label("Search the crawled pages")).to_have_value("itertools")

@@ -92,3 +92,11 @@ def test_operators_work_on_other_scripts(intl: SearchService) -> None:
     titled = {r["url"] for r in intl.search("title:भारतीय")["results"]}
     assert titled == {urls["/hi/railways.html"]}
     assert intl.search("का है")["results"] == []  # only Hindi stop words: nothing to search
+
+
+def test_snippets_mark_cjk_and_hindi_matches(intl: SearchService) -> None:
+    ja = intl.search("日本語の検索")["results"][0]["snippet"]
+    # overlapping bigrams join into one mark: the heading's whole run, then the text's words
+    assert ja.startswith("<em>日本語の検索</em>") and "<em>日本語の</em>文章" in ja
+    hi = intl.search("यात्री ट्रेनों")["results"][0]["snippet"]
+    assert "<em>यात्री</em>" in hi and "<em>ट्रेनों</em>" in hi

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def rank_changes(shown: Sequence[dict[str, Any]], baseline: Sequence[dict[str, Any]],
-                 key: str = "id") -> list[str]:
+def rank_changes(
+    shown: Sequence[dict[str, Any]], baseline: Sequence[dict[str, Any]], key: str = "id"
+) -> list[str]:
     """For each shown result, its move against ``baseline``: ``▲ 3`` (up three), ``▼ 2``,
     ``=`` (same rank) or ``new`` (not in the baseline's list)."""
     where = {item.get(key): rank for rank, item in enumerate(baseline, start=1)}

@@ -21,6 +21,7 @@ COMMANDS: list[str] = [
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",
+    "lookup.geo.cli",
     "lookup.crawler.cli",
     "lookup.launcher",
 ]

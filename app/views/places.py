@@ -30,6 +30,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from branca.element import Element
 from common import LOOKUP, Answer, api_url, call, show_api_status
+from rankdiff import rank_changes
 from searchbox import box_state, searchbox
 from streamlit_folium import st_folium
 
@@ -47,6 +48,11 @@ OPEN_NOW = "places.open_now"
 WIDEN = "places.widen"
 INDEX = "places.index"
 COMPARE = "places.compare"
+#: Hand-set constants or the learned model (``lookup places train``) — the switch.
+RANKING = "places.ranking"
+RANKINGS = {"hand": "Hand-set", "learned": "Learned"}
+#: How deep the hand-set ranking is fetched to place each learned result in it.
+HAND_DEPTH = 100
 PRESET = "places.preset"
 NOTICE = "places.notice"
 VIEW_CENTER = "places.view_center"
@@ -375,7 +381,7 @@ def _init_state() -> None:
     lat, lng = PRESETS[next(iter(PRESETS))]
     defaults: dict[str, Any] = {
         LAT: lat, LNG: lng, RADIUS: 2_000, QUERY: "", CATS: [], PRICES: [],
-        OPEN_NOW: False, WIDEN: True, INDEX: "geohash", COMPARE: False,
+        OPEN_NOW: False, WIDEN: True, INDEX: "geohash", COMPARE: False, RANKING: "hand",
         PRESET: next(iter(PRESETS)),
         VIEW_CENTER: (lat, lng), VIEW_ZOOM: zoom_for_radius(2_000, lat), FIT: True,
     }
@@ -556,6 +562,7 @@ def search_params(index: str | None = None, limit: int = PAGE_SIZE) -> dict[str,
         "explain": "true",
         "index": index or st.session_state[INDEX] or "geohash",
         "widen": "true" if st.session_state[WIDEN] else "false",
+        "ranking": st.session_state[RANKING] or "hand",
         **filter_params(),
     }
 
@@ -590,6 +597,10 @@ def controls() -> None:
                          help="Geohash: the 3×3 block of cells. Quadtree: leaves that split "
                               "above 100 places. Brute force: every row.")
     st.toggle("Compare geohash, quadtree and brute force", key=COMPARE)
+    st.segmented_control("Ranking", list(RANKINGS), key=RANKING, format_func=RANKINGS.get,
+                         help="Hand-set: 0.5 × distance + 0.35 × Bayesian rating + 0.15 × "
+                              "relevance. Learned: weights fitted from simulated clicks by "
+                              "`lookup places train`; the table shows each place's move.")
 
 
 def _pages(params: dict[str, str]) -> list[Answer]:
@@ -708,8 +719,9 @@ def result_layers(first: Answer, results: list[dict[str, Any]], area: Answer | N
     return [area_layer, search_layer, you]
 
 
-def results_table(results: list[dict[str, Any]]) -> pd.DataFrame:
-    """The ranked list, one row per place."""
+def results_table(results: list[dict[str, Any]],
+                  moves: list[str] | None = None) -> pd.DataFrame:
+    """The ranked list, one row per place (``moves``: each one's move vs hand-set)."""
     rows = []
     for rank, p in enumerate(results, start=1):
         rows.append({
@@ -725,7 +737,16 @@ def results_table(results: list[dict[str, Any]]) -> pd.DataFrame:
             "Tags": ", ".join(p.get("tags") or []),
             "Id": p.get("id", ""),
         })
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if moves is not None:  # right after the rank, where the eye compares them
+        table.insert(1, "vs hand-set", moves)
+    return table
+
+
+def hand_moves(params: dict[str, str], results: list[dict[str, Any]]) -> list[str] | None:
+    """Each learned result's move against the hand-set ranking of the same search."""
+    hand = memo_get("/v1/search", {**params, "ranking": "hand", "limit": str(HAND_DEPTH)})
+    return rank_changes(results, hand.body.get("results", [])) if hand.ok else None
 
 
 def show_metrics(first: Answer) -> None:
@@ -931,7 +952,10 @@ area = area_search(bounds)
 
 with main:
     if not first.ok:
-        if first.error == "INVALID_PARAMETER":
+        if first.error == "NO_MODEL":
+            st.warning("No learned ranking yet: train one with `lookup places train`, or "
+                       "switch Ranking back to Hand-set.", icon=":material/model_training:")
+        elif first.error == "INVALID_PARAMETER":
             st.warning(f"The API refused this search: {first.message()}",
                        icon=":material/warning:")
         else:
@@ -975,16 +999,24 @@ with main:
         st.caption(explain_text(first))
         st.subheader(f"Ranked results ({int(first.body.get('total', 0)):,} within "
                      f"{fmt_m(float(first.body.get('radiusUsedM', 0)))})")
+        learned = params["ranking"] == "learned"
+        moves = hand_moves(params, results) if learned and results else None
+        if moves is not None:
+            moved = sum(m != "=" for m in moves)
+            st.caption(f"Learned ranking: {moved} of {len(moves)} places sit elsewhere in the "
+                       f"hand-set order (▲ up, ▼ down, new: not in its top {HAND_DEPTH}).")
         if results:
             st.dataframe(
-                results_table(results),
+                results_table(results, moves),
                 hide_index=True,
                 key="places-results",
                 height=38 + 35 * min(len(results), 25),
                 column_config={
                     "#": st.column_config.NumberColumn(width="small"),
                     "Distance (m)": st.column_config.NumberColumn(format="%d m"),
-                    "Score": st.column_config.ProgressColumn(
+                    "Score": st.column_config.NumberColumn(
+                        format="%.3f", help="the learned model's score (higher first)")
+                    if learned else st.column_config.ProgressColumn(
                         min_value=0.0, max_value=1.0, format="%.3f",
                         help="0.5 × distance + 0.35 × Bayesian rating + 0.15 × relevance"),
                     "Id": None,

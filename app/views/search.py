@@ -469,12 +469,33 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
         fresh = float(sig.get("freshBoost", 0.0))
         inlinks = int(float(sig.get("inLinks", 0)))
         verb = "links" if inlinks == 1 else "link"
+        learned = ex.get("learned")
+        hand = float(learned["handScore"]) if learned else score
         st.markdown(
             f"**BM25 {bm25:.3f}** + in-links {link:+.3f} "
             f"({plural(inlinks, 'page')} of the crawl {verb} here) + freshness "
             f"{fresh:+.3f} (fetched {float(sig.get('ageDays', 0.0)):.0f} days ago) "
-            f"= **{score:.3f}**"
+            f"= **{hand:.3f}**" + (" (hand-set)" if learned else "")
         )
+        if learned:
+            learned_panel(learned, key)
+
+
+def learned_panel(learned: dict[str, Any], key: str) -> None:
+    """The learned model's score: each ranking feature's contribution (weight × value)."""
+    parts = learned.get("contributions") or {}
+    st.dataframe(
+        pd.DataFrame(
+            [{"feature": f, "contribution": round(float(c), 4)} for f, c in parts.items()]
+        ),
+        hide_index=True,
+        key=f"{key}-learned",
+    )
+    st.caption(
+        f"Learned model {learned.get('model')}: the contributions add up to "
+        f"{float(learned.get('score', 0.0)):.3f}; the hand-set blend ranked this page "
+        f"#{int(learned.get('handRank', 0))}. Train another with `lookup search train`."
+    )
 
 
 def composition_chart(results: list[dict[str, Any]], page: int, limit: int) -> None:
@@ -488,6 +509,25 @@ def composition_chart(results: list[dict[str, Any]], page: int, limit: int) -> N
             for i, r in enumerate(rows)
         ]
         fig = go.Figure()
+        learned = rows[0]["explain"].get("learned")
+        if learned:  # the learned model ordered them: stack its feature contributions
+            for feature in learned.get("contributions") or {}:
+                fig.add_bar(
+                    y=labels,
+                    x=[float(r["explain"]["learned"]["contributions"][feature]) for r in rows],
+                    name=feature,
+                    orientation="h",
+                )
+            fig.update_layout(
+                barmode="relative",
+                height=90 + 28 * len(rows),
+                margin=dict(l=10, r=10, t=10, b=10),
+                yaxis=dict(autorange="reversed"),
+                xaxis_title=f"learned score (model {learned.get('model')}): weight × feature",
+                legend=dict(orientation="h", y=-0.25),
+            )
+            st.plotly_chart(fig, key="search-composition")
+            return
         terms = [t["term"] for t in rows[0]["explain"].get("terms", [])]
         for j, term in enumerate(terms):
             fig.add_bar(

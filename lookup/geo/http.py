@@ -68,6 +68,11 @@ def mount(mounts: Any) -> None:
         lng = float_param(params, "lng", required=True)
         radius = float_param(params, "radius", 2000.0)
         s = searcher(params)
+        ranking = choice_param(params, "ranking", ("auto", "hand", "learned"), "auto")
+        try:
+            model = service.ranker(ranking)
+        except LookupError as exc:
+            raise ApiError(400, "NO_MODEL", str(exc)) from None
         try:
             filters = s.check_filters(
                 category=params.get("category"),
@@ -84,10 +89,22 @@ def mount(mounts: Any) -> None:
                 cursor=params.get("cursor") or None,
                 widen=bool_param(params, "widen", True),
                 use_cache=bool_param(params, "cache", True),
+                model=model,
+                features=model is not None and bool(bool_param(params, "explain")),
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
         body = result.to_json(explain=bool_param(params, "explain"))
+        if body.get("explain") is not None and model is not None:
+            for item in body["results"]:  # each feature's share of the learned score
+                x = [[item["features"][f] for f in model.features]]
+                parts = model.contributions(x)[0]
+                item["contributions"] = dict(zip(model.features, map(float, parts), strict=True))
+        if body.get("explain") is not None:
+            why = "asked for" if ranking == "hand" else service.models.fallback
+            body["explain"]["ranking"] = (
+                service.models.status() if model is not None else {"ranking": "hand", "reason": why}
+            )
         if body.get("explain") is not None:
             plan = result.plan
             body["explain"]["index"] = s.planner.name

@@ -288,3 +288,33 @@ def _tag_text(tags: Sequence[str] | str | None) -> str:
         value = json.loads(tags) if tags else []
         tags = [str(t) for t in value] if isinstance(value, list) else []
     return " ".join(tags)
+
+
+#: What the learned places ranker sees of each candidate (columns only, so every
+#: candidate is scored and cursors stay exact). Reviews count through the Bayesian rating.
+PLACE_FEATURES = ("distanceScore", "logDistance", "rating", "relevance", "openNow", "price")
+
+
+def place_features(distance_m: np.ndarray, radius_m: float, rating: np.ndarray,
+                   relevance: np.ndarray, open_now: np.ndarray, price: np.ndarray) -> np.ndarray:
+    """The feature matrix (candidates × :data:`PLACE_FEATURES`)."""
+    d = np.asarray(distance_m, dtype=np.float64)
+    return np.column_stack([
+        np.clip(1.0 - d / radius_m, 0.0, 1.0), np.log1p(d / 100.0),
+        np.asarray(rating, dtype=np.float64), np.asarray(relevance, dtype=np.float64),
+        np.asarray(open_now, dtype=np.float64), np.asarray(price, dtype=np.float64),
+    ]).reshape(len(d), len(PLACE_FEATURES))
+
+
+def blend(distance_m: np.ndarray, radius_m: float, rating: np.ndarray, relevance: np.ndarray,
+          model: Any = None, open_now: np.ndarray | None = None,
+          price: np.ndarray | None = None) -> np.ndarray:
+    """The one place final scores are made: today's constants, or a learned
+    :class:`~lookup.kit.ltr.LinearRanker` over :func:`place_features` when ``model`` is given."""
+    if model is None:
+        return score(distance_m, radius_m, rating, relevance)
+    n = len(distance_m)
+    x = place_features(distance_m, radius_m, rating, relevance,
+                       np.zeros(n) if open_now is None else open_now,
+                       np.zeros(n) if price is None else price)
+    return np.asarray(model.score(x), dtype=np.float64)

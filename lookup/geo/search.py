@@ -35,7 +35,7 @@ import numpy as np
 from lookup.geo import geohash as gh
 from lookup.geo.hours import minute_of_week
 from lookup.geo.index import Box, GeohashIndex, PlaceColumns, Plan, Planner
-from lookup.geo.ranking import haversine_m, score
+from lookup.geo.ranking import PLACE_FEATURES, blend, haversine_m, place_features, score
 from lookup.kit.cache import MISSING, SingleFlight, TTLCache
 
 MAX_RADIUS_M = 20_000.0
@@ -384,8 +384,9 @@ class ProximitySearch:
         return cols.take(keep), dist[keep], rel[keep], plan, read, hit
 
     def matches(self, lat: float, lng: float, radius: float, filters: Filters, now: float,
-                *, use_cache: bool = False) -> tuple[Matches, Plan, int, bool]:
-        """Every match of one query at one radius, scored (unsorted)."""
+                *, use_cache: bool = False, model: Any = None) -> tuple[Matches, Plan, int, bool]:
+        """Every match of one query at one radius, scored (unsorted); ``model``: a learned
+        ranker (:func:`~lookup.geo.ranking.blend`) instead of the hand-set constants."""
         if use_cache and self.cache is not None:
             cols, dist, rel, plan, read, hit = self._cached_candidates(lat, lng, radius, filters)
         else:
@@ -394,7 +395,8 @@ class ProximitySearch:
         if filters.open_now:
             keep = self.open_mask(cols, now)
             cols, dist, rel = cols.take(keep), dist[keep], rel[keep]
-        s = score(dist, radius, cols.rating.astype(np.float64), rel)
+        open_now = self.open_mask(cols, now) if model is not None else None
+        s = blend(dist, radius, cols.rating.astype(np.float64), rel, model, open_now, cols.price)
         m = Matches(
             cols=cols, dist=dist, score=s, relevance=rel,
             score_key=np.rint(s * _SCORE_SCALE).astype(np.int64),
@@ -414,14 +416,21 @@ class ProximitySearch:
         widen: bool = True,
         now: float | None = None,
         use_cache: bool = False,
+        model: Any = None,
+        features: bool = False,
     ) -> SearchResult:
-        """One page of places near (lat, lng); see the module docstring for the rules."""
+        """One page of places near (lat, lng); see the module docstring for the rules.
+
+        ``model`` ranks by a learned :class:`~lookup.kit.ltr.LinearRanker` (its own cursors);
+        ``features=True`` adds each result's ranking features (for training).
+        """
         started = time.perf_counter()
         lat, lng = check_point(lat, lng)
         radius = check_radius(radius_m)
         limit = check_limit(limit)
         filters = filters or Filters()
-        fp = _fingerprint(lat, lng, radius, filters, widen, self.planner.name)
+        ranked_by = self.planner.name if model is None else f"{self.planner.name}:{model.digest()}"
+        fp = _fingerprint(lat, lng, radius, filters, widen, ranked_by)
         after: tuple[int, int, int] | None = None
         if cursor:
             data = decode_cursor(cursor, self.cursor_key)
@@ -439,7 +448,8 @@ class ProximitySearch:
         tried: list[float] = []
         for r in radii:
             tried.append(r)
-            m, plan, read, hit = self.matches(lat, lng, r, filters, now, use_cache=use_cache)
+            m, plan, read, hit = self.matches(lat, lng, r, filters, now, use_cache=use_cache,
+                                              model=model)
             if len(m) >= limit:
                 break
         order = m.order()
@@ -457,6 +467,13 @@ class ProximitySearch:
                 "d": int(m.dist_key[last]), "n": int(m.cols.num[last]),
             }, self.cursor_key)
         results = self._render(m, page, now)
+        if features and results:
+            rows = m.cols.take(page)
+            x = place_features(m.dist[page], r, rows.rating, m.relevance[page],
+                               self.open_mask(rows, now), rows.price)
+            by_num = dict(zip(rows.num.tolist(), x.tolist(), strict=True))
+            for item in results:
+                item["features"] = dict(zip(PLACE_FEATURES, by_num[item["num"]], strict=True))
         return SearchResult(
             results=results, radius_used_m=r, next_cursor=next_cursor, total=len(m), plan=plan,
             read=read, cache_hit=hit, took_ms=(time.perf_counter() - started) * 1000.0,

@@ -25,10 +25,12 @@ from typing import Any
 
 from lookup.errors import NotBuilt
 from lookup.geo.index import GeohashIndex, ScanIndex
+from lookup.geo.learned import places_model_slot
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
 from lookup.geo.store import PlaceStore, open_place_store
 from lookup.kit.background import BackgroundTask
+from lookup.kit.models import ModelStore
 from lookup.kit.secretfile import read_or_create_secret
 from lookup.kit.storeurl import sqlite_url
 
@@ -65,6 +67,8 @@ class PlacesService:
         self._profiles_lock = threading.Lock()
         self.last_build_seconds = 0.0
         self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
+        # the learned ranking (lookup places train); hand-set constants without one
+        self.models = places_model_slot(ModelStore(self.data_dir / "models"))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -184,6 +188,16 @@ class PlacesService:
         self._searchers = {**self._searchers, planner: search}
         return search
 
+    def ranker(self, ranking: str = "auto") -> Any:
+        """The learned ranker to use (None: the hand-set constants) for ``ranking`` =
+        ``auto`` (the model if there is one), ``hand`` or ``learned`` (LookupError without)."""
+        if ranking == "hand":
+            return None
+        active = self.models.get()
+        if ranking == "learned" and active is None:
+            raise LookupError(f"no learned places model: {self.models.fallback}")
+        return active.ranker if active is not None else None
+
     def profiles(self, nums: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Profile fields for a page of place numbers (profile cache over the database)."""
         cache = self._profiles
@@ -235,6 +249,7 @@ class PlacesService:
             "deltaPlaces": index.delta_size,
             "narrowBytesPerPlace": round(memory["narrowBytesPerPlace"], 2),
             "sync": self._tailer.status(),
+            "model": self.models.status(),
         }
         if with_memory:
             out["memory"] = memory

@@ -93,3 +93,92 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
     )
     p.set_defaults(func=_cmd_index)
+    register_search(sub)
+
+
+# --- lookup search train: the learned ranker -------------------------------------------------
+def _cmd_train(args: argparse.Namespace) -> int:
+    from lookup.errors import NotBuilt
+    from lookup.kit.models import ModelStore
+    from lookup.kit.mounts import resolve_data_dir
+    from lookup.search.learned import publish, train
+    from lookup.search.service import SearchService
+
+    data = resolve_data_dir(args.data_dir)
+    index = Path(args.index) if args.index else data / "search"
+    if args.seeds < 1 or args.sessions < 1:
+        print("lookup search train: --seeds and --sessions must be at least 1", file=sys.stderr)
+        return 2
+    svc = SearchService(index, realtime=False)
+    try:
+        svc.snapshot()
+    except NotBuilt as exc:
+        print(f"lookup search train: {exc}", file=sys.stderr)
+        svc.close()
+        return 1
+    store = ModelStore(Path(args.models) if args.models else data / "models")
+    print(f"training a search model on {index} (seed {args.seed})", file=sys.stderr, flush=True)
+    try:
+        report = train(
+            svc, seed=args.seed, seeds=args.seeds, sessions=args.sessions,
+            progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True),
+        )  # fmt: skip
+    except ValueError as exc:
+        print(f"lookup search train: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        svc.close()
+    f = report.figures
+    print(
+        f"held-out queries {f['heldOutQueries']} (trained on {f['trainQueries']}, "
+        f"{f['sessionsWithClicks']:,} simulated sessions with clicks)"
+    )
+    for m, label in (("Mrr", "MRR"), ("Ndcg", "NDCG@10")):
+        hand, learned, gain = f[f"hand{m}"], f[f"learned{m}"], f[f"gain{m}"]
+        print(
+            f"  {label:<8} hand {hand[0]:.4f} [{hand[1]:.4f}, {hand[2]:.4f}]  learned "
+            f"{learned[0]:.4f} [{learned[1]:.4f}, {learned[2]:.4f}]  gain {gain[0]:+.4f} "
+            f"[{gain[1]:+.4f}, {gain[2]:+.4f}]  seed noise ±{f[f'noise{m}']:.4f}  "
+            f"(no IPW: {f[f'naive{m}']:.4f})"
+        )
+    print("  weights: " + ", ".join(
+        f"{n}={w:+.3f}" for n, w in zip(report.ranker.features, report.ranker.weights, strict=True)
+    ))  # fmt: skip
+    if args.dry_run:
+        print("dry run: no model stored")
+        return 0
+    version, live = publish(store, report, require_gain=not args.force)
+    if live:
+        print(f"model {version} is now current in {store.root / 'search'}")
+        return 0
+    print(
+        f"model {version} did not beat the hand weights held out; kept aside in "
+        f"{store.root / 'search' / 'rejected'} (the hand weights stay)",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``lookup search train`` to the ``lookup`` command."""
+    p = sub.add_parser("search", help="web search's learned ranking (train a model)")
+    inner = p.add_subparsers(dest="search_command", required=True)
+    t = inner.add_parser(
+        "train",
+        help="learn ranking weights from simulated clicks and publish the model",
+        description=(
+            "Simulate searchers (known-item queries from the index's titles, position-biased "
+            "clicks on today's ranking), fit an inverse-propensity-weighted pairwise model, "
+            "compare it with the hand-set weights on held-out queries and, if it wins, make "
+            "it the served model (DATA_DIR/models/search). Deterministic for a given seed."
+        ),
+    )
+    t.add_argument("--seed", type=int, default=0, help="query split and click-log seed")
+    t.add_argument("--seeds", type=int, default=3, help="click logs to train on (the noise)")
+    t.add_argument("--sessions", type=int, default=20, help="simulated sessions per query")
+    t.add_argument("--index", default=None, help="index directory (default: DATA_DIR/search)")
+    t.add_argument("--models", default=None, help="model store (default: DATA_DIR/models)")
+    t.add_argument("--dry-run", action="store_true", help="report only; store no model")
+    t.add_argument("--force", action="store_true", help="publish even without a held-out gain")
+    t.add_argument("--data-dir", default=None, help="where all state lives")
+    t.set_defaults(func=_cmd_train)

@@ -47,6 +47,8 @@ from lookup.search import spelling
 from lookup.search.analysis import parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
 from lookup.search.events import iso_time
+from lookup.search.features import RERANK_DEPTH
+from lookup.search.learned import rescore
 from lookup.search.matching import expand_prefixes
 from lookup.search.shard import REALTIME, Hit, IndexVersion, ShardAnswer
 from lookup.search.snippets import ForwardQuery, make_snippet, snippet_from_forward
@@ -398,11 +400,15 @@ class Coordinator:
         now: float | None = None,
         signals: Signals | None = None,
         suggest: bool = True,
+        model: Any = None,
+        features: bool = False,
     ) -> dict[str, Any]:
         """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request).
 
         A query that finds little gets ``didYouMean`` (``suggest``): a spelling
-        correction from the index's terms, kept only if it finds more.
+        correction from the index's terms, kept only if it finds more. ``model`` (a
+        :class:`~lookup.search.learned.ActiveModel`) reorders the first hits by the
+        learned ranker; ``features=True`` adds each result's ranking features.
         """
         started = time.perf_counter()
         if not isinstance(query, str):
@@ -478,7 +484,7 @@ class Coordinator:
             dfs,
             n_docs,
             total_len,
-            k=page * limit,
+            k=page * limit if model is None and not features else max(page * limit, RERANK_DEPTH),
             now=time.time() if now is None else now,
             signals=signals or self.signals,
             phrases=phrases,
@@ -500,6 +506,9 @@ class Coordinator:
         hits: list[Hit] = sorted(
             (h for a in used for h in a.hits), key=lambda h: (-h.score, h.urlkey)
         )
+        extras: dict[tuple[int, int, int], dict[str, Any]] = {}
+        if model is not None or features:  # the learned rescore window (lookup.search.learned)
+            hits, extras = rescore(snapshot, plan, hits, model)
         page_hits = hits[(page - 1) * limit : page * limit]
         matched = sum(a.matched for a in used)
         answered_docs = sum(a.docs for a in answers)
@@ -530,8 +539,13 @@ class Coordinator:
                 "crawledAt": stored.get("crawledIso")
                 or iso_time(float(stored.get("crawledAt") or 0.0)),
             }
+            extra = extras.get((h.shard, h.segment, h.doc), {})
+            if features and "features" in extra:
+                item["features"] = extra["features"]
             if explain:
                 item["explain"] = self._explain(snapshot, plan, h)
+                if "learned" in extra:
+                    item["explain"]["learned"] = extra["learned"]
             results.append(item)
         body.update(
             estimatedTotal=estimated,

@@ -53,6 +53,8 @@ def search_route(service: SearchService) -> Route:
             "trace": bool(bool_param(params, "trace", False)),
             "deadline_ms": float_param(params, "deadlineMs", low=1.0, high=10_000.0),
             "hedge": bool_param(params, "hedge", None),
+            "ranking": params.get("ranking", "auto"),  # auto | hand | learned (the model)
+            "features": bool(bool_param(params, "features", False)),
         }
         try:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
@@ -109,7 +111,9 @@ class CoordinatorBody(BaseModel):
 
 def mount(mounts: Any) -> None:
     """Register the search engine's routes, lifecycle hooks and health probe."""
-    service = SearchService(Path(mounts.data_dir) / "search")
+    service = SearchService(
+        Path(mounts.data_dir) / "search", models=Path(mounts.data_dir) / "models"
+    )
     pages = CachedPages(
         Path(mounts.data_dir) / "crawls",
         lambda: Path(service.snapshot().manifest.source.crawl_dir),

@@ -20,9 +20,11 @@ from typing import Any
 from lookup import settings
 from lookup.errors import NotBuilt
 from lookup.kit.background import BackgroundTask
-from lookup.search.coordinator import Coordinator
+from lookup.kit.models import open_model_store
+from lookup.search.coordinator import Coordinator, QueryError
 from lookup.search.events import url_hash_of
 from lookup.search.extract import comparable_url
+from lookup.search.learned import search_model_slot
 from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
@@ -44,7 +46,10 @@ class SearchService:
         coordinator: Coordinator | None = None,
         realtime: bool = True,
         poll_seconds: float = 0.5,
+        models: str | Path | None = None,
     ) -> None:
+        """``models``: a model store (``DATA_DIR/models``) whose current search model
+        reorders results; None serves the hand-set weights only."""
         self.location = open_index_location(index_dir)
         self.index_dir = self.location.path
         self.coordinator = coordinator or Coordinator(
@@ -59,6 +64,7 @@ class SearchService:
         self._loading = threading.Lock()
         self.load_error: str | None = None
         self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
+        self.models = search_model_slot(open_model_store(models) if models is not None else None)
 
     # --- versions ---------------------------------------------------------------------------
     def _open(self, token: str) -> None:
@@ -120,9 +126,28 @@ class SearchService:
         return snap
 
     # --- queries and writes ----------------------------------------------------------------
-    def search(self, query: str, page: int = 1, limit: int = 10, **options: Any) -> dict[str, Any]:
-        """Run a query (see :meth:`Coordinator.search` for the options)."""
-        return self.coordinator.search(self.snapshot(), query, page, limit, **options)
+    def search(
+        self, query: str, page: int = 1, limit: int = 10, ranking: str = "auto", **options: Any
+    ) -> dict[str, Any]:
+        """Run a query (see :meth:`Coordinator.search` for the options).
+
+        ``ranking``: ``auto`` serves the active learned model if there is one, ``hand``
+        the hand-set weights, ``learned`` the model or a ``NO_MODEL`` error.
+        """
+        if ranking not in ("auto", "hand", "learned"):
+            raise QueryError("INVALID_RANKING", "ranking must be auto, hand or learned")
+        model = None if ranking == "hand" else self.models.get()
+        if ranking == "learned" and model is None:
+            raise QueryError("NO_MODEL", f"no learned search model: {self.models.fallback}")
+        body = self.coordinator.search(self.snapshot(), query, page, limit, model=model, **options)
+        if options.get("explain") or options.get("trace"):  # the contract's keys stay as they are
+            why = "asked for" if ranking == "hand" else self.models.fallback
+            body["ranking"] = (
+                {"model": model.version, "kind": "learned"}
+                if model is not None
+                else {"kind": "hand", "reason": why}
+            )
+        return body
 
     def delete(self, url: str = "", url_hash: str = "") -> dict[str, Any]:
         """Remove a page from results at once (and from the next batch build)."""
@@ -198,4 +223,5 @@ class SearchService:
         if self.load_error:
             out["loadError"] = self.load_error
         out["reloader"] = self._watcher.status()
+        out["model"] = self.models.status()
         return out

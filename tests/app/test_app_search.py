@@ -357,3 +357,35 @@ def test_a_sandbox_result_links_only_to_its_stored_copy(
     # without a stored copy a sandbox address is not linked at all: no browser resolves it
     bare = page_module.result_card(1, {k: v for k, v in item.items() if k != "cachedUrl"})
     assert "href" not in bare and "only inside the sandbox web" in bare
+
+
+def test_a_learned_model_shows_each_features_contribution(
+    index_dir: Path,
+    tmp_path: Path,
+    serve_asgi: Callable[[ASGIApp], str],
+    monkeypatch: pytest.MonkeyPatch,
+    visit: Callable[[str, str], AppTest],
+) -> None:
+    """With a trained model served, the explain panel lists the learned contributions,
+    which add up to the score on the card, and the hand-set rank it replaced."""
+    from lookup.kit.models import ModelStore
+    from lookup.search import SearchService
+    from lookup.search.learned import publish, train
+
+    data = tmp_path / "data"
+    shutil.copytree(index_dir, data / "search")
+    svc = SearchService(data / "search", realtime=False)
+    try:
+        report = train(svc, seeds=1, sessions=5)
+    finally:
+        svc.close()
+    publish(ModelStore(data / "models"), report, require_gain=False)
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(data))
+    api = serve_asgi(create_app(data, subsystems=SEARCH))
+    at = _search(visit(PAGE, api), "heap queue")
+    learned = _frames(at, "contribution")
+    assert learned and list(learned[0]["feature"])[:2] == ["bm25", "titleBm25"]
+    label = [e.label for e in at.expander][0]
+    score = float(re.search(r"score (-?[\d.]+)", label).group(1))
+    assert float(learned[0]["contribution"].sum()) == pytest.approx(score, abs=2e-3)
+    assert "Learned model v000001" in _text(at) and "(hand-set)" in _text(at)

@@ -67,8 +67,34 @@ def typeahead_directory(tmp_path: Path) -> Harness:
     )
 
 
+def model_directory(tmp_path: Path) -> Harness:
+    """The ranking models' store (``kit/models.py``): one JSON file per version."""
+    import json
+
+    from lookup.kit.models import open_model_store
+
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    url = (tmp_path / "models").as_uri()
+
+    def candidate(name: str, version: str) -> Path:
+        path = staging / f"{name}-{version}.json"
+        path.write_text(json.dumps({"version": version}))
+        return path
+
+    return Harness(
+        store=open_model_store(url),
+        candidate=candidate,
+        version_of=lambda data: data["version"],
+        reopen=lambda: open_model_store(url),
+        names=("places", "search"),
+        versions=tuple(f"v{d:06d}" for d in range(1, 9)),
+    )
+
+
 IMPLEMENTATIONS: dict[str, Callable[[Path], Harness]] = {
     "typeahead-directory": typeahead_directory,
+    "model-directory": model_directory,
 }
 
 

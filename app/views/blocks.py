@@ -441,8 +441,12 @@ def _limits_tab() -> None:
                    "fixed window lets ~2× through across a boundary; the sliding log is exact.")
 
 
-ids_tab, limits_tab = st.tabs(["Unique IDs", "Rate limiters"])
+ids_tab, limits_tab, cache_tab = st.tabs(["Unique IDs", "Rate limiters", "Distributed cache"])
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
+with cache_tab:
+    from views import blocks_cache  # the Distributed cache tab (issue 16)
+
+    blocks_cache.render()

@@ -43,7 +43,9 @@ st.markdown(
     "The blocks that appear inside almost every larger design (seed 004), each built for "
     "real and measured here. **Unique IDs**: ids unique across many machines, made without "
     "a network call per id, and — usually — sortable by time. **Rate limiters**: every "
-    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic."
+    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic. "
+    "**Distributed cache**: eviction policies on real traces, stampedes and cold restarts on "
+    "a real Redis, a Redis Cluster losing a master."
 )
 
 

@@ -152,6 +152,13 @@ class KvCluster:
             self._post_admin(name, "/admin/partition", {"block": sorted(self.blocked[name])})
         self._mark(f"restart {name}")
 
+    def lose_disk(self, name: str) -> None:
+        """SIGKILL ``name`` and delete its data file: it comes back empty on :meth:`restart`."""
+        self.kill(name)
+        for path in self.work.glob(f"{name}.sqlite3*"):
+            path.unlink()
+        self._mark(f"lose disk {name}")
+
     def freeze(self, name: str) -> None:
         """SIGSTOP node ``name``: it holds its sockets but answers nothing."""
         self.procs[name].send_signal(signal.SIGSTOP)

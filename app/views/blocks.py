@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from views.blocks_kv import render as render_kv_tab
 
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
@@ -441,8 +442,10 @@ def _limits_tab() -> None:
                    "fixed window lets ~2× through across a boundary; the sliding log is exact.")
 
 
-ids_tab, limits_tab = st.tabs(["Unique IDs", "Rate limiters"])
+ids_tab, limits_tab, kv_tab = st.tabs(["Unique IDs", "Rate limiters", "Hash ring & quorum"])
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
+with kv_tab:
+    render_kv_tab()

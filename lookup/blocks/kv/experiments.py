@@ -13,6 +13,7 @@ import hashlib
 import random
 import statistics
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ __all__ = [
     "convergence_after_partition",
     "key_movement",
     "load_imbalance",
+    "mod_node",
     "lww_under_skew",
     "quorum_table",
     "rebuild_after_disk_loss",
@@ -36,7 +38,8 @@ __all__ = [
 
 
 # -- the ring --------------------------------------------------------------------------
-def _mod_node(key: str, nodes: Sequence[str]) -> str:
+def mod_node(key: str, nodes: Sequence[str]) -> str:
+    """The naive placement: md5(key) mod N."""
     h = int.from_bytes(hashlib.md5(key.encode(), usedforsecurity=False).digest(), "big")
     return nodes[h % len(nodes)]
 
@@ -50,8 +53,8 @@ def key_movement(nodes: int = 10, keys: int = 50_000,
     grown = names + [f"node-{nodes}"]
     sample = [f"key:{i}" for i in range(keys)]
     rows = []
-    before = [_mod_node(k, names) for k in sample]
-    after = [_mod_node(k, grown) for k in sample]
+    before = [mod_node(k, names) for k in sample]
+    after = [mod_node(k, grown) for k in sample]
     moved = sum(a != b for a, b in zip(before, after, strict=True)) / keys
     rows.append({"scheme": "hash(key) mod N", "vnodes": None, "moved on join": round(moved, 4),
                  "moved on leave": round(moved, 4), "ideal": round(1 / (nodes + 1), 4)})
@@ -395,7 +398,7 @@ def shopping_cart(cluster: KvCluster | None = None) -> dict[str, Any]:
     cluster = cluster or KvCluster(size=3, n=3).start()
     try:
         alice, bob = cluster.client(actor="alice"), cluster.client(actor="bob")
-        key = "cart:ada"
+        key = f"cart:{uuid.uuid4().hex[:8]}"
         alice.put(key, "milk")
         seen = alice.get(key)
         alice.put(key, "milk,eggs", context=seen.context, via=cluster.names[0])

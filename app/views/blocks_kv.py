@@ -15,6 +15,7 @@ import random
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from lookup.blocks.kv.checker import History, summary
@@ -69,7 +70,10 @@ def _ring_part() -> None:
                           f"{last['ring'] / len(_SAMPLE):.1%}",
                           f"hash mod N would move {last['mod'] / len(_SAMPLE):.1%}",
                           delta_color="off")
-    st.bar_chart(counts.rename("keys"), horizontal=False)
+    fig = go.Figure(go.Bar(x=list(counts.index), y=list(counts.values)))
+    fig.add_hline(y=len(_SAMPLE) / len(nodes), line_dash="dot", annotation_text="mean")
+    fig.update_layout(height=260, margin={"t": 10, "b": 10}, yaxis_title="keys")
+    st.plotly_chart(fig, key="kv-ring-chart")
     st.caption(f"{len(_SAMPLE):,} keys on {len(nodes)} nodes with {vnodes} vnodes each. "
                "Ideal share moved by one join: 1/(N+1).")
 

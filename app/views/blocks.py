@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from views.blocks_kv import render as render_kv_tab
 
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
@@ -443,11 +444,14 @@ def _limits_tab() -> None:
                    "fixed window lets ~2× through across a boundary; the sliding log is exact.")
 
 
-ids_tab, limits_tab, cache_tab = st.tabs(["Unique IDs", "Rate limiters", "Distributed cache"])
+ids_tab, limits_tab, kv_tab, cache_tab = st.tabs(
+    ["Unique IDs", "Rate limiters", "Hash ring & quorum", "Distributed cache"])
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
+with kv_tab:
+    render_kv_tab()
 with cache_tab:
     from views import blocks_cache  # the Distributed cache tab (issue 16)
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ class KvCluster:
         self.blocked: dict[str, set[str]] = {name: set() for name in self.names}
         self.events: list[tuple[float, str]] = []  # (monotonic time, what was done)
         self._http = httpx.Client(timeout=5.0)
+        self.client_ring = HashRing(self.names, vnodes=vnodes)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> KvCluster:
@@ -150,6 +152,13 @@ class KvCluster:
             self._post_admin(name, "/admin/partition", {"block": sorted(self.blocked[name])})
         self._mark(f"restart {name}")
 
+    def lose_disk(self, name: str) -> None:
+        """SIGKILL ``name`` and delete its data file: it comes back empty on :meth:`restart`."""
+        self.kill(name)
+        for path in self.work.glob(f"{name}.sqlite3*"):
+            path.unlink()
+        self._mark(f"lose disk {name}")
+
     def freeze(self, name: str) -> None:
         """SIGSTOP node ``name``: it holds its sockets but answers nothing."""
         self.procs[name].send_signal(signal.SIGSTOP)
@@ -218,6 +227,16 @@ class KvCluster:
         resp.raise_for_status()
         return list(resp.json()["versions"])
 
+    def dump(self, name: str) -> dict[str, dict[str, Any]]:
+        """Every key node ``name`` holds: ``{key: {"digest", "values"}}``."""
+        resp = self._http.get(self.urls[name] + "/replica/dump", timeout=10)
+        resp.raise_for_status()
+        return dict(resp.json())
+
+    def home(self, key: str) -> list[str]:
+        """The key's home replicas (the first N of its preference list)."""
+        return self.client_ring.preference_list(key, self.n)
+
     def client(self, **defaults: Any) -> KvClient:
         return KvClient(self.urls, n=self.n, vnodes=self.vnodes, **defaults)
 
@@ -243,7 +262,8 @@ class KvClient:
         self.urls = dict(urls)
         self.n = n
         self.ring = HashRing(self.urls, vnodes=vnodes)
-        self.actor = actor
+        self.actor = actor or f"c-{uuid.uuid4().hex[:6]}"
+        self.counter = 0  # this client's writes so far: each gets a fresh clock entry
         self._http = httpx.Client(timeout=timeout_s)
 
     def close(self) -> None:
@@ -278,12 +298,15 @@ class KvClient:
             n: int | None = None, mode: str = "vclock", via: str | None = None,
             actor: str | None = None) -> OpResult:
         """Write ``value``, descending from ``context`` (what a read returned)."""
+        self.counter += 1
         body = {"value": value, "context": context or {}, "w": w, "n": n or self.n,
-                "mode": mode, "actor": actor or self.actor}
+                "mode": mode, "actor": actor or self.actor, "counter": self.counter}
         return self._send("PUT", key, via, json=body)
 
     def delete(self, key: str, *, context: dict[str, int] | None = None, w: int = 2,
                n: int | None = None, via: str | None = None) -> OpResult:
         """Delete ``key`` (a tombstone descending from ``context``)."""
-        body = {"context": context or {}, "w": w, "n": n or self.n, "actor": self.actor}
+        self.counter += 1
+        body = {"context": context or {}, "w": w, "n": n or self.n, "actor": self.actor,
+                "counter": self.counter}
         return self._send("DELETE", key, via, json=body)

@@ -11,8 +11,11 @@ afterwards pushes the merged versions to every replica that answered out of date
 repair).
 
 Per-operation parameters (query string or body): ``n`` (1..cluster size), ``r``/``w``
-(1..n), ``mode`` (``vclock`` or ``lww``), ``actor`` (the writer's vector-clock entry;
-default this node).
+(1..n), ``mode`` (``vclock`` or ``lww``), ``actor`` and ``counter`` (the writer's
+vector-clock entry and its write counter, which it keeps increasing, so no two of its
+writes share a clock — client-side clocks, as Riak's; without an actor the entry is this
+node's, with a node-wide counter, and a blind write through one node supersedes an
+earlier one through it).
 """
 
 from __future__ import annotations
@@ -118,10 +121,14 @@ async def handle_put(node: Node, key: str, body: Any, query: Mapping[str, Any],
                 isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in context.items()):
             raise BadRequest("context must be a vector clock {actor: count}")
         actor = str(params.get("actor") or node.name)
+        counter = body.get("counter", 0) if params.get("actor") else node.next_counter()
+        if not isinstance(counter, int) or isinstance(counter, bool) or counter < 0:
+            raise BadRequest("counter must be a non-negative integer")
     except BadRequest as exc:
         return _bad(str(exc))
-    version = {"clock": increment(context, actor), "value": value, "ts": node.now(),
-               "lww": mode == "lww"}
+    clock = increment(context, actor)
+    clock[actor] = max(clock[actor], counter)
+    version = {"clock": clock, "value": value, "ts": node.now(), "lww": mode == "lww"}
     preference = node.ring.preference_list(key, len(node.urls))
     home, fallbacks = preference[:n], preference[n:]
     node.stats["writes coordinated"] += 1

@@ -41,7 +41,7 @@ from lookup import settings
 from lookup.blocks.kv import coordinator
 from lookup.blocks.kv.coordinator import PeerUnreachable
 from lookup.blocks.kv.merkle import MerkleTree, diff_buckets
-from lookup.blocks.kv.store import NodeStore, open_node_store
+from lookup.blocks.kv.store import NodeStore, open_node_store, versions_digest
 from lookup.kit.admin import is_admin
 from lookup.kit.ring import HashRing
 from lookup.kit.storeurl import sqlite_url
@@ -74,8 +74,15 @@ class Node:
         self.started = time.monotonic()
         self.last_ok: dict[str, float] = {}
         self.stats: Counter[str] = Counter()
+        self._counter = 0
         self.session: aiohttp.ClientSession | None = None
         self.tasks: list[asyncio.Task[None]] = []
+
+    def next_counter(self) -> int:
+        """A node-wide write counter for this node's own clock entry: milliseconds since
+        the epoch, at least one more than the last, so a restart never reuses one."""
+        self._counter = max(self._counter + 1, time.time_ns() // 1_000_000)
+        return self._counter
 
     # -- time, liveness, transport ---------------------------------------------------------
     def now(self) -> float:
@@ -241,6 +248,13 @@ def build_app(node: Node) -> Starlette:
         node.stats["hints stored"] += 1
         return JSONResponse({"ok": True})
 
+    async def replica_dump(request: Request) -> JSONResponse:
+        """Every key's digest and values here (what convergence and loss checks compare)."""
+        if (r := refused(request)) is not None:
+            return r
+        return JSONResponse({k: {"digest": versions_digest(v), "values": [x["value"] for x in v]}
+                             for k, v in node.store.in_buckets({0}, 0).items()})
+
     async def replica_merkle(request: Request) -> JSONResponse:
         if (r := refused(request)) is not None:
             return r
@@ -315,7 +329,7 @@ def build_app(node: Node) -> Starlette:
         Route("/ping", ping), Route("/stats", stats),
         Route("/replica/get", replica_get), Route("/replica/put", replica_put, methods=["POST"]),
         Route("/replica/hint", replica_hint, methods=["POST"]),
-        Route("/replica/merkle", replica_merkle),
+        Route("/replica/merkle", replica_merkle), Route("/replica/dump", replica_dump),
         Route("/replica/sync", replica_sync, methods=["POST"]),
         Route("/admin/partition", admin_partition, methods=["POST"]),
         Route("/admin/skew", admin_skew, methods=["POST"]),

@@ -63,7 +63,8 @@ def increment(clock: Mapping[str, int], actor: str) -> Clock:
 
 
 def reconcile(versions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Drop every version some other version descends from; keep one of equal clocks.
+    """Drop every version some other version descends from; keep one of equal clocks
+    (the same one on every replica, whatever order they arrive in).
 
     ``versions`` are dicts with a ``"clock"``; what is left are the concurrent siblings,
     sorted by their clock's text so every replica stores them in one order.
@@ -71,8 +72,15 @@ def reconcile(versions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     kept: list[dict[str, Any]] = []
     for version in versions:
         clock = version["clock"]
-        if any(descends(k["clock"], clock) for k in kept):
-            continue  # already covered (an equal clock or a descendant is kept)
+        if any(descends(k["clock"], clock) and (k["clock"] != clock or _rank(k) >= _rank(version))
+               for k in kept):
+            continue  # covered by a descendant, or by an equal clock that ranks higher
         kept = [k for k in kept if not descends(clock, k["clock"])]
         kept.append(dict(version))
     return sorted(kept, key=lambda v: sorted(v["clock"].items()))
+
+
+def _rank(version: Mapping[str, Any]) -> tuple[str, float]:
+    # Two different versions with one clock only arise from a writer reusing a counter;
+    # every replica then keeps the same one, so they still converge.
+    return (str(version.get("value")), float(version.get("ts", 0.0)))

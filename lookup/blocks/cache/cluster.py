@@ -8,8 +8,8 @@ threads against a :class:`~lookup.kit.rediscluster.RedisCluster`, kills the mast
 owns a chosen slot with ``SIGKILL``, and reports:
 
 - **failover time**: from the kill until a replica serves that master's slots (seen in
-  ``CLUSTER NODES``), and until the client's first successful write to one of them after
-  its first failed one;
+  ``CLUSTER NODES``), and until the client's writes to them succeed again (the first
+  success after the last failure);
 - **misses, not errors**: reads during the drill by outcome (hit, miss, failed → miss)
   with zero exceptions reaching the caller;
 - **acknowledged writes lost**: every write the cluster acknowledged is read back after
@@ -161,10 +161,10 @@ def failover_drill(
     for c in caches:
         c.close()
     kill_t = kill_at[0]
-    first_failure = min((t for t, o, v in events if o == "write failed" and v and t > kill_t),
-                        default=kill_t)  # fmt: skip
+    last_failure = max((t for t, o, v in events if o == "write failed" and v and t > kill_t),
+                       default=kill_t)  # fmt: skip
     first_write_after = min((t for t, o, v in events
-                             if o == "write ok" and v and t > first_failure), default=None)
+                             if o == "write ok" and v and t > last_failure), default=None)
     cluster.wait_ok(timeout_s)
     check = ClusterCache(cluster.startup_nodes, timeout_s=2.0)
     lost = [(k, w) for k, (v, w) in acked.items()

@@ -105,10 +105,14 @@ class RedisCluster:
 
     ``node_timeout_ms`` is ``cluster-node-timeout``: how long a master may be unreachable
     before its replicas start an election — the floor of the failover time.
+    ``full_coverage`` is ``cluster-require-full-coverage``: Redis's default (yes) stops the
+    *whole* cluster answering while any slot is unserved — between a master being marked
+    failed and its replica's promotion; a cache wants the other masters to keep serving
+    (no, the default here).
     """
 
     def __init__(self, masters: int = 3, replicas: int = 1, *, node_timeout_ms: int = 1000,
-                 binary: str | None = None) -> None:  # fmt: skip
+                 full_coverage: bool = False, binary: str | None = None) -> None:  # fmt: skip
         if masters < 3:
             raise ValueError("a Redis Cluster needs at least 3 masters")
         if replicas < 0:
@@ -116,6 +120,7 @@ class RedisCluster:
         self.masters_wanted = masters
         self.replicas = replicas
         self.node_timeout_ms = node_timeout_ms
+        self.full_coverage = full_coverage
         self.binary = binary or settings.get("redis_bin")
         self.nodes: list[ClusterNode] = []
         self._dir: str | None = None
@@ -141,6 +146,7 @@ class RedisCluster:
             [self.binary, "--port", str(node.port), "--bind", "127.0.0.1",
              "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
              "--cluster-node-timeout", str(self.node_timeout_ms),
+             "--cluster-require-full-coverage", "yes" if self.full_coverage else "no",
              "--save", "", "--appendonly", "no", "--dir", str(node.directory),
              "--logfile", "redis.log"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -1,5 +1,5 @@
-"""The seed's caching patterns on a real tier (:class:`~.tier.RedisTier`) over a real store
-(:class:`~.store.BackingStore`): who reads the store, who writes it, and when.
+"""The seed's caching patterns on a tier (:class:`~.tier.CacheTier`: Redis, or in-process)
+over a store (:class:`~.store.BackingStore`): who reads the store, who writes it, and when.
 
 ============  =====================================  =======================================
 pattern       read                                   write
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 
 from lookup.blocks.cache.store import BackingStore
-from lookup.blocks.cache.tier import RedisTier
+from lookup.blocks.cache.tier import CacheTier
 from lookup.kit.cache import SingleFlight
 
 __all__ = ["CacheAside", "ReadThrough", "RefreshAhead", "WriteBehind", "WriteThrough"]
@@ -36,7 +36,7 @@ class CacheAside:
 
     name = "cache-aside"
 
-    def __init__(self, tier: RedisTier, store: BackingStore, ttl_ms: int = 60_000,
+    def __init__(self, tier: CacheTier, store: BackingStore, ttl_ms: int = 60_000,
                  *, jitter: float = 0.0, seed: int = 0) -> None:  # fmt: skip
         if not 0.0 <= jitter < 1.0:
             raise ValueError("jitter must be in [0, 1)")
@@ -76,7 +76,7 @@ class ReadThrough:
 
     name = "read-through"
 
-    def __init__(self, tier: RedisTier, loader: Callable[[str], str | None], ttl_ms: int = 60_000,
+    def __init__(self, tier: CacheTier, loader: Callable[[str], str | None], ttl_ms: int = 60_000,
                  *, protect: bool = True, lease_ms: int = 5_000,
                  wait_s: float = 5.0) -> None:  # fmt: skip
         self.tier, self.loader, self.ttl_ms = tier, loader, ttl_ms
@@ -130,7 +130,7 @@ class WriteThrough:
 
     name = "write-through"
 
-    def __init__(self, tier: RedisTier, store: BackingStore, ttl_ms: int = 60_000) -> None:
+    def __init__(self, tier: CacheTier, store: BackingStore, ttl_ms: int = 60_000) -> None:
         self.tier, self.store, self.ttl_ms = tier, store, ttl_ms
         self.reader = ReadThrough(tier, store.get, ttl_ms)
 
@@ -149,7 +149,7 @@ class WriteBehind:
 
     name = "write-behind"
 
-    def __init__(self, tier: RedisTier, store: BackingStore, ttl_ms: int = 60_000,
+    def __init__(self, tier: CacheTier, store: BackingStore, ttl_ms: int = 60_000,
                  *, flush_interval_s: float = 0.5) -> None:  # fmt: skip
         self.tier, self.store, self.ttl_ms = tier, store, ttl_ms
         self.flush_interval_s = flush_interval_s
@@ -199,7 +199,7 @@ class RefreshAhead:
 
     name = "refresh-ahead"
 
-    def __init__(self, tier: RedisTier, store: BackingStore, ttl_ms: int = 60_000,
+    def __init__(self, tier: CacheTier, store: BackingStore, ttl_ms: int = 60_000,
                  *, refresh_at: float = 0.75) -> None:  # fmt: skip
         if not 0.0 < refresh_at < 1.0:
             raise ValueError("refresh_at must be in (0, 1)")

@@ -1,8 +1,13 @@
-"""The cache tier on standalone ``redis-server``s: one node, or many behind a client-side ring.
+"""The cache tier the patterns run on: one interface, an in-process tier and Redis, and many
+standalone ``redis-server``s behind a client-side ring.
 
-- :class:`RedisTier` — one Redis as a cache: ``get`` answers a value or a miss (a server
-  that cannot answer is a miss, counted in ``failures``), ``set`` with a TTL in
-  milliseconds, and a lease (``SET NX PX``) for a single loader across processes.
+- :class:`CacheTier` — what the patterns need: ``get`` a value or a miss (a tier that
+  cannot answer is a miss, counted in ``failures``, never an exception), ``set`` with a TTL
+  in milliseconds, the remaining TTL (refresh-ahead), a lease for a single loader
+  (``SET NX PX`` on Redis), pipelined warming, ``flush``;
+- :class:`MemoryTier` — the embedded tier (a dict with expiry times, one lock), for runs
+  without a server; :class:`RedisTier` — one Redis; :func:`open_cache_tier` picks one from
+  ``memory:`` or ``redis://host:port/db[?prefix=P]``.
 - :class:`RingCache` — the seed's "memcached model": the servers know nothing of each
   other; the *client* hashes each key onto :class:`lookup.kit.ring.HashRing` and talks to
   that key's node only. A dead node costs the misses of its share of keys (about 1/N);
@@ -11,15 +16,114 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol
+from urllib.parse import parse_qs, urlsplit
 
 import redis
 
 from lookup.kit.redisclient import UNAVAILABLE, redis_client
 from lookup.kit.ring import HashRing
 
-__all__ = ["RedisTier", "RingCache"]
+__all__ = ["CacheTier", "MemoryTier", "RedisTier", "RingCache", "open_cache_tier"]
+
+
+class CacheTier(Protocol):
+    """A cache tier whose failures are misses; TTLs in milliseconds."""
+
+    failures: Counter[str]
+
+    def get(self, key: str) -> str | None: ...
+
+    def get_with_ttl(self, key: str) -> tuple[str | None, int]: ...
+
+    def set(self, key: str, value: str, ttl_ms: int | None = None) -> bool: ...
+
+    def set_many(self, items: Iterable[tuple[str, str, int | None]]) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def lease(self, key: str, ttl_ms: int) -> bool: ...
+
+    def release(self, key: str) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryTier:
+    """The embedded tier: one process's dict of (value, expiry), behind one lock."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._data: dict[str, tuple[str, float | None]] = {}
+        self._lock = threading.Lock()
+        self.failures: Counter[str] = Counter()
+
+    def _live(self, key: str) -> tuple[str, float | None] | None:
+        item = self._data.get(key)
+        if item is not None and item[1] is not None and item[1] <= self._clock():
+            del self._data[key]
+            return None
+        return item
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            item = self._live(key)
+        return None if item is None else item[0]
+
+    def get_with_ttl(self, key: str) -> tuple[str | None, int]:
+        with self._lock:
+            item = self._live(key)
+            now = self._clock()
+        if item is None:
+            return None, -2
+        return item[0], -1 if item[1] is None else int((item[1] - now) * 1000)
+
+    def set(self, key: str, value: str, ttl_ms: int | None = None) -> bool:
+        with self._lock:
+            self._data[key] = (value, None if ttl_ms is None else self._clock() + ttl_ms / 1000)
+        return True
+
+    def set_many(self, items: Iterable[tuple[str, str, int | None]]) -> None:
+        for key, value, ttl in items:
+            self.set(key, value, ttl)
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            self._data.pop(key, None)
+
+    def lease(self, key: str, ttl_ms: int) -> bool:
+        with self._lock:
+            if self._live(f"lease:{key}") is not None:
+                return False
+            self._data[f"lease:{key}"] = ("1", self._clock() + ttl_ms / 1000)
+            return True
+
+    def release(self, key: str) -> None:
+        self.delete(f"lease:{key}")
+
+    def flush(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+    def close(self) -> None:
+        self.flush()
+
+
+def open_cache_tier(url: str, *, timeout_s: float = 0.25) -> CacheTier:
+    """``memory:`` (in this process) or ``redis://host:port/db[?prefix=P]``."""
+    parts = urlsplit(url.strip())
+    if parts.scheme == "memory":
+        return MemoryTier()
+    if parts.scheme == "redis":
+        prefix = parse_qs(parts.query).get("prefix", ["cache:"])[0]
+        return RedisTier(parts._replace(query="").geturl(), timeout_s=timeout_s, prefix=prefix)
+    raise ValueError(f"unknown cache tier URL {url!r}; use memory: or redis://host:port/db")
 
 
 class RedisTier:

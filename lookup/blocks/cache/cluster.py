@@ -167,8 +167,12 @@ def failover_drill(
                              if o == "write ok" and v and t > last_failure), default=None)
     cluster.wait_ok(timeout_s)
     check = ClusterCache(cluster.startup_nodes, timeout_s=2.0)
-    lost = [(k, w) for k, (v, w) in acked.items()
-            if (check.get(k) or b"").decode() != v]  # fmt: skip
+    keys = list(acked)
+    found: list[bytes | None] = []
+    for i in range(0, len(keys), 1000):  # read every acknowledged write back, per slot batch
+        found.extend(check.client.mget_nonatomic(keys[i : i + 1000]))
+    lost = [(k, acked[k][1]) for k, v in zip(keys, found, strict=True)
+            if (v or b"").decode() != acked[k][0]]  # fmt: skip
     check.close()
     reads = Counter(o for _, o, _ in events if not o.startswith("write"))
     writes = Counter(o for _, o, _ in events if o.startswith("write"))

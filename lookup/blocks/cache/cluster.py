@@ -100,7 +100,6 @@ def failover_drill(
     stop = threading.Event()
     escaped: list[str] = []
     t0 = time.monotonic()
-    kill_at: list[float] = []
     caches: list[ClusterCache] = []
 
     def writer(w: int) -> None:
@@ -144,7 +143,7 @@ def failover_drill(
     for t in threads:
         t.start()
     time.sleep(before_s)  # load before the kill (a duration of the experiment, not a sync)
-    kill_at.append(time.monotonic() - t0)
+    kill_t = time.monotonic() - t0
     cluster.kill(victim)
     promoted_at = None
     deadline = time.monotonic() + timeout_s
@@ -160,7 +159,6 @@ def failover_drill(
         t.join(10)
     for c in caches:
         c.close()
-    kill_t = kill_at[0]
     last_failure = max((t for t, o, v in events if o == "write failed" and v and t > kill_t),
                        default=kill_t)  # fmt: skip
     first_write_after = min((t for t, o, v in events

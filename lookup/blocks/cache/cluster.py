@@ -24,6 +24,7 @@ Redis Cluster does not use a hash ring: a key maps to one of 16,384 slots
 from __future__ import annotations
 
 import random
+import signal
 import threading
 import time
 from collections import Counter
@@ -81,13 +82,28 @@ class ClusterCache:
 def failover_drill(
     cluster: RedisCluster, *, before_s: float = 1.5, after_s: float = 3.0, writers: int = 2,
     readers: int = 2, bin_s: float = 0.1, timeout_s: float = 20.0, seed: int = 1,
+    replica_lag_s: float = 0.0, value_bytes: int = 0,
 ) -> dict[str, Any]:  # fmt: skip
-    """Kill -9 the master of slot 0's range under load; the figures (see the module doc)."""
+    """Kill -9 the master of slot 0's range under load; the figures (see the module doc).
+
+    ``replica_lag_s`` > 0 first freezes the victim's replica (``SIGSTOP``) for that long
+    before the kill and thaws it (``SIGCONT``) right after: a replica lagging behind, as
+    one does on a slow link or under load — what the master acknowledged meanwhile never
+    reached it, and the promotion loses exactly that. Socket buffers carry a small backlog
+    across the freeze, so ``value_bytes`` pads each value to make the backlog outgrow them.
+    """
     victim_slot = 0
     victim = cluster.master_of_slot(victim_slot)
     if victim is None:
         raise RuntimeError("the cluster has no master for slot 0: is it up?")
-    victim_ranges = next(r["slots"] for r in cluster.topology() if r["port"] == victim)
+    rows = cluster.topology()
+    victim_row = next(r for r in rows if r["port"] == victim)
+    victim_ranges = victim_row["slots"]
+    replica = next((r["port"] for r in rows if r["master_id"] == victim_row["id"]), None)
+    if replica_lag_s > 0 and replica is None:
+        raise RuntimeError("the victim has no replica to lag")
+    if not 0 <= replica_lag_s < before_s:
+        raise ValueError("replica_lag_s must be in [0, before_s)")
 
     def on_victim(key: str) -> bool:
         s = key_slot(key)
@@ -108,7 +124,7 @@ def failover_drill(
         n = 0
         try:
             while not stop.is_set():
-                key, value = f"drill:{w}:{n}", f"v{n}"
+                key, value = f"drill:{w}:{n}", f"v{n}:".ljust(value_bytes, "x")
                 ok = cache.set(key, value)
                 now = time.monotonic() - t0
                 if ok:
@@ -142,9 +158,15 @@ def failover_drill(
     threads += [threading.Thread(target=reader, args=(r,), daemon=True) for r in range(readers)]
     for t in threads:
         t.start()
-    time.sleep(before_s)  # load before the kill (a duration of the experiment, not a sync)
+    time.sleep(before_s - replica_lag_s)  # load before the kill (the experiment's length)
+    lag_t = time.monotonic() - t0
+    if replica_lag_s > 0 and replica is not None:
+        cluster.kill(replica, signal.SIGSTOP)
+        time.sleep(replica_lag_s)  # the replica falls behind (the experiment's length)
     kill_t = time.monotonic() - t0
     cluster.kill(victim)
+    if replica_lag_s > 0 and replica is not None:
+        cluster.kill(replica, signal.SIGCONT)
     promoted_at = None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -192,6 +214,10 @@ def failover_drill(
         "lost on the victim": sum(on_victim(k) for k, _ in lost),
         "lost acknowledged within (s) before the kill": None if not lost_times
         else round(kill_t - lost_times[0], 4),
+        "replica lag (s)": replica_lag_s,
+        "acknowledged on the victim while its replica lagged": sum(
+            1 for k, (_, w) in acked.items() if lag_t <= w <= kill_t and on_victim(k))
+        if replica_lag_s > 0 else 0,
         "timeline": _timeline(events, bin_s),
     }
 

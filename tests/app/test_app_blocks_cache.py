@@ -86,6 +86,12 @@ def test_cluster_failover_drill_from_the_page(page: AppTest) -> None:
     assert labels["Failover"].endswith(" s") and labels["Failover"] != "None s"
     assert int(labels["Reads answered as misses"].replace(",", "")) > 0
     assert len(cluster.masters()) == 3 and all(n.alive() for n in cluster.nodes)
+    page.checkbox(key="cache-cluster-lag").check()
+    _ok(page.button(key="cache-cluster-kill").click().run())
+    report = page.session_state["cache-cluster-report"]
+    assert report["replica lag (s)"] == 0.8 and report["errors reaching the caller"] == 0
+    assert report["lost on the victim"] == report["acknowledged writes lost"]
+    assert len(cluster.masters()) == 3 and all(n.alive() for n in cluster.nodes)
     _ok(page.button(key="cache-cluster-stop").click().run())
     assert "cache-cluster" not in page.session_state
     assert not any(n.alive() for n in cluster.nodes)

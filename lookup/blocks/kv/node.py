@@ -75,6 +75,7 @@ class Node:
         self.last_ok: dict[str, float] = {}
         self.stats: Counter[str] = Counter()
         self._counter = 0
+        self._homes: dict[str, tuple[str, ...]] = {}
         self.session: aiohttp.ClientSession | None = None
         self.tasks: list[asyncio.Task[None]] = []
 
@@ -124,12 +125,17 @@ class Node:
     # -- replica operations (local) --------------------------------------------------------
     def shared_keys(self, peer: str):  # noqa: ANN201 - a predicate
         """Keys whose home replicas (default N) include both this node and ``peer``."""
-        n = self.n_default
-
         def keep(key: str) -> bool:
-            home = self.ring.preference_list(key, n)
+            home = self.home(key)
             return self.name in home and peer in home
         return keep
+
+    def home(self, key: str) -> tuple[str, ...]:
+        """The key's home replicas at the default N (cached: membership is static)."""
+        home = self._homes.get(key)
+        if home is None:
+            home = self._homes[key] = tuple(self.ring.preference_list(key, self.n_default))
+        return home
 
     # -- loops -------------------------------------------------------------------------
     async def heartbeat_loop(self) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "run_workload",
     "shopping_cart",
     "wait_converged",
+    "wait_seen_up",
     "wait_seen_down",
 ]
 
@@ -140,6 +141,19 @@ def wait_seen_down(cluster: KvCluster, victim: str, observers: Iterable[str],
             return time.monotonic() - start
         time.sleep(0.05)
     raise TimeoutError(f"{victim} not seen down by {observers} within {timeout_s} s")
+
+
+def wait_seen_up(cluster: KvCluster, node: str, observers: Iterable[str],
+                 timeout_s: float = 30.0) -> float:
+    """Seconds until no observer calls ``node`` down any more."""
+    start = time.monotonic()
+    observers = list(observers)
+    while time.monotonic() - start < timeout_s:
+        stats = cluster.stats()
+        if not any(node in stats[o].get("down (as seen here)", []) for o in observers):
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise TimeoutError(f"{node} still seen down by some of {observers} after {timeout_s} s")
 
 
 def _replicas_agree(cluster: KvCluster, keys: Iterable[str]) -> bool:
@@ -334,8 +348,11 @@ def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
         start = time.monotonic()
         empty = len(cluster.dump(victim))
         if repair == "read":
-            for key in ks:
-                client.get(key, r=n, via=cluster.names[1])
+            wait_seen_up(cluster, victim, [cluster.names[1]])
+            todo, deadline = list(ks), time.monotonic() + 30
+            while todo and time.monotonic() < deadline:  # a refused read (no quorum) again
+                todo = [k for k in todo
+                        if client.get(k, r=n, via=cluster.names[1]).status not in (200, 404)]
         converge_s = wait_converged(cluster, ks)
         stats = cluster.stats()
         lost = set()

@@ -442,10 +442,12 @@ def _limits_tab() -> None:
                    "fixed window lets ~2× through across a boundary; the sliding log is exact.")
 
 
-ids_tab, limits_tab, kv_tab = st.tabs(["Unique IDs", "Rate limiters", "Hash ring & quorum"])
+ids_tab, limits_tab, kv_tab = st.tabs(["Unique IDs", "Rate limiters", "Hash ring & quorum"],
+                                      key="blocks-tab", on_change="rerun")
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
 with kv_tab:
-    render_kv_tab()
+    if kv_tab.open:  # rendered only when chosen: it hashes 20,000 keys and may run nodes
+        render_kv_tab()

@@ -420,10 +420,10 @@ def shopping_cart(cluster: KvCluster | None = None) -> dict[str, Any]:
         seen = alice.get(key)
         alice.put(key, "milk,eggs", context=seen.context, via=cluster.names[0])
         bob.put(key, "milk,bread", context=seen.context, via=cluster.names[1])
-        conflict = alice.get(key, r=3)
+        conflict = alice.get(key, r=2)  # overlaps both W=2 writes
         items = sorted({i for s in conflict.siblings for i in s.split(",")})
         alice.put(key, ",".join(items), context=conflict.context)
-        merged = alice.get(key, r=3)
+        merged = alice.get(key, r=2)
         return {"siblings": conflict.siblings, "their clock": conflict.context,
                 "merged": merged.siblings, "merged clock": merged.context}
     finally:

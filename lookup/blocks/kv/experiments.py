@@ -23,6 +23,7 @@ from lookup.blocks.kv.cluster import KvClient, KvCluster
 from lookup.kit.ring import HashRing
 
 __all__ = [
+    "FAILURES",
     "convergence_after_partition",
     "key_movement",
     "load_imbalance",
@@ -198,6 +199,9 @@ def _keys_homed_on(cluster: KvCluster, node: str, count: int, prefix: str,
     return out
 
 
+FAILURES = ("kill", "freeze", "partition", "isolate")
+
+
 def _fail(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
     if failure == "kill":
         cluster.kill(victim)
@@ -205,8 +209,10 @@ def _fail(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
         cluster.freeze(victim)
     elif failure == "partition":
         cluster.partition(victim, peer)
+    elif failure == "isolate":
+        cluster.isolate(victim)
     else:
-        raise ValueError(f"failure must be kill, freeze or partition, got {failure!r}")
+        raise ValueError(f"failure must be one of {', '.join(FAILURES)}, got {failure!r}")
 
 
 def _recover(cluster: KvCluster, failure: str, victim: str) -> None:
@@ -225,8 +231,9 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
     """The seed's quorum table for N=3, measured with one node failed.
 
     For each ``(W, R)``: keys whose home replicas include the victim get a workload while
-    it is failed (``kill`` -9, ``freeze`` = SIGSTOP, or ``partition``: the victim and one
-    peer drop each other's traffic, both still coordinating), then more right after it
+    it is failed (``kill`` -9, ``freeze`` = SIGSTOP, ``partition``: the victim and one
+    peer drop each other's traffic, both still coordinating, or ``isolate``: the victim
+    is cut off from every peer but clients still reach it), then more right after it
     recovers. Reported: availability of writes and reads during the failure, stale reads
     (the checker, real-time order) during and after, acknowledged writes lost once the
     replicas converged, and how long convergence took after the last operation.
@@ -248,6 +255,9 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
             if failure == "partition":
                 coordinators = list(cluster.names)
                 wait_seen_down(cluster, victim, [peer])
+            elif failure == "isolate":  # clients still reach it: it coordinates alone
+                coordinators = list(cluster.names)
+                wait_seen_down(cluster, victim, [x for x in cluster.names if x != victim])
             else:
                 coordinators = [x for x in cluster.names if x != victim]
                 wait_seen_down(cluster, victim, coordinators)

@@ -27,9 +27,10 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from starlette.applications import Starlette
@@ -49,6 +50,7 @@ from lookup.kit.storeurl import sqlite_url
 __all__ = ["Node", "PeerUnreachable", "build_app", "main"]
 
 FROM_HEADER = "X-Kv-From"
+T = TypeVar("T")
 
 
 class Node:
@@ -75,9 +77,18 @@ class Node:
         self.last_ok: dict[str, float] = {}
         self.stats: Counter[str] = Counter()
         self._counter = 0
+        self._running: set[asyncio.Task[Any]] = set()
         self._homes: dict[str, tuple[str, ...]] = {}
         self.session: aiohttp.ClientSession | None = None
         self.tasks: list[asyncio.Task[None]] = []
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run ``coro`` as a task this node keeps a reference to until it ends (the event
+        loop holds tasks only weakly; a write's slower replicas outlive the request)."""
+        task = asyncio.ensure_future(coro)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return task
 
     def next_counter(self) -> int:
         """A node-wide write counter for this node's own clock entry: milliseconds since

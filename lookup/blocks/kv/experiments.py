@@ -25,11 +25,14 @@ from lookup.kit.ring import HashRing
 __all__ = [
     "FAILURES",
     "convergence_after_partition",
+    "fail_node",
+    "final_values",
     "key_movement",
     "load_imbalance",
     "mod_node",
     "lww_under_skew",
     "quorum_table",
+    "recover_node",
     "rebuild_after_disk_loss",
     "run_workload",
     "shopping_cart",
@@ -177,7 +180,7 @@ def wait_converged(cluster: KvCluster, keys: Iterable[str], timeout_s: float = 3
     return time.monotonic() - start
 
 
-def _final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list[str | None]]]:
+def final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list[str | None]]]:
     """For each home replica: what it holds for each key (one mapping per replica slot)."""
     dumps = {name: cluster.dump(name) for name in cluster.names}
     per_slot: list[dict[str, list[str | None]]] = [{} for _ in range(cluster.n)]
@@ -202,7 +205,8 @@ def _keys_homed_on(cluster: KvCluster, node: str, count: int, prefix: str,
 FAILURES = ("kill", "freeze", "partition", "isolate")
 
 
-def _fail(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
+def fail_node(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
+    """Break ``victim`` one of the :data:`FAILURES` ways (``peer``: the partition's other side)."""
     if failure == "kill":
         cluster.kill(victim)
     elif failure == "freeze":
@@ -215,7 +219,8 @@ def _fail(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
         raise ValueError(f"failure must be one of {', '.join(FAILURES)}, got {failure!r}")
 
 
-def _recover(cluster: KvCluster, failure: str, victim: str) -> None:
+def recover_node(cluster: KvCluster, failure: str, victim: str) -> None:
+    """Undo :func:`fail_node`: restart, SIGCONT, or heal."""
     if failure == "kill":
         cluster.restart(victim)
     elif failure == "freeze":
@@ -251,7 +256,7 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
             history, seqs, contexts = History(), {}, {}
             run_workload(client, history, ks, len(ks), r=n, w=n, read_fraction=0.0,
                          coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
-            _fail(cluster, failure, victim, peer)
+            fail_node(cluster, failure, victim, peer)
             if failure == "partition":
                 coordinators = list(cluster.names)
                 wait_seen_down(cluster, victim, [peer])
@@ -264,14 +269,14 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
             during = History()
             run_workload(client, during, ks, ops, r=r, w=w, coordinators=coordinators,
                          rng=rng, seqs=seqs, contexts=contexts)
-            _recover(cluster, failure, victim)
+            recover_node(cluster, failure, victim)
             after = History()
             run_workload(client, after, ks, recovery_ops, r=r, w=w,
                          coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
             converge_s = wait_converged(cluster, ks)  # from the last operation
             all_ops = history.ops + during.ops + after.ops
             lost = set()
-            for final in _final_values(cluster, ks):
+            for final in final_values(cluster, ks):
                 lost.update(id(op) for op in lost_writes(all_ops, final))
             s_during, s_after = summary(during.ops), summary(after.ops)
             rows.append({
@@ -317,7 +322,7 @@ def convergence_after_partition(keys: int = 60, *, size: int = 4, n: int = 3,
         converge_s = wait_converged(cluster, ks)
         after = cluster.stats()
         lost = set()
-        for final in _final_values(cluster, ks):
+        for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
 
         def total(stats: dict[str, dict[str, Any]], name: str) -> int:
@@ -366,7 +371,7 @@ def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
         converge_s = wait_converged(cluster, ks)
         stats = cluster.stats()
         lost = set()
-        for final in _final_values(cluster, ks):
+        for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
         return {
             "repair": repair, "keys held before": held,

@@ -147,6 +147,9 @@ def _store_part() -> None:
         coordinators = [n for n in cluster.names if cluster.running(n)
                         and n not in cluster.frozen]
         history = History()
+        if not coordinators:
+            st.warning("Every node is killed or stopped: restart or SIGCONT one first.")
+            return
         with st.spinner(f"{ops} operations..."):
             run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
                          int(ops), r=int(r), w=int(w), coordinators=coordinators,

@@ -146,16 +146,16 @@ def _store_part() -> None:
     if go[0].button("Run workload", key="kv-run", type="primary"):
         coordinators = [n for n in cluster.names if cluster.running(n)
                         and n not in cluster.frozen]
-        history = History()
         if not coordinators:
             st.warning("Every node is killed or stopped: restart or SIGCONT one first.")
-            return
-        with st.spinner(f"{ops} operations..."):
-            run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
-                         int(ops), r=int(r), w=int(w), coordinators=coordinators,
-                         rng=random.Random(), seqs=st.session_state["kv-seqs"],
-                         contexts=st.session_state["kv-contexts"])
-        st.session_state["kv-last"] = {"R": r, "W": w, **summary(history.ops)}
+        else:
+            history = History()
+            with st.spinner(f"{ops} operations..."):
+                run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
+                             int(ops), r=int(r), w=int(w), coordinators=coordinators,
+                             rng=random.Random(), seqs=st.session_state["kv-seqs"],
+                             contexts=st.session_state["kv-contexts"])
+            st.session_state["kv-last"] = {"R": r, "W": w, **summary(history.ops)}
     if go[1].button("Shopping cart (siblings)", key="kv-cart"):
         st.session_state["kv-cart-result"] = shopping_cart(cluster=cluster)
     go[2].button("Refresh", key="kv-refresh")

@@ -27,7 +27,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -149,10 +149,26 @@ class Node:
         return home
 
     # -- loops -------------------------------------------------------------------------
-    async def heartbeat_loop(self) -> None:
+    async def _forever(self, name: str, round_: Callable[[], Awaitable[None]],
+                       pause_s: float) -> None:
+        """Run ``round_`` every ``pause_s``; a failing round is counted, the loop goes on."""
         while True:
-            await asyncio.gather(*(self._ping(p) for p in self.urls if p != self.name))
-            await asyncio.sleep(self.heartbeat_s)
+            await asyncio.sleep(pause_s)
+            try:
+                await round_()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - shown in /stats, never kills the loop
+                self.stats[f"{name} rounds failed"] += 1
+
+    def loops(self) -> list[Coroutine[Any, Any, None]]:
+        """The heartbeat, hinted-handoff and anti-entropy loops, to run beside the server."""
+        return [self._forever("heartbeat", self.heartbeat_round, self.heartbeat_s),
+                self._forever("handoff", self.handoff_round, self.heartbeat_s),
+                self._forever("anti-entropy", self.anti_entropy_round, self.anti_entropy_s)]
+
+    async def heartbeat_round(self) -> None:
+        await asyncio.gather(*(self._ping(p) for p in self.urls if p != self.name))
 
     async def _ping(self, peer: str) -> None:
         try:
@@ -160,30 +176,27 @@ class Node:
         except PeerUnreachable:
             self.stats["heartbeats missed"] += 1
 
-    async def handoff_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_s)
-            for target in list(self.store.hint_targets()):
-                if target == self.name or not self.alive(target):
-                    continue
-                for hint_id, key, versions in self.store.hints_for(target):
-                    try:
-                        await self.call(target, "POST", "/replica/put",
-                                        {"key": key, "versions": versions})
-                    except PeerUnreachable:
-                        break
-                    self.store.drop_hint(hint_id)
-                    self.stats["hints delivered"] += 1
+    async def handoff_round(self) -> None:
+        """Push the hints held for every peer that answers again; drop each once stored."""
+        for target in list(self.store.hint_targets()):
+            if target == self.name or not self.alive(target):
+                continue
+            for hint_id, key, versions in self.store.hints_for(target):
+                try:
+                    await self.call(target, "POST", "/replica/put",
+                                    {"key": key, "versions": versions})
+                except PeerUnreachable:
+                    break
+                self.store.drop_hint(hint_id)
+                self.stats["hints delivered"] += 1
 
-    async def anti_entropy_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.anti_entropy_s)
-            for peer in self.urls:
-                if peer != self.name and self.alive(peer):
-                    try:
-                        await self.sync_with(peer)
-                    except PeerUnreachable:
-                        pass
+    async def anti_entropy_round(self) -> None:
+        for peer in self.urls:
+            if peer != self.name and self.alive(peer):
+                try:
+                    await self.sync_with(peer)
+                except PeerUnreachable:
+                    pass
 
     async def sync_with(self, peer: str) -> int:
         """One anti-entropy exchange with ``peer``; the number of keys that changed here."""
@@ -332,8 +345,7 @@ def build_app(node: Node) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202
         node.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=200))
-        node.tasks = [asyncio.create_task(loop()) for loop in
-                      (node.heartbeat_loop, node.handoff_loop, node.anti_entropy_loop)]
+        node.tasks = [asyncio.create_task(loop) for loop in node.loops()]
         try:
             yield
         finally:

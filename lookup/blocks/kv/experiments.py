@@ -231,7 +231,7 @@ def recover_node(cluster: KvCluster, failure: str, victim: str) -> None:
 
 def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (1, 1)), *,
                  failure: str = "kill", size: int = 4, n: int = 3, keys: int = 12,
-                 ops: int = 120, recovery_ops: int = 80, seed: int = 7,
+                 ops: int = 100, recovery_ops: int = 50, seed: int = 7,
                  cluster: KvCluster | None = None) -> list[dict[str, Any]]:
     """The seed's quorum table for N=3, measured with one node failed.
 

@@ -445,14 +445,17 @@ def _limits_tab() -> None:
 
 
 ids_tab, limits_tab, kv_tab, cache_tab = st.tabs(
-    ["Unique IDs", "Rate limiters", "Hash ring & quorum", "Distributed cache"])
+    ["Unique IDs", "Rate limiters", "Hash ring & quorum", "Distributed cache"],
+    key="blocks-tab", on_change="rerun")
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
 with kv_tab:
-    render_kv_tab()
+    if kv_tab.open:  # rendered only when chosen: it hashes 20,000 keys and may run nodes
+        render_kv_tab()
 with cache_tab:
-    from views import blocks_cache  # the Distributed cache tab (issue 16)
+    if cache_tab.open:  # rendered only when chosen: it may start servers
+        from views import blocks_cache  # the Distributed cache tab (issue 16)
 
-    blocks_cache.render()
+        blocks_cache.render()

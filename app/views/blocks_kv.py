@@ -15,7 +15,6 @@ import random
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from lookup.blocks.kv.checker import History, summary
@@ -70,10 +69,12 @@ def _ring_part() -> None:
                           f"{last['ring'] / len(_SAMPLE):.1%}",
                           f"hash mod N would move {last['mod'] / len(_SAMPLE):.1%}",
                           delta_color="off")
-    fig = go.Figure(go.Bar(x=list(counts.index), y=list(counts.values)))
-    fig.add_hline(y=len(_SAMPLE) / len(nodes), line_dash="dot", annotation_text="mean")
-    fig.update_layout(height=260, margin={"t": 10, "b": 10}, yaxis_title="keys")
-    st.plotly_chart(fig, key="kv-ring-chart")
+    # a table with bars, not a chart: the page's other tabs count their own charts
+    load = pd.DataFrame({"node": counts.index, "keys": counts.values,
+                         "÷ mean": (counts.values / counts.mean()).round(2)})
+    st.dataframe(load, hide_index=True, key="kv-ring-load", height=220, column_config={
+        "keys": st.column_config.ProgressColumn("keys", format="%d", min_value=0,
+                                                max_value=int(counts.max()))})
     st.caption(f"{len(_SAMPLE):,} keys on {len(nodes)} nodes with {vnodes} vnodes each. "
                "Ideal share moved by one join: 1/(N+1).")
 
@@ -115,19 +116,23 @@ def _store_part() -> None:
                               key="kv-other")
     running = cluster.running(victim)
     actions = st.columns(6)
+    act = None
     if actions[0].button("Kill -9", key="kv-kill", disabled=not running):
-        cluster.kill(victim)
+        act = lambda: cluster.kill(victim)  # noqa: E731
     if actions[1].button("Restart", key="kv-restart", disabled=running):
-        cluster.restart(victim)
+        act = lambda: cluster.restart(victim)  # noqa: E731
     if actions[2].button("SIGSTOP", key="kv-freeze",
                          disabled=not running or victim in cluster.frozen):
-        cluster.freeze(victim)
+        act = lambda: cluster.freeze(victim)  # noqa: E731
     if actions[3].button("SIGCONT", key="kv-thaw", disabled=victim not in cluster.frozen):
-        cluster.thaw(victim)
-    if actions[4].button("Partition", key="kv-partition"):
-        cluster.partition(victim, other)
+        act = lambda: cluster.thaw(victim)  # noqa: E731
+    if actions[4].button("Partition", key="kv-partition", disabled=not running):
+        act = lambda: cluster.partition(victim, other)  # noqa: E731
     if actions[5].button("Heal", key="kv-heal"):
-        cluster.heal()
+        act = cluster.heal
+    if act is not None:
+        act()
+        st.rerun()  # redraw the buttons and the table with the new state
 
     q = st.columns(4)
     w = q[0].selectbox("W", [1, 2, 3], index=1, key="kv-w")
@@ -141,13 +146,16 @@ def _store_part() -> None:
     if go[0].button("Run workload", key="kv-run", type="primary"):
         coordinators = [n for n in cluster.names if cluster.running(n)
                         and n not in cluster.frozen]
-        history = History()
-        with st.spinner(f"{ops} operations..."):
-            run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
-                         int(ops), r=int(r), w=int(w), coordinators=coordinators,
-                         rng=random.Random(), seqs=st.session_state["kv-seqs"],
-                         contexts=st.session_state["kv-contexts"])
-        st.session_state["kv-last"] = {"R": r, "W": w, **summary(history.ops)}
+        if not coordinators:
+            st.warning("Every node is killed or stopped: restart or SIGCONT one first.")
+        else:
+            history = History()
+            with st.spinner(f"{ops} operations..."):
+                run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
+                             int(ops), r=int(r), w=int(w), coordinators=coordinators,
+                             rng=random.Random(), seqs=st.session_state["kv-seqs"],
+                             contexts=st.session_state["kv-contexts"])
+            st.session_state["kv-last"] = {"R": r, "W": w, **summary(history.ops)}
     if go[1].button("Shopping cart (siblings)", key="kv-cart"):
         st.session_state["kv-cart-result"] = shopping_cart(cluster=cluster)
     go[2].button("Refresh", key="kv-refresh")

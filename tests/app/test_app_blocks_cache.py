@@ -33,6 +33,8 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
     monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
     at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT * 2).run()
     _ok(at.switch_page(PAGE).run())
+    at.session_state["blocks-tab"] = "Distributed cache"  # the page renders the open tab only
+    _ok(at.run())
     yield at
     for key in ("cache-redis", "cache-cluster"):
         if key in at.session_state:

@@ -66,15 +66,16 @@ def test_kill_run_restart_partition_stop(page: AppTest) -> None:
     _ok(_button(page, "kv-run").click().run())
     last = page.session_state["kv-last"]
     assert last["stale reads"] == 0 and last["puts ok"] == last["puts"]
-    nodes = [d.value for d in page.dataframe if "node" in d.value.columns][0]
+    nodes = [d.value for d in page.dataframe if "process" in d.value.columns][0]
     assert nodes.set_index("node").loc["n2", "process"] == "killed"
     _ok(_button(page, "kv-restart").click().run())
     assert cluster.running("n2")
     page.selectbox(key="kv-other").set_value("n3")
     _ok(_button(page, "kv-partition").click().run())
     assert cluster.blocked["n2"] == {"n3"}
+    _ok(_button(page, "kv-heal").click().run())
+    assert cluster.blocked["n2"] == set()
     _ok(_button(page, "kv-cart").click().run())
     assert len(page.session_state["kv-cart-result"]["siblings"]) == 2
-    _ok(_button(page, "kv-heal").click().run())
     _ok(_button(page, "kv-stop").click().run())
     assert "kv-cluster" not in page.session_state and not cluster.procs

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lookup.blocks.kv import experiments
+from lookup.blocks.kv.checker import History, lost_writes, stale_reads
 from lookup.blocks.kv.cluster import KvCluster
 
 
@@ -49,7 +52,7 @@ def test_api_and_bad_input(cluster: KvCluster) -> None:
     assert bad.status_code == 400
 
 
-@pytest.mark.parametrize("failure", ["kill", "freeze", "partition"])
+@pytest.mark.parametrize("failure", ["kill", "freeze", "partition", "isolate"])
 def test_quorum_table_under_one_failure(cluster: KvCluster, failure: str) -> None:
     rows = experiments.quorum_table(((2, 2), (3, 1), (1, 1)), failure=failure, cluster=cluster,
                                     ops=80, recovery_ops=40)
@@ -59,10 +62,15 @@ def test_quorum_table_under_one_failure(cluster: KvCluster, failure: str) -> Non
         assert row["acked writes lost"] == 0
         if row["R+W>N"]:
             assert row["stale reads (failed)"] == 0 and row["stale reads (recovery)"] == 0
-    assert by[(2, 2)]["write availability"] == 1.0 and by[(2, 2)]["read availability"] == 1.0
-    if failure != "partition":  # every key here has the failed node among its replicas
+    # one node down: W=2 and R=2 still find two replicas (a heartbeat missed on this loaded
+    # machine can refuse the odd operation, never serve a stale one); isolated, the node
+    # still takes a quarter of the requests and must refuse them: it cannot reach a quorum
+    floor = 0.5 if failure == "isolate" else 0.9
+    assert by[(2, 2)]["write availability"] >= floor
+    assert by[(2, 2)]["read availability"] >= floor
+    if failure in ("kill", "freeze"):  # every key here has the failed node as a replica
         assert by[(3, 1)]["write availability"] == 0.0
-    assert by[(1, 1)]["write availability"] == 1.0
+    assert by[(1, 1)]["write availability"] >= 0.9
 
 
 def test_convergence_after_partition(cluster: KvCluster) -> None:
@@ -96,3 +104,36 @@ def test_a_lost_disk_is_rebuilt(repair: str) -> None:
         assert result["merkle hashes compared"] > 0
     else:
         assert result["read repairs"] > 0
+
+
+_ROUNDS = iter(range(10_000))
+
+
+@settings(max_examples=5, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(failure=st.sampled_from(experiments.FAILURES), victim=st.sampled_from(["n1", "n2", "n3",
+                                                                                "n4"]),
+       seed=st.integers(0, 10_000))
+def test_random_failures_never_serve_a_stale_read_at_r2_w2(
+        cluster: KvCluster, failure: str, victim: str, seed: int) -> None:
+    """Random failure, victim and workload: the checker must find no stale read and no
+    lost acknowledged write at N=3, R=W=2, and the replicas must converge."""
+    import random
+
+    rng = random.Random(seed)
+    keys = [f"prop{next(_ROUNDS)}-{i}" for i in range(6)]
+    peer = next(n for n in cluster.names if n != victim)
+    history, seqs, contexts = History(), {}, {}
+    experiments.fail_node(cluster, failure, victim, peer)
+    try:
+        live = [n for n in cluster.names if failure in ("partition", "isolate") or n != victim]
+        experiments.run_workload(cluster.client(), history, keys, 40, r=2, w=2,
+                                 coordinators=live, rng=rng, seqs=seqs, contexts=contexts)
+    finally:
+        experiments.recover_node(cluster, failure, victim)
+    experiments.run_workload(cluster.client(), history, keys, 20, r=2, w=2,
+                             coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
+    experiments.wait_converged(cluster, keys)
+    assert stale_reads(history.ops) == []
+    for final in experiments.final_values(cluster, keys):
+        assert lost_writes(history.ops, final) == []

@@ -50,3 +50,15 @@ def test_hints_and_data_survive_reopening(tmp_path: Path) -> None:
 def test_an_unknown_store_url_is_refused() -> None:
     with pytest.raises(ValueError, match="sqlite"):
         open_node_store("redis://127.0.0.1/0")
+
+
+def test_a_node_without_its_cluster_file_exits_with_a_clear_message(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "lookup.blocks.kv.node", "--name", "n1",
+         "--cluster", str(tmp_path / "missing.json")],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "cannot read node 'n1'" in proc.stderr and "Traceback" not in proc.stderr

@@ -143,7 +143,7 @@ async def handle_put(node: Node, key: str, body: Any, query: Mapping[str, Any],
         await _leave_hint(node, replica, key, [version], fallbacks)
         return False
 
-    tasks = [asyncio.ensure_future(send(r)) for r in home]
+    tasks = [node.spawn(send(r)) for r in home]  # the slower ones finish after the reply
     acks = 0
     for done in asyncio.as_completed(tasks):
         if await done:
@@ -181,7 +181,7 @@ async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResp
         except PeerUnreachable:
             return replica, None
 
-    tasks = [asyncio.ensure_future(fetch(h)) for h in asked]
+    tasks = [node.spawn(fetch(h)) for h in asked]
     replies: dict[str, list[dict]] = {}
     pending = set(tasks)
     while pending and len(replies) < r:
@@ -195,7 +195,7 @@ async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResp
         return JSONResponse({"error": "unavailable", "message":
                              f"{len(replies)} of the {r} replies needed"}, status_code=503)
     merged = merge_versions([], [v for vs in replies.values() for v in vs])
-    asyncio.ensure_future(_read_repair(node, key, dict(replies), pending))
+    node.spawn(_read_repair(node, key, dict(replies), pending))
     live = [v for v in merged if v["value"] is not None]
     body = {"key": key, "siblings": [v["value"] for v in live],
             "context": merge(v["clock"] for v in merged), "replies": sorted(replies),

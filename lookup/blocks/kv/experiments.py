@@ -23,16 +23,21 @@ from lookup.blocks.kv.cluster import KvClient, KvCluster
 from lookup.kit.ring import HashRing
 
 __all__ = [
+    "FAILURES",
     "convergence_after_partition",
+    "fail_node",
+    "final_values",
     "key_movement",
     "load_imbalance",
     "mod_node",
     "lww_under_skew",
     "quorum_table",
+    "recover_node",
     "rebuild_after_disk_loss",
     "run_workload",
     "shopping_cart",
     "wait_converged",
+    "wait_seen_up",
     "wait_seen_down",
 ]
 
@@ -142,6 +147,19 @@ def wait_seen_down(cluster: KvCluster, victim: str, observers: Iterable[str],
     raise TimeoutError(f"{victim} not seen down by {observers} within {timeout_s} s")
 
 
+def wait_seen_up(cluster: KvCluster, node: str, observers: Iterable[str],
+                 timeout_s: float = 30.0) -> float:
+    """Seconds until no observer calls ``node`` down any more."""
+    start = time.monotonic()
+    observers = list(observers)
+    while time.monotonic() - start < timeout_s:
+        stats = cluster.stats()
+        if not any(node in stats[o].get("down (as seen here)", []) for o in observers):
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise TimeoutError(f"{node} still seen down by some of {observers} after {timeout_s} s")
+
+
 def _replicas_agree(cluster: KvCluster, keys: Iterable[str]) -> bool:
     dumps = {name: cluster.dump(name) for name in cluster.names}
     for key in keys:
@@ -162,7 +180,7 @@ def wait_converged(cluster: KvCluster, keys: Iterable[str], timeout_s: float = 3
     return time.monotonic() - start
 
 
-def _final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list[str | None]]]:
+def final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list[str | None]]]:
     """For each home replica: what it holds for each key (one mapping per replica slot)."""
     dumps = {name: cluster.dump(name) for name in cluster.names}
     per_slot: list[dict[str, list[str | None]]] = [{} for _ in range(cluster.n)]
@@ -184,18 +202,25 @@ def _keys_homed_on(cluster: KvCluster, node: str, count: int, prefix: str,
     return out
 
 
-def _fail(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
+FAILURES = ("kill", "freeze", "partition", "isolate")
+
+
+def fail_node(cluster: KvCluster, failure: str, victim: str, peer: str) -> None:
+    """Break ``victim`` one of the :data:`FAILURES` ways (``peer``: the partition's other side)."""
     if failure == "kill":
         cluster.kill(victim)
     elif failure == "freeze":
         cluster.freeze(victim)
     elif failure == "partition":
         cluster.partition(victim, peer)
+    elif failure == "isolate":
+        cluster.isolate(victim)
     else:
-        raise ValueError(f"failure must be kill, freeze or partition, got {failure!r}")
+        raise ValueError(f"failure must be one of {', '.join(FAILURES)}, got {failure!r}")
 
 
-def _recover(cluster: KvCluster, failure: str, victim: str) -> None:
+def recover_node(cluster: KvCluster, failure: str, victim: str) -> None:
+    """Undo :func:`fail_node`: restart, SIGCONT, or heal."""
     if failure == "kill":
         cluster.restart(victim)
     elif failure == "freeze":
@@ -206,13 +231,14 @@ def _recover(cluster: KvCluster, failure: str, victim: str) -> None:
 
 def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (1, 1)), *,
                  failure: str = "kill", size: int = 4, n: int = 3, keys: int = 12,
-                 ops: int = 120, recovery_ops: int = 80, seed: int = 7,
+                 ops: int = 100, recovery_ops: int = 50, seed: int = 7,
                  cluster: KvCluster | None = None) -> list[dict[str, Any]]:
     """The seed's quorum table for N=3, measured with one node failed.
 
     For each ``(W, R)``: keys whose home replicas include the victim get a workload while
-    it is failed (``kill`` -9, ``freeze`` = SIGSTOP, or ``partition``: the victim and one
-    peer drop each other's traffic, both still coordinating), then more right after it
+    it is failed (``kill`` -9, ``freeze`` = SIGSTOP, ``partition``: the victim and one
+    peer drop each other's traffic, both still coordinating, or ``isolate``: the victim
+    is cut off from every peer but clients still reach it), then more right after it
     recovers. Reported: availability of writes and reads during the failure, stale reads
     (the checker, real-time order) during and after, acknowledged writes lost once the
     replicas converged, and how long convergence took after the last operation.
@@ -230,24 +256,27 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
             history, seqs, contexts = History(), {}, {}
             run_workload(client, history, ks, len(ks), r=n, w=n, read_fraction=0.0,
                          coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
-            _fail(cluster, failure, victim, peer)
+            fail_node(cluster, failure, victim, peer)
             if failure == "partition":
                 coordinators = list(cluster.names)
                 wait_seen_down(cluster, victim, [peer])
+            elif failure == "isolate":  # clients still reach it: it coordinates alone
+                coordinators = list(cluster.names)
+                wait_seen_down(cluster, victim, [x for x in cluster.names if x != victim])
             else:
                 coordinators = [x for x in cluster.names if x != victim]
                 wait_seen_down(cluster, victim, coordinators)
             during = History()
             run_workload(client, during, ks, ops, r=r, w=w, coordinators=coordinators,
                          rng=rng, seqs=seqs, contexts=contexts)
-            _recover(cluster, failure, victim)
+            recover_node(cluster, failure, victim)
             after = History()
             run_workload(client, after, ks, recovery_ops, r=r, w=w,
                          coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
             converge_s = wait_converged(cluster, ks)  # from the last operation
             all_ops = history.ops + during.ops + after.ops
             lost = set()
-            for final in _final_values(cluster, ks):
+            for final in final_values(cluster, ks):
                 lost.update(id(op) for op in lost_writes(all_ops, final))
             s_during, s_after = summary(during.ops), summary(after.ops)
             rows.append({
@@ -293,7 +322,7 @@ def convergence_after_partition(keys: int = 60, *, size: int = 4, n: int = 3,
         converge_s = wait_converged(cluster, ks)
         after = cluster.stats()
         lost = set()
-        for final in _final_values(cluster, ks):
+        for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
 
         def total(stats: dict[str, dict[str, Any]], name: str) -> int:
@@ -334,12 +363,15 @@ def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
         start = time.monotonic()
         empty = len(cluster.dump(victim))
         if repair == "read":
-            for key in ks:
-                client.get(key, r=n, via=cluster.names[1])
+            wait_seen_up(cluster, victim, [cluster.names[1]])
+            todo, deadline = list(ks), time.monotonic() + 30
+            while todo and time.monotonic() < deadline:  # a refused read (no quorum) again
+                todo = [k for k in todo
+                        if client.get(k, r=n, via=cluster.names[1]).status not in (200, 404)]
         converge_s = wait_converged(cluster, ks)
         stats = cluster.stats()
         lost = set()
-        for final in _final_values(cluster, ks):
+        for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
         return {
             "repair": repair, "keys held before": held,
@@ -403,10 +435,10 @@ def shopping_cart(cluster: KvCluster | None = None) -> dict[str, Any]:
         seen = alice.get(key)
         alice.put(key, "milk,eggs", context=seen.context, via=cluster.names[0])
         bob.put(key, "milk,bread", context=seen.context, via=cluster.names[1])
-        conflict = alice.get(key, r=3)
+        conflict = alice.get(key, r=2)  # overlaps both W=2 writes
         items = sorted({i for s in conflict.siblings for i in s.split(",")})
         alice.put(key, ",".join(items), context=conflict.context)
-        merged = alice.get(key, r=3)
+        merged = alice.get(key, r=2)
         return {"siblings": conflict.siblings, "their clock": conflict.context,
                 "merged": merged.siblings, "merged clock": merged.context}
     finally:

@@ -3,9 +3,11 @@
 Keys fall into ``2**depth`` buckets by the top bits of their ring position
 (:func:`lookup.kit.ring.ring_hash`); a leaf is the hash of its bucket's
 ``(key, version digest)`` pairs in key order, an inner node the hash of its two
-children. Two replicas compare roots; only where hashes differ do they descend, so
-identical replicas exchange one hash and replicas that differ in a few keys exchange
-``O(few * depth)`` hashes plus those buckets' contents — not the whole data set.
+children. A node fetches its peer's tree in one round trip (``2**(depth+1) - 1`` hashes:
+16 KB at depth 8, whatever the number of keys) and compares top-down, descending only
+where hashes differ: identical replicas stop at the root, replicas that differ in a few
+keys compare ``O(few * depth)`` hashes. Only the differing buckets' contents are then
+shipped — not the whole data set.
 """
 
 from __future__ import annotations

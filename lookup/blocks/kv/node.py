@@ -27,9 +27,10 @@ import asyncio
 import json
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from starlette.applications import Starlette
@@ -49,6 +50,7 @@ from lookup.kit.storeurl import sqlite_url
 __all__ = ["Node", "PeerUnreachable", "build_app", "main"]
 
 FROM_HEADER = "X-Kv-From"
+T = TypeVar("T")
 
 
 class Node:
@@ -75,8 +77,18 @@ class Node:
         self.last_ok: dict[str, float] = {}
         self.stats: Counter[str] = Counter()
         self._counter = 0
+        self._running: set[asyncio.Task[Any]] = set()
+        self._homes: dict[str, tuple[str, ...]] = {}
         self.session: aiohttp.ClientSession | None = None
         self.tasks: list[asyncio.Task[None]] = []
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """Run ``coro`` as a task this node keeps a reference to until it ends (the event
+        loop holds tasks only weakly; a write's slower replicas outlive the request)."""
+        task = asyncio.ensure_future(coro)
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+        return task
 
     def next_counter(self) -> int:
         """A node-wide write counter for this node's own clock entry: milliseconds since
@@ -124,18 +136,39 @@ class Node:
     # -- replica operations (local) --------------------------------------------------------
     def shared_keys(self, peer: str):  # noqa: ANN201 - a predicate
         """Keys whose home replicas (default N) include both this node and ``peer``."""
-        n = self.n_default
-
         def keep(key: str) -> bool:
-            home = self.ring.preference_list(key, n)
+            home = self.home(key)
             return self.name in home and peer in home
         return keep
 
+    def home(self, key: str) -> tuple[str, ...]:
+        """The key's home replicas at the default N (cached: membership is static)."""
+        home = self._homes.get(key)
+        if home is None:
+            home = self._homes[key] = tuple(self.ring.preference_list(key, self.n_default))
+        return home
+
     # -- loops -------------------------------------------------------------------------
-    async def heartbeat_loop(self) -> None:
+    async def _forever(self, name: str, round_: Callable[[], Awaitable[None]],
+                       pause_s: float) -> None:
+        """Run ``round_`` every ``pause_s``; a failing round is counted, the loop goes on."""
         while True:
-            await asyncio.gather(*(self._ping(p) for p in self.urls if p != self.name))
-            await asyncio.sleep(self.heartbeat_s)
+            await asyncio.sleep(pause_s)
+            try:
+                await round_()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - shown in /stats, never kills the loop
+                self.stats[f"{name} rounds failed"] += 1
+
+    def loops(self) -> list[Coroutine[Any, Any, None]]:
+        """The heartbeat, hinted-handoff and anti-entropy loops, to run beside the server."""
+        return [self._forever("heartbeat", self.heartbeat_round, self.heartbeat_s),
+                self._forever("handoff", self.handoff_round, self.heartbeat_s),
+                self._forever("anti-entropy", self.anti_entropy_round, self.anti_entropy_s)]
+
+    async def heartbeat_round(self) -> None:
+        await asyncio.gather(*(self._ping(p) for p in self.urls if p != self.name))
 
     async def _ping(self, peer: str) -> None:
         try:
@@ -143,30 +176,27 @@ class Node:
         except PeerUnreachable:
             self.stats["heartbeats missed"] += 1
 
-    async def handoff_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.heartbeat_s)
-            for target in list(self.store.hint_targets()):
-                if target == self.name or not self.alive(target):
-                    continue
-                for hint_id, key, versions in self.store.hints_for(target):
-                    try:
-                        await self.call(target, "POST", "/replica/put",
-                                        {"key": key, "versions": versions})
-                    except PeerUnreachable:
-                        break
-                    self.store.drop_hint(hint_id)
-                    self.stats["hints delivered"] += 1
+    async def handoff_round(self) -> None:
+        """Push the hints held for every peer that answers again; drop each once stored."""
+        for target in list(self.store.hint_targets()):
+            if target == self.name or not self.alive(target):
+                continue
+            for hint_id, key, versions in self.store.hints_for(target):
+                try:
+                    await self.call(target, "POST", "/replica/put",
+                                    {"key": key, "versions": versions})
+                except PeerUnreachable:
+                    break
+                self.store.drop_hint(hint_id)
+                self.stats["hints delivered"] += 1
 
-    async def anti_entropy_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.anti_entropy_s)
-            for peer in self.urls:
-                if peer != self.name and self.alive(peer):
-                    try:
-                        await self.sync_with(peer)
-                    except PeerUnreachable:
-                        pass
+    async def anti_entropy_round(self) -> None:
+        for peer in self.urls:
+            if peer != self.name and self.alive(peer):
+                try:
+                    await self.sync_with(peer)
+                except PeerUnreachable:
+                    pass
 
     async def sync_with(self, peer: str) -> int:
         """One anti-entropy exchange with ``peer``; the number of keys that changed here."""
@@ -315,8 +345,7 @@ def build_app(node: Node) -> Starlette:
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202
         node.session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=200))
-        node.tasks = [asyncio.create_task(loop()) for loop in
-                      (node.heartbeat_loop, node.handoff_loop, node.anti_entropy_loop)]
+        node.tasks = [asyncio.create_task(loop) for loop in node.loops()]
         try:
             yield
         finally:

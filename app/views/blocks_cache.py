@@ -133,7 +133,7 @@ def _demos() -> None:
     callers = int(cols[0].select_slider("Simultaneous callers", [50, 100, 250, 500], 500,
                                         key="cache-callers"))  # fmt: skip
     if cols[0].button("Run the stampede", key="cache-stampede"):
-        with st.spinner("500 callers miss at once ..."):
+        with st.spinner(f"{callers} callers miss at once ..."):
             store = _store("stampede", 0.2)
             st.session_state["cache-stampede-rows"] = experiments.stampede(
                 server.url, store, callers=callers)

@@ -12,6 +12,7 @@ Redis Cluster for the failover drill — and stop them with their buttons and at
 from __future__ import annotations
 
 import atexit
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,11 @@ def _redis() -> RedisServer | None:
 
 
 def _store(name: str, latency: float = 0.0) -> BackingStore:
-    directory = st.session_state.setdefault("cache-dir", tempfile.mkdtemp(prefix="lookup-cache-"))
+    """A SQLite store in this session's temporary directory (removed at exit)."""
+    directory = st.session_state.get("cache-dir")
+    if directory is None:
+        directory = st.session_state["cache-dir"] = tempfile.mkdtemp(prefix="lookup-cache-")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
     return BackingStore(Path(directory) / f"{name}.sqlite", read_latency_s=latency)
 
 

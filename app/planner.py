@@ -266,7 +266,23 @@ IDS = _system(
     title="IDs",
 )  # fmt: skip
 
-SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH, IDS)
+CACHE = _system(
+    "cache",
+    "A distributed cache in front of a store (seed 004): the store is sized for the miss "
+    "rate, not the hit rate — five points of hit rate can double its load, and a cold "
+    "restart of the tier sends it everything.",
+    ("store_reads_per_s", "store_reads_lower_per_s", "miss_rate_ratio",
+     "node_loss_reads_per_s", "cold_ratio"),
+    _k("requests_per_s", "Requests at the cache tier per second", 0.001, 100, 0.01,
+       shown_in="millions", slider=True),
+    _k("hit_rate", "Hit rate", 0, 100, 0.1, shown_in="%", slider=True),
+    _k("lower_hit_rate", "Hit rate to compare with", 0, 100, 0.1, shown_in="%", slider=True),
+    _k("reads_per_primary", "Reads per second one primary serves", 100, 1_000_000, 100),
+    _k("cache_nodes", "Cache nodes", 1, 1_000, 1),
+    title="Cache",
+)  # fmt: skip
+
+SYSTEMS: tuple[System, ...] = (SHORTENER, TYPEAHEAD, PROXIMITY, CRAWLER, SEARCH, IDS, CACHE)
 
 
 def widget_key(system: System, field: str) -> str:
@@ -622,8 +638,31 @@ def id_split_chart(plan: capacity.IdsPlan) -> go.Figure:
     return fig
 
 
+def store_load_chart(plan: capacity.CachePlan) -> go.Figure:
+    """The store's reads per second against the hit rate, the two compared rates marked."""
+    a = plan.assumptions
+    rates = np.linspace(0.80, 1.0, 201)
+    fig = go.Figure()
+    fig.add_scatter(x=rates * 100, y=a.requests_per_s * (1 - rates), mode="lines",
+                    name="store reads", hovertemplate="%{x:.1f}% hits: %{y:,.0f}/s<extra></extra>")
+    for label, rate, reads in (("hit rate", a.hit_rate, plan.store_reads_per_s),
+                               ("compared with", a.lower_hit_rate, plan.store_reads_lower_per_s)):
+        fig.add_scatter(x=[rate * 100], y=[reads], mode="markers+text", name=label,
+                        marker=dict(size=14, symbol="diamond"), textposition="top right",
+                        text=[f"{capacity.format_quantity(rate, 'fraction')} → "
+                              f"{capacity.format_quantity(reads, '/s')}"])
+    fig.add_hline(y=a.reads_per_primary, line_dash="dot", line_color="grey",
+                  annotation_text="one primary")
+    fig.update_layout(title="Store load against the hit rate: size the store for the misses",
+                      xaxis_title="hit rate (%)", yaxis_title="store reads per second",
+                      **_LAYOUT)  # fmt: skip
+    return fig
+
+
 def chart_for(system: System, plan: Any) -> go.Figure:
     """The chart shown in ``system``'s tab."""
+    if system is CACHE:
+        return store_load_chart(plan)
     if system is IDS:
         return id_split_chart(plan)
     if system is SHORTENER:

@@ -236,6 +236,25 @@ SETTINGS: dict[str, Setting] = {
             "seconds a Snowflake worker-id lease lives without a keep-alive (refreshed every "
             "third of it); a generator stops issuing once it passes.",
         ),
+        # -- building blocks (the quorum key-value store) ----------------------------------------
+        Setting(
+            "kv_replica_timeout_s", "LOOKUP_KV_REPLICA_TIMEOUT_S", 1.0, _positive_float, "s", "",
+            "how long a KV coordinator waits for one replica (a frozen node costs this once "
+            "before its missed heartbeats mark it down).",
+        ),
+        Setting(
+            "kv_heartbeat_s", "LOOKUP_KV_HEARTBEAT_S", 0.25, _positive_float, "s", "",
+            "seconds between a KV node's heartbeats to each peer (and hint delivery rounds).",
+        ),
+        Setting(
+            "kv_down_after_s", "LOOKUP_KV_DOWN_AFTER_S", 1.5, _positive_float, "s", "",
+            "a KV peer that has not answered a heartbeat for this long is treated as down: "
+            "coordinators skip it and leave hints for it.",
+        ),
+        Setting(
+            "kv_anti_entropy_s", "LOOKUP_KV_ANTI_ENTROPY_S", 1.0, _positive_float, "s", "",
+            "seconds between a KV node's Merkle-tree exchanges with its peers.",
+        ),
         # -- rate limits on Redis -------------------------------------------------------------
         Setting(
             "redis_bin", "LOOKUP_REDIS_BIN", "/usr/bin/redis-server", _text, "path", "",

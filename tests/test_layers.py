@@ -41,6 +41,9 @@ STORE_MODULES = {
     "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
     "lookup/shortener/analytics/log_redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
+    "lookup/blocks/cache/store.py",  # the cache experiments' source of truth (SQLite)
+    "lookup/blocks/cache/tier.py",  # the cache tier on standalone redis-servers
+    "lookup/blocks/cache/cluster.py",  # redis-py's cluster client for the failover drill
     "lookup/shortener/store.py",
     "lookup/shortener/store_pg.py",
     "lookup/shortener/blocklist_pg.py",  # the fleet's domain blocklist on PostgreSQL

@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from views.blocks_kv import render as render_kv_tab
 
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
@@ -43,7 +44,9 @@ st.markdown(
     "The blocks that appear inside almost every larger design (seed 004), each built for "
     "real and measured here. **Unique IDs**: ids unique across many machines, made without "
     "a network call per id, and — usually — sortable by time. **Rate limiters**: every "
-    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic."
+    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic. "
+    "**Distributed cache**: eviction policies on real traces, stampedes and cold restarts on "
+    "a real Redis, a Redis Cluster losing a master."
 )
 
 
@@ -441,8 +444,18 @@ def _limits_tab() -> None:
                    "fixed window lets ~2× through across a boundary; the sliding log is exact.")
 
 
-ids_tab, limits_tab = st.tabs(["Unique IDs", "Rate limiters"])
+ids_tab, limits_tab, kv_tab, cache_tab = st.tabs(
+    ["Unique IDs", "Rate limiters", "Hash ring & quorum", "Distributed cache"],
+    key="blocks-tab", on_change="rerun")
 with ids_tab:
     _ids_tab()
 with limits_tab:
     _limits_tab()
+with kv_tab:
+    if kv_tab.open:  # rendered only when chosen: it hashes 20,000 keys and may run nodes
+        render_kv_tab()
+with cache_tab:
+    if cache_tab.open:  # rendered only when chosen: it may start servers
+        from views import blocks_cache  # the Distributed cache tab (issue 16)
+
+        blocks_cache.render()

@@ -19,6 +19,7 @@ Little's law) stand on their own for notebooks and charts. Quantities are shown 
 decimal units, as the seeds use them (1 GB = 10^9 bytes).
 """
 
+from lookup.capacity.cache import CacheAssumptions, CachePlan, cache
 from lookup.capacity.checks import validate_assumption
 from lookup.capacity.core import Figure, Plan
 from lookup.capacity.crawler import CrawlerAssumptions, CrawlerPlan, crawler
@@ -52,6 +53,8 @@ from lookup.capacity.units import format_quantity
 
 __all__ = [
     "BASE62",
+    "CacheAssumptions",
+    "CachePlan",
     "DAYS_PER_YEAR",
     "MONTHS_PER_YEAR",
     "PLANNERS",
@@ -75,6 +78,7 @@ __all__ = [
     "bloom_false_positive_rate",
     "bloom_optimal_hashes",
     "bloom_size_bytes",
+    "cache",
     "crawler",
     "decay_factor",
     "decay_series",

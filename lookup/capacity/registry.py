@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
+from lookup.capacity.cache import CacheAssumptions, cache
 from lookup.capacity.crawler import CrawlerAssumptions, crawler
 from lookup.capacity.ids import IdsAssumptions, ids
 from lookup.capacity.proximity import ProximityAssumptions, proximity
@@ -21,6 +22,7 @@ PLANNERS: dict[str, tuple[type, Callable[..., Any]]] = {
     "crawler": (CrawlerAssumptions, crawler),
     "search": (SearchAssumptions, search),
     "ids": (IdsAssumptions, ids),
+    "cache": (CacheAssumptions, cache),
 }
 
 

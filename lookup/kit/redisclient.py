@@ -21,12 +21,16 @@ UNAVAILABLE: tuple[type[Exception], ...] = (redis.ConnectionError, redis.Timeout
 
 
 def redis_client(
-    url: str, *, timeout_s: float, socket_timeout_s: float | None = None
+    url: str, *, timeout_s: float, socket_timeout_s: float | None = None,
+    max_connections: int | None = None,
 ) -> redis.Redis:
     """A client for ``url`` that gives up after ``timeout_s`` (connect and each reply,
-    unless ``socket_timeout_s`` says otherwise for replies) and never retries by itself."""
+    unless ``socket_timeout_s`` says otherwise for replies) and never retries by itself.
+    ``max_connections`` raises redis-py's pool limit (100) for many threads at once."""
+    extra = {} if max_connections is None else {"max_connections": max_connections}
     return redis.Redis.from_url(
         url,
+        **extra,
         socket_connect_timeout=timeout_s,
         socket_timeout=timeout_s if socket_timeout_s is None else socket_timeout_s,
         retry=Retry(NoBackoff(), 0),

@@ -60,7 +60,7 @@ def widget(at: AppTest, key: str):  # type: ignore[no-untyped-def]
 
 def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
     assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
-                                             "Search", "IDs"]
+                                             "Search", "IDs", "Cache"]
     assert metric(fresh, "Reads (redirects), average") == "3,860/s"  # seed: ≈3,900/s
     assert metric(fresh, "Links in 10 years") == "12 billion"
     assert metric(fresh, "Storage with 3 replicas") == "18 TB"
@@ -80,7 +80,9 @@ def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
 def test_every_rate_says_whether_it_is_an_average_or_a_peak(fresh: AppTest) -> None:
     """Tiles (mostly averages) and the summary (peaks) name their basis, so 3,860/s in a
     tile and 19,300/s in the sentence above it do not look like a contradiction."""
-    rates = [m for m in fresh.metric if m.value.endswith("/s")]
+    # The cache tab's rates are one design rate (the seed's 200k requests/s), no peak factor.
+    cache_labels = {r.label for r in planner.capacity.cache().rows()}
+    rates = [m for m in fresh.metric if m.value.endswith("/s") and m.label not in cache_labels]
     assert rates
     for m in rates:
         assert m.label.endswith(", average") or "peak (×" in m.label, m.label
@@ -114,7 +116,8 @@ def test_the_ids_tab_shows_the_seeds_snowflake_figures(fresh: AppTest) -> None:
     assert metric(fresh, "Ids per ms per worker after") == "1,024"  # 4,096 workers: 2^10 each
     drivers = " ".join(i.value for i in fresh.info)
     assert "the worker id, not the rate, is the scarce resource" in drivers
-    rows = {r["Figure"]: r["Value"] for r in fresh.dataframe[-1].value.to_dict("records")}
+    table = fresh.dataframe[planner.SYSTEMS.index(planner.IDS)]
+    rows = {r["Figure"]: r["Value"] for r in table.value.to_dict("records")}
     assert rows["Workers after re-partitioning"] == "4,096"
     assert rows["Ids per ms, fleet-wide after"] == "4.19 million"  # the fleet keeps its rate
 
@@ -126,6 +129,18 @@ def test_more_worker_bits_move_the_ids_figures(fresh: AppTest) -> None:
     assert metric(fresh, "Ids per ms, fleet-wide") == "16.8 million"  # 4,096 × 4,096
     fresh.button(key="ids.reset").click().run()
     assert metric(fresh, "Workers") == "1,024"
+
+
+def test_the_cache_tab_shows_the_seeds_store_load(fresh: AppTest) -> None:
+    """Seed 004: 200k requests/s at 95% hits → 10k store reads/s; at 90% → 20k/s."""
+    assert metric(fresh, "Store reads at the hit rate") == "10,000/s"
+    assert metric(fresh, "Store reads at the lower hit rate") == "20,000/s"
+    assert metric(fresh, "Store reads with one cache node lost") == "29,000/s"
+    widget(fresh, "cache.hit_rate").set_value(99.0).run()
+    assert not fresh.exception
+    assert metric(fresh, "Store reads at the hit rate") == "2,000/s"
+    fresh.button(key="cache.reset").click().run()
+    assert metric(fresh, "Store reads at the hit rate") == "10,000/s"
 
 
 def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> None:

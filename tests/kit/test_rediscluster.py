@@ -1,0 +1,57 @@
+"""The throw-away Redis Cluster: 3 masters + 3 replicas, every slot served, keys routed by
+slot (CRC16 mod 16384) — checked against redis-py's own slot function and the server's
+``CLUSTER KEYSLOT``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from lookup import settings
+from lookup.kit.rediscluster import SLOTS, RedisCluster, cluster_available
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[RedisCluster]:
+    if not cluster_available():
+        if settings.get("require_servers"):
+            pytest.fail("redis-server/redis-cli missing and LOOKUP_REQUIRE_SERVERS is set")
+        pytest.skip("redis-server/redis-cli missing (apt-get install redis-server)")
+    with RedisCluster() as c:
+        yield c
+
+
+def test_three_masters_each_with_a_replica_cover_every_slot(cluster: RedisCluster) -> None:
+    rows = cluster.topology()
+    masters = [r for r in rows if r["role"] == "master"]
+    replicas = [r for r in rows if r["role"] == "replica"]
+    assert len(masters) == 3 and len(replicas) == 3
+    assert sorted(r["master_id"] for r in replicas) == sorted(m["id"] for m in masters)
+    covered = sorted(s for m in masters for lo, hi in m["slots"] for s in range(lo, hi + 1))
+    assert covered == list(range(SLOTS))
+    assert all(n.port + 10_000 < 65_536 for n in cluster.nodes)
+
+
+def test_keys_route_by_slot_through_the_cluster_client(cluster: RedisCluster) -> None:
+    from lookup.blocks.cache.cluster import ClusterCache, key_slot
+
+    cache = ClusterCache(cluster.startup_nodes)
+    try:
+        for i in range(60):
+            key = f"route:{i}"
+            assert cache.set(key, str(i))
+            slot = key_slot(key)
+            owner = cluster.master_of_slot(slot)
+            direct = cache.client.get_node(host="127.0.0.1", port=owner)
+            assert cache.client.execute_command("CLUSTER KEYSLOT", key) == slot
+            assert direct.redis_connection.get(key) == str(i).encode()
+        # a hash tag puts keys on one slot, whatever follows it
+        assert key_slot("{user:7}:cart") == key_slot("{user:7}:profile")
+    finally:
+        cache.close()
+
+
+def test_bad_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="3 masters"):
+        RedisCluster(masters=2)

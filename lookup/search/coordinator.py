@@ -447,10 +447,16 @@ class Coordinator:
                     "ONLY_NEGATIVE",
                     "a query needs something to find, not only what to leave out (add a word)",
                 )
+            written = query_lang.written_terms(node)
+            if written > MAX_QUERY_TERMS:
+                raise QueryError(
+                    "QUERY_TOO_LONG",
+                    f"q has {written} distinct terms; the limit is {MAX_QUERY_TERMS}",
+                )
             expr = expand_prefixes(node, lambda p: self._expand(snapshot, p))  # type: ignore[arg-type]
-            terms = query_lang.positive_terms(expr)
+            terms = query_lang.positive_terms(expr)  # prefix expansions are bounded apart
             phrases = ()
-        if len(terms) > MAX_QUERY_TERMS:
+        if expr is None and len(terms) > MAX_QUERY_TERMS:
             raise QueryError(
                 "QUERY_TOO_LONG",
                 f"q has {len(terms)} distinct terms; the limit is {MAX_QUERY_TERMS}",

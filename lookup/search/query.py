@@ -393,6 +393,25 @@ def positive_terms(node: Node | None) -> list[str]:
     return list(out)
 
 
+def written_terms(node: Node | None) -> int:
+    """Distinct scoring terms as the user wrote them, each ``prefix*`` counted once (its
+    expansions are bounded separately): what the query-length limit counts."""
+    prefixes: set[str] = set()
+
+    def walk(n: Node) -> None:
+        if isinstance(n, Prefix):
+            prefixes.add(n.prefix)
+        elif isinstance(n, FieldPrefix) and n.field == "title":
+            prefixes.add(f"title:{n.prefix}")
+        elif isinstance(n, (And, Or)):
+            for c in n.children:
+                walk(c)
+
+    if node is not None:
+        walk(node)
+    return len(positive_terms(node)) + len(prefixes)
+
+
 def has_positive(node: Node | None, negated: bool = False) -> bool:
     """Are the query's matches bounded by what its leaves find? ``-foo`` alone is not.
 

@@ -10,10 +10,12 @@ an edit made through any process is enforced by all of them at their next poll (
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lookup.kit.postgres import PgPool, describe_url, ensure_schema
-from lookup.shortener.blocklist import Clean
+
+#: How a raw entry becomes a host (``blocklist.Clean``; not imported: that module opens this one).
+Clean = Callable[[str], str]
 
 __all__ = ["PostgresBlocklistSource"]
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from lookup.geo import geohash as gh
@@ -40,6 +40,7 @@ def _destinations(lat: float, lng: float, dist: np.ndarray, bearing: np.ndarray
     st.floats(min_value=-180, max_value=180),
     st.floats(min_value=1, max_value=20_000),
 )
+@example(89.999, 0.0, 2.0)  # a metre-sized cap next to the pole (found by a CI run)
 def test_circle_box_holds_the_whole_circle(lat: float, lng: float, radius: float) -> None:
     box = circle_box(lat, lng, radius)
     bearings = np.linspace(0, 2 * math.pi, 720, endpoint=False)
@@ -49,11 +50,15 @@ def test_circle_box_holds_the_whole_circle(lat: float, lng: float, radius: float
 
 
 def _only_rounding(box, plat: np.ndarray, plng: np.ndarray) -> bool:  # type: ignore[no-untyped-def]
-    # the direct problem itself rounds; allow a nanodegree at the box's edge
+    # the direct problem itself rounds; allow a nanodegree of ground (0.1 mm) at the box's
+    # edge. Next to a pole the oracle's longitude comes from a difference of two numbers
+    # near 1 (cancellation), so its error in degrees grows as 1/cos(lat) while the ground
+    # distance stays tiny: the longitude allowance is scaled the same way.
     eps = 1e-9
+    lng_eps = eps / np.maximum(np.cos(np.radians(np.clip(plat, -90, 90))), 1e-12)
     lng_ok = np.zeros(len(plat), dtype=bool)
     for w, e in box.lngs:
-        lng_ok |= (plng >= w - eps) & (plng <= e + eps)
+        lng_ok |= (plng >= w - lng_eps) & (plng <= e + lng_eps)
     return bool((lng_ok & (plat >= box.south - eps) & (plat <= box.north + eps)).all())
 
 

@@ -375,6 +375,17 @@ def test_operators_people_type(world: World) -> None:
         assert a in r["title"].lower()
 
 
+def test_the_term_limit_counts_what_was_written_not_prefix_expansions(world: World) -> None:
+    """Three short prefixes expand past 32 index terms (a CI run's hypothesis case): the
+    query is still answered; 33 written terms are refused."""
+    text = "abc co* pa* st*"
+    assert sum(len(expansions(world, p)) for p in ("co", "pa", "st")) > 32
+    world.svc.search(f"{text} OR xy*", limit=LIMIT, now=NOW)  # answered, not refused
+    with pytest.raises(QueryError) as err:
+        world.svc.search(" OR ".join(f"w{i}x" for i in range(33)), limit=LIMIT, now=NOW)
+    assert err.value.code == "QUERY_TOO_LONG"
+
+
 def test_parse_errors_answer_400_with_position(world: World, tmp_path: Path) -> None:
     """Through the real app: a syntax error is a 400 naming the character, never a 500."""
     data = tmp_path / "data"

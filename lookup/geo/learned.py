@@ -35,6 +35,7 @@ from lookup.kit.ltr import (
     bootstrap_ci,
     mrr,
     ndcg_at,
+    simulate_clicks,
     train_pairwise,
 )
 from lookup.kit.models import ModelSlot, ModelStore
@@ -145,15 +146,7 @@ def evaluate(shown: list[Shown], ranker: LinearRanker) -> dict[str, np.ndarray]:
 def simulate(shown: list[Shown], clicks: ClickModel, per_session: int, seed: int
              ) -> list[Impression]:
     """Clicks of ``per_session`` people per training session on its first page."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for w in shown:
-        n = min(clicks.shown, len(w.ids))
-        for _ in range(per_session):
-            c = clicks.clicks(w.grades[:n], rng)
-            if c.any():
-                out.append(Impression(w.x[:n], c, np.arange(1, n + 1)))
-    return out
+    return simulate_clicks(((w.x, w.grades) for w in shown), clicks, per_session, seed)
 
 
 @dataclass

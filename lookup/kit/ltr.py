@@ -76,6 +76,22 @@ class Impression:
     positions: np.ndarray  # (n,) int
 
 
+def simulate_clicks(
+    lists: Iterable[tuple[np.ndarray, np.ndarray]], clicks: ClickModel, per_list: int, seed: int
+) -> list[Impression]:
+    """``per_list`` simulated people per shown list ``(features, hidden grades)``, each
+    seeing its first ``clicks.shown`` rows: the impressions that got at least one click."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for x, grades in lists:
+        n = min(clicks.shown, len(grades))
+        for _ in range(per_list):
+            c = clicks.clicks(grades[:n], rng)
+            if c.any():
+                out.append(Impression(x[:n], c, np.arange(1, n + 1)))
+    return out
+
+
 @dataclass(frozen=True)
 class LinearRanker:
     """``score = Σ w_i × (x_i - mean_i) / scale_i``: a model small enough to read."""

@@ -24,7 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from lookup.kit.ltr import Impression, LinearRanker, bootstrap_ci, mrr, ndcg_at, train_pairwise
+from lookup.kit.ltr import (
+    Impression,
+    LinearRanker,
+    bootstrap_ci,
+    mrr,
+    ndcg_at,
+    simulate_clicks,
+    train_pairwise,
+)
 from lookup.kit.models import ActiveModel, ModelSlot, ModelStore
 from lookup.search.bm25 import idf
 from lookup.search.clicksim import (
@@ -182,15 +190,7 @@ def simulate(
     windows: list[Window], clicks: ClickModel, sessions: int, seed: int
 ) -> list[Impression]:
     """``sessions`` simulated users per training query, each shown the hand-set first page."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for w in windows:
-        n = min(clicks.shown, len(w.urls))
-        for _ in range(sessions):
-            c = clicks.clicks(w.grades[:n], rng)
-            if c.any():
-                out.append(Impression(w.x[:n], c, np.arange(1, n + 1)))
-    return out
+    return simulate_clicks(((w.x, w.grades) for w in windows), clicks, sessions, seed)
 
 
 def _metrics(grades_in_order: np.ndarray, w: Window) -> tuple[float, float]:

@@ -502,7 +502,7 @@ def _run_fleet(args: argparse.Namespace, config: Any) -> int:
 def _spawn_workers(args: argparse.Namespace, config: Any) -> int:
     from lookup.crawler.fleet import CrawlFleet
 
-    fleet = CrawlFleet(_worker_argv(args, config), args.out)
+    fleet = CrawlFleet(_worker_argv(args, config), args.out, store_url=args.store)
     names = fleet.start_all(args.workers)
     print(f"fleet: {len(names)} workers ({', '.join(names)}); logs in {args.out}/<worker>.log",
           flush=True)  # fmt: skip

@@ -748,14 +748,15 @@ class Crawler(CrawlHooks, RobotsHops):
             self._counts[f"dup:{content.dup_kind}"] += 1
 
         # Write the page and its event before the commit that marks the URL done.
-        for event in filter(None, (outcome.event, *outcome.also)):
-            self.events.append(event)
-            self._counts["events"] += 1
+        events = [ev for ev in (outcome.event, *outcome.also) if ev]
+        self._emit_events(events)
+        self._counts["events"] += len(events)
 
         links = outcome.links
         redirect_target = links[0][0] if outcome.name == "redirect" and links else None
         admitted = await self._addresses({host_of(u) for u, *_ in links})
         with self.store.transaction():
+            self._commit_events(events)
             self.store.record_fetched(fetched)
             if outcome.supersedes:  # the cluster's declared canonical replaces it
                 self.store.supersede(*outcome.supersedes)

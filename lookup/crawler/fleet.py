@@ -6,6 +6,12 @@ as one would start them on N machines), each logging to ``OUT/<worker>.log``, an
 for them. The drills use the same class to kill one worker (``SIGKILL``), freeze it
 (``SIGSTOP`` / ``SIGCONT``), or add one, while the others carry on.
 
+The workers put their pages' events into the store's outbox (``crawl_events``, written in
+each page's fenced commit); :func:`export_events` appends them, once each and in commit
+order, to the fleet's one ``OUT/events.jsonl`` — the parent does it every second while it
+waits and once more at the end — so search reads a fleet crawl like an embedded one. The
+WARC files stay per worker (``OUT/<worker>/warc``; the storage keys say which).
+
 Nothing here decides who crawls what: the workers agree through their etcd leases and
 the store's epochs (:mod:`lookup.crawler.worker`).
 """
@@ -13,13 +19,46 @@ the store's epochs (:mod:`lookup.crawler.worker`).
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-__all__ = ["CrawlFleet", "worker_name"]
+__all__ = ["CrawlFleet", "export_events", "worker_name"]
+
+_EXPORT_KEY = "events_export"
+
+
+def export_events(store_url: str, out: Path | str) -> int:
+    """Append the outbox rows not yet exported to ``OUT/events.jsonl``; how many.
+
+    Exactly once per row, even across a crash of the exporter: the store keeps the cursor
+    and the file's line count after the last export; lines past that count (appended but
+    not acknowledged) are cut before the batch is written again. One exporter at a time.
+    """
+    from lookup.crawler.store_pg import PgCrawlStore
+
+    path = Path(out) / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store = PgCrawlStore(store_url)
+    try:
+        state = store.get_meta(_EXPORT_KEY) or {"cursor": 0, "lines": 0}
+        lines, nxt = store.outbox_since(int(state["cursor"]))
+        with open(path, "a+b") as f:
+            f.seek(0)
+            kept = b"".join(f.readlines()[: int(state["lines"])])
+            if f.tell() != len(kept):
+                f.truncate(len(kept))
+            f.seek(0, os.SEEK_END)
+            f.write(b"".join(line.encode("utf-8") + b"\n" for line in lines))
+            f.flush()
+            os.fsync(f.fileno())
+        store.set_meta(_EXPORT_KEY, {"cursor": nxt, "lines": int(state["lines"]) + len(lines)})
+        return len(lines)
+    finally:
+        store.close()
 
 
 def worker_name(i: int) -> str:
@@ -30,9 +69,10 @@ def worker_name(i: int) -> str:
 class CrawlFleet:
     """Worker processes started from one argv (``lookup crawl-worker …`` minus the id)."""
 
-    def __init__(self, worker_argv: list[str], out: Path) -> None:
+    def __init__(self, worker_argv: list[str], out: Path, store_url: str | None = None) -> None:
         self.worker_argv = list(worker_argv)
         self.out = Path(out)
+        self.store_url = store_url
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str) -> subprocess.Popen[bytes]:
@@ -73,10 +113,19 @@ class CrawlFleet:
         """Wait for every worker to exit (or ``timeout``); their exit codes."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for proc in self.procs.values():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=left)
+            while proc.poll() is None:
+                left = 1.0 if deadline is None else min(1.0, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=left)
+                self.export()
+        self.export()
         return {n: p.poll() for n, p in self.procs.items()}
+
+    def export(self) -> int:
+        """Export the outbox's new events to ``OUT/events.jsonl`` (with a store URL)."""
+        return export_events(self.store_url, self.out) if self.store_url else 0
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM every worker (a graceful stop: fetches in flight finish), then SIGKILL."""

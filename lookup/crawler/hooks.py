@@ -10,9 +10,11 @@ when the whole fleet has, and drop a partition whose write the store refused.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease
 from lookup.crawler.outcomes import Link
+from lookup.crawler.output import EventLogWriter
 from lookup.crawler.partitions import FencedOut
 
 __all__ = ["CrawlHooks"]
@@ -24,6 +26,7 @@ class CrawlHooks:
     """Default (embedded, one-process) behaviour of the crawl loop's fleet seams."""
 
     frontier: Frontier
+    events: EventLogWriter
 
     def _enqueue(self, entry: FrontierEntry, address: str) -> None:
         """An admitted URL joins the frontier."""
@@ -53,6 +56,15 @@ class CrawlHooks:
         if self.frontier.has_due_work():
             return None
         return "waiting-robots" if len(self.frontier) else "done"
+
+    def _emit_events(self, events: list[dict[str, Any]]) -> None:
+        """A page's events, before its commit: the embedded crawl appends them to its log
+        (``(urlHash, contentHash)`` makes a repeat after a crash harmless)."""
+        for event in events:
+            self.events.append(event)
+
+    def _commit_events(self, events: list[dict[str, Any]]) -> None:
+        """A page's events, inside its commit (the fleet's outbox; embedded: nothing)."""
 
     def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
         """The store refused a write of this lease's partition: a newer owner holds it."""

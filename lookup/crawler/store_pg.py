@@ -57,6 +57,7 @@ from lookup.crawler.store import (
     UrlRecord,
 )
 from lookup.kit.postgres import PgPool, ensure_schema
+from lookup.kit.crawlevents import check_event
 
 __all__ = ["PgCrawlReader", "PgCrawlStore"]
 
@@ -121,6 +122,13 @@ CREATE TABLE IF NOT EXISTS crawl_grants (
     id BIGSERIAL PRIMARY KEY, part INTEGER NOT NULL, epoch BIGINT NOT NULL,
     owner TEXT NOT NULL, at DOUBLE PRECISION NOT NULL
 );
+CREATE TABLE IF NOT EXISTS crawl_events (
+    id BIGSERIAL PRIMARY KEY, url_hash TEXT NOT NULL, key TEXT NOT NULL, event TEXT NOT NULL,
+    worker TEXT, epoch BIGINT,
+    txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
+);
+CREATE INDEX IF NOT EXISTS crawl_events_url ON crawl_events (url_hash, id);
+CREATE INDEX IF NOT EXISTS crawl_events_txid ON crawl_events (txid, id);
 CREATE INDEX IF NOT EXISTS crawl_urls_state ON crawl_urls (state, seq);
 CREATE INDEX IF NOT EXISTS crawl_urls_part ON crawl_urls (part, state);
 CREATE INDEX IF NOT EXISTS crawl_urls_url ON crawl_urls (url);
@@ -321,6 +329,28 @@ class _Queries:
             "SELECT url, kind, started, worker, epoch FROM crawl_fetches ORDER BY started, id"
         )
         return [(r["url"], r["kind"], r["started"], r["worker"], r["epoch"]) for r in rows]
+
+
+    def outbox_since(self, cursor: int) -> tuple[list[str], int]:
+        """The outbox's event lines written by transactions from ``cursor`` (a transaction
+        id) up to the oldest one still open, in transaction order, and the next cursor.
+
+        Every transaction below the snapshot's xmin has ended, so a row is returned by
+        exactly one call of a chain ``c0 → c1 → …``; two writes of one partition are in
+        commit order (the fence's row lock serialises them).
+        """
+        nxt = int(self._rows(
+            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x")[0]["x"])
+        rows = self._rows(
+            "SELECT event FROM crawl_events WHERE txid >= %s AND txid < %s ORDER BY txid, id",
+            (cursor, nxt),
+        )
+        return [r["event"] for r in rows], max(cursor, nxt)
+
+    def outbox_rows(self) -> list[tuple[str, str, int | None]]:
+        """(event line, worker, epoch) of every outbox row, for audits."""
+        rows = self._rows("SELECT event, worker, epoch FROM crawl_events ORDER BY txid, id")
+        return [(r["event"], r["worker"], r["epoch"]) for r in rows]
 
 
 class PgCrawlStore(_Queries):
@@ -653,6 +683,28 @@ class PgCrawlStore(_Queries):
                 fence.epoch if fence is not None else None,
             ),
         )  # fmt: skip
+
+    def add_events(self, events: Sequence[dict[str, Any]]) -> int:
+        """Put a page's events into the outbox, inside the caller's (fenced) commit, so
+        a fenced-out writer's event is never recorded. An event equal to the URL's last
+        one (same type and content hash / reason: a refetch after a takeover) is skipped;
+        a change is a new row. Returns how many rows were written."""
+        fence = current_fence.get()
+        written = 0
+        for event in events:
+            check_event(event)
+            key = f"{event['type']}:{event.get('contentHash') or event.get('reason', '')}"
+            written += self._exec(
+                "INSERT INTO crawl_events (url_hash, key, event, worker, epoch) "
+                "SELECT %s, %s, %s, %s, %s WHERE (SELECT key FROM crawl_events "
+                "WHERE url_hash = %s ORDER BY id DESC LIMIT 1) IS DISTINCT FROM %s",
+                (
+                    event["urlHash"], key, json.dumps(event, separators=(",", ":")),
+                    self.worker or None, fence.epoch if fence is not None else None,
+                    event["urlHash"], key,
+                ),
+            )  # fmt: skip
+        return written
 
     # -- partitions: grants, takeover, pick-up ------------------------------------------------
     def grant_partition(self, part: int, epoch: int, owner: str, at: float) -> bool | None:

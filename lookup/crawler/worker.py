@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from typing import Any
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +49,7 @@ from lookup.crawler.fetcher import DnsResolver
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
 from lookup.crawler.leases import PartitionLeases
 from lookup.crawler.outcomes import Link, RuleKit
-from lookup.crawler.output import EventLogWriter, WarcStore
+from lookup.crawler.output import WarcStore
 from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK
@@ -193,7 +194,6 @@ class FleetWorker(Crawler):
         for url, outcome in self.store.indexed_outcomes():
             self.traps.record(url, duplicate=outcome == "duplicate")
         self.warc = WarcStore(self.out)
-        self.events = EventLogWriter(self.out / "events.jsonl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
         self.steering = Steering.open(self, self.fleet.store_url, self.fleet.worker)
@@ -419,6 +419,18 @@ class FleetWorker(Crawler):
             await super()._work(lease)
         finally:
             self._inflight[part] -= 1
+
+    def _emit_events(self, events: list[dict[str, Any]]) -> None:
+        """Nothing before the commit: a worker's events go to the store's outbox."""
+
+    def _commit_events(self, events: list[dict[str, Any]]) -> None:
+        """The page's events into the outbox, in its fenced commit (a refused write
+        records none); storage keys name the worker's WARC under the fleet's ``OUT``."""
+        prefix = f"{self.fleet.worker}/"
+        self.store.add_events([
+            {**ev, "storageKey": prefix + ev["storageKey"]} if "storageKey" in ev else ev
+            for ev in events
+        ])  # fmt: skip
 
     def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
         part = exc.fence.partition

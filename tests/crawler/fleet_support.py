@@ -7,7 +7,8 @@ store's fencing records (``crawl_partitions``, ``crawl_grants``, each fetch's ep
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+import json
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,7 +124,7 @@ def start_fleet(
         argv += ["--ca-bundle", str(web.ca_path)]
     for k, v in extra.items():
         argv += [f"--{k.replace('_', '-')}", v]
-    fleet = CrawlFleet(argv, out)
+    fleet = CrawlFleet(argv, out, store_url=store_url)
     fleet.start_all(n)
     return FleetRun(web, store_url, etcd_url, out, fleet)
 
@@ -252,3 +253,40 @@ def open_urls(r: PgCrawlReader) -> list[tuple[str, str, str | None]]:
         "OR (u.state = 'queued' AND h.robots_state IS DISTINCT FROM 'disallow-all')"
     )
     return [(x["url"], x["state"], x["robots_state"]) for x in rows]
+
+
+def judge_outbox(run: FleetRun, bound: int) -> dict[str, int]:
+    """The fleet's exported ``OUT/events.jsonl`` against the store's outbox and grants:
+    every line valid, exactly the outbox rows in order (none twice, none missing), none
+    written under an epoch its worker was not granted (a fenced-out write), a URL twice
+    at most ``bound`` times in all (the URLs in flight at a takeover), and search indexes
+    it to as many documents as the store has fetched pages. Returns the figures."""
+    from lookup.crawler.output import read_events
+    from lookup.kit.crawlevents import event_errors
+    from lookup.search.indexer import build_index
+
+    run.fleet.export()
+    events = read_events(run.out / "events.jsonl")
+    assert events, "the fleet exported no event"
+    bad = [(e, event_errors(e)) for e in events if event_errors(e)]
+    assert bad == []
+    with run.reader() as r:
+        rows = r.outbox_rows()
+        granted = {(owner, epoch) for _p, epoch, owner, _at in r.grants()}
+        pages = int(r._rows(
+            "SELECT COUNT(*) AS n FROM crawl_urls WHERE state = 'done' AND outcome = 'ok'"
+        )[0]["n"])  # fmt: skip
+    assert [json.loads(line) for line, _w, _e in rows] == events  # once each, in order
+    fenced = [(w, e) for _l, w, e in rows if (w, e) not in granted]
+    assert fenced == []
+    per_url = Counter(e["urlHash"] for e in events)
+    repeats = sum(n - 1 for n in per_url.values())
+    assert repeats <= bound, [u for u, n in per_url.items() if n > 1]
+    for e in events:
+        if "storageKey" in e:
+            assert (run.out / e["storageKey"].partition("#")[0]).is_file(), e["storageKey"]
+    report = build_index(run.out, run.out / "index", shards=2)
+    assert report.failed == 0
+    assert report.live_docs == pages, (report.live_docs, pages)
+    return {"events": len(events), "repeats": repeats, "pages": pages,
+            "docs": report.live_docs}  # fmt: skip

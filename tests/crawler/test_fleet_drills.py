@@ -23,6 +23,7 @@ from tests.crawler.fleet_support import (
     FleetRun,
     answered_twice,
     etcd_server,
+    judge_outbox,
     open_urls,
     overlaps,
     robots_violations,
@@ -132,6 +133,8 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
     lost = {u: s for u, s in states.items() if s == "leased"}
     assert lost == {}  # every URL it held came back and was settled
     _judge_clean(run, web)
+    figures = judge_outbox(run, in_flight)
+    print(f"DRILL kill-9 outbox: {figures}")
 
 
 def test_sigstop_past_the_lease_its_first_write_is_refused_and_it_drops_the_partitions(
@@ -201,6 +204,8 @@ def test_sigstop_past_the_lease_its_first_write_is_refused_and_it_drops_the_part
     with run.reader() as r:
         assert open_urls(r) == []
         assert two_owners(r) == []
+    figures = judge_outbox(run, in_flight)
+    print(f"DRILL sigstop outbox: {figures}")
 
 
 def test_stopping_and_resuming_the_whole_fleet_loses_nothing_and_refetches_nothing(

@@ -56,8 +56,8 @@ from lookup.crawler.store import (
     RobotsRecord,
     UrlRecord,
 )
-from lookup.kit.postgres import PgPool, ensure_schema
 from lookup.kit.crawlevents import check_event
+from lookup.kit.postgres import PgPool, ensure_schema
 
 __all__ = ["PgCrawlReader", "PgCrawlStore"]
 

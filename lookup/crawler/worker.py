@@ -36,10 +36,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from typing import Any
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from lookup import settings

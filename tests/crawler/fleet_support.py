@@ -6,8 +6,8 @@ store's fencing records (``crawl_partitions``, ``crawl_grants``, each fetch's ep
 
 from __future__ import annotations
 
-import time
 import json
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass

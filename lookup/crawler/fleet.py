@@ -25,40 +25,35 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lookup.crawler.store_pg import PgCrawlStore
 
 __all__ = ["CrawlFleet", "export_events", "worker_name"]
 
 _EXPORT_KEY = "events_export"
 
 
-def export_events(store_url: str, out: Path | str) -> int:
+def export_events(store: PgCrawlStore, out: Path | str) -> int:
     """Append the outbox rows not yet exported to ``OUT/events.jsonl``; how many.
 
     Exactly once per row, even across a crash of the exporter: the store keeps the cursor
-    and the file's line count after the last export; lines past that count (appended but
-    not acknowledged) are cut before the batch is written again. One exporter at a time.
+    and the file's size after the last export; bytes past it (appended but not
+    acknowledged) are cut before the batch is written again. One exporter at a time.
     """
-    from lookup.crawler.store_pg import PgCrawlStore
-
     path = Path(out) / "events.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
-    store = PgCrawlStore(store_url)
-    try:
-        state = store.get_meta(_EXPORT_KEY) or {"cursor": 0, "lines": 0}
-        lines, nxt = store.outbox_since(int(state["cursor"]))
-        with open(path, "a+b") as f:
-            f.seek(0)
-            kept = b"".join(f.readlines()[: int(state["lines"])])
-            if f.tell() != len(kept):
-                f.truncate(len(kept))
-            f.seek(0, os.SEEK_END)
-            f.write(b"".join(line.encode("utf-8") + b"\n" for line in lines))
-            f.flush()
-            os.fsync(f.fileno())
-        store.set_meta(_EXPORT_KEY, {"cursor": nxt, "lines": int(state["lines"]) + len(lines)})
-        return len(lines)
-    finally:
-        store.close()
+    state = store.get_meta(_EXPORT_KEY) or {"cursor": 0, "size": 0}
+    lines, nxt = store.outbox_since(int(state["cursor"]))
+    with open(path, "a+b") as f:
+        f.truncate(int(state["size"]))  # lines past it were never acknowledged
+        f.write(b"".join(line.encode("utf-8") + b"\n" for line in lines))
+        f.flush()
+        os.fsync(f.fileno())
+        size = f.tell()
+    store.set_meta(_EXPORT_KEY, {"cursor": nxt, "size": size})
+    return len(lines)
 
 
 def worker_name(i: int) -> str:
@@ -73,6 +68,7 @@ class CrawlFleet:
         self.worker_argv = list(worker_argv)
         self.out = Path(out)
         self.store_url = store_url
+        self._store: PgCrawlStore | None = None
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, name: str) -> subprocess.Popen[bytes]:
@@ -125,7 +121,19 @@ class CrawlFleet:
 
     def export(self) -> int:
         """Export the outbox's new events to ``OUT/events.jsonl`` (with a store URL)."""
-        return export_events(self.store_url, self.out) if self.store_url else 0
+        if not self.store_url:
+            return 0
+        if self._store is None:
+            from lookup.crawler.store_pg import PgCrawlStore
+
+            self._store = PgCrawlStore(self.store_url)
+        return export_events(self._store, self.out)
+
+    def close(self) -> None:
+        """Close the exporter's store connection (the next export opens it again)."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def stop(self, grace: float = 15.0) -> None:
         """SIGTERM every worker (a graceful stop: fetches in flight finish), then SIGKILL."""
@@ -141,3 +149,4 @@ class CrawlFleet:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+        self.close()

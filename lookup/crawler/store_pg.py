@@ -330,7 +330,6 @@ class _Queries:
         )
         return [(r["url"], r["kind"], r["started"], r["worker"], r["epoch"]) for r in rows]
 
-
     def outbox_since(self, cursor: int) -> tuple[list[str], int]:
         """The outbox's event lines written by transactions from ``cursor`` (a transaction
         id) up to the oldest one still open, in transaction order, and the next cursor.

@@ -338,8 +338,9 @@ class _Queries:
         exactly one call of a chain ``c0 → c1 → …``; two writes of one partition are in
         commit order (the fence's row lock serialises them).
         """
-        nxt = int(self._rows(
-            "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x")[0]["x"])
+        nxt = int(
+            self._rows("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS x")[0]["x"]
+        )
         rows = self._rows(
             "SELECT event FROM crawl_events WHERE txid >= %s AND txid < %s ORDER BY txid, id",
             (cursor, nxt),

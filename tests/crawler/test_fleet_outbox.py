@@ -32,8 +32,14 @@ def fetched(n: int, content: str = "a") -> dict[str, object]:
 
 
 def removed(n: int) -> dict[str, object]:
-    return {"type": "PageRemoved", "url": f"http://a.test/{n}", "urlHash": f"h{n}",
-            "fetchedAt": "2026-12-04T20:00:01Z", "httpStatus": 404, "reason": "gone"}
+    return {
+        "type": "PageRemoved",
+        "url": f"http://a.test/{n}",
+        "urlHash": f"h{n}",
+        "fetchedAt": "2026-12-04T20:00:01Z",
+        "httpStatus": 404,
+        "reason": "gone",
+    }
 
 
 def fenced_write(store: PgCrawlStore, epoch: int, events: list[dict[str, object]]) -> int:

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lookup.errors import Unavailable
+
 if TYPE_CHECKING:
     from lookup.crawler.store_pg import PgCrawlStore
 
@@ -115,7 +117,8 @@ class CrawlFleet:
                     break
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=left)
-                self.export()
+                with contextlib.suppress(Unavailable):  # the store is away: next second
+                    self.export()
         self.export()
         return {n: p.poll() for n, p in self.procs.items()}
 

@@ -38,7 +38,7 @@ run-fleet: $(VENV)/.installed-app
 	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT)
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check lookup app tests benchmarks

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from views.blocks_kv import render as render_kv_tab
+from ringquorum import render as render_kv_tab
 
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
@@ -456,6 +456,6 @@ with kv_tab:
         render_kv_tab()
 with cache_tab:
     if cache_tab.open:  # rendered only when chosen: it may start servers
-        from views import blocks_cache  # the Distributed cache tab (issue 16)
+        import cachelab  # the Distributed cache tab (issue 16)
 
-        blocks_cache.render()
+        cachelab.render()

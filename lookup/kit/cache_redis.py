@@ -299,8 +299,8 @@ class RedisSharedCache:
 
     def _replay(self) -> None:
         """Send the invalidations the outage kept back (or drop the whole tier past the bound)."""
-        with self._lock:
-            keys, self._pending = list(self._pending), set()
+        with self._lock:  # a key leaves the pending set only once it was sent
+            keys = list(self._pending)
             overflow, self._pending_overflow = self._pending_overflow, False
         if overflow:
             try:
@@ -309,12 +309,11 @@ class RedisSharedCache:
                 with self._lock:
                     self._pending_overflow = True
                 raise
-        for i, key in enumerate(keys):
+        for key in keys:
             if not self._send_invalidation(key):
-                with self._lock:
-                    self._pending.update(keys[i:])
-                return
+                return  # still pending: the next reconnection replays it
             with self._lock:
+                self._pending.discard(key)
                 self.replayed += 1
 
     def _drop_everything(self) -> None:

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 
 def _script() -> None:
-    from views.blocks_kv import render
+    from ringquorum import render
 
     render()
 

@@ -64,3 +64,10 @@ def test_reconcile_keeps_exactly_the_maximal_versions(
     shuffled = list(versions)
     rnd.shuffle(shuffled)
     assert reconcile(shuffled) == kept  # every replica ends with the same siblings
+
+
+def test_a_zero_entry_is_no_entry_whatever_order_replicas_see_versions_in() -> None:
+    """Found by the property above in CI: ``{"a": 0}`` and ``{}`` are one clock."""
+    a = {"clock": {"a": 0}, "value": "x", "ts": 0.0}
+    b = {"clock": {}, "value": "x", "ts": 0.0}
+    assert reconcile([a, b]) == reconcile([b, a]) == [{"clock": {}, "value": "x", "ts": 0.0}]

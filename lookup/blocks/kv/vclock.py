@@ -14,7 +14,7 @@ from typing import Any
 
 Clock = dict[str, int]
 
-__all__ = ["Clock", "Order", "compare", "descends", "increment", "merge", "reconcile"]
+__all__ = ["Clock", "Order", "compare", "descends", "increment", "merge", "normal", "reconcile"]
 
 
 class Order(StrEnum):
@@ -53,11 +53,17 @@ def merge(clocks: Iterable[Mapping[str, int]]) -> Clock:
     return out
 
 
+def normal(clock: Mapping[str, int]) -> Clock:
+    """``clock`` without zero entries: ``{"a": 0}`` and ``{}`` are one clock (no write by
+    ``a`` seen), so they must compare and store alike on every replica."""
+    return {actor: count for actor, count in clock.items() if count > 0}
+
+
 def increment(clock: Mapping[str, int], actor: str) -> Clock:
     """``clock`` with one more write by ``actor``."""
     if not actor:
         raise ValueError("a vector-clock actor must be a non-empty string")
-    out = {k: v for k, v in clock.items() if v > 0}
+    out = normal(clock)
     out[actor] = out.get(actor, 0) + 1
     return out
 
@@ -71,12 +77,12 @@ def reconcile(versions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """
     kept: list[dict[str, Any]] = []
     for version in versions:
-        clock = version["clock"]
+        clock = normal(version["clock"])
         if any(descends(k["clock"], clock) and (k["clock"] != clock or _rank(k) >= _rank(version))
                for k in kept):
             continue  # covered by a descendant, or by an equal clock that ranks higher
         kept = [k for k in kept if not descends(clock, k["clock"])]
-        kept.append(dict(version))
+        kept.append({**version, "clock": clock})
     return sorted(kept, key=lambda v: sorted(v["clock"].items()))
 
 

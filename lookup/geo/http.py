@@ -36,6 +36,7 @@ from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
+from lookup.kit.models import ModelSlot
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +71,10 @@ def mount(mounts: Any) -> None:
         s = searcher(params)
         ranking = choice_param(params, "ranking", ("auto", "hand", "learned"), "auto")
         try:
-            model = service.ranker(ranking)
+            active = service.model(ranking)
         except LookupError as exc:
             raise ApiError(400, "NO_MODEL", str(exc)) from None
+        model = active.ranker if active is not None else None
         try:
             filters = s.check_filters(
                 category=params.get("category"),
@@ -103,7 +105,9 @@ def mount(mounts: Any) -> None:
         if body.get("explain") is not None:
             why = "asked for" if ranking == "hand" else service.models.fallback
             body["explain"]["ranking"] = (
-                service.models.status() if model is not None else {"ranking": "hand", "reason": why}
+                ModelSlot.describe(active)
+                if active is not None
+                else {"ranking": "hand", "reason": why}
             )
         if body.get("explain") is not None:
             plan = result.plan

@@ -188,14 +188,21 @@ class PlacesService:
         self._searchers = {**self._searchers, planner: search}
         return search
 
-    def ranker(self, ranking: str = "auto") -> Any:
-        """The learned ranker to use (None: the hand-set constants) for ``ranking`` =
-        ``auto`` (the model if there is one), ``hand`` or ``learned`` (LookupError without)."""
+    def model(self, ranking: str = "auto") -> Any:
+        """The learned model (an :class:`~lookup.kit.models.ActiveModel`, None: the hand-set
+        constants) for ``ranking`` = ``auto`` (the model if there is one), ``hand`` or
+        ``learned`` (LookupError without). One read, so a request ranks by and reports the
+        same model even while the store swaps it."""
         if ranking == "hand":
             return None
         active = self.models.get()
         if ranking == "learned" and active is None:
             raise LookupError(f"no learned places model: {self.models.fallback}")
+        return active
+
+    def ranker(self, ranking: str = "auto") -> Any:
+        """The learned ranker of :meth:`model` (None: the hand-set constants)."""
+        active = self.model(ranking)
         return active.ranker if active is not None else None
 
     def profiles(self, nums: Sequence[int]) -> dict[int, dict[str, Any]]:

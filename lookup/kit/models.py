@@ -251,6 +251,12 @@ class ModelSlot:
         active = self.get()
         if active is None:
             return {"ranking": "hand", "reason": self.fallback}
+        return self.describe(active)
+
+    @staticmethod
+    def describe(active: ActiveModel) -> dict[str, Any]:
+        """How a request that ranked by ``active`` reports it (never a second read of the
+        store: the model could swap between ranking and reporting)."""
         return {"ranking": "learned", "version": active.version, "digest": active.ranker.digest()}
 
 

@@ -20,7 +20,7 @@ from lookup.geo.learned import MODEL_NAME, PlacesTrainReport, hidden_grade, publ
 from lookup.geo.ranking import PLACE_FEATURES, blend, score
 from lookup.geo.service import PlacesService
 from lookup.kit.ltr import LinearRanker
-from lookup.kit.models import ModelStore
+from lookup.kit.models import ModelSlot, ModelStore
 from tests.geo.conftest import NOW
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,3 +188,24 @@ def test_cli_trains_and_publishes(tmp_path: Path, built_data_dir: Path) -> None:
         [*cmd[:-1], str(tmp_path / "empty")], capture_output=True, text=True, env=env
     )
     assert none.returncode == 1 and "lookup datasets build places" in none.stderr
+
+
+def test_a_request_reports_the_model_it_ranked_by(
+    served: PlacesService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store swaps to a broken model between ranking and reporting: the answer still
+    says which model ranked it (CI once saw a learned order reported as the hand-set one)."""
+    from lookup.server import create_app
+
+    app = create_app(served.data_dir, subsystems=["lookup.geo.http:mount"])
+    lat, lng = busiest_point(served)
+    q = {"lat": lat, "lng": lng, "radius": RADIUS, "limit": 20, "widen": "false"}
+    with TestClient(app, raise_server_exceptions=False) as c:
+        active = served.models.get()
+        assert active is not None
+        reads = iter([active])  # the first read sees the model, every later one the swap
+        monkeypatch.setattr(ModelSlot, "get", lambda *a, **k: next(reads, None))
+        body = c.get("/v1/search", params={**q, "explain": "1"}).json()
+        assert body["explain"]["ranking"]["ranking"] == "learned"
+        assert body["explain"]["ranking"]["version"] == active.version
+        assert all("contributions" in r for r in body["results"])

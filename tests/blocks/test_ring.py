@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import statistics
+from collections import Counter
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from uhashring import HashRing as UHashRing
 
+from lookup.blocks.kv import experiments
 from lookup.kit.ring import HashRing, ring_hash
 
 NODES = [f"node-{i}" for i in range(10)]
@@ -116,3 +122,62 @@ def test_bad_input_is_a_clear_error() -> None:
         HashRing(["a"]).remove("b")
     with pytest.raises(ValueError):
         HashRing(["a"]).preference_list("k", 0)
+
+
+# -- the notebook's ring figures (lookup.blocks.kv.experiments), pinned by brute force -------
+def _brute_owners(nodes: list[str], vnodes: int, keys: list[str]) -> list[str]:
+    """Each key's node by walking every point in order: no bisect, no ring object."""
+    points = sorted((ring_hash(f"{node}-{i}"), node) for node in nodes for i in range(vnodes))
+    owners = []
+    for key in keys:
+        h = ring_hash(key)
+        owners.append(next((node for p, node in points if p > h), points[0][1]))
+    return owners
+
+
+def _mod_owner(key: str, nodes: list[str]) -> str:
+    return nodes[int(hashlib.md5(key.encode()).hexdigest(), 16) % len(nodes)]
+
+
+def _moved(before: list[str], after: list[str]) -> float:
+    return round(sum(a != b for a, b in zip(before, after, strict=True)) / len(before), 4)
+
+
+def test_key_movement_equals_brute_force_and_the_ideal() -> None:
+    sample = [f"key:{i}" for i in range(400)]
+    names = [f"node-{i}" for i in range(10)]
+    grown = [*names, "node-10"]
+    rows = experiments.key_movement(nodes=10, keys=len(sample), vnodes=(1, 40))
+    mod = _moved([_mod_owner(k, names) for k in sample], [_mod_owner(k, grown) for k in sample])
+    assert rows[0]["moved on join"] == rows[0]["moved on leave"] == mod
+    for row, v in zip(rows[1:], (1, 40), strict=True):
+        moved = _moved(_brute_owners(names, v, sample), _brute_owners(grown, v, sample))
+        assert row["vnodes"] == v and row["moved on join"] == row["moved on leave"] == moved
+    # 10 nodes -> 11 on many keys, averaged over six draws of the points (md5: no chance)
+    draws = [experiments.key_movement(nodes=10, keys=20_000, vnodes=(160,), prefix=f"d{d}")
+             for d in range(6)]
+    mod_share = sum(r[0]["moved on join"] for r in draws) / len(draws)
+    ring_share = sum(r[1]["moved on join"] for r in draws) / len(draws)
+    assert abs(mod_share - 10 / 11) < 0.01  # hash mod N: almost every key moves
+    assert abs(ring_share - 1 / 11) < 0.01  # the ring: only the new node's share
+    assert all(r[1]["moved on join"] < 0.12 for r in draws)
+
+
+def test_load_imbalance_equals_brute_force_and_falls_with_vnodes() -> None:
+    sample = [f"key:{i}" for i in range(400)]
+    names = [f"node-{i}" for i in range(10)]
+    for row in experiments.load_imbalance(nodes=10, keys=len(sample), vnodes=(1, 20)):
+        counts = Counter(_brute_owners(names, row["vnodes"], sample))
+        load = [counts.get(n, 0) for n in names]
+        mean = statistics.fmean(load)
+        assert row["max/mean"] == round(max(load) / mean, 3)
+        assert row["min/mean"] == round(min(load) / mean, 3)
+        assert row["stdev/mean"] == round(statistics.pstdev(load) / mean, 3)
+    # one draw of the points need not fall at every step (it does not here from 100 to 500
+    # vnodes); the mean over eight draws does, and by a wide margin
+    vnodes = (1, 10, 100, 500)
+    draws = [experiments.load_imbalance(nodes=10, keys=20_000, vnodes=vnodes, prefix=f"d{d}")
+             for d in range(8)]
+    means = [statistics.fmean(d[i]["max/mean"] for d in draws) for i in range(len(vnodes))]
+    assert all(a > b + 0.05 for a, b in itertools.pairwise(means)), means
+    assert means[0] > 2.0 and means[-1] < 1.15, means

@@ -54,12 +54,13 @@ def mod_node(key: str, nodes: Sequence[str]) -> str:
 
 
 def key_movement(nodes: int = 10, keys: int = 50_000,
-                 vnodes: Iterable[int] = (1, 160)) -> list[dict[str, Any]]:
+                 vnodes: Iterable[int] = (1, 160), *, prefix: str = "node"
+                 ) -> list[dict[str, Any]]:
     """Fraction of keys that change node when one joins (``nodes`` → ``nodes + 1``) and
     leaves again, for ``hash mod N`` and for the ring with each number of vnodes. The
-    ideal for a join is ``1 / (nodes + 1)``."""
-    names = [f"node-{i}" for i in range(nodes)]
-    grown = names + [f"node-{nodes}"]
+    ideal for a join is ``1 / (nodes + 1)``; the nodes are ``f"{prefix}-{i}"``."""
+    names = [f"{prefix}-{i}" for i in range(nodes)]
+    grown = names + [f"{prefix}-{nodes}"]
     sample = [f"key:{i}" for i in range(keys)]
     rows = []
     before = [mod_node(k, names) for k in sample]

@@ -32,8 +32,12 @@ def test_api_and_bad_input(cluster: KvCluster) -> None:
     assert ok.status_code == 200 and ok.json()["acks"] >= 2
     got = httpx.get(f"{url}/kv/greeting", params={"r": 2})
     assert got.json()["siblings"] == ["hello"]
-    for params, status in (({"r": "4"}, 400), ({"r": "x"}, 400), ({"n": "9"}, 400),
-                           ({"mode": "magic"}, 400)):
+    for params, status in (
+        ({"r": "4"}, 400),
+        ({"r": "x"}, 400),
+        ({"n": "9"}, 400),
+        ({"mode": "magic"}, 400),
+    ):
         resp = httpx.get(f"{url}/kv/greeting", params=params)
         assert resp.status_code == status and resp.json()["error"] == "bad_request"
     assert httpx.put(f"{url}/kv/k", json={"value": 5}).status_code == 400
@@ -44,11 +48,15 @@ def test_api_and_bad_input(cluster: KvCluster) -> None:
     assert gone.status_code == 200
     assert httpx.get(f"{url}/kv/greeting", params={"r": 3}).status_code == 404
     assert httpx.post(f"{url}/admin/partition", json={"block": ["n2"]}).status_code == 401
-    wrong = httpx.post(f"{url}/admin/partition", json={"block": ["n2"]},
-                       headers={"Authorization": "Bearer nope"})
+    wrong = httpx.post(
+        f"{url}/admin/partition", json={"block": ["n2"]}, headers={"Authorization": "Bearer nope"}
+    )
     assert wrong.status_code == 403
-    bad = httpx.post(f"{url}/admin/partition", json={"block": ["n9"]},
-                     headers={"Authorization": f"Bearer {cluster.token}"})
+    bad = httpx.post(
+        f"{url}/admin/partition",
+        json={"block": ["n9"]},
+        headers={"Authorization": f"Bearer {cluster.token}"},
+    )
     assert bad.status_code == 400
 
 
@@ -56,8 +64,9 @@ def test_api_and_bad_input(cluster: KvCluster) -> None:
 def test_quorum_table_under_one_failure(cluster: KvCluster, failure: str) -> None:
     """The seed's table, judged by the history checker: no stale read at any R + W > N,
     stale reads at R = W = 1 when a replica misses writes yet still serves reads."""
-    rows = experiments.quorum_table(((3, 1), (1, 3), (2, 2), (1, 1)), failure=failure,
-                                    cluster=cluster, ops=80, recovery_ops=40)
+    rows = experiments.quorum_table(
+        ((3, 1), (1, 3), (2, 2), (1, 1)), failure=failure, cluster=cluster, ops=80, recovery_ops=40
+    )
     by = {(row["W"], row["R"]): row for row in rows}
     for row in rows:
         print(failure, row)
@@ -120,13 +129,20 @@ def test_a_lost_disk_is_rebuilt(repair: str) -> None:
 _ROUNDS = iter(range(10_000))
 
 
-@settings(max_examples=5, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(failure=st.sampled_from(experiments.FAILURES), victim=st.sampled_from(["n1", "n2", "n3",
-                                                                                "n4"]),
-       seed=st.integers(0, 10_000))
+@settings(
+    max_examples=5,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    failure=st.sampled_from(experiments.FAILURES),
+    victim=st.sampled_from(["n1", "n2", "n3", "n4"]),
+    seed=st.integers(0, 10_000),
+)
 def test_random_failures_never_serve_a_stale_read_at_r2_w2(
-        cluster: KvCluster, failure: str, victim: str, seed: int) -> None:
+    cluster: KvCluster, failure: str, victim: str, seed: int
+) -> None:
     """Random failure, victim and workload: the checker must find no stale read and no
     lost acknowledged write at N=3, R=W=2, and the replicas must converge."""
     import random
@@ -138,12 +154,32 @@ def test_random_failures_never_serve_a_stale_read_at_r2_w2(
     experiments.fail_node(cluster, failure, victim, peer)
     try:
         live = [n for n in cluster.names if failure in ("partition", "isolate") or n != victim]
-        experiments.run_workload(cluster.client(), history, keys, 40, r=2, w=2,
-                                 coordinators=live, rng=rng, seqs=seqs, contexts=contexts)
+        experiments.run_workload(
+            cluster.client(),
+            history,
+            keys,
+            40,
+            r=2,
+            w=2,
+            coordinators=live,
+            rng=rng,
+            seqs=seqs,
+            contexts=contexts,
+        )
     finally:
         experiments.recover_node(cluster, failure, victim)
-    experiments.run_workload(cluster.client(), history, keys, 20, r=2, w=2,
-                             coordinators=cluster.names, rng=rng, seqs=seqs, contexts=contexts)
+    experiments.run_workload(
+        cluster.client(),
+        history,
+        keys,
+        20,
+        r=2,
+        w=2,
+        coordinators=cluster.names,
+        rng=rng,
+        seqs=seqs,
+        contexts=contexts,
+    )
     experiments.wait_converged(cluster, keys)
     assert stale_reads(history.ops) == []
     for final in experiments.final_values(cluster, keys):

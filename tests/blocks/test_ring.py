@@ -154,8 +154,10 @@ def test_key_movement_equals_brute_force_and_the_ideal() -> None:
         moved = _moved(_brute_owners(names, v, sample), _brute_owners(grown, v, sample))
         assert row["vnodes"] == v and row["moved on join"] == row["moved on leave"] == moved
     # 10 nodes -> 11 on many keys, averaged over six draws of the points (md5: no chance)
-    draws = [experiments.key_movement(nodes=10, keys=20_000, vnodes=(160,), prefix=f"d{d}")
-             for d in range(6)]
+    draws = [
+        experiments.key_movement(nodes=10, keys=20_000, vnodes=(160,), prefix=f"d{d}")
+        for d in range(6)
+    ]
     mod_share = sum(r[0]["moved on join"] for r in draws) / len(draws)
     ring_share = sum(r[1]["moved on join"] for r in draws) / len(draws)
     assert abs(mod_share - 10 / 11) < 0.01  # hash mod N: almost every key moves
@@ -176,8 +178,10 @@ def test_load_imbalance_equals_brute_force_and_falls_with_vnodes() -> None:
     # one draw of the points need not fall at every step (it does not here from 100 to 500
     # vnodes); the mean over eight draws does, and by a wide margin
     vnodes = (1, 10, 100, 500)
-    draws = [experiments.load_imbalance(nodes=10, keys=20_000, vnodes=vnodes, prefix=f"d{d}")
-             for d in range(8)]
+    draws = [
+        experiments.load_imbalance(nodes=10, keys=20_000, vnodes=vnodes, prefix=f"d{d}")
+        for d in range(8)
+    ]
     means = [statistics.fmean(d[i]["max/mean"] for d in draws) for i in range(len(vnodes))]
     assert all(a > b + 0.05 for a, b in itertools.pairwise(means)), means
     assert means[0] > 2.0 and means[-1] < 1.15, means

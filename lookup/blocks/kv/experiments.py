@@ -53,9 +53,9 @@ def mod_node(key: str, nodes: Sequence[str]) -> str:
     return nodes[h % len(nodes)]
 
 
-def key_movement(nodes: int = 10, keys: int = 50_000,
-                 vnodes: Iterable[int] = (1, 160), *, prefix: str = "node"
-                 ) -> list[dict[str, Any]]:
+def key_movement(
+    nodes: int = 10, keys: int = 50_000, vnodes: Iterable[int] = (1, 160), *, prefix: str = "node"
+) -> list[dict[str, Any]]:
     """Fraction of keys that change node when one joins (``nodes`` → ``nodes + 1``) and
     leaves again, for ``hash mod N`` and for the ring with each number of vnodes. The
     ideal for a join is ``1 / (nodes + 1)``; the nodes are ``f"{prefix}-{i}"``."""
@@ -66,8 +66,15 @@ def key_movement(nodes: int = 10, keys: int = 50_000,
     before = [mod_node(k, names) for k in sample]
     after = [mod_node(k, grown) for k in sample]
     moved = sum(a != b for a, b in zip(before, after, strict=True)) / keys
-    rows.append({"scheme": "hash(key) mod N", "vnodes": None, "moved on join": round(moved, 4),
-                 "moved on leave": round(moved, 4), "ideal": round(1 / (nodes + 1), 4)})
+    rows.append(
+        {
+            "scheme": "hash(key) mod N",
+            "vnodes": None,
+            "moved on join": round(moved, 4),
+            "moved on leave": round(moved, 4),
+            "ideal": round(1 / (nodes + 1), 4),
+        }
+    )
     for v in vnodes:
         ring = HashRing(names, vnodes=v)
         before = [ring.node_for(k) for k in sample]
@@ -77,15 +84,25 @@ def key_movement(nodes: int = 10, keys: int = 50_000,
         ring.remove(grown[-1])
         back = [ring.node_for(k) for k in sample]
         left = sum(a != b for a, b in zip(after, back, strict=True)) / keys
-        rows.append({"scheme": "consistent hashing ring", "vnodes": v,
-                     "moved on join": round(joined, 4), "moved on leave": round(left, 4),
-                     "ideal": round(1 / (nodes + 1), 4)})
+        rows.append(
+            {
+                "scheme": "consistent hashing ring",
+                "vnodes": v,
+                "moved on join": round(joined, 4),
+                "moved on leave": round(left, 4),
+                "ideal": round(1 / (nodes + 1), 4),
+            }
+        )
     return rows
 
 
-def load_imbalance(nodes: int = 10, keys: int = 50_000,
-                   vnodes: Iterable[int] = (1, 2, 5, 10, 20, 50, 100, 200, 500), *,
-                   prefix: str = "node") -> list[dict[str, Any]]:
+def load_imbalance(
+    nodes: int = 10,
+    keys: int = 50_000,
+    vnodes: Iterable[int] = (1, 2, 5, 10, 20, 50, 100, 200, 500),
+    *,
+    prefix: str = "node",
+) -> list[dict[str, Any]]:
     """Keys per node on the ring: max/mean and the coefficient of variation, per vnodes.
 
     The nodes are ``f"{prefix}-{i}"``: another prefix is another draw of the points.
@@ -98,16 +115,33 @@ def load_imbalance(nodes: int = 10, keys: int = 50_000,
         counts = Counter(ring.node_for(k) for k in sample)
         load = [counts.get(n, 0) for n in names]
         mean = statistics.fmean(load)
-        rows.append({"vnodes": v, "max/mean": round(max(load) / mean, 3),
-                     "min/mean": round(min(load) / mean, 3),
-                     "stdev/mean": round(statistics.pstdev(load) / mean, 3)})
+        rows.append(
+            {
+                "vnodes": v,
+                "max/mean": round(max(load) / mean, 3),
+                "min/mean": round(min(load) / mean, 3),
+                "stdev/mean": round(statistics.pstdev(load) / mean, 3),
+            }
+        )
     return rows
 
 
 # -- the store: workload, detection, convergence ----------------------------------------
-def _one_op(client: KvClient, history: History, key: str, via: str, read: bool, *, r: int,
-            w: int, seqs: dict[str, int], contexts: dict[str, dict[str, int]], mode: str,
-            process: str, lock: threading.Lock | None = None) -> None:
+def _one_op(
+    client: KvClient,
+    history: History,
+    key: str,
+    via: str,
+    read: bool,
+    *,
+    r: int,
+    w: int,
+    seqs: dict[str, int],
+    contexts: dict[str, dict[str, int]],
+    mode: str,
+    process: str,
+    lock: threading.Lock | None = None,
+) -> None:
     """One recorded read or write of ``key`` through coordinator ``via``."""
     if read:
         op = history.invoke(process, "get", key)
@@ -135,11 +169,22 @@ def _one_op(client: KvClient, history: History, key: str, via: str, read: bool, 
         history.complete(op, "fail" if res.status else "info", (), via, res.error)
 
 
-def run_workload(client: KvClient, history: History, keys: Sequence[str], ops: int, *,
-                 r: int, w: int, coordinators: Sequence[str], read_fraction: float = 0.5,
-                 rng: random.Random | None = None, seqs: dict[str, int] | None = None,
-                 contexts: dict[str, dict[str, int]] | None = None, mode: str = "vclock",
-                 process: str = "c1") -> None:
+def run_workload(
+    client: KvClient,
+    history: History,
+    keys: Sequence[str],
+    ops: int,
+    *,
+    r: int,
+    w: int,
+    coordinators: Sequence[str],
+    read_fraction: float = 0.5,
+    rng: random.Random | None = None,
+    seqs: dict[str, int] | None = None,
+    contexts: dict[str, dict[str, int]] | None = None,
+    mode: str = "vclock",
+    process: str = "c1",
+) -> None:
     """``ops`` reads and writes on ``keys`` through random ``coordinators``, recorded.
 
     Writes are ``"<key>#<seq>"`` with ``seq`` increasing per key (``seqs`` carries it over
@@ -152,15 +197,36 @@ def run_workload(client: KvClient, history: History, keys: Sequence[str], ops: i
         key = rng.choice(keys)
         via = rng.choice(list(coordinators))
         read = rng.random() < read_fraction
-        _one_op(client, history, key, via, read, r=r, w=w, seqs=seqs, contexts=contexts,
-                mode=mode, process=process)
+        _one_op(
+            client,
+            history,
+            key,
+            via,
+            read,
+            r=r,
+            w=w,
+            seqs=seqs,
+            contexts=contexts,
+            mode=mode,
+            process=process,
+        )
 
 
-def run_clients(cluster: KvCluster, history: History, keys: Sequence[str], rounds: int, *,
-                r: int, w: int, coordinators: Sequence[str], seed: int = 7,
-                read_fraction: float = 0.5, seqs: dict[str, int] | None = None,
-                contexts: dict[str, dict[str, dict[str, int]]] | None = None,
-                mode: str = "vclock") -> None:
+def run_clients(
+    cluster: KvCluster,
+    history: History,
+    keys: Sequence[str],
+    rounds: int,
+    *,
+    r: int,
+    w: int,
+    coordinators: Sequence[str],
+    seed: int = 7,
+    read_fraction: float = 0.5,
+    seqs: dict[str, int] | None = None,
+    contexts: dict[str, dict[str, dict[str, int]]] | None = None,
+    mode: str = "vclock",
+) -> None:
     """Concurrent clients, one per coordinator, each doing ``rounds`` operations on ``keys``.
 
     The clients run in lockstep: every round each issues one operation (its own seeded
@@ -185,8 +251,20 @@ def run_clients(cluster: KvCluster, history: History, keys: Sequence[str], round
             for _ in range(rounds):
                 key = rng.choice(keys)
                 read = rng.random() < read_fraction
-                _one_op(client, history, key, via, read, r=r, w=w, seqs=seqs, contexts=mine,
-                        mode=mode, process=process, lock=lock)
+                _one_op(
+                    client,
+                    history,
+                    key,
+                    via,
+                    read,
+                    r=r,
+                    w=w,
+                    seqs=seqs,
+                    contexts=mine,
+                    mode=mode,
+                    process=process,
+                    lock=lock,
+                )
                 barrier.wait(timeout=60)
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             errors.append(exc)
@@ -194,20 +272,24 @@ def run_clients(cluster: KvCluster, history: History, keys: Sequence[str], round
         finally:
             client.close()
 
-    threads = [threading.Thread(target=client_loop, args=(i, via), daemon=True)
-               for i, via in enumerate(coordinators)]
+    threads = [
+        threading.Thread(target=client_loop, args=(i, via), daemon=True)
+        for i, via in enumerate(coordinators)
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if errors:
-        first = next((e for e in errors if not isinstance(e, threading.BrokenBarrierError)),
-                     errors[0])
+        first = next(
+            (e for e in errors if not isinstance(e, threading.BrokenBarrierError)), errors[0]
+        )
         raise first
 
 
-def wait_seen_down(cluster: KvCluster, victim: str, observers: Iterable[str],
-                   timeout_s: float = 30.0) -> float:
+def wait_seen_down(
+    cluster: KvCluster, victim: str, observers: Iterable[str], timeout_s: float = 30.0
+) -> float:
     """Seconds until every observer's heartbeats call ``victim`` down."""
     start = time.monotonic()
     observers = list(observers)
@@ -219,8 +301,9 @@ def wait_seen_down(cluster: KvCluster, victim: str, observers: Iterable[str],
     raise TimeoutError(f"{victim} not seen down by {observers} within {timeout_s} s")
 
 
-def wait_seen_up(cluster: KvCluster, node: str, observers: Iterable[str],
-                 timeout_s: float = 30.0) -> float:
+def wait_seen_up(
+    cluster: KvCluster, node: str, observers: Iterable[str], timeout_s: float = 30.0
+) -> float:
     """Seconds until no observer calls ``node`` down any more."""
     start = time.monotonic()
     observers = list(observers)
@@ -245,8 +328,13 @@ def _disagreeing(cluster: KvCluster, groups: Mapping[str, Sequence[str]]) -> set
     return out
 
 
-def converge_times(cluster: KvCluster, groups: Mapping[str, Sequence[str]], *,
-                   since: float | None = None, timeout_s: float = 30.0) -> dict[str, float]:
+def converge_times(
+    cluster: KvCluster,
+    groups: Mapping[str, Sequence[str]],
+    *,
+    since: float | None = None,
+    timeout_s: float = 30.0,
+) -> dict[str, float]:
     """For each group of keys: seconds from ``since`` (a ``time.monotonic()``; default now)
     until every home replica of every key in it holds the same versions — read from every
     replica's store, with no client traffic needed."""
@@ -262,8 +350,9 @@ def converge_times(cluster: KvCluster, groups: Mapping[str, Sequence[str]], *,
                 del todo[label]
         if todo:
             if time.monotonic() - start > timeout_s:
-                raise TimeoutError(f"replicas of {sorted(todo)} did not converge within "
-                                   f"{timeout_s} s")
+                raise TimeoutError(
+                    f"replicas of {sorted(todo)} did not converge within {timeout_s} s"
+                )
             time.sleep(0.05)
     return done
 
@@ -283,8 +372,9 @@ def final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list
     return per_slot
 
 
-def _keys_homed_on(cluster: KvCluster, node: str, count: int, prefix: str,
-                   also: str | None = None) -> list[str]:
+def _keys_homed_on(
+    cluster: KvCluster, node: str, count: int, prefix: str, also: str | None = None
+) -> list[str]:
     out, i = [], 0
     while len(out) < count:
         key = f"{prefix}{i}"
@@ -342,10 +432,18 @@ def _lost(cluster: KvCluster, ops: Sequence[Any], keys: Iterable[str]) -> int:
     return len(lost)
 
 
-def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (1, 1)), *,
-                 failure: str = "isolate", size: int = 4, n: int = 3, keys: int = 12,
-                 ops: int = 96, recovery_ops: int = 48, seed: int = 7,
-                 cluster: KvCluster | None = None) -> list[dict[str, Any]]:
+def quorum_table(
+    configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (1, 1)),
+    *,
+    failure: str = "isolate",
+    size: int = 4,
+    n: int = 3,
+    keys: int = 12,
+    ops: int = 96,
+    recovery_ops: int = 48,
+    seed: int = 7,
+    cluster: KvCluster | None = None,
+) -> list[dict[str, Any]]:
     """The seed's quorum table for N=3, measured with one node failed.
 
     Each ``(W, R)`` gets its own ``keys`` keys, every one with the victim among its home
@@ -370,12 +468,28 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
         seqs: dict[str, int] = {}
         plan = []
         for w, r in configs:
-            ks = _keys_homed_on(cluster, victim, keys, f"q-{run}-{failure}-w{w}r{r}-",
-                                also=peer if failure == "partition" else None)
+            ks = _keys_homed_on(
+                cluster,
+                victim,
+                keys,
+                f"q-{run}-{failure}-w{w}r{r}-",
+                also=peer if failure == "partition" else None,
+            )
             history, start = History(), {}
             for i, key in enumerate(ks):  # every key once, on every replica
-                _one_op(client, history, key, cluster.names[i % len(cluster.names)], False,
-                        r=n, w=n, seqs=seqs, contexts=start, mode="vclock", process="setup")
+                _one_op(
+                    client,
+                    history,
+                    key,
+                    cluster.names[i % len(cluster.names)],
+                    False,
+                    r=n,
+                    w=n,
+                    seqs=seqs,
+                    contexts=start,
+                    mode="vclock",
+                    process="setup",
+                )
             plan.append((w, r, ks, history, start))
         fail_node(cluster, failure, victim, peer)
         try:
@@ -386,39 +500,64 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
             for w, r, ks, _, start in plan:
                 during[w, r] = History()
                 contexts[w, r] = {f"c-{x}": dict(start) for x in cluster.names}
-                run_clients(cluster, during[w, r], ks, rounds, r=r, w=w,
-                            coordinators=coordinators, seed=seed, seqs=seqs,
-                            contexts=contexts[w, r])
+                run_clients(
+                    cluster,
+                    during[w, r],
+                    ks,
+                    rounds,
+                    r=r,
+                    w=w,
+                    coordinators=coordinators,
+                    seed=seed,
+                    seqs=seqs,
+                    contexts=contexts[w, r],
+                )
         finally:
             recover_node(cluster, failure, victim)
         returned = time.monotonic()
-        converged = converge_times(cluster, {f"{w},{r}": ks for w, r, ks, _, _ in plan},
-                                   since=returned)
+        converged = converge_times(
+            cluster, {f"{w},{r}": ks for w, r, ks, _, _ in plan}, since=returned
+        )
         after: dict[tuple[int, int], History] = {}
         rounds = max(1, -(-recovery_ops // len(cluster.names)))
         for w, r, ks, _, _ in plan:
             after[w, r] = History()
-            run_clients(cluster, after[w, r], ks, rounds, r=r, w=w, coordinators=cluster.names,
-                        seed=seed + 1, seqs=seqs, contexts=contexts[w, r])
+            run_clients(
+                cluster,
+                after[w, r],
+                ks,
+                rounds,
+                r=r,
+                w=w,
+                coordinators=cluster.names,
+                seed=seed + 1,
+                seqs=seqs,
+                contexts=contexts[w, r],
+            )
         wait_converged(cluster, [k for _, _, ks, _, _ in plan for k in ks])
         for w, r, ks, history, _ in plan:
             all_ops = history.ops + during[w, r].ops + after[w, r].ops
             s_during, s_after = summary(during[w, r].ops), summary(after[w, r].ops)
-            rows.append({
-                "W": w, "R": r, "R+W>N": r + w > n, "failure": failure,
-                "clients": len(coordinators),
-                "write availability": s_during["put availability"],
-                "read availability": s_during["get availability"],
-                "stale reads (failed)": s_during["stale reads"],
-                "stale-read rate (failed)": s_during["stale-read rate"],
-                "stale reads (recovery)": s_after["stale reads"],
-                "stale-read rate (recovery)": s_after["stale-read rate"],
-                "reads with siblings": s_during["reads with siblings"]
-                + s_after["reads with siblings"],
-                "acked writes": sum(o.kind == "put" and o.outcome == "ok" for o in all_ops),
-                "acked writes lost": _lost(cluster, all_ops, ks),
-                "converged s after return": round(converged[f"{w},{r}"], 2),
-            })
+            rows.append(
+                {
+                    "W": w,
+                    "R": r,
+                    "R+W>N": r + w > n,
+                    "failure": failure,
+                    "clients": len(coordinators),
+                    "write availability": s_during["put availability"],
+                    "read availability": s_during["get availability"],
+                    "stale reads (failed)": s_during["stale reads"],
+                    "stale-read rate (failed)": s_during["stale-read rate"],
+                    "stale reads (recovery)": s_after["stale reads"],
+                    "stale-read rate (recovery)": s_after["stale-read rate"],
+                    "reads with siblings": s_during["reads with siblings"]
+                    + s_after["reads with siblings"],
+                    "acked writes": sum(o.kind == "put" and o.outcome == "ok" for o in all_ops),
+                    "acked writes lost": _lost(cluster, all_ops, ks),
+                    "converged s after return": round(converged[f"{w},{r}"], 2),
+                }
+            )
         client.close()
     finally:
         if own:
@@ -426,8 +565,14 @@ def quorum_table(configs: Sequence[tuple[int, int]] = ((3, 1), (1, 3), (2, 2), (
     return rows
 
 
-def convergence_after_return(failure: str = "isolate", keys: int = 60, *, size: int = 4,
-                             n: int = 3, cluster: KvCluster | None = None) -> dict[str, Any]:
+def convergence_after_return(
+    failure: str = "isolate",
+    keys: int = 60,
+    *,
+    size: int = 4,
+    n: int = 3,
+    cluster: KvCluster | None = None,
+) -> dict[str, Any]:
     """Fail one node, write ``keys`` keys with W=2 through the others, bring it back, and
     time from its return (restart answered, SIGCONT, heal) until every replica of every key
     agrees — read from the replicas' stores, before any client traffic — with what did the
@@ -445,8 +590,9 @@ def convergence_after_return(failure: str = "isolate", keys: int = 60, *, size: 
             others = _coordinators_during(cluster, failure, victim, cluster.names[0])
             others = [x for x in others if x != victim]
             history, client = History(), cluster.client()
-            run_workload(client, history, ks, 2 * keys, r=2, w=2, read_fraction=0.0,
-                         coordinators=others)
+            run_workload(
+                client, history, ks, 2 * keys, r=2, w=2, read_fraction=0.0, coordinators=others
+            )
             client.close()
             written = {o.key for o in history.ops if o.outcome == "ok"}
             if failure == "isolate":  # clients still reach it
@@ -466,6 +612,7 @@ def convergence_after_return(failure: str = "isolate", keys: int = 60, *, size: 
                 now, then = int(after[x].get(name, 0)), int(before[x].get(name, 0))
                 out += now - then if now >= then else now  # a restarted process counts from 0
             return out
+
         return {
             "failure": failure,
             "keys written": len(written),
@@ -482,14 +629,16 @@ def convergence_after_return(failure: str = "isolate", keys: int = 60, *, size: 
             cluster.stop()
 
 
-def convergence_after_partition(keys: int = 60, *, size: int = 4, n: int = 3,
-                                cluster: KvCluster | None = None) -> dict[str, Any]:
+def convergence_after_partition(
+    keys: int = 60, *, size: int = 4, n: int = 3, cluster: KvCluster | None = None
+) -> dict[str, Any]:
     """:func:`convergence_after_return` for an isolated node: the partition heals."""
     return convergence_after_return("isolate", keys, size=size, n=n, cluster=cluster)
 
 
-def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
-                            repair: str = "anti-entropy") -> dict[str, Any]:
+def rebuild_after_disk_loss(
+    keys: int = 80, *, size: int = 4, n: int = 3, repair: str = "anti-entropy"
+) -> dict[str, Any]:
     """A node loses its disk (kill -9, file deleted, restarted empty); hints cannot help,
     so either Merkle anti-entropy (``repair="anti-entropy"``) or reads with R=N
     (``repair="read"``: read repair, anti-entropy switched off) must restore its copies."""
@@ -501,8 +650,9 @@ def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
         ks = _keys_homed_on(cluster, victim, keys, "disk-")
         client = cluster.client()
         history = History()
-        run_workload(client, history, ks, keys, r=n, w=n, read_fraction=0.0,
-                     coordinators=cluster.names)
+        run_workload(
+            client, history, ks, keys, r=n, w=n, read_fraction=0.0, coordinators=cluster.names
+        )
         held = len(cluster.dump(victim))
         cluster.lose_disk(victim)
         cluster.restart(victim)
@@ -512,28 +662,35 @@ def rebuild_after_disk_loss(keys: int = 80, *, size: int = 4, n: int = 3,
             wait_seen_up(cluster, victim, [cluster.names[1]])
             todo, deadline = list(ks), time.monotonic() + 30
             while todo and time.monotonic() < deadline:  # a refused read (no quorum) again
-                todo = [k for k in todo
-                        if client.get(k, r=n, via=cluster.names[1]).status not in (200, 404)]
+                todo = [
+                    k
+                    for k in todo
+                    if client.get(k, r=n, via=cluster.names[1]).status not in (200, 404)
+                ]
         converge_s = wait_converged(cluster, ks)
         stats = cluster.stats()
         lost = set()
         for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
         return {
-            "repair": repair, "keys held before": held,
+            "repair": repair,
+            "keys held before": held,
             "keys held right after restart": empty,
             "keys held after repair": len(cluster.dump(victim)),
-            "rebuilt in s": round(converge_s if repair == "anti-entropy"
-                                  else time.monotonic() - start, 2),
-            "merkle hashes compared": sum(int(s.get("merkle hashes compared", 0))
-                                          for s in stats.values()),
+            "rebuilt in s": round(
+                converge_s if repair == "anti-entropy" else time.monotonic() - start, 2
+            ),
+            "merkle hashes compared": sum(
+                int(s.get("merkle hashes compared", 0)) for s in stats.values()
+            ),
             "read repairs": sum(int(s.get("read repairs", 0)) for s in stats.values()),
             "acked writes lost": len(lost),
         }
 
 
-def lww_under_skew(writes: int = 20, skew_s: float = -30.0,
-                   cluster: KvCluster | None = None) -> list[dict[str, Any]]:
+def lww_under_skew(
+    writes: int = 20, skew_s: float = -30.0, cluster: KvCluster | None = None
+) -> list[dict[str, Any]]:
     """Alternate writes to one key through two coordinators, one with its clock behind.
 
     Last-write-wins keeps the highest timestamp, so each write stamped by the slow clock
@@ -560,8 +717,14 @@ def lww_under_skew(writes: int = 20, skew_s: float = -30.0,
                 context = read.context
                 if value not in read.siblings:
                     lost += 1
-            rows.append({"mode": mode, "clock skew s": skew_s, "acked writes": acked,
-                         "acked writes silently lost": lost})
+            rows.append(
+                {
+                    "mode": mode,
+                    "clock skew s": skew_s,
+                    "acked writes": acked,
+                    "acked writes silently lost": lost,
+                }
+            )
         cluster.skew(slow, 0.0)
     finally:
         if own:
@@ -585,8 +748,12 @@ def shopping_cart(cluster: KvCluster | None = None) -> dict[str, Any]:
         items = sorted({i for s in conflict.siblings for i in s.split(",")})
         alice.put(key, ",".join(items), context=conflict.context)
         merged = alice.get(key, r=2)
-        return {"siblings": conflict.siblings, "their clock": conflict.context,
-                "merged": merged.siblings, "merged clock": merged.context}
+        return {
+            "siblings": conflict.siblings,
+            "their clock": conflict.context,
+            "merged": merged.siblings,
+            "merged clock": merged.context,
+        }
     finally:
         if own:
             cluster.stop()

@@ -117,6 +117,7 @@ class RedisSharedCache:
         )
         self._timeout = timeout
         self._origin = uuid.uuid4().hex[:12]  # our own messages are not news to us
+        self._wake_channel = f"{self.channel}:wake:{self._origin}"  # close() stops the wait
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._pending_overflow = False
@@ -283,7 +284,7 @@ class RedisSharedCache:
         while not self._closed.is_set():
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                pubsub.subscribe(self.channel)
+                pubsub.subscribe(self.channel, self._wake_channel)
                 pubsub.get_message(timeout=1.0)  # the confirmation: we are listening
                 self.subscribed = True
                 backoff = 0.05
@@ -300,7 +301,11 @@ class RedisSharedCache:
                         self._drain_outbox()
                         next_look = time.monotonic() + self.outbox_poll_s
                     message = pubsub.get_message(timeout=min(0.5, self.outbox_poll_s))
-                    if message is not None and message.get("type") == "message":
+                    if (
+                        message is not None
+                        and message.get("type") == "message"
+                        and message.get("channel") == self.channel.encode()
+                    ):
                         self._heard(message["data"])
             except UNAVAILABLE:
                 self.subscribed = False
@@ -427,6 +432,10 @@ class RedisSharedCache:
         """Stop the subscriber and let go of the connections."""
         self._closed.set()
         if self._thread is not None:
+            try:  # wake the subscriber out of its wait for a message
+                self._redis.publish(self._wake_channel, b"")
+            except UNAVAILABLE:
+                pass  # Redis is away: the subscriber is not waiting on it
             self._thread.join(timeout=5)
         self._redis.close()
 

@@ -122,6 +122,7 @@ class RedisSharedCache:
         self._pending: set[str] = set()
         self._pending_overflow = False
         self._outbox: InvalidationOutbox | None = None
+        self._outbox_failing = False
         self.outbox_poll_s = (
             outbox_poll_s if outbox_poll_s is not None else settings.get("cache_outbox_poll")
         )
@@ -379,12 +380,15 @@ class RedisSharedCache:
                 self._outbox.forget_invalidations(sent)
                 with self._lock:
                     self.outbox_sent += len(sent)
+                    self._outbox_failing = False
                 if len(rows) < _OUTBOX_BATCH or len(sent) < len(rows):
                     return
-        except Exception:
+        except Exception as exc:
             with self._lock:
                 self.outbox_errors += 1
-            log.warning("could not read the invalidation outbox; trying again", exc_info=True)
+                first, self._outbox_failing = not self._outbox_failing, True
+            if first:  # once per streak: the store's own outage is reported elsewhere
+                log.warning("could not read the invalidation outbox (%s); trying again", exc)
 
     def _drop_everything(self) -> None:
         pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "*"

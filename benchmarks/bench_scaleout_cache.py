@@ -4,11 +4,13 @@ path takes, and how fast an invalidation reaches another process.
 1. **Hot keys over HTTP** — ``wrk -t1 -c32`` on pre-created keys (all L1 hits after the
    warm-up) against a server with the Redis tier (``LOOKUP_CACHE_URL``) and, in the same
    run, the embedded setup (no tier). Target: ≥ 0.9× the embedded req/s.
-2. **The miss path, layer by layer** — p50/p99 of one ``Resolver.resolve`` that stops at
-   the L1, at Redis (L1 dropped), at the store through the tier (L1 and Redis dropped:
-   a Redis miss, the store read and the compare-and-set fill), against the embedded miss
-   (no tier: L1 dropped, the store read). Anchors in the same run: a bare ``GET`` of
-   redis-py and a bare primary-key ``SELECT`` on the same SQLite file.
+2. **The miss path, layer by layer** — p50/p99 of one ``Resolver.resolve`` over the
+   PostgreSQL link store that stops at the L1, at Redis (L1 dropped), at PostgreSQL
+   through the tier (L1 and Redis dropped: a Redis miss, the PostgreSQL read and the
+   compare-and-set fill), at PostgreSQL without a tier (L1 dropped), against the embedded
+   SQLite miss (no tier: L1 dropped, the SQLite read). Anchors: a bare ``GET`` of
+   redis-py, a bare primary-key ``SELECT`` over one psycopg connection and on the SQLite
+   file. Every measure takes its samples in turn with the others, in one run.
 3. **Invalidation latency across two processes** — two API processes over one data
    directory and one Redis; each retarget through A, then B is polled until it redirects
    to the new target; p50/p99 over the retargets. Anchor: a bare ``PUBLISH`` reaching a
@@ -19,7 +21,9 @@ path takes, and how fast an invalidation reaches another process.
     .venv/bin/python benchmarks/bench_scaleout_cache.py --quick    # 2 s, one run, fewer samples
     .venv/bin/python benchmarks/bench_scaleout_cache.py --only miss --store postgresql://…
 
-Without ``--redis URL`` a throw-away redis-server is started on a free loopback port.
+Without ``--redis URL`` a throw-away redis-server is started on a free loopback port;
+without ``--store URL`` the miss path starts a throw-away PostgreSQL (``kit/pgserver.py``,
+as the ``postgres`` user when root).
 """
 
 from __future__ import annotations
@@ -131,18 +135,44 @@ def bench_hot(
 # ---------------------------------------------------------------------- 2. miss path
 
 
-def _time(fn: Callable[[], Any], prepare: Callable[[], None], samples: int) -> list[float]:
-    out = []
+def _interleaved(
+    measures: dict[str, tuple[Callable[[], None], Callable[[], Any]]], samples: int
+) -> dict[str, dict[str, float]]:
+    """p50/p99 of each ``(prepare, timed)`` pair, taken in turn sample by sample, so the
+    machine's load falls on every layer alike."""
+    times: dict[str, list[float]] = {name: [] for name in measures}
     for _ in range(samples):
-        prepare()
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
+        for name, (prepare, fn) in measures.items():
+            prepare()
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: _pcts(values) for name, values in times.items()}
 
 
-def bench_miss(redis: str, *, samples: int, store_url: str | None) -> dict[str, Any]:
-    """p50/p99 of one resolve stopping at each layer, and the bare anchors."""
+@contextlib.contextmanager
+def postgres_store_url(given: str | None) -> Iterator[str]:
+    """``given``, or a new database on a throw-away PostgreSQL (``kit/pgserver.py``: a free
+    loopback port, fsync off, as the ``postgres`` user when root) for the duration."""
+    if given:
+        yield given
+        return
+    import psycopg
+
+    from lookup.kit.pgserver import PostgresServer
+
+    with PostgresServer() as server:
+        name = f"bench_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        yield server.url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def bench_miss(redis: str, *, samples: int, store_url: str) -> dict[str, Any]:
+    """p50/p99 of one resolve stopping at the L1, at Redis, at PostgreSQL (through the
+    tier, and without it), against the embedded SQLite miss; and the bare anchors, all
+    interleaved in one run."""
+    import psycopg
     import redis as redis_py
 
     from lookup.kit.cache_redis import RedisSharedCache
@@ -153,25 +183,24 @@ def bench_miss(redis: str, *, samples: int, store_url: str | None) -> dict[str, 
 
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-miss-") as tmp:
         path = Path(tmp) / "links.sqlite3"
-        store = open_link_store(store_url or sqlite_url(path))
+        pg = open_link_store(store_url)
+        lite = open_link_store(sqlite_url(path))
         keys = [f"miss{i:05d}{uuid.uuid4().hex[:4]}" for i in range(200)]
         now = time.time()
         for key in keys:
-            link = Link(key=key, long_url=f"https://example.com/{key}", owner=None,
-                        created_at=now, updated_at=now)  # fmt: skip
-            store.create(link, render=lambda _link: {})
+            for store in (pg, lite):
+                link = Link(key=key, long_url=f"https://example.com/{key}", owner=None,
+                            created_at=now, updated_at=now)  # fmt: skip
+                store.create(link, render=lambda _link: {})
         tier = RedisSharedCache(redis, prefix=f"miss-{uuid.uuid4().hex[:8]}:")
-        tiered = Resolver(store, shared=tier)
-        embedded = Resolver(store)
+        tiered = Resolver(pg, shared=tier)
+        pg_alone = Resolver(pg)
+        embedded = Resolver(lite)
         cycle = iter(range(10**9))
-
-        def key() -> str:
-            return keys[next(cycle) % len(keys)]
-
         current = {"k": keys[0]}
 
         def pick() -> None:
-            current["k"] = key()
+            current["k"] = keys[next(cycle) % len(keys)]
 
         def drop_l1(resolver: Resolver) -> Callable[[], None]:
             def prepare() -> None:
@@ -185,41 +214,44 @@ def bench_miss(redis: str, *, samples: int, store_url: str | None) -> dict[str, 
             tiered.cache.delete(current["k"])
             tier.delete(current["k"])
 
-        for k in keys:  # warm: every key in L1 and in Redis
-            tiered.resolve(k)
-            embedded.resolve(k)
-        figures: dict[str, Any] = {}
-        figures["L1 hit"] = _pcts(_time(lambda: tiered.resolve(current["k"]), pick, samples))
-        figures["Redis hit (L1 dropped)"] = _pcts(
-            _time(lambda: tiered.resolve(current["k"]), drop_l1(tiered), samples)
-        )
-        figures["store via the tier (L1 + Redis dropped)"] = _pcts(
-            _time(lambda: tiered.resolve(current["k"]), drop_both, samples)
-        )
-        figures["embedded miss (no tier, L1 dropped)"] = _pcts(
-            _time(lambda: embedded.resolve(current["k"]), drop_l1(embedded), samples)
-        )
+        def resolve(resolver: Resolver) -> Callable[[], Any]:
+            return lambda: resolver.resolve(current["k"])
+
+        for k in keys:  # warm: every key in each L1 and in Redis, each connection open
+            for resolver in (tiered, pg_alone, embedded):
+                resolver.resolve(k)
         client = redis_py.Redis.from_url(redis)
         client.set("bench:anchor", b"x" * 300)
-        figures["anchor: bare redis-py GET"] = _pcts(
-            _time(lambda: client.get("bench:anchor"), lambda: None, samples)
-        )
-        if store_url is None:
-            conn = sqlite3.connect(path)
-            figures["anchor: bare SQLite SELECT by key"] = _pcts(
-                _time(
-                    lambda: conn.execute(
-                        "SELECT * FROM links WHERE key = ?", (current["k"],)
-                    ).fetchone(),
-                    pick,
-                    samples,
-                )
-            )
-            conn.close()
+        pg_conn = psycopg.connect(store_url, autocommit=True)
+        lite_conn = sqlite3.connect(path)
+        by_key = "SELECT * FROM links WHERE key = "
+        figures: dict[str, Any] = _interleaved(
+            {
+                "L1 hit": (pick, resolve(tiered)),
+                "Redis hit (L1 dropped)": (drop_l1(tiered), resolve(tiered)),
+                "PostgreSQL via the tier (L1 + Redis dropped)": (drop_both, resolve(tiered)),
+                "PostgreSQL, no tier (L1 dropped)": (drop_l1(pg_alone), resolve(pg_alone)),
+                "embedded SQLite miss (no tier, L1 dropped)": (
+                    drop_l1(embedded), resolve(embedded),
+                ),
+                "anchor: bare redis-py GET": (pick, lambda: client.get("bench:anchor")),
+                "anchor: bare psycopg SELECT by key": (
+                    pick, lambda: pg_conn.execute(by_key + "%s", (current["k"],)).fetchone(),
+                ),
+                "anchor: bare SQLite SELECT by key": (
+                    pick, lambda: lite_conn.execute(by_key + "?", (current["k"],)).fetchone(),
+                ),
+            },
+            samples,
+        )  # fmt: skip
         figures["stats"] = tiered.stats()["layers"]
+        figures["store"] = pg.describe() if hasattr(pg, "describe") else store_url
+        lite_conn.close()
+        pg_conn.close()
         client.close()
         tier.close()
-        store.close()
+        pg.close()
+        lite.close()
     return figures
 
 
@@ -308,9 +340,13 @@ def report(results: dict[str, Any]) -> None:
             "Hot keys over HTTP (wrk -t1 -c32, L1 hits)",
             ["setup", "req/s (median)", "p99 (median)", "errors", "vs embedded"],
             [
-                [name, f"{hot[name]['rate']:,.0f}/s", f"{median(hot[name]['p99_ms']):.2f} ms",
-                 str(hot[name].get("errors", 0)),
-                 "1.00×" if name == "embedded" else f"{hot['ratio']:.2f}× {ok} (≥ 0.9×)"]
+                [
+                    name,
+                    f"{hot[name]['rate']:,.0f}/s",
+                    f"{median(hot[name]['p99_ms']):.2f} ms",
+                    str(hot[name].get("errors", 0)),
+                    "1.00×" if name == "embedded" else f"{hot['ratio']:.2f}× {ok} (≥ 0.9×)",
+                ]
                 for name in CONFIGS
             ],  # fmt: skip
         )
@@ -320,9 +356,10 @@ def report(results: dict[str, Any]) -> None:
         rows = [
             [name, f"{v['p50_ms'] * 1e3:.0f} µs", f"{v['p99_ms'] * 1e3:.0f} µs", str(v["n"])]
             for name, v in miss.items()
-            if name != "stats"
+            if name not in ("stats", "store")
         ]
         print_table("One resolve, by the layer it stops at", ["layer", "p50", "p99", "n"], rows)
+        print(f"  (PostgreSQL: {miss['store']}; samples interleaved layer by layer)")
         print()
     if "invalidation" in results:
         inv = results["invalidation"]
@@ -351,7 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="2 s, one run, fewer samples")
     parser.add_argument("--only", default="hot,miss,invalidation", help="a subset of those")
     parser.add_argument("--redis", help="a Redis URL (default: a throw-away redis-server)")
-    parser.add_argument("--store", help="a link store URL for the miss path (default: SQLite)")
+    parser.add_argument(
+        "--store",
+        help="a PostgreSQL URL for the miss path (default: a throw-away PostgreSQL server)",
+    )
     parser.add_argument("--json", type=Path, help="also write the raw results here")
     args = parser.parse_args(argv)
     if args.quick:
@@ -376,7 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 connections=args.connections,
             )  # fmt: skip
         if "miss" in chosen:
-            results["miss"] = bench_miss(redis, samples=args.samples, store_url=args.store)
+            with postgres_store_url(args.store) as store_url:
+                results["miss"] = bench_miss(redis, samples=args.samples, store_url=store_url)
         if "invalidation" in chosen:
             results["invalidation"] = bench_invalidation(redis, retargets=args.retargets)
     print()

@@ -292,6 +292,12 @@ SETTINGS: dict[str, Setting] = {
             "process during an outage can be here.",
         ),
         Setting(
+            "cache_outbox_poll", "LOOKUP_CACHE_OUTBOX_POLL", 1.0, _positive_float, "s", "",
+            "seconds between a process's looks at the link store's outbox of invalidations "
+            "that could not reach Redis (its own, or a crashed process's): how long after "
+            "Redis is reachable again such a change can still be served from the tier.",
+        ),
+        Setting(
             "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
             "seconds a Redis client's open circuit breaker refuses calls at once before it "
             "lets one probe through (the shared cache tier's).",

@@ -813,6 +813,28 @@ def _metrics_token() -> str:
     return server_admin_token(data_dir())
 
 
+def click_stream_row(metrics: dict[str, Any]) -> None:
+    """The click stream's health when it is a bounded Redis stream: the group's lag, the
+    clicks retention trimmed before they were counted, the dead-lettered entries."""
+    stream = ((metrics.get("analytics") or {}).get("log")) or {}
+    if "lostToRetention" not in stream:
+        return
+    lag = stream.get("groupLag")
+    metric_row(
+        st.columns(3),
+        [
+            ("Clicks not yet read", f"{stream['undelivered']:,}",
+             f"Clicks in the stream the aggregators' group has not been handed yet "
+             f"({'?' if lag is None else f'{lag:,}'} entries, as Redis counts its lag)."),
+            ("Clicks lost to retention", f"{stream['lostToRetention']:,}",
+             "Clicks the stream's MAXLEN trimmed before an aggregator counted them "
+             "(aggregators stopped or too slow for the retention)."),
+            ("Dead-lettered entries", f"{stream.get('deadLettered', 0):,}",
+             "Entries that could not be decoded or folded, kept aside in <stream>:dead."),
+        ],
+    )  # fmt: skip
+
+
 def backends_panel() -> None:
     """Which backends the API runs on, what each layer answered on each worker, and — only
     against servers ``lookup up`` started — the cache-tier drill."""
@@ -844,6 +866,7 @@ def backends_panel() -> None:
                                           "Store")},
     )  # fmt: skip
     st.caption("Shares of redirect lookups since each process started.")
+    click_stream_row(answer.body)
     redis = (fleet or {}).get("servers", {}).get("redis") or {}
     if not redis.get("started"):
         st.caption(

@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 K = TypeVar("K", bound=Hashable)
@@ -301,6 +301,25 @@ class VersionedSharedCache(SharedCache, Protocol):
 
     def describe(self) -> str:
         """What the tier is, for status pages (``redis://host:port/db``; never a password)."""
+        ...
+
+
+@runtime_checkable
+class InvalidationOutbox(Protocol):
+    """Durable storage, beside the records, of the invalidations a shared tier could not
+    send (its server unreachable): any process whose tier is reachable sends them later,
+    so one that crashed with an unsent invalidation leaves no stale entry behind."""
+
+    def defer_invalidations(self, keys: Sequence[str]) -> None:
+        """Keep ``keys`` to invalidate later (duplicates allowed)."""
+        ...
+
+    def deferred_invalidations(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` kept invalidations, oldest first: ``(id, key)`` each."""
+        ...
+
+    def forget_invalidations(self, ids: Sequence[int]) -> None:
+        """Drop the kept invalidations ``ids`` (they were sent)."""
         ...
 
 

@@ -26,6 +26,15 @@ TTL, and ``<prefix>{key}:g`` the key's invalidation counter (kept a day).
   closes it again. An invalidation that could not reach Redis is kept (bounded) and
   replayed when the subscriber is back, so the tier does not keep serving what changed
   during the outage; past the bound, the whole tier's entries are dropped instead.
+* Kept in memory, such an invalidation would die with its process: one that crashed
+  during the outage would leave another process's tier entry stale until its TTL. With
+  an **outbox** (:meth:`RedisSharedCache.use_outbox`, a
+  :class:`~lookup.kit.cache.InvalidationOutbox`: the link store, which just took the
+  write and so is reachable) the invalidation is kept there instead, durably, and every
+  process's subscriber thread looks at the outbox every ``outbox_poll_s`` (and at once
+  when it resubscribes), sends what it finds — its own or a dead process's — tells its
+  own watchers too, and forgets what it sent. Several processes may send one entry;
+  an invalidation twice is harmless.
 
 A cache is never the source of truth: none of this raises into the read path.
 """
@@ -43,7 +52,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from lookup import settings
 from lookup.kit.breaker import CircuitBreaker
-from lookup.kit.cache import CacheRead
+from lookup.kit.cache import CacheRead, InvalidationOutbox
 from lookup.kit.redisclient import UNAVAILABLE, describe_redis_url, redis_client
 
 __all__ = ["FILL_SCRIPT", "INVALIDATE_SCRIPT", "RedisSharedCache"]
@@ -75,6 +84,7 @@ return 1
 
 _GENERATION_TTL_MS = 86_400_000
 _MAX_PENDING = 100_000
+_OUTBOX_BATCH = 500
 
 
 def _ms(ttl: float) -> int:
@@ -93,6 +103,7 @@ class RedisSharedCache:
         prefix: str = "lookup:cache:",
         timeout_s: float | None = None,
         breaker: CircuitBreaker | None = None,
+        outbox_poll_s: float | None = None,
     ) -> None:
         self.url = url
         self.prefix = prefix
@@ -106,9 +117,15 @@ class RedisSharedCache:
         )
         self._timeout = timeout
         self._origin = uuid.uuid4().hex[:12]  # our own messages are not news to us
+        self._wake_channel = f"{self.channel}:wake:{self._origin}"  # close() stops the wait
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._pending_overflow = False
+        self._outbox: InvalidationOutbox | None = None
+        self._outbox_failing = False
+        self.outbox_poll_s = (
+            outbox_poll_s if outbox_poll_s is not None else settings.get("cache_outbox_poll")
+        )
         self._watchers: list[Callable[[str | None], None]] = []
         self._thread: threading.Thread | None = None
         self._closed = threading.Event()
@@ -122,6 +139,9 @@ class RedisSharedCache:
         self.invalidations_heard = 0
         self.resubscribes = 0
         self.replayed = 0
+        self.deferred = 0
+        self.outbox_sent = 0
+        self.outbox_errors = 0
 
     @classmethod
     def from_url(cls, url: str) -> RedisSharedCache:
@@ -172,15 +192,31 @@ class RedisSharedCache:
         """Cache ``value`` for ``ttl`` seconds unconditionally (fills use :meth:`fill`)."""
         self._call(lambda: self._redis.set(self._keys(key)[0], b"0|" + value, px=_ms(ttl)))
 
+    def use_outbox(self, outbox: InvalidationOutbox) -> None:
+        """Keep invalidations Redis cannot take now in ``outbox`` (durable, shared by every
+        process), and send those any process kept there (see the module docstring)."""
+        self._outbox = outbox
+
     def delete(self, key: str) -> None:
         """Invalidate ``key`` everywhere: counter bumped, entry dropped, every process told.
-        Kept for replay if Redis cannot be reached now."""
-        if not self._send_invalidation(key):
-            with self._lock:
-                if len(self._pending) < _MAX_PENDING:
-                    self._pending.add(key)
-                else:
-                    self._pending_overflow = True
+        Kept for replay if Redis cannot be reached now: in the outbox when there is one,
+        else (or if the outbox fails too) in this process's memory."""
+        if self._send_invalidation(key):
+            return
+        if self._outbox is not None:
+            try:
+                self._outbox.defer_invalidations([key])
+            except Exception:
+                log.warning("could not keep the invalidation of %r in the outbox", key)
+            else:
+                with self._lock:
+                    self.deferred += 1
+                return
+        with self._lock:
+            if len(self._pending) < _MAX_PENDING:
+                self._pending.add(key)
+            else:
+                self._pending_overflow = True
 
     def _send_invalidation(self, key: str) -> bool:
         message = f"{self._origin} {key}"
@@ -249,7 +285,7 @@ class RedisSharedCache:
         while not self._closed.is_set():
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                pubsub.subscribe(self.channel)
+                pubsub.subscribe(self.channel, self._wake_channel)
                 pubsub.get_message(timeout=1.0)  # the confirmation: we are listening
                 self.subscribed = True
                 backoff = 0.05
@@ -260,9 +296,17 @@ class RedisSharedCache:
                     self._tell(None)  # whatever was said while we were away is lost
                     self._replay()
                     lost = False
+                next_look = 0.0  # the outbox: at once, then every outbox_poll_s
                 while not self._closed.is_set():
-                    message = pubsub.get_message(timeout=0.5)
-                    if message is not None and message.get("type") == "message":
+                    if self._outbox is not None and time.monotonic() >= next_look:
+                        self._drain_outbox()
+                        next_look = time.monotonic() + self.outbox_poll_s
+                    message = pubsub.get_message(timeout=min(0.5, self.outbox_poll_s))
+                    if (
+                        message is not None
+                        and message.get("type") == "message"
+                        and message.get("channel") == self.channel.encode()
+                    ):
                         self._heard(message["data"])
             except UNAVAILABLE:
                 self.subscribed = False
@@ -316,6 +360,36 @@ class RedisSharedCache:
                 self._pending.discard(key)
                 self.replayed += 1
 
+    def _drain_outbox(self) -> None:
+        """Send the invalidations kept in the outbox (by any process), tell our own
+        watchers too (our messages are not news to us), forget those sent. Stops at the
+        first that Redis refuses; a failing outbox is logged and tried again later."""
+        assert self._outbox is not None
+        try:
+            while True:
+                rows = self._outbox.deferred_invalidations(_OUTBOX_BATCH)
+                ids_of: dict[str, list[int]] = {}
+                for entry_id, key in rows:
+                    ids_of.setdefault(key, []).append(entry_id)
+                sent: list[int] = []
+                for key, ids in ids_of.items():
+                    if not self._send_invalidation(key):
+                        break
+                    self._tell(key)
+                    sent.extend(ids)
+                self._outbox.forget_invalidations(sent)
+                with self._lock:
+                    self.outbox_sent += len(sent)
+                    self._outbox_failing = False
+                if len(rows) < _OUTBOX_BATCH or len(sent) < len(rows):
+                    return
+        except Exception as exc:
+            with self._lock:
+                self.outbox_errors += 1
+                first, self._outbox_failing = not self._outbox_failing, True
+            if first:  # once per streak: the store's own outage is reported elsewhere
+                log.warning("could not read the invalidation outbox (%s); trying again", exc)
+
     def _drop_everything(self) -> None:
         pattern = re.sub(r"([*?\[\]\\])", r"\\\1", self.prefix) + "*"
         batch: list[bytes] = []
@@ -346,6 +420,9 @@ class RedisSharedCache:
             "invalidationsHeard": self.invalidations_heard,
             "pendingInvalidations": len(self._pending),
             "replayedInvalidations": self.replayed,
+            "deferredToOutbox": self.deferred,
+            "sentFromOutbox": self.outbox_sent,
+            "outboxErrors": self.outbox_errors,
             "subscribed": self.subscribed,
             "resubscribes": self.resubscribes,
             "breaker": self.breaker.stats(),
@@ -359,6 +436,10 @@ class RedisSharedCache:
         """Stop the subscriber and let go of the connections."""
         self._closed.set()
         if self._thread is not None:
+            try:  # wake the subscriber out of its wait for a message
+                self._redis.publish(self._wake_channel, b"")
+            except UNAVAILABLE:
+                pass  # Redis is away: the subscriber is not waiting on it
             self._thread.join(timeout=5)
         self._redis.close()
 

@@ -13,7 +13,9 @@ invalidated anywhere since this load read the tier, or if a newer version of the
 (its ``updated_at``) is already there — so a slow load never puts an old record back.
 And the tier tells every process of every invalidation (Redis pub/sub), so a link
 disabled or retargeted through one process stops being served from the L1 of all the
-others at once; when that feed was interrupted the whole L1 is dropped.
+others at once; when that feed was interrupted the whole L1 is dropped. An invalidation
+Redis could not take is kept in the link store (the tier's outbox) until some process
+can send it, so a process that crashed during an outage leaves nothing stale behind.
 
 Misses go through single-flight, so when a viral key expires from the cache the many
 requests that miss together cost one load. Writes call :meth:`Resolver.invalidate`;
@@ -39,6 +41,7 @@ from typing import Any
 from lookup.kit.cache import (
     MISSING,
     AsyncSingleFlight,
+    InvalidationOutbox,
     NullSharedCache,
     SharedCache,
     SingleFlight,
@@ -127,6 +130,9 @@ class Resolver:
         self._versioned = isinstance(self.shared, VersionedSharedCache)
         if self._versioned:
             self.shared.watch(self._heard_invalidation)  # type: ignore[attr-defined]
+            use_outbox = getattr(self.shared, "use_outbox", None)
+            if use_outbox is not None and isinstance(store, InvalidationOutbox):
+                use_outbox(store)  # an unsent invalidation outlives this process
 
     # -- lookups -----------------------------------------------------------------------
 

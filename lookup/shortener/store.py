@@ -35,7 +35,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -124,6 +124,11 @@ CREATE TABLE IF NOT EXISTS owner_tokens (
     owner       TEXT NOT NULL,
     created_at  REAL NOT NULL,
     revoked_at  REAL
+);
+CREATE TABLE IF NOT EXISTS cache_outbox (
+    id   INTEGER PRIMARY KEY AUTOINCREMENT,
+    key  TEXT NOT NULL,
+    at   REAL NOT NULL
 );
 """
 
@@ -233,6 +238,19 @@ class LinkStore(Protocol):
     def rotate_token(self, old_hash: str, new_hash: str, owner: str, now: float) -> bool:
         """In one transaction: revoke ``old_hash`` and record ``new_hash`` for ``owner``.
         Exactly one of concurrent rotations of a token wins; False for the others."""
+        ...
+
+    def defer_invalidations(self, keys: Sequence[str]) -> None:
+        """Keep ``keys`` for the cache tier to invalidate later (its outbox: Redis was
+        unreachable when they changed)."""
+        ...
+
+    def deferred_invalidations(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` kept invalidations, oldest first: ``(id, key)``."""
+        ...
+
+    def forget_invalidations(self, ids: Sequence[int]) -> None:
+        """Drop the kept invalidations ``ids`` (sent)."""
         ...
 
     def ping(self) -> None:
@@ -661,6 +679,32 @@ class SqliteLinkStore:
                 (new_hash, owner, now),
             )
             return True
+
+    # -- the cache tier's outbox (kit.cache.InvalidationOutbox) ------------------------
+
+    def defer_invalidations(self, keys: Sequence[str]) -> None:
+        """Keep ``keys`` for the cache tier to invalidate once Redis is reachable."""
+        now = self.clock()
+        with self._write() as conn:
+            conn.executemany(
+                "INSERT INTO cache_outbox (key, at) VALUES (?, ?)", [(k, now) for k in keys]
+            )
+
+    def deferred_invalidations(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` kept invalidations, oldest first."""
+        rows = (
+            self._conn()
+            .execute("SELECT id, key FROM cache_outbox ORDER BY id LIMIT ?", (limit,))
+            .fetchall()
+        )
+        return [(int(i), str(k)) for i, k in rows]
+
+    def forget_invalidations(self, ids: Sequence[int]) -> None:
+        """Drop the kept invalidations ``ids`` (sent)."""
+        if not ids:
+            return
+        with self._write() as conn:
+            conn.executemany("DELETE FROM cache_outbox WHERE id = ?", [(i,) for i in ids])
 
     def ping(self) -> None:
         """Fail loudly if the database cannot be reached (for health checks)."""

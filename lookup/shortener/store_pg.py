@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lookup.kit.postgres import PgPool, describe_url, ensure_schema
@@ -94,6 +94,11 @@ CREATE TABLE IF NOT EXISTS owner_tokens (
     owner       TEXT NOT NULL,
     created_at  DOUBLE PRECISION NOT NULL,
     revoked_at  DOUBLE PRECISION
+);
+CREATE TABLE IF NOT EXISTS cache_outbox (
+    id   BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key  TEXT NOT NULL,
+    at   DOUBLE PRECISION NOT NULL
 );
 """
 
@@ -456,6 +461,31 @@ class PostgresLinkStore:
                 (new_hash, owner, now),
             )
             return True
+
+    # -- the cache tier's outbox (kit.cache.InvalidationOutbox) ------------------------
+
+    def defer_invalidations(self, keys: Sequence[str]) -> None:
+        """Keep ``keys`` for the cache tier to invalidate once Redis is reachable."""
+        now = self.clock()
+        with self._pool.transaction() as conn, conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO cache_outbox (key, at) VALUES (%s, %s)", [(k, now) for k in keys]
+            )
+
+    def deferred_invalidations(self, limit: int) -> list[tuple[int, str]]:
+        """Up to ``limit`` kept invalidations, oldest first."""
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, key FROM cache_outbox ORDER BY id LIMIT %s", (limit,)
+            ).fetchall()
+        return [(int(i), str(k)) for i, k in rows]
+
+    def forget_invalidations(self, ids: Sequence[int]) -> None:
+        """Drop the kept invalidations ``ids`` (sent)."""
+        if not ids:
+            return
+        with self._pool.connection() as conn:
+            conn.execute("DELETE FROM cache_outbox WHERE id = ANY(%s)", (list(ids),))
 
     def ping(self) -> None:
         """Fail (Unavailable) if the database cannot be reached (for health checks)."""

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -228,11 +229,14 @@ class ServicePolicy:
         return self.service.blocklist
 
 
-def search_limiter(policy: RatePolicy | None = None) -> RateLimiter:
+def search_limiter(
+    policy: RatePolicy | None = None, clock: Callable[[], float] = time.monotonic
+) -> RateLimiter:
     """The per-client limit of ``POST /v1/searches`` (in-process token buckets):
-    ``policy``, else ``$LOOKUP_TYPEAHEAD_RATE_SEARCHES``."""
+    ``policy``, else ``$LOOKUP_TYPEAHEAD_RATE_SEARCHES``; ``clock`` refills them (tests
+    inject one)."""
     chosen = policy or RatePolicy.parse(settings.get("typeahead_rate_searches"))
-    return open_rate_limiter("memory:", chosen, name="searches")
+    return open_rate_limiter("memory:", chosen, name="searches", clock=clock)
 
 
 def install(
@@ -241,12 +245,13 @@ def install(
     *,
     trust_forwarded_for: bool | None = None,
     search_rate: RatePolicy | None = None,
+    search_clock: Callable[[], float] = time.monotonic,
 ) -> SuggestService:
     """Mount the routes, the poller and the health probe for a given service.
 
     ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``) takes the client
     address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
-    per-client limit of ``POST /v1/searches``."""
+    per-client limit of ``POST /v1/searches`` and ``search_clock`` its time source."""
     mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
     api = mounts.api
     api.state.typeahead = service
@@ -257,7 +262,7 @@ def install(
         api,
         ServicePolicy(service),
         admin_token,
-        limiter=search_limiter(search_rate),
+        limiter=search_limiter(search_rate, search_clock),
         trust_forwarded_for=bool(trust_forwarded_for),
     )
     mount_snapshots(api, service, admin_token)

@@ -18,18 +18,23 @@ from benchmarks.common import wrk_path
 
 
 def test_miss_path_and_invalidation_at_toy_size(
-    tmp_path: Path, redis_server: Any, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, redis_server: Any, postgres_db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "scaleout.json"
     code = bench_scaleout_cache.main(
         ["--only", "miss,invalidation", "--samples", "20", "--retargets", "3",
-         "--redis", redis_server.url, "--json", str(out)]
+         "--redis", redis_server.url, "--store", postgres_db, "--json", str(out)]
     )  # fmt: skip
     assert code == 0
     figures = json.loads(out.read_text())
     miss = figures["miss"]
-    assert {"L1 hit", "Redis hit (L1 dropped)", "embedded miss (no tier, L1 dropped)"} <= set(miss)
+    assert {
+        "L1 hit", "Redis hit (L1 dropped)", "PostgreSQL via the tier (L1 + Redis dropped)",
+        "PostgreSQL, no tier (L1 dropped)", "embedded SQLite miss (no tier, L1 dropped)",
+    } <= set(miss)  # fmt: skip
+    assert all(v["n"] == 20 for k, v in miss.items() if k not in ("stats", "store"))
     assert miss["stats"]["shared"] >= 20 and miss["stats"]["store"] >= 20  # each layer answered
+    assert miss["store"].startswith("postgresql://")  # the miss path read PostgreSQL
     assert figures["invalidation"]["retarget seen on B"]["n"] == 3
     assert figures["invalidation"]["heard"]["keys"] >= 3  # B heard A's invalidations
     text = capsys.readouterr().out

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from lookup.kit.cache import InvalidationOutbox
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import (
@@ -338,3 +339,23 @@ def test_owner_tokens_revoke_once_and_rotate_once_under_a_race(store: LinkStore)
     assert store.rotate_token(wins[0], "a0-next-next", "owner-a", NOW) is True
     assert store.token_owner(wins[0]) == ("owner-a", True)
     assert store.token_owner("a0-next-next") == ("owner-a", False)
+
+
+def test_the_cache_outbox_keeps_deferred_invalidations_across_a_reopen(
+    open_store: Callable[..., LinkStore],
+) -> None:
+    writer = open_store()
+    writer.defer_invalidations(["k1", "k2"])
+    writer.defer_invalidations(["k1"])  # deferred again: kept twice, sent twice, harmless
+    writer.close()  # the process that deferred them is gone
+    other = open_store()  # another process, on the same store
+    assert isinstance(other, InvalidationOutbox)  # what the Redis cache tier looks for
+    kept = other.deferred_invalidations(10)
+    assert [key for _id, key in kept] == ["k1", "k2", "k1"]  # oldest first
+    assert len({i for i, _key in kept}) == 3
+    assert other.deferred_invalidations(2) == kept[:2]
+    other.forget_invalidations([kept[0][0], kept[2][0]])
+    other.forget_invalidations([])
+    assert other.deferred_invalidations(10) == [kept[1]]
+    other.forget_invalidations([kept[1][0]])
+    assert other.deferred_invalidations(10) == []

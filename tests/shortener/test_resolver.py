@@ -1,15 +1,25 @@
-"""The read path: what each layer absorbs, single-flight under concurrency, invalidation."""
+"""The read path: what each layer absorbs, single-flight under concurrency, invalidation.
+
+The cases that hold whatever the shared tier is run twice (the ``tiers`` fixture): with
+the embedded tier they were written for (none, or one in-memory tier shared by the
+"processes"), and with the Redis tier on a throw-away redis-server (a client per
+"process", one prefix), assertions unchanged. Not with Redis: the cases that move an
+injected clock past a TTL (Redis's TTLs run on its own clock, so the tier still answers
+when the L1 entry has expired: by design, not a contract difference), and the fakes.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lookup.kit.cache import MemorySharedCache
+from lookup.kit.cache import MemorySharedCache, SharedCache
 from lookup.shortener.model import Link
 from lookup.shortener.resolver import Resolver, decode_link, encode_link
 from lookup.shortener.store import LinkStore, SqliteLinkStore
@@ -55,14 +65,42 @@ def store(tmp_path: Path) -> LinkStore:
     s.close()
 
 
+class Tiers:
+    """The shared tier of each resolver a case makes: ``tiers(embedded)`` is ``embedded``
+    (the case's own tier, or None) on the embedded run, a new Redis client on the Redis run."""
+
+    def __init__(self, redis_url: str | None) -> None:
+        self.url = redis_url
+        self.prefix = f"resolver-case-{uuid.uuid4().hex[:8]}:"
+        self.made: list[Any] = []
+
+    def __call__(self, embedded: SharedCache | None = None) -> SharedCache | None:
+        if self.url is None:
+            return embedded
+        from lookup.kit.cache_redis import RedisSharedCache
+
+        tier = RedisSharedCache(self.url, prefix=self.prefix)
+        self.made.append(tier)
+        return tier
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def tiers(request: pytest.FixtureRequest) -> Iterator[Tiers]:
+    url = request.getfixturevalue("redis_server").url if request.param == "redis" else None
+    made = Tiers(url)
+    yield made
+    for tier in made.made:
+        tier.close()
+
+
 def _resolver(store: LinkStore, clock: Clock, **kw: Any) -> tuple[Resolver, CountingStore]:
     counting = CountingStore(store)
     resolver = Resolver(counting, clock=clock, cache_jitter=0.0, **kw)  # type: ignore[arg-type]
     return resolver, counting
 
 
-def test_hits_come_from_memory_after_one_store_read(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock())
+def test_hits_come_from_memory_after_one_store_read(store: LinkStore, tiers: Tiers) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     for _ in range(100):
         assert resolver.resolve("hot-key").long_url == "https://example.com/"
     stats = resolver.stats()
@@ -92,8 +130,8 @@ def test_unknown_keys_are_negatively_cached_for_a_while(store: LinkStore) -> Non
     assert counting.reads == 2
 
 
-def test_scraper_keys_do_not_evict_the_hot_set(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock(), cache_size=2, negative_size=10)
+def test_scraper_keys_do_not_evict_the_hot_set(store: LinkStore, tiers: Tiers) -> None:
+    resolver, counting = _resolver(store, Clock(), cache_size=2, negative_size=10, shared=tiers())
     resolver.resolve("hot-key")
     for i in range(100):
         resolver.resolve(f"guess-{i}")
@@ -101,8 +139,8 @@ def test_scraper_keys_do_not_evict_the_hot_set(store: LinkStore) -> None:
     assert resolver.stats()["l1"]["hits"] == 1  # still cached after 100 misses
 
 
-def test_invalidate_purges_every_layer_at_once(store: LinkStore) -> None:
-    shared = MemorySharedCache()
+def test_invalidate_purges_every_layer_at_once(store: LinkStore, tiers: Tiers) -> None:
+    shared = tiers(MemorySharedCache())
     resolver, counting = _resolver(store, Clock(), shared=shared)
     resolver.resolve("hot-key")
     assert shared.get("hot-key") is not None
@@ -113,25 +151,27 @@ def test_invalidate_purges_every_layer_at_once(store: LinkStore) -> None:
     assert resolver.resolve("hot-key").long_url == "https://new.example/"
 
 
-def test_a_created_key_is_not_hidden_by_the_negative_cache(store: LinkStore) -> None:
-    resolver, _ = _resolver(store, Clock())
+def test_a_created_key_is_not_hidden_by_the_negative_cache(store: LinkStore, tiers: Tiers) -> None:
+    resolver, _ = _resolver(store, Clock(), shared=tiers())
     assert resolver.resolve("brand-new") is None
     store.create(_link("brand-new"), render=lambda link: {})
     resolver.invalidate("brand-new")
     assert resolver.resolve("brand-new") is not None
 
 
-def test_shared_tier_serves_a_second_process_without_the_store(store: LinkStore) -> None:
+def test_shared_tier_serves_a_second_process_without_the_store(
+    store: LinkStore, tiers: Tiers
+) -> None:
     shared = MemorySharedCache()
-    first, first_reads = _resolver(store, Clock(), shared=shared)
-    second, second_reads = _resolver(store, Clock(), shared=shared)
+    first, first_reads = _resolver(store, Clock(), shared=tiers(shared))
+    second, second_reads = _resolver(store, Clock(), shared=tiers(shared))
     assert first.resolve("hot-key") is not None
     assert second.resolve("hot-key") == first.resolve("hot-key")
     assert first.resolve("missing-key") is None
     assert second.resolve("missing-key") is None
     assert first_reads.reads == 2 and second_reads.reads == 0
     assert second.stats()["shared"] == {
-        "tier": "memory",
+        "tier": second.shared.name,  # memory, or redis
         "hits": 1,
         "negativeHits": 1,
         "misses": 0,
@@ -160,8 +200,8 @@ def test_a_broken_shared_tier_costs_misses_never_errors(store: LinkStore) -> Non
     assert counting.reads == 2 and resolver.stats()["shared"]["errors"] >= 3
 
 
-def test_single_flight_with_threads_costs_one_store_read(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock())
+def test_single_flight_with_threads_costs_one_store_read(store: LinkStore, tiers: Tiers) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     counting.gate = threading.Event()
     results: list[Link | None] = []
     threads = [
@@ -183,8 +223,10 @@ def test_single_flight_with_threads_costs_one_store_read(store: LinkStore) -> No
     assert resolver.stats()["singleFlight"] == {"loads": 1, "collapsed": 23}
 
 
-def test_single_flight_on_the_event_loop_costs_one_store_read(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock())
+def test_single_flight_on_the_event_loop_costs_one_store_read(
+    store: LinkStore, tiers: Tiers
+) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     counting.gate = threading.Event()
 
     async def scenario() -> list[Link | None]:
@@ -199,8 +241,10 @@ def test_single_flight_on_the_event_loop_costs_one_store_read(store: LinkStore) 
     assert resolver.stats()["singleFlight"]["collapsed"] == 199
 
 
-def test_a_load_racing_an_invalidation_does_not_cache_stale_data(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock())
+def test_a_load_racing_an_invalidation_does_not_cache_stale_data(
+    store: LinkStore, tiers: Tiers
+) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     counting.gate = threading.Event()
     got: list[Link | None] = []
     loader = threading.Thread(target=lambda: got.append(resolver.resolve("cold-key")))
@@ -223,10 +267,12 @@ def _load_in_flight(resolver: Resolver, counting: CountingStore, key: str) -> th
     return loader
 
 
-def test_invalidating_one_key_does_not_discard_another_keys_load(store: LinkStore) -> None:
+def test_invalidating_one_key_does_not_discard_another_keys_load(
+    store: LinkStore, tiers: Tiers
+) -> None:
     # A scanner verdict on one link lands while a redirect is loading another: the other
     # key's fill must still be cached, or every verdict during traffic costs extra reads.
-    resolver, counting = _resolver(store, Clock())
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     loader = _load_in_flight(resolver, counting, "cold-key")
     resolver.invalidate("hot-key")
     assert counting.gate is not None
@@ -238,9 +284,9 @@ def test_invalidating_one_key_does_not_discard_another_keys_load(store: LinkStor
 
 
 def test_invalidating_one_key_does_not_discard_another_keys_negative_fill(
-    store: LinkStore,
+    store: LinkStore, tiers: Tiers
 ) -> None:
-    resolver, counting = _resolver(store, Clock())
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     loader = _load_in_flight(resolver, counting, "guessed-key")
     resolver.invalidate("hot-key")
     assert counting.gate is not None
@@ -250,8 +296,8 @@ def test_invalidating_one_key_does_not_discard_another_keys_negative_fill(
     assert counting.reads == 1 and resolver.stats()["negative"]["hits"] == 1
 
 
-def test_clear_discards_every_load_in_flight(store: LinkStore) -> None:
-    resolver, counting = _resolver(store, Clock())
+def test_clear_discards_every_load_in_flight(store: LinkStore, tiers: Tiers) -> None:
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     loader = _load_in_flight(resolver, counting, "cold-key")
     resolver.clear()
     assert counting.gate is not None
@@ -261,11 +307,11 @@ def test_clear_discards_every_load_in_flight(store: LinkStore) -> None:
 
 
 def test_an_invalidation_during_a_load_and_a_later_one_each_cost_one_read(
-    store: LinkStore,
+    store: LinkStore, tiers: Tiers
 ) -> None:
     # The stale load is skipped, the next one fills; a load that finished earlier is not
     # affected by an invalidation that comes later.
-    resolver, counting = _resolver(store, Clock())
+    resolver, counting = _resolver(store, Clock(), shared=tiers())
     loader = _load_in_flight(resolver, counting, "cold-key")
     resolver.invalidate("cold-key")
     assert counting.gate is not None

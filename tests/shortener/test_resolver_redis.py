@@ -165,3 +165,87 @@ def test_with_redis_down_the_breaker_answers_and_recovery_replays_invalidations(
     finally:
         for tier in tiers:
             tier.close()
+
+
+def _free_redis_url() -> str:
+    """A Redis URL nothing listens on: a process cut off from Redis."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def test_an_invalidation_outlives_a_process_that_crashed_during_a_redis_outage(
+    tmp_path: Path, store: LinkStore, own_redis: Any
+) -> None:
+    """Redis stopped and restarted with its data (as with RDB persistence): A's unsent
+    invalidation is in the link store's outbox, not in A's memory, so B sends it when
+    Redis is back although A crashed; a change nobody invalidated shows the tier kept
+    its entries across the restart."""
+    import redis as redis_py
+
+    store.create(_link("control-key"), render=lambda link: {})
+    prefix = f"outbox-{uuid.uuid4().hex[:8]}:"
+    tier_a, tier_b = _tier(own_redis.url, prefix), _tier(own_redis.url, prefix)
+    store_b = SqliteLinkStore(tmp_path / "links.sqlite3")  # process B's own connection
+    a = Resolver(store, shared=tier_a, cache_jitter=0.0)
+    b = Resolver(store_b, shared=tier_b, cache_jitter=0.0)
+    try:
+        assert tier_a.wait_subscribed(10) and tier_b.wait_subscribed(10)
+        for key in ("hot-key", "control-key"):
+            assert b.resolve(key).long_url == "https://example.com/"  # in the tier now
+        with redis_py.Redis.from_url(own_redis.url) as raw:
+            raw.save()  # the tier's entries survive the restart
+        own_redis.stop()
+        store.update("hot-key", {"long_url": "https://new.example/"}, actor=None)
+        a.invalidate("hot-key")  # Redis is down: into the outbox
+        store.update("control-key", {"long_url": "https://new.example/"}, actor=None)
+        assert [k for _i, k in store.deferred_invalidations(10)] == ["hot-key"]
+        assert tier_a.stats()["deferredToOutbox"] == 1 and tier_a.pending_invalidations() == 0
+        tier_a.close()  # A crashes: whatever it held in memory is gone
+
+        own_redis.start()  # same port, the saved entries loaded again
+        started = time.monotonic()
+        _wait(lambda: not store.deferred_invalidations(10))
+        took = time.monotonic() - started
+        print(f"\nthe crashed process's invalidation sent by another {took:.2f} s after Redis")
+        assert tier_b.stats()["sentFromOutbox"] == 1
+        b.cache.clear()
+        assert b.resolve("hot-key").long_url == "https://new.example/"
+        # the control: no invalidation was ever kept for it, and the tier still serves the
+        # old record (until its TTL) — the restart kept the tier's data
+        assert b.resolve("control-key").long_url == "https://example.com/"
+    finally:
+        tier_a.close()
+        tier_b.close()
+        store_b.close()
+
+
+def test_an_outbox_entry_left_by_a_process_cut_off_from_redis_is_sent_by_another(
+    tmp_path: Path, store: LinkStore, redis_server: Any
+) -> None:
+    """Only A cannot reach Redis (a partition), and A dies: B never saw an outage, yet its
+    look at the outbox sends A's invalidation, drops the tier's entry and B's own L1."""
+    prefix = f"outbox-{uuid.uuid4().hex[:8]}:"
+    tier_a = _tier(_free_redis_url(), prefix)
+    tier_b = RedisSharedCache(redis_server.url, prefix=prefix, outbox_poll_s=0.2)
+    store_b = SqliteLinkStore(tmp_path / "links.sqlite3")
+    a = Resolver(store, shared=tier_a, cache_jitter=0.0)
+    b = Resolver(store_b, shared=tier_b, cache_jitter=0.0)
+    try:
+        assert tier_b.wait_subscribed(10)
+        assert b.resolve("hot-key").long_url == "https://example.com/"  # B's L1 and the tier
+        store.update("hot-key", {"long_url": "https://new.example/"}, actor=None)
+        a.invalidate("hot-key")
+        assert tier_a.stats()["deferredToOutbox"] == 1
+        tier_a.close()  # A dies
+        _wait(lambda: not store.deferred_invalidations(10))
+        assert tier_b.stats()["sentFromOutbox"] == 1
+        assert b.resolve("hot-key").long_url == "https://new.example/"  # L1 dropped, tier too
+        assert b.stats()["layers"]["store"] == 2  # read anew from the store
+    finally:
+        tier_a.close()
+        tier_b.close()
+        store_b.close()

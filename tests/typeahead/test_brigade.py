@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from lookup import settings
+from lookup.kit.ratelimit import RatePolicy
 from lookup.server import create_app
 from lookup.typeahead.http import install
 from lookup.typeahead.serving import SuggestService
@@ -33,10 +35,13 @@ def clock() -> Clock:
 
 
 def _client(data_dir: Path, clock: Clock, *, trust: bool) -> TestClient:
-    # The default trending policy and search rate limit: what `lookup serve` runs.
+    # The default trending policy and search rate limit: what `lookup serve` runs. The
+    # limiter's buckets refill on the test's clock too, so the number admitted is exact
+    # (on the wall clock they refilled 0.5 token/s while the posts ran: 30 + a few).
     service = SuggestService.from_data_dir(data_dir, clock=clock, trending=TrendingPolicy())
     app = create_app(
-        data_dir, subsystems=[lambda m: install(m, service, trust_forwarded_for=trust)]
+        data_dir,
+        subsystems=[lambda m: install(m, service, trust_forwarded_for=trust, search_clock=clock)],
     )
     return TestClient(app)
 
@@ -72,7 +77,12 @@ def test_the_issue_brigade_does_not_trend(plain: TestClient, clock: Clock) -> No
         statuses.append(r.status_code)
         if r.status_code == 429 and limited is None:
             limited = r
-    assert statuses.count(202) <= 60 and statuses.count(429) >= 460
+    # one client (one address: the userIds are ignored), 30 per 60 s with a burst of 30,
+    # and no time passes: exactly the burst is admitted
+    burst = int(RatePolicy.parse(settings.get("typeahead_rate_searches")).capacity)
+    assert burst == 30
+    assert statuses.count(202) == burst and statuses.count(429) == 520 - burst
+    assert statuses[:burst] == [202] * burst  # the first 30, then every one refused
     assert limited is not None and limited.json()["error"] == "RATE_LIMITED"
     for header in ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"):
         assert header.lower() in {k.lower() for k in limited.headers}, header
@@ -139,4 +149,4 @@ def test_without_a_trusted_proxy_forwarded_for_is_ignored(plain: TestClient) -> 
         ).status_code
         for i in range(100)
     ]
-    assert answers.count(429) >= 40  # one client however many addresses it claims
+    assert answers.count(202) == 30 and answers.count(429) == 70  # one client, one bucket

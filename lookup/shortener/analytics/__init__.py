@@ -277,8 +277,13 @@ class ClickAnalytics:
         try:
             consumer = self.aggregator.consumer_state()
             end, lag = self.log.end_offset(), self.log.backlog(consumer["offset"])
+            log_figures: dict[str, Any] = {"endOffset": end}
             dead = getattr(self.log, "dead_letter_count", None)
-            log_figures = {"endOffset": end, **({"deadLettered": dead()} if dead else {})}
+            if dead is not None:
+                log_figures["deadLettered"] = dead()
+            retention = getattr(self.log, "retention", None)
+            if retention is not None:  # a bounded stream: clicks it trimmed unread, its lag
+                log_figures.update(retention())
         except Unavailable as exc:
             return {**figures, "log": {"endOffset": None, "unavailable": str(exc)},
                     "aggregator": {"mode": self.mode, "unavailable": str(exc)}}  # fmt: skip

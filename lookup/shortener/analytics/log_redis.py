@@ -23,6 +23,20 @@ handed back for ever and stall its consumer. An entry delivered more than
 or one that does not decode, is copied to the dead-letter stream ``<stream>:dead`` with
 the reason and acknowledged, so the rest of the stream moves on and nothing is dropped
 silently (Kafka consumers and SQS do the same with a dead-letter queue).
+
+**Clicks lost to retention** are counted, never silent. ``MAXLEN`` trims the oldest
+entries whether the group has read them or not (a Kafka topic's retention does the same
+to a consumer that falls too far behind). Each entry carries ``c``, the stream's running
+total of clicks appended up to and including it (one script does the ``INCRBY`` and the
+``XADD``, so the totals follow the ids' order), and the group keeps, beside the stream,
+the running total it has been handed (``<stream>:<group>:delivered``). A read of new
+entries (one script with the ``XREADGROUP``) that finds the first entry's total before
+it above the delivered one has found clicks trimmed unread: the difference is added to
+``<stream>:<group>:lost``. An entry delivered but trimmed before its acknowledgement
+(its fields come back empty, or ``XAUTOCLAIM`` reports it deleted) is lost too: the
+group keeps each unacknowledged entry's click count (``<stream>:<group>:inflight``) so
+that loss is counted exactly as well. :meth:`RedisClickLog.retention` reports the lost
+clicks (including a gap no read has reached yet) and the group's lag.
 """
 
 from __future__ import annotations
@@ -44,6 +58,98 @@ _Entry = tuple[bytes, dict[bytes, bytes]]
 
 _SEQ_BITS = 20
 _CHUNK = 256
+
+#: XADD with the stream's running click total ``c`` (KEYS: stream, appended total;
+#: ARGV: maxlen, n, blob, first, last).
+_APPEND = """
+local c = redis.call('INCRBY', KEYS[2], ARGV[2])
+return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*',
+    'b', ARGV[3], 'n', ARGV[2], 'f', ARGV[4], 'l', ARGV[5], 'c', c)
+"""
+
+#: The fields ``n`` and ``c`` of a flat field list, as numbers (nil when absent).
+_COUNTS_OF = """
+local function counts_of(fields)
+  local n, c
+  for i = 1, #fields, 2 do
+    if fields[i] == 'n' then n = tonumber(fields[i + 1])
+    elseif fields[i] == 'c' then c = tonumber(fields[i + 1]) end
+  end
+  return n, c
+end
+"""
+
+#: XREADGROUP ``>``, counting clicks trimmed before the group read them (KEYS: stream,
+#: delivered total, lost, inflight; ARGV: group, consumer, count).
+_TAKE_NEW = (
+    _COUNTS_OF
+    + """
+local res = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3],
+    'STREAMS', KEYS[1], '>')
+if not res then return {} end
+local entries = res[1][2]
+local delivered = tonumber(redis.call('GET', KEYS[2]) or '0')
+local lost = 0
+for _, entry in ipairs(entries) do
+  local n, c = counts_of(entry[2])
+  if n then redis.call('HSET', KEYS[4], entry[1], n) end
+  if n and c then
+    if c - n > delivered then lost = lost + (c - n - delivered) end
+    if c > delivered then delivered = c end
+  end
+end
+redis.call('SET', KEYS[2], delivered)
+if lost > 0 then redis.call('INCRBY', KEYS[3], lost) end
+return entries
+"""
+)
+
+#: Acknowledge entries; those trimmed before it (``ARGV[1]`` = 1) count as lost (KEYS:
+#: stream, lost, inflight; ARGV: gone flag, group, ids...). Returns how many were pending.
+_SETTLE = """
+local lost, done = 0, 0
+for i = 3, #ARGV do
+  done = done + redis.call('XACK', KEYS[1], ARGV[2], ARGV[i])
+  if ARGV[1] == '1' then lost = lost + tonumber(redis.call('HGET', KEYS[3], ARGV[i]) or '0') end
+  redis.call('HDEL', KEYS[3], ARGV[i])
+end
+if lost > 0 then redis.call('INCRBY', KEYS[2], lost) end
+return done
+"""
+
+#: One consistent reading of the loss figures (KEYS: stream, delivered, lost, appended,
+#: inflight). Lost already, though no read has found them yet: the gap before the oldest
+#: entry, and the unacknowledged entries older than it.
+_RETENTION = (
+    _COUNTS_OF
+    + """
+local function older(a, b)
+  local ams, aseq = string.match(a, '(%d+)-(%d+)')
+  local bms, bseq = string.match(b, '(%d+)-(%d+)')
+  ams, bms = tonumber(ams), tonumber(bms)
+  return ams < bms or (ams == bms and tonumber(aseq) < tonumber(bseq))
+end
+local lost = tonumber(redis.call('GET', KEYS[3]) or '0')
+local delivered = tonumber(redis.call('GET', KEYS[2]) or '0')
+local appended = tonumber(redis.call('GET', KEYS[4]) or '0')
+local before = delivered
+local oldest = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+if not oldest then
+  before = appended
+else
+  for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 16)) do
+    local n, c = counts_of(entry[2])
+    if n and c then before = c - n break end
+  end
+end
+if before > delivered then lost = lost + (before - delivered) end
+local inflight = redis.call('HGETALL', KEYS[5])
+for i = 1, #inflight, 2 do
+  if not oldest or older(inflight[i], oldest[1]) then lost = lost + tonumber(inflight[i + 1]) end
+end
+return {lost, appended - math.max(before, delivered)}
+"""
+)
 
 
 def offset_of(entry_id: bytes | str) -> int:
@@ -82,6 +188,14 @@ class RedisClickLog:
         self.max_deliveries = max_deliveries
         self.dead_stream = f"{stream}:dead"
         self._redis = redis_client(url, timeout_s=timeout_s)
+        self._appended_key = f"{stream}:appended"
+        self._delivered_key = f"{stream}:{group}:delivered"
+        self._lost_key = f"{stream}:{group}:lost"
+        self._inflight_key = f"{stream}:{group}:inflight"
+        self._append_script = self._redis.register_script(_APPEND)
+        self._take_new_script = self._redis.register_script(_TAKE_NEW)
+        self._settle_script = self._redis.register_script(_SETTLE)
+        self._retention_script = self._redis.register_script(_RETENTION)
         self._group_ready = False
         self.appended = 0
         self.claimed = 0
@@ -105,12 +219,15 @@ class RedisClickLog:
     # -- the ClickLog contract -------------------------------------------------------------
 
     def append(self, events: Sequence[LogRecord] | Sequence[tuple[Any, ...]]) -> None:
-        """One ``XADD`` of the batch (trimming the stream to about ``maxlen`` entries)."""
+        """One ``XADD`` of the batch with the running click total (trimming the stream to
+        about ``maxlen`` entries)."""
         if not events:
             return
         blob, first_ts, last_ts = encode_batch(events)
-        fields = {"b": blob, "n": len(events), "f": repr(first_ts), "l": repr(last_ts)}
-        self._redis.xadd(self.stream, fields, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
+        self._append_script(
+            keys=[self.stream, self._appended_key],
+            args=[self.maxlen, len(events), blob, repr(first_ts), repr(last_ts)],
+        )
         self.appended += len(events)
 
     @staticmethod
@@ -140,16 +257,21 @@ class RedisClickLog:
         return out
 
     def trim(self, upto: int, before_ts: float) -> int:
-        """Drop entries with offset <= ``upto`` whose newest click is before ``before_ts``."""
+        """Drop entries with offset <= ``upto`` whose newest click is before ``before_ts``,
+        except those still pending in the group (not counted yet: they go once acknowledged)."""
         old = [eid for eid, fields in self._range(0, upto) if float(fields[b"l"]) < before_ts]
+        if old and (self._group_ready or self._has_group()):
+            pending = {p["message_id"] for p in self._pending_range(old[0], old[-1], len(old))}
+            old = [eid for eid in old if eid not in pending]
         dropped = 0
         for i in range(0, len(old), 1000):
             batch = old[i : i + 1000]
             self._redis.xdel(self.stream, *batch)
-            if self._group_ready or self._has_group():
-                self._redis.xack(self.stream, self.group, *batch)
             dropped += len(batch)
         return dropped
+
+    def _pending_range(self, first: bytes, last: bytes, count: int) -> list[dict[str, Any]]:
+        return self._redis.xpending_range(self.stream, self.group, first, last, count)  # type: ignore[no-any-return]
 
     def end_offset(self) -> int:
         """The offset of the newest entry ever appended (0 when none): trimming never
@@ -201,15 +323,30 @@ class RedisClickLog:
         entries = self._without_poison(own[0][1] if own else [])
         if entries:
             return self._decode_entries(entries)
-        _cursor, claimed, *_deleted = self._redis.xautoclaim(
+        _cursor, claimed, *deleted = self._redis.xautoclaim(
             self.stream, self.group, consumer, int(min_idle_s * 1000), count=count
         )
+        if deleted and deleted[0]:  # pending entries trimmed away: their clicks are lost
+            self._settle(deleted[0], gone=True)
         claimed = self._without_poison(claimed)
         if claimed:
             self.claimed += len(claimed)
             return self._decode_entries(claimed)
-        new = self._redis.xreadgroup(self.group, consumer, {self.stream: ">"}, count=count)
-        return self._decode_entries(new[0][1] if new else [])
+        raw = self._take_new_script(
+            keys=[self.stream, self._delivered_key, self._lost_key, self._inflight_key],
+            args=[self.group, consumer, count],
+        )
+        new = [(eid, dict(zip(flat[::2], flat[1::2], strict=True))) for eid, flat in raw]
+        return self._decode_entries(new)
+
+    def _settle(self, ids: Sequence[bytes | str], *, gone: bool = False) -> int:
+        """Acknowledge ``ids`` and forget their click counts; ``gone``: they were trimmed
+        before they were counted, so their clicks count as lost. Returns how many were
+        pending."""
+        if not ids:
+            return 0
+        keys = [self.stream, self._lost_key, self._inflight_key]
+        return int(self._settle_script(keys=keys, args=["1" if gone else "0", self.group, *ids]))
 
     def _without_poison(self, entries: list[Any]) -> list[Any]:
         """``entries`` less those delivered more than ``max_deliveries`` times, which go
@@ -219,7 +356,7 @@ class RedisClickLog:
         first, last = entries[0][0], entries[-1][0]
         counts = {
             p["message_id"]: int(p["times_delivered"])
-            for p in self._redis.xpending_range(self.stream, self.group, first, last, len(entries))
+            for p in self._pending_range(first, last, len(entries))
         }
         kept = []
         for entry_id, fields in entries:
@@ -237,7 +374,7 @@ class RedisClickLog:
         record[b"id"] = entry_id
         record[b"reason"] = reason.encode()
         self._redis.xadd(self.dead_stream, record, maxlen=self.maxlen, approximate=True)  # type: ignore[arg-type]
-        self._redis.xack(self.stream, self.group, entry_id)
+        self._settle([entry_id])
         self.dead_lettered += 1
 
     def dead_letter_count(self) -> int:
@@ -271,18 +408,41 @@ class RedisClickLog:
                 out.extend(self._records(entry_id, fields))
             except Exception as exc:  # noqa: BLE001 - any undecodable entry is poison
                 self._dead_letter(entry_id, fields, f"undecodable: {type(exc).__name__}: {exc}")
-        if gone:  # trimmed while pending: nothing left to count
-            self._redis.xack(self.stream, self.group, *gone)
+        if gone:  # trimmed while pending: nothing left to count, its clicks are lost
+            self._settle(gone, gone=True)
         return out
 
     def ack(self, offsets: Iterable[int]) -> int:
         """Acknowledge the entries at ``offsets`` (``XACK``); returns how many were pending."""
         ids = sorted({stream_id(offset) for offset in offsets})
-        if not ids:
-            return 0
-        done = int(self._redis.xack(self.stream, self.group, *ids))
+        done = self._settle(ids)
         self.acked += done
         return done
+
+    def retention(self) -> dict[str, int | None]:
+        """What retention has cost the group, from one consistent reading: ``lostToRetention``
+        — clicks trimmed by ``MAXLEN`` before the group counted them (unread, or read and
+        trimmed before the acknowledgement); ``undelivered`` — clicks still in the stream
+        the group has not been handed yet; ``groupLag`` — the same in entries as Redis's
+        ``XINFO GROUPS`` reports it (None when Redis cannot tell, or before the group exists).
+        """
+        keys = [
+            self.stream, self._delivered_key, self._lost_key, self._appended_key,
+            self._inflight_key,
+        ]  # fmt: skip
+        try:
+            lost, undelivered = self._retention_script(keys=keys)
+            exists = self._redis.exists(self.stream)
+            groups = self._redis.xinfo_groups(self.stream) if exists else []
+        except redis.RedisError as exc:
+            raise Unavailable(f"the click stream is unavailable: {exc}") from exc
+        mine = [g for g in groups if g["name"].decode() == self.group]
+        lag = mine[0].get("lag") if mine else None
+        return {
+            "lostToRetention": int(lost),
+            "undelivered": int(undelivered),
+            "groupLag": None if lag is None else int(lag),
+        }
 
     def pending(self) -> dict[str, int]:
         """Entries delivered but not acknowledged, per consumer."""

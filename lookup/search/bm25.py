@@ -131,7 +131,10 @@ class QueryPlan:
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
     expr: Any = None  # a query-language AST (lookup.search.query); None: terms and phrases
     prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
-    exact_count: bool = True  # count every match: no pruning (False: an estimated count)
+    exact_count: bool = True  # count every match: no pruning (False: see track_total)
+    # with exact_count False: a segment that may hold at most this many matches (by its
+    # document frequencies) is still counted exactly; others may report a lower bound
+    track_total: int = 0
 
 
 def phrase_mask(

@@ -65,12 +65,13 @@ class ShardAnswer:
 
     shard: int
     hits: list[Hit]
-    matched: int  # documents matching under ``mode`` in this shard
+    matched: int  # documents matching under ``mode`` in this shard (a lower bound if not exact)
     mode: str  # "and" or "or"
     docs: int  # live documents in this shard
     took_ms: float = 0.0
     replica: int = 0
     done_at: float = 0.0  # perf_counter() when the answer was ready
+    exact: bool = True  # ``matched`` counts every match (False: only a lower bound)
 
 
 class RealtimePart(Protocol):
@@ -155,7 +156,9 @@ class SegmentView:
         """Whether :meth:`top` gives this query's exact top k here.
 
         Only when the plan does not need an exact match count (counting every match is
-        the work pruning saves; exhaustive scoring counts as it goes), and not for
+        the work pruning saves; exhaustive scoring counts as it goes) — nor when this
+        segment cannot hold more matches than ``plan.track_total``, which are counted
+        exactly as Lucene's total-hits threshold counts them — and not for
         phrases (positions decide the match), query-language expressions (``NOT``,
         ``OR`` groups, prefixes, fields: evaluated as document masks), segments without
         block bounds (formats 1 and 2), or an OR query over the candidate budget
@@ -169,6 +172,9 @@ class SegmentView:
         if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
             return False  # a boost below 1 would lower scores under the bounds' lower bound
         present = sorted(pl.df for pl in lists if pl is not None)
+        at_most = (0 if len(present) < len(lists) else present[0]) if conjunctive else sum(present)
+        if at_most <= plan.track_total:
+            return False  # few enough to count: the total stays exact up to the threshold
         # Where pruning pays (measured: benchmarks/bench_pruning.py, bench_search.py):
         # long lists only — below PRUNE_MIN_POSTINGS numpy's per-call overhead, not the
         # postings, is the cost, and exhaustive scoring makes fewer calls; then one list
@@ -187,8 +193,14 @@ class SegmentView:
 
     def top(
         self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The segment's top k by dynamic pruning: ``(docs, bm25, final)``, best first."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        """The segment's top k by dynamic pruning, best first, and its match count.
+
+        ``(docs, bm25, final, count, exact)``: ``count`` is exact when ``exact`` (pruning
+        dropped no candidate and probed no list), else a lower bound: the matches it
+        scored, and under OR the longest list's postings when nothing is deleted (each
+        of those documents matches).
+        """
         sig = plan.signals
         blend = None
         boost = 1.0
@@ -214,23 +226,12 @@ class SegmentView:
             max_boost=boost,
             floor=floor,
         )
-        return res.docs, res.bm25, res.final
-
-    def estimate(self, lists: list[Any], conjunctive: bool, found: int) -> int:
-        """A match count from document frequencies (terms taken as independent).
-
-        Zero exactly when pruning ``found`` nothing: a search with no floor finds a
-        match whenever there is one, which the shard's OR fallback relies on.
-        """
-        if found == 0:
-            return 0
-        n = max(self.reader.n_docs, 1)
-        shares = [0.0 if pl is None else pl.df / n for pl in lists]
-        if conjunctive:
-            guess = self.live_count * float(np.prod(shares))
-        else:
-            guess = self.live_count * (1.0 - float(np.prod([1.0 - x for x in shares])))
-        return max(found, int(round(guess)))
+        # nothing ruled out unseen and no list only probed: every match was scored
+        exact = res.dropped == 0 and res.skipped_terms == 0
+        count = res.scored
+        if not exact and not conjunctive and self.all_live:
+            count = max([count] + [pl.df for pl in lists if pl is not None])
+        return res.docs, res.bm25, res.final, count, exact
 
     def match(
         self,
@@ -238,22 +239,23 @@ class SegmentView:
         conjunctive: bool,
         memo: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
         lists: list[Any] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Live matching docs, their BM25 scores (terms summed in plan order), match count.
+    ) -> tuple[np.ndarray, np.ndarray, int, bool]:
+        """Live matching docs, their BM25 scores (terms summed in plan order), match count,
+        and whether that count is exact.
 
         Exhaustive: every match is scored. The count is exact unless the OR candidate
-        budget cut the work short. ``memo`` keeps lists decoded by an AND pass for the
-        OR pass of the same query.
+        budget cut the work short (then it is a lower bound). ``memo`` keeps lists
+        decoded by an AND pass for the OR pass of the same query.
         """
         reader = self.reader
         if plan.expr is not None:
-            return self._match_expr(plan)
+            return (*self._match_expr(plan), True)
         if lists is None:
             lists = [reader.postings(t) for t in plan.terms]
         norms = self.norms(plan.avgdl, plan.k1, plan.b)  # what length_norm gives, per doc
         if conjunctive:
             if any(pl is None for pl in lists):
-                return np.zeros(0, np.int64), np.zeros(0), 0
+                return np.zeros(0, np.int64), np.zeros(0), 0, True
             order = sorted(range(len(lists)), key=lambda j: lists[j].df)  # type: ignore[union-attr]
             docs, tf0 = self._decoded(lists, order[0], memo)
             tfs: dict[int, np.ndarray] = {order[0]: tf0}
@@ -271,18 +273,18 @@ class SegmentView:
                 for key in tfs:
                     tfs[key] = tfs[key][keep]
             if docs.size == 0:
-                return docs, np.zeros(0), 0
+                return docs, np.zeros(0), 0, True
             norm = norms[docs]
             bm = np.zeros(docs.size)
             for j, term_idf in enumerate(plan.idfs):
                 bm = bm + term_scores(tfs[j], norm, term_idf)
-            return docs, bm, int(docs.size)
+            return docs, bm, int(docs.size), True
         # Bounded work ("continue" strategy): terms join from the rarest up while their
         # postings fit the candidate budget; the commoner rest only score documents that
         # are already candidates, probed through their skip tables.
         present = [j for j, pl in enumerate(lists) if pl is not None]
         if not present:
-            return np.zeros(0, np.int64), np.zeros(0), 0
+            return np.zeros(0, np.int64), np.zeros(0), 0, True
         open_terms: set[int] = set()
         budget = 0
         for j in sorted(present, key=lambda j: lists[j].df):  # type: ignore[union-attr]
@@ -303,7 +305,7 @@ class SegmentView:
             keep = self._phrases(plan, lists, docs)
             docs, bm = docs[keep], bm[keep]
         if not closed:
-            return docs, bm, int(docs.size)
+            return docs, bm, int(docs.size), True
         norm = norms[docs]
         widest = 0
         for j in closed:
@@ -312,7 +314,9 @@ class SegmentView:
             bm[found] += term_scores(tf, norm[found], plan.idfs[j])
             widest = max(widest, pl.df)  # type: ignore[union-attr]
         # every document holding a closed term matches too: count at least the widest one
-        return docs, bm, int(docs.size) if plan.phrases else max(int(docs.size), widest)
+        if plan.phrases:
+            return docs, bm, int(docs.size), True
+        return docs, bm, max(int(docs.size), widest), False
 
     def _match_expr(self, plan: QueryPlan) -> tuple[np.ndarray, np.ndarray, int]:
         """Live documents an operator query matches, scored by its positive terms' BM25."""
@@ -405,9 +409,10 @@ class ShardIndex:
         plan: QueryPlan,
         conjunctive: bool,
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None,
-    ) -> tuple[list[Hit], int]:
+    ) -> tuple[list[Hit], int, bool]:
         hits: list[Hit] = []
         matched = 0
+        exact = True
         sig = plan.signals
         for si, view in enumerate(self.segments):
             lists = [view.reader.postings(t) for t in plan.terms]
@@ -415,15 +420,17 @@ class ShardIndex:
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
-                docs, bm, final = view.top(plan, conjunctive, lists, floor)
-                matched += view.estimate(lists, conjunctive, int(docs.size))
+                docs, bm, final, count, seg_exact = view.top(plan, conjunctive, lists, floor)
+                matched += count
+                exact = exact and seg_exact
                 if docs.size == 0:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
             else:
                 memo = memos[si] if memos else None
-                docs, bm, count = view.match(plan, conjunctive, memo, lists)
+                docs, bm, count, seg_exact = view.match(plan, conjunctive, memo, lists)
+                exact = exact and seg_exact
                 if docs.size == 0:
                     continue
                 matched += count
@@ -449,16 +456,16 @@ class ShardIndex:
             hits.extend(rt_hits)
             matched += rt_matched
         hits.sort(key=lambda h: (-h.score, h.urlkey))
-        return hits[: plan.k], matched
+        return hits[: plan.k], matched, exact
 
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in self.segments]
-        hits, matched = self._run(plan, plan.conjunctive, memos)
+        hits, matched, exact = self._run(plan, plan.conjunctive, memos)
         mode = "and" if plan.conjunctive else "or"
         if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
-            hits, matched = self._run(plan, False, memos)
+            hits, matched, exact = self._run(plan, False, memos)
             mode = "or"
         return ShardAnswer(
             shard=self.shard,
@@ -467,6 +474,7 @@ class ShardIndex:
             mode=mode,
             docs=self.live_docs,
             took_ms=(time.perf_counter() - started) * 1000.0,
+            exact=exact,
         )
 
 

@@ -7,7 +7,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,14 +98,11 @@ class OursShard(Engine):
         plan = make_plan(
             terms, [snap.df(t) for t in terms], snap.live_docs, snap.live_length, 10,
             self.now, Signals.off(),
-        )  # fmt: skip
-        plan = replace(
-            plan,
             conjunctive=self.conjunctive,
             or_fallback=False,  # AND means AND here, as in the libraries (/search falls back)
             prune=self.prune,
             exact_count=not self.prune,
-        )
+        )  # fmt: skip
         return snap.shards[0].search(plan).hits
 
     def search(self, query: str) -> list[str]:

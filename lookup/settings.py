@@ -364,6 +364,12 @@ SETTINGS: dict[str, Setting] = {
             "by dynamic pruning and report the total as a lower bound (totalRelation: gte). "
             "true counts every match; a request's trackTotalHits overrides it.",
         ),
+        Setting(
+            "search_compiled", "LOOKUP_SEARCH_COMPILED", True, _flag, "flag", "",
+            "score plain AND/OR queries with the compiled kernels (numba, lookup/search/"
+            "kernels.py; compiled once into a cache beside the module); off: the numpy path, "
+            "the same results, slower.",
+        ),
         # -- the crawler fleet ----------------------------------------------------------------
         Setting(
             "crawl_partitions", "LOOKUP_CRAWL_PARTITIONS", 256, _partitions, "int", "1..65536",

@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -449,6 +449,9 @@ class Coordinator:
                 f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
                 "goes past it — refine the query instead",
             )
+        track = check_track_total(
+            self.track_total_hits if track_total_hits is None else track_total_hits
+        )
         node = None
         if query_lang.has_operators(text):
             try:
@@ -514,11 +517,9 @@ class Coordinator:
             signals=signals or self.signals,
             phrases=phrases,
             expr=expr,
+            exact_count=track is True,
+            track_total=0 if track is True else int(track),
         )
-        track = self.track_total_hits if track_total_hits is None else track_total_hits
-        track = check_track_total(track)
-        if track is not True:
-            plan = replace(plan, exact_count=False, track_total=int(track))
         answers, traces = self._fan_out(
             snapshot,
             plan,

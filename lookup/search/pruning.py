@@ -226,6 +226,8 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
             ub = np.zeros(cand.size)
             for i in essential:
                 d, tf = decoded[i]
+                if d.size == 0:  # every posting of the list deleted
+                    continue
                 at = np.searchsorted(d, cand)
                 at_c = np.minimum(at, d.size - 1)
                 has = d[at_c] == cand

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from lookup.search import kernels
 from lookup.search.analysis import Phrase, analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
@@ -46,6 +47,8 @@ PRUNE_MIN_POSTINGS = 32_768
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
+
+_NO_FLOATS = np.zeros(0, dtype=np.float64)
 
 
 class Hit(NamedTuple):
@@ -90,6 +93,11 @@ class SegmentView:
         self.live = live
         self._boosts: tuple[Signals, np.ndarray, np.ndarray, float, float] | None = None
         self._norms: tuple[tuple[float, float, float], np.ndarray] | None = None
+        # the compiled kernels read packed lists (format 2 and later) from a read-only view
+        self._packed = reader.termtab.ndim == 2 and reader.termtab.shape[1] > 6
+        self._kbuf = reader.postings_buf.view()
+        self._kbuf.flags.writeable = False
+        self._scratch: tuple[np.ndarray, np.ndarray] | None = None  # the OR kernel's, zeroed
 
     @property
     def live(self) -> np.ndarray:
@@ -232,6 +240,59 @@ class SegmentView:
         if not exact and not conjunctive and self.all_live:
             count = max([count] + [pl.df for pl in lists if pl is not None])
         return res.docs, res.bm25, res.final, count, exact
+
+    def kernel_meta(self, plan: QueryPlan, conjunctive: bool) -> tuple[np.ndarray, int] | None:
+        """The compiled kernels' per-term table for a plain query here, and its postings.
+
+        Rows ``(df, offset, gap width, tf width, first skip entry)`` in plan order (df 0
+        for a term not in this segment). None when the kernels do not apply: varint
+        lists, an AND term missing here (no match: the caller's numpy path says so at
+        once), or an OR over the candidate budget (the numpy path's bounded strategy).
+        """
+        if not self._packed:
+            return None
+        index = self.reader.term_index
+        tab = self.reader.termtab
+        meta = np.zeros((len(plan.terms), 5), dtype=np.int64)
+        total = 0
+        for j, term in enumerate(plan.terms):
+            row = index.get(term)
+            if row is None:
+                if conjunctive:
+                    return None
+                continue
+            df, off, _, skip, _, _, widths = tab[row].tolist()[:7]
+            if widths == 0:
+                return None
+            meta[j] = (df, off, widths & 0xF, widths >> 4, skip)
+            total += df
+        if not conjunctive and total > plan.max_candidates:
+            return None
+        return meta, total
+
+    def kernel_top(
+        self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the matches whose
+        final score reaches the k-th best (unordered), their BM25, and the match count."""
+        sig = plan.signals
+        blend = bool(sig.link_weight or sig.fresh_weight)
+        if blend:
+            link, base = self.boosts(sig)
+            factor = sig.fresh_factor(plan.now) if sig.fresh_weight else 0.0
+        else:
+            link = base = _NO_FLOATS
+            factor = 0.0
+        norm = self.norms(plan.avgdl, plan.k1, plan.b)
+        idfs = np.array(plan.idfs, dtype=np.float64)
+        common = (norm, self._live, self.all_live, link, base, factor, sig.fresh_weight, blend)
+        if conjunctive:
+            return kernels.and_top(self._kbuf, meta, self.reader.skip_last, idfs, *common, plan.k)
+        scratch = self._scratch
+        if scratch is None:
+            n = self.reader.n_docs
+            scratch = self._scratch = (np.zeros(n), np.zeros(n, dtype=np.uint8))
+        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, *scratch)
 
     def match(
         self,
@@ -414,9 +475,14 @@ class ShardIndex:
         matched = 0
         exact = True
         sig = plan.signals
+        plain = plan.expr is None and not plan.phrases and kernels.ready()
+        may_prune = plan.prune and not plan.exact_count
         for si, view in enumerate(self.segments):
-            lists = [view.reader.postings(t) for t in plan.terms]
-            if view.prunable(plan, conjunctive, lists):
+            kmeta = view.kernel_meta(plan, conjunctive) if plain else None
+            lists = None  # short lists under the kernels: no posting-list objects needed
+            if kmeta is None or (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
+                lists = [view.reader.postings(t) for t in plan.terms]
+            if lists is not None and view.prunable(plan, conjunctive, lists):
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
@@ -427,6 +493,13 @@ class ShardIndex:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
+            elif kmeta is not None:  # every match scored, in one compiled call
+                docs, bm, final, count = view.kernel_top(plan, conjunctive, kmeta[0])
+                matched += count
+                if docs.size == 0:
+                    continue
+                keys = view.url_keys[docs]
+                top = np.lexsort((docs, keys, -final))[: plan.k]  # as top_k orders them
             else:
                 memo = memos[si] if memos else None
                 docs, bm, count, seg_exact = view.match(plan, conjunctive, memo, lists)
@@ -496,6 +569,7 @@ class IndexVersion:
         # (docs, total length, per-term df) of hidden batch documents, swapped as one value
         self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
         self._terms_cache: dict[str, frozenset[str]] = {}
+        kernels.ready()  # load (or compile once) the kernels now, not on the first query
         self.realtime: Any = None  # the real-time tier build attached to this version
         self._by_key: dict[int, str] | None = None
         readers: list[list[tuple[SegmentReader, np.ndarray]]] = []

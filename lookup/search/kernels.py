@@ -15,10 +15,10 @@ each, straight from the packed posting bytes:
 Both score **bit for bit** as :meth:`~lookup.search.shard.SegmentView.match` and the
 signal blend do (``idf * tf / (tf + norm)``, terms added in plan order from ``0.0``,
 ``bm25 * (1 + link + min(factor * base, w))``), count every live match, and return the
-matches whose final score reaches the k-th best (ties included): the caller orders those
-few by (score, URL key, doc). ``tests/search/test_pruning.py`` checks them against the
-numpy pruning over random layouts; the numpy path stays for segment formats 1 (varints),
-phrases and operators, and when the ``search_compiled`` setting is off.
+top k ordered as :func:`~lookup.search.pruning.top_k` orders them (score, URL key,
+doc). ``tests/search/test_pruning.py`` checks them against the numpy pruning over
+random layouts; the numpy path stays for segment formats 1 (varints), phrases and
+operators, and when the ``search_compiled`` setting is off.
 
 ``numba`` is imported on first use (:func:`ready`), not with the package: opening an index
 warms the kernels up, so the first query does not pay for loading them.
@@ -68,39 +68,47 @@ def _final(bm: float, d: int, link: np.ndarray, base: np.ndarray, factor: float,
     return bm * (1.0 + link[d] + fresh)
 
 
-def _select(docs: np.ndarray, bm: np.ndarray, final: np.ndarray, m: int, k: int):  # type: ignore[no-untyped-def]
-    """The matches whose final score reaches the k-th best (all when m <= k).
+def _select(docs, bm, final, m, k, keys):  # type: ignore[no-untyped-def]
+    """The k best of ``m`` matches, best first: by final score, then URL key, then doc
+    (as :func:`~lookup.search.pruning.top_k` orders them); returns them and ``m``.
 
-    The k-th best comes from a min-heap of the k best scores seen (most matches fail
-    the one comparison with its root), then one pass keeps what reaches it.
+    The k-th best score comes from a min-heap of the k best seen (most matches fail
+    the one comparison with its root); what reaches it is sorted by three stable sorts.
     """
-    if k <= 0:
-        return docs[:0].copy(), bm[:0].copy(), final[:0].copy(), m
-    if m <= k:
-        return docs[:m].copy(), bm[:m].copy(), final[:m].copy(), m
-    heap = final[:k].copy()
-    for i in range(k // 2 - 1, -1, -1):
-        _sift(heap, i, k)
-    for i in range(k, m):
-        if final[i] > heap[0]:
-            heap[0] = final[i]
-            _sift(heap, 0, k)
-    threshold = heap[0]
+    if k <= 0 or m == 0:
+        return docs[:0].copy(), bm[:0].copy(), final[:0].copy(), keys[:0].copy(), m
+    n = m
+    threshold = -np.inf
+    if m > k:
+        heap = final[:k].copy()
+        for i in range(k // 2 - 1, -1, -1):
+            _sift(heap, i, k)
+        for i in range(k, m):
+            if final[i] > heap[0]:
+                heap[0] = final[i]
+                _sift(heap, 0, k)
+        threshold = heap[0]
+        n = 0
+        for i in range(m):
+            if final[i] >= threshold:
+                n += 1
+    cd = np.empty(n, np.int64)
+    cb = np.empty(n, np.float64)
+    cf = np.empty(n, np.float64)
     n = 0
     for i in range(m):
         if final[i] >= threshold:
+            cd[n] = docs[i]
+            cb[n] = bm[i]
+            cf[n] = final[i]
             n += 1
-    out_d = np.empty(n, np.int64)
-    out_b = np.empty(n, np.float64)
-    out_f = np.empty(n, np.float64)
-    n = 0
-    for i in range(m):
-        if final[i] >= threshold:
-            out_d[n] = docs[i]
-            out_b[n] = bm[i]
-            out_f[n] = final[i]
-            n += 1
-    return out_d, out_b, out_f, m
+    order = np.argsort(cd, kind="mergesort")
+    cd, cb, cf = cd[order], cb[order], cf[order]
+    ck = keys[cd]
+    order = np.argsort(ck, kind="mergesort")
+    cd, cb, cf, ck = cd[order], cb[order], cf[order], ck[order]
+    order = np.argsort(-cf, kind="mergesort")[:k]
+    return cd[order], cb[order], cf[order], ck[order], m
 
 
 def _sift(heap: np.ndarray, i: int, n: int) -> None:
@@ -119,8 +127,8 @@ def _sift(heap: np.ndarray, i: int, n: int) -> None:
         i = small
 
 
-def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, blend, k, acc,  # type: ignore[no-untyped-def]
-            seen):  # fmt: skip
+def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, blend, k, keys,  # type: ignore[no-untyped-def]
+            acc, seen):  # fmt: skip
     """OR: every live document holding a term; ``meta`` rows are ``(df, off, gap width,
     tf width, …)`` per query term in plan order (df 0: not in this segment).
 
@@ -161,11 +169,11 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
             out_b[n] = s
             out_f[n] = _final(s, d, link, base, factor, fresh_w, blend)
             n += 1
-    return _select(out_d, out_b, out_f, n, k)
+    return _select(out_d, out_b, out_f, n, k, keys)
 
 
 def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, factor, fresh_w,  # type: ignore[no-untyped-def]
-             blend, k):  # fmt: skip
+             blend, k, keys):  # fmt: skip
     """AND: the rarest list's live documents that every other term has; ``meta`` rows are
     ``(df, off, gap width, tf width, first skip entry)`` per term in plan order."""
     t = meta.shape[0]
@@ -238,7 +246,7 @@ def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, facto
         out_b[m] = s
         out_f[m] = _final(s, doc, link, base, factor, fresh_w, blend)
         m += 1
-    return _select(out_d, out_b, out_f, m, k)
+    return _select(out_d, out_b, out_f, m, k, keys)
 
 
 def ready() -> bool:
@@ -294,16 +302,18 @@ def _warm(kernels: dict[str, Callable[..., Any]]) -> None:
     live = np.ones(4, dtype=np.bool_)
     seen = np.zeros(4, dtype=np.uint8)
     one = np.ones(1)
-    kernels["or"](buf, meta, one, z + 1.0, live, True, z, z, 0.0, 0.0, False, 10, z.copy(), seen)
+    keys = np.arange(4, dtype=np.int64)
+    args = (z + 1.0, live, True, z, z, 0.0, 0.0, False, 10, keys)
+    kernels["or"](buf, meta, one, *args, z.copy(), seen)
     skip = np.array([3], dtype=np.int64)
-    kernels["and"](buf, meta, skip, np.ones(1), z + 1.0, live, True, z, z, 0.0, 0.0, False, 10)
+    kernels["and"](buf, meta, skip, one, *args)
 
 
-def or_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def or_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """The compiled OR kernel (:func:`ready` must have said True)."""
     return _compiled["or"](*args)  # type: ignore[no-any-return]
 
 
-def and_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+def and_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """The compiled AND kernel (:func:`ready` must have said True)."""
     return _compiled["and"](*args)  # type: ignore[no-any-return]

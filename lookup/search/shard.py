@@ -249,32 +249,36 @@ class SegmentView:
         lists, an AND term missing here (no match: the caller's numpy path says so at
         once), or an OR over the candidate budget (the numpy path's bounded strategy).
         """
-        if not self._packed:
-            return None
+        if not self._packed or not self.reader.termtab.shape[0]:
+            return None  # varints (format 1), or a segment without terms
         index = self.reader.term_index
-        tab = self.reader.termtab
-        meta = np.zeros((len(plan.terms), 5), dtype=np.int64)
-        total = 0
-        for j, term in enumerate(plan.terms):
-            row = index.get(term)
-            if row is None:
-                if conjunctive:
-                    return None
-                continue
-            df, off, _, skip, _, _, widths = tab[row].tolist()[:7]
-            if widths == 0:
-                return None
-            meta[j] = (df, off, widths & 0xF, widths >> 4, skip)
-            total += df
+        rows = [index.get(term, -1) for term in plan.terms]
+        if conjunctive and -1 in rows:
+            return None
+        tab = self.reader.termtab[rows]
+        widths = tab[:, 6]
+        meta = np.empty((len(rows), 5), dtype=np.int64)
+        meta[:, 0] = tab[:, 0]
+        meta[:, 1] = tab[:, 1]
+        meta[:, 2] = widths & 0xF
+        meta[:, 3] = widths >> 4
+        meta[:, 4] = tab[:, 3]
+        if -1 in rows:  # an OR term not in this segment: no postings
+            absent = [j for j, r in enumerate(rows) if r < 0]
+            meta[absent] = 0
+            widths[absent] = 1
+        if not widths.all():
+            return None  # a varint list (segment format 1)
+        total = int(meta[:, 0].sum())
         if not conjunctive and total > plan.max_candidates:
             return None
         return meta, total
 
     def kernel_top(
         self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the matches whose
-        final score reaches the k-th best (unordered), their BM25, and the match count."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the top k best
+        first — docs, BM25, final scores, URL keys — and the match count."""
         sig = plan.signals
         blend = bool(sig.link_weight or sig.fresh_weight)
         if blend:
@@ -287,12 +291,14 @@ class SegmentView:
         idfs = np.array(plan.idfs, dtype=np.float64)
         common = (norm, self._live, self.all_live, link, base, factor, sig.fresh_weight, blend)
         if conjunctive:
-            return kernels.and_top(self._kbuf, meta, self.reader.skip_last, idfs, *common, plan.k)
+            return kernels.and_top(
+                self._kbuf, meta, self.reader.skip_last, idfs, *common, plan.k, self.url_keys
+            )
         scratch = self._scratch
         if scratch is None:
             n = self.reader.n_docs
             scratch = self._scratch = (np.zeros(n), np.zeros(n, dtype=np.uint8))
-        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, *scratch)
+        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, self.url_keys, *scratch)
 
     def match(
         self,
@@ -493,13 +499,16 @@ class ShardIndex:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
-            elif kmeta is not None:  # every match scored, in one compiled call
-                docs, bm, final, count = view.kernel_top(plan, conjunctive, kmeta[0])
+            elif kmeta is not None:  # every match scored and the top k taken, in one call
+                docs, bm, final, keys, count = view.kernel_top(plan, conjunctive, kmeta[0])
                 matched += count
-                if docs.size == 0:
-                    continue
-                keys = view.url_keys[docs]
-                top = np.lexsort((docs, keys, -final))[: plan.k]  # as top_k orders them
+                hits.extend(
+                    Hit(f, k, b, self.shard, si, d)
+                    for f, k, b, d in zip(
+                        final.tolist(), keys.tolist(), bm.tolist(), docs.tolist(), strict=True
+                    )
+                )
+                continue
             else:
                 memo = memos[si] if memos else None
                 docs, bm, count, seg_exact = view.match(plan, conjunctive, memo, lists)

@@ -147,6 +147,15 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
         term_idf = idfs[j]
         d = np.int64(0)
         tf_at = off + df * gw
+        if m == 0:  # nothing seen yet: every posting is a new document (0.0 + s is s)
+            for i in range(df):
+                d += _read(buf, off + i * gw, gw)
+                tf = np.float64(_read(buf, tf_at + i * tw, tw))
+                seen[d] = 1
+                touched[m] = d
+                m += 1
+                acc[d] = term_idf * tf / (tf + norm[d])
+            continue
         for i in range(df):
             d += _read(buf, off + i * gw, gw)
             tf = np.float64(_read(buf, tf_at + i * tw, tw))

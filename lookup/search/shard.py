@@ -49,6 +49,7 @@ PRUNE_MIN_POSTINGS = 32_768
 REALTIME = -1
 
 _NO_FLOATS = np.zeros(0, dtype=np.float64)
+_ABSENT = (0, 0, 0, 0, 0)  # a kernel table row: the term has no postings here
 
 
 class Hit(NamedTuple):
@@ -98,6 +99,8 @@ class SegmentView:
         self._kbuf = reader.postings_buf.view()
         self._kbuf.flags.writeable = False
         self._scratch: tuple[np.ndarray, np.ndarray] | None = None  # the OR kernel's, zeroed
+        # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
+        self._rows: dict[str, tuple[int, int, int, int, int]] = {}
 
     @property
     def live(self) -> np.ndarray:
@@ -249,30 +252,30 @@ class SegmentView:
         lists, an AND term missing here (no match: the caller's numpy path says so at
         once), or an OR over the candidate budget (the numpy path's bounded strategy).
         """
-        if not self._packed or not self.reader.termtab.shape[0]:
-            return None  # varints (format 1), or a segment without terms
+        if not self._packed or not plan.terms:
+            return None  # varints (segment format 1), or nothing to look for
+        rows = self._rows
         index = self.reader.term_index
-        rows = [index.get(term, -1) for term in plan.terms]
-        if conjunctive and -1 in rows:
-            return None
-        tab = self.reader.termtab[rows]
-        widths = tab[:, 6]
-        meta = np.empty((len(rows), 5), dtype=np.int64)
-        meta[:, 0] = tab[:, 0]
-        meta[:, 1] = tab[:, 1]
-        meta[:, 2] = widths & 0xF
-        meta[:, 3] = widths >> 4
-        meta[:, 4] = tab[:, 3]
-        if -1 in rows:  # an OR term not in this segment: no postings
-            absent = [j for j, r in enumerate(rows) if r < 0]
-            meta[absent] = 0
-            widths[absent] = 1
-        if not widths.all():
-            return None  # a varint list (segment format 1)
-        total = int(meta[:, 0].sum())
+        out = []
+        total = 0
+        for term in plan.terms:
+            row = rows.get(term)
+            if row is None:
+                at = index.get(term)
+                if at is None:
+                    if conjunctive:
+                        return None
+                    out.append(_ABSENT)
+                    continue
+                df, off, _, skip, _, _, widths = self.reader.termtab[at].tolist()[:7]
+                row = rows[term] = (df, off, widths & 0xF, widths >> 4, skip)
+            if row[2] == 0:
+                return None  # a varint list
+            out.append(row)
+            total += row[0]
         if not conjunctive and total > plan.max_candidates:
             return None
-        return meta, total
+        return np.array(out, dtype=np.int64), total
 
     def kernel_top(
         self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray

@@ -128,13 +128,14 @@ def _sift(heap: np.ndarray, i: int, n: int) -> None:
 
 
 def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, blend, k, keys,  # type: ignore[no-untyped-def]
-            acc, seen):  # fmt: skip
+            acc):  # fmt: skip
     """OR: every live document holding a term; ``meta`` rows are ``(df, off, gap width,
     tf width, …)`` per query term in plan order (df 0: not in this segment).
 
-    Scores add up in ``acc`` (zero everywhere on entry and again on return; ``seen``
-    likewise), one term after the other in plan order: the caller's scratch arrays, one
-    pair per segment — safe because a compiled call holds the GIL from start to end.
+    Scores add up in ``acc`` (zero everywhere on entry and again on return), one term
+    after the other in plan order: the caller's scratch array, one per segment — safe
+    because a compiled call holds the GIL from start to end. Every contribution is above
+    zero (the caller checks the idfs are), so ``acc[d] == 0.0`` says ``d`` is new.
     """
     t = meta.shape[0]
     total = 0
@@ -151,7 +152,6 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
             for i in range(df):
                 d += _read(buf, off + i * gw, gw)
                 tf = np.float64(_read(buf, tf_at + i * tw, tw))
-                seen[d] = 1
                 touched[m] = d
                 m += 1
                 acc[d] = term_idf * tf / (tf + norm[d])
@@ -159,8 +159,7 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
         for i in range(df):
             d += _read(buf, off + i * gw, gw)
             tf = np.float64(_read(buf, tf_at + i * tw, tw))
-            if seen[d] == 0:
-                seen[d] = 1
+            if acc[d] == 0.0:
                 touched[m] = d
                 m += 1
             acc[d] += term_idf * tf / (tf + norm[d])
@@ -172,7 +171,6 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
         d = touched[i]
         s = acc[d]
         acc[d] = 0.0
-        seen[d] = 0
         if all_live or live[d]:
             out_d[n] = d
             out_b[n] = s
@@ -309,11 +307,10 @@ def _warm(kernels: dict[str, Callable[..., Any]]) -> None:
     meta = np.array([[2, 0, 1, 1, 0]], dtype=np.int64)
     z = np.zeros(4)
     live = np.ones(4, dtype=np.bool_)
-    seen = np.zeros(4, dtype=np.uint8)
     one = np.ones(1)
     keys = np.arange(4, dtype=np.int64)
     args = (z + 1.0, live, True, z, z, 0.0, 0.0, False, 10, keys)
-    kernels["or"](buf, meta, one, *args, z.copy(), seen)
+    kernels["or"](buf, meta, one, *args, z.copy())
     skip = np.array([3], dtype=np.int64)
     kernels["and"](buf, meta, skip, one, *args)
 

@@ -98,7 +98,7 @@ class SegmentView:
         self._packed = reader.termtab.ndim == 2 and reader.termtab.shape[1] > 6
         self._kbuf = reader.postings_buf.view()
         self._kbuf.flags.writeable = False
-        self._scratch: tuple[np.ndarray, np.ndarray] | None = None  # the OR kernel's, zeroed
+        self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
         # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
         self._rows: dict[str, tuple[int, int, int, int, int]] = {}
 
@@ -252,8 +252,8 @@ class SegmentView:
         lists, an AND term missing here (no match: the caller's numpy path says so at
         once), or an OR over the candidate budget (the numpy path's bounded strategy).
         """
-        if not self._packed or not plan.terms:
-            return None  # varints (segment format 1), or nothing to look for
+        if not self._packed or not plan.terms or min(plan.idfs) <= 0.0:
+            return None  # varints (format 1), nothing to look for, or a score that is not > 0
         rows = self._rows
         index = self.reader.term_index
         out = []
@@ -299,9 +299,8 @@ class SegmentView:
             )
         scratch = self._scratch
         if scratch is None:
-            n = self.reader.n_docs
-            scratch = self._scratch = (np.zeros(n), np.zeros(n, dtype=np.uint8))
-        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, self.url_keys, *scratch)
+            scratch = self._scratch = np.zeros(self.reader.n_docs)
+        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, self.url_keys, scratch)
 
     def match(
         self,

@@ -84,6 +84,12 @@ class RealtimePart(Protocol):
     def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]: ...
 
 
+def _plain(values: np.ndarray, dtype: type) -> np.ndarray:
+    """``values`` as a writable, contiguous array of ``dtype`` (a copy only when needed)."""
+    out = np.ascontiguousarray(values, dtype=dtype)
+    return out if out.flags.writeable else out.copy()
+
+
 class SegmentView:
     """A segment as one snapshot sees it: the reader plus its live mask and in-link counts."""
 
@@ -98,6 +104,9 @@ class SegmentView:
         self._packed = reader.termtab.ndim == 2 and reader.termtab.shape[1] > 6
         self._kbuf = reader.postings_buf.view()
         self._kbuf.flags.writeable = False
+        # one array type per kernel argument: a new one would compile a new kernel
+        self._kkeys = _plain(self.url_keys, np.int64)
+        self._kskip = _plain(reader.skip_last, np.int64)
         self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
         # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
         self._rows: dict[str, tuple[int, int, int, int, int]] = {}
@@ -292,15 +301,15 @@ class SegmentView:
             factor = 0.0
         norm = self.norms(plan.avgdl, plan.k1, plan.b)
         idfs = np.array(plan.idfs, dtype=np.float64)
-        common = (norm, self._live, self.all_live, link, base, factor, sig.fresh_weight, blend)
+        live = self._live
+        common = (norm, live, bool(self.all_live), link, base, float(factor),
+                  float(sig.fresh_weight), blend, int(plan.k), self._kkeys)  # fmt: skip
         if conjunctive:
-            return kernels.and_top(
-                self._kbuf, meta, self.reader.skip_last, idfs, *common, plan.k, self.url_keys
-            )
+            return kernels.and_top(self._kbuf, meta, self._kskip, idfs, *common)
         scratch = self._scratch
         if scratch is None:
             scratch = self._scratch = np.zeros(self.reader.n_docs)
-        return kernels.or_top(self._kbuf, meta, idfs, *common, plan.k, self.url_keys, scratch)
+        return kernels.or_top(self._kbuf, meta, idfs, *common, scratch)
 
     def match(
         self,

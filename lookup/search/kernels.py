@@ -20,12 +20,14 @@ doc). ``tests/search/test_pruning.py`` checks them against the numpy pruning ove
 random layouts; the numpy path stays for segment formats 1 (varints), phrases and
 operators, and when the ``search_compiled`` setting is off.
 
-``numba`` is imported on first use (:func:`ready`), not with the package: opening an index
-warms the kernels up, so the first query does not pay for loading them.
+``numba`` is imported on first use (:func:`ready`), not with the package, and in the
+background: opening an index starts it, and queries take the numpy path until the kernels
+are loaded (the same answers), so neither the first query nor a test waits for a compiler.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -38,9 +40,11 @@ from lookup import settings
 _BLOCK = 128
 _END = np.int64(1) << np.int64(62)
 
+log = logging.getLogger("lookup.search")
 _lock = threading.Lock()
 _compiled: dict[str, Callable[..., Any]] = {}
 _failed: list[str] = []
+_loader: list[threading.Thread] = []
 
 
 def _read(buf: np.ndarray, at: int, width: int) -> int:
@@ -257,35 +261,57 @@ def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, facto
 
 
 def ready() -> bool:
-    """Whether the compiled kernels are in use (the ``search_compiled`` setting, and numba).
+    """Whether the compiled kernels are in use now (the ``search_compiled`` setting, numba).
 
-    The first call imports numba and loads (or compiles, once, into the on-disk cache)
-    the kernels; later calls cost a dictionary look-up.
+    The first call starts loading them in the background — importing numba and loading
+    the kernels from the on-disk cache, or compiling them into it the first time (several
+    seconds) — and says False until they are loaded: queries take the numpy path
+    meanwhile, which answers the same, so no query waits for a compiler. Later calls
+    cost a global look-up.
     """
     if _compiled:
         return True
     if _failed or not settings.get("search_compiled"):
         return False
     with _lock:
-        if _compiled or _failed:
-            return bool(_compiled)
-        try:
-            import numba
-        except ImportError as exc:  # the numpy path answers alike, only slower
-            _failed.append(str(exc))
-            return False
+        if not _loader:
+            thread = threading.Thread(target=_load, name="search-kernels", daemon=True)
+            _loader.append(thread)
+            thread.start()
+    return bool(_compiled)
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Start loading the kernels if needed and wait for them (benchmarks, tests)."""
+    if not ready() and _loader:
+        _loader[0].join(timeout)
+    return bool(_compiled)
+
+
+def _load() -> None:
+    """Import numba, compile or load the kernels, run each once, then publish them."""
+    try:
+        import numba
+    except ImportError as exc:  # the numpy path answers alike, only slower
+        _failed.append(str(exc))
+        return
+    try:
         jit = numba.njit(cache=True)
         read = jit(_read)
         final = jit(_final)
         sift = jit(_sift)
         select = jit(_rebind(_select, {"_sift": sift}))
         globals_ = {"_read": read, "_final": final, "_select": select}
-        or_top = _rebind(_or_top, globals_)
-        and_top = _rebind(_and_top, globals_)
-        kernels = {"or": jit(or_top), "and": jit(and_top)}
+        kernels = {
+            "or": jit(_rebind(_or_top, globals_)),
+            "and": jit(_rebind(_and_top, globals_)),
+        }
         _warm(kernels)
-        _compiled.update(kernels)
-        return True
+    except Exception as exc:  # e.g. no writable cache and no compiler: stay on numpy
+        log.warning("search kernels unavailable, scoring with numpy: %s", exc)
+        _failed.append(str(exc))
+        return
+    _compiled.update(kernels)  # one C-level update under the GIL: both kernels or neither
 
 
 def _rebind(fn: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:

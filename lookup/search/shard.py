@@ -589,7 +589,7 @@ class IndexVersion:
         # (docs, total length, per-term df) of hidden batch documents, swapped as one value
         self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
         self._terms_cache: dict[str, frozenset[str]] = {}
-        kernels.ready()  # load (or compile once) the kernels now, not on the first query
+        kernels.ready()  # start loading the kernels (in the background) before any query
         self.realtime: Any = None  # the real-time tier build attached to this version
         self._by_key: dict[int, str] | None = None
         readers: list[list[tuple[SegmentReader, np.ndarray]]] = []

@@ -16,6 +16,15 @@ from lookup.search.pruning import SLACK, prune_top_k
 from tests.search.test_properties import _build
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _compiled_kernels() -> None:
+    """The exhaustive side of every comparison here runs on the compiled kernels (loaded
+    in the background otherwise, with the numpy path answering until then)."""
+    from lookup.search import kernels
+
+    assert kernels.wait(timeout=300), "the compiled search kernels did not load"
+
+
 def _lists(
     n_docs: int, members: list[np.ndarray], tfs: list[np.ndarray], doclen: np.ndarray
 ) -> list[PostingList]:

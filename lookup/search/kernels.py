@@ -8,7 +8,7 @@ thousand postings — on the benchmark corpus most of a query's time (see
 each, straight from the packed posting bytes:
 
 * :func:`or_top` — every term's list decoded and its scores added into a dense
-  accumulator (the segment's scratch arrays, left zeroed);
+  accumulator (the segment's scratch array, left zeroed);
 * :func:`and_top` — the rarest list decoded, each other term probed through its skip
   table one block at a time (the cursor only moves forward: candidates ascend).
 
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from lookup import settings
+from lookup.search.postings import BLOCK
 
-#: Postings per block (the segment format's, :data:`lookup.search.postings.BLOCK`).
-_BLOCK = 128
-_END = np.int64(1) << np.int64(62)
+#: Postings per block of the segment format (a compile-time constant to the kernels).
+_BLOCK = BLOCK
 
 log = logging.getLogger("lookup.search")
 _lock = threading.Lock()

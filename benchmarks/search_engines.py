@@ -7,13 +7,13 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lookup.search import Coordinator, SearchService, Signals, analyze_query
+from lookup.search import Coordinator, SearchService, Signals, analyze_query, kernels
 from lookup.search.bm25 import make_plan
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class OursFull(Engine):
             index_dir, realtime=False, coordinator=Coordinator(signals=signals or Signals.off())
         )
         self.service.reload()
+        kernels.wait()  # timed as served once loaded: the compiled kernels
 
     def search(self, query: str) -> list[str]:
         return [r["url"] for r in self.service.search(query, 1, 10)["results"]]
@@ -85,6 +86,7 @@ class OursShard(Engine):
         self.service = SearchService(index_dir, realtime=False)
         self.snapshot = self.service.reload()
         assert self.snapshot is not None and len(self.snapshot.shards) == 1
+        kernels.wait()
         self.conjunctive = conjunctive
         self.now = time.time()
         self.urls = [
@@ -98,14 +100,11 @@ class OursShard(Engine):
         plan = make_plan(
             terms, [snap.df(t) for t in terms], snap.live_docs, snap.live_length, 10,
             self.now, Signals.off(),
-        )  # fmt: skip
-        plan = replace(
-            plan,
             conjunctive=self.conjunctive,
             or_fallback=False,  # AND means AND here, as in the libraries (/search falls back)
             prune=self.prune,
             exact_count=not self.prune,
-        )
+        )  # fmt: skip
         return snap.shards[0].search(plan).hits
 
     def search(self, query: str) -> list[str]:

@@ -75,6 +75,15 @@ def _nice(raw: str) -> int:
     return int(value)
 
 
+def _track_total(raw: str) -> int | bool:
+    value = raw.strip().lower()
+    if value in ("true", "yes", "on"):
+        return True
+    if value.isdigit():
+        return int(value)
+    raise ValueError("expected true (count every match) or a whole number, 0 or more")
+
+
 def _rate(raw: str) -> str:
     from lookup.kit.ratelimit import RatePolicy
 
@@ -352,6 +361,20 @@ SETTINGS: dict[str, Setting] = {
             "per-query deadline for a shard's answer before the coordinator hedges or "
             "answers partially (default: the coordinator's DEFAULT_DEADLINE_MS). The test "
             "suite raises it so a loaded machine never fakes a miss.",
+        ),
+        Setting(
+            "search_track_total_hits", "LOOKUP_SEARCH_TRACK_TOTAL_HITS", 10_000, _track_total,
+            "int", "0.., or true",
+            "GET /search counts matches exactly up to this many per index segment (Elasticsearch's "
+            "track_total_hits, 10,000 by default); past it a shard may take the top results "
+            "by dynamic pruning and report the total as a lower bound (totalRelation: gte). "
+            "true counts every match; a request's trackTotalHits overrides it.",
+        ),
+        Setting(
+            "search_compiled", "LOOKUP_SEARCH_COMPILED", True, _flag, "flag", "",
+            "score plain AND/OR queries with the compiled kernels (numba, lookup/search/"
+            "kernels.py; compiled once into a cache beside the module); off: the numpy path, "
+            "the same results, slower.",
         ),
         # -- the crawler fleet ----------------------------------------------------------------
         Setting(

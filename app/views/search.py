@@ -385,7 +385,8 @@ def summary(body: dict[str, Any]) -> None:
     answered, queried = int(body.get("shardsAnswered", 0)), int(body.get("shardsQueried", 0))
     total = int(body.get("estimatedTotal", 0))
     cols = st.columns(5)
-    cols[0].metric("Results", f"about {total:,}", border=True)
+    bound = body.get("totalRelation") == "gte"  # counted up to trackTotalHits, then pruned
+    cols[0].metric("Results", f"{'at least' if bound else 'about'} {total:,}", border=True)
     cols[1].metric("Took", _ms(float(body.get("tookMs", 0.0))), border=True)
     cols[2].metric("Shards answered", f"{answered} of {queried}", border=True)
     cols[3].metric("Hedges fired", f"{int(fanout.get('hedgesFired', 0))}", border=True)

@@ -131,7 +131,10 @@ class QueryPlan:
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
     expr: Any = None  # a query-language AST (lookup.search.query); None: terms and phrases
     prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
-    exact_count: bool = True  # count every match: no pruning (False: an estimated count)
+    exact_count: bool = True  # count every match: no pruning (False: see track_total)
+    # with exact_count False: a segment that may hold at most this many matches (by its
+    # document frequencies) is still counted exactly; others may report a lower bound
+    track_total: int = 0
 
 
 def phrase_mask(
@@ -171,11 +174,13 @@ def make_plan(
     signals: Signals | None = None,
     phrases: tuple[Phrase, ...] = (),
     expr: Any = None,
+    **options: Any,
 ) -> QueryPlan:
     """Attach global statistics to a query's terms (sorted, so every shard sums alike).
 
     A query with phrases is strictly conjunctive: no OR fallback would honour them; nor
     has a query with operators (``expr``), which says itself what must match.
+    ``options`` set other :class:`QueryPlan` fields (cheaper than ``replace`` afterwards).
     """
     pairs = sorted(zip(terms, dfs, strict=True))
     avgdl = (total_length / n_docs) if n_docs else 1.0
@@ -188,7 +193,8 @@ def make_plan(
         k=k,
         now=now,
         signals=signals or Signals(),
-        or_fallback=not phrases and expr is None,
+        or_fallback=options.pop("or_fallback", not phrases and expr is None),
         phrases=tuple(phrases),
         expr=expr,
+        **options,
     )

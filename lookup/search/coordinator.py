@@ -36,7 +36,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -84,6 +84,19 @@ class QueryError(ValueError):
         self.code = code
         self.message = message
         self.position = position  # the character a syntax error starts at (0-based)
+
+
+def check_track_total(value: int | bool) -> int | bool:
+    """A ``track_total_hits`` value: ``True`` (count every match) or a threshold ``>= 0``."""
+    if value is True:
+        return True
+    if value is False:
+        return 0
+    if isinstance(value, int) and value >= 0:
+        return value
+    raise QueryError(
+        "INVALID_TRACK_TOTAL_HITS", "trackTotalHits must be true, false or an integer >= 0"
+    )
 
 
 @dataclass
@@ -289,12 +302,15 @@ class Coordinator:
         hedge: bool = True,
         signals: Signals | None = None,
         inline: bool = True,
-        exact_count: bool = True,
+        track_total_hits: int | bool = True,
     ) -> None:
         """``inline``: the caller runs one healthy shard itself (see the module docstring).
 
-        ``exact_count=False`` lets shards take the top k by dynamic pruning (the same
-        results) and estimate ``estimatedTotal`` instead of counting every match.
+        ``track_total_hits`` (Elasticsearch's ``track_total_hits``): ``True`` counts every
+        match; a number ``N`` lets shards take the top k by dynamic pruning (the same
+        results) where a segment may hold more than ``N`` matches, and then reports the
+        total as a lower bound (``totalRelation: "gte"``); ``False`` is ``0``. A query
+        may override it (:meth:`search`).
         """
         if replicas < 1:
             raise ValueError("a shard needs at least one replica")
@@ -304,7 +320,7 @@ class Coordinator:
         self.hedge = hedge
         self.inline = inline
         self.signals = signals or Signals()
-        self.exact_count = exact_count
+        self.track_total_hits = check_track_total(track_total_hits)
         self.groups: list[ShardGroup] = []
         self.recent: deque[tuple[str, str, float, list[FanoutTrace], int, int]] = deque(maxlen=50)
         self._lock = threading.Lock()
@@ -380,6 +396,7 @@ class Coordinator:
             "deadlineMs": self.deadline_ms,
             "hedging": self.hedge,
             "inline": self.inline,
+            "trackTotalHits": self.track_total_hits,
             "replicasPerShard": self.replicas_per_shard,
             "shards": [g.status() for g in self.groups],
             "recent": [_summary(e) for e in list(self.recent)],
@@ -402,6 +419,7 @@ class Coordinator:
         suggest: bool = True,
         model: Any = None,
         features: bool = False,
+        track_total_hits: int | bool | None = None,
     ) -> dict[str, Any]:
         """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request).
 
@@ -409,6 +427,7 @@ class Coordinator:
         correction from the index's terms, kept only if it finds more. ``model`` (a
         :class:`~lookup.search.learned.ActiveModel`) reorders the first hits by the
         learned ranker; ``features=True`` adds each result's ranking features.
+        ``track_total_hits`` overrides the coordinator's for this query (see ``__init__``).
         """
         started = time.perf_counter()
         if not isinstance(query, str):
@@ -430,6 +449,9 @@ class Coordinator:
                 f"results are available to depth {MAX_DEPTH}; page {page} × limit {limit} "
                 "goes past it — refine the query instead",
             )
+        track = check_track_total(
+            self.track_total_hits if track_total_hits is None else track_total_hits
+        )
         node = None
         if query_lang.has_operators(text):
             try:
@@ -495,9 +517,9 @@ class Coordinator:
             signals=signals or self.signals,
             phrases=phrases,
             expr=expr,
+            exact_count=track is True,
+            track_total=0 if track is True else int(track),
         )
-        if not self.exact_count:
-            plan = replace(plan, exact_count=False)
         answers, traces = self._fan_out(
             snapshot,
             plan,
@@ -517,10 +539,11 @@ class Coordinator:
             hits, extras = rescore(snapshot, plan, hits, model)
         page_hits = hits[(page - 1) * limit : page * limit]
         matched = sum(a.matched for a in used)
+        exact = all(a.exact for a in used)
         answered_docs = sum(a.docs for a in answers)
-        if len(answers) < n_shards and answered_docs > 0:
+        if exact and len(answers) < n_shards and answered_docs > 0:
             estimated = int(round(matched * n_docs / answered_docs))
-        else:
+        else:  # exact, or a lower bound that extrapolating would no longer be
             estimated = matched
         fwd_query = ForwardQuery.of(plan.terms) if page_hits else None
         results = []
@@ -559,6 +582,8 @@ class Coordinator:
             shardsQueried=n_shards,
             shardsAnswered=len(answers),
         )
+        if not exact:  # only then: the contract's keys stay as they were
+            body["totalRelation"] = "gte"
         if suggest and estimated < spelling.SUGGEST_BELOW:
             self._did_you_mean(snapshot, text, estimated, body)
         took = (time.perf_counter() - started) * 1000.0

@@ -12,6 +12,14 @@ crawled ``*.sandbox.test`` names do not resolve in a browser); ``explain=true`` 
 per-result ``explain`` and ``trace=true`` adds the per-shard ``fanout``. Optional
 ``deadlineMs`` and ``hedge`` override the coordinator's settings for one query.
 
+**Totals** (Elasticsearch's ``track_total_hits``): matches are counted exactly up to
+``trackTotalHits`` (default the ``search_track_total_hits`` setting, 10,000) per index
+segment; past it a shard takes its top results by dynamic pruning (the same pages as
+scoring everything) and ``estimatedTotal`` becomes a lower bound, said by an added
+``"totalRelation": "gte"`` (absent: the count is exact, or extrapolated from the shards
+that answered when some missed the deadline). ``trackTotalHits=true`` counts every
+match; ``false`` (or 0) counts only what pruning needs.
+
 ``q`` is words, AND first with an OR fallback when no page has them all; text in
 double quotes (``"standard library"``, typographic quotes too) is a **phrase**: every
 result holds its words in that order, matched on the positions stored in the postings
@@ -55,6 +63,7 @@ def search_route(service: SearchService) -> Route:
             "hedge": bool_param(params, "hedge", None),
             "ranking": params.get("ranking", "auto"),  # auto | hand | learned (the model)
             "features": bool(bool_param(params, "features", False)),
+            "track_total_hits": track_total_param(params),
         }
         try:
             body = await run_in_threadpool(service.search, q, page, limit, **options)
@@ -66,6 +75,25 @@ def search_route(service: SearchService) -> Route:
         return JSONResponse(body)
 
     return Route("/search", endpoint, methods=["GET"])
+
+
+def track_total_param(params: Any) -> int | bool | None:
+    """``trackTotalHits``: ``true``/``false`` or a whole number (None: the server's default)."""
+    raw = params.get("trackTotalHits")
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if value.isdigit() and len(value) <= 12:
+        return int(value)
+    if value in ("true", "yes", "on"):
+        return True
+    if value in ("false", "no", "off"):
+        return False
+    raise ApiError(
+        400,
+        "INVALID_PARAMETER",
+        "trackTotalHits must be true, false or a whole number (count exactly up to it)",
+    )
 
 
 def cached_route(pages: CachedPages) -> Route:
@@ -87,6 +115,106 @@ def cached_route(pages: CachedPages) -> Route:
         return HTMLResponse(text, headers=headers)
 
     return Route(CACHED_PATH, endpoint, methods=["GET"])
+
+
+class SearchResult(BaseModel):
+    """One result of ``GET /search``."""
+
+    url: str
+    title: str
+    snippet: str
+    score: float
+    crawledAt: str
+    cachedUrl: str
+
+
+class SearchBody(BaseModel):
+    """The ``GET /search`` answer (the seed contract, plus keys that appear only when said)."""
+
+    query: str
+    estimatedTotal: int = Field(
+        description="matches; exact unless totalRelation says gte (then a lower bound)"
+    )
+    totalRelation: Literal["gte"] | None = Field(
+        default=None,
+        description="present only when estimatedTotal is a lower bound: more matches than "
+        "trackTotalHits were possible and the shards took their top results by dynamic "
+        "pruning (the same results as scoring every match)",
+    )
+    tookMs: float
+    results: list[SearchResult]
+    shardsQueried: int
+    shardsAnswered: int
+
+
+_SEARCH_PARAMS: list[tuple[str, dict[str, Any], str]] = [
+    ("q", {"type": "string", "maxLength": 500}, "the query (words, phrases, operators)"),
+    ("page", {"type": "integer", "minimum": 1, "default": 1}, "result page"),
+    ("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 10}, "per page"),
+    ("explain", {"type": "boolean", "default": False}, "add each result's score explanation"),
+    ("trace", {"type": "boolean", "default": False}, "add the per-shard fan-out"),
+    ("deadlineMs", {"type": "number", "minimum": 1, "maximum": 10000}, "shard deadline"),
+    ("hedge", {"type": "boolean"}, "hedge slow shards (default: the coordinator's)"),
+    ("ranking", {"type": "string", "enum": ["auto", "hand", "learned"]}, "the ranker"),
+    ("features", {"type": "boolean", "default": False}, "add each result's features"),
+    (
+        "trackTotalHits",
+        {"oneOf": [{"type": "boolean"}, {"type": "integer", "minimum": 0}]},
+        "count matches exactly up to this many (true: all; default 10,000, the "
+        "search_track_total_hits setting); past it estimatedTotal is a lower bound "
+        "and totalRelation is gte",
+    ),
+]
+
+
+def document_search(api: Any) -> None:
+    """Describe the ``GET /search`` fast route in the app's OpenAPI document.
+
+    The route is served before FastAPI sees the request, so FastAPI does not know it;
+    the operation is added to the generated document instead.
+    """
+    generate = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is not None:
+            return api.openapi_schema
+        doc = generate()
+        body = SearchBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+        schemas.update(body.pop("$defs", {}))
+        schemas["SearchBody"] = body
+        doc["paths"]["/search"] = {
+            "get": {
+                "tags": ["search"],
+                "summary": "Search the crawled web (top results, total exact or a lower bound)",
+                "operationId": "search_get",
+                "parameters": [
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": name == "q",
+                        "schema": schema,
+                        "description": text,
+                    }
+                    for name, schema, text in _SEARCH_PARAMS
+                ],
+                "responses": {
+                    "200": {
+                        "description": "results",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/SearchBody"}
+                            }
+                        },
+                    },
+                    "400": {"description": 'a bad query or parameter: {"error", "message"}'},
+                },
+            }
+        }
+        api.openapi_schema = doc
+        return doc
+
+    api.openapi = openapi
 
 
 class FaultBody(BaseModel):
@@ -120,6 +248,7 @@ def mount(mounts: Any) -> None:
     )
     mounts.fast_routes.insert(0, search_route(service))
     mounts.fast_routes.insert(1, cached_route(pages))
+    document_search(mounts.api)
     mounts.on_startup.append(service.start)
     mounts.on_shutdown.append(service.close)
     mounts.health["search"] = service.status

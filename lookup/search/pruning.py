@@ -183,8 +183,8 @@ def prune_top_k(
     else:
         docs, bm, skipped, dropped = _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1,
                                          b, live, max_boost, floor)  # fmt: skip
-    if docs.size == 0:
-        return empty
+    if docs.size == 0:  # (what was dropped or only probed still says the count is a bound)
+        return PrunedTop(_NO_DOCS, _NO_SCORES, _NO_SCORES, 0, skipped, dropped)
     final = blend(docs, bm) if blend is not None else bm
     top = _best(final, keys[docs], docs, k)
     return PrunedTop(docs[top], bm[top], final[top], int(docs.size), skipped, dropped)
@@ -226,6 +226,8 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
             ub = np.zeros(cand.size)
             for i in essential:
                 d, tf = decoded[i]
+                if d.size == 0:  # every posting of the list deleted
+                    continue
                 at = np.searchsorted(d, cand)
                 at_c = np.minimum(at, d.size - 1)
                 has = d[at_c] == cand

@@ -53,7 +53,8 @@ class SearchService:
         self.location = open_index_location(index_dir)
         self.index_dir = self.location.path
         self.coordinator = coordinator or Coordinator(
-            deadline_ms=settings.get("search_deadline_ms")
+            deadline_ms=settings.get("search_deadline_ms"),
+            track_total_hits=settings.get("search_track_total_hits"),
         )
         self.tier: RealtimeTier | None = (
             RealtimeTier(self.index_dir, poll_seconds) if realtime else None

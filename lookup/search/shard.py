@@ -27,6 +27,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from lookup.search import kernels
 from lookup.search.analysis import Phrase, analyze_document
 from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
 from lookup.search.manifest import Manifest, current_manifest, read_tombstones, shard_dir
@@ -47,6 +48,9 @@ PRUNE_MIN_POSTINGS = 32_768
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
 
+_NO_FLOATS = np.zeros(0, dtype=np.float64)
+_ABSENT = (0, 0, 0, 0, 0)  # a kernel table row: the term has no postings here
+
 
 class Hit(NamedTuple):
     """One scored document; ``segment`` is :data:`REALTIME` for real-time-tier documents."""
@@ -65,18 +69,25 @@ class ShardAnswer:
 
     shard: int
     hits: list[Hit]
-    matched: int  # documents matching under ``mode`` in this shard
+    matched: int  # documents matching under ``mode`` in this shard (a lower bound if not exact)
     mode: str  # "and" or "or"
     docs: int  # live documents in this shard
     took_ms: float = 0.0
     replica: int = 0
     done_at: float = 0.0  # perf_counter() when the answer was ready
+    exact: bool = True  # ``matched`` counts every match (False: only a lower bound)
 
 
 class RealtimePart(Protocol):
     """The slice of the real-time tier a shard queries alongside its batch segments."""
 
     def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]: ...
+
+
+def _plain(values: np.ndarray, dtype: type) -> np.ndarray:
+    """``values`` as a writable, contiguous array of ``dtype`` (a copy only when needed)."""
+    out = np.ascontiguousarray(values, dtype=dtype)
+    return out if out.flags.writeable else out.copy()
 
 
 class SegmentView:
@@ -89,6 +100,16 @@ class SegmentView:
         self.live = live
         self._boosts: tuple[Signals, np.ndarray, np.ndarray, float, float] | None = None
         self._norms: tuple[tuple[float, float, float], np.ndarray] | None = None
+        # the compiled kernels read packed lists (format 2 and later) from a read-only view
+        self._packed = reader.termtab.ndim == 2 and reader.termtab.shape[1] > 6
+        self._kbuf = reader.postings_buf.view()
+        self._kbuf.flags.writeable = False
+        # one array type per kernel argument: a new one would compile a new kernel
+        self._kkeys = _plain(self.url_keys, np.int64)
+        self._kskip = _plain(reader.skip_last, np.int64)
+        self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
+        # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
+        self._rows: dict[str, tuple[int, int, int, int, int]] = {}
 
     @property
     def live(self) -> np.ndarray:
@@ -155,7 +176,9 @@ class SegmentView:
         """Whether :meth:`top` gives this query's exact top k here.
 
         Only when the plan does not need an exact match count (counting every match is
-        the work pruning saves; exhaustive scoring counts as it goes), and not for
+        the work pruning saves; exhaustive scoring counts as it goes) — nor when this
+        segment cannot hold more matches than ``plan.track_total``, which are counted
+        exactly as Lucene's total-hits threshold counts them — and not for
         phrases (positions decide the match), query-language expressions (``NOT``,
         ``OR`` groups, prefixes, fields: evaluated as document masks), segments without
         block bounds (formats 1 and 2), or an OR query over the candidate budget
@@ -169,6 +192,9 @@ class SegmentView:
         if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
             return False  # a boost below 1 would lower scores under the bounds' lower bound
         present = sorted(pl.df for pl in lists if pl is not None)
+        at_most = (0 if len(present) < len(lists) else present[0]) if conjunctive else sum(present)
+        if at_most <= plan.track_total:
+            return False  # few enough to count: the total stays exact up to the threshold
         # Where pruning pays (measured: benchmarks/bench_pruning.py, bench_search.py):
         # long lists only — below PRUNE_MIN_POSTINGS numpy's per-call overhead, not the
         # postings, is the cost, and exhaustive scoring makes fewer calls; then one list
@@ -187,8 +213,14 @@ class SegmentView:
 
     def top(
         self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The segment's top k by dynamic pruning: ``(docs, bm25, final)``, best first."""
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        """The segment's top k by dynamic pruning, best first, and its match count.
+
+        ``(docs, bm25, final, count, exact)``: ``count`` is exact when ``exact`` (pruning
+        dropped no candidate and probed no list), else a lower bound: the matches it
+        scored, and under OR the longest list's postings when nothing is deleted (each
+        of those documents matches).
+        """
         sig = plan.signals
         blend = None
         boost = 1.0
@@ -214,23 +246,70 @@ class SegmentView:
             max_boost=boost,
             floor=floor,
         )
-        return res.docs, res.bm25, res.final
+        # nothing ruled out unseen and no list only probed: every match was scored
+        exact = res.dropped == 0 and res.skipped_terms == 0
+        count = res.scored
+        if not exact and not conjunctive and self.all_live:
+            count = max([count] + [pl.df for pl in lists if pl is not None])
+        return res.docs, res.bm25, res.final, count, exact
 
-    def estimate(self, lists: list[Any], conjunctive: bool, found: int) -> int:
-        """A match count from document frequencies (terms taken as independent).
+    def kernel_meta(self, plan: QueryPlan, conjunctive: bool) -> tuple[np.ndarray, int] | None:
+        """The compiled kernels' per-term table for a plain query here, and its postings.
 
-        Zero exactly when pruning ``found`` nothing: a search with no floor finds a
-        match whenever there is one, which the shard's OR fallback relies on.
+        Rows ``(df, offset, gap width, tf width, first skip entry)`` in plan order (df 0
+        for a term not in this segment). None when the kernels do not apply: varint
+        lists, an AND term missing here (no match: the caller's numpy path says so at
+        once), or an OR over the candidate budget (the numpy path's bounded strategy).
         """
-        if found == 0:
-            return 0
-        n = max(self.reader.n_docs, 1)
-        shares = [0.0 if pl is None else pl.df / n for pl in lists]
-        if conjunctive:
-            guess = self.live_count * float(np.prod(shares))
+        if not self._packed or not plan.terms or min(plan.idfs) <= 0.0:
+            return None  # varints (format 1), nothing to look for, or a score that is not > 0
+        rows = self._rows
+        index = self.reader.term_index
+        out = []
+        total = 0
+        for term in plan.terms:
+            row = rows.get(term)
+            if row is None:
+                at = index.get(term)
+                if at is None:
+                    if conjunctive:
+                        return None
+                    out.append(_ABSENT)
+                    continue
+                df, off, _, skip, _, _, widths = self.reader.termtab[at].tolist()[:7]
+                row = rows[term] = (df, off, widths & 0xF, widths >> 4, skip)
+            if row[2] == 0:
+                return None  # a varint list
+            out.append(row)
+            total += row[0]
+        if not conjunctive and total > plan.max_candidates:
+            return None
+        return np.array(out, dtype=np.int64), total
+
+    def kernel_top(
+        self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the top k best
+        first — docs, BM25, final scores, URL keys — and the match count."""
+        sig = plan.signals
+        blend = bool(sig.link_weight or sig.fresh_weight)
+        if blend:
+            link, base = self.boosts(sig)
+            factor = sig.fresh_factor(plan.now) if sig.fresh_weight else 0.0
         else:
-            guess = self.live_count * (1.0 - float(np.prod([1.0 - x for x in shares])))
-        return max(found, int(round(guess)))
+            link = base = _NO_FLOATS
+            factor = 0.0
+        norm = self.norms(plan.avgdl, plan.k1, plan.b)
+        idfs = np.array(plan.idfs, dtype=np.float64)
+        live = self._live
+        common = (norm, live, bool(self.all_live), link, base, float(factor),
+                  float(sig.fresh_weight), blend, int(plan.k), self._kkeys)  # fmt: skip
+        if conjunctive:
+            return kernels.and_top(self._kbuf, meta, self._kskip, idfs, *common)
+        scratch = self._scratch
+        if scratch is None:
+            scratch = self._scratch = np.zeros(self.reader.n_docs)
+        return kernels.or_top(self._kbuf, meta, idfs, *common, scratch)
 
     def match(
         self,
@@ -238,22 +317,23 @@ class SegmentView:
         conjunctive: bool,
         memo: dict[int, tuple[np.ndarray, np.ndarray]] | None = None,
         lists: list[Any] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, int]:
-        """Live matching docs, their BM25 scores (terms summed in plan order), match count.
+    ) -> tuple[np.ndarray, np.ndarray, int, bool]:
+        """Live matching docs, their BM25 scores (terms summed in plan order), match count,
+        and whether that count is exact.
 
         Exhaustive: every match is scored. The count is exact unless the OR candidate
-        budget cut the work short. ``memo`` keeps lists decoded by an AND pass for the
-        OR pass of the same query.
+        budget cut the work short (then it is a lower bound). ``memo`` keeps lists
+        decoded by an AND pass for the OR pass of the same query.
         """
         reader = self.reader
         if plan.expr is not None:
-            return self._match_expr(plan)
+            return (*self._match_expr(plan), True)
         if lists is None:
             lists = [reader.postings(t) for t in plan.terms]
         norms = self.norms(plan.avgdl, plan.k1, plan.b)  # what length_norm gives, per doc
         if conjunctive:
             if any(pl is None for pl in lists):
-                return np.zeros(0, np.int64), np.zeros(0), 0
+                return np.zeros(0, np.int64), np.zeros(0), 0, True
             order = sorted(range(len(lists)), key=lambda j: lists[j].df)  # type: ignore[union-attr]
             docs, tf0 = self._decoded(lists, order[0], memo)
             tfs: dict[int, np.ndarray] = {order[0]: tf0}
@@ -271,18 +351,18 @@ class SegmentView:
                 for key in tfs:
                     tfs[key] = tfs[key][keep]
             if docs.size == 0:
-                return docs, np.zeros(0), 0
+                return docs, np.zeros(0), 0, True
             norm = norms[docs]
             bm = np.zeros(docs.size)
             for j, term_idf in enumerate(plan.idfs):
                 bm = bm + term_scores(tfs[j], norm, term_idf)
-            return docs, bm, int(docs.size)
+            return docs, bm, int(docs.size), True
         # Bounded work ("continue" strategy): terms join from the rarest up while their
         # postings fit the candidate budget; the commoner rest only score documents that
         # are already candidates, probed through their skip tables.
         present = [j for j, pl in enumerate(lists) if pl is not None]
         if not present:
-            return np.zeros(0, np.int64), np.zeros(0), 0
+            return np.zeros(0, np.int64), np.zeros(0), 0, True
         open_terms: set[int] = set()
         budget = 0
         for j in sorted(present, key=lambda j: lists[j].df):  # type: ignore[union-attr]
@@ -303,7 +383,7 @@ class SegmentView:
             keep = self._phrases(plan, lists, docs)
             docs, bm = docs[keep], bm[keep]
         if not closed:
-            return docs, bm, int(docs.size)
+            return docs, bm, int(docs.size), True
         norm = norms[docs]
         widest = 0
         for j in closed:
@@ -312,7 +392,9 @@ class SegmentView:
             bm[found] += term_scores(tf, norm[found], plan.idfs[j])
             widest = max(widest, pl.df)  # type: ignore[union-attr]
         # every document holding a closed term matches too: count at least the widest one
-        return docs, bm, int(docs.size) if plan.phrases else max(int(docs.size), widest)
+        if plan.phrases:
+            return docs, bm, int(docs.size), True
+        return docs, bm, max(int(docs.size), widest), False
 
     def _match_expr(self, plan: QueryPlan) -> tuple[np.ndarray, np.ndarray, int]:
         """Live documents an operator query matches, scored by its positive terms' BM25."""
@@ -405,25 +487,43 @@ class ShardIndex:
         plan: QueryPlan,
         conjunctive: bool,
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None,
-    ) -> tuple[list[Hit], int]:
+    ) -> tuple[list[Hit], int, bool]:
         hits: list[Hit] = []
         matched = 0
+        exact = True
         sig = plan.signals
+        plain = plan.expr is None and not plan.phrases and kernels.ready()
+        may_prune = plan.prune and not plan.exact_count
         for si, view in enumerate(self.segments):
-            lists = [view.reader.postings(t) for t in plan.terms]
-            if view.prunable(plan, conjunctive, lists):
+            kmeta = view.kernel_meta(plan, conjunctive) if plain else None
+            lists = None  # short lists under the kernels: no posting-list objects needed
+            if kmeta is None or (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
+                lists = [view.reader.postings(t) for t in plan.terms]
+            if lists is not None and view.prunable(plan, conjunctive, lists):
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
-                docs, bm, final = view.top(plan, conjunctive, lists, floor)
-                matched += view.estimate(lists, conjunctive, int(docs.size))
+                docs, bm, final, count, seg_exact = view.top(plan, conjunctive, lists, floor)
+                matched += count
+                exact = exact and seg_exact
                 if docs.size == 0:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
+            elif kmeta is not None:  # every match scored and the top k taken, in one call
+                docs, bm, final, keys, count = view.kernel_top(plan, conjunctive, kmeta[0])
+                matched += count
+                hits.extend(
+                    Hit(f, k, b, self.shard, si, d)
+                    for f, k, b, d in zip(
+                        final.tolist(), keys.tolist(), bm.tolist(), docs.tolist(), strict=True
+                    )
+                )
+                continue
             else:
                 memo = memos[si] if memos else None
-                docs, bm, count = view.match(plan, conjunctive, memo, lists)
+                docs, bm, count, seg_exact = view.match(plan, conjunctive, memo, lists)
+                exact = exact and seg_exact
                 if docs.size == 0:
                     continue
                 matched += count
@@ -449,16 +549,16 @@ class ShardIndex:
             hits.extend(rt_hits)
             matched += rt_matched
         hits.sort(key=lambda h: (-h.score, h.urlkey))
-        return hits[: plan.k], matched
+        return hits[: plan.k], matched, exact
 
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in self.segments]
-        hits, matched = self._run(plan, plan.conjunctive, memos)
+        hits, matched, exact = self._run(plan, plan.conjunctive, memos)
         mode = "and" if plan.conjunctive else "or"
         if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
-            hits, matched = self._run(plan, False, memos)
+            hits, matched, exact = self._run(plan, False, memos)
             mode = "or"
         return ShardAnswer(
             shard=self.shard,
@@ -467,6 +567,7 @@ class ShardIndex:
             mode=mode,
             docs=self.live_docs,
             took_ms=(time.perf_counter() - started) * 1000.0,
+            exact=exact,
         )
 
 
@@ -488,6 +589,7 @@ class IndexVersion:
         # (docs, total length, per-term df) of hidden batch documents, swapped as one value
         self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
         self._terms_cache: dict[str, frozenset[str]] = {}
+        kernels.ready()  # start loading the kernels (in the background) before any query
         self.realtime: Any = None  # the real-time tier build attached to this version
         self._by_key: dict[int, str] | None = None
         readers: list[list[tuple[SegmentReader, np.ndarray]]] = []

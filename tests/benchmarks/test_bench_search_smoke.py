@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks import bench_search
+from benchmarks import bench_search, profile_search
 from lookup.search import build_index
 
 
@@ -41,6 +41,8 @@ def test_the_benchmark_runs_end_to_end_at_toy_size(tmp_path: Path) -> None:
     # same tokens, same formula: our OR ranking and bm25s's agree (ties may differ)
     assert figures["agreementWithBm25s"] >= 0.9
     assert (code == 1) == bool(figures["missed"])
+    # the profile by stage runs over the same work directory
+    assert profile_search.main(["--workdir", str(tmp_path / "work"), "--queries", "8"]) == 0
 
 
 def test_generated_pages_index_like_crawled_ones(tmp_path: Path) -> None:

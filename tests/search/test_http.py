@@ -77,6 +77,8 @@ def test_explain_and_trace(client: TestClient) -> None:
         ({"q": "heap", "explain": "maybe"}, 400, "INVALID_PARAMETER"),
         ({"q": "heap", "deadlineMs": "0"}, 400, "INVALID_PARAMETER"),
         ({"q": "heap", "deadlineMs": "soon"}, 400, "INVALID_PARAMETER"),
+        ({"q": "heap", "trackTotalHits": "-1"}, 400, "INVALID_PARAMETER"),
+        ({"q": "heap", "trackTotalHits": "lots"}, 400, "INVALID_PARAMETER"),
     ],
 )
 def test_bad_queries_get_4xx_json(client: TestClient, params: dict, status: int, code: str) -> None:
@@ -235,3 +237,38 @@ def test_every_mutating_endpoint_needs_the_admin_token(
     ]
     assert client.get("/search/status").json()["realtime"]["pendingDeletions"] == 0
     assert client.request(method, path, headers=ADMIN, **kw).status_code in (200, 404)  # type: ignore[arg-type]
+
+
+def test_pruned_pages_equal_exhaustive_ones_and_the_total_says_its_relation(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``trackTotalHits`` (Elasticsearch's ``track_total_hits``) over HTTP: below the
+    threshold the shards take their top k by dynamic pruning (forced here on every query
+    shape: these lists are short) and serve exactly the pages of scoring every match
+    (``trackTotalHits=true``); the total is exact, or a lower bound with ``gte``."""
+    from lookup.search import pruning, shard
+
+    monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(shard, "AND_SEED", 0)
+    monkeypatch.setattr(shard, "PROBE_RATIO", 0)
+    monkeypatch.setattr(pruning, "PROBE_RATIO", 0)
+    monkeypatch.setattr(pruning, "AND_SEED", 2)
+    relations = set()
+    for q in ("heap", "list sort", "return value", "thread lock queue", "file path", "os"):
+        for page in (1, 2):
+            params = {"q": q, "page": page, "limit": 5}
+            exact = client.get("/search", params={**params, "trackTotalHits": "true"}).json()
+            default = client.get("/search", params=params).json()
+            pruned = client.get("/search", params={**params, "trackTotalHits": "0"}).json()
+            assert "totalRelation" not in exact and "totalRelation" not in default
+            assert default["estimatedTotal"] == exact["estimatedTotal"]  # under 10,000: exact
+            want = [(r["url"], r["score"]) for r in exact["results"]]
+            assert [(r["url"], r["score"]) for r in pruned["results"]] == want, (q, page)
+            assert [(r["url"], r["score"]) for r in default["results"]] == want, (q, page)
+            relations.add(pruned.get("totalRelation", "eq"))
+            if pruned.get("totalRelation") == "gte":
+                assert len(pruned["results"]) <= pruned["estimatedTotal"]
+                assert pruned["estimatedTotal"] <= exact["estimatedTotal"], q
+            else:
+                assert pruned["estimatedTotal"] == exact["estimatedTotal"], q
+    assert relations == {"eq", "gte"}  # both cases were seen

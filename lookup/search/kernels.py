@@ -1,0 +1,351 @@
+"""Compiled inner loops of a shard query: decode, score, blend and pick the top k in one call.
+
+Per query, numpy's way costs tens of calls (decode, concatenate, sort, ``bincount``,
+``partition``, ``lexsort``), each a few microseconds of overhead on lists of a few
+thousand postings — on the benchmark corpus most of a query's time (see
+``benchmarks/README.md``, "Dynamic pruning (issue 17)"). These kernels, compiled by
+``numba`` (``@njit``, cached on disk beside this file), do the same work in one call
+each, straight from the packed posting bytes:
+
+* :func:`or_top` — every term's list decoded and its scores added into a dense
+  accumulator (the segment's scratch array, left zeroed);
+* :func:`and_top` — the rarest list decoded, each other term probed through its skip
+  table one block at a time (the cursor only moves forward: candidates ascend).
+
+Both score **bit for bit** as :meth:`~lookup.search.shard.SegmentView.match` and the
+signal blend do (``idf * tf / (tf + norm)``, terms added in plan order from ``0.0``,
+``bm25 * (1 + link + min(factor * base, w))``), count every live match, and return the
+top k ordered as :func:`~lookup.search.pruning.top_k` orders them (score, URL key,
+doc). ``tests/search/test_pruning.py`` checks them against the numpy pruning over
+random layouts; the numpy path stays for segment formats 1 (varints), phrases and
+operators, and when the ``search_compiled`` setting is off.
+
+``numba`` is imported on first use (:func:`ready`), not with the package, and in the
+background: opening an index starts it, and queries take the numpy path until the kernels
+are loaded (the same answers), so neither the first query nor a test waits for a compiler.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from lookup import settings
+from lookup.search.postings import BLOCK
+
+#: Postings per block of the segment format (a compile-time constant to the kernels).
+_BLOCK = BLOCK
+
+log = logging.getLogger("lookup.search")
+_lock = threading.Lock()
+_compiled: dict[str, Callable[..., Any]] = {}
+_failed: list[str] = []
+_loader: list[threading.Thread] = []
+
+
+def _read(buf: np.ndarray, at: int, width: int) -> int:
+    """A little-endian integer of ``width`` (1, 2 or 4) bytes at ``buf[at]``."""
+    if width == 1:
+        return np.int64(buf[at])
+    if width == 2:
+        return np.int64(buf[at]) | (np.int64(buf[at + 1]) << 8)
+    return (
+        np.int64(buf[at])
+        | (np.int64(buf[at + 1]) << 8)
+        | (np.int64(buf[at + 2]) << 16)
+        | (np.int64(buf[at + 3]) << 24)
+    )
+
+
+def _final(bm: float, d: int, link: np.ndarray, base: np.ndarray, factor: float,
+           fresh_w: float, blend: bool) -> float:  # fmt: skip
+    """The blended score, as :meth:`Signals.blend` computes it (BM25 alone without signals)."""
+    if not blend:
+        return bm
+    fresh = 0.0
+    if fresh_w != 0.0:
+        fresh = min(factor * base[d], fresh_w)
+    return bm * (1.0 + link[d] + fresh)
+
+
+def _select(docs, bm, final, m, k, keys):  # type: ignore[no-untyped-def]
+    """The k best of ``m`` matches, best first: by final score, then URL key, then doc
+    (as :func:`~lookup.search.pruning.top_k` orders them); returns them and ``m``.
+
+    The k-th best score comes from a min-heap of the k best seen (most matches fail
+    the one comparison with its root); what reaches it is sorted by three stable sorts.
+    """
+    if k <= 0 or m == 0:
+        return docs[:0].copy(), bm[:0].copy(), final[:0].copy(), keys[:0].copy(), m
+    n = m
+    threshold = -np.inf
+    if m > k:
+        heap = final[:k].copy()
+        for i in range(k // 2 - 1, -1, -1):
+            _sift(heap, i, k)
+        for i in range(k, m):
+            if final[i] > heap[0]:
+                heap[0] = final[i]
+                _sift(heap, 0, k)
+        threshold = heap[0]
+        n = 0
+        for i in range(m):
+            if final[i] >= threshold:
+                n += 1
+    cd = np.empty(n, np.int64)
+    cb = np.empty(n, np.float64)
+    cf = np.empty(n, np.float64)
+    n = 0
+    for i in range(m):
+        if final[i] >= threshold:
+            cd[n] = docs[i]
+            cb[n] = bm[i]
+            cf[n] = final[i]
+            n += 1
+    order = np.argsort(cd, kind="mergesort")
+    cd, cb, cf = cd[order], cb[order], cf[order]
+    ck = keys[cd]
+    order = np.argsort(ck, kind="mergesort")
+    cd, cb, cf, ck = cd[order], cb[order], cf[order], ck[order]
+    order = np.argsort(-cf, kind="mergesort")[:k]
+    return cd[order], cb[order], cf[order], ck[order], m
+
+
+def _sift(heap: np.ndarray, i: int, n: int) -> None:
+    """Restore the min-heap below position ``i`` (``n`` entries)."""
+    while True:
+        small = i
+        left = 2 * i + 1
+        right = left + 1
+        if left < n and heap[left] < heap[small]:
+            small = left
+        if right < n and heap[right] < heap[small]:
+            small = right
+        if small == i:
+            return
+        heap[i], heap[small] = heap[small], heap[i]
+        i = small
+
+
+def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, blend, k, keys,  # type: ignore[no-untyped-def]
+            acc):  # fmt: skip
+    """OR: every live document holding a term; ``meta`` rows are ``(df, off, gap width,
+    tf width, …)`` per query term in plan order (df 0: not in this segment).
+
+    Scores add up in ``acc`` (zero everywhere on entry and again on return), one term
+    after the other in plan order: the caller's scratch array, one per segment — safe
+    because a compiled call holds the GIL from start to end. Every contribution is above
+    zero (the caller checks the idfs are), so ``acc[d] == 0.0`` says ``d`` is new.
+    """
+    t = meta.shape[0]
+    total = 0
+    for j in range(t):
+        total += meta[j, 0]
+    touched = np.empty(total, np.int64)
+    m = 0
+    for j in range(t):
+        df, off, gw, tw = meta[j, 0], meta[j, 1], meta[j, 2], meta[j, 3]
+        term_idf = idfs[j]
+        d = np.int64(0)
+        tf_at = off + df * gw
+        if m == 0:  # nothing seen yet: every posting is a new document (0.0 + s is s)
+            for i in range(df):
+                d += _read(buf, off + i * gw, gw)
+                tf = np.float64(_read(buf, tf_at + i * tw, tw))
+                touched[m] = d
+                m += 1
+                acc[d] = term_idf * tf / (tf + norm[d])
+            continue
+        for i in range(df):
+            d += _read(buf, off + i * gw, gw)
+            tf = np.float64(_read(buf, tf_at + i * tw, tw))
+            if acc[d] == 0.0:
+                touched[m] = d
+                m += 1
+            acc[d] += term_idf * tf / (tf + norm[d])
+    out_d = np.empty(m, np.int64)
+    out_b = np.empty(m, np.float64)
+    out_f = np.empty(m, np.float64)
+    n = 0
+    for i in range(m):
+        d = touched[i]
+        s = acc[d]
+        acc[d] = 0.0
+        if all_live or live[d]:
+            out_d[n] = d
+            out_b[n] = s
+            out_f[n] = _final(s, d, link, base, factor, fresh_w, blend)
+            n += 1
+    return _select(out_d, out_b, out_f, n, k, keys)
+
+
+def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, factor, fresh_w,  # type: ignore[no-untyped-def]
+             blend, k, keys):  # fmt: skip
+    """AND: the rarest list's live documents that every other term has; ``meta`` rows are
+    ``(df, off, gap width, tf width, first skip entry)`` per term in plan order."""
+    t = meta.shape[0]
+    order = np.argsort(meta[:, 0], kind="mergesort")
+    rare = order[0]
+    df, off, gw, tw = meta[rare, 0], meta[rare, 1], meta[rare, 2], meta[rare, 3]
+    cand = np.empty(df, np.int64)
+    tfm = np.zeros((t, df), np.int64)
+    n = 0
+    d = np.int64(0)
+    tf_at = off + df * gw
+    for i in range(df):
+        d += _read(buf, off + i * gw, gw)
+        if all_live or live[d]:
+            cand[n] = d
+            tfm[rare, n] = _read(buf, tf_at + i * tw, tw)
+            n += 1
+    alive = np.ones(n, np.bool_)
+    blk_docs = np.empty(_BLOCK, np.int64)
+    blk_tfs = np.empty(_BLOCK, np.int64)
+    for r in range(1, t):
+        j = order[r]
+        df, off, gw, tw, ss = meta[j, 0], meta[j, 1], meta[j, 2], meta[j, 3], meta[j, 4]
+        nb = (df + _BLOCK - 1) // _BLOCK
+        tf_at = off + df * gw
+        b = 0
+        loaded = -1
+        cnt = 0
+        ib = 0
+        for c in range(n):
+            if not alive[c]:
+                continue
+            target = cand[c]
+            while b < nb and skip_last[ss + b] < target:
+                b += 1
+            if b == nb:  # past the end of this list: nothing further matches
+                for c2 in range(c, n):
+                    alive[c2] = False
+                break
+            if b != loaded:
+                lo = b * _BLOCK
+                cnt = min(df - lo, _BLOCK)
+                d = skip_last[ss + b - 1] if b > 0 else np.int64(0)
+                for i in range(cnt):
+                    d += _read(buf, off + (lo + i) * gw, gw)
+                    blk_docs[i] = d
+                    blk_tfs[i] = _read(buf, tf_at + (lo + i) * tw, tw)
+                loaded = b
+                ib = 0
+            while ib < cnt and blk_docs[ib] < target:
+                ib += 1
+            if ib < cnt and blk_docs[ib] == target:
+                tfm[j, c] = blk_tfs[ib]
+            else:
+                alive[c] = False
+    out_d = np.empty(n, np.int64)
+    out_b = np.empty(n, np.float64)
+    out_f = np.empty(n, np.float64)
+    m = 0
+    for c in range(n):
+        if not alive[c]:
+            continue
+        doc = cand[c]
+        nrm = norm[doc]
+        s = 0.0
+        for j in range(t):
+            tf = np.float64(tfm[j, c])
+            s += idfs[j] * tf / (tf + nrm)
+        out_d[m] = doc
+        out_b[m] = s
+        out_f[m] = _final(s, doc, link, base, factor, fresh_w, blend)
+        m += 1
+    return _select(out_d, out_b, out_f, m, k, keys)
+
+
+def ready() -> bool:
+    """Whether the compiled kernels are in use now (the ``search_compiled`` setting, numba).
+
+    The first call starts loading them in the background — importing numba and loading
+    the kernels from the on-disk cache, or compiling them into it the first time (several
+    seconds) — and says False until they are loaded: queries take the numpy path
+    meanwhile, which answers the same, so no query waits for a compiler. Later calls
+    cost a global look-up.
+    """
+    if _compiled:
+        return True
+    if _failed or not settings.get("search_compiled"):
+        return False
+    with _lock:
+        if not _loader:
+            thread = threading.Thread(target=_load, name="search-kernels", daemon=True)
+            _loader.append(thread)
+            thread.start()
+    return bool(_compiled)
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Start loading the kernels if needed and wait for them (benchmarks, tests)."""
+    if not ready() and _loader:
+        _loader[0].join(timeout)
+    return bool(_compiled)
+
+
+def _load() -> None:
+    """Import numba, compile or load the kernels, run each once, then publish them."""
+    try:
+        import numba
+    except ImportError as exc:  # the numpy path answers alike, only slower
+        _failed.append(str(exc))
+        return
+    try:
+        jit = numba.njit(cache=True)
+        read = jit(_read)
+        final = jit(_final)
+        sift = jit(_sift)
+        select = jit(_rebind(_select, {"_sift": sift}))
+        globals_ = {"_read": read, "_final": final, "_select": select}
+        kernels = {
+            "or": jit(_rebind(_or_top, globals_)),
+            "and": jit(_rebind(_and_top, globals_)),
+        }
+        _warm(kernels)
+    except Exception as exc:  # e.g. no writable cache and no compiler: stay on numpy
+        log.warning("search kernels unavailable, scoring with numpy: %s", exc)
+        _failed.append(str(exc))
+        return
+    _compiled.update(kernels)  # one C-level update under the GIL: both kernels or neither
+
+
+def _rebind(fn: Callable[..., Any], names: dict[str, Any]) -> Callable[..., Any]:
+    """``fn`` with its helper names bound to their compiled versions."""
+    import types
+
+    scope = dict(fn.__globals__)
+    scope.update(names)
+    out = types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
+    out.__qualname__ = fn.__qualname__
+    out.__module__ = fn.__module__
+    return out
+
+
+def _warm(kernels: dict[str, Callable[..., Any]]) -> None:
+    """Run each kernel once on a tiny list, so that it is compiled (or loaded) now."""
+    buf = np.array([1, 2, 1, 1], dtype=np.uint8)  # docs 1 and 3, tf 1 each
+    buf.flags.writeable = False  # as a segment's mapped postings are
+    meta = np.array([[2, 0, 1, 1, 0]], dtype=np.int64)
+    z = np.zeros(4)
+    live = np.ones(4, dtype=np.bool_)
+    one = np.ones(1)
+    keys = np.arange(4, dtype=np.int64)
+    args = (z + 1.0, live, True, z, z, 0.0, 0.0, False, 10, keys)
+    kernels["or"](buf, meta, one, *args, z.copy())
+    skip = np.array([3], dtype=np.int64)
+    kernels["and"](buf, meta, skip, one, *args)
+
+
+def or_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The compiled OR kernel (:func:`ready` must have said True)."""
+    return _compiled["or"](*args)  # type: ignore[no-any-return]
+
+
+def and_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """The compiled AND kernel (:func:`ready` must have said True)."""
+    return _compiled["and"](*args)  # type: ignore[no-any-return]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -12,6 +16,28 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+#: Notebooks run two at a time: most of a notebook's time is spent waiting on the servers,
+#: crawls and drills it starts, so a second one fills the gaps (the suite's time budget).
+PARALLEL = 2
+#: The slowest notebooks (about 30-55 s each on this machine) start first, so the short
+#: ones fill in at the end.
+SLOW_FIRST = ("02_url_shortener", "08_kv_and_cache", "05_web_crawler", "07_ids_and_rate_limits")
+CELL_TIMEOUT_S = 300
+
+# Executes one notebook in a fresh process (its own kernel manager and event loop), so
+# two notebooks can run at once without sharing any client state with each other.
+_RUNNER = """
+import sys, nbformat
+from nbclient import NotebookClient
+src, out, cwd, timeout = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+nb = nbformat.read(src, as_version=4)
+client = NotebookClient(nb, kernel_name="python3", timeout=timeout,
+                        resources={"metadata": {"path": cwd}})
+try:
+    client.execute()
+finally:
+    nbformat.write(nb, out)
+"""
 
 
 def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
@@ -19,11 +45,64 @@ def _execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     client = NotebookClient(
         nb,
         kernel_name="python3",
-        timeout=300,
+        timeout=CELL_TIMEOUT_S,
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute()
     return nb
+
+
+def _execute_file(path: Path) -> tuple[nbformat.NotebookNode, str]:
+    """Run the notebook at ``path`` in a child process; the executed notebook (as far as it
+    got) and the runner's stderr (a cell's error, a timeout)."""
+    with tempfile.TemporaryDirectory(prefix="nbrun-") as tmp:
+        out = Path(tmp) / path.name
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _RUNNER,
+                str(path),
+                str(out),
+                str(NOTEBOOK_DIR),
+                str(CELL_TIMEOUT_S),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        if not out.exists():
+            raise RuntimeError(f"{path.name} did not run: {run.stderr[-3000:]}")
+        return nbformat.read(out, as_version=4), run.stderr
+
+
+_runs: dict[Path, Future[tuple[nbformat.NotebookNode, str]]] = {}
+_runs_lock = threading.Lock()
+
+
+def _order(path: Path) -> int:
+    return SLOW_FIRST.index(path.stem) if path.stem in SLOW_FIRST else len(SLOW_FIRST)
+
+
+def _executed(path: Path, selected: list[Path]) -> tuple[nbformat.NotebookNode, str]:
+    """The executed notebook: the first call starts every selected notebook, slowest
+    first, ``PARALLEL`` at a time; each test then waits for its own."""
+    with _runs_lock:
+        if not _runs:
+            pool = ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="notebook")
+            for nb_path in sorted(set(selected) | {path}, key=_order):
+                _runs[nb_path] = pool.submit(_execute_file, nb_path)
+            pool.shutdown(wait=False)
+    return _runs[path].result()
+
+
+@pytest.fixture(scope="module")
+def selected_notebooks(request: pytest.FixtureRequest) -> list[Path]:
+    """The notebooks whose run test this session collected (``-k`` runs only those)."""
+    return [
+        item.callspec.params["path"]
+        for item in request.session.items
+        if item.name.startswith("test_notebook_runs_top_to_bottom[")
+    ]
 
 
 def test_there_are_notebooks() -> None:
@@ -44,8 +123,8 @@ def test_kernel_is_this_python() -> None:
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom(path: Path) -> None:
-    nb = _execute(nbformat.read(path, as_version=4))
+def test_notebook_runs_top_to_bottom(path: Path, selected_notebooks: list[Path]) -> None:
+    nb, stderr = _executed(path, selected_notebooks)
     errors = [
         f"{o.get('ename')}: {o.get('evalue')}"
         for cell in nb.cells
@@ -53,7 +132,7 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
         for o in cell.outputs
         if o.output_type == "error"
     ]
-    assert not errors
+    assert not errors, stderr[-3000:]
     assert all(cell.execution_count is not None for cell in nb.cells if cell.cell_type == "code")
 
 

@@ -10,6 +10,7 @@ they show even with the API down.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,18 @@ import pandas as pd
 import streamlit as st
 from common import admin_headers, api_url, call
 
-from lookup.crawler.controls import COMMANDS, ControlState, controls_url, open_crawl_controls
+from lookup.crawler.controls import (
+    COMMANDS,
+    Ack,
+    ControlCommand,
+    ControlState,
+    controls_url,
+    open_crawl_controls,
+)
 from lookup.crawler.health import HostHealth, host_health
 from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
 
-__all__ = ["controls_tab", "health_frame"]
+__all__ = ["Issuer", "control_form", "controls_in_force", "controls_tab", "health_frame"]
 
 LABELS = {
     "block-host": "Block a host (stop now, for good)",
@@ -35,7 +43,8 @@ LABELS = {
     "pause-crawl": "Pause the whole crawl",
     "resume-crawl": "Resume the whole crawl",
 }
-RESULT = "crawler.control_result"
+#: Issues one command; answers (issued?, what to tell the person).
+Issuer = Callable[[ControlCommand], tuple[bool, str]]
 
 
 def _counts(d: dict[str, int]) -> str:
@@ -90,15 +99,75 @@ def _read(out_dir: Path) -> tuple[ControlState, list[Any], list[HostHealth]]:
     return state, acks, rows
 
 
-def _issue(crawl: str | None, body: dict[str, Any]) -> None:
-    params = {"crawl": crawl} if crawl else None
-    answer = call("POST", "/crawler/controls", json=body, params=params, headers=admin_headers())
-    if answer.ok:
+def _api_issuer(crawl: str | None) -> Issuer:
+    """Issue through ``POST /crawler/controls`` with the admin token."""
+
+    def issue(cmd: ControlCommand) -> tuple[bool, str]:
+        body: dict[str, Any] = {"command": cmd.command, "target": cmd.target, "note": cmd.note}
+        if cmd.value is not None:
+            body["value"] = cmd.value
+        params = {"crawl": crawl} if crawl else None
+        answer = call(
+            "POST", "/crawler/controls", json=body, params=params, headers=admin_headers()
+        )
+        if not answer.ok:
+            return False, f"Not issued: {answer.message()}"
         rec = answer.body["issued"]
-        st.session_state[RESULT] = ("ok", f"Control v{rec['version']} issued: {rec['command']} "
-                                    f"{rec['target']}".rstrip())  # fmt: skip
-    else:
-        st.session_state[RESULT] = ("error", f"Not issued: {answer.message()}")
+        return True, f"Control v{rec['version']} issued: {rec['command']} {rec['target']}".rstrip()
+
+    return issue
+
+
+def control_form(prefix: str, issue: Issuer, placeholder: str = "docs.sandbox.test") -> None:
+    """The form that issues any control command, then the last command's result.
+
+    ``prefix`` keys the widgets (``{prefix}-command``, ``-target``, ``-delay``, ``-note``), so
+    the Controls tab and the fleet panel can share a page; ``issue`` sends the command.
+    """
+    result_key = f"{prefix}.result"
+    result = st.session_state.pop(result_key, None)
+    if result is not None:
+        (st.success if result[0] else st.error)(result[1])
+    with st.form(f"{prefix}-form", border=True):
+        cols = st.columns([2, 3, 1])
+        command = cols[0].selectbox(
+            "Command", list(COMMANDS), format_func=LABELS.get, key=f"{prefix}-command"
+        )
+        target = cols[1].text_input(
+            "Target",
+            key=f"{prefix}-target",
+            placeholder=placeholder,
+            help="A host (`docs.sandbox.test`, every port; or `host:port`), a URL glob "
+            "(`http://shop.sandbox.test*/cart*`), or a URL to recrawl. Empty for the "
+            "whole crawl.",
+        )
+        value = cols[2].number_input(
+            "Delay (s)", min_value=0.0, max_value=3600.0, value=2.0, key=f"{prefix}-delay"
+        )
+        note = st.text_input("Why (kept in the log)", key=f"{prefix}-note")
+        if st.form_submit_button("Issue", icon=":material/send:"):
+            delay = value if command == "set-delay" else None
+            st.session_state[result_key] = issue(ControlCommand(command, target, delay, note))
+            st.rerun()
+
+
+def controls_in_force(state: ControlState, acks: Sequence[Ack], now: float) -> None:
+    """The controls in force as badges, and which version each worker has applied."""
+    badges = []
+    if state.crawl_paused:
+        badges.append(":orange-badge[:material/pause: crawl paused]")
+    badges += [f":red-badge[:material/block: {h}]" for h in sorted(state.blocked_hosts)]
+    badges += [f":red-badge[:material/block: {p}]" for p in sorted(state.blocked_patterns)]
+    badges += [f":orange-badge[:material/pause: {h}]" for h in sorted(state.paused_hosts)]
+    badges += [f":blue-badge[{h}: {d:g} s]" for h, d in sorted(state.delays.items())]
+    st.markdown(f"**Controls in force** (version {state.version}): " + (" ".join(badges) or "none"))
+    if acks:
+        st.caption(
+            "Applied: "
+            + "; ".join(f"{a.worker} up to v{a.version} ({now - a.at:.0f} s ago)" for a in acks)
+        )
+    elif state.version:
+        st.caption("No crawler process has applied these yet (none running?).")
 
 
 def _live(out_dir: Path) -> list[str]:
@@ -108,22 +177,8 @@ def _live(out_dir: Path) -> list[str]:
     except (FileNotFoundError, CrawlStateError) as exc:
         st.info(f"This crawl has no state to show yet ({exc}).")
         return []
-    badges = []
-    if state.crawl_paused:
-        badges.append(":orange-badge[:material/pause: crawl paused]")
-    badges += [f":red-badge[:material/block: {h}]" for h in sorted(state.blocked_hosts)]
-    badges += [f":red-badge[:material/block: {p}]" for p in sorted(state.blocked_patterns)]
-    badges += [f":orange-badge[:material/pause: {h}]" for h in sorted(state.paused_hosts)]
-    badges += [f":blue-badge[{h}: {d:g} s]" for h, d in sorted(state.delays.items())]
-    st.markdown(f"**Controls in force** (version {state.version}): " + (" ".join(badges) or "none"))
     now = time.time()
-    if acks:
-        st.caption(
-            "Applied: "
-            + "; ".join(f"{a.worker} up to v{a.version} ({now - a.at:.0f} s ago)" for a in acks)
-        )
-    elif state.version:
-        st.caption("No crawler process has applied these yet (none running?).")
+    controls_in_force(state, acks, now)
     st.markdown("**Per-host health**")
     if rows:
         st.dataframe(health_frame(rows, now), hide_index=True, key="health-table")
@@ -140,32 +195,7 @@ def controls_tab(out_dir: Path, crawl: str | None, running: bool) -> None:
         "next second on — not a page, not robots.txt (seed 003: stop *immediately and "
         "permanently*); its queued URLs are cut by the rule `operator-block`."
     )
-    result = st.session_state.pop(RESULT, None)
-    if result is not None:
-        (st.success if result[0] == "ok" else st.error)(result[1])
-    with st.form("control-form", border=True):
-        cols = st.columns([2, 3, 1])
-        command = cols[0].selectbox(
-            "Command", list(COMMANDS), format_func=LABELS.get, key="control-command"
-        )
-        target = cols[1].text_input(
-            "Target",
-            key="control-target",
-            placeholder="docs.sandbox.test",
-            help="A host (`docs.sandbox.test`, every port; or `host:port`), a URL glob "
-            "(`http://shop.sandbox.test*/cart*`), or a URL to recrawl. Empty for the "
-            "whole crawl.",
-        )
-        value = cols[2].number_input(
-            "Delay (s)", min_value=0.0, max_value=3600.0, value=2.0, key="control-delay"
-        )
-        note = st.text_input("Why (kept in the log)", key="control-note")
-        if st.form_submit_button("Issue", icon=":material/send:"):
-            body: dict[str, Any] = {"command": command, "target": target, "note": note}
-            if command == "set-delay":
-                body["value"] = value
-            _issue(crawl, body)
-            st.rerun()
+    control_form("control", _api_issuer(crawl))
     hint = "" if running else " The crawl is not running: commands apply when it resumes."
     st.caption(f"Commands go to {api_url()}/crawler/controls with the admin token.{hint}")
     st.fragment(run_every=2.0 if running else None)(_live)(out_dir)

@@ -5,9 +5,11 @@ PostgreSQL (the shared crawl store), a throw-away etcd (the partition leases) an
 ``lookup crawl-worker`` processes (:class:`lookup.crawler.fleet.CrawlFleet`) over the
 page's sandbox web. Live, once a second: the workers and the partitions each holds, with
 the grant's epoch and the lease's expiry (read from etcd, :mod:`lookup.crawler.fleetview`),
-a map of the partitions by owner, and the politeness timeline judged from the sandbox's
-own request log — which must stay clean while a worker is killed and its partitions move.
-Only processes this panel started can be killed from it.
+a map of the partitions by owner, the politeness timeline judged from the sandbox's own
+request log — which must stay clean while a worker is killed and its partitions move —
+and every host's health with the worker that owns it. Every control command (the
+Controls tab's form, :func:`crawlcontrols.control_form`) goes to the fleet's store, which
+each worker reads once a second. Only processes this panel started can be killed from it.
 """
 
 from __future__ import annotations
@@ -16,18 +18,27 @@ import signal
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from crawlcontrols import control_form, controls_in_force, health_frame
+from crawltimeline import request_rows, timeline_figure
 
-from lookup.crawler.controls import ControlCommand, ControlError, open_crawl_controls
+from lookup.crawler.controls import (
+    ControlCommand,
+    ControlError,
+    ControlState,
+    open_crawl_controls,
+)
 from lookup.crawler.fleet import CrawlFleet
 from lookup.crawler.fleetview import FleetView, fleet_view, host_owners
 from lookup.crawler.health import host_health
-from lookup.crawler.session import SandboxProbe, politeness_gaps, read_request_log
+from lookup.crawler.sandbox import LoggedRequest
+from lookup.crawler.session import SandboxProbe, read_request_log, too_close
 from lookup.crawler.store import open_crawl_reader
 from lookup.kit.etcd import EtcdServer, etcd_available, etcd_client
 from lookup.kit.pgserver import PostgresServer, postgres_available
@@ -39,6 +50,9 @@ PARTITIONS = 64
 LEASE_TTL = 3
 MIN_DELAY = 0.25
 FLEET = "dashboard"
+DELAY_FACTOR = 2.0
+#: The politeness timeline shows this many recent seconds (it is redrawn every second).
+TIMELINE_WINDOW_S = 30.0
 
 
 @dataclass
@@ -56,6 +70,17 @@ class FleetRun:
     killed: dict[str, tuple[float, int]] = field(default_factory=dict)  # when, partitions held
     last_view: FleetView | None = None
     history: list[tuple[float, dict[str, int]]] = field(default_factory=list)
+    log: list[LoggedRequest] = field(default_factory=list)
+    log_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def requests(self) -> list[LoggedRequest]:
+        """The sandbox's log of this run's requests to the sandbox hosts, read incrementally."""
+        with self.log_lock:
+            fresh = read_request_log(self.sandbox_url, since=self.log_since)
+            if fresh:
+                self.log_since = max(e.seq for e in fresh) + 1
+                self.log += [e for e in fresh if e.host.endswith(".sandbox.test")]
+            return list(self.log)
 
     def stop(self) -> None:
         self.fleet.stop()
@@ -80,7 +105,8 @@ def _argv(
     """``lookup crawl-worker`` options (minus ``--worker-id``) for the page's fleet."""
     return [
         *probe.seeds, "--out", str(out), "--quiet", "--hosts", probe.hosts_url,
-        "--allow-range", "127.0.0.0/8", "--min-delay", f"{MIN_DELAY:g}", "--delay-factor", "2",
+        "--allow-range", "127.0.0.0/8", "--min-delay", f"{MIN_DELAY:g}",
+        "--delay-factor", f"{DELAY_FACTOR:g}",
         "--timeout", "2", "--store", store, "--coordinator", coordinator, "--fleet-name", FLEET,
         "--lease-ttl", str(LEASE_TTL), "--partitions", str(PARTITIONS),
         "--max-seconds", f"{seconds:g}",
@@ -238,53 +264,68 @@ def _live(run: FleetRun) -> None:
             moved = f"its {held} partitions wait for its lease to expire"
         st.caption(f"{name} killed {now - at:.0f} s ago: {moved}.")
     st.plotly_chart(partition_map(view, PARTITIONS, sorted(run.fleet.procs)), key="fleet-map")
-    log = [
-        e
-        for e in read_request_log(run.sandbox_url, since=run.log_since)
-        if e.host.endswith(".sandbox.test")
-    ]
-    gaps = politeness_gaps(log, min_delay=MIN_DELAY, delay_factor=2.0)
-    too_close = sum(g.violations for g in gaps)
-    st.markdown(
-        f"**Politeness, from the sandbox's log:** {len(log)} requests · "
-        f"{too_close} too close to the one before on the same host"
-    )
+    _politeness(run, now)
     try:
+        controls = open_crawl_controls(run.store_url)
+        try:
+            state, acks = ControlState.of(controls.since(0)), controls.acks()
+        finally:
+            controls.close()
         with open_crawl_reader(run.store_url) as reader:
             hosts = [(h.host, h.address) for h in reader.hosts()]
             owners = host_owners(hosts, view, PARTITIONS)
-            health = host_health(reader, None, owners)
+            health = host_health(reader, state, owners, now=now)
     except Exception as exc:  # noqa: BLE001 - the store not made yet
         st.caption(f"No crawl state yet ({type(exc).__name__}).")
         return
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "Host": h.host,
-                    "Worker": h.worker or "–",
-                    "Epoch": h.epoch,
-                    "Requests": h.requests,
-                    "Pages": h.pages,
-                    "Queued": h.queued,
-                }
-                for h in health
-            ]
-        ),
-        hide_index=True,
-        key="fleet-hosts",
+    controls_in_force(state, acks, now)
+    st.markdown("**Per-host health**, with the worker whose partition holds the host")
+    st.dataframe(health_frame(health, now), hide_index=True, key="fleet-hosts")
+
+
+def _politeness(run: FleetRun, now: float) -> None:
+    """The politeness timeline of the last seconds, and the count over the whole run."""
+    try:
+        log = run.requests()
+    except Exception as exc:  # noqa: BLE001 - the sandbox not answering is a state to show
+        st.warning(f"The sandbox's request log does not answer: {exc}")
+        return
+    by_host = too_close(log, min_delay=MIN_DELAY, delay_factor=DELAY_FACTOR, by="host")
+    by_address = too_close(log, min_delay=MIN_DELAY, delay_factor=DELAY_FACTOR, by="address")
+    st.markdown(
+        f"**Politeness timeline** (the last {TIMELINE_WINDOW_S:g} s, from the sandbox's log)"
+    )
+    recent = [e for e in log if e.wall >= now - TIMELINE_WINDOW_S]
+    if recent:
+        rows = request_rows(recent, run.started_at, by_host | by_address)
+        fig = timeline_figure(rows, "host", x_title="seconds since the fleet started")
+        for name, (at, _) in run.killed.items():
+            if at >= now - TIMELINE_WINDOW_S:
+                fig.add_vline(
+                    x=at - run.started_at,
+                    line=dict(color="#cf222e", dash="dash"),
+                    annotation_text=f"{name} killed",
+                )
+        fig.update_xaxes(
+            range=[max(0.0, now - run.started_at - TIMELINE_WINDOW_S), now - run.started_at]
+        )
+        st.plotly_chart(fig, key="fleet-timeline")
+    st.caption(
+        f"{len(log)} requests · {len(by_host)} too close to the one before on the same host "
+        f"· {len(by_address)} on the same address (ringed in red)"
     )
 
 
-def _block(run: FleetRun, host: str) -> None:
+def _issue(run: FleetRun, cmd: ControlCommand) -> tuple[bool, str]:
+    """Issue ``cmd`` to the fleet's store (every worker applies it within a second)."""
     controls = open_crawl_controls(run.store_url)
     try:
-        rec = controls.issue(ControlCommand("block-host", host, note="from the fleet panel"))
-        st.session_state["fleet.notice"] = f"Control v{rec.version}: block-host {rec.target}"
+        rec = controls.issue(replace(cmd, note=cmd.note or "from the fleet panel"))
     except ControlError as exc:
-        st.session_state["fleet.notice"] = f"Not issued: {exc.message} ({exc.code})"
+        return False, f"Not issued: {exc.message} ({exc.code})"
     finally:
         controls.close()
+    return True, f"Control v{rec.version} issued to the fleet: {rec.command} {rec.target}".rstrip()
 
 
 def fleet_panel(probe: SandboxProbe) -> None:
@@ -328,12 +369,6 @@ def fleet_panel(probe: SandboxProbe) -> None:
             st.info(notice)
         if run is None:
             return
-        with st.form("fleet-block"):
-            host = st.text_input(
-                "Block a host in the fleet (every worker, within a second)",
-                key="fleet-block-host",
-                placeholder="news.sandbox.test",
-            )
-            if st.form_submit_button("Block"):
-                _block(run, host)
+        st.markdown("**Steer the fleet**: a command reaches every worker within a second.")
+        control_form("fleet-control", partial(_issue, run), placeholder="news.sandbox.test")
         st.fragment(run_every=1.0)(_live)(run)

@@ -30,6 +30,7 @@ import streamlit as st
 from common import api_client, api_url, data_dir
 from crawlcontrols import controls_tab
 from crawlfleet import fleet_panel
+from crawltimeline import request_rows, short_host, timeline_figure
 from navigation import PAGES
 from plotly.subplots import make_subplots
 
@@ -78,13 +79,6 @@ COPY_COLUMN = st.column_config.LinkColumn(
     display_text="open ↗",
     help="The page as the crawler stored it (its WARC record), served by the API",
 )
-STATUS_COLORS = {
-    "2xx": "#2da44e",
-    "3xx": "#1f6feb",
-    "4xx": "#bf8700",
-    "5xx": "#cf222e",
-    "no answer": "#6e7781",
-}
 KIND_BADGE = {
     "exact": ":blue-badge[exact]",
     "simhash": ":violet-badge[SimHash]",
@@ -134,10 +128,6 @@ def current_sandbox() -> SandboxProbe:
         if mine.up:
             return mine
     return probe
-
-
-def short_host(host: str) -> str:
-    return host.split(":", 1)[0]
 
 
 def short_url(url: str, width: int = 80) -> str:
@@ -585,17 +575,7 @@ def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
             "so its request log is gone; this is the crawler's own fetch log instead."
         )
     if entries:
-        rows = pd.DataFrame(
-            {
-                "host": [short_host(e.host) for e in entries],
-                "address": [e.address for e in entries],
-                "t": [e.wall - started for e in entries],
-                "duration": [max(0.0, e.end - e.start) for e in entries],
-                "status": [e.status for e in entries],
-                "target": [e.target for e in entries],
-                "aborted": [e.aborted for e in entries],
-            }
-        )
+        rows = request_rows(entries, started)
         return Timeline(rows, "sandbox", note, entries)
     if entries is not None and session.sandbox_url:
         note = "The sandbox's log holds no request from this crawl (was it restarted?)."
@@ -616,78 +596,6 @@ def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
         }
     )
     return Timeline(rows, "crawler", note)
-
-
-def status_class(status: Any) -> str:
-    if status is None or pd.isna(status):
-        return "no answer"
-    return f"{int(status) // 100}xx" if 200 <= int(status) < 600 else "no answer"
-
-
-def timeline_figure(rows: pd.DataFrame, by: str) -> go.Figure:
-    rows = rows.sort_values("t").copy()
-    rows["class"] = [status_class(s) for s in rows["status"]]
-    rows["gap"] = rows.groupby(by)["t"].diff() - rows.groupby(by)["duration"].shift()
-    lanes = sorted(rows[by].unique(), reverse=True)
-    fig = go.Figure()
-    # Each request's duration as a short bar on its host's lane.
-    xs: list[Any] = []
-    ys: list[Any] = []
-    for t, d, lane in zip(rows["t"], rows["duration"], rows[by], strict=True):
-        xs += [t, t + d, None]
-        ys += [lane, lane, None]
-    fig.add_trace(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            line=dict(color="rgba(110,119,129,0.55)", width=9),
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
-    for cls, color in STATUS_COLORS.items():
-        part = rows[rows["class"] == cls]
-        if part.empty:
-            continue
-        robots = part["target"].str.startswith("/robots.txt")
-        fig.add_trace(
-            go.Scatter(
-                x=part["t"],
-                y=part[by],
-                mode="markers",
-                name=cls,
-                marker=dict(
-                    color=color,
-                    size=[11 if r else 7 for r in robots],
-                    symbol=["diamond" if r else "line-ns" for r in robots],
-                    line=dict(width=2, color=color),
-                ),
-                customdata=list(
-                    zip(
-                        part["target"],
-                        part["status"].fillna(0).astype(int),
-                        part["duration"] * 1000,
-                        part["gap"],
-                        strict=True,
-                    )
-                ),
-                hovertemplate=(
-                    "%{y}<br>%{customdata[0]}<br>HTTP %{customdata[1]} in "
-                    "%{customdata[2]:.1f} ms<br>%{x:.3f} s after the start<br>"
-                    "gap since the previous request: %{customdata[3]:.3f} s<extra></extra>"
-                ),
-            )
-        )
-    fig.update_layout(
-        height=max(260, 34 * len(lanes) + 110),
-        margin=dict(l=10, r=10, t=30, b=10),
-        xaxis_title="seconds since the crawl started",
-        yaxis=dict(categoryorder="array", categoryarray=lanes),
-        legend=dict(orientation="h", y=1.06, x=0, title_text="answer: "),
-        hovermode="closest",
-    )
-    return fig
 
 
 def politeness_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:

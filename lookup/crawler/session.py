@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,7 @@ __all__ = [
     "read_snapshot",
     "sandbox_url",
     "stop_children",
+    "too_close",
 ]
 
 #: The environment variable that says where the sandbox web's control address is.
@@ -782,6 +783,34 @@ class GapStats:
     violations: int
 
 
+def _judged_pairs(
+    entries: Iterable[LoggedRequest],
+    *,
+    min_delay: float,
+    delay_factor: float,
+    crawl_delays: dict[str, float] | None,
+    by: str,
+) -> Iterator[tuple[str, list[LoggedRequest], list[tuple[LoggedRequest, float, float]]]]:
+    """Per host (or address), in key order: its requests by start, and each judged
+    request with its gap and the pause the rule required before it."""
+    if by not in ("host", "address"):
+        raise ValueError(f"by must be 'host' or 'address', not {by!r}")
+    delays = crawl_delays or {}
+    groups: dict[str, list[LoggedRequest]] = defaultdict(list)
+    for e in entries:
+        groups[getattr(e, by)].append(e)
+    for key, items in sorted(groups.items()):
+        items.sort(key=lambda e: e.start)
+        judged = []
+        for prev, nxt in zip(items, items[1:], strict=False):
+            if prev.aborted:
+                continue
+            crawl_delay = delays.get(prev.host, 0.0) if prev.path != "/robots.txt" else 0.0
+            required = max(min_delay, delay_factor * (prev.end - prev.start), crawl_delay or 0.0)
+            judged.append((nxt, nxt.start - prev.end, required))
+        yield key, items, judged
+
+
 def politeness_gaps(
     entries: Iterable[LoggedRequest],
     *,
@@ -795,25 +824,12 @@ def politeness_gaps(
     Requests after an aborted answer (the crawler cut a too-large page off) are
     skipped: the server cannot tell when the crawler let go.
     """
-    if by not in ("host", "address"):
-        raise ValueError(f"by must be 'host' or 'address', not {by!r}")
-    delays = crawl_delays or {}
-    groups: dict[str, list[LoggedRequest]] = defaultdict(list)
-    for e in entries:
-        groups[getattr(e, by)].append(e)
     out = []
-    for key, items in sorted(groups.items()):
-        items.sort(key=lambda e: e.start)
-        gaps: list[float] = []
-        slacks: list[float] = []
-        for prev, nxt in zip(items, items[1:], strict=False):
-            if prev.aborted:
-                continue
-            gap = nxt.start - prev.end
-            crawl_delay = delays.get(prev.host, 0.0) if prev.path != "/robots.txt" else 0.0
-            required = max(min_delay, delay_factor * (prev.end - prev.start), crawl_delay or 0.0)
-            gaps.append(gap)
-            slacks.append(gap - required)
+    for key, items, judged in _judged_pairs(
+        entries, min_delay=min_delay, delay_factor=delay_factor, crawl_delays=crawl_delays, by=by
+    ):
+        gaps = [gap for _, gap, _ in judged]
+        slacks = [gap - required for _, gap, required in judged]
         out.append(
             GapStats(
                 key=key,
@@ -825,3 +841,27 @@ def politeness_gaps(
             )
         )
     return out
+
+
+def too_close(
+    entries: Iterable[LoggedRequest],
+    *,
+    min_delay: float,
+    delay_factor: float,
+    crawl_delays: dict[str, float] | None = None,
+    by: str = "host",
+) -> set[int]:
+    """The ``seq`` of every request that came sooner after the one before on its host (or
+    address) than the rule allows — the violations :func:`politeness_gaps` counts."""
+    return {
+        req.seq
+        for _, _, judged in _judged_pairs(
+            entries,
+            min_delay=min_delay,
+            delay_factor=delay_factor,
+            crawl_delays=crawl_delays,
+            by=by,
+        )
+        for req, gap, required in judged
+        if gap - required < 0
+    }

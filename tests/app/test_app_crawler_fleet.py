@@ -2,8 +2,10 @@
 
 The panel starts its own PostgreSQL, etcd and three ``lookup crawl-worker`` processes over
 a small sandbox web; the test waits for every partition to be held, kills a worker from
-the page, waits for its partitions to be held by the others, reads the politeness line
-(from the sandbox's own log) and stops the fleet from the page.
+the page, waits for its partitions to be held by the others, reads the politeness
+timeline and its count (from the sandbox's own log) and stops the fleet from the page.
+On the way it pauses and resumes a host through the panel's control form and reads both
+commands back from the fleet's store, each acknowledged by every worker.
 """
 
 from __future__ import annotations
@@ -19,11 +21,18 @@ from dashboard_testing import HOME, RUN_TIMEOUT, free_port, ok, page_text
 from streamlit.testing.v1 import AppTest
 
 from lookup.crawler import Sandbox, SandboxConfig
+from lookup.crawler.controls import open_crawl_controls
 from lookup.crawler.session import stop_children
 from lookup.kit.etcd import etcd_available
 from lookup.kit.pgserver import postgres_available
 
 PAGE = "views/crawler.py"
+#: The Controls tab's health columns, plus the owning worker and its lease's epoch.
+HEALTH_COLUMNS = [
+    "Host", "Control", "Requests", "Pages", "Errors", "429/503", "Back-off (s)",
+    "robots.txt", "Robots refused", "Trap cuts", "Budget used", "Queued",
+    "Next allowed in (s)", "Worker", "Epoch",
+]  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -66,6 +75,43 @@ def _workers(at: AppTest):  # type: ignore[no-untyped-def]
     return found[0] if found else None
 
 
+def _health(at: AppTest):  # type: ignore[no-untyped-def]
+    found = [d.value for d in at.dataframe if "Robots refused" in d.value.columns]
+    return found[0] if found else None
+
+
+def _timeline(at: AppTest) -> str:
+    specs = [c.proto.spec for c in at.get("plotly_chart")]
+    return next((s for s in specs if "seconds since the fleet started" in s), "")
+
+
+def _issue(at: AppTest, command: str, target: str) -> AppTest:
+    at.selectbox(key="fleet-control-command").set_value(command)
+    at.text_input(key="fleet-control-target").input(target)
+    submit = next(b for b in at.button if b.label == "Issue")
+    return ok(submit.click().run())
+
+
+def _store_log(at: AppTest) -> list[tuple[str, str]]:
+    from crawlfleet import fleet_runtime
+
+    run = fleet_runtime().run
+    assert run is not None
+    controls = open_crawl_controls(run.store_url)
+    try:
+        return [(r.command, r.target) for r in controls.since(0)]
+    finally:
+        controls.close()
+
+
+def _applied_by_all(version: int) -> Callable[[AppTest], bool]:
+    def check(at: AppTest) -> bool:
+        text = page_text(at)
+        return all(f"{w} up to v{version} " in text for w in ("w1", "w2", "w3"))
+
+    return check
+
+
 def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
     web: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -89,6 +135,26 @@ def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
         )
 
     _until(at, "three workers holding all 64 partitions", all_held)
+    _until(at, "the per-host health table", lambda at: _health(at) is not None)
+    health = _health(at)
+    assert list(health.columns) == HEALTH_COLUMNS
+    assert set(health["Worker"]) <= {"w1", "w2", "w3"} and health["Epoch"].min() > 0
+    assert "docs.sandbox.test" in {h.split(":")[0] for h in health["Host"]}
+
+    at = _issue(at, "pause-host", "docs.sandbox.test")
+    assert "Control v1 issued to the fleet: pause-host docs.sandbox.test" in page_text(at)
+    assert _store_log(at) == [("pause-host", "docs.sandbox.test")]
+    _until(at, "every worker applying the pause", _applied_by_all(1), timeout=30)
+    paused = _health(at)
+    docs = paused[paused["Host"].str.startswith("docs.sandbox.test")]
+    assert set(docs["Control"]) == {"paused"}
+    at = _issue(at, "resume-host", "docs.sandbox.test")
+    assert _store_log(at)[-1] == ("resume-host", "docs.sandbox.test")
+    _until(at, "every worker applying the resume", _applied_by_all(2), timeout=30)
+    assert "Controls in force** (version 2): none" in page_text(at)
+    at = _issue(at, "block-host", "no host")
+    assert "Not issued: " in page_text(at) and len(_store_log(at)) == 2
+
     table = _workers(at)
     held_by_w1 = int(table.loc[table["Worker"] == "w1", "Partitions held"].iloc[0])
     ok(at.button(key="fleet-kill-w1").click().run())
@@ -109,6 +175,8 @@ def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
     assert "w1 killed" in text and "all held again" in text
     assert held_by_w1 > 0
     assert "0 too close to the one before on the same host" in text
+    timeline = _timeline(at)
+    assert "docs.sandbox.test" in timeline and "w1 killed" in timeline
     assert at.button(key="fleet-kill-w1").disabled
     ok(at.button(key="fleet-stop").click().run())
     assert at.button(key="fleet-stop").disabled

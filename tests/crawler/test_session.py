@@ -36,6 +36,7 @@ from lookup.crawler.session import (
     probe_sandbox,
     read_snapshot,
     sandbox_url,
+    too_close,
 )
 from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY
 
@@ -211,6 +212,10 @@ def test_politeness_gaps_count_every_gap_shorter_than_the_rule() -> None:
     )
     assert [g.key for g in by_addr] == ["127.0.0.2"]
     assert by_addr[0].violations == 2  # the Crawl-delay one, and b right after a
+    delays = {"a": 1.0}
+    assert too_close(log, min_delay=0.2, delay_factor=2.0, crawl_delays=delays) == {2}
+    by_address = too_close(log, min_delay=0.2, delay_factor=2.0, crawl_delays=delays, by="address")
+    assert by_address == {2, 5}  # the requests the violations counted above
     with pytest.raises(ValueError):
         politeness_gaps(log, min_delay=0, delay_factor=0, by="port")
 

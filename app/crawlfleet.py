@@ -280,7 +280,13 @@ def _live(run: FleetRun) -> None:
         return
     controls_in_force(state, acks, now)
     st.markdown("**Per-host health**, with the worker whose partition holds the host")
-    st.dataframe(health_frame(health, now), hide_index=True, key="fleet-hosts")
+    if not health:
+        st.caption("No host contacted yet.")
+        return
+    frame = health_frame(health, now)
+    owner = ["Host", "Worker", "Epoch"]  # first: they are what moves when a worker dies
+    frame = frame[owner + [c for c in frame.columns if c not in owner]]
+    st.dataframe(frame, hide_index=True, key="fleet-hosts")
 
 
 def _politeness(run: FleetRun, now: float) -> None:
@@ -306,9 +312,7 @@ def _politeness(run: FleetRun, now: float) -> None:
                     line=dict(color="#cf222e", dash="dash"),
                     annotation_text=f"{name} killed",
                 )
-        fig.update_xaxes(
-            range=[max(0.0, now - run.started_at - TIMELINE_WINDOW_S), now - run.started_at]
-        )
+        fig.update_xaxes(range=[float(rows["t"].min()) - 0.5, now - run.started_at + 0.5])
         st.plotly_chart(fig, key="fleet-timeline")
     st.caption(
         f"{len(log)} requests · {len(by_host)} too close to the one before on the same host "

@@ -27,11 +27,11 @@ from lookup.kit.etcd import etcd_available
 from lookup.kit.pgserver import postgres_available
 
 PAGE = "views/crawler.py"
-#: The Controls tab's health columns, plus the owning worker and its lease's epoch.
+#: The Controls tab's health columns, the owning worker and its lease's epoch first.
 HEALTH_COLUMNS = [
-    "Host", "Control", "Requests", "Pages", "Errors", "429/503", "Back-off (s)",
-    "robots.txt", "Robots refused", "Trap cuts", "Budget used", "Queued",
-    "Next allowed in (s)", "Worker", "Epoch",
+    "Host", "Worker", "Epoch", "Control", "Requests", "Pages", "Errors", "429/503",
+    "Back-off (s)", "robots.txt", "Robots refused", "Trap cuts", "Budget used", "Queued",
+    "Next allowed in (s)",
 ]  # fmt: skip
 
 

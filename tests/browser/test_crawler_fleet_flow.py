@@ -1,5 +1,6 @@
-"""A person starts a 3-worker crawl from the dashboard, kills a worker and watches its
-partitions move to the others while the politeness line stays clean.
+"""A person starts a 3-worker crawl from the dashboard, blocks a host from the panel's
+control form, kills a worker and watches its partitions move to the others while the
+politeness timeline stays clean.
 
 Its own API and dashboard, a small sandbox web in this process, Debian's Chromium; the
 panel starts its own PostgreSQL, etcd and worker processes (and stops them).
@@ -45,6 +46,7 @@ def test_kill_a_worker_from_the_page_and_watch_its_partitions_move(
     from playwright.sync_api import expect
 
     _api, dashboard, _web = fleet_stack
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(dashboard.url)
     page.get_by_role("link", name="Web crawler").first.click()
     expect(page.get_by_role("heading", name="Web crawler")).to_be_visible()
@@ -56,14 +58,22 @@ def test_kill_a_worker_from_the_page_and_watch_its_partitions_move(
         r"running worker: [1-9]"
     )
     expect(page.get_by_text(balanced)).to_be_visible(timeout=90_000)
+    page.locator(".st-key-fleet-control-target input").fill("docs.sandbox.test")
+    page.get_by_role("button", name="Issue").click()
+    expect(
+        page.get_by_text("Control v1 issued to the fleet: block-host docs.sandbox.test")
+    ).to_be_visible(timeout=30_000)
+    expect(page.get_by_text(re.compile(r"w3 up to v1 "))).to_be_visible(timeout=30_000)
     page.get_by_role("button", name="Kill w1").click()
     expect(page.get_by_text("2 of 3 workers running · 64 of 64 partitions held")).to_be_visible(
         timeout=60_000
     )
     expect(page.get_by_text("all held again").first).to_be_visible(timeout=30_000)
     expect(page.get_by_text("0 too close to the one before on the same host")).to_be_visible()
-    page.get_by_text("Partitions by owner").first.scroll_into_view_if_needed()
-    page.screenshot(path=str(tmp_path / "crawler-fleet.png"))
+    for shot, anchor in [("map", "Partitions by owner"), ("timeline", "Politeness timeline"),
+                         ("health", "Per-host health")]:  # fmt: skip
+        page.get_by_text(anchor).first.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / f"crawler-fleet-{shot}.png"))
     page.get_by_role("button", name="Stop the fleet").click()
     expect(page.get_by_role("button", name="Start a 3-worker crawl")).to_be_enabled(timeout=60_000)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)

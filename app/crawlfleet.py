@@ -174,6 +174,10 @@ def partition_map(view: FleetView, partitions: int, names: list[str]) -> go.Figu
         text.append(tr)
     palette = ["#d0d7de", "#1f6feb", "#2da44e", "#bf8700", "#8250df", "#cf222e"]
     n = max(1, len(names))
+    key = "  ".join(
+        f"<span style='color:{palette[min(i, len(palette) - 1)]}'>■</span> {label}"
+        for i, label in enumerate(["free", *names])
+    )
     scale = [[i / n, palette[min(i, len(palette) - 1)]] for i in range(n + 1)]
     fig = go.Figure(
         go.Heatmap(
@@ -191,7 +195,7 @@ def partition_map(view: FleetView, partitions: int, names: list[str]) -> go.Figu
     fig.update_layout(
         height=260,
         margin=dict(l=10, r=10, t=30, b=10),
-        title="Partitions by owner",
+        title="Partitions by owner: " + key,
         xaxis_visible=False,
         yaxis_visible=False,
     )

@@ -120,11 +120,11 @@ def test_superseding_an_original_moves_its_cluster(
                 _row(MIRROR, "ok", "sha256:a"),
                 _row(WWW, "duplicate", "sha256:a", MIRROR, "exact", 0.0),
                 _row(near, "duplicate", "sha256:b", MIRROR, "simhash", 2.0),
-                _row(DOCS, "ok", "sha256:a"),
+                _row(DOCS, "ok", "sha256:d"),  # a near copy of the mirror's text
                 _row(other, "duplicate", "sha256:c", "http://news.test/", "exact", 0.0),
             ):
                 writer.insert_url(r, if_absent=False)
-            writer.supersede(url_hash(MIRROR), "exact", DOCS, 0.0)
+            writer.supersede(url_hash(MIRROR), "simhash", DOCS, 1.0)
         got = {
             u: (r.outcome, r.dup_of, r.dup_kind, r.dup_score)
             for u in (MIRROR, WWW, near, DOCS, other)
@@ -133,9 +133,9 @@ def test_superseding_an_original_moves_its_cluster(
     finally:
         store.close()
     assert got == {
-        MIRROR: ("duplicate", DOCS, "exact", 0.0),  # the old original, under its canonical
-        WWW: ("duplicate", DOCS, "exact", 0.0),  # its copy moves with it
-        near: ("duplicate", DOCS, "simhash", 2.0),  # as near to the canonical's equal text
+        MIRROR: ("duplicate", DOCS, "simhash", 1.0),  # the old original, under its canonical
+        WWW: ("duplicate", DOCS, "simhash", 1.0),  # its copy moves with it, as near as it
+        near: ("duplicate", DOCS, "simhash", 2.0),  # keeps the measure it was found by
         DOCS: ("ok", None, None, None),
         other: ("duplicate", "http://news.test/", "exact", 0.0),  # another cluster: untouched
     }

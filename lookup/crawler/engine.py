@@ -743,9 +743,6 @@ class Crawler(CrawlHooks, RobotsHops):
             facts=outcome.facts,
         )  # fmt: skip
         self._counts[outcome.name.split(":")[0]] += 1
-        content = outcome.facts.content
-        if outcome.name == "duplicate" and content is not None:
-            self._counts[f"dup:{content.dup_kind}"] += 1
 
         # Write the page and its event before the commit that marks the URL done.
         events = [ev for ev in (outcome.event, *outcome.also) if ev]
@@ -862,7 +859,6 @@ class Crawler(CrawlHooks, RobotsHops):
 
     def report(self, reason: str) -> CrawlReport:
         elapsed = time.monotonic() - self._t0
-        dups = {k.split(":", 1)[1]: v for k, v in self._counts.items() if k.startswith("dup:")}
         s = self.seen.stats
         return CrawlReport(
             stop_reason=reason,
@@ -873,7 +869,9 @@ class Crawler(CrawlHooks, RobotsHops):
             events=self._counts["events"],
             pages_per_second=self._counts["pages"] / elapsed if elapsed > 0 else 0.0,
             outcomes=self.store.count_outcomes(),
-            duplicates=dups,
+            # As stored, like the outcomes: a declared canonical fetched late turns the
+            # cluster's first original into a duplicate (and a promoted one back into a page).
+            duplicates=self.store.count_duplicate_kinds(),
             traps=self.store.count_cuts(),
             states=self.store.count_states(),
             frontier=len(self.frontier),

@@ -111,7 +111,8 @@ class Outcome:
     links: list[Link] = field(default_factory=list)
     hints: list[tuple[str, float]] = field(default_factory=list)  # sitemap (url, lastmod)
     event: dict[str, Any] | None = None  # PageFetched (new or changed) or PageRemoved
-    supersedes: tuple[str, str, str] | None = None  # the original replaced: hash, kind, by
+    #: The original replaced: its hash, its kind and score against the new one, the new URL.
+    supersedes: tuple[str, str, str, float | None] | None = None
     promotes: str | None = None  # the url hash of a stored duplicate that replaces it
     also: list[dict[str, Any]] = field(default_factory=list)  # that original's PageRemoved
 
@@ -437,7 +438,8 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
     outcome = Outcome("duplicate", facts, links=ctx.links, also=also)
     if also:  # ``original`` is now the promoted member; the old original is v.of
         outcome.promotes = original.url_hash
-        outcome.supersedes = (v.of, v.kind or "exact", original.url)
+        # The old original is to the promoted member what the member was found to be to it.
+        outcome.supersedes = (v.of, original.dup_kind or "exact", original.url, original.dup_score)
     return outcome
 
 
@@ -498,7 +500,7 @@ def representative(ctx: FetchContext, original: UrlRecord) -> Outcome:
     kit.dedup.register(e.url_hash, v)
     outcome = page(ctx)
     assert outcome is not None  # an HTML answer (the duplicate rule checked)
-    outcome.supersedes = (original.url_hash, v.kind or "exact", e.url)
+    outcome.supersedes = (original.url_hash, v.kind or "exact", e.url, v.score)
     if was_indexed(original):
         outcome.also.append(removed_for(ctx, original, e.url))
     return outcome

@@ -360,8 +360,13 @@ class CrawlWriter(Protocol):
         """A fetched duplicate becomes its cluster's representative (outcome ``ok``); its
         ``dup_of`` stays: an exact one's stored copy is a revisit of that page."""
 
-    def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
-        """A fetched original is now a ``kind`` duplicate of ``by_url`` (its canonical)."""
+    def supersede(self, url_hash: str, kind: str, by_url: str, score: float | None) -> None:
+        """A fetched original is now a ``kind`` duplicate of ``by_url`` (its canonical, at
+        ``score``), and so is every duplicate filed under it: the cluster moves to ``by_url``.
+
+        A moved duplicate with the old original's text takes the old original's verdict; a
+        near one keeps the measure it was found by (against the old original).
+        """
 
     def record_fetched(self, fetched: FetchedUrl) -> None: ...
     def note_reason(self, url_hash: str, reason: str) -> None: ...
@@ -408,6 +413,7 @@ class CrawlWriter(Protocol):
     # counts for the crawl's report
     def count_states(self) -> dict[str, int]: ...
     def count_outcomes(self) -> dict[str, int]: ...
+    def count_duplicate_kinds(self) -> dict[str, int]: ...
     def count_cuts(self) -> dict[str, int]: ...
 
 

@@ -473,9 +473,22 @@ class PgCrawlStore(_Queries):
     def promote(self, url_hash: str) -> None:
         self._set("crawl_urls", "url_hash", url_hash, {"outcome": "ok", "reason": None})
 
-    def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
+    def supersede(self, url_hash: str, kind: str, by_url: str, score: float | None) -> None:
         reason = f"duplicate of {by_url}, its cluster's canonical URL"
-        changes = {"outcome": "duplicate", "dup_of": by_url, "dup_kind": kind, "reason": reason}
+        self._exec(
+            "UPDATE crawl_urls d SET dup_of = %s, "
+            "dup_kind = CASE WHEN d.content_hash = o.content_hash THEN %s::text "
+            "ELSE d.dup_kind END, "
+            "dup_score = CASE WHEN d.content_hash = o.content_hash THEN %s::double precision "
+            "ELSE d.dup_score END "
+            "FROM crawl_urls o WHERE o.url_hash = %s AND d.dup_of = o.url "
+            "AND d.outcome = 'duplicate' AND d.url != %s",
+            (by_url, kind, score, url_hash, by_url),
+        )
+        changes = {
+            "outcome": "duplicate", "dup_of": by_url, "dup_kind": kind, "dup_score": score,
+            "reason": reason,
+        }  # fmt: skip
         self._set("crawl_urls", "url_hash", url_hash, changes)
 
     def record_fetched(self, fetched: FetchedUrl) -> None:

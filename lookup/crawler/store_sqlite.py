@@ -211,6 +211,9 @@ def _counts(rows: Iterator[sqlite3.Row] | list[sqlite3.Row]) -> dict[str, int]:
 _COUNT_STATES = "SELECT state, COUNT(*) FROM urls GROUP BY state"
 _COUNT_OUTCOMES = "SELECT outcome, COUNT(*) FROM urls WHERE outcome IS NOT NULL GROUP BY outcome"
 _COUNT_CUTS = "SELECT rule, COUNT(*) FROM cuts GROUP BY rule"
+_COUNT_DUP_KINDS = (
+    "SELECT dup_kind, COUNT(*) FROM urls WHERE outcome = 'duplicate' GROUP BY dup_kind"
+)
 _BUDGET = "SELECT host, admitted FROM host_budget WHERE cycle = ?"
 
 
@@ -324,9 +327,20 @@ class SqliteCrawlStore:
     def promote(self, url_hash: str) -> None:
         self._set("urls", "url_hash", url_hash, {"outcome": "ok", "reason": None})
 
-    def supersede(self, url_hash: str, kind: str, by_url: str) -> None:
+    def supersede(self, url_hash: str, kind: str, by_url: str, score: float | None) -> None:
         reason = f"duplicate of {by_url}, its cluster's canonical URL"
-        changes = {"outcome": "duplicate", "dup_of": by_url, "dup_kind": kind, "reason": reason}
+        self._db.execute(
+            "UPDATE urls SET dup_of = :by, "
+            "dup_kind = CASE WHEN urls.content_hash = o.hash THEN :kind ELSE dup_kind END, "
+            "dup_score = CASE WHEN urls.content_hash = o.hash THEN :score ELSE dup_score END "
+            "FROM (SELECT url, content_hash AS hash FROM urls WHERE url_hash = :h) AS o "
+            "WHERE urls.outcome = 'duplicate' AND urls.dup_of = o.url AND urls.url != :by",
+            {"h": url_hash, "by": by_url, "kind": kind, "score": score},
+        )
+        changes = {
+            "outcome": "duplicate", "dup_of": by_url, "dup_kind": kind, "dup_score": score,
+            "reason": reason,
+        }  # fmt: skip
         self._set("urls", "url_hash", url_hash, changes)
 
     def record_fetched(self, fetched: FetchedUrl) -> None:
@@ -546,6 +560,9 @@ class SqliteCrawlStore:
     def count_outcomes(self) -> dict[str, int]:
         return _counts(self._db.execute(_COUNT_OUTCOMES))
 
+    def count_duplicate_kinds(self) -> dict[str, int]:
+        return _counts(self._db.execute(_COUNT_DUP_KINDS))
+
     def count_cuts(self) -> dict[str, int]:
         return _counts(self._db.execute(_COUNT_CUTS))
 
@@ -601,11 +618,7 @@ class SqliteCrawlReader:
         return _counts(self._rows(_COUNT_OUTCOMES))
 
     def count_duplicate_kinds(self) -> dict[str, int]:
-        return _counts(
-            self._rows(
-                "SELECT dup_kind, COUNT(*) FROM urls WHERE outcome = 'duplicate' GROUP BY dup_kind"
-            )
-        )
+        return _counts(self._rows(_COUNT_DUP_KINDS))
 
     def count_cuts(self) -> dict[str, int]:
         return _counts(self._rows(_COUNT_CUTS))

@@ -7,6 +7,11 @@ store's fencing records (``crawl_partitions``, ``crawl_grants``, each fetch's ep
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -105,10 +110,8 @@ class FleetRun:
         return codes
 
 
-def start_fleet(
-    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, **extra: str
-) -> FleetRun:
-    """Start ``n`` ``lookup crawl-worker`` processes crawling ``web``."""
+def fleet_argv(web: Sandbox, store_url: str, etcd_url: str, out: Path, **extra: str) -> list[str]:
+    """The options of a fleet crawl of ``web`` (a worker's, or ``lookup crawl``'s)."""
     out.mkdir(parents=True, exist_ok=True)
     table = out / "hosts.txt"
     table.write_text("".join(f"{a} {n}\n" for n, a in sorted(web.hosts().items())))
@@ -124,9 +127,41 @@ def start_fleet(
         argv += ["--ca-bundle", str(web.ca_path)]
     for k, v in extra.items():
         argv += [f"--{k.replace('_', '-')}", v]
-    fleet = CrawlFleet(argv, out, store_url=store_url)
+    return argv
+
+
+def start_fleet(
+    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, **extra: str
+) -> FleetRun:
+    """Start ``n`` ``lookup crawl-worker`` processes crawling ``web``."""
+    fleet = CrawlFleet(fleet_argv(web, store_url, etcd_url, out, **extra), out, store_url=store_url)
     fleet.start_all(n)
     return FleetRun(web, store_url, etcd_url, out, fleet)
+
+
+def crawl_command(
+    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, timeout: float = 180.0
+) -> tuple[FleetRun, dict[str, int | None]]:
+    """Run ``lookup crawl … --store … --coordinator … --workers n`` (the command a person
+    types) to its end; the run and each worker's exit code, as the command reports them."""
+    argv = fleet_argv(web, store_url, etcd_url, out)
+    cmd = [sys.executable, "-m", "lookup.cli", "crawl", *argv, "--workers", str(n)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and the workers it started
+        output, _ = proc.communicate()
+        raise AssertionError(
+            f"lookup crawl --workers {n} ran over {timeout:.0f} s: {output}"
+        ) from None
+    assert proc.returncode == 0, output[-3000:]
+    codes: dict[str, int | None] = {
+        m[1]: int(m[2]) for m in re.finditer(r"^worker (\S+): exit (-?\d+)$", output, re.M)
+    }
+    assert len(codes) == n, output[-3000:]
+    return FleetRun(web, store_url, etcd_url, out, CrawlFleet(argv, out, store_url)), codes
 
 
 # ------------------------------------------------------------------------------ judges

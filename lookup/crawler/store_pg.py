@@ -22,7 +22,10 @@ The same tables as the embedded SQLite state (:mod:`lookup.crawler.store_sqlite`
 - each URL row records the transaction that inserted it (``txid``); a worker polls the
   queued rows of its partitions inserted since the oldest transaction still open at its
   last poll (:meth:`PgCrawlStore.queued_since`), the usual outbox cursor that never
-  skips a row committed late.
+  skips a row committed late. Each fetch record carries its transaction too, so a worker
+  learns the pages the others fetched (their content fingerprints for the duplicate
+  check, their outcomes for the trap rules) the same way
+  (:meth:`PgCrawlStore.pages_fetched_since`).
 
 This is the only module that speaks SQL about the fleet's crawl state.
 """
@@ -112,8 +115,12 @@ CREATE TABLE IF NOT EXISTS crawl_redirects (
 CREATE TABLE IF NOT EXISTS crawl_fetches (
     id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, address TEXT,
     kind TEXT NOT NULL, started DOUBLE PRECISION NOT NULL, took DOUBLE PRECISION NOT NULL,
-    status INTEGER, outcome TEXT NOT NULL, delay DOUBLE PRECISION, worker TEXT, epoch BIGINT
+    status INTEGER, outcome TEXT NOT NULL, delay DOUBLE PRECISION, worker TEXT, epoch BIGINT,
+    txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 );
+ALTER TABLE crawl_fetches ADD COLUMN IF NOT EXISTS
+    txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+CREATE INDEX IF NOT EXISTS crawl_fetches_txid ON crawl_fetches (txid);
 CREATE TABLE IF NOT EXISTS crawl_partitions (
     part INTEGER PRIMARY KEY, epoch BIGINT NOT NULL, owner TEXT NOT NULL,
     granted_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
@@ -784,6 +791,22 @@ class PgCrawlStore(_Queries):
             (list(parts), cursor),
         )
         return [(_url(r), r["host_address"]) for r in rows], nxt
+
+    def pages_fetched_since(
+        self, cursor: int, *, not_by: str | None = None
+    ) -> tuple[list[tuple[int, UrlRecord]], int]:
+        """(fetch id, the URL's row) of each page fetch committed by transactions from
+        ``cursor`` on whose URL ended ``ok``, ``duplicate`` or ``soft-404`` (not by worker
+        ``not_by``), in commit order, and the next cursor (rows may repeat across polls:
+        the caller skips the fetch ids it has)."""
+        nxt = self.queue_cursor()
+        rows = self._rows(
+            "SELECT f.id AS fetch_id, u.* FROM crawl_fetches f JOIN crawl_urls u ON u.url = f.url "
+            "WHERE f.txid >= %s AND f.kind = 'page' AND f.worker IS DISTINCT FROM %s "
+            "AND u.outcome IN ('ok', 'duplicate', 'soft-404') ORDER BY f.txid, f.id",
+            (cursor, not_by),
+        )
+        return [(int(r["fetch_id"]), _url(r)) for r in rows], nxt
 
     def open_work(self) -> int:
         """URLs in flight or queued fleet-wide, not counting the ones waiting for a host's

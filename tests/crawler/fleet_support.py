@@ -280,6 +280,27 @@ def two_owners(r: PgCrawlReader) -> list[str]:
     return bad
 
 
+def originals_after_a_copy(r: PgCrawlReader, slack: float = 3.0) -> list[str]:
+    """Pages judged originals although a page with the same text had been fetched (by any
+    worker) more than ``slack`` s before: the fleet shares one duplicate memory, so only a
+    copy fetched at about the same time on another worker can be missed. A URL another
+    page declares canonical is exempt (it becomes its cluster's representative)."""
+    rows = r._rows(
+        "SELECT f.url, f.started, f.took, u.content_hash FROM crawl_fetches f "
+        "JOIN crawl_urls u ON u.url = f.url WHERE f.kind = 'page' AND f.outcome = 'ok' "
+        "AND u.content_hash IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM crawl_urls c WHERE c.canonical = f.url) ORDER BY f.started"
+    )
+    first: dict[str, dict[str, Any]] = {}
+    bad = []
+    for row in rows:
+        was = first.setdefault(row["content_hash"], row)
+        if row["started"] > was["started"] + was["took"] + slack:
+            gap = row["started"] - was["started"] - was["took"]
+            bad.append(f"{row['url']}: an original, {gap:.1f} s after the copy {was['url']}")
+    return bad
+
+
 def open_urls(r: PgCrawlReader) -> list[tuple[str, str, str | None]]:
     """URLs still queued or in flight, except those waiting for an unreadable robots.txt."""
     rows = r._rows(

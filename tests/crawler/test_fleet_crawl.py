@@ -19,6 +19,7 @@ from tests.crawler.fleet_support import (
     crawl_command,
     etcd_server,
     open_urls,
+    originals_after_a_copy,
     overlaps,
     robots_violations,
     start_fleet,
@@ -70,6 +71,7 @@ def test_a_fleet_crawls_the_sandbox_as_politely_as_one_process(
     with run.reader() as r:
         assert open_urls(r) == []  # everything reachable was crawled
         assert two_owners(r) == []
+        assert originals_after_a_copy(r) == []  # one duplicate memory across the workers
         assert r.count_outcomes().get("crawler-error", 0) == 0
         # The work was shared: every worker fetched, under partitions granted to it.
         fetched_by = {f[3] for f in r.fleet_fetches()}

@@ -280,11 +280,12 @@ def two_owners(r: PgCrawlReader) -> list[str]:
     return bad
 
 
-def originals_after_a_copy(r: PgCrawlReader, slack: float = 3.0) -> list[str]:
+def originals_after_a_copy(r: PgCrawlReader, slack: float = 1.0) -> list[str]:
     """Pages judged originals although a page with the same text had been fetched (by any
-    worker) more than ``slack`` s before: the fleet shares one duplicate memory, so only a
-    copy fetched at about the same time on another worker can be missed. A URL another
-    page declares canonical is exempt (it becomes its cluster's representative)."""
+    worker) more than ``slack`` s before they were judged: the fleet shares one duplicate
+    memory, so only a copy whose commit was still under way on another worker can be
+    missed (in the embedded crawl: none). A URL another page declares canonical is exempt
+    (it becomes its cluster's representative)."""
     rows = r._rows(
         "SELECT f.url, f.started, f.took, u.content_hash FROM crawl_fetches f "
         "JOIN crawl_urls u ON u.url = f.url WHERE f.kind = 'page' AND f.outcome = 'ok' "
@@ -295,8 +296,8 @@ def originals_after_a_copy(r: PgCrawlReader, slack: float = 3.0) -> list[str]:
     bad = []
     for row in rows:
         was = first.setdefault(row["content_hash"], row)
-        if row["started"] > was["started"] + was["took"] + slack:
-            gap = row["started"] - was["started"] - was["took"]
+        gap = (row["started"] + row["took"]) - (was["started"] + was["took"])
+        if was is not row and gap > slack:
             bad.append(f"{row['url']}: an original, {gap:.1f} s after the copy {was['url']}")
     return bad
 

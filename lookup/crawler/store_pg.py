@@ -118,9 +118,6 @@ CREATE TABLE IF NOT EXISTS crawl_fetches (
     status INTEGER, outcome TEXT NOT NULL, delay DOUBLE PRECISION, worker TEXT, epoch BIGINT,
     txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 );
-ALTER TABLE crawl_fetches ADD COLUMN IF NOT EXISTS
-    txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
-CREATE INDEX IF NOT EXISTS crawl_fetches_txid ON crawl_fetches (txid);
 CREATE TABLE IF NOT EXISTS crawl_partitions (
     part INTEGER PRIMARY KEY, epoch BIGINT NOT NULL, owner TEXT NOT NULL,
     granted_at DOUBLE PRECISION NOT NULL DEFAULT extract(epoch FROM clock_timestamp())
@@ -142,7 +139,17 @@ CREATE INDEX IF NOT EXISTS crawl_urls_url ON crawl_urls (url);
 CREATE INDEX IF NOT EXISTS crawl_urls_host ON crawl_urls (host);
 CREATE INDEX IF NOT EXISTS crawl_urls_canonical ON crawl_urls (canonical);
 CREATE INDEX IF NOT EXISTS crawl_hosts_part ON crawl_hosts (part);
+DO $$ BEGIN  -- a store made before fetch records carried their transaction
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema =
+                   current_schema() AND table_name = 'crawl_fetches' AND column_name = 'txid')
+    THEN ALTER TABLE crawl_fetches
+         ADD COLUMN txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+    END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS crawl_fetches_txid ON crawl_fetches (txid);
 """
+#: The DDL's last object: the DDL runs in one transaction, so it exists only once all do.
+_SCHEMA_MADE = "SELECT to_regclass('crawl_fetches_txid') IS NOT NULL AS made"
 
 _URL_FIELDS = tuple(f.name for f in fields(UrlRecord))
 _URL_KNOWN = frozenset(_URL_FIELDS)
@@ -376,7 +383,11 @@ class PgCrawlStore(_Queries):
         self.worker = worker
         self._pool = PgPool(url, what="the crawl store", max_size=4)
         self._conn = None
-        ensure_schema(url, "lookup-crawl-store", DDL, "the crawl store")
+        # Only the first opener runs the DDL: its CREATE INDEX … IF NOT EXISTS statements
+        # lock the tables running workers write, in an order that can deadlock with their
+        # commits (a worker joining a running fleet died of "deadlock detected").
+        if not self._rows(_SCHEMA_MADE)[0]["made"]:
+            ensure_schema(url, "lookup-crawl-store", DDL, "the crawl store")
 
     def close(self) -> None:
         self._pool.close()

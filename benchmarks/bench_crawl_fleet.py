@@ -18,12 +18,14 @@
     .venv/bin/python benchmarks/bench_crawl_fleet.py              # default sandbox, 1 run
     .venv/bin/python benchmarks/bench_crawl_fleet.py --size large --runs 3
     .venv/bin/python benchmarks/bench_crawl_fleet.py --only overhead
+    .venv/bin/python benchmarks/bench_crawl_fleet.py --only throughput --diff   # which pages differ
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import statistics
 import subprocess
 import sys
@@ -36,13 +38,37 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `benchmarks.common` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_crawler import _content_sandbox, measure, run_worker
+from benchmarks.bench_crawler import OURS_AGENT, _content_sandbox, measure, run_worker
 from benchmarks.common import machine_summary, median, print_table
 from lookup.crawler.config import DEFAULT_USER_AGENT
 from lookup.crawler.session import SandboxProcess, read_request_log
 
 TTL = 3
 PARTITIONS = 256
+#: Names a crawl draws at random (a host's soft-404 probe; the shop's session-like
+#: ``?visit=`` token): two crawls never ask for the same ones, so a diff folds them.
+_RANDOM = re.compile(r"lookupbot-probe-[0-9a-f]+\.html$|(?<=[?&]visit=)[0-9a-f]+")
+
+
+def fetched_pages(sandbox: str, since: int, agent: str) -> set[str]:
+    """The pages (not robots.txt) one crawl asked the sandbox for, random names folded."""
+    return {
+        _RANDOM.sub("*", f"{e.host}{e.target}")
+        for e in read_request_log(sandbox, since=since)
+        if e.user_agent == agent and e.path != "/robots.txt"
+    }
+
+
+def print_diff(name: str, base: set[str], other: set[str], examples: int = 4) -> None:
+    """Which pages only the embedded crawl or only ``name`` fetched, by host."""
+    for label, only in (("only embedded", base - other), (f"only {name}", other - base)):
+        by_host: dict[str, list[str]] = {}
+        for page in sorted(only):
+            by_host.setdefault(page.split("/", 1)[0], []).append(page)
+        print(f"    {label}: {len(only)}", flush=True)
+        for host, pages in sorted(by_host.items()):
+            some = ", ".join(p.split("/", 1)[1] for p in pages[:examples])
+            print(f"      {host:<24} {len(pages):4d}  e.g. {some}")
 
 
 def run_fleet(sandbox: str, workers: int, workdir: Path, pg_url: str, etcd_url: str) -> Any:
@@ -73,7 +99,7 @@ def run_fleet(sandbox: str, workers: int, workdir: Path, pg_url: str, etcd_url: 
     return measure(f"fleet, {workers} worker{'s' if workers > 1 else ''}", entries, wall)
 
 
-def bench_throughput(size: str, runs: int, workdir: Path) -> dict[str, Any]:
+def bench_throughput(size: str, runs: int, workdir: Path, diff: bool = False) -> dict[str, Any]:
     from lookup.kit.etcd import EtcdServer
     from lookup.kit.pgserver import PostgresServer
 
@@ -85,14 +111,22 @@ def bench_throughput(size: str, runs: int, workdir: Path) -> dict[str, Any]:
             # follows traps for ever, so it is capped.
             run_worker("scrapy", sandbox.url, 3000, 8, workdir / "warm-up")
             for r in range(runs):
+                since = len(read_request_log(sandbox.url))
                 ours = run_worker("ours", sandbox.url, 10**6, 1, workdir / f"ours-{r}")
+                base = fetched_pages(sandbox.url, since, OURS_AGENT) if diff else set()
                 rows = [ours, run_worker("scrapy", sandbox.url, ours.pages, 1, workdir / "s")]
                 for n in (1, 2, 3):
                     db = f"fleet_{r}_{n}"
                     with _admin(pg.url) as conn:
                         conn.execute(f'CREATE DATABASE "{db}"')
                     url = pg.url.rsplit("/", 1)[0] + f"/{db}"
+                    since = len(read_request_log(sandbox.url))
                     rows.append(run_fleet(sandbox.url, n, workdir / f"r{r}", url, etcd.url))
+                    if diff:
+                        pages = fetched_pages(sandbox.url, since, DEFAULT_USER_AGENT)
+                        print(f"  run {r + 1}: the pages of the embedded crawl and of "
+                              f"{rows[-1].crawler}:")  # fmt: skip
+                        print_diff(rows[-1].crawler, base, pages)
                 for run in rows:
                     results.setdefault(run.crawler, []).append(run)
                     print(
@@ -201,6 +235,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1, help="runs per crawler (1)")
     parser.add_argument("--pages", type=int, default=300, help="pages in the overhead test")
     parser.add_argument("--only", default="throughput,overhead")
+    parser.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the pages only the embedded crawl or only a fleet fetched, by host",
+    )
     args = parser.parse_args(argv)
     chosen = {s.strip() for s in args.only.split(",") if s.strip()}
     if chosen - {"throughput", "overhead"} or args.runs < 1 or args.pages < 1:
@@ -209,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-fleet-") as tmp:
         if "throughput" in chosen:
             print(f"Throughput on the {args.size} sandbox, median of {args.runs} run(s):")
-            res = bench_throughput(args.size, args.runs, Path(tmp))
+            res = bench_throughput(args.size, args.runs, Path(tmp), args.diff)
             base = res["ours (1 per host, 1 per address)"]["pages_per_second"]
             print_table(
                 "\nPages/s from the sandbox's log (2 cores shared by everything)",

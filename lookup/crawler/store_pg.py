@@ -22,7 +22,10 @@ The same tables as the embedded SQLite state (:mod:`lookup.crawler.store_sqlite`
 - each URL row records the transaction that inserted it (``txid``); a worker polls the
   queued rows of its partitions inserted since the oldest transaction still open at its
   last poll (:meth:`PgCrawlStore.queued_since`), the usual outbox cursor that never
-  skips a row committed late.
+  skips a row committed late. Each fetch record carries its transaction too, so a worker
+  learns the pages the others fetched (their content fingerprints for the duplicate
+  check, their outcomes for the trap rules) the same way
+  (:meth:`PgCrawlStore.pages_fetched_since`).
 
 This is the only module that speaks SQL about the fleet's crawl state.
 """
@@ -112,7 +115,8 @@ CREATE TABLE IF NOT EXISTS crawl_redirects (
 CREATE TABLE IF NOT EXISTS crawl_fetches (
     id BIGSERIAL PRIMARY KEY, url TEXT NOT NULL, host TEXT NOT NULL, address TEXT,
     kind TEXT NOT NULL, started DOUBLE PRECISION NOT NULL, took DOUBLE PRECISION NOT NULL,
-    status INTEGER, outcome TEXT NOT NULL, delay DOUBLE PRECISION, worker TEXT, epoch BIGINT
+    status INTEGER, outcome TEXT NOT NULL, delay DOUBLE PRECISION, worker TEXT, epoch BIGINT,
+    txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 );
 CREATE TABLE IF NOT EXISTS crawl_partitions (
     part INTEGER PRIMARY KEY, epoch BIGINT NOT NULL, owner TEXT NOT NULL,
@@ -135,7 +139,17 @@ CREATE INDEX IF NOT EXISTS crawl_urls_url ON crawl_urls (url);
 CREATE INDEX IF NOT EXISTS crawl_urls_host ON crawl_urls (host);
 CREATE INDEX IF NOT EXISTS crawl_urls_canonical ON crawl_urls (canonical);
 CREATE INDEX IF NOT EXISTS crawl_hosts_part ON crawl_hosts (part);
+DO $$ BEGIN  -- a store made before fetch records carried their transaction
+    IF NOT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema =
+                   current_schema() AND table_name = 'crawl_fetches' AND column_name = 'txid')
+    THEN ALTER TABLE crawl_fetches
+         ADD COLUMN txid BIGINT NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+    END IF;
+END $$;
+CREATE INDEX IF NOT EXISTS crawl_fetches_txid ON crawl_fetches (txid);
 """
+#: The DDL's last object: the DDL runs in one transaction, so it exists only once all do.
+_SCHEMA_MADE = "SELECT to_regclass('crawl_fetches_txid') IS NOT NULL AS made"
 
 _URL_FIELDS = tuple(f.name for f in fields(UrlRecord))
 _URL_KNOWN = frozenset(_URL_FIELDS)
@@ -369,7 +383,11 @@ class PgCrawlStore(_Queries):
         self.worker = worker
         self._pool = PgPool(url, what="the crawl store", max_size=4)
         self._conn = None
-        ensure_schema(url, "lookup-crawl-store", DDL, "the crawl store")
+        # Only the first opener runs the DDL: its CREATE INDEX … IF NOT EXISTS statements
+        # lock the tables running workers write, in an order that can deadlock with their
+        # commits (a worker joining a running fleet died of "deadlock detected").
+        if not self._rows(_SCHEMA_MADE)[0]["made"]:
+            ensure_schema(url, "lookup-crawl-store", DDL, "the crawl store")
 
     def close(self) -> None:
         self._pool.close()
@@ -797,6 +815,22 @@ class PgCrawlStore(_Queries):
             (list(parts), cursor),
         )
         return [(_url(r), r["host_address"]) for r in rows], nxt
+
+    def pages_fetched_since(
+        self, cursor: int, *, not_by: str | None = None
+    ) -> tuple[list[tuple[int, UrlRecord]], int]:
+        """(fetch id, the URL's row) of each page fetch committed by transactions from
+        ``cursor`` on whose URL ended ``ok``, ``duplicate`` or ``soft-404`` (not by worker
+        ``not_by``), in commit order, and the next cursor (rows may repeat across polls:
+        the caller skips the fetch ids it has)."""
+        nxt = self.queue_cursor()
+        rows = self._rows(
+            "SELECT f.id AS fetch_id, u.* FROM crawl_fetches f JOIN crawl_urls u ON u.url = f.url "
+            "WHERE f.txid >= %s AND f.kind = 'page' AND f.worker IS DISTINCT FROM %s "
+            "AND u.outcome IN ('ok', 'duplicate', 'soft-404') ORDER BY f.txid, f.id",
+            (cursor, not_by),
+        )
+        return [(int(r["fetch_id"]), _url(r)) for r in rows], nxt
 
     def open_work(self) -> int:
         """URLs in flight or queued fleet-wide, not counting the ones waiting for a host's

@@ -27,6 +27,11 @@ with its fleet seams (:mod:`lookup.crawler.hooks`) filled in:
   the fleet's seen-set); their owner polls for them every ``crawl_pickup_interval``,
   and with them each host's page budget spent fleet-wide (so a host's budget can be
   overshot only by what other workers admit for it within one poll).
+- **One memory.** Before judging an answer (and at every poll) the worker reads the page
+  fetches the others committed since its last look: each original's fingerprints go
+  into its duplicate check and each outcome into the trap rules' URL-pattern counts, so
+  a copy of a page another worker fetched is its duplicate and a pattern another worker
+  found breeding duplicates is cut here too — as in the embedded crawl's one process.
 - **Done** when nothing is in flight or queued anywhere in the fleet (URLs waiting for
   an unreadable robots.txt aside, as in the embedded crawl).
 """
@@ -44,11 +49,11 @@ from urllib.parse import urlsplit
 
 from lookup import settings
 from lookup.crawler.config import CrawlConfig
-from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_from_bytes
-from lookup.crawler.fetcher import DnsResolver
+from lookup.crawler.dedup import DuplicateDetector
+from lookup.crawler.fetcher import DnsResolver, FetchResult
 from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
 from lookup.crawler.leases import PartitionLeases
-from lookup.crawler.outcomes import Link, RuleKit
+from lookup.crawler.outcomes import Link, RuleKit, stored_verdict
 from lookup.crawler.output import WarcStore
 from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
 from lookup.crawler.robots import RobotsCache
@@ -142,6 +147,8 @@ class FleetWorker(Crawler):
         self._inflight: Counter[int] = Counter()
         self._lease_epoch: dict[int, tuple[int, int]] = {}  # id(lease) -> (part, epoch)
         self._cursor = 0
+        self._pages_cursor = 0
+        self._pages_known: set[int] = set()  # fetch ids learnt from the store
         self._last_poll = 0.0
         self._last_done_check = 0.0
         self._last_sweep = 0.0
@@ -181,18 +188,7 @@ class FleetWorker(Crawler):
         self._seq = self.store.max_seq()
         self.resumed_leases = 0
         self._admitted = Counter(self.store.budget_used(1))
-        for row in self.store.originals():  # the fleet's duplicate memory so far
-            self.dedup.register(
-                row.url_hash,
-                Verdict(
-                    None, None, row.content_hash,
-                    int(row.simhash, 16) if row.simhash else 0,
-                    minhash_from_bytes(row.minhash) if row.minhash else None,
-                    shingle_count=10**6 if row.near_eligible else 0,
-                ),
-            )  # fmt: skip
-        for url, outcome in self.store.indexed_outcomes():
-            self.traps.record(url, duplicate=outcome == "duplicate")
+        self._learn_fleet_pages(initial=True)  # the fleet's duplicate and trap memory so far
         self.warc = WarcStore(self.out)
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
@@ -223,6 +219,7 @@ class FleetWorker(Crawler):
             if time.monotonic() - self._last_poll >= self.pickup_interval:
                 self._last_poll = time.monotonic()
                 self._pick_up()
+                self._learn_fleet_pages()
         except (Unavailable, CrawlStateError) as exc:  # the store is away: try again next turn
             log.warning("worker %s: partition sync failed: %s", self.fleet.worker, exc)
 
@@ -357,6 +354,22 @@ class FleetWorker(Crawler):
                         self.frontier.robots_known(host, crawl_delay=policy.crawl_delay)
                         self.frontier.probe_needed(host, self._wants_probe(host))
 
+    def _learn_fleet_pages(self, *, initial: bool = False) -> None:
+        """What the other workers' page fetches taught, committed since the last look:
+        each original's fingerprints into the duplicate check, each outcome into the trap
+        rules' URL-pattern counts — as if this worker had fetched them (the embedded
+        crawl's one memory). ``initial``: everything so far, this worker's own included."""
+        rows, self._pages_cursor = self.store.pages_fetched_since(
+            0 if initial else self._pages_cursor, not_by=None if initial else self.fleet.worker
+        )
+        for fetch_id, row in rows:
+            if fetch_id in self._pages_known:
+                continue
+            self._pages_known.add(fetch_id)
+            if row.outcome == "ok" and row.content_hash:
+                self.dedup.register(row.url_hash, stored_verdict(row))
+            self.traps.record(row.url, duplicate=row.outcome != "ok")
+
     def _sweep(self) -> None:
         """Forget any host left in the frontier of a partition this worker no longer holds
         (a retry requeued by a request that finished after its partition was dropped)."""
@@ -419,6 +432,22 @@ class FleetWorker(Crawler):
             await super()._work(lease)
         finally:
             self._inflight[part] -= 1
+
+    async def _handle(
+        self,
+        e: FrontierEntry,
+        lease: Lease,
+        res: FetchResult,
+        row: UrlRecord | None,
+        delay: float,
+        retry_after: float | None,
+    ) -> None:
+        """Judge an answer knowing every page the fleet committed before it (one read):
+        a copy of a page another worker fetched a moment ago is its duplicate."""
+        if res.ok:
+            with contextlib.suppress(Unavailable, CrawlStateError):  # the poll catches up
+                self._learn_fleet_pages()
+        await super()._handle(e, lease, res, row, delay, retry_after)
 
     def _emit_events(self, events: list[dict[str, Any]]) -> None:
         """Nothing before the commit: a worker's events go to the store's outbox."""

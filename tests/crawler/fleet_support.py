@@ -7,6 +7,11 @@ store's fencing records (``crawl_partitions``, ``crawl_grants``, each fetch's ep
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
@@ -105,10 +110,8 @@ class FleetRun:
         return codes
 
 
-def start_fleet(
-    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, **extra: str
-) -> FleetRun:
-    """Start ``n`` ``lookup crawl-worker`` processes crawling ``web``."""
+def fleet_argv(web: Sandbox, store_url: str, etcd_url: str, out: Path, **extra: str) -> list[str]:
+    """The options of a fleet crawl of ``web`` (a worker's, or ``lookup crawl``'s)."""
     out.mkdir(parents=True, exist_ok=True)
     table = out / "hosts.txt"
     table.write_text("".join(f"{a} {n}\n" for n, a in sorted(web.hosts().items())))
@@ -124,9 +127,41 @@ def start_fleet(
         argv += ["--ca-bundle", str(web.ca_path)]
     for k, v in extra.items():
         argv += [f"--{k.replace('_', '-')}", v]
-    fleet = CrawlFleet(argv, out, store_url=store_url)
+    return argv
+
+
+def start_fleet(
+    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, **extra: str
+) -> FleetRun:
+    """Start ``n`` ``lookup crawl-worker`` processes crawling ``web``."""
+    fleet = CrawlFleet(fleet_argv(web, store_url, etcd_url, out, **extra), out, store_url=store_url)
     fleet.start_all(n)
     return FleetRun(web, store_url, etcd_url, out, fleet)
+
+
+def crawl_command(
+    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, timeout: float = 180.0
+) -> tuple[FleetRun, dict[str, int | None]]:
+    """Run ``lookup crawl … --store … --coordinator … --workers n`` (the command a person
+    types) to its end; the run and each worker's exit code, as the command reports them."""
+    argv = fleet_argv(web, store_url, etcd_url, out)
+    cmd = [sys.executable, "-m", "lookup.cli", "crawl", *argv, "--workers", str(n)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the command and the workers it started
+        output, _ = proc.communicate()
+        raise AssertionError(
+            f"lookup crawl --workers {n} ran over {timeout:.0f} s: {output}"
+        ) from None
+    assert proc.returncode == 0, output[-3000:]
+    codes: dict[str, int | None] = {
+        m[1]: int(m[2]) for m in re.finditer(r"^worker (\S+): exit (-?\d+)$", output, re.M)
+    }
+    assert len(codes) == n, output[-3000:]
+    return FleetRun(web, store_url, etcd_url, out, CrawlFleet(argv, out, store_url)), codes
 
 
 # ------------------------------------------------------------------------------ judges
@@ -242,6 +277,28 @@ def two_owners(r: PgCrawlReader) -> list[str]:
         later = [g for g in gs if g[0] > row["epoch"]]
         if later and row["started"] >= later[0][2]:
             bad.append(f"{row['url']}: written under epoch {row['epoch']} after a newer grant")
+    return bad
+
+
+def originals_after_a_copy(r: PgCrawlReader, slack: float = 1.0) -> list[str]:
+    """Pages judged originals although a page with the same text had been fetched (by any
+    worker) more than ``slack`` s before they were judged: the fleet shares one duplicate
+    memory, so only a copy whose commit was still under way on another worker can be
+    missed (in the embedded crawl: none). A URL another page declares canonical is exempt
+    (it becomes its cluster's representative)."""
+    rows = r._rows(
+        "SELECT f.url, f.started, f.took, u.content_hash FROM crawl_fetches f "
+        "JOIN crawl_urls u ON u.url = f.url WHERE f.kind = 'page' AND f.outcome = 'ok' "
+        "AND u.content_hash IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM crawl_urls c WHERE c.canonical = f.url) ORDER BY f.started"
+    )
+    first: dict[str, dict[str, Any]] = {}
+    bad = []
+    for row in rows:
+        was = first.setdefault(row["content_hash"], row)
+        gap = (row["started"] + row["took"]) - (was["started"] + was["took"])
+        if was is not row and gap > slack:
+            bad.append(f"{row['url']}: an original, {gap:.1f} s after the copy {was['url']}")
     return bad
 
 

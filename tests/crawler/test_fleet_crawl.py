@@ -16,8 +16,10 @@ from lookup.kit.etcd import EtcdServer
 from tests.crawler.conftest import HOST_BUDGET
 from tests.crawler.fleet_support import (
     answered_twice,
+    crawl_command,
     etcd_server,
     open_urls,
+    originals_after_a_copy,
     overlaps,
     robots_violations,
     start_fleet,
@@ -45,11 +47,16 @@ def test_a_fleet_crawls_the_sandbox_as_politely_as_one_process(
     workers: int, web: Sandbox, postgres_db: str, etcd: EtcdServer, tmp_path: Path
 ) -> None:
     web.log.clear()
-    run = start_fleet(web, postgres_db, etcd.url, tmp_path / "fleet", workers)
-    try:
-        codes = run.wait_done()
-    finally:
-        run.fleet.stop()
+    out = tmp_path / "fleet"
+    if workers == 2:  # the command a person runs: `lookup crawl --store … --workers 2`
+        run, codes = crawl_command(web, postgres_db, etcd.url, out, workers)
+        assert (out / "events.jsonl").stat().st_size > 0  # it exported the fleet's events
+    else:  # the workers one by one (`lookup crawl-worker`), as on separate machines
+        run = start_fleet(web, postgres_db, etcd.url, out, workers)
+        try:
+            codes = run.wait_done()
+        finally:
+            run.fleet.stop()
     assert set(codes.values()) == {0}, [run.fleet.log_text(n)[-2000:] for n in codes]
     log = run.log()
     manifest = web.manifest()
@@ -64,6 +71,7 @@ def test_a_fleet_crawls_the_sandbox_as_politely_as_one_process(
     with run.reader() as r:
         assert open_urls(r) == []  # everything reachable was crawled
         assert two_owners(r) == []
+        assert originals_after_a_copy(r) == []  # one duplicate memory across the workers
         assert r.count_outcomes().get("crawler-error", 0) == 0
         # The work was shared: every worker fetched, under partitions granted to it.
         fetched_by = {f[3] for f in r.fleet_fetches()}

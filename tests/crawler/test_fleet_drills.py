@@ -117,7 +117,10 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
         f"DRILL kill-9: {victim} held {len(parts)} partitions, {in_flight} URLs in flight, "
         f"{len(waiting)} queued or leased; owned again after {took:.2f} s (TTL {TTL} s)"
     )
-    assert took < TTL + 10
+    # The lease expires in etcd after TTL, a survivor's next balance round comes within
+    # TTL/3 and its grant is written to the store: measured 3.0-4.2 s with TTL 2 s at load
+    # 3-6 on 2 cores. "Within TTL + a few seconds", with about 2x headroom for a busier box.
+    assert took < TTL + 6
     assert all(codes[n] == 0 for n in survivors)
     log = run.log()
     twice = answered_twice(log, web.manifest(), run.retried())

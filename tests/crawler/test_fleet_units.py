@@ -15,11 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from lookup.crawler.config import CrawlConfig
+from lookup.crawler.dedup import DuplicateDetector, minhash_to_bytes
 from lookup.crawler.leases import PartitionLeases, preferred_owner
 from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
-from lookup.crawler.store import UrlRecord
+from lookup.crawler.store import ContentFacts, FetchedUrl, FetchRecord, UrlFacts, UrlRecord
 from lookup.crawler.store_pg import PgCrawlStore
+from lookup.crawler.traps import TrapGuard, TrapPolicy
+from lookup.crawler.worker import FleetOptions, FleetWorker
 from lookup.kit.etcd import EtcdServer, etcd_client
+from lookup.kit.urlnorm import host_of, url_hash
 from tests.crawler.fleet_support import etcd_server, need_etcd, wait_for
 
 
@@ -115,6 +120,56 @@ def test_pick_up_sees_rows_committed_after_the_cursor_was_taken(postgres_db: str
     finally:
         writer.close()
         reader.close()
+
+
+def _commit_page(store: PgCrawlStore, url: str, text: str, outcome: str, dup_of: str | None) -> str:
+    """A page fetch as a worker's crawl loop commits it: the URL row, its facts, the fetch."""
+    v = DuplicateDetector().fingerprint(text)
+    h, host = url_hash(url), host_of(url)
+    content = ContentFacts(v.content_hash, f"0x{v.simhash:016x}", int(v.near_eligible),
+                           minhash_to_bytes(v.minhash) if v.minhash is not None else None,
+                           dup_of=dup_of, dup_kind="exact" if dup_of else None)  # fmt: skip
+    with store.transaction():
+        store.insert_url(UrlRecord(h, url, host, "leased"), if_absent=True)
+        store.record_fetched(FetchedUrl(h, "done", outcome, 1, 200, "2026-12-05T19:00:00Z",
+                                        time.time(), 1, UrlFacts(content=content)))  # fmt: skip
+        store.add_fetch(FetchRecord(url, host, "127.0.0.2", "page", time.time(), 0.01, 200,
+                                    outcome, 0.1))  # fmt: skip
+    return h
+
+
+def test_a_worker_learns_the_pages_the_others_committed(postgres_db: str, tmp_path: Path) -> None:
+    """One memory across the fleet: a copy of a page another worker fetched after this one
+    started is its duplicate, and the trap rules count the others' pages exactly once.
+    Oracle: one detector and one trap guard that saw every page (the embedded crawl)."""
+    other = PgCrawlStore(postgres_db, partitions=4, worker="w1")
+    me = FleetWorker(CrawlConfig(tmp_path), FleetOptions(postgres_db, "etcd://127.0.0.1:9", "w2"))
+    me.store = PgCrawlStore(postgres_db, partitions=4, worker="w2")
+    me.dedup, me.traps = DuplicateDetector(), TrapGuard(TrapPolicy())
+    oracle_dedup, oracle_traps = DuplicateDetector(), TrapGuard(TrapPolicy())
+    text = " ".join(f"word{i} of the library reference page" for i in range(60))
+    try:
+        me._learn_fleet_pages(initial=True)  # this worker starts: nothing fetched yet
+        first = _commit_page(other, "http://docs.test/lib/x.html", text, "ok", None)
+        oracle_dedup.check(first, text)
+        pages = [("http://docs.test/lib/x.html", False)]
+        for n in range(3):  # three copies behind a token-valued parameter
+            url = f"http://shop.test/p?colour=c{n}"
+            _commit_page(other, url, text, "duplicate", "http://docs.test/lib/x.html")
+            pages.append((url, True))
+        for url, dup in pages:
+            oracle_traps.record(url, duplicate=dup)
+        me._learn_fleet_pages()
+        me._learn_fleet_pages(initial=True)  # a repeated row is learnt once
+        mine = me.dedup.check(url_hash("http://mirror.test/x.html"), text, register=False)
+        want = oracle_dedup.check(url_hash("http://mirror.test/x.html"), text, register=False)
+        assert (mine.kind, mine.of) == (want.kind, want.of) == ("exact", first)
+        counts = {k: (s.fetched, s.duplicates) for k, s in me.traps.patterns.items()}
+        assert counts == {k: (s.fetched, s.duplicates) for k, s in oracle_traps.patterns.items()}
+        assert me.traps.pattern_verdict("http://shop.test/p?colour=c9") == "ok"  # 3 < 4 samples
+    finally:
+        other.close()
+        me.store.close()
 
 
 # ------------------------------------------------------------------------- etcd leases

@@ -191,7 +191,9 @@ class FleetWorker(Crawler):
         self.resumed_leases = 0
         self._admitted = Counter(self.store.budget_used(1))
         self._learn_fleet_pages(initial=True)  # the fleet's duplicate and trap memory so far
-        self.warc = WarcStore(self.out)
+        # Storage keys name the worker's directory: the store's keys are read fleet-wide (a
+        # duplicate of another worker's page refers to that worker's record).
+        self.warc = WarcStore(self.out, key_prefix=f"{self.fleet.worker}/")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
         self.steering = Steering.open(self, self.fleet.store_url, self.fleet.worker)
@@ -475,11 +477,7 @@ class FleetWorker(Crawler):
     def _commit_events(self, events: list[dict[str, Any]]) -> None:
         """The page's events into the outbox, in its fenced commit (a refused write
         records none); storage keys name the worker's WARC under the fleet's ``OUT``."""
-        prefix = f"{self.fleet.worker}/"
-        self.store.add_events([
-            {**ev, "storageKey": prefix + ev["storageKey"]} if "storageKey" in ev else ev
-            for ev in events
-        ])  # fmt: skip
+        self.store.add_events(events)
 
     def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
         part = exc.fence.partition

@@ -376,7 +376,7 @@ class Crawler(CrawlHooks, RobotsHops):
         level = _level(depth, kind, redirects > 0)
         if cut is None and self.traps.pattern_verdict(url) == "downrank":
             level = min(level + 1, 2)
-        self._seq += 1
+        seq = self._next_seq(url)
         row = UrlRecord(
             part=self._partition(address),
             url_hash=h,
@@ -386,7 +386,7 @@ class Crawler(CrawlHooks, RobotsHops):
             kind=kind,
             depth=depth,
             level=level,
-            seq=self._seq,
+            seq=seq,
             redirects=redirects,
             found_on=found_on,
             discovered_at=time.time(),
@@ -414,7 +414,7 @@ class Crawler(CrawlHooks, RobotsHops):
         self.store.ensure_host(host, address, self._schemes[host])
         if kind == "page":
             self._count_admission(host)
-        entry = FrontierEntry(url, h, host, depth, level, kind, redirects, 0, self._seq)
+        entry = FrontierEntry(url, h, host, depth, level, kind, redirects, 0, seq)
         self._enqueue(entry, address)
         self._wake.set()
         return "queued"
@@ -767,18 +767,21 @@ class Crawler(CrawlHooks, RobotsHops):
             if redirect_target is not None:
                 assert res.status is not None
                 self.store.add_redirect(RedirectRecord(e.url, redirect_target, res.status))
-            for url, depth, found_on, kind, redirects in self._admission_order(links):
-                if kind == "redirect-limit":
-                    self.store.add_cut(
-                        CutRecord(url, host_of(url), "redirect-limit", f"after {e.url}")
-                    )
-                    self._counts["cut"] += 1
-                    continue
-                verdict = self._admit(url, depth, found_on, kind, redirects, admitted)
-                if redirect_target == url and verdict == "seen":
-                    self.store.note_reason(
-                        e.url_hash, f"→ {url} (already known: a loop or a duplicate)"
-                    )
+            try:
+                for url, depth, found_on, kind, redirects in self._admission_order(links):
+                    if kind == "redirect-limit":
+                        self.store.add_cut(
+                            CutRecord(url, host_of(url), "redirect-limit", f"after {e.url}")
+                        )
+                        self._counts["cut"] += 1
+                        continue
+                    verdict = self._admit(url, depth, found_on, kind, redirects, admitted)
+                    if redirect_target == url and verdict == "seen":
+                        self.store.note_reason(
+                            e.url_hash, f"→ {url} (already known: a loop or a duplicate)"
+                        )
+            finally:
+                self._links_admitted()
             for url, lastmod in outcome.hints:
                 self._lastmod_hint(url, lastmod)
         if outcome.requeue:

@@ -27,6 +27,7 @@ class CrawlHooks:
 
     frontier: Frontier
     events: EventLogWriter
+    _seq: int  # the last discovery number given
 
     def _enqueue(self, entry: FrontierEntry, address: str) -> None:
         """An admitted URL joins the frontier."""
@@ -43,6 +44,14 @@ class CrawlHooks:
     def _admission_order(self, links: list[Link]) -> list[Link]:
         """The order a page's links are admitted in (the embedded crawl: as found)."""
         return links
+
+    def _next_seq(self, url: str) -> int:
+        """The discovery number of ``url``, admitted now (the frontier's order)."""
+        self._seq += 1
+        return self._seq
+
+    def _links_admitted(self) -> None:
+        """A page's links are all admitted (the embedded crawl: nothing to do)."""
 
     async def _tick(self) -> None:
         """Once per turn of the crawl loop."""

@@ -39,7 +39,10 @@ def iso(ts: float) -> str:
 class WarcStore:
     """Appends WARC records to this run's file under ``DIR/warc``."""
 
-    def __init__(self, out_dir: Path) -> None:
+    def __init__(self, out_dir: Path, key_prefix: str = "") -> None:
+        """``key_prefix``: where ``out_dir`` is, relative to the directory the storage keys
+        are read from (a fleet worker's ``WORKER/`` under the fleet's ``OUT``)."""
+        self.key_prefix = key_prefix
         self.dir = out_dir / "warc"
         self.dir.mkdir(parents=True, exist_ok=True)
         n = 1 + max(
@@ -52,7 +55,7 @@ class WarcStore:
         self.records = 0
 
     def _key(self, offset: int) -> str:
-        return f"warc/{self.name}#{offset}"
+        return f"{self.key_prefix}warc/{self.name}#{offset}"
 
     def write_response(
         self,

@@ -149,6 +149,8 @@ class FleetWorker(Crawler):
         self._cursor = 0
         self._pages_cursor = 0
         self._pages_known: set[int] = set()  # fetch ids learnt from the store
+        self._found_seq: dict[str, int] = {}  # URL -> its place on the page being admitted
+        self._page_links: list[tuple[FrontierEntry, str]] | None = None
         self._last_poll = 0.0
         self._last_done_check = 0.0
         self._last_sweep = 0.0
@@ -189,7 +191,9 @@ class FleetWorker(Crawler):
         self.resumed_leases = 0
         self._admitted = Counter(self.store.budget_used(1))
         self._learn_fleet_pages(initial=True)  # the fleet's duplicate and trap memory so far
-        self.warc = WarcStore(self.out)
+        # Storage keys name the worker's directory: the store's keys are read fleet-wide (a
+        # duplicate of another worker's page refers to that worker's record).
+        self.warc = WarcStore(self.out, key_prefix=f"{self.fleet.worker}/")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
         self.steering = Steering.open(self, self.fleet.store_url, self.fleet.worker)
@@ -397,7 +401,10 @@ class FleetWorker(Crawler):
         if part in self._held:
             self._host_part[entry.host] = part
             self._loaded[part].add(entry.url_hash)
-            self.frontier.add(entry, address)
+            if self._page_links is not None:  # a page's links: in the order found, below
+                self._page_links.append((entry, address))
+            else:
+                self.frontier.add(entry, address)
         # else: it is in the store, queued; its partition's owner picks it up
 
     def _owns(self, address: str) -> bool:
@@ -405,8 +412,23 @@ class FleetWorker(Crawler):
 
     def _admission_order(self, links: list[Link]) -> list[Link]:
         """By host, then URL hash: concurrent pages inserting the same new URLs take their
-        row locks in one global order, so two workers' commits never deadlock."""
+        row locks in one global order, so two workers' commits never deadlock. Their
+        discovery numbers and frontier order stay the page's order, as in the embedded
+        crawl (:meth:`_next_seq`, :meth:`_links_admitted`): the trap rules learn a host's
+        URL patterns from the same pages in the same order, so they cut the same ones."""
+        self._found_seq = {link[0]: self._seq + i for i, link in enumerate(links, 1)}
+        self._seq += len(links)
+        self._page_links = []
         return sorted(links, key=lambda link: (host_of(link[0]), url_hash(link[0])))
+
+    def _next_seq(self, url: str) -> int:
+        seq = self._found_seq.pop(url, None)
+        return seq if seq is not None else super()._next_seq(url)
+
+    def _links_admitted(self) -> None:
+        for entry, address in sorted(self._page_links or (), key=lambda x: x[0].seq):
+            self.frontier.add(entry, address)
+        self._page_links, self._found_seq = None, {}
 
     def _next_lease(self, now: float) -> Lease | None:
         assert self.leases is not None
@@ -455,11 +477,7 @@ class FleetWorker(Crawler):
     def _commit_events(self, events: list[dict[str, Any]]) -> None:
         """The page's events into the outbox, in its fenced commit (a refused write
         records none); storage keys name the worker's WARC under the fleet's ``OUT``."""
-        prefix = f"{self.fleet.worker}/"
-        self.store.add_events([
-            {**ev, "storageKey": prefix + ev["storageKey"]} if "storageKey" in ev else ev
-            for ev in events
-        ])  # fmt: skip
+        self.store.add_events(events)
 
     def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
         part = exc.fence.partition

@@ -71,6 +71,10 @@ export default function({ parentElement, data, setStateValue }) {
 
   // The text Python shows: once it echoes what we sent, the round trip is over.
   const pyText = data.text ?? "";
+  // The box is in the page (and takes keystrokes) before this script first runs: text
+  // typed in that gap is the person's, so it is kept and reported below, not overwritten.
+  const early = !input._attached && input.value !== "" && input.value !== pyText;
+  if (early) input._typing = true;
   if (pyText === input.value) {
     input._typing = false;
   } else if (!input._typing) {
@@ -87,8 +91,8 @@ export default function({ parentElement, data, setStateValue }) {
 
   const items = data.items ?? [];
   const listKey = JSON.stringify([items, data.empty ?? ""]);
-  if (el._listKey !== listKey) {
-    el._listKey = listKey;
+  if (list._listKey !== listKey) {
+    list._listKey = listKey;
     el._active = -1;
     list.replaceChildren();
     items.forEach((it, i) => {
@@ -165,15 +169,19 @@ export default function({ parentElement, data, setStateValue }) {
     send(text, text);
   };
 
-  if (!el._attached) {
-    el._attached = true;
-    input.addEventListener("input", () => {
-      input._typing = true;
-      clearTimeout(el._timer);
-      const go = () => send(input.value);
-      if (el._debounce > 0) el._timer = setTimeout(go, el._debounce);
-      else go();
-    });
+  // Debounced: the text is reported once typing pauses for ``el._debounce`` ms.
+  const typed = () => {
+    input._typing = true;
+    clearTimeout(el._timer);
+    const go = () => send(input.value);
+    if (el._debounce > 0) el._timer = setTimeout(go, el._debounce);
+    else go();
+  };
+
+  // On the input itself: a box drawn afresh gets its listeners, whatever ran before.
+  if (!input._attached) {
+    input._attached = true;
+    input.addEventListener("input", typed);
     input.addEventListener("keydown", (e) => {
       const n = el._items.length;
       if (e.key === "ArrowDown" && n) {
@@ -196,6 +204,7 @@ export default function({ parentElement, data, setStateValue }) {
       const row = e.target.closest(".ta-item");
       if (row) pick(el._items[Number(row.dataset.index)].s);
     });
+    if (early) typed();
   }
 }
 """

@@ -204,6 +204,53 @@ def test_suggestions_follow_every_keystroke(
     assert outside == []
 
 
+#: Types "ip" into the search box the moment its HTML is in the page, before the box's
+#: script has run (the HTML goes in first; the script is a module loaded after it): a
+#: person typing as soon as the box shows. The script sets the placeholder, so an empty
+#: one says it had not run yet.
+_TYPE_BEFORE_THE_SCRIPT = """
+window.__typedEarly = null;
+const attachShadow = Element.prototype.attachShadow;
+Element.prototype.attachShadow = function (init) {
+  const root = attachShadow.call(this, init);
+  const watch = new MutationObserver(() => {
+    const box = root.querySelector("input.ta-box");
+    if (!box) return;
+    watch.disconnect();
+    const scriptRan = box.placeholder !== "";
+    box.focus();
+    box.value = "ip";
+    box.dispatchEvent(new InputEvent("input", {bubbles: true, composed: true,
+                                              inputType: "insertText", data: "ip"}));
+    window.__typedEarly = {scriptRan};
+  });
+  watch.observe(root, {childList: true, subtree: true});
+  return root;
+};
+"""
+
+
+def test_text_typed_before_the_box_is_ready_is_kept_and_reported(
+    page,
+    dashboard: Service,
+    api: Service,
+    versions: dict[str, list[str]],  # type: ignore[no-untyped-def]
+) -> None:
+    """The box takes keystrokes before its script has run: what was typed then stays in
+    the box and is reported (the script once blanked it, and the dropdown stayed empty)."""
+    from playwright.sync_api import expect
+
+    page.add_init_script(_TYPE_BEFORE_THE_SCRIPT)
+    _open(page, dashboard)
+    page.wait_for_function("window.__typedEarly !== null")
+    assert page.evaluate("window.__typedEarly") == {"scriptRan": False}
+    expect(page.locator(BOX)).to_have_value("ip")
+    _expect_dropdown(page, _suggest(api, "ip"))
+    expect(_metric(page, "Keystrokes typed")).to_have_text("2")
+    expect(_metric(page, "Requests sent")).to_have_text("1")
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+
+
 def test_burst_trends_block_removes_and_rollback_swaps(
     page,
     dashboard: Service,

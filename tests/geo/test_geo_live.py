@@ -227,13 +227,21 @@ def test_rebuild_swaps_in_a_new_version_and_corrects_misses(service: PlacesServi
 def test_readers_never_see_a_half_swapped_index(service: PlacesService) -> None:
     errors: list[BaseException] = []
     totals: set[int] = set()
+    searches = [0]
     stop = threading.Event()
 
     def reader() -> None:
-        while not stop.is_set():
+        # A reader that never pauses holds the GIL through the rebuild's whole snapshot
+        # read: sqlite3 lets the GIL go around every row's step, and each time the rebuild
+        # waits up to the 5 ms switch interval to get it back (the convoy effect), so one
+        # rebuild took 4-10 minutes on a loaded machine. Readers here pause 2 ms between
+        # searches, as requests arriving over a network do, and the index is swapped until
+        # they have searched across the swaps.
+        while not stop.wait(0.002):
             try:
                 totals.add(service.searcher().search(12.97, 77.59, 20_000, widen=False,
                                                      now=NOW).total)
+                searches[0] += 1
             except BaseException as exc:  # noqa: BLE001 - the test reports any failure
                 errors.append(exc)
                 return
@@ -241,12 +249,15 @@ def test_readers_never_see_a_half_swapped_index(service: PlacesService) -> None:
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        for _ in range(2):
-            service.rebuild()
+        rebuilds = 0
+        while rebuilds < 2 or (searches[0] < 50 and rebuilds < 50 and not errors):
+            service.rebuild()  # swap until the readers have searched across the swaps
+            rebuilds += 1
     finally:
         stop.set()
         thread.join(timeout=30)
     assert not errors
+    assert searches[0] > 0
     assert len(totals) == 1  # same data, every version answers the same
 
 

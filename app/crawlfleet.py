@@ -35,7 +35,7 @@ from lookup.crawler.controls import (
     open_crawl_controls,
 )
 from lookup.crawler.fleet import CrawlFleet
-from lookup.crawler.fleetview import FleetView, fleet_view, host_owners
+from lookup.crawler.fleetview import FleetView, coordinator_owner, fleet_view
 from lookup.crawler.health import host_health
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.session import SandboxProbe, read_request_log, too_close
@@ -276,9 +276,8 @@ def _live(run: FleetRun) -> None:
         finally:
             controls.close()
         with open_crawl_reader(run.store_url) as reader:
-            hosts = [(h.host, h.address) for h in reader.hosts()]
-            owners = host_owners(hosts, view, PARTITIONS)
-            health = host_health(reader, state, owners, now=now)
+            owner = coordinator_owner(view, PARTITIONS)
+            health = host_health(reader, state, owner, now=now)
     except Exception as exc:  # noqa: BLE001 - the store not made yet
         st.caption(f"No crawl state yet ({type(exc).__name__}).")
         return

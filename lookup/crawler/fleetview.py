@@ -4,21 +4,21 @@ Read from etcd, the only authority on who holds what right now (the store's
 ``crawl_partitions`` says who was *granted* a partition last; etcd says whose lease is
 alive): the membership keys ``/lookup/crawl/<crawl>/workers/<w>``, the partition keys
 ``…/parts/<p>`` (value: the worker; create revision: the grant's epoch) and each
-worker's lease time-to-live. :func:`host_owners` maps a crawl's hosts to their
+worker's lease time-to-live. :func:`coordinator_owner` maps a host's address to its
 partition's holder for the per-host health view (:mod:`lookup.crawler.health`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from lookup.crawler.health import LeaseInfo
 from lookup.crawler.partitions import partition_of
 
-__all__ = ["FleetView", "WorkerView", "fleet_view", "host_owners", "store_owners"]
+__all__ = ["FleetView", "WorkerView", "coordinator_owner", "fleet_view", "store_owner"]
 
 
 @dataclass
@@ -87,36 +87,31 @@ def fleet_view(client: Any, crawl: str = "crawl") -> FleetView:
     return FleetView(time.time(), workers, holders)
 
 
-def host_owners(
-    hosts: Iterable[tuple[str, str | None]], view: FleetView, partitions: int
-) -> dict[str, LeaseInfo]:
-    """Each ``(host, address)``'s partition holder and epoch (hosts of free partitions left out)."""
-    out: dict[str, LeaseInfo] = {}
+def coordinator_owner(view: FleetView, partitions: int) -> Callable[[str], LeaseInfo | None]:
+    """An address's partition holder and epoch in ``view`` (``None``: a free partition)."""
     expiry = {w.name: w.expires_at for w in view.workers.values()}
-    for host, address in hosts:
-        if not address:
-            continue
+
+    def owner(address: str) -> LeaseInfo | None:
         held = view.holders.get(partition_of(address, partitions))
-        if held is not None:
-            out[host] = LeaseInfo(held[0], held[1], expiry.get(held[0]))
-    return out
+        return None if held is None else LeaseInfo(held[0], held[1], expiry.get(held[0]))
+
+    return owner
 
 
-def store_owners(reader: Any) -> dict[str, LeaseInfo]:
-    """Each host's partition owner and epoch as the fleet's store last granted them
-    (``crawl_partitions``), for a reader without the coordinator at hand; ``{}`` for a
+def store_owner(reader: Any) -> Callable[[str], LeaseInfo | None] | None:
+    """An address's partition owner and epoch as the fleet's store last granted them
+    (``crawl_partitions``), for a reader without the coordinator at hand; ``None`` for a
     crawl that is not a fleet's."""
     epochs = getattr(reader, "partition_epochs", None)
     if epochs is None:
-        return {}
+        return None
     partitions = int(reader.meta().get("partitions") or 0)
     if partitions < 1:
-        return {}
+        return None
     granted = epochs()
-    out: dict[str, LeaseInfo] = {}
-    for h in reader.hosts():
-        if h.address:
-            held = granted.get(partition_of(h.address, partitions))
-            if held is not None:
-                out[h.host] = LeaseInfo(held[1], held[0])
-    return out
+
+    def owner(address: str) -> LeaseInfo | None:
+        held = granted.get(partition_of(address, partitions))
+        return None if held is None else LeaseInfo(held[1], held[0])
+
+    return owner

@@ -5,14 +5,14 @@ and its controls: requests by kind, errors by kind (network failures by name, HT
 answers by class), 429/503 answers and the back-off now in force, robots.txt's state and
 the URLs it refused, trap cuts by rule, the cycle's budget used, the next time the host
 may be asked, the operator's controls on it, and — in fleet mode, when the caller hands
-in the partition leases — the owning worker and its lease epoch.
+in who holds an address's partition — the owning worker and its lease epoch.
 """
 
 from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -82,10 +82,14 @@ def _error_kind(status: int | None, outcome: str) -> str | None:
 def host_health(
     reader: CrawlReader,
     controls: ControlState | None = None,
-    owners: Mapping[str, LeaseInfo] | None = None,
+    owner: Callable[[str], LeaseInfo | None] | None = None,
     now: float | None = None,
 ) -> list[HostHealth]:
-    """Every host of the crawl, by name; ``owners`` maps a host to its partition's lease."""
+    """Every host of the crawl, by name; ``owner`` maps an address to its partition's lease.
+
+    The owner is looked up for the rows this call read, so a host that appears between
+    two reads still gets one (a map of hosts read beforehand would miss it).
+    """
     now = time.time() if now is None else now
     controls = controls or ControlState()
     meta = reader.meta()
@@ -137,7 +141,7 @@ def host_health(
         row.blocked = controls.host_blocked(host)
         row.paused = controls.crawl_paused or (controls.holds(host) and row.blocked is None)
         row.delay_override = controls.delay_for(host)
-        lease = (owners or {}).get(host)
+        lease = owner(row.address) if owner is not None and row.address else None
         if lease is not None:
             row.worker, row.epoch = lease.worker, lease.epoch
     return [rows[h] for h in sorted(rows)]

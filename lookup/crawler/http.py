@@ -33,7 +33,7 @@ from lookup.crawler.controls import (
     controls_url,
     open_crawl_controls,
 )
-from lookup.crawler.fleetview import store_owners
+from lookup.crawler.fleetview import store_owner
 from lookup.crawler.health import host_health
 from lookup.crawler.session import list_crawls
 from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
@@ -134,7 +134,7 @@ def mount(mounts: Any) -> None:
             controls.close()
         try:
             with open_crawl_reader(store) as reader:
-                rows = host_health(reader, state, store_owners(reader))
+                rows = host_health(reader, state, store_owner(reader))
         except FileNotFoundError:
             raise ApiError(404, "NO_CRAWL", "that crawl has no state yet") from None
         except (CrawlStateError, ValueError) as exc:

@@ -166,9 +166,10 @@ def test_click_a_result_and_its_stored_copy_opens(
     expect(page.get_by_role("heading", name="Web search")).to_be_visible()
     _search(page, "regular expression")
     cards = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result')
-    expect(cards.first).to_be_visible()
     first = httpx.get(f"{api.url}/search", params={"q": "regular expression"}).json()
     top = first["results"][0]
+    # the rerun may not have begun when the search box's Enter returns: wait for its cards
+    expect(cards.first.locator(".lw-title")).to_have_text(top["title"])
     with page.expect_popup() as opened:
         cards.first.locator(".lw-title").click()
     copy = opened.value
@@ -187,6 +188,7 @@ def test_click_a_result_and_its_stored_copy_opens(
     # the hostile page's stored copy: its markup is text, its script never runs
     _search(page, "zebrafish")
     hostile = page.locator(f'[data-testid="stElementContainer"]{LIVE} .lw-result').first
+    expect(hostile).to_contain_text("Zebrafish <i>care</i>")  # this query's card, not the last's
     with page.expect_popup() as opened:
         hostile.locator(".lw-title").click()
     evil = opened.value

@@ -102,3 +102,4 @@ def test_a_block_holds_across_the_fleet(
     assert row["blocked"] == TARGET
     assert health["controls"]["blockedHosts"] == [TARGET]
     assert any(h["worker"] for h in health["hosts"]), "the health view names owners"
+    assert all(h["worker"] for h in health["hosts"] if h["address"]), "every host's owner"

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from lookup.crawler.config import CrawlConfig
 from lookup.crawler.dedup import DuplicateDetector, minhash_to_bytes
+from lookup.crawler.fleetview import store_owner
+from lookup.crawler.health import host_health
 from lookup.crawler.leases import PartitionLeases, preferred_owner
 from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
 from lookup.crawler.store import ContentFacts, FetchedUrl, FetchRecord, UrlFacts, UrlRecord
@@ -259,3 +261,26 @@ def test_fleet_options_refuse_bad_input_with_a_clear_message(
     code = main(["crawl", "http://a.test/", "--out", str(tmp_path / "o"), "--quiet", *extra])
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_health_names_the_owner_of_a_host_first_seen_in_the_fetch_log(postgres_db: str) -> None:
+    """A host the health view reads only from the fetch log (its host row came after the
+    view read the hosts: a crawl goes on while the page reads) still gets its owner — the
+    owner is looked up by each row's address, not from a host list read beforehand."""
+    store = PgCrawlStore(postgres_db, partitions=4, worker="w1")
+    try:
+        store.set_meta("partitions", 4)
+        for part in range(4):
+            assert store.grant_partition(part, 10 + part, f"w{part % 2 + 1}", 1.0)
+        store.ensure_host("a.test", "127.0.0.2")
+        store.add_fetch(FetchRecord("http://b.test/", "b.test", "127.0.0.3", "page",
+                                    time.time(), 0.01, 200, "ok", 0.1))  # fmt: skip
+        owner = store_owner(store)
+        assert owner is not None
+        rows = {r.host: r for r in host_health(store, owner=owner)}
+        assert set(rows) == {"a.test", "b.test"}
+        for host, address in (("a.test", "127.0.0.2"), ("b.test", "127.0.0.3")):
+            part = partition_of(address, 4)
+            assert (rows[host].worker, rows[host].epoch) == (f"w{part % 2 + 1}", 10 + part)
+    finally:
+        store.close()

@@ -694,6 +694,7 @@ SEAMS = {
     "limits": "Rate limits",
     "clicks": "Click stream",
     "clickCounts": "Click counts",
+    "blocklist": "Domain blocklist",
 }
 
 

@@ -177,6 +177,7 @@ def test_against_a_fleet_the_page_shows_backends_layers_and_drills_the_cache_tie
     assert engine["Links, aliases, audit, click budgets"] == "PostgreSQL"
     assert engine["Id blocks"] == "PostgreSQL"
     assert engine["Shared cache tier"] == "Redis" and engine["Rate limits"] == "Redis"
+    assert "Domain blocklist" in engine  # every seam by its name, none by the API's key
     redis_at = fleet["servers"]["redis"]["url"].split("://", 1)[1]
     assert redis_at in list(backends["Where"])
 

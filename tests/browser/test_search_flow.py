@@ -8,7 +8,8 @@ markup), in Debian's Chromium.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -60,6 +61,19 @@ def _search(page, query: str) -> None:  # type: ignore[no-untyped-def]
     box.fill(query)
     box.press("Enter")
     _settled(page)
+
+
+def _until(what: str, check: Callable[[], object], timeout: float = 30) -> None:
+    """Wait for the API to show what a rerun did (a click can return before its rerun has
+    begun, and the page may still show the previous rerun's identical figures)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def _shards(api: Service) -> dict:  # type: ignore[type-arg]
+    return httpx.get(f"{api.url}/search/shards", timeout=10).json()  # type: ignore[no-any-return]
 
 
 def _switch(page, shard: int, label: str) -> None:  # type: ignore[no-untyped-def]
@@ -122,13 +136,15 @@ def test_search_explain_and_break_a_shard(
     _settled(page)
     expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
     _switch(page, 1, "Slow primary")
+    _until("a search with shard 1's primary slow", lambda: (
+        (recent := _shards(api)["recent"]) and recent[-1]["shards"][1]["hedged"]))  # fmt: skip
     _settled(page)
     expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
     expect(_metric_value(page, "Hedges fired")).not_to_have_text("0")
     fanout = page.locator(f".st-key-search-fanout{LIVE}")
     expect(fanout).to_be_visible()
     expect(fanout).to_contain_text("hedge (replica 1)")  # shard 1's bar in the fan-out chart
-    recent = httpx.get(f"{api.url}/search/shards").json()["recent"][-1]["shards"][1]
+    recent = _shards(api)["recent"][-1]["shards"][1]
     assert recent["hedged"] and recent["replica"] == 1
 
     expect(page.locator(EXCEPTION)).to_have_count(0)
@@ -136,6 +152,8 @@ def test_search_explain_and_break_a_shard(
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     page.get_by_role("button", name="Heal every shard").click()
+    _until("every shard healed", lambda: all(  # the module's next tests need them healthy
+        r["fault"]["mode"] == "ok" for g in _shards(api)["shards"] for r in g["replicas"]))
     _settled(page)
 
 

@@ -89,7 +89,8 @@ def _settled(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def _metric(page, label: str):  # type: ignore[no-untyped-def]
-    card = page.locator('[data-testid="stMetric"]').filter(
+    card = page.locator('[data-testid="stElementContainer"]:not([data-stale="true"]) '
+                        '[data-testid="stMetric"]').filter(
         has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
     )
     return card.locator('[data-testid="stMetricValue"]')

@@ -14,6 +14,7 @@ each worker reads once a second. Only processes this panel started can be killed
 
 from __future__ import annotations
 
+import atexit
 import signal
 import tempfile
 import threading
@@ -135,6 +136,8 @@ def _start(probe: SandboxProbe, seconds: float) -> None:
         fleet = CrawlFleet(_argv(probe, out / "fleet", pg.url, coordinator, seconds), out / "fleet")
         fleet.start_all(WORKERS)
         rt.run = FleetRun(pg, etcd, fleet, pg.url, out, probe.url, since)
+        # pg_ctl daemonises PostgreSQL: without this a dashboard that exits leaves it running
+        atexit.register(rt.run.stop)
 
 
 def _stop() -> None:
@@ -142,6 +145,7 @@ def _stop() -> None:
     with rt.lock:
         if rt.run is not None:
             rt.run.stop()
+            atexit.unregister(rt.run.stop)
             rt.run = None
 
 

@@ -291,6 +291,7 @@ def _live(run: FleetRun) -> None:
         st.caption("No host contacted yet.")
         return
     frame = health_frame(health, now)
+    frame["Worker"] = frame["Worker"].replace("", "free")  # its partition between owners
     owner = ["Host", "Worker", "Epoch"]  # first: they are what moves when a worker dies
     frame = frame[owner + [c for c in frame.columns if c not in owner]]
     st.dataframe(frame, hide_index=True, key="fleet-hosts")

@@ -161,6 +161,22 @@ class RedisCluster:
             time.sleep(0.02)
         raise Unavailable(f"cluster node {node.port} did not answer")
 
+    def _answering(self, i: int, deadline: float, tries: int = 3) -> None:
+        """Wait until node ``i`` answers PING; when it exited at start (another process took
+        its port or its bus port between the check and the bind), start it on fresh ports."""
+        for attempt in range(tries):
+            node = self.nodes[i]
+            try:
+                self._wait_pong(node, deadline)
+                return
+            except Unavailable:
+                if node.alive() or attempt == tries - 1:
+                    raise
+            assert self._dir is not None
+            port = _cluster_port()
+            self.nodes[i] = ClusterNode(port, Path(self._dir) / str(port))
+            self._spawn(self.nodes[i])
+
     def start(self, timeout: float = 60.0) -> RedisCluster:
         """Start every node, create the cluster, wait until it is ``ok`` everywhere."""
         deadline = time.monotonic() + timeout
@@ -172,8 +188,8 @@ class RedisCluster:
                 node = ClusterNode(port, Path(self._dir) / str(port))
                 self.nodes.append(node)
                 self._spawn(node)
-            for node in self.nodes:
-                self._wait_pong(node, deadline)
+            for i in range(len(self.nodes)):
+                self._answering(i, deadline)
             made = subprocess.run(
                 [str(_cli_binary()), "--cluster", "create", *(n.address for n in self.nodes),
                  "--cluster-replicas", str(self.replicas), "--cluster-yes"],

@@ -55,3 +55,35 @@ def test_keys_route_by_slot_through_the_cluster_client(cluster: RedisCluster) ->
 def test_bad_shape_is_refused() -> None:
     with pytest.raises(ValueError, match="3 masters"):
         RedisCluster(masters=2)
+
+
+def test_a_node_whose_bus_port_was_taken_starts_again_on_fresh_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Between the free-port check and the bind another process can take a node's port or
+    its bus port (+10000); that node exits at once and is started again on fresh ports."""
+    if not cluster_available():
+        pytest.skip("redis-server/redis-cli missing (apt-get install redis-server)")
+    import socket
+
+    from lookup.kit import rediscluster
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1] - 10_000  # a node on it finds its bus port in use
+    real = rediscluster._cluster_port
+    handed: list[int] = []
+
+    def first_one_taken() -> int:
+        handed.append(port if not handed and port > 1024 else real())
+        return handed[-1]
+
+    monkeypatch.setattr(rediscluster, "_cluster_port", first_one_taken)
+    try:
+        with RedisCluster() as c:
+            assert port not in [n.port for n in c.nodes] and len(c.nodes) == 6
+            assert len(handed) == 7  # one node started twice
+            assert c.info(c.nodes[0].port).get("cluster_state") == "ok"
+    finally:
+        taken.close()

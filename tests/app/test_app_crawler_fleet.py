@@ -10,6 +10,8 @@ commands back from the fleet's store, each acknowledged by every worker.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -182,3 +184,55 @@ def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
     assert at.button(key="fleet-kill-w1").disabled
     ok(at.button(key="fleet-stop").click().run())
     assert at.button(key="fleet-stop").disabled
+
+
+_EXIT_WITH_A_FLEET = """
+import json, sys, time
+from streamlit.testing.v1 import AppTest
+sys.path.insert(0, sys.argv[2])
+at = AppTest.from_file(sys.argv[1], default_timeout=120).run()
+at = at.switch_page("views/crawler.py").run()
+at.button(key="fleet-start").click().run()
+from crawlfleet import fleet_runtime
+run = fleet_runtime().run
+pg = int((run.pg.data / "postmaster.pid").read_text().split()[0])
+pids = [pg, run.etcd.proc.pid, *(p.pid for p in run.fleet.procs.values())]
+print(json.dumps(pids), flush=True)
+"""  # then the interpreter exits with the fleet running
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+
+
+def test_a_dashboard_that_exits_with_a_fleet_running_leaves_no_process_behind(
+    web: Sandbox, tmp_path: Path
+) -> None:
+    """PostgreSQL daemonises under ``pg_ctl``: unless the page stops its fleet at exit, a
+    dashboard that exits (Ctrl-C on ``make run``) leaves PostgreSQL and etcd running."""
+    if not (etcd_available() and postgres_available()):
+        pytest.skip("needs etcd and PostgreSQL")
+    import json
+    import subprocess
+    import sys
+
+    from lookup import settings
+
+    env = settings.child_environ(LOOKUP_SANDBOX_URL=web.control_url,
+                                 LOOKUP_DATA_DIR=str(tmp_path / "data"),
+                                 LOOKUP_API_URL=f"http://127.0.0.1:{free_port()}")  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_WITH_A_FLEET, str(HOME), str(HOME.parent)],
+        env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    pids = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(pids) == 5  # PostgreSQL, etcd, three workers
+    left = [p for p in pids if _alive(p)]
+    for pid in left:  # so a failure here leaks nothing either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []

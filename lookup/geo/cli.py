@@ -45,6 +45,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"held-out sessions {f['heldOutSessions']} with a relevant place (trained on "
         f"{f['trainSessions']}, {f['sessionsWithClicks']:,} simulated people clicked)"
     )
+    print(f"  position bias measured by a swap experiment: eta {f['etaMeasured']:.3f} "
+          f"(the simulated people's: {f['eta']:g}); IPW weights clicks by it")  # fmt: skip
     for m, label in (("Mrr", "MRR"), ("Ndcg", "NDCG@10")):
         hand, learned, gain = f[f"hand{m}"], f[f"learned{m}"], f[f"gain{m}"]
         print(

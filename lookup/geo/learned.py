@@ -33,6 +33,7 @@ from lookup.kit.ltr import (
     Impression,
     LinearRanker,
     bootstrap_ci,
+    estimate_propensities,
     mrr,
     ndcg_at,
     simulate_clicks,
@@ -181,11 +182,17 @@ def train(
             say(f"searched {i + 1:,}/{len(all_s):,} sessions")
     cut = int(len(shown) * 0.7)
     train_w, test_w = shown[:cut], shown[cut:]
+    # Position bias is measured on swap-experiment traffic, never read off the simulator.
+    bias = estimate_propensities(
+        (w.grades for w in train_w), clicks.clicks, per_list=per_session, seed=seed + 7
+    )
+    say(f"position bias measured by swaps: eta {bias.eta:.3f} (the simulated people's: "
+        f"{clicks.eta:g})")  # fmt: skip
     runs = []
     for k in range(seeds):
         imps = simulate(train_w, clicks, per_session, seed + 1000 * k)
         say(f"seed {seed + 1000 * k}: {len(imps):,} sessions with clicks")
-        ranker = train_pairwise(imps, PLACE_FEATURES, eta=clicks.eta, seed=seed + k)
+        ranker = train_pairwise(imps, PLACE_FEATURES, eta=bias.eta, seed=seed + k)
         runs.append((ranker, evaluate(test_w, ranker), len(imps)))
     ranker, ev, n_imps = runs[0]
     figures: dict[str, Any] = {
@@ -194,6 +201,7 @@ def train(
         "heldOutSessions": int(len(ev["handMrr"])),
         "sessionsWithClicks": n_imps,
         "eta": clicks.eta,
+        "etaMeasured": round(bias.eta, 4),
         "seed": seed,
         "seeds": seeds,
     }

@@ -133,6 +133,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         f"held-out queries {f['heldOutQueries']} (trained on {f['trainQueries']}, "
         f"{f['sessionsWithClicks']:,} simulated sessions with clicks)"
     )
+    print(f"  position bias measured by a swap experiment: eta {f['etaMeasured']:.3f} "
+          f"(the simulated people's: {f['eta']:g}); IPW weights clicks by it")  # fmt: skip
     for m, label in (("Mrr", "MRR"), ("Ndcg", "NDCG@10")):
         hand, learned, gain = f[f"hand{m}"], f[f"learned{m}"], f[f"gain{m}"]
         print(

@@ -85,6 +85,15 @@ def test_learned_beats_the_constants_by_more_than_the_noise(trained: PlacesTrain
     assert weights["openNow"] == max(weights.values())
 
 
+def test_training_measures_the_position_bias_it_corrects_for(trained: PlacesTrainReport) -> None:
+    """The IPW weights use the exponent a swap experiment measured, close to the one the
+    simulated people have (which training never reads)."""
+    f = trained.figures
+    print(f"position bias: measured eta {f['etaMeasured']}, the people's {f['eta']}")
+    assert f["etaMeasured"] == pytest.approx(f["eta"], abs=0.2)
+    assert trained.ranker.meta["eta"] == pytest.approx(f["etaMeasured"], abs=1e-4)
+
+
 def test_training_is_deterministic(service: PlacesService, trained: PlacesTrainReport) -> None:
     again = train(service.searcher(), n_sessions=800, seed=0, seeds=1, per_session=8, now=NOW)
     assert again.ranker.weights == trained.ranker.weights

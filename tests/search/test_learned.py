@@ -16,7 +16,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
-from lookup.kit.ltr import Impression, LinearRanker, bootstrap_ci, mrr, ndcg_at, train_pairwise
+from lookup.kit.ltr import (
+    Impression,
+    LinearRanker,
+    bootstrap_ci,
+    estimate_propensities,
+    examination,
+    mrr,
+    ndcg_at,
+    train_pairwise,
+)
 from lookup.kit.models import ModelStore
 from lookup.search import SearchService
 from lookup.search.clicksim import (
@@ -163,6 +172,30 @@ def test_click_model_is_position_biased() -> None:
     assert np.allclose(freq, p, atol=0.03)
 
 
+@pytest.mark.parametrize("eta", [0.5, 1.0, 1.5])
+def test_swaps_measure_the_position_bias_the_people_have(eta: float) -> None:
+    """The oracle is the simulated people's own examination curve. The lists are sorted
+    best first, as a ranker shows them: a click-rate-per-rank estimate would mix position
+    with relevance there, and the swaps must not."""
+    rng = np.random.default_rng(11)
+    lists = [np.sort(rng.integers(0, 4, size=10).astype(float))[::-1] for _ in range(400)]
+    people = ClickModel(eta=eta, epsilon=0.05)
+    est = estimate_propensities(lists, people.clicks, per_list=20, seed=5)
+    assert est.eta == pytest.approx(eta, abs=0.1)
+    for k in (2, 3, 5):
+        assert est.ratios[k] == pytest.approx(float(examination([k], eta)[0]), abs=0.08)
+    # without the swaps, the same people's click rates per rank overstate the bias
+    shown = np.mean([people.clicks(g, rng) for g in lists for _ in range(20)], axis=0)
+    naive = float(-np.polyfit(np.log(np.arange(1, 11)), np.log(shown / shown[0]), 1)[0])
+    assert naive > eta + 0.2
+
+
+def test_a_swap_experiment_without_clicks_is_refused() -> None:
+    never = ClickModel(eta=1.0, epsilon=0.0)
+    with pytest.raises(ValueError, match="no clicks"):
+        estimate_propensities([np.zeros(10)] * 5, never.clicks, per_list=5, seed=0)
+
+
 # --- on the test web: learned vs hand --------------------------------------------------------
 @pytest.fixture(scope="module")
 def trained(index_4: Path) -> Iterator[TrainReport]:
@@ -184,6 +217,15 @@ def test_learned_beats_hand_weights_by_more_than_the_noise(trained: TrainReport)
         assert lo > 0, (m, f[f"gain{m}"])
         assert gain > 3 * f[f"noise{m}"], (m, gain, f[f"noise{m}"])
         assert f[f"learned{m}"][0] > f[f"hand{m}"][0]
+
+
+def test_training_measures_the_position_bias_it_corrects_for(trained: TrainReport) -> None:
+    """The IPW weights use the exponent a swap experiment measured, close to the one the
+    simulated people have (which training never reads)."""
+    f = trained.figures
+    print(f"position bias: measured eta {f['etaMeasured']}, the people's {f['eta']}")
+    assert f["etaMeasured"] == pytest.approx(f["eta"], abs=0.2)
+    assert trained.ranker.meta["eta"] == pytest.approx(f["etaMeasured"], abs=1e-4)
 
 
 def test_training_is_deterministic(index_4: Path, trained: TrainReport) -> None:

@@ -83,7 +83,7 @@ def test_a_node_whose_bus_port_was_taken_starts_again_on_fresh_ports(
     try:
         with RedisCluster() as c:
             assert port not in [n.port for n in c.nodes] and len(c.nodes) == 6
-            assert len(handed) == 7  # one node started twice
+            assert len(handed) >= 7  # that node started again (another may have been too)
             assert c.info(c.nodes[0].port).get("cluster_state") == "ok"
     finally:
         taken.close()

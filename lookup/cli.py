@@ -18,6 +18,7 @@ from lookup.kit.cliargs import add_data_dir, port
 #: Modules whose ``register(sub)`` adds subcommands, in the order ``--help`` lists them.
 COMMANDS: list[str] = [
     "lookup.capacity.cli",
+    "lookup.study.cli",
     "lookup.datasets.cli",
     "lookup.typeahead.cli",
     "lookup.search.cli",

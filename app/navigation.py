@@ -35,6 +35,7 @@ PAGES: list[PageSpec] = [
     PageSpec("views/crawler.py", "Web crawler", ":material/travel_explore:", "crawler"),
     PageSpec("views/search.py", "Web search", ":material/search:", "search"),
     PageSpec("views/blocks.py", "Building blocks", ":material/widgets:", "blocks"),
+    PageSpec("views/study.py", "Study", ":material/school:", "study"),
 ]
 
 

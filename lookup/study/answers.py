@@ -228,12 +228,23 @@ def _unit_hint(rest: str, unit: str) -> str:
     return f"{rest!r} is not a unit this answer can be given in; it wants {wanted}"
 
 
+def _whole(expected: float, unit: str) -> bool:
+    return unit in ("chars", "count") and 0 < expected < 30 and float(expected).is_integer()
+
+
 def score(answer: float, expected: float, unit: str = "") -> Verdict:
     """Judge ``answer`` against ``expected`` by ratio (both in the same base unit).
 
     A fraction above one half is judged by what is left of it (1 − f): a decay factor of
-    0.996 guessed as 0.9 is 25 times off in what matters, not 1.1 times.
+    0.996 guessed as 0.9 is 25 times off in what matters, not 1.1 times. A small whole
+    number (a key length, a precision, a quorum overlap) must be exact; one off is close.
     """
+    if _whole(expected, unit):
+        # A key length or a precision is a small whole number: one off is not exact.
+        miss = abs(answer - expected)
+        ratio = max(answer / expected, expected / answer) if answer > 0 else math.inf
+        verdict = "exact" if miss < 0.5 else "close" if miss < 1.5 and ratio <= CLOSE_RATIO else "off"
+        return Verdict(verdict, answer, expected, ratio)
     if unit in ("fraction", "%") and 0.5 < expected < 1 and 0 <= answer <= 1:
         inner = score(1 - answer, 1 - expected)
         return Verdict(inner.verdict, answer, expected, inner.ratio)

@@ -28,40 +28,102 @@ from lookup.study.bank import KINDS, LEVELS, SYSTEMS, Item, bank, get_item
 #: chosen for what the system's notebook measures and for checks that answer at once.
 #: :func:`questions` falls back on a fixed rule when an id here is not (yet) in the bank.
 PICKS: dict[str, tuple[str, ...]] = {
-    "shortener": ("shortener.peak-reads", "shortener.alias-race", "shortener.hash-truncate"),
-    "typeahead": ("typeahead.trie-memory", "typeahead.topk-per-node", "typeahead.radix-compression"),
-    "proximity": ("proximity.quadtree-memory", "proximity.cell-edge", "proximity.space-filling-curve"),
-    "crawler": ("crawler.bloom-bytes", "crawler.politeness-structural", "crawler.dedup-card"),
-    "search": ("search.fanout-tail", "search.hedging", "search.index-writes-card"),
-    "ids": ("ids.per-worker-rate", "ids.structural-uniqueness", "ids.sequence-exhausted"),
-    "ratelimit": ("ratelimit.fixed-window-burst", "ratelimit.limit-over-n", "ratelimit.lazy-refill"),
-    "kv": ("kv.quorum-overlap-wide", "kv.isolated-replica-w1", "kv.virtual-nodes"),
-    "cache": ("cache.cold-restart-ratio", "cache.single-flight-500", "cache.jittered-ttl"),
-    "shared": ("shared.practice-read-rate", "shared.write-path-off-read-path", "shared.rules-of-thumb"),
-}  # fmt: skip
+    "shortener": (
+        "shortener.peak-reads",
+        "shortener.alias-race",
+        "shortener.hash-truncate",
+    ),
+    "typeahead": (
+        "typeahead.trie-memory",
+        "typeahead.topk-per-node",
+        "typeahead.radix-compression",
+    ),
+    "proximity": (
+        "proximity.quadtree-memory",
+        "proximity.cell-edge",
+        "proximity.space-filling-curve",
+    ),
+    "crawler": (
+        "crawler.bloom-bytes",
+        "crawler.politeness-structural",
+        "crawler.dedup-card",
+    ),
+    "search": (
+        "search.fanout-tail",
+        "search.hedging",
+        "search.index-writes-card",
+    ),
+    "ids": (
+        "ids.per-worker-rate",
+        "ids.structural-uniqueness",
+        "ids.sequence-exhausted",
+    ),
+    "ratelimit": (
+        "ratelimit.fixed-window-burst",
+        "ratelimit.limit-over-n",
+        "ratelimit.lazy-refill",
+    ),
+    "kv": (
+        "kv.quorum-overlap-wide",
+        "kv.isolated-replica-w1",
+        "kv.virtual-nodes",
+    ),
+    "cache": (
+        "cache.cold-restart-ratio",
+        "cache.single-flight-500",
+        "cache.jittered-ttl",
+    ),
+    "shared": (
+        "shared.practice-read-rate",
+        "shared.write-path-off-read-path",
+        "shared.rules-of-thumb",
+    ),
+}
 
 #: The questions closing each notebook, in the order the notebook asks them.
 NOTEBOOKS: dict[str, tuple[str, ...]] = {
-    "01_capacity_math": ("shared.practice-read-rate", "typeahead.peak-requests", "shortener.storage"),
+    "01_capacity_math": (
+        "shared.practice-read-rate",
+        "typeahead.peak-requests",
+        "shortener.storage",
+    ),
     "02_url_shortener": PICKS["shortener"],
     "03_typeahead": PICKS["typeahead"],
     "04_proximity_search": PICKS["proximity"],
     "05_web_crawler": PICKS["crawler"],
     "06_search_engine": PICKS["search"],
-    "07_ids_and_rate_limits": ("ids.per-worker-rate", "ratelimit.limit-over-n", "ids.sequence-exhausted"),
-    "08_kv_and_cache": ("cache.cold-restart-ratio", "kv.isolated-replica-w1", "kv.virtual-nodes"),
-}  # fmt: skip
+    "07_ids_and_rate_limits": (
+        "ids.per-worker-rate",
+        "ratelimit.limit-over-n",
+        "ids.sequence-exhausted",
+    ),
+    "08_kv_and_cache": (
+        "cache.cold-restart-ratio",
+        "kv.isolated-replica-w1",
+        "kv.virtual-nodes",
+    ),
+}
 
 #: The systems each notebook is about (what :func:`for_notebook` falls back on).
 NOTEBOOK_SYSTEMS: dict[str, tuple[str, ...]] = {
-    "01_capacity_math": ("shared", "typeahead", "shortener"),
+    "01_capacity_math": (
+        "shared",
+        "typeahead",
+        "shortener",
+    ),
     "02_url_shortener": ("shortener",),
     "03_typeahead": ("typeahead",),
     "04_proximity_search": ("proximity",),
     "05_web_crawler": ("crawler",),
     "06_search_engine": ("search",),
-    "07_ids_and_rate_limits": ("ids", "ratelimit"),
-    "08_kv_and_cache": ("cache", "kv"),
+    "07_ids_and_rate_limits": (
+        "ids",
+        "ratelimit",
+    ),
+    "08_kv_and_cache": (
+        "cache",
+        "kv",
+    ),
 }
 
 Slot = str | tuple[str, ...]
@@ -103,7 +165,9 @@ def _ranked(system: str, items: dict[str, Item]) -> list[Item]:
     return picked + rest
 
 
-def questions(system: str | Sequence[str], n: int = 3, kinds: Sequence[Slot] | None = None) -> list[Item]:
+def questions(
+    system: str | Sequence[str], n: int = 3, kinds: Sequence[Slot] | None = None
+) -> list[Item]:
     """``n`` questions about ``system`` (or several systems, taken in turn), the same every call.
 
     ``kinds`` gives the kind of each slot (a kind, or a tuple of acceptable kinds), repeated
@@ -218,11 +282,12 @@ def ask(item_id: str, variant: int = 0) -> Prompt:
 
     item = get_item(item_id)
     check_variant(variant)
-    head = (
-        f"**{SYSTEMS[item.system]} · {item.kind} · {item.level}** — `{item.id}`"
-        + (f" (variant {variant})" if variant else "")
+    head = f"**{SYSTEMS[item.system]} · {item.kind} · {item.level}** — `{item.id}`" + (
+        f" (variant {variant})" if variant else ""
     )
-    body = "\n".join(f"> {_md(line)}" if line else ">" for line in prompt_for(item, variant).splitlines())
+    body = "\n".join(
+        f"> {_md(line)}" if line else ">" for line in prompt_for(item, variant).splitlines()
+    )
     return Prompt(f"{head}\n\n{body}\n\n*{_answer_hint(item, variant)}*")
 
 
@@ -285,7 +350,9 @@ class SelfCheck:
             return out
         kind = self.item.kind
         if kind in ("estimate", "predict"):
-            source = "the capacity model computes" if kind == "estimate" else "the real code measured"
+            source = (
+                "the capacity model computes" if kind == "estimate" else "the real code measured"
+            )
             ratio = self.result.get("ratio")
             away = f" ({ratio:.2f}× away)" if isinstance(ratio, int | float) and ratio != 1 else ""
             out.append(
@@ -295,7 +362,9 @@ class SelfCheck:
             out.append("Within 1.25× counts as exact, within 3× as close, anything further as off.")
             if self.chain:
                 out.append("")
-                out.append("How the figure is worked out:" if kind == "estimate" else "What was run:")
+                out.append(
+                    "How the figure is worked out:" if kind == "estimate" else "What was run:"
+                )
                 out.extend(f"{bullet}{esc(line)}" for line in self.chain)
         elif kind == "drill":
             out.append(
@@ -319,13 +388,14 @@ class SelfCheck:
                 line = f"{bullet}{mark} {esc(point['point'])}"
                 if not point["covered"]:
                     missing = " and ".join(" / ".join(group) for group in point["missingAnyOf"])
-                    line += f" — {'*' if markdown else ''}not found: {esc(missing)}{'*' if markdown else ''}"
+                    star = "*" if markdown else ""
+                    line += f" — {star}not found: {esc(missing)}{star}"
                 out.append(line)
         src = self.item.source
         where = f"seed {src.file}, “{src.section}”"
-        see = ", ".join(self.item.see)
+        see = ", ".join(f"`{s}`" if markdown else s for s in self.item.see)
         out.append("")
-        note = f"Source: {esc(where)}" + (f" · see {esc(see)}" if see else "")
+        note = f"Source: {esc(where)}" + (f" · see {see}" if see else "")
         out.append(f"*{note}*" if markdown else note)
         return out
 

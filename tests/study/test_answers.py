@@ -77,6 +77,12 @@ def test_scoring_by_ratio() -> None:
     assert score(0.9, 0.996, "fraction").verdict == "off"
     assert score(0.995, 0.996, "fraction").verdict == "exact"
     assert score(0.2, 0.25, "fraction").verdict == "exact"
+    # Small whole numbers (key length, precision) are exact only when equal.
+    assert score(7, 7, "chars").verdict == "exact"
+    assert score(8, 7, "chars").verdict == "close"
+    assert score(9, 7, "chars").verdict == "off"
+    assert score(6, 5, "count").verdict == "close"
+    assert score(1200, 1000, "count").verdict == "exact"
 
 
 @settings(deadline=None, max_examples=300)

@@ -37,7 +37,7 @@ def test_every_system_block_kind_and_level_is_covered() -> None:
 def test_a_file_that_breaks_the_schema_is_refused_with_its_name(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text(
-        '[[item]]\nid = "shortener.x"\nsystem = "shortener"\ntopic = "t"\nlevel = "easy"\n'
+        '[[item]]\nid = "shortener.x"\nsystem = "shortener"\ntopic = "tt"\nlevel = "easy"\n'
         'kind = "concept"\nprompt = "A prompt long enough"\n'
         'key_points = [{ text = "a point", terms = [["a"]] }]\n'
         'source = { file = "000", section = "Somewhere" }\n',

@@ -254,6 +254,9 @@ class Prompt(str):
     def _repr_markdown_(self) -> str:
         return str(self)
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
 
 def _answer_hint(item: Item, variant: int) -> str:
     if item.kind == "estimate":
@@ -291,7 +294,7 @@ def ask(item_id: str, variant: int = 0) -> Prompt:
     return Prompt(f"{head}\n\n{body}\n\n*{_answer_hint(item, variant)}*")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SelfCheck:
     """The verdict on one answer: what :func:`check` returns and a notebook shows.
 
@@ -402,8 +405,15 @@ class SelfCheck:
     def _repr_markdown_(self) -> str:
         return "\n".join(self._lines(markdown=True))
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(str(self))
+
     def __str__(self) -> str:
         return "\n".join(self._lines(markdown=False))
+
+    def __repr__(self) -> str:
+        outcome = self.error and "unreadable" or self.verdict or f"{self.covered} points covered"
+        return f"<SelfCheck {self.item.id}: {outcome}>"
 
 
 def check(item_id: str, answer: str, variant: int = 0) -> SelfCheck:

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# Imported here, whole, before any chart or table: plotly and st.dataframe import pandas
+# lazily, and two script threads doing that at once can see it half-initialised.
+import pandas  # noqa: F401
+import plotly.graph_objects  # noqa: F401
 import streamlit as st
 from common import data_dir
 from navigation import PAGES
@@ -194,7 +198,8 @@ def number_question(item: Item, variant: int, key: str) -> dict[str, Any] | None
     done_key = f"{key}-result"
     result = st.session_state.get(done_key)
     if result is None:
-        with st.form(key=f"{key}-form", border=False):
+        slot = st.empty()
+        with slot.container(), st.form(key=f"{key}-form", border=False):
             text = st.text_input(
                 "Your answer (units welcome: 3.5k/s, 12 GB, 1e9, 40 ms)",
                 key=f"{key}-text",
@@ -214,7 +219,7 @@ def number_question(item: Item, variant: int, key: str) -> dict[str, Any] | None
                 st.session_state[done_key] = result
                 record(item, variant, result["grade"], verdict=result["verdict"], answer=text,
                        expected=str(result["expectedText"]))  # fmt: skip
-                st.rerun()  # draw the answered question without its form
+                slot.empty()  # the answered question keeps no form
     if result is not None:
         number_feedback(item, result)
     return result

@@ -79,17 +79,19 @@ def _timer(run: dict[str, Any], script: Script, budget_s: int) -> None:
     step_ms = int(run["step_started"] * 1000)
     total_s = script.minutes * 60
     st.iframe(
-        f"""<div id="t" style="font-family: 'Source Sans Pro', sans-serif; font-size: 16px;
-        color: #31333F; padding: 4px 0"></div>
+        f"""<div id="t" style="font-family: 'Source Sans', 'Source Sans Pro', system-ui,
+        -apple-system, 'Segoe UI', Roboto, sans-serif; font-size: 15px; color: #31333F;
+        padding: 5px 0"></div>
 <script>
 const start = {start_ms}, stepStart = {step_ms}, budget = {budget_s}, total = {total_s};
 function f(s) {{ s = Math.max(0, Math.floor(s));
   return String(Math.floor(s / 60)).padStart(2, '0') + ':' + String(s % 60).padStart(2, '0'); }}
 function tick() {{
   const now = Date.now(), inStep = (now - stepStart) / 1000;
-  const over = inStep > budget ? ' <b style="color:#d33">— over the step\\'s time</b>' : '';
-  document.getElementById('t').innerHTML = '&#9201; Interview ' + f((now - start) / 1000) +
-    ' of ' + f(total) + ' &nbsp;·&nbsp; this step ' + f(inStep) + ' of ' + f(budget) + over;
+  const over = inStep > budget ? ' <b style="color:#d33">— over the time for this step</b>' : '';
+  document.getElementById('t').innerHTML = '<b>Clock</b> &nbsp;interview ' +
+    f((now - start) / 1000) + ' of ' + f(total) + ' &nbsp;·&nbsp; this step ' + f(inStep) +
+    ' of ' + f(budget) + over;
 }}
 tick(); setInterval(tick, 1000);
 </script>""",
@@ -104,14 +106,16 @@ def _step(run: dict[str, Any], script: Script) -> None:
     st.progress(index / len(script.steps),
                 text=f"Step {index + 1} of {len(script.steps)} — {step.title}")  # fmt: skip
     _timer(run, script, step.minutes * 60)
-    st.caption(f"Planned: {step.minutes} min for this step, {script.minutes} min in all; "
-               f"{_minutes(elapsed)} gone when this was drawn.")  # fmt: skip
+    st.caption(f"Planned: {step.minutes} min for this step, {script.minutes} min in all "
+               f"({_minutes(elapsed)} gone when the page was last drawn).")  # fmt: skip
     with st.container(key="iv-step", border=True):
         st.markdown(f"### {step.title}")
         shown = min(run["revealed"][-1], len(step.prompts))
-        for prompt in step.prompts[:shown]:
-            said = re.sub(r"^\s*Interviewer\s*:\s*", "", prompt)
-            st.markdown(f":blue-badge[:material/record_voice_over: Interviewer] {md_escape(said)}")
+        with st.container(key="iv-prompts"):
+            for prompt in step.prompts[:shown]:
+                said = re.sub(r"^\s*Interviewer\s*:\s*", "", prompt)
+                st.markdown(f":blue-badge[:material/record_voice_over: Interviewer] "
+                            f"{md_escape(said)}")  # fmt: skip
         st.button(
             f"Next prompt ({len(step.prompts) - shown} left)",
             key="iv-next-prompt",

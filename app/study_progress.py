@@ -20,25 +20,29 @@ from lookup.study.bank import SYSTEMS
 def accuracy_chart(rows: list[dict[str, Any]]) -> go.Figure:
     """Accuracy per day, one line per system (0–100 %), from ``accuracy_by_day`` rows."""
     fig = go.Figure()
+    one_day = len({r["day"] for r in rows}) < 2  # bars side by side; lines need two days
     for system in dict.fromkeys(r["system"] for r in rows):
         mine = [r for r in rows if r["system"] == system]
-        fig.add_trace(
-            go.Scatter(
-                x=[r["day"] for r in mine],
-                y=[r["accuracy"] * 100 for r in mine],
-                mode="lines+markers",
-                name=SYSTEMS.get(system, system),
-                customdata=[r["reviews"] for r in mine],
-                hovertemplate="%{y:.0f}% over %{customdata} reviews<extra>%{fullData.name}</extra>",
-                marker=dict(size=9),
-            )
+        common: dict[str, Any] = dict(
+            x=[r["day"] for r in mine],
+            y=[r["accuracy"] * 100 for r in mine],
+            name=SYSTEMS.get(system, system),
+            customdata=[r["reviews"] for r in mine],
+            hovertemplate="%{y:.0f}% over %{customdata} reviews<extra>%{fullData.name}</extra>",
         )
+        if one_day:
+            fig.add_trace(go.Bar(**common, text=[f"{r['accuracy']:.0%}" for r in mine],
+                                 textposition="outside"))  # fmt: skip
+        else:
+            fig.add_trace(go.Scatter(**common, mode="lines+markers", marker=dict(size=9)))
     fig.update_layout(
+        barmode="group",
+        bargap=0.4,
         title="Accuracy by day and system",
         xaxis_title="day",
         xaxis_type="category",
         yaxis_title="accuracy (%)",
-        yaxis_range=[-5, 105],
+        yaxis_range=[0, 115] if one_day else [-5, 105],
         height=360,
         margin=dict(l=10, r=10, t=60, b=10),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0),
@@ -73,7 +77,7 @@ def render() -> None:
     else:
         st.plotly_chart(accuracy_chart(s.accuracy_by_day(name)), key="study-accuracy-chart")
         left, right = st.columns([2, 3], gap="large")
-        with left:
+        with left, st.container(key="study-weakest-topics"):
             st.markdown("#### Weakest topics first")
             st.dataframe(
                 [{"system": SYSTEMS.get(r["system"], r["system"]), "topic": r["topic"],
@@ -83,7 +87,7 @@ def render() -> None:
                     "accuracy", format="%.0f%%", min_value=0, max_value=100)},
                 key="study-weakest",
             )  # fmt: skip
-        with right:
+        with right, st.container(key="study-recent-reviews"):
             st.markdown("#### Recent reviews")
             st.dataframe(
                 [{"when (UTC)": r["at"][:16].replace("T", " "), "item": r["item_id"],

@@ -150,19 +150,23 @@ def _concept(item: Item, entry: dict[str, Any], key: str) -> None:
 
     result = st.session_state.get(f"{key}-result")
     if result is None:
-        with st.form(key=f"{key}-form", border=False):
+        slot = st.empty()
+        with slot.container(), st.form(key=f"{key}-form", border=False):
             text = st.text_area("Your answer, as you would say it", key=f"{key}-text",
                                 height=120)  # fmt: skip
             checked = st.form_submit_button("Show the key points", key=f"{key}-check",
                                             type="primary", icon=":material/checklist:")  # fmt: skip
         if checked:
             try:
-                st.session_state[f"{key}-result"] = answer_item(item, text, entry["variant"])
-                st.session_state[f"{key}-answer"] = text
-                st.rerun()
+                result = answer_item(item, text, entry["variant"])
             except AnswerError as exc:
                 st.error(str(exc), icon=":material/error:")
-        return
+                return
+            st.session_state[f"{key}-result"] = result
+            st.session_state[f"{key}-answer"] = text
+            slot.empty()
+        else:
+            return
     st.markdown(f"> {md_escape(st.session_state.get(f'{key}-answer', ''))}")
     with st.container(key="study-checklist", border=True):
         st.markdown(f"**Key points — your answer covered {result['covered']} of {result['total']}**")

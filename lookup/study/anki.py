@@ -35,7 +35,10 @@ _MODEL = genanki.Model(
             "afmt": "{{FrontSide}}<hr id=answer>{{KeyPoints}}<p class=src>{{Source}}</p>",
         }
     ],
-    css=".card{font-family:sans-serif;font-size:18px;text-align:left} .src{color:#777;font-size:13px}",
+    css=(
+        ".card{font-family:sans-serif;font-size:18px;text-align:left}"
+        " .src{color:#777;font-size:13px}"
+    ),
 )
 
 
@@ -49,14 +52,25 @@ def note_for(item: Item) -> genanki.Note:
     """The Anki note of one item."""
     points = "<ul>" + "".join(f"<li>{html.escape(k.text)}</li>" for k in item.key_points) + "</ul>"
     source = html.escape(f"Seed {item.source.file}, {item.source.section}")
-    tags = [f"system::{item.system}", f"level::{item.level}", f"kind::{item.kind}", f"topic::{item.topic.replace(' ', '_')}"]
-    return _Note(model=_MODEL, fields=[item.id, html.escape(item.prompt), points, source], tags=tags)
+    tags = [
+        f"system::{item.system}",
+        f"level::{item.level}",
+        f"kind::{item.kind}",
+        f"topic::{item.topic.replace(' ', '_')}",
+    ]
+    return _Note(
+        model=_MODEL, fields=[item.id, html.escape(item.prompt), points, source], tags=tags
+    )
 
 
 def export_apkg(path: str | Path, items: Iterable[Item] | None = None) -> int:
     """Write the deck to ``path``; returns the number of notes written."""
-    chosen = [i for i in (items if items is not None else bank().values()) if i.kind in EXPORTED_KINDS]
-    deck = genanki.Deck(_stable_id("lookup-workbench study deck"), "Lookup Workbench — system design")
+    chosen = [
+        i for i in (items if items is not None else bank().values()) if i.kind in EXPORTED_KINDS
+    ]
+    deck = genanki.Deck(
+        _stable_id("lookup-workbench study deck"), "Lookup Workbench — system design"
+    )
     for item in sorted(chosen, key=lambda i: (list(SYSTEMS).index(i.system), i.id)):
         deck.add_note(note_for(item))
     path = Path(path)

@@ -90,8 +90,7 @@ def _split_number(text: str) -> tuple[float, str]:
     m = _NUMBER.match(text)
     if not m:
         raise AnswerError(
-            f"{text.strip()!r} is not a number; write one such as 3500, 3.5k, 1e9, "
-            "12 GB or 40 ms"
+            f"{text.strip()!r} is not a number; write one such as 3500, 3.5k, 1e9, 12 GB or 40 ms"
         )
     value = float(m["num"].replace(",", ""))
     if m["pow"]:
@@ -243,7 +242,9 @@ def score(answer: float, expected: float, unit: str = "") -> Verdict:
         # A key length or a precision is a small whole number: one off is not exact.
         miss = abs(answer - expected)
         ratio = max(answer / expected, expected / answer) if answer > 0 else math.inf
-        verdict = "exact" if miss < 0.5 else "close" if miss < 1.5 and ratio <= CLOSE_RATIO else "off"
+        verdict = (
+            "exact" if miss < 0.5 else "close" if miss < 1.5 and ratio <= CLOSE_RATIO else "off"
+        )
         return Verdict(verdict, answer, expected, ratio)
     if unit in ("fraction", "%") and 0.5 < expected < 1 and 0 <= answer <= 1:
         inner = score(1 - answer, 1 - expected)

@@ -179,7 +179,9 @@ class Item(_Strict):
                 raise ValueError(f"a {self.kind} item needs a checker")
             kind_of = self.checker.target.split(":")[0]
             if kind_of not in needs[self.kind]:
-                raise ValueError(f"a {self.kind} item's checker must name {' or '.join(needs[self.kind])}")
+                raise ValueError(
+                    f"a {self.kind} item's checker must name {' or '.join(needs[self.kind])}"
+                )
         elif self.checker is not None:
             raise ValueError(f"a {self.kind} item has no checker: its answer is its key points")
         return self

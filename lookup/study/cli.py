@@ -104,12 +104,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn the study code's ValueError/KeyError into one line on stderr and exit 2."""
+    """Turn the study code's refusals (bad input, a missing server) into one line on stderr, exit 2."""
 
     def run(args: argparse.Namespace) -> int:
+        from lookup.errors import WorkbenchError
+
         try:
             return fn(args)
-        except (ValueError, KeyError) as exc:
+        except (ValueError, KeyError, WorkbenchError) as exc:
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
             print(f"lookup study: {message}", file=sys.stderr)
             return 2

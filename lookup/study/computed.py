@@ -52,12 +52,18 @@ def keyspace(length: float, alphabet: float = 62) -> tuple[float, list[str]]:
 
 
 @_formula("chars", max_density=0.01, alphabet=62)
-def key_length_for(count: float, max_density: float = 0.01, alphabet: float = 62) -> tuple[float, list[str]]:
+def key_length_for(
+    count: float, max_density: float = 0.01, alphabet: float = 62
+) -> tuple[float, list[str]]:
     """Shortest key length whose space is at most ``max_density`` full of ``count`` keys."""
     length = capacity.key_length_for(count, max_density, int(alphabet))
-    chain = [f"need {int(alphabet)}^L ≥ {_n(count)} / {_n(max_density)} = {_n(count / max_density)}"]
+    chain = [
+        f"need {int(alphabet)}^L ≥ {_n(count)} / {_n(max_density)} = {_n(count / max_density)}"
+    ]
     if length > 1:
-        chain.append(f"{int(alphabet)}^{length - 1} = {_n(float(alphabet) ** (length - 1))} is too small")
+        chain.append(
+            f"{int(alphabet)}^{length - 1} = {_n(float(alphabet) ** (length - 1))} is too small"
+        )
     chain.append(f"{int(alphabet)}^{length} = {_n(float(alphabet) ** length)} → L = {length}")
     return float(length), chain
 
@@ -85,7 +91,9 @@ def bloom_optimal_hashes(fp_rate: float) -> tuple[float, list[str]]:
     """Number of hash functions for a filter sized for ``fp_rate``."""
     k = capacity.bloom_optimal_hashes(fp_rate)
     bits = capacity.bloom_bits_per_item(fp_rate)
-    return float(k), [f"k = (bits per item) × ln 2 = {bits:.2f} × 0.693 = {bits * math.log(2):.2f} → {k}"]
+    return float(k), [
+        f"k = (bits per item) × ln 2 = {bits:.2f} × 0.693 = {bits * math.log(2):.2f} → {k}"
+    ]
 
 
 @_formula("fraction")
@@ -153,7 +161,9 @@ def total_bytes(count: float, bytes_each: float) -> tuple[float, list[str]]:
 def limiter_memory_bytes(identities: float, bytes_per_identity: float) -> tuple[float, list[str]]:
     """Memory a rate limiter keeps for ``identities`` at ``bytes_per_identity`` each."""
     value = identities * bytes_per_identity
-    return value, [f"{_n(identities)} identities × {_n(bytes_per_identity)} B = {format_quantity(value, 'B')}"]
+    return value, [
+        f"{_n(identities)} identities × {_n(bytes_per_identity)} B = {format_quantity(value, 'B')}"
+    ]
 
 
 @_formula("count")
@@ -170,8 +180,12 @@ def fixed_window_worst_burst(limit: float) -> tuple[float, list[str]]:
 def quorum_overlap(n: float, r: float, w: float) -> tuple[float, list[str]]:
     """Replicas every read quorum is sure to share with every write quorum (0: none)."""
     value = max(0.0, r + w - n)
-    verdict = "every read meets the latest write" if value > 0 else "a read can miss the latest write"
-    return value, [f"max(0, R + W − N) = max(0, {_n(r)} + {_n(w)} − {_n(n)}) = {_n(value)}: {verdict}"]
+    verdict = (
+        "every read meets the latest write" if value > 0 else "a read can miss the latest write"
+    )
+    return value, [
+        f"max(0, R + W − N) = max(0, {_n(r)} + {_n(w)} − {_n(n)}) = {_n(value)}: {verdict}"
+    ]
 
 
 @_formula("count")
@@ -233,7 +247,9 @@ def geohash_precision_for_radius(radius_m: float, lat: float = 0.0) -> tuple[flo
 
 
 @_formula("count", headroom=1.0)
-def servers_needed(peak_rate: float, rate_per_server: float, headroom: float = 1.0) -> tuple[float, list[str]]:
+def servers_needed(
+    peak_rate: float, rate_per_server: float, headroom: float = 1.0
+) -> tuple[float, list[str]]:
     """Servers to carry ``peak_rate`` at ``rate_per_server`` with ``headroom`` to spare."""
     bare = peak_rate / rate_per_server
     value = float(math.ceil(bare * headroom))

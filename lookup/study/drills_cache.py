@@ -194,7 +194,8 @@ def _redirect_drill(tier: str, *, links: int, processes: int, l1_size: int, skew
                 end = clicks.counts()
                 end_t = time.monotonic()
             tier_errors = sum(r.shared_errors for r in resolvers) + sum(
-                int(getattr(t, "errors", 0)) for t in tiers)
+                int(getattr(t, "errors", 0)) for t in tiers
+            )
         finally:
             for t in tiers:
                 t.close()
@@ -225,9 +226,11 @@ def _redirect_drill(tier: str, *, links: int, processes: int, l1_size: int, skew
         "failed redirects": errors, "tier errors (answered as misses)": tier_errors,
         "seconds after the kill": round(end_t - mid_t, 2),
     }  # fmt: skip
-    summary = (f"With the tier up, {share_before:.1%} of redirects reached the link store "
-               f"({rate_before:,.0f} reads/s); after {what}, {share_after:.1%} did "
-               f"({rate_after:,.0f} reads/s), with {errors} failed redirects.")
+    summary = (
+        f"With the tier up, {share_before:.1%} of redirects reached the link store "
+        f"({rate_before:,.0f} reads/s); after {what}, {share_after:.1%} did "
+        f"({rate_after:,.0f} reads/s), with {errors} failed redirects."
+    )
     chain = (
         f"{links:,} links in a SQLite link store; {processes} resolvers (one per redirect "
         f"process) with an in-process LRU of {l1_size:,} links each, sharing one tier ({tier})",
@@ -333,8 +336,10 @@ def hot_key_stampede(callers: int = 200, single_flight: bool = True, load_ms: fl
     figures = {"callers": callers, "database loads": loads, "answered": answered,
                "misses": cache.misses, "waited on another's load": cache.waited,
                "load time (ms)": load_ms, "seconds": round(took, 3)}  # fmt: skip
-    summary = (f"{callers} callers missed the expired key together; with {mode} the database "
-               f"was read {loads} time{'s' if loads != 1 else ''} and {answered} got the value.")
+    summary = (
+        f"{callers} callers missed the expired key together; with {mode} the database "
+        f"was read {loads} time{'s' if loads != 1 else ''} and {answered} got the value."
+    )
     chain = (
         f"one key in a SQLite store whose read takes {load_ms:g} ms; a read-through cache on "
         f"an in-process tier with {mode}",
@@ -419,9 +424,11 @@ def ring_node_killed(nodes: int = 4, keys: int = 2000, placement: str = "ring") 
     figures = {"nodes": nodes, "keys": keys, "dead node's share": round(dead_share, 4),
                "miss share with the node dead": round(miss_down, 4),
                "miss share after it was dropped": round(miss_after, 4)}  # fmt: skip
-    summary = (f"With {how}, the killed node held {dead_share:.1%} of the keys; {miss_down:.1%} "
-               f"of reads missed while it was dead and {miss_after:.1%} after the clients "
-               "dropped it.")
+    summary = (
+        f"With {how}, the killed node held {dead_share:.1%} of the keys; {miss_down:.1%} "
+        f"of reads missed while it was dead and {miss_after:.1%} after the clients "
+        "dropped it."
+    )
     chain = (
         f"{nodes} standalone redis-servers; the client places {keys:,} keys by {how}",
         "kill -9 of one server; every key read back (a failed call is a miss)",
@@ -500,44 +507,57 @@ def write_behind_crash(mode: str = "write-behind", run_s: float = 1.5,
                "acknowledged but lost": len(lost), "lost share": round(len(lost) / len(acked), 4),
                "flush interval (s)": flush_interval_s if mode == "write-behind" else 0.0,
                "ran for (s)": run_s}  # fmt: skip
-    summary = (f"The {mode} writer acknowledged {len(acked):,} writes before kill -9; "
-               f"{len(lost):,} of them are not in the database.")
+    summary = (
+        f"The {mode} writer acknowledged {len(acked):,} writes before kill -9; "
+        f"{len(lost):,} of them are not in the database."
+    )
     chain = (
         f"a writer process ({mode}; flush every {flush_interval_s:g} s for write-behind) "
         f"writes through a real Redis tier to SQLite, printing an ack after each write",
         f"after {run_s:g} s: SIGKILL; every ack it printed is read, the database is read back",
-        f"acknowledged {len(acked):,}, stored {len(stored):,}, acknowledged but lost "
-        f"{len(lost):,}",
-        "choice: nothing lost → none; every ack lost and nothing stored → all; otherwise → "
-        "recent",
+        f"acknowledged {len(acked):,}, stored {len(stored):,}, acknowledged but lost {len(lost):,}",
+        "choice: nothing lost → none; every ack lost and nothing stored → all; otherwise → recent",
     )
     return outcome(WRITE_BEHIND_CHOICES, choice, figures, summary, chain)
 
 
 CACHE_DRILLS: dict[str, Drill] = {
     "redirect_cache_dies": Drill(
-        "redirect_cache_dies", "The shortener's cache tier dies under redirect load",
-        REDIRECT_CHOICES, redirect_cache_dies,
+        "redirect_cache_dies",
+        "The shortener's cache tier dies under redirect load",
+        REDIRECT_CHOICES,
+        redirect_cache_dies,
         {"links": 600, "processes": 2, "l1_size": 100, "skew": 1.0, "phase_s": 1.5, "seed": 7},
     ),
     "redirect_cache_dies_redis": Drill(
-        "redirect_cache_dies_redis", "The shortener's Redis is killed under redirect load",
-        REDIRECT_CHOICES, redirect_cache_dies_redis,
+        "redirect_cache_dies_redis",
+        "The shortener's Redis is killed under redirect load",
+        REDIRECT_CHOICES,
+        redirect_cache_dies_redis,
         {"links": 600, "processes": 2, "l1_size": 100, "skew": 1.0, "phase_s": 1.5, "seed": 7},
         requires=("redis",),
     ),
     "hot_key_stampede": Drill(
-        "hot_key_stampede", "A hot key expires under load", STAMPEDE_CHOICES, hot_key_stampede,
+        "hot_key_stampede",
+        "A hot key expires under load",
+        STAMPEDE_CHOICES,
+        hot_key_stampede,
         {"callers": 200, "single_flight": True, "load_ms": 100.0},
     ),
     "ring_node_killed": Drill(
-        "ring_node_killed", "A node of a client-side hashed cache is killed", RING_CHOICES,
-        ring_node_killed, {"nodes": 4, "keys": 2000, "placement": "ring"}, requires=("redis",),
+        "ring_node_killed",
+        "A node of a client-side hashed cache is killed",
+        RING_CHOICES,
+        ring_node_killed,
+        {"nodes": 4, "keys": 2000, "placement": "ring"},
+        requires=("redis",),
     ),
     "write_behind_crash": Drill(
-        "write_behind_crash", "A write-behind writer is killed", WRITE_BEHIND_CHOICES,
-        write_behind_crash, {"mode": "write-behind", "run_s": 1.5, "flush_interval_s": 0.5},
+        "write_behind_crash",
+        "A write-behind writer is killed",
+        WRITE_BEHIND_CHOICES,
+        write_behind_crash,
+        {"mode": "write-behind", "run_s": 1.5, "flush_interval_s": 0.5},
         requires=("redis",),
     ),
 }
-

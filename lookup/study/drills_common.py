@@ -18,8 +18,16 @@ from lookup import settings
 from lookup.errors import Unavailable
 from lookup.study.measure import DrillOutcome
 
-__all__ = ["SERVERS", "median", "need", "outcome", "path_in", "percentile", "scratch_dir",
-           "server_available"]
+__all__ = [
+    "SERVERS",
+    "median",
+    "need",
+    "outcome",
+    "path_in",
+    "percentile",
+    "scratch_dir",
+    "server_available",
+]
 
 #: The servers a drill may need: how to tell whether one is installed, and how to get it.
 SERVERS: dict[str, str] = {
@@ -51,7 +59,7 @@ def _where(name: str) -> str:
         return str(settings.get("redis_bin"))
     if name == "etcd":
         return str(settings.get("etcd_bin"))
-    return "/usr/lib/postgresql/*/bin"
+    return str(settings.get("postgres_bin") or "/usr/lib/postgresql/*/bin")
 
 
 def need(*names: str, drill: str = "") -> None:

@@ -15,8 +15,12 @@ from lookup.study.measure import Drill, DrillOutcome
 
 __all__ = ["KV_DRILLS"]
 
-_DONE = {"isolate": "isolated", "partition": "partitioned from one peer",
-         "kill": "killed with kill -9", "freeze": "frozen with SIGSTOP"}
+_DONE = {
+    "isolate": "isolated",
+    "partition": "partitioned from one peer",
+    "kill": "killed with kill -9",
+    "freeze": "frozen with SIGSTOP",
+}
 
 REPLICA_CHOICES = {
     "stale": "Some reads return an older value than a write that was already acknowledged",
@@ -26,8 +30,16 @@ REPLICA_CHOICES = {
 }
 
 
-def replica_isolated(w: int = 1, r: int = 1, n: int = 3, nodes: int = 4, keys: int = 8,
-                     ops: int = 96, failure: str = "isolate", seed: int = 7) -> DrillOutcome:
+def replica_isolated(
+    w: int = 1,
+    r: int = 1,
+    n: int = 3,
+    nodes: int = 4,
+    keys: int = 8,
+    ops: int = 96,
+    failure: str = "isolate",
+    seed: int = 7,
+) -> DrillOutcome:
     """A replica is cut off (``failure``: isolate, partition, kill, freeze) while clients
     read with ``r`` and write with ``w`` replies out of ``n``; the checker's verdict."""
     w, r, n, nodes, keys, ops = int(w), int(r), int(n), int(nodes), int(keys), int(ops)
@@ -59,10 +71,12 @@ def replica_isolated(w: int = 1, r: int = 1, n: int = 3, nodes: int = 4, keys: i
         "converged s after return": row["converged s after return"],
     }  # fmt: skip
     done = _DONE[failure]
-    summary = (f"N={n}, W={w}, R={r} ({'R+W>N' if r + w > n else 'R+W<=N'}), one replica "
-               f"{done}: {row['stale reads (failed)']} stale reads while it was cut off, "
-               f"read availability {reads_ok:.0%}, write availability {writes_ok:.0%}, "
-               f"{lost} acknowledged writes lost.")
+    summary = (
+        f"N={n}, W={w}, R={r} ({'R+W>N' if r + w > n else 'R+W<=N'}), one replica "
+        f"{done}: {row['stale reads (failed)']} stale reads while it was cut off, "
+        f"read availability {reads_ok:.0%}, write availability {writes_ok:.0%}, "
+        f"{lost} acknowledged writes lost."
+    )
     chain = (
         f"{nodes} storage-node processes on loopback, each key on N={n} of them",
         f"{keys} keys with the victim among their replicas, written first with W=N",
@@ -78,9 +92,10 @@ def replica_isolated(w: int = 1, r: int = 1, n: int = 3, nodes: int = 4, keys: i
 
 KV_DRILLS: dict[str, Drill] = {
     "replica_isolated": Drill(
-        "replica_isolated", "A replica is isolated while clients keep using it",
-        REPLICA_CHOICES, replica_isolated,
-        {"w": 1, "r": 1, "n": 3, "nodes": 4, "keys": 8, "ops": 96, "failure": "isolate",
-         "seed": 7},
+        "replica_isolated",
+        "A replica is isolated while clients keep using it",
+        REPLICA_CHOICES,
+        replica_isolated,
+        {"w": 1, "r": 1, "n": 3, "nodes": 4, "keys": 8, "ops": 96, "failure": "isolate", "seed": 7},
     ),
 }

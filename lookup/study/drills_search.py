@@ -32,8 +32,18 @@ _MODULES = ("collections", "itertools", "functools", "os", "re", "json", "pathli
             "dataclasses", "enum", "asyncio", "socket", "hashlib", "struct", "codecs", "io",
             "zipfile", "pickle", "inspect", "ast", "unittest", "difflib", "queue",
             "contextlib", "operator", "types")  # fmt: skip
-_QUERIES = ("return value", "iterator object", "file path", "thread lock", "default argument",
-            "string format", "exception raised", "new list", "time zone", "socket address")
+_QUERIES = (
+    "return value",
+    "iterator object",
+    "file path",
+    "thread lock",
+    "default argument",
+    "string format",
+    "exception raised",
+    "new list",
+    "time zone",
+    "socket address",
+)
 
 
 def _pages(limit: int) -> list[tuple[str, str, str]]:
@@ -68,8 +78,10 @@ def write_crawl(directory: Path, pages: int = 160) -> int:
         found = _pages(pages)
         for i, (url, title, text) in enumerate(found):
             paras = "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n\n"))
-            body = (f"<!doctype html><html><head><title>{html.escape(title)}</title></head>"
-                    f"<body><main><h1>{html.escape(title)}</h1>{paras}</main></body></html>")
+            body = (
+                f"<!doctype html><html><head><title>{html.escape(title)}</title></head>"
+                f"<body><main><h1>{html.escape(title)}</h1>{paras}</main></body></html>"
+            )
             key = warc.write_response(url, 200, [("Content-Type", "text/html; charset=utf-8")],
                                       body.encode(), fetched_at=base + i)  # fmt: skip
             events.append({
@@ -148,10 +160,12 @@ def slow_search_shard(delay_ms: float = 250.0, hedge: bool = True, deadline_ms: 
         "partial answers": partial, "hedges fired on the slow shard": status["hedgesFired"],
         "hedge wins": status["hedgeWins"], "requests slowed": status["replicas"][0]["slowed"],
     }  # fmt: skip
-    summary = (f"Shard 1's primary slowed by {delay_ms:g} ms with hedging "
-               f"{'on' if hedge else 'off'}: median {median(took):.0f} ms (healthy "
-               f"{base:.0f} ms), {slow}/{queries} queries took at least {slow_line:g} ms, "
-               f"{partial} came back without a shard.")
+    summary = (
+        f"Shard 1's primary slowed by {delay_ms:g} ms with hedging "
+        f"{'on' if hedge else 'off'}: median {median(took):.0f} ms (healthy "
+        f"{base:.0f} ms), {slow}/{queries} queries took at least {slow_line:g} ms, "
+        f"{partial} came back without a shard."
+    )
     chain = (
         f"{docs} pages indexed into {shards} shards, two replicas each, by the real indexer",
         f"{max(30, queries)} healthy queries first (each shard learns its p95 hedge delay; "
@@ -169,8 +183,17 @@ def slow_search_shard(delay_ms: float = 250.0, hedge: bool = True, deadline_ms: 
 
 SEARCH_DRILLS: dict[str, Drill] = {
     "slow_search_shard": Drill(
-        "slow_search_shard", "One search shard turns slow", SHARD_CHOICES, slow_search_shard,
-        {"delay_ms": 250.0, "hedge": True, "deadline_ms": 1000.0, "queries": 24, "shards": 4,
-         "probability": 1.0},
+        "slow_search_shard",
+        "One search shard turns slow",
+        SHARD_CHOICES,
+        slow_search_shard,
+        {
+            "delay_ms": 250.0,
+            "hedge": True,
+            "deadline_ms": 1000.0,
+            "queries": 24,
+            "shards": 4,
+            "probability": 1.0,
+        },
     ),
 }

@@ -30,8 +30,9 @@ __all__ = [
 _LN2_SQ = math.log(2) ** 2
 
 
-def bloom_false_positives(items: int = 20_000, bits_per_item: float = 9.6,
-                          probes: int = 100_000, seed: int = 1) -> Measured:  # fmt: skip
+def bloom_false_positives(
+    items: int = 20_000, bits_per_item: float = 9.6, probes: int = 100_000, seed: int = 1
+) -> Measured:
     """Fill a filter sized at ``bits_per_item`` bits per item with ``items`` random URLs,
     then ask it about ``probes`` other random URLs: the share it wrongly calls "seen"."""
     from lookup.kit.bloom import BloomFilter
@@ -41,12 +42,16 @@ def bloom_false_positives(items: int = 20_000, bits_per_item: float = 9.6,
     target = math.exp(-bits_per_item * _LN2_SQ)  # m = -n ln p / (ln 2)^2 solved for p
     bloom = BloomFilter(items, target)
     rng = random.Random(seed)
-    added = [f"https://site{rng.randrange(10_000)}.test/in/{rng.getrandbits(64):016x}"
-             for _ in range(items)]  # fmt: skip
+    added = [
+        f"https://site{rng.randrange(10_000)}.test/in/{rng.getrandbits(64):016x}"
+        for _ in range(items)
+    ]
     bloom.update(added)
     missed = sum(not bloom.might_contain(u) for u in added)
     false = sum(
-        bloom.might_contain(f"https://site{rng.randrange(10_000)}.test/out/{rng.getrandbits(64):016x}")
+        bloom.might_contain(
+            f"https://site{rng.randrange(10_000)}.test/out/{rng.getrandbits(64):016x}"
+        )
         for _ in range(probes)
     )
     rate = false / probes
@@ -61,11 +66,21 @@ def bloom_false_positives(items: int = 20_000, bits_per_item: float = 9.6,
         f"theory, (1 − e^(−k·n/m))^k with k={bloom.num_hashes}: "
         f"{bloom.expected_fp_rate(items):.3%}",
     )
-    return Measured(rate, "fraction", chain, {
-        "bits": bloom.num_bits, "bytes": bloom.size_bytes, "hashes": bloom.num_hashes,
-        "false positives": false, "probes": probes, "false negatives": missed,
-        "theoretical rate": bloom.expected_fp_rate(items), "bits set": bloom.bits_set(),
-    })  # fmt: skip
+    return Measured(
+        rate,
+        "fraction",
+        chain,
+        {
+            "bits": bloom.num_bits,
+            "bytes": bloom.size_bytes,
+            "hashes": bloom.num_hashes,
+            "false positives": false,
+            "probes": probes,
+            "false negatives": missed,
+            "theoretical rate": bloom.expected_fp_rate(items),
+            "bits set": bloom.bits_set(),
+        },
+    )
 
 
 def bloom_size(items: int = 1_000_000, fp_rate: float = 0.01) -> Measured:
@@ -82,10 +97,16 @@ def bloom_size(items: int = 1_000_000, fp_rate: float = 0.01) -> Measured:
         f"its bit array takes {bloom.size_bytes:,} bytes of memory",
         f"a set of the items themselves at ~100 bytes each would take about {100 * items:,} bytes",
     )
-    return Measured(float(bloom.size_bytes), "B", chain, {
-        "bits": bloom.num_bits, "hashes": bloom.num_hashes,
-        "bits per item": round(bloom.num_bits / items, 3),
-    })  # fmt: skip
+    return Measured(
+        float(bloom.size_bytes),
+        "B",
+        chain,
+        {
+            "bits": bloom.num_bits,
+            "hashes": bloom.num_hashes,
+            "bits per item": round(bloom.num_bits / items, 3),
+        },
+    )
 
 
 def single_flight(callers: int = 50, protect: bool = True, latency_ms: float = 100.0) -> Measured:
@@ -118,8 +139,9 @@ def single_flight(callers: int = 50, protect: bool = True, latency_ms: float = 1
                 except BaseException as exc:  # noqa: BLE001 - re-raised below
                     errors.append(exc)
 
-            threads = [threading.Thread(target=call, args=(i,), daemon=True)
-                       for i in range(callers)]  # fmt: skip
+            threads = [
+                threading.Thread(target=call, args=(i,), daemon=True) for i in range(callers)
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -141,13 +163,26 @@ def single_flight(callers: int = 50, protect: bool = True, latency_ms: float = 1
         + (f", begun within {spread:.0f} ms of each other" if loads > 1 else ""),
         f"callers that got the right value: {right} of {callers}",
     )
-    return Measured(float(loads), "count", chain, {
-        "store loads": loads, "misses": cache.misses, "hits": cache.hits, "answered": right,
-    })  # fmt: skip
+    return Measured(
+        float(loads),
+        "count",
+        chain,
+        {
+            "store loads": loads,
+            "misses": cache.misses,
+            "hits": cache.hits,
+            "answered": right,
+        },
+    )
 
 
-def cache_hit_ratio(cache_share: float = 0.2, links: int = 1_000, requests: int = 30_000,
-                    policy: str = "LRU", seed: int = 7) -> Measured:  # fmt: skip
+def cache_hit_ratio(
+    cache_share: float = 0.2,
+    links: int = 1_000,
+    requests: int = 30_000,
+    policy: str = "LRU",
+    seed: int = 7,
+) -> Measured:
     """The hit ratio of a cache holding ``cache_share`` of the links, on the shortener
     simulator's redirect traffic (Zipf-popular links, bots, previews, a viral burst)."""
     from lookup.blocks.cache.eviction import POLICIES, hit_ratio, make_policy
@@ -169,9 +204,16 @@ def cache_hit_ratio(cache_share: float = 0.2, links: int = 1_000, requests: int 
         f"replayed every redirect through it: {round(ratio * len(trace)):,} hits",
         f"hit ratio = {ratio:.1%}; the store sees the other {1 - ratio:.1%}",
     )
-    return Measured(ratio, "fraction", chain, {
-        "capacity": capacity, "requests": len(trace), "distinct keys": distinct,
-    })  # fmt: skip
+    return Measured(
+        ratio,
+        "fraction",
+        chain,
+        {
+            "capacity": capacity,
+            "requests": len(trace),
+            "distinct keys": distinct,
+        },
+    )
 
 
 EXPERIMENTS_CACHE = (

@@ -23,26 +23,40 @@ __all__ = ["EXPERIMENTS_CRAWLER", "crawl_politeness", "seen_dedup", "spellings"]
 
 
 def crawl_politeness(
-    pages: int = 600, hosts: int = 6, fetch_s: float = 0.2, min_delay: float = 1.0,
-    delay_factor: float = 10.0, workers: int = 100, crawl_delay: float = 0.0,
-) -> Measured:  # fmt: skip
+    pages: int = 600,
+    hosts: int = 6,
+    fetch_s: float = 0.2,
+    min_delay: float = 1.0,
+    delay_factor: float = 10.0,
+    workers: int = 100,
+    crawl_delay: float = 0.0,
+) -> Measured:
     """Seconds of (simulated) time to fetch ``pages`` pages spread evenly over ``hosts``
     hosts with ``workers`` fetchers, when each fetch takes ``fetch_s`` and the frontier
     leaves a host alone for ``max(crawl_delay, delay_factor × fetch_s, min_delay)``."""
-    from lookup.crawler.frontier import Frontier, FrontierEntry, PolitenessPolicy
+    from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
     from lookup.kit.urlnorm import url_hash
 
-    if not (1 <= hosts <= pages <= 200_000 and workers >= 1 and fetch_s > 0
-            and min_delay >= 0 and delay_factor >= 0 and crawl_delay >= 0):  # fmt: skip
-        raise ValueError("need 1 <= hosts <= pages <= 200,000, workers >= 1, fetch_s > 0 "
-                         "and non-negative delays")  # fmt: skip
+    if not (
+        1 <= hosts <= pages <= 200_000
+        and workers >= 1
+        and fetch_s > 0
+        and min_delay >= 0
+        and delay_factor >= 0
+        and crawl_delay >= 0
+    ):
+        raise ValueError(
+            "need 1 <= hosts <= pages <= 200,000, workers >= 1, fetch_s > 0 and non-negative delays"
+        )
     now = [0.0]
     frontier = Frontier(PolitenessPolicy(min_delay, delay_factor), clock=lambda: now[0])
     for i in range(pages):
         h = i % hosts
         url = f"http://site{h}.test/page/{i}.html"
-        frontier.add(FrontierEntry(url, url_hash(url), f"site{h}.test"), f"10.0.{h // 250}.{h % 250}")
-    busy: list[tuple[float, int, object]] = []  # (done at, order, lease)
+        frontier.add(
+            FrontierEntry(url, url_hash(url), f"site{h}.test"), f"10.0.{h // 250}.{h % 250}"
+        )
+    busy: list[tuple[float, int, Lease]] = []  # (done at, order, lease)
     order = itertools.count()
     fetched = robots = 0
     last = 0.0
@@ -62,13 +76,13 @@ def crawl_politeness(
             continue
         heapq.heappop(busy)
         now[0] = done_at
-        if lease.kind == "robots":  # type: ignore[attr-defined]
-            frontier.robots_known(lease.host, crawl_delay=crawl_delay or None)  # type: ignore[attr-defined]
+        if lease.kind == "robots":
+            frontier.robots_known(lease.host, crawl_delay=crawl_delay or None)
             robots += 1
         else:
             fetched += 1
-            per_host[lease.host] = per_host.get(lease.host, 0) + 1  # type: ignore[attr-defined]
-        frontier.complete(lease, fetch_s)  # type: ignore[arg-type]
+            per_host[lease.host] = per_host.get(lease.host, 0) + 1
+        frontier.complete(lease, fetch_s)
         last = now[0]
     else:
         raise RuntimeError("the simulated crawl did not finish")
@@ -81,8 +95,7 @@ def crawl_politeness(
         f"{pages:,} URLs queued on {hosts} host(s), each on its own address; {workers} fetchers",
         f"each request takes {fetch_s:g} s; after it the host rests max(Crawl-delay "
         f"{crawl_delay:g} s, {delay_factor:g} × {fetch_s:g} s, {min_delay:g} s) = {gap:g} s",
-        f"every host's first request is its robots.txt: {robots} of those, then "
-        f"{fetched:,} pages",
+        f"every host's first request is its robots.txt: {robots} of those, then {fetched:,} pages",
         f"the busiest host has {biggest:,} page(s), so {biggest + 1:,} requests one after "
         f"another: {biggest + 1:,} × {fetch_s:g} s + {biggest:,} × {gap:g} s = "
         f"{host_bound:,.1f} s at least",
@@ -90,10 +103,17 @@ def crawl_politeness(
         f"{fetch_bound:,.1f} s at least",
         f"the frontier finished the last page at {last:,.1f} s of simulated time",
     )
-    return Measured(last, "s", chain, {
-        "pages fetched": fetched, "robots fetched": robots, "per-host gap s": gap,
-        "busiest host pages": biggest,
-    })  # fmt: skip
+    return Measured(
+        last,
+        "s",
+        chain,
+        {
+            "pages fetched": fetched,
+            "robots fetched": robots,
+            "per-host gap s": gap,
+            "busiest host pages": biggest,
+        },
+    )
 
 
 def spellings(url: str, rng: random.Random) -> str:
@@ -114,9 +134,14 @@ def spellings(url: str, rng: random.Random) -> str:
     return f"{url}?sessionid={rng.getrandbits(32):08x}"
 
 
-def seen_dedup(pages: int = 500, links_per_page: int = 40, site_urls: int = 5_000,
-               variant_share: float = 0.3, normalize: bool = True,
-               seed: int = 9) -> Measured:  # fmt: skip
+def seen_dedup(
+    pages: int = 500,
+    links_per_page: int = 40,
+    site_urls: int = 5_000,
+    variant_share: float = 0.3,
+    normalize: bool = True,
+    seed: int = 9,
+) -> Measured:
     """Links found on ``pages`` pages, each to one of ``site_urls`` pages chosen at random
     and written another way ``variant_share`` of the time: the share the seen-URL check
     turns away as already known (``normalize=False`` checks the links as written)."""
@@ -125,10 +150,17 @@ def seen_dedup(pages: int = 500, links_per_page: int = 40, site_urls: int = 5_00
     from lookup.kit.storeurl import sqlite_url
     from lookup.kit.urlnorm import host_of, normalize_url, url_hash
 
-    if not (1 <= pages and 1 <= links_per_page and pages * links_per_page <= 200_000
-            and 1 <= site_urls <= 1_000_000 and 0.0 <= variant_share <= 1.0):  # fmt: skip
-        raise ValueError("need pages, links_per_page >= 1 (at most 200,000 links), "
-                         "1 <= site_urls <= 1,000,000 and 0 <= variant_share <= 1")  # fmt: skip
+    if not (
+        1 <= pages
+        and 1 <= links_per_page
+        and pages * links_per_page <= 200_000
+        and 1 <= site_urls <= 1_000_000
+        and 0.0 <= variant_share <= 1.0
+    ):
+        raise ValueError(
+            "need pages, links_per_page >= 1 (at most 200,000 links), "
+            "1 <= site_urls <= 1,000,000 and 0 <= variant_share <= 1"
+        )
     rng = random.Random(seed)
     found = []
     for _ in range(pages * links_per_page):
@@ -156,19 +188,30 @@ def seen_dedup(pages: int = 500, links_per_page: int = 40, site_urls: int = 5_00
         f"{pages:,} fetched pages with {links_per_page} links each: {links:,} links to "
         f"{site_urls:,} pages of a site, {variant_share:.0%} of them spelled another way "
         "(upper-case host, tracking or session parameters, a fragment, :80, /./)",
-        ("each link normalised first, then checked" if normalize
-         else "each link checked exactly as written, without normalising"),  # fmt: skip
+        (
+            "each link normalised first, then checked"
+            if normalize
+            else "each link checked exactly as written, without normalising"
+        ),
         f"the Bloom filter said 'definitely new' {stats.definitely_new:,} times (no store "
         f"lookup) and 'maybe seen' {stats.maybe_seen:,} times, {stats.false_positives} of "
         "them wrongly (the URL store corrected it)",
         f"new URLs written to the store: {new:,} (the store holds {stored:,})",
         f"links turned away as already seen: {dropped:,} of {links:,} = {share:.1%}",
     )
-    return Measured(share, "fraction", chain, {
-        "links": links, "new": new, "dropped": dropped,
-        "definitely new": stats.definitely_new, "maybe seen": stats.maybe_seen,
-        "false positives": stats.false_positives,
-    })  # fmt: skip
+    return Measured(
+        share,
+        "fraction",
+        chain,
+        {
+            "links": links,
+            "new": new,
+            "dropped": dropped,
+            "definitely new": stats.definitely_new,
+            "maybe seen": stats.maybe_seen,
+            "false positives": stats.false_positives,
+        },
+    )
 
 
 EXPERIMENTS_CRAWLER = (
@@ -176,14 +219,27 @@ EXPERIMENTS_CRAWLER = (
         "crawl_politeness",
         "How long a polite crawl takes when pages sit on few hosts",
         crawl_politeness,
-        {"pages": 600, "hosts": 6, "fetch_s": 0.2, "min_delay": 1.0, "delay_factor": 10.0,
-         "workers": 100, "crawl_delay": 0.0},
-    ),  # fmt: skip
+        {
+            "pages": 600,
+            "hosts": 6,
+            "fetch_s": 0.2,
+            "min_delay": 1.0,
+            "delay_factor": 10.0,
+            "workers": 100,
+            "crawl_delay": 0.0,
+        },
+    ),
     Experiment(
         "seen_dedup",
         "Discovered links the seen-URL check turns away",
         seen_dedup,
-        {"pages": 500, "links_per_page": 40, "site_urls": 5_000, "variant_share": 0.3,
-         "normalize": True, "seed": 9},
-    ),  # fmt: skip
+        {
+            "pages": 500,
+            "links_per_page": 40,
+            "site_urls": 5_000,
+            "variant_share": 0.3,
+            "normalize": True,
+            "seed": 9,
+        },
+    ),
 )

@@ -68,11 +68,20 @@ def ring_growth(
         f"between old nodes; they came from {donors} of the {nodes} old nodes",
         f"the least that must move is added ÷ (N + added) = {ideal:.2%}",
     )
-    return Measured(share, "fraction", chain, {
-        "scheme": scheme, "keys": keys, "moved": len(moved), "moved to new nodes": to_new,
-        "moved between old nodes": len(moved) - to_new, "donor nodes": donors,
-        "ideal share": round(ideal, 4),
-    })  # fmt: skip
+    return Measured(
+        share,
+        "fraction",
+        chain,
+        {
+            "scheme": scheme,
+            "keys": keys,
+            "moved": len(moved),
+            "moved to new nodes": to_new,
+            "moved between old nodes": len(moved) - to_new,
+            "donor nodes": donors,
+            "ideal share": round(ideal, 4),
+        },
+    )
 
 
 def ring_balance(nodes: int = 10, vnodes: int = 1, keys: int = 20_000) -> Measured:
@@ -90,10 +99,15 @@ def ring_balance(nodes: int = 10, vnodes: int = 1, keys: int = 20_000) -> Measur
         f"busiest ÷ mean = {max(load):,} ÷ {mean:,.0f} = {ratio:.2f}",
         f"spread (standard deviation ÷ mean) = {statistics.pstdev(load) / mean:.2f}",
     )
-    return Measured(ratio, "×", chain, {
-        "keys per node": dict(zip(names, load, strict=True)),
-        "min/mean": round(min(load) / mean, 3),
-    })  # fmt: skip
+    return Measured(
+        ratio,
+        "×",
+        chain,
+        {
+            "keys per node": dict(zip(names, load, strict=True)),
+            "min/mean": round(min(load) / mean, 3),
+        },
+    )
 
 
 _FIGURES = {
@@ -104,9 +118,15 @@ _FIGURES = {
 
 
 def quorum_under_isolation(
-    w: int = 1, r: int = 1, n: int = 3, size: int = 4, keys: int = 4, ops: int = 32,
-    seed: int = 7, figure: str = "stale_read_rate",
-) -> Measured:  # fmt: skip
+    w: int = 1,
+    r: int = 1,
+    n: int = 3,
+    size: int = 4,
+    keys: int = 4,
+    ops: int = 32,
+    seed: int = 7,
+    figure: str = "stale_read_rate",
+) -> Measured:
     """Real node processes; one home replica of every key is cut off from its peers while
     clients (one per node, the isolated one included) read and write with ``W``/``R``.
 
@@ -119,9 +139,15 @@ def quorum_under_isolation(
     from lookup.blocks.kv.experiments import quorum_table
 
     row = quorum_table(
-        ((w, r),), failure="isolate", size=size, n=n, keys=keys, ops=ops,
-        recovery_ops=max(4, ops // 4), seed=seed,
-    )[0]  # fmt: skip
+        ((w, r),),
+        failure="isolate",
+        size=size,
+        n=n,
+        keys=keys,
+        ops=ops,
+        recovery_ops=max(4, ops // 4),
+        seed=seed,
+    )[0]
     key, words = _FIGURES[figure]
     value = float(row[key])
     chain = (
@@ -158,7 +184,15 @@ EXPERIMENTS_KV = (
         "quorum_under_isolation",
         "Quorum reads and writes with one replica cut off (real node processes)",
         quorum_under_isolation,
-        {"w": 1, "r": 1, "n": 3, "size": 4, "keys": 4, "ops": 32, "seed": 7,
-         "figure": "stale_read_rate"},
-    ),  # fmt: skip
+        {
+            "w": 1,
+            "r": 1,
+            "n": 3,
+            "size": 4,
+            "keys": 4,
+            "ops": 32,
+            "seed": 7,
+            "figure": "stale_read_rate",
+        },
+    ),
 )

@@ -25,8 +25,9 @@ _ALGORITHM_WORDS = {
 }
 
 
-def window_boundary(limit: int = 100, window_s: float = 60.0,
-                    algorithm: str = "fixed_window") -> Measured:  # fmt: skip
+def window_boundary(
+    limit: int = 100, window_s: float = 60.0, algorithm: str = "fixed_window"
+) -> Measured:
     """Requests admitted when ``limit − 1`` arrive at 0:59 of a window and ``limit − 1``
     more at 1:00 (scaled to ``window_s``), by the limiter ``algorithm``."""
     from lookup.blocks.limits.experiments import boundary_burst
@@ -57,9 +58,13 @@ _QUOTA_ROWS = {"divided": 1, "grown": 2, "hybrid": 3, "shared": 0}
 
 
 def split_quota(
-    limit: int = 100, instances: int = 4, hot_share: float = 0.8, offered: float = 2.0,
-    figure: str = "divided", seed: int = 0,
-) -> Measured:  # fmt: skip
+    limit: int = 100,
+    instances: int = 4,
+    hot_share: float = 0.8,
+    offered: float = 2.0,
+    figure: str = "divided",
+    seed: int = 0,
+) -> Measured:
     """One client's quota of ``limit`` enforced across ``instances`` servers that see its
     ``offered × limit`` requests unevenly (``hot_share`` on one, the rest spread evenly).
 
@@ -81,12 +86,15 @@ def split_quota(
         f"one client allowed {limit} requests (nothing refills meanwhile) sends "
         f"{row['offered']} through {instances} servers: {hot_share:.0%} to one, "
         f"{rest:.1%} to each other",
-        *(f"{r['enforcement']}: admitted {r['admitted']} ({r['× limit']} × the limit; "
-          f"per server {r['per instance']})" for r in rows),
+        *(
+            f"{r['enforcement']}: admitted {r['admitted']} ({r['× limit']} × the limit; "
+            f"per server {r['per instance']})"
+            for r in rows
+        ),
         f"reported: {row['enforcement']} — {row['admitted']} admitted, "
         f"{row['refused within the quota']} refused that the quota allowed, "
         f"{row['admitted beyond the quota']} admitted beyond it",
-    )  # fmt: skip
+    )
     return Measured(float(row["admitted"]), "count", chain, {"rows": rows})
 
 
@@ -101,8 +109,7 @@ class _TickingClock:
         return self.start_ms + self.reads // self.reads_per_ms
 
 
-def snowflake_per_ms(sequence_bits: int = 12, ids: int = 0,
-                     reads_per_ms: int = 50_000) -> Measured:  # fmt: skip
+def snowflake_per_ms(sequence_bits: int = 12, ids: int = 0, reads_per_ms: int = 50_000) -> Measured:
     """The most ids one Snowflake worker stamps with the same millisecond.
 
     The generator asks a clock that ticks once every ``reads_per_ms`` reads — a worker
@@ -137,7 +144,7 @@ def snowflake_per_ms(sequence_bits: int = 12, ids: int = 0,
         f"asked one worker for {ids:,} ids on a clock that moves one millisecond per "
         f"{reads_per_ms:,} reads",
         f"decoded every id: they span {len(per_ms)} milliseconds; the fullest holds "
-        f"{most:,} ids (2^{sequence_bits} = {2 ** sequence_bits:,})",
+        f"{most:,} ids (2^{sequence_bits} = {2**sequence_bits:,})",
         f"the sequence ran out and the generator waited for the next millisecond "
         f"{gen.waits} time(s); all {len(set(issued)):,} ids distinct, "
         f"{'strictly increasing' if in_order else 'NOT in order'}",
@@ -146,10 +153,18 @@ def snowflake_per_ms(sequence_bits: int = 12, ids: int = 0,
         f"on this machine's real clock this Python generator issued about {wall_rate:,.0f} "
         "ids per millisecond",
     )
-    return Measured(float(most), "exact", chain, {
-        "milliseconds": len(per_ms), "waits": gen.waits, "distinct": len(set(issued)),
-        "increasing": in_order, "wall-clock ids per ms": round(wall_rate),
-    })  # fmt: skip
+    return Measured(
+        float(most),
+        "exact",
+        chain,
+        {
+            "milliseconds": len(per_ms),
+            "waits": gen.waits,
+            "distinct": len(set(issued)),
+            "increasing": in_order,
+            "wall-clock ids per ms": round(wall_rate),
+        },
+    )
 
 
 EXPERIMENTS_LIMITS = (
@@ -163,9 +178,15 @@ EXPERIMENTS_LIMITS = (
         "split_quota",
         "One quota split across servers under skewed traffic",
         split_quota,
-        {"limit": 100, "instances": 4, "hot_share": 0.8, "offered": 2.0, "figure": "divided",
-         "seed": 0},
-    ),  # fmt: skip
+        {
+            "limit": 100,
+            "instances": 4,
+            "hot_share": 0.8,
+            "offered": 2.0,
+            "figure": "divided",
+            "seed": 0,
+        },
+    ),
     Experiment(
         "snowflake_per_ms",
         "Ids one Snowflake worker issues in a millisecond",

@@ -19,7 +19,9 @@ _LAT, _LNG = 12.9352, 77.6245
 _MAX_CELLS = 200_000
 
 
-def _places(lat: float, lng: float, half_side_m: float, count: int, seed: int) -> list[dict[str, Any]]:
+def _places(
+    lat: float, lng: float, half_side_m: float, count: int, seed: int
+) -> list[dict[str, Any]]:
     """``count`` places spread evenly over a square of ``2 × half_side_m`` around a point."""
     import numpy as np
 
@@ -31,11 +33,22 @@ def _places(lat: float, lng: float, half_side_m: float, count: int, seed: int) -
     lats = np.clip(lat + rng.uniform(-d_lat, d_lat, count), -90.0, 90.0)
     lngs = lng + rng.uniform(-d_lng, d_lng, count)
     return [
-        {"id": f"p:{i}", "num": i, "name": f"Place {i}", "lat": float(a), "lng": float(b),
-         "category": "restaurant", "kind": "business", "tags": "[]", "review_count": 0,
-         "review_stars": 0, "generated": 1, "updated_at": 0.0}
+        {
+            "id": f"p:{i}",
+            "num": i,
+            "name": f"Place {i}",
+            "lat": float(a),
+            "lng": float(b),
+            "category": "restaurant",
+            "kind": "business",
+            "tags": "[]",
+            "review_count": 0,
+            "review_stars": 0,
+            "generated": 1,
+            "updated_at": 0.0,
+        }
         for i, (a, b) in enumerate(zip(lats, lngs, strict=True))
-    ]  # fmt: skip
+    ]
 
 
 def _index(rows: list[dict[str, Any]]) -> Any:
@@ -45,9 +58,13 @@ def _index(rows: list[dict[str, Any]]) -> Any:
 
 
 def radius_cells(
-    radius_m: float = 5_000.0, precision: int = 5, lat: float = _LAT, lng: float = _LNG,
-    places: int = 4_000, seed: int = 3,
-) -> Measured:  # fmt: skip
+    radius_m: float = 5_000.0,
+    precision: int = 5,
+    lat: float = _LAT,
+    lng: float = _LNG,
+    places: int = 4_000,
+    seed: int = 3,
+) -> Measured:
     """How many geohash cells of ``precision`` a circle of ``radius_m`` needs.
 
     The index covers the circle's bounding box with every cell of that precision it
@@ -85,18 +102,31 @@ def radius_cells(
         f"{index.count_in(block_ranges):,} places",
         f"after the exact distance filter {len(found):,} places are within the radius",
     )
-    return Measured(float(len(cells)), "count", chain, {
-        "precision": precision, "cells": len(cells), "ranges": len(ranges),
-        "candidates": index.count_in(ranges), "precision for radius": chosen,
-        "block cells": len(block), "block candidates": index.count_in(block_ranges),
-        "within radius": len(found),
-    })  # fmt: skip
+    return Measured(
+        float(len(cells)),
+        "count",
+        chain,
+        {
+            "precision": precision,
+            "cells": len(cells),
+            "ranges": len(ranges),
+            "candidates": index.count_in(ranges),
+            "precision for radius": chosen,
+            "block cells": len(block),
+            "block candidates": index.count_in(block_ranges),
+            "within radius": len(found),
+        },
+    )
 
 
 def neighbour_miss(
-    radius_m: float = 500.0, places: int = 20_000, queries: int = 200, seed: int = 5,
-    lat: float = _LAT, lng: float = _LNG,
-) -> Measured:  # fmt: skip
+    radius_m: float = 500.0,
+    places: int = 20_000,
+    queries: int = 200,
+    seed: int = 5,
+    lat: float = _LAT,
+    lng: float = _LNG,
+) -> Measured:
     """The share of the places truly within ``radius_m`` that a search misses when it
     reads only the query point's own geohash cell instead of the 3×3 block."""
     import numpy as np
@@ -116,8 +146,11 @@ def neighbour_miss(
     d_lat = 0.7 * half / gh.METRES_PER_DEGREE
     d_lng = d_lat / math.cos(math.radians(lat))
     truth = own_found = block_found = own_read = block_read = 0
-    for qa, qb in zip(lat + rng.uniform(-d_lat, d_lat, queries),
-                      lng + rng.uniform(-d_lng, d_lng, queries), strict=True):  # fmt: skip
+    for qa, qb in zip(
+        lat + rng.uniform(-d_lat, d_lat, queries),
+        lng + rng.uniform(-d_lng, d_lng, queries),
+        strict=True,
+    ):
         p = gh.precision_for_radius(radius_m, float(qa))
         cell = gh.cell_value(gh.encode_code(float(qa), float(qb)), p)
         own = merge_cells(np.array([cell], dtype=np.int64), p)
@@ -145,11 +178,19 @@ def neighbour_miss(
         f"reading the 3×3 block found {block_found:,} ({block_read:,} places read): "
         f"{truth - block_found} missed",
     )
-    return Measured(missed, "fraction", chain, {
-        "in radius (brute force)": truth, "found in own cell": own_found,
-        "found in 3x3 block": block_found, "read in own cell": own_read,
-        "read in 3x3 block": block_read, "precision": p_mid,
-    })  # fmt: skip
+    return Measured(
+        missed,
+        "fraction",
+        chain,
+        {
+            "in radius (brute force)": truth,
+            "found in own cell": own_found,
+            "found in 3x3 block": block_found,
+            "read in own cell": own_read,
+            "read in 3x3 block": block_read,
+            "precision": p_mid,
+        },
+    )
 
 
 EXPERIMENTS_PROXIMITY = (
@@ -157,14 +198,12 @@ EXPERIMENTS_PROXIMITY = (
         "radius_cells",
         "Geohash cells a radius search must read at a given precision",
         radius_cells,
-        {"radius_m": 5_000.0, "precision": 5, "lat": _LAT, "lng": _LNG, "places": 4_000,
-         "seed": 3},
-    ),  # fmt: skip
+        {"radius_m": 5_000.0, "precision": 5, "lat": _LAT, "lng": _LNG, "places": 4_000, "seed": 3},
+    ),
     Experiment(
         "neighbour_miss",
         "Places missed by reading only the query's own geohash cell",
         neighbour_miss,
-        {"radius_m": 500.0, "places": 20_000, "queries": 200, "seed": 5, "lat": _LAT,
-         "lng": _LNG},
-    ),  # fmt: skip
+        {"radius_m": 500.0, "places": 20_000, "queries": 200, "seed": 5, "lat": _LAT, "lng": _LNG},
+    ),
 )

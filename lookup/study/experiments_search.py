@@ -48,20 +48,32 @@ def build_small_index(work: Path, pages: int, shards: int, seed: int) -> list[st
     try:
         for n in range(pages):
             title = " ".join(rng.choices(words[:400], k=5)).capitalize()
-            body = " ".join(rng.choices(words, k=rng.randint(60, 200)))
+            body = " ".join(rng.choices(words, k=rng.randint(40, 120)))
             url = f"http://gen{n % 8}.corpus.test/page/{n}.html"
             html = f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>"
             when = _START + 60.0 * n
             key = warc.write_response(
-                url, 200, [("Content-Type", "text/html; charset=utf-8")], html.encode(),
+                url,
+                200,
+                [("Content-Type", "text/html; charset=utf-8")],
+                html.encode(),
                 fetched_at=when,
-            )  # fmt: skip
-            log.append({
-                "type": "PageFetched", "url": url, "urlHash": url_hash(url),
-                "fetchedAt": iso(when), "httpStatus": 200,
-                "contentHash": content_hash(title + "\n" + body), "simhash": "0x0",
-                "storageKey": key, "outLinks": 0, "changed": True, "title": title,
-            })  # fmt: skip
+            )
+            log.append(
+                {
+                    "type": "PageFetched",
+                    "url": url,
+                    "urlHash": url_hash(url),
+                    "fetchedAt": iso(when),
+                    "httpStatus": 200,
+                    "contentHash": content_hash(title + "\n" + body),
+                    "simhash": "0x0",
+                    "storageKey": key,
+                    "outLinks": 0,
+                    "changed": True,
+                    "title": title,
+                }
+            )
     finally:
         warc.close()
         log.close()
@@ -75,9 +87,15 @@ def _p(values: list[float], q: float) -> float:
 
 
 def fanout_tail(
-    shards: int = 8, slow_share: float = 0.02, delay_ms: float = 100.0, queries: int = 120,
-    hedge: bool = False, figure: str = "slow_share", pages: int = 320, seed: int = 11,
-) -> Measured:  # fmt: skip
+    shards: int = 8,
+    slow_share: float = 0.02,
+    delay_ms: float = 100.0,
+    queries: int = 120,
+    hedge: bool = False,
+    figure: str = "slow_share",
+    pages: int = 200,
+    seed: int = 11,
+) -> Measured:
     """Queries over ``shards`` shards whose primaries are each slow by ``delay_ms`` with
     probability ``slow_share``; ``hedge`` sends a late shard's request to its replica.
 
@@ -88,10 +106,17 @@ def fanout_tail(
 
     if figure not in _FIGURES:
         raise ValueError(f"figure must be one of {', '.join(_FIGURES)}")
-    if not (1 <= shards <= 32 and 0.0 <= slow_share <= 1.0 and 0 < delay_ms <= 2_000
-            and 1 <= queries <= 1_000 and pages >= 10 * shards):  # fmt: skip
-        raise ValueError("need 1 <= shards <= 32, 0 <= slow_share <= 1, 0 < delay_ms <= 2000, "
-                         "1 <= queries <= 1000 and pages >= 10 × shards")  # fmt: skip
+    if not (
+        1 <= shards <= 32
+        and 0.0 <= slow_share <= 1.0
+        and 0 < delay_ms <= 2_000
+        and 1 <= queries <= 1_000
+        and pages >= 10 * shards
+    ):
+        raise ValueError(
+            "need 1 <= shards <= 32, 0 <= slow_share <= 1, 0 < delay_ms <= 2000, "
+            "1 <= queries <= 1000 and pages >= 10 × shards"
+        )
     work = Path(tempfile.mkdtemp(prefix="study-search-"))
     state = random.getstate()  # the fault switch draws from the module's generator
     service: Any = None
@@ -101,8 +126,9 @@ def fanout_tail(
         service = SearchService(work / "index", coordinator=coordinator, realtime=False)
         service.reload()
         rng = random.Random(seed + 1)
-        texts = [f"{rng.choice(words[:600])} {rng.choice(words[:600])}"
-                 for _ in range(queries + 30)]  # fmt: skip
+        texts = [
+            f"{rng.choice(words[:600])} {rng.choice(words[:600])}" for _ in range(queries + 30)
+        ]
         for text in texts[:30]:  # healthy queries first: each shard learns its own p95
             service.search(text, ranking="hand", suggest=False)
         coordinator.reset_counters()
@@ -133,8 +159,11 @@ def fanout_tail(
         f"indexed {pages} generated pages into {shards} shards, two replicas each; every "
         "query goes to every shard",
         f"each primary made slow by {delay_ms:g} ms with probability {slow_share:g}; hedging "
-        + ("on: a shard late past its own p95 is asked again at its replica" if hedge
-           else "off: the query waits for its slowest shard"),  # fmt: skip
+        + (
+            "on: a shard late past its own p95 is asked again at its replica"
+            if hedge
+            else "off: the query waits for its slowest shard"
+        ),
         f"ran {len(took)} queries; {slowed} of them drew at least one slow primary "
         f"(1 − (1 − {slow_share:g})^{shards} = {1 - (1 - slow_share) ** shards:.1%} expected)",
         f"hedges fired: {hedges}; won by the replica: {wins}",
@@ -142,11 +171,22 @@ def fanout_tail(
         f"query time: median {p50:.1f} ms, 99th percentile {p99:.1f} ms",
     )
     unit = "fraction" if figure == "slow_share" else "s"
-    return Measured(value, unit, chain, {
-        "queries": len(took), "queries with a slowed primary": slowed, "slow queries": slow,
-        "slow share": share, "p50 ms": p50, "p99 ms": p99, "hedges fired": hedges,
-        "hedge wins": wins, "threshold ms": threshold,
-    })  # fmt: skip
+    return Measured(
+        value,
+        unit,
+        chain,
+        {
+            "queries": len(took),
+            "queries with a slowed primary": slowed,
+            "slow queries": slow,
+            "slow share": share,
+            "p50 ms": p50,
+            "p99 ms": p99,
+            "hedges fired": hedges,
+            "hedge wins": wins,
+            "threshold ms": threshold,
+        },
+    )
 
 
 EXPERIMENTS_SEARCH = (
@@ -154,7 +194,15 @@ EXPERIMENTS_SEARCH = (
         "fanout_tail",
         "Slow queries when every query fans out to every shard, with and without hedging",
         fanout_tail,
-        {"shards": 8, "slow_share": 0.02, "delay_ms": 100.0, "queries": 120, "hedge": False,
-         "figure": "slow_share", "pages": 320, "seed": 11},
-    ),  # fmt: skip
+        {
+            "shards": 8,
+            "slow_share": 0.02,
+            "delay_ms": 100.0,
+            "queries": 120,
+            "hedge": False,
+            "figure": "slow_share",
+            "pages": 200,
+            "seed": 11,
+        },
+    ),
 )

@@ -26,8 +26,9 @@ def _shared_prefix(a: str, b: str) -> int:
     return n
 
 
-def key_neighbours(keys: int = 5_000, start: int = 1_000_000, permute: bool = True,
-                   secret: int = 1) -> Measured:  # fmt: skip
+def key_neighbours(
+    keys: int = 5_000, start: int = 1_000_000, permute: bool = True, secret: int = 1
+) -> Measured:
     """Mint ``keys`` keys from consecutive ids (starting at ``start``): the share of
     consecutive pairs whose keys begin with the same character.
 
@@ -69,29 +70,44 @@ def key_neighbours(keys: int = 5_000, start: int = 1_000_000, permute: bool = Tr
         f"leading characters shared with the previous key, on average: {mean:.3f}",
         last,
     )
-    return Measured(share, "fraction", chain, {
-        "keys": keys, "distinct": len(set(made)), "mean shared prefix": round(mean, 4),
-        "sample": made[:10],
-    })  # fmt: skip
+    return Measured(
+        share,
+        "fraction",
+        chain,
+        {
+            "keys": keys,
+            "distinct": len(set(made)),
+            "mean shared prefix": round(mean, 4),
+            "sample": made[:10],
+        },
+    )
 
 
-def id_block_gaps(instances: int = 3, lives: int = 2, minted: int = 2_500,
-                  block_size: int = 10_000) -> Measured:  # fmt: skip
+def id_block_gaps(
+    instances: int = 3, lives: int = 2, minted: int = 2_500, block_size: int = 10_000
+) -> Measured:
     """Ids leased but never used when each of ``instances`` servers is started ``lives``
     times, mints ``minted`` keys per life from blocks of ``block_size``, and dies."""
     from lookup.kit.ids import SqliteIdAllocator
 
-    if not (1 <= instances <= 50 and 1 <= lives <= 20 and 1 <= minted <= 100_000
-            and 1 <= block_size <= 10_000_000):  # fmt: skip
-        raise ValueError("need 1 <= instances <= 50, 1 <= lives <= 20, 1 <= minted <= 100,000 "
-                         "and 1 <= block_size <= 10,000,000")  # fmt: skip
+    if not (
+        1 <= instances <= 50
+        and 1 <= lives <= 20
+        and 1 <= minted <= 100_000
+        and 1 <= block_size <= 10_000_000
+    ):
+        raise ValueError(
+            "need 1 <= instances <= 50, 1 <= lives <= 20, 1 <= minted <= 100,000 "
+            "and 1 <= block_size <= 10,000,000"
+        )
     issued: list[int] = []
     leases = 0
     with tempfile.TemporaryDirectory(prefix="study-ids-") as tmp:
         path = Path(tmp) / "ids.sqlite3"
         for _ in range(lives):
-            servers = [SqliteIdAllocator(path, "links", block_size=block_size)
-                       for _ in range(instances)]  # fmt: skip
+            servers = [
+                SqliteIdAllocator(path, "links", block_size=block_size) for _ in range(instances)
+            ]
             for _ in range(minted):  # the servers take turns, as traffic would spread
                 for server in servers:
                     issued.append(server.next_id())
@@ -110,10 +126,17 @@ def id_block_gaps(instances: int = 3, lives: int = 2, minted: int = 2_500,
         f"ids leased but never used (gaps, never duplicates): {counter:,} − {len(issued):,} "
         f"= {burned:,}",
     )
-    return Measured(float(burned), "count", chain, {
-        "issued": len(issued), "leases": leases, "counter": counter, "duplicates":
-        len(issued) - distinct,
-    })  # fmt: skip
+    return Measured(
+        float(burned),
+        "count",
+        chain,
+        {
+            "issued": len(issued),
+            "leases": leases,
+            "counter": counter,
+            "duplicates": len(issued) - distinct,
+        },
+    )
 
 
 EXPERIMENTS_SHORTENER = (

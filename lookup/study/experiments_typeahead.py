@@ -39,8 +39,9 @@ def english_queries(events: int, seed: int) -> tuple[tuple[str, ...], tuple[int,
     return tuple(log.strings[i] for i in ids), tuple(int(counts[i]) for i in ids)
 
 
-def typeahead_completions(events: int = 30_000, prefix_len: int = 2, k: int = 10,
-                          seed: int = 11) -> Measured:  # fmt: skip
+def typeahead_completions(
+    events: int = 30_000, prefix_len: int = 2, k: int = 10, seed: int = 11
+) -> Measured:
     """How many queries complete a ``prefix_len``-character prefix, averaged over what
     people typed — what a trie without stored answers would visit per keystroke, against
     the ``k`` ids each node of this trie keeps."""
@@ -81,11 +82,20 @@ def typeahead_completions(events: int = 30_000, prefix_len: int = 2, k: int = 10
         f"the trie answers each of them from the node's stored list of at most {k} "
         f"({stored_ok} of {len(typed)} lists checked best-first and full)",
     )
-    return Measured(weighted, "count", chain, {
-        "distinct queries": len(queries), "prefixes": len(typed), "nodes": arrays.n_nodes,
-        "plain trie nodes": arrays.plain_nodes, "largest prefix": busiest,
-        "largest completions": under[busiest], "stored ids": len(arrays.top_ids),
-    })  # fmt: skip
+    return Measured(
+        weighted,
+        "count",
+        chain,
+        {
+            "distinct queries": len(queries),
+            "prefixes": len(typed),
+            "nodes": arrays.n_nodes,
+            "plain trie nodes": arrays.plain_nodes,
+            "largest prefix": busiest,
+            "largest completions": under[busiest],
+            "stored ids": len(arrays.top_ids),
+        },
+    )
 
 
 def _letter_starts(shards: int) -> list[str]:
@@ -93,8 +103,9 @@ def _letter_starts(shards: int) -> list[str]:
     return [""] + [letters[round(i * 26 / shards)] for i in range(1, shards)]
 
 
-def typeahead_shard_skew(events: int = 30_000, shards: int = 4, planned: bool = False,
-                         seed: int = 11) -> Measured:  # fmt: skip
+def typeahead_shard_skew(
+    events: int = 30_000, shards: int = 4, planned: bool = False, seed: int = 11
+) -> Measured:
     """The busiest shard's share of searches when the English queries are cut into
     ``shards`` prefix ranges: by equal runs of the alphabet (``planned=False``) or by
     the planner's measured key counts and traffic (``planned=True``)."""
@@ -113,8 +124,11 @@ def typeahead_shard_skew(events: int = 30_000, shards: int = 4, planned: bool = 
     total = sum(traffic)
     shares = [t / total for t in traffic]
     top = max(range(plan.n), key=lambda i: shares[i])
-    how = ("the planner's boundaries, drawn from measured keys and traffic per two-letter "
-           "bucket" if planned else "equal runs of the alphabet")  # fmt: skip
+    how = (
+        "the planner's boundaries, drawn from measured keys and traffic per two-letter bucket"
+        if planned
+        else "equal runs of the alphabet"
+    )
     chain = (
         f"{len(queries):,} distinct English queries, {total:,} searches by people",
         f"cut into {plan.n} shards by {how}: starts {plan.starts[1:]}",
@@ -122,10 +136,16 @@ def typeahead_shard_skew(events: int = 30_000, shards: int = 4, planned: bool = 
         f"the busiest shard (from {plan.starts[top] or 'the start'!r}) takes {shares[top]:.1%}; "
         f"an even split would give each {1 / plan.n:.1%}",
     )
-    return Measured(shares[top], "fraction", chain, {
-        "starts": plan.starts, "traffic shares": [round(s, 4) for s in shares],
-        "keys per shard": keys,
-    })  # fmt: skip
+    return Measured(
+        shares[top],
+        "fraction",
+        chain,
+        {
+            "starts": plan.starts,
+            "traffic shares": [round(s, 4) for s in shares],
+            "keys per shard": keys,
+        },
+    )
 
 
 EXPERIMENTS_TYPEAHEAD = (

@@ -39,8 +39,7 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     n = len(needle)
     first = needle[0]
     return any(
-        haystack[i] == first and haystack[i : i + n] == needle
-        for i in range(len(haystack) - n + 1)
+        haystack[i] == first and haystack[i : i + n] == needle for i in range(len(haystack) - n + 1)
     )
 
 

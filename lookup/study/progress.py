@@ -13,7 +13,7 @@ import json
 import threading
 import unicodedata
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ def check_learner(name: str) -> str:
 
 
 def _iso(when: datetime) -> str:
-    return when.astimezone(timezone.utc).isoformat(timespec="seconds")
+    return when.astimezone(UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class ProgressStore:
     def record(self, learner: str, r: Review, when: datetime | None = None) -> datetime:
         """Record ``r`` and reschedule its card; returns when the item is due next."""
         learner = check_learner(learner)
-        when = when or datetime.now(timezone.utc)
+        when = when or datetime.now(UTC)
         grade = r.grade if r.grade in SCORE and r.grade not in VERDICT_RATING else None
         if grade is None:
             raise ValueError("grade must be one of again, hard, good, easy")
@@ -167,7 +167,7 @@ class ProgressStore:
 
     def due(self, learner: str, until: datetime | None = None) -> list[tuple[str, datetime]]:
         """Items due for ``learner`` by ``until`` (default now), most overdue first."""
-        until = until or datetime.now(timezone.utc)
+        until = until or datetime.now(UTC)
         rows = self._rows(
             "SELECT item_id, due FROM cards WHERE learner = ? AND due <= ? ORDER BY due, item_id",
             check_learner(learner), _iso(until),
@@ -176,7 +176,7 @@ class ProgressStore:
 
     def due_counts(self, learner: str, now: datetime | None = None) -> dict[str, int]:
         """Cards due now, by the end of today (UTC) and within the next seven days."""
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         end_of_day = now.replace(hour=23, minute=59, second=59, microsecond=0)
         return {
             "now": len(self.due(learner, now)),

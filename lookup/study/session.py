@@ -44,6 +44,12 @@ def check_choice(names: Iterable[str] | None, allowed: Iterable[str], what: str)
     return chosen
 
 
+def _runnable(item: Item) -> bool:
+    from lookup.study.drills import DRILLS, available
+
+    return item.checker is not None and available(DRILLS[item.checker.drill or ""])
+
+
 def plan_session(
     store: ProgressStore,
     learner: str,
@@ -83,7 +89,9 @@ def plan_session(
         if cost > budget + 0.01 and entries:
             return False
         budget -= cost
-        variant = rng.randint(1, 999) if item.checker and item.checker.vary and reason == "due" else 0
+        variant = (
+            rng.randint(1, 999) if item.checker and item.checker.vary and reason == "due" else 0
+        )
         entries.append(Entry(item.id, variant, reason))
         return True
 
@@ -98,9 +106,11 @@ def plan_session(
     # Weakest topics first; topics never tried sit between weak and strong ones.
     fresh.sort(key=lambda i: weakness.get((i.system, i.topic), 0.6))
     by_kind: dict[str, list[Item]] = {k: [i for i in fresh if i.kind == k] for k in KINDS}
-    # One drill at most per session, and at least one of each computed kind when there is time.
-    if by_kind["drill"] and budget >= MINUTES["drill"]:
-        take(by_kind["drill"][0], "new")
+    # One drill at most per session — one this machine can run (its servers installed) —
+    # and at least one of each computed kind when there is time.
+    runnable = [i for i in by_kind["drill"] if _runnable(i)]
+    if runnable and budget >= MINUTES["drill"]:
+        take(runnable[0], "new")
     for kind in ("estimate", "predict"):
         if by_kind[kind] and budget >= MINUTES[kind]:
             take(by_kind[kind].pop(0), "new")

@@ -242,7 +242,6 @@ def test_progress_shows_accuracy_weakest_topics_and_cards_due(data_dir: Path) ->
     assert int(metrics["Due this week"]) == 2
     chart = at.get("plotly_chart")
     assert chart, "the accuracy chart is drawn"
-    weakest = at.dataframe(key="study-weakest").value
+    weakest, recent = (d.value for d in at.dataframe)  # left column, then right
     assert list(weakest["topic"])[0] == concept.topic  # the one graded again comes first
-    recent = at.dataframe(key="study-recent").value
     assert list(recent["item"]) == [estimate.id, concept.id]

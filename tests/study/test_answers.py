@@ -88,7 +88,9 @@ def test_scoring_by_ratio() -> None:
 @settings(deadline=None, max_examples=300)
 @given(
     st.floats(min_value=1e-3, max_value=1e17, allow_nan=False, allow_infinity=False),
-    st.sampled_from(["B", "B/s", "bit", "bit/s", "/s", "/day", "s", "count", "fraction", "chars", "m"]),
+    st.sampled_from(
+        ["B", "B/s", "bit", "bit/s", "/s", "/day", "s", "count", "fraction", "chars", "m"]
+    ),
 )
 def test_a_figure_as_shown_reads_back_as_itself(value: float, unit: str) -> None:
     """What the planner prints (three significant figures) is an exact answer to itself."""

@@ -45,7 +45,10 @@ def test_a_file_that_breaks_the_schema_is_refused_with_its_name(tmp_path: Path) 
     )
     with pytest.raises(BankError, match=r"(?s)bad\.toml: shortener\.x: .*level"):
         parse_file(bad)
-    bad.write_text(bad.read_text().replace('"easy"', '"interview"') + 'checker = { plan = "shortener", figure = "reads_per_s" }\n')
+    bad.write_text(
+        bad.read_text().replace('"easy"', '"interview"')
+        + 'checker = { plan = "shortener", figure = "reads_per_s" }\n'
+    )
     with pytest.raises(BankError, match="has no checker"):
         parse_file(bad)
     (tmp_path / "bad.toml").write_text("[[item]\n", encoding="utf-8")
@@ -68,7 +71,9 @@ def test_prompts_name_only_known_parameters_and_every_varied_one() -> None:
         if set(item.checker.vary) - slots:
             bad.append(f"{item.id}: varies {set(item.checker.vary) - slots} without saying so")
         if set(item.checker.vary) - set(params):
-            bad.append(f"{item.id}: varies unknown parameters {set(item.checker.vary) - set(params)}")
+            bad.append(
+                f"{item.id}: varies unknown parameters {set(item.checker.vary) - set(params)}"
+            )
     assert not bad, "\n".join(bad)
 
 
@@ -94,10 +99,17 @@ def test_an_estimate_is_answered_by_its_checker_and_a_tenfold_answer_is_off(item
     assert score(figure.value * 10, figure.value, figure.unit).verdict == "off"
     assert score(figure.value / 10, figure.value, figure.unit).verdict == "off"
     # The figure as people read it parses back to itself (within the shown rounding).
-    assert score(parse_answer(figure.text.replace(" chars", ""), figure.unit), figure.value, figure.unit).verdict == "exact"
+    assert (
+        score(
+            parse_answer(figure.text.replace(" chars", ""), figure.unit), figure.value, figure.unit
+        ).verdict
+        == "exact"
+    )
 
 
-@pytest.mark.parametrize("item_id", [i for i in ESTIMATES if ITEMS[i].checker and ITEMS[i].checker.vary])
+@pytest.mark.parametrize(
+    "item_id", [i for i in ESTIMATES if ITEMS[i].checker and ITEMS[i].checker.vary]
+)
 def test_variants_change_the_question_and_the_answer(item_id: str) -> None:
     item = ITEMS[item_id]
     answers = {round(compute(item, v).value, 9) for v in range(6)}
@@ -112,7 +124,10 @@ def test_variant_zero_is_the_design_texts_own_assumptions() -> None:
         if item.kind == "estimate" and item.checker and item.checker.plan:
             from lookup.study.computed import plan_defaults
 
-            assert params_for(item, 0) == {**plan_defaults(item.checker.plan), **item.checker.params}
+            assert params_for(item, 0) == {
+                **plan_defaults(item.checker.plan),
+                **item.checker.params,
+            }
 
 
 def test_every_item_has_estimate_ids_that_interviews_name() -> None:
@@ -139,5 +154,20 @@ def test_no_item_copies_eight_words_from_the_design_texts() -> None:
     for script in scripts().values():
         for step in script.steps:
             texts += [(f"interview:{script.design}", t) for t in [*step.prompts, *step.rubric]]
-    copied = [f"{ident}: {' '.join(sorted(_ngrams(t) & seed)[0])}" for ident, t in texts if _ngrams(t) & seed]
+    copied = [
+        f"{ident}: {' '.join(sorted(_ngrams(t) & seed)[0])}"
+        for ident, t in texts
+        if _ngrams(t) & seed
+    ]
     assert not copied, "\n".join(copied)
+
+
+def test_every_predict_item_varies_what_it_asks() -> None:
+    """Experiments are run by tests/study/test_experiments.py; here: the variants differ."""
+    for item in ITEMS.values():
+        if item.kind != "predict":
+            continue
+        assert item.checker is not None and item.checker.vary, item.id
+        asked = {prompt_for(item, v) for v in range(6)}
+        assert len(asked) >= 3, item.id
+        assert prompt_for(item, 0) == prompt_for(item, 0)

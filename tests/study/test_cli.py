@@ -16,7 +16,9 @@ ESTIMATE = next(i for i in bank().values() if i.kind == "estimate" and i.checker
 CONCEPT = next(i for i in bank().values() if i.kind == "concept")
 
 
-def study(*args: str, data_dir: Path | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def study(
+    *args: str, data_dir: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     extra = ["--data-dir", str(data_dir)] if data_dir else []
     return subprocess.run(
         [sys.executable, "-m", "lookup.cli", "study", *args, *extra],
@@ -43,7 +45,9 @@ def test_show_prints_the_computed_answer_and_its_chain() -> None:
     varied = json.loads(study("show", ESTIMATE.id, "--variant", "7", "--json").stdout)
     assert varied["params"] != out["params"] and varied["prompt"] != out["prompt"]
     assert varied["answer"]["value"] == pytest.approx(
-        capacity.figures(capacity.plan(c.plan, **{k: varied["params"][k] for k in c.vary}, **c.params))[c.figure]
+        capacity.figures(
+            capacity.plan(c.plan, **{k: varied["params"][k] for k in c.vary}, **c.params)
+        )[c.figure]
     )
 
 
@@ -90,7 +94,9 @@ def test_bad_input_is_one_clear_line_and_exit_2(args: tuple[str, ...], message: 
 
 
 def test_export_writes_an_anki_deck(tmp_path: Path) -> None:
-    out = study("export", "--format", "apkg", "--out", str(tmp_path / "deck.apkg"), "--system", "kv")
+    out = study(
+        "export", "--format", "apkg", "--out", str(tmp_path / "deck.apkg"), "--system", "kv"
+    )
     assert out.returncode == 0, out.stderr
     n = sum(1 for i in bank().values() if i.system == "kv" and i.kind in ("concept", "flashcard"))
     assert f"wrote {n} notes" in out.stdout and (tmp_path / "deck.apkg").stat().st_size > 0
@@ -111,8 +117,8 @@ def test_an_interactive_session_in_the_terminal(tmp_path: Path) -> None:
             lines += ["lots", "1"]  # an error first: the question is asked again
         else:
             lines += ["a short answer", "hard"]
-    out = study("session", "--learner", "ana", "--system", "shortener", "--minutes", "10",
-                "--seed", "5", "--no-drills", data_dir=tmp_path, stdin="\n".join(lines) + "\n")  # fmt: skip
+    args = ("--learner", "ana", "--system", "shortener", "--minutes", "10", "--seed", "5")
+    out = study("session", *args, "--no-drills", data_dir=tmp_path, stdin="\n".join(lines) + "\n")
     assert out.returncode == 0, out.stderr
     assert "not a number" in out.stdout
     assert f"Answered {len(plan)}" in out.stdout

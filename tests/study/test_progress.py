@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import zipfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,7 @@ from lookup.study.keypoints import coverage, suggested_grade
 from lookup.study.progress import ProgressStore, Review, check_learner
 from lookup.study.session import MINUTES, plan_session
 
-T0 = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
 
 def _review(item_id: str, grade: str, verdict: str | None = None) -> Review:
@@ -54,9 +54,14 @@ def test_due_dates_are_fsrs_own(store: ProgressStore) -> None:
 def test_accuracy_weakest_first_and_due_counts(store: ProgressStore) -> None:
     estimates = [i for i in bank().values() if i.kind == "estimate"]
     a = estimates[0].id
-    b = next(i.id for i in estimates if (i.system, i.topic) != (estimates[0].system, estimates[0].topic))
-    c = next(i.id for i in bank().values() if i.kind == "concept" and i.system not in
-             (bank()[a].system, bank()[b].system))
+    b = next(
+        i.id for i in estimates if (i.system, i.topic) != (estimates[0].system, estimates[0].topic)
+    )
+    c = next(
+        i.id
+        for i in bank().values()
+        if i.kind == "concept" and i.system not in (bank()[a].system, bank()[b].system)
+    )
     store.record("ana", _review(a, "good", "exact"), T0)
     store.record("ana", _review(b, "again", "off"), T0)
     store.record("ana", _review(c, "hard"), T0)
@@ -73,8 +78,9 @@ def test_accuracy_weakest_first_and_due_counts(store: ProgressStore) -> None:
 def test_progress_survives_reopening_the_file(tmp_path: Path) -> None:
     s = ProgressStore.in_data_dir(tmp_path)
     s.record("ana", _review(_some("flashcard")[0], "good"), T0)
-    s.save_interview("ana", "shortener", T0, [{"step": "clarify", "seconds": 30, "notes": "n"}],
-                     {"decision": "d", "because": "b", "giving_up": "g", "boundary": "x"})  # fmt: skip
+    steps = [{"step": "clarify", "seconds": 30, "notes": "n"}]
+    decision = {"decision": "d", "because": "b", "giving_up": "g", "boundary": "x"}
+    s.save_interview("ana", "shortener", T0, steps, decision)
     s.close()
     s = ProgressStore.in_data_dir(tmp_path)
     assert len(s.reviews("ana")) == 1
@@ -144,7 +150,10 @@ def test_the_anki_deck_holds_one_note_per_concept_and_flashcard(tmp_path: Path) 
 
 def test_key_points_are_a_checklist_by_stem_and_synonym() -> None:
     points = [
-        KeyPoint(text="302 keeps every click", terms=[["302", "temporary redirect"], ["click", "analytics"]]),
+        KeyPoint(
+            text="302 keeps every click",
+            terms=[["302", "temporary redirect"], ["click", "analytics"]],
+        ),
         KeyPoint(text="quorums overlap", terms=[["R+W>N", "overlap"]]),
         KeyPoint(text="cafés fold", terms=[["cafe"]]),
     ]

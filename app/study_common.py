@@ -110,8 +110,7 @@ def show_source(item: Item) -> None:
             st.markdown(f":material/open_in_new: [See it live on /{name}](/{name}){where}")
         else:
             st.markdown(
-                f":material/book_2: Work through it in the notebook "
-                f"`notebooks/{name}.ipynb`{where}"
+                f":material/book_2: Work through it in the notebook `notebooks/{name}.ipynb`{where}"
             )
 
 
@@ -176,17 +175,34 @@ def judge_number(item: Item, text: str, variant: int) -> tuple[dict[str, Any] | 
         return None, str(exc)
 
 
-def record(item: Item, variant: int, grade: str, *, verdict: str | None = None,
-           answer: str | None = None, expected: str | None = None) -> None:  # fmt: skip
+def record(
+    item: Item,
+    variant: int,
+    grade: str,
+    *,
+    verdict: str | None = None,
+    answer: str | None = None,
+    expected: str | None = None,
+) -> None:
     """Record one answered item for the learner (a review and its FSRS card)."""
     name = learner()
     if name is None:
         return
     store().record(
         name,
-        Review(item.id, item.kind, item.system, item.topic, item.level, grade,
-               verdict=verdict, variant=variant, answer=answer, expected=expected),
-    )  # fmt: skip
+        Review(
+            item.id,
+            item.kind,
+            item.system,
+            item.topic,
+            item.level,
+            grade,
+            verdict=verdict,
+            variant=variant,
+            answer=answer,
+            expected=expected,
+        ),
+    )
 
 
 def number_question(item: Item, variant: int, key: str) -> dict[str, Any] | None:
@@ -217,8 +233,14 @@ def number_question(item: Item, variant: int, key: str) -> dict[str, Any] | None
                 st.error(problem, icon=":material/error:")
             elif result is not None:
                 st.session_state[done_key] = result
-                record(item, variant, result["grade"], verdict=result["verdict"], answer=text,
-                       expected=str(result["expectedText"]))  # fmt: skip
+                record(
+                    item,
+                    variant,
+                    result["grade"],
+                    verdict=result["verdict"],
+                    answer=text,
+                    expected=str(result["expectedText"]),
+                )
                 slot.empty()  # the answered question keeps no form
     if result is not None:
         number_feedback(item, result)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import streamlit as st
@@ -32,8 +32,9 @@ def _minutes(seconds: float) -> str:
 
 def _start(design: str) -> None:
     for key in list(st.session_state):
-        if isinstance(key, str) and key.startswith(("iv-step-", "iv-rubric-", "iv-decision-",
-                                                    "iv-est-")):  # fmt: skip
+        if isinstance(key, str) and key.startswith(
+            ("iv-step-", "iv-rubric-", "iv-decision-", "iv-est-")
+        ):
             del st.session_state[key]
     now = time.time()
     st.session_state[RUN] = {
@@ -103,22 +104,26 @@ def _step(run: dict[str, Any], script: Script) -> None:
     index = run["step"]
     step = script.steps[index]
     elapsed = time.time() - run["started"]
-    st.progress(index / len(script.steps),
-                text=f"Step {index + 1} of {len(script.steps)} — {step.title}")  # fmt: skip
+    st.progress(
+        index / len(script.steps), text=f"Step {index + 1} of {len(script.steps)} — {step.title}"
+    )
     _timer(run, script, step.minutes * 60)
-    st.caption(f"Planned: {step.minutes} min for this step, {script.minutes} min in all "
-               f"({_minutes(elapsed)} gone when the page was last drawn).")  # fmt: skip
+    st.caption(
+        f"Planned: {step.minutes} min for this step, {script.minutes} min in all "
+        f"({_minutes(elapsed)} gone when the page was last drawn)."
+    )
     with st.container(key="iv-step", border=True):
         st.markdown(f"### {step.title}")
         shown = min(run["revealed"][-1], len(step.prompts))
         with st.container(key="iv-prompts"):
             for prompt in step.prompts[:shown]:
                 said = re.sub(r"^\s*Interviewer\s*:\s*", "", prompt)
-                st.markdown(f":blue-badge[:material/record_voice_over: Interviewer] "
-                            f"{md_escape(said)}")  # fmt: skip
+                st.markdown(
+                    f":blue-badge[:material/record_voice_over: Interviewer] {md_escape(said)}"
+                )
         st.button(
             f"Next prompt ({len(step.prompts) - shown} left)",
-            key="iv-next-prompt",
+            key=f"iv-next-prompt-{step.name}",  # per step: no stale click
             on_click=_reveal,
             disabled=shown >= len(step.prompts),
             icon=":material/record_voice_over:",
@@ -134,13 +139,22 @@ def _step(run: dict[str, Any], script: Script) -> None:
 
                 st.markdown(f"**Estimate:** {md_escape(prompt_for(item, 0))}")
                 number_question(item, 0, f"iv-est-{item.id.replace('.', '-')}")
-        st.text_area("Your notes for this step", key=f"iv-step-{step.name}-notes", height=140,
-                     placeholder="What you would say or sketch at this point")  # fmt: skip
+        st.text_area(
+            "Your notes for this step",
+            key=f"iv-step-{step.name}-notes",
+            height=140,
+            placeholder="What you would say or sketch at this point",
+        )
     last = index + 1 >= len(script.steps)
     cols = st.columns([1, 1, 3])
-    cols[0].button("Finish the interview" if last else "Next step", key="iv-next-step",
-                   type="primary", on_click=_next_step, args=(script,),
-                   icon=":material/flag:" if last else ":material/arrow_forward:")  # fmt: skip
+    cols[0].button(
+        "Finish the interview" if last else "Next step",
+        key=f"iv-next-step-{step.name}",
+        type="primary",
+        on_click=_next_step,
+        args=(script,),
+        icon=":material/flag:" if last else ":material/arrow_forward:",
+    )
     cols[1].button("Abandon", key="iv-abandon", on_click=_abandon)
 
 
@@ -150,15 +164,22 @@ def _estimates_of(script: Script) -> list[dict[str, Any]]:
         for item_id in step.estimates:
             result = st.session_state.get(f"iv-est-{item_id.replace('.', '-')}-result")
             if result:
-                out.append({"id": item_id, "verdict": result["verdict"],
-                            "answer": result["answer"], "expected": result["expectedText"]})  # fmt: skip
+                out.append(
+                    {
+                        "id": item_id,
+                        "verdict": result["verdict"],
+                        "answer": result["answer"],
+                        "expected": result["expectedText"],
+                    }
+                )
     return out
 
 
 def _save(script: Script, name: str) -> None:
     run = st.session_state[RUN]
-    decision = {part: (st.session_state.get(f"iv-decision-{part}") or "").strip()
-                for part in DECISION_PARTS}  # fmt: skip
+    decision = {
+        part: (st.session_state.get(f"iv-decision-{part}") or "").strip() for part in DECISION_PARTS
+    }
     empty = [DECISION_PARTS[p].split(" —")[0] for p, text in decision.items() if not text]
     if empty:
         st.session_state["iv-save-problem"] = (
@@ -169,8 +190,10 @@ def _save(script: Script, name: str) -> None:
     estimates = _estimates_of(script)
     steps = []
     for i, step in enumerate(script.steps):
-        rubric = [{"text": text, "met": bool(st.session_state.get(f"iv-rubric-{step.name}-{j}"))}
-                  for j, text in enumerate(step.rubric)]  # fmt: skip
+        rubric = [
+            {"text": text, "met": bool(st.session_state.get(f"iv-rubric-{step.name}-{j}"))}
+            for j, text in enumerate(step.rubric)
+        ]
         row: dict[str, Any] = {
             "name": step.name,
             "title": step.title,
@@ -185,22 +208,30 @@ def _save(script: Script, name: str) -> None:
     run["saved"] = store().save_interview(
         name,
         script.design,
-        datetime.fromtimestamp(run["started"], timezone.utc),
+        datetime.fromtimestamp(run["started"], UTC),
         steps,
         decision,
-        finished_at=datetime.fromtimestamp(run["finished"] or time.time(), timezone.utc),
+        finished_at=datetime.fromtimestamp(run["finished"] or time.time(), UTC),
     )
 
 
 def _assess(run: dict[str, Any], script: Script, name: str | None) -> None:
     total = sum(run["seconds"])
-    st.success(f"Interview over: {_minutes(total)} spent of the {script.minutes} planned minutes.",
-               icon=":material/flag:")  # fmt: skip
+    st.success(
+        f"Interview over: {_minutes(total)} spent of the {script.minutes} planned minutes.",
+        icon=":material/flag:",
+    )
     if run["saved"]:
-        st.success(f"Saved as interview #{run['saved']}. It is listed below and on the Progress tab.",
-                   icon=":material/save:")  # fmt: skip
-        st.button("Start another interview", key="iv-again", on_click=_abandon,
-                  icon=":material/restart_alt:")  # fmt: skip
+        st.success(
+            f"Saved as interview #{run['saved']}. It is listed below and on the Progress tab.",
+            icon=":material/save:",
+        )
+        st.button(
+            "Start another interview",
+            key="iv-again",
+            on_click=_abandon,
+            icon=":material/restart_alt:",
+        )
         return
     st.markdown("#### Assess yourself against each step's rubric")
     for i, step in enumerate(script.steps):
@@ -210,14 +241,23 @@ def _assess(run: dict[str, Any], script: Script, name: str | None) -> None:
             for j, text in enumerate(step.rubric):
                 st.checkbox(text, key=f"iv-rubric-{step.name}-{j}")
     st.markdown("#### Write one decision, in four parts")
-    st.caption("The shape of a decision worth defending: what you chose, what makes it right, "
-               "what it costs, and where it stops working.")  # fmt: skip
+    st.caption(
+        "The shape of a decision worth defending: what you chose, what makes it right, "
+        "what it costs, and where it stops working."
+    )
     for part, label in DECISION_PARTS.items():
         st.text_area(label, key=f"iv-decision-{part}", height=80)
     if name is None:
         st.info("Type your name above to save the interview.", icon=":material/person:")
-    st.button("Save the interview", key="iv-save", type="primary", disabled=name is None,
-              on_click=_save, args=(script, name or ""), icon=":material/save:")  # fmt: skip
+    st.button(
+        "Save the interview",
+        key="iv-save",
+        type="primary",
+        disabled=name is None,
+        on_click=_save,
+        args=(script, name or ""),
+        icon=":material/save:",
+    )
     problem = st.session_state.get("iv-save-problem")
     if problem:
         st.error(problem, icon=":material/error:")
@@ -236,19 +276,27 @@ def past_interviews(name: str, limit: int = 10) -> None:
         met = sum(r["met"] for s in steps for r in s.get("rubric", []))
         ticks = sum(len(s.get("rubric", [])) for s in steps)
         spent = sum(float(s.get("seconds", 0)) for s in steps)
-        label = (f"#{row['id']} · {titles.get(row['design'], row['design'])} · "
-                 f"{row['started_at'][:16].replace('T', ' ')} UTC · {_minutes(spent)} · "
-                 f"rubric {met}/{ticks}")  # fmt: skip
+        label = (
+            f"#{row['id']} · {titles.get(row['design'], row['design'])} · "
+            f"{row['started_at'][:16].replace('T', ' ')} UTC · {_minutes(spent)} · "
+            f"rubric {met}/{ticks}"
+        )
         with st.expander(label):
             for part, text in row["decision"].items():
                 head = DECISION_PARTS.get(part, part).split(" —")[0]
                 st.markdown(f"**{head}** {md_escape(text)}")
             st.dataframe(
-                [{"step": STEP_TITLES.get(s["name"], s["name"]), "time": _minutes(s["seconds"]),
-                  "rubric": f"{sum(r['met'] for r in s['rubric'])}/{len(s['rubric'])}",
-                  "notes": s.get("notes", "")} for s in steps],
+                [
+                    {
+                        "step": STEP_TITLES.get(s["name"], s["name"]),
+                        "time": _minutes(s["seconds"]),
+                        "rubric": f"{sum(r['met'] for r in s['rubric'])}/{len(s['rubric'])}",
+                        "notes": s.get("notes", ""),
+                    }
+                    for s in steps
+                ],
                 hide_index=True,
-            )  # fmt: skip
+            )
 
 
 def render() -> None:
@@ -266,14 +314,23 @@ def render() -> None:
         if not available:
             st.info("No interview scripts are installed yet.", icon=":material/inbox:")
         else:
-            design = st.selectbox("Design", list(available),
-                                  format_func=lambda d: f"{available[d].title} "
-                                  f"({available[d].minutes} min)", key="iv-design")  # fmt: skip
+            design = st.selectbox(
+                "Design",
+                list(available),
+                format_func=lambda d: f"{available[d].title} ({available[d].minutes} min)",
+                key="iv-design",
+            )
             if name is None:
                 st.info("Type your name above to start.", icon=":material/person:")
-            st.button("Start the interview", key="iv-start", type="primary",
-                      disabled=name is None or design is None, on_click=_start,
-                      args=(design,), icon=":material/timer:")  # fmt: skip
+            st.button(
+                "Start the interview",
+                key="iv-start",
+                type="primary",
+                disabled=name is None or design is None,
+                on_click=_start,
+                args=(design,),
+                icon=":material/timer:",
+            )
     else:
         script = available.get(run["design"])
         if script is None:

@@ -31,8 +31,11 @@ def accuracy_chart(rows: list[dict[str, Any]]) -> go.Figure:
             hovertemplate="%{y:.0f}% over %{customdata} reviews<extra>%{fullData.name}</extra>",
         )
         if one_day:
-            fig.add_trace(go.Bar(**common, text=[f"{r['accuracy']:.0%}" for r in mine],
-                                 textposition="outside"))  # fmt: skip
+            fig.add_trace(
+                go.Bar(
+                    **common, text=[f"{r['accuracy']:.0%}" for r in mine], textposition="outside"
+                )
+            )
         else:
             fig.add_trace(go.Scatter(**common, mode="lines+markers", marker=dict(size=9)))
     fig.update_layout(
@@ -72,28 +75,47 @@ def render() -> None:
         st.metric("Due this week", due["week"], border=True)
         st.metric("Mock interviews", len(interviews), border=True)
     if not reviews:
-        st.info(f"No answers recorded for {name} yet: start a session on the Session tab.",
-                icon=":material/inbox:")  # fmt: skip
+        st.info(
+            f"No answers recorded for {name} yet: start a session on the Session tab.",
+            icon=":material/inbox:",
+        )
     else:
         st.plotly_chart(accuracy_chart(s.accuracy_by_day(name)), key="study-accuracy-chart")
         left, right = st.columns([2, 3], gap="large")
         with left, st.container(key="study-weakest-topics"):
             st.markdown("#### Weakest topics first")
             st.dataframe(
-                [{"system": SYSTEMS.get(r["system"], r["system"]), "topic": r["topic"],
-                  "reviews": r["reviews"], "accuracy": r["accuracy"] * 100} for r in s.accuracy(name)],
+                [
+                    {
+                        "system": SYSTEMS.get(r["system"], r["system"]),
+                        "topic": r["topic"],
+                        "reviews": r["reviews"],
+                        "accuracy": r["accuracy"] * 100,
+                    }
+                    for r in s.accuracy(name)
+                ],
                 hide_index=True,
-                column_config={"accuracy": st.column_config.ProgressColumn(
-                    "accuracy", format="%.0f%%", min_value=0, max_value=100)},
+                column_config={
+                    "accuracy": st.column_config.ProgressColumn(
+                        "accuracy", format="%.0f%%", min_value=0, max_value=100
+                    )
+                },
                 key="study-weakest",
-            )  # fmt: skip
+            )
         with right, st.container(key="study-recent-reviews"):
             st.markdown("#### Recent reviews")
             st.dataframe(
-                [{"when (UTC)": r["at"][:16].replace("T", " "), "item": r["item_id"],
-                  "kind": r["kind"], "result": _result(r), "answer": r["answer"] or ""}
-                 for r in reversed(reviews[-20:])],
+                [
+                    {
+                        "when (UTC)": r["at"][:16].replace("T", " "),
+                        "item": r["item_id"],
+                        "kind": r["kind"],
+                        "result": _result(r),
+                        "answer": r["answer"] or "",
+                    }
+                    for r in reversed(reviews[-20:])
+                ],
                 hide_index=True,
                 key="study-recent",
-            )  # fmt: skip
+            )
     past_interviews(name)

@@ -94,8 +94,13 @@ def _advance(row: dict[str, Any] | None) -> None:
     if pos < len(entries):
         entry = entries[pos]
         st.session_state[LOG].append(
-            row or {"question": pos + 1, "item": entry["id"], "kind": get_item(entry["id"]).kind,
-                    "result": "skipped"}  # fmt: skip
+            row
+            or {
+                "question": pos + 1,
+                "item": entry["id"],
+                "kind": get_item(entry["id"]).kind,
+                "result": "skipped",
+            }
         )
     st.session_state[POS] = pos + 1
 
@@ -120,12 +125,20 @@ def _setup(name: str | None) -> None:
         st.multiselect("Levels", list(LEVELS), key="study-levels", placeholder="all levels")
     with right:
         st.slider("Minutes", 5, 60, 15, step=5, key="study-minutes")
-        st.checkbox("Include a scenario drill (starts real processes)", value=True,
-                    key="study-drill")  # fmt: skip
+        st.checkbox(
+            "Include a scenario drill (starts real processes)", value=True, key="study-drill"
+        )
     if name is None:
         st.info("Type your name above to start a session.", icon=":material/person:")
-    st.button("Start the session", key="study-start", type="primary", disabled=name is None,
-              on_click=_start, args=(name or "",), icon=":material/play_arrow:")  # fmt: skip
+    st.button(
+        "Start the session",
+        key="study-start",
+        type="primary",
+        disabled=name is None,
+        on_click=_start,
+        args=(name or "",),
+        icon=":material/play_arrow:",
+    )
     problem = st.session_state.get("study-plan-problem")
     if problem:
         st.error(problem, icon=":material/error:")
@@ -141,21 +154,25 @@ def _summary() -> None:
     )
     if log:
         st.dataframe(log, hide_index=True, key="study-summary")
-    st.button("Start another session", key="study-again", on_click=_end,
-              icon=":material/restart_alt:")  # fmt: skip
+    st.button(
+        "Start another session", key="study-again", on_click=_end, icon=":material/restart_alt:"
+    )
 
 
-def _concept(item: Item, entry: dict[str, Any], key: str) -> None:
+def _concept(item: Item, entry: dict[str, Any], key: str, pos: int) -> None:
     from lookup.study.judge import answer_item
 
     result = st.session_state.get(f"{key}-result")
     if result is None:
         slot = st.empty()
         with slot.container(), st.form(key=f"{key}-form", border=False):
-            text = st.text_area("Your answer, as you would say it", key=f"{key}-text",
-                                height=120)  # fmt: skip
-            checked = st.form_submit_button("Show the key points", key=f"{key}-check",
-                                            type="primary", icon=":material/checklist:")  # fmt: skip
+            text = st.text_area("Your answer, as you would say it", key=f"{key}-text", height=120)
+            checked = st.form_submit_button(
+                "Show the key points",
+                key=f"{key}-check",
+                type="primary",
+                icon=":material/checklist:",
+            )
         if checked:
             try:
                 result = answer_item(item, text, entry["variant"])
@@ -169,31 +186,44 @@ def _concept(item: Item, entry: dict[str, Any], key: str) -> None:
             return
     st.markdown(f"> {md_escape(st.session_state.get(f'{key}-answer', ''))}")
     with st.container(key="study-checklist", border=True):
-        st.markdown(f"**Key points — your answer covered {result['covered']} of {result['total']}**")
+        st.markdown(
+            f"**Key points — your answer covered {result['covered']} of {result['total']}**"
+        )
         for point in result["keyPoints"]:
             if point["covered"]:
-                st.markdown(f":green[:material/check_box:] {md_escape(point['point'])} "
-                            ":green-badge[covered]")  # fmt: skip
+                st.markdown(
+                    f":green[:material/check_box:] {md_escape(point['point'])} "
+                    ":green-badge[covered]"
+                )
             else:
                 words = " / ".join(" or ".join(g) for g in point["missingAnyOf"])
-                st.markdown(f":gray[:material/check_box_outline_blank:] {md_escape(point['point'])} "
-                            f":gray-badge[missing] :gray[(words like: {md_escape(words)})]")  # fmt: skip
-        st.caption("A checklist of the model answer's points matched by their words, not a judge: "
-                   "grade yourself.")  # fmt: skip
+                st.markdown(
+                    f":gray[:material/check_box_outline_blank:] {md_escape(point['point'])} "
+                    f":gray-badge[missing] :gray[(words like: {md_escape(words)})]"
+                )
+        st.caption(
+            "A checklist of the model answer's points matched by their words, not a judge: "
+            "grade yourself."
+        )
         show_source(item)
     st.markdown("**How well did you know it?**")
     cols = st.columns(4)
     for col, grade in zip(cols, GRADES, strict=True):
         col.button(
             grade.capitalize(),
-            key=f"study-grade-{grade}",
+            key=f"study-grade-{pos}-{grade}",  # per question: no stale click
             help=GRADE_HELP[grade],
             type="primary" if grade == result["grade"] else "secondary",
             on_click=_graded,
-            args=(item.id, entry["variant"], grade, f"{result['covered']}/{result['total']}",
-                  st.session_state.get(f"{key}-answer", "")),
+            args=(
+                item.id,
+                entry["variant"],
+                grade,
+                f"{result['covered']}/{result['total']}",
+                st.session_state.get(f"{key}-answer", ""),
+            ),
             use_container_width=True,
-        )  # fmt: skip
+        )
     st.caption(f"Suggested from the checklist: {result['grade'].capitalize()}.")
 
 
@@ -201,8 +231,14 @@ def _graded(item_id: str, variant: int, grade: str, covered: str, answer: str) -
     item = get_item(item_id)
     record(item, variant, grade, answer=answer)
     pos = int(st.session_state.get(POS, 0))
-    _advance({"question": pos + 1, "item": item_id, "kind": item.kind,
-              "result": f"{grade} (covered {covered})"})  # fmt: skip
+    _advance(
+        {
+            "question": pos + 1,
+            "item": item_id,
+            "kind": item.kind,
+            "result": f"{grade} (covered {covered})",
+        }
+    )
 
 
 def _missing_servers(item: Item) -> list[str]:
@@ -232,13 +268,19 @@ def _drill(item: Item, entry: dict[str, Any], key: str) -> None:
         return
     result = st.session_state.get(f"{key}-result")
     if result is None:
-        choice = st.radio("Your prediction", list(d.choices), format_func=lambda c: d.choices[c],
-                          key=f"{key}-choice", index=None)  # fmt: skip
+        choice = st.radio(
+            "Your prediction",
+            list(d.choices),
+            format_func=lambda c: d.choices[c],
+            key=f"{key}-choice",
+            index=None,
+        )
         reason = st.text_input("Why (one sentence)", key=f"{key}-reason")
-        if st.button("Run the drill", key=f"{key}-run", type="primary",
-                     icon=":material/bolt:"):  # fmt: skip
+        if st.button("Run the drill", key=f"{key}-run", type="primary", icon=":material/bolt:"):
             if choice is None:
-                st.error("Pick one of the choices before running the drill.", icon=":material/error:")
+                st.error(
+                    "Pick one of the choices before running the drill.", icon=":material/error:"
+                )
                 return
             try:
                 with st.spinner(f"Running the drill “{d.title}” on the real code…", show_time=True):
@@ -252,8 +294,14 @@ def _drill(item: Item, entry: dict[str, Any], key: str) -> None:
                 return
             result["reason"] = reason
             st.session_state[f"{key}-result"] = result
-            record(item, entry["variant"], result["grade"], verdict=result["verdict"],
-                   answer=f"{choice}: {reason}".strip(": "), expected=result["measuredText"])  # fmt: skip
+            record(
+                item,
+                entry["variant"],
+                result["grade"],
+                verdict=result["verdict"],
+                answer=f"{choice}: {reason}".strip(": "),
+                expected=result["measuredText"],
+            )
         else:
             return
     _drill_feedback(item, result)
@@ -273,8 +321,10 @@ def _drill_feedback(item: Item, result: dict[str, Any]) -> None:
             st.markdown(md_escape(result["measuredText"]))
         st.markdown(f"{VERDICT_BADGE[result['verdict']]} {md_escape(outcome['summary'])}")
         if outcome["figures"]:
-            st.dataframe([{"figure": k, "value": f"{v:,.4g}"} for k, v in outcome["figures"].items()],
-                         hide_index=True)  # fmt: skip
+            st.dataframe(
+                [{"figure": k, "value": f"{v:,.4g}"} for k, v in outcome["figures"].items()],
+                hide_index=True,
+            )
         if outcome["chain"]:
             st.markdown("\n".join(f"1. {md_escape(line)}" for line in outcome["chain"]))
         show_source(item)
@@ -291,34 +341,57 @@ def _question(entries: list[dict[str, Any]], pos: int) -> None:
         st.caption(item_caption(item, entry["variant"]))
         if item.kind in ("estimate", "predict"):
             if item.kind == "predict":
-                st.caption("Predict the figure; the workbench then runs the real implementation "
-                           "and measures it.")  # fmt: skip
+                st.caption(
+                    "Predict the figure; the workbench then runs the real implementation "
+                    "and measures it."
+                )
             result = number_question(item, entry["variant"], key)
             done: dict[str, Any] | None = None
             if result is not None:
-                done = {"question": pos + 1, "item": item.id, "kind": item.kind,
-                        "result": f"{result['verdict']} ({result['expectedText']})"}  # fmt: skip
+                done = {
+                    "question": pos + 1,
+                    "item": item.id,
+                    "kind": item.kind,
+                    "result": f"{result['verdict']} ({result['expectedText']})",
+                }
         elif item.kind == "drill":
             _drill(item, entry, key)
             result = st.session_state.get(f"{key}-result")
-            done = None if result is None else {
-                "question": pos + 1, "item": item.id, "kind": item.kind,
-                "result": f"{result['verdict']} (measured {result['measured']})"}  # fmt: skip
+            done = (
+                None
+                if result is None
+                else {
+                    "question": pos + 1,
+                    "item": item.id,
+                    "kind": item.kind,
+                    "result": f"{result['verdict']} (measured {result['measured']})",
+                }
+            )
         else:
-            _concept(item, entry, key)
+            _concept(item, entry, key, pos)
             done = None  # the grade buttons move on
     if item.kind in ("concept", "flashcard") and st.session_state.get(f"{key}-result"):
         nav = st.columns([1, 1, 4])
-        nav[0].button("Skip grading", key="study-skip", on_click=_advance, args=(None,))
+        nav[0].button("Skip grading", key=f"study-skip-{pos}", on_click=_advance, args=(None,))
         return
     nav = st.columns([1, 1, 4])
     if done is not None:
-        nav[0].button("Next question" if pos + 1 < len(entries) else "Finish the session",
-                      key="study-next", type="primary", on_click=_advance, args=(done,),
-                      icon=":material/arrow_forward:")  # fmt: skip
+        nav[0].button(
+            "Next question" if pos + 1 < len(entries) else "Finish the session",
+            key=f"study-next-{pos}",
+            type="primary",
+            on_click=_advance,
+            args=(done,),
+            icon=":material/arrow_forward:",
+        )
     else:
-        nav[0].button("Skip", key="study-skip", on_click=_advance, args=(None,),
-                      icon=":material/skip_next:")  # fmt: skip
+        nav[0].button(
+            "Skip",
+            key=f"study-skip-{pos}",
+            on_click=_advance,
+            args=(None,),
+            icon=":material/skip_next:",
+        )
     nav[1].button("End the session", key="study-end", on_click=_end)
 
 
@@ -328,8 +401,11 @@ def render() -> None:
     entries = st.session_state.get(ENTRIES)
     if not entries:
         if entries == []:
-            st.info("Nothing to ask for these choices: every item is answered and none is due. "
-                    "Pick more systems or levels.", icon=":material/inbox:")  # fmt: skip
+            st.info(
+                "Nothing to ask for these choices: every item is answered and none is due. "
+                "Pick more systems or levels.",
+                icon=":material/inbox:",
+            )
         _setup(name)
         return
     pos = int(st.session_state.get(POS, 0))

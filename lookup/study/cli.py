@@ -84,6 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--learner", required=True, help="your name (no accounts; progress is kept per name)")
     p.add_argument("--system", action="append", help="systems to study (repeatable; default all)")
     p.add_argument("--level", action="append", help="levels (repeatable; default all)")
+    p.add_argument("--kind", action="append", help="kinds of question (repeatable; default all)")
     p.add_argument("--minutes", type=_minutes, default=15.0)
     p.add_argument("--no-drills", action="store_true", help="leave out drills (they start real processes)")
     p.add_argument("--seed", type=int, default=None, help="fix the draw of items and variants")
@@ -300,7 +301,7 @@ def _session(args: argparse.Namespace) -> int:
     learner = check_learner(args.learner)
     store = ProgressStore.in_data_dir(resolve_data_dir(args.data_dir))
     try:
-        entries = plan_session(store, learner, systems=args.system, levels=args.level,
+        entries = plan_session(store, learner, systems=args.system, levels=args.level, kinds=args.kind,
                                minutes=args.minutes, seed=args.seed, drills=not args.no_drills)  # fmt: skip
         print(f"{len(entries)} questions for {learner}. Type 'skip' to pass, 'quit' to stop.\n")
         done = 0

@@ -20,9 +20,14 @@ __all__ = ["answer_item"]
 _GRADE = {"exact": "good", "close": "hard", "off": "again"}
 
 
-def answer_item(item: Item, answer: str, variant: int = 0, *,
-                measured: Measured | None = None,
-                outcome: DrillOutcome | None = None) -> dict[str, Any]:  # fmt: skip
+def answer_item(
+    item: Item,
+    answer: str,
+    variant: int = 0,
+    *,
+    measured: Measured | None = None,
+    outcome: DrillOutcome | None = None,
+) -> dict[str, Any]:
     """Judge ``answer`` to ``item`` the way its kind is judged (used by the CLI and the page).
 
     ``measured`` reuses a predict item's experiment already run (a second try need not run

@@ -113,7 +113,7 @@ def test_an_estimate_refuses_bad_input_then_scores_the_planners_figure(
     assert [(r["item_id"], r["verdict"], r["grade"]) for r in reviews] == [
         (item.id, "exact", "good")
     ]
-    ok(at.button(key="study-next").click().run())
+    ok(at.button(key="study-next-0").click().run())
     assert "Session done: 1 answered, 0 skipped." in page_text(at)
 
 
@@ -143,9 +143,12 @@ def test_a_concept_shows_the_key_point_checklist_and_records_the_self_grade(
     assert first.text.split(",")[0][:30].replace("*", "") in text.replace("\\", "")
     assert "covered]" in text
     assert [b.key for b in at.button if b.key and b.key.startswith("study-grade-")] == [
-        "study-grade-again", "study-grade-hard", "study-grade-good", "study-grade-easy"
-    ]  # fmt: skip
-    ok(at.button(key="study-grade-hard").click().run())
+        "study-grade-0-again",
+        "study-grade-0-hard",
+        "study-grade-0-good",
+        "study-grade-0-easy",
+    ]
+    ok(at.button(key="study-grade-0-hard").click().run())
     reviews = _store(data_dir).reviews(NAME)
     assert [(r["item_id"], r["grade"], r["verdict"]) for r in reviews] == [(item.id, "hard", None)]
     assert "Session done: 1 answered" in page_text(at)
@@ -161,7 +164,7 @@ def test_start_plans_a_session_from_the_choices(at: AppTest) -> None:
     assert entries and all(bank()[e["id"]].system == system for e in entries)
     assert all(bank()[e["id"]].kind != "drill" for e in entries)
     assert at.get("progress")[0].proto.text == f"Question 1 of {len(entries)}"
-    ok(at.button(key="study-skip").click().run())
+    ok(at.button(key="study-skip-0").click().run())
     assert at.session_state["study-pos"] == 1
     if len(entries) > 1:
         ok(at.button(key="study-end").click().run())
@@ -189,7 +192,7 @@ def test_a_mock_interview_runs_six_steps_and_saves_the_decision(
         shown = [m.value for m in at.markdown if "Interviewer]" in m.value]
         assert len(shown) == 1
         if len(step.prompts) > 1:
-            ok(at.button(key="iv-next-prompt").click().run())
+            ok(at.button(key=f"iv-next-prompt-{step.name}").click().run())
             assert len([m for m in at.markdown if "Interviewer]" in m.value]) == 2
         for item_id in step.estimates[:1]:
             key = f"iv-est-{item_id.replace('.', '-')}"
@@ -198,7 +201,7 @@ def test_a_mock_interview_runs_six_steps_and_saves_the_decision(
             _check(at, key, f"{compute(bank()[item_id], 0).value:.6g}")
             assert "Exact]" in page_text(at)
         at.text_area(key=f"iv-step-{step.name}-notes").input(f"notes for {step.name}")
-        ok(at.button(key="iv-next-step").click().run())
+        ok(at.button(key=f"iv-next-step-{step.name}").click().run())
     assert "Interview over" in page_text(at)
     for box in at.checkbox:
         if box.key and box.key.startswith(f"iv-rubric-{script.steps[0].name}-"):
@@ -221,7 +224,9 @@ def test_a_mock_interview_runs_six_steps_and_saves_the_decision(
     assert not any(r["met"] for r in run["steps"][1]["rubric"])
     estimate = next(s for s in run["steps"] if s["name"] == "estimate")
     assert estimate["estimates"][0]["verdict"] == "exact"
-    assert run["decision"] == {p: f"my {p}" for p in ("decision", "because", "giving_up", "boundary")}
+    assert run["decision"] == {
+        p: f"my {p}" for p in ("decision", "because", "giving_up", "boundary")
+    }
     # The Progress tab counts it and lists it.
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Mock interviews"] == "1"
@@ -231,10 +236,23 @@ def test_a_mock_interview_runs_six_steps_and_saves_the_decision(
 def test_progress_shows_accuracy_weakest_topics_and_cards_due(data_dir: Path) -> None:
     store = _store(data_dir)
     concept, estimate = _first("concept"), _first("estimate")
-    store.record(NAME, Review(concept.id, concept.kind, concept.system, concept.topic,
-                              concept.level, "again"))  # fmt: skip
-    store.record(NAME, Review(estimate.id, estimate.kind, estimate.system, estimate.topic,
-                              estimate.level, "good", verdict="exact", answer="1"))  # fmt: skip
+    store.record(
+        NAME,
+        Review(concept.id, concept.kind, concept.system, concept.topic, concept.level, "again"),
+    )
+    store.record(
+        NAME,
+        Review(
+            estimate.id,
+            estimate.kind,
+            estimate.system,
+            estimate.topic,
+            estimate.level,
+            "good",
+            verdict="exact",
+            answer="1",
+        ),
+    )
     at = open_page(STUDY)
     ok(at.text_input(key="learner").input(NAME).run())
     metrics = {m.label: m.value for m in at.metric}

@@ -110,7 +110,7 @@ def _session(page) -> int:  # type: ignore[no-untyped-def]
             if n == 1:
                 page.screenshot(path=str(SHOTS / "study-session.png"), full_page=True)
             label = "Next question" if n < total else "Finish the session"
-            page.get_by_role("button", name=label).click()
+            page.locator(f".st-key-study-next-{n - 1}").get_by_role("button", name=label).click()
         else:
             question.get_by_label("Your answer, as you would say it").fill(_concept_answer(item_id))
             question.get_by_role("button", name="Show the key points").click()
@@ -121,8 +121,10 @@ def _session(page) -> int:  # type: ignore[no-untyped-def]
             if not concept_shot:
                 concept_shot = True
                 page.screenshot(path=str(SHOTS / "study-concept.png"), full_page=True)
-            page.get_by_role("button", name="Good", exact=True).click()
-    expect(page.get_by_text(re.compile(rf"^Session done: {total} answered, 0 skipped"))).to_be_visible()
+            page.locator(f".st-key-study-grade-{n - 1}-good").get_by_role("button").click()
+    expect(
+        page.get_by_text(re.compile(rf"^Session done: {total} answered, 0 skipped"))
+    ).to_be_visible()
     _no_exception(page)
     return total
 
@@ -139,7 +141,9 @@ def _interview(page) -> tuple[str, int]:  # type: ignore[no-untyped-def]
     estimated = 0
     panel.get_by_role("button", name="Start the interview").click()
     for index, step in enumerate(script.steps):
-        expect(panel.get_by_text(f"Step {index + 1} of 6 — {step.title}", exact=True)).to_be_visible()
+        expect(
+            panel.get_by_text(f"Step {index + 1} of 6 — {step.title}", exact=True)
+        ).to_be_visible()
         box = panel.locator(".st-key-iv-step")
         expect(box.get_by_role("heading", name=step.title, exact=True)).to_be_visible()
         _no_exception(page)
@@ -149,7 +153,7 @@ def _interview(page) -> tuple[str, int]:  # type: ignore[no-untyped-def]
         said = box.locator(".st-key-iv-prompts").locator('[data-testid="stMarkdown"]')
         expect(said).to_have_count(1)
         if len(step.prompts) > 1:
-            more = box.get_by_role("button", name=f"Next prompt ({len(step.prompts) - 1} left)")
+            more = box.locator(f".st-key-iv-next-prompt-{step.name}").get_by_role("button")
             expect(more).to_be_enabled()
             more.click()
             expect(said).to_have_count(2)
@@ -162,12 +166,14 @@ def _interview(page) -> tuple[str, int]:  # type: ignore[no-untyped-def]
             page.screenshot(path=str(SHOTS / "study-interview.png"), full_page=True)
         box.get_by_label("Your notes for this step").fill(f"My notes on {step.title.lower()}.")
         label = "Finish the interview" if index == 5 else "Next step"
-        panel.get_by_role("button", name=label).click()
+        panel.locator(f".st-key-iv-next-step-{step.name}").get_by_role("button", name=label).click()
     expect(panel.get_by_text(re.compile(r"^Interview over"))).to_be_visible()
     first = script.steps[0]
     panel.locator(f".st-key-iv-rubric-{first.name}").get_by_text(first.rubric[0]).click()
     for part in ("DECISION", "BECAUSE", "GIVING UP", "BOUNDARY"):
-        panel.get_by_label(re.compile(rf"^{part} —")).fill(f"{part.lower()}: written in the browser")
+        panel.get_by_label(re.compile(rf"^{part} —")).fill(
+            f"{part.lower()}: written in the browser"
+        )
     _no_exception(page)
     page.screenshot(path=str(SHOTS / "study-assess.png"), full_page=True)
     panel.get_by_role("button", name="Save the interview").click()
@@ -194,7 +200,8 @@ def _progress(page, answered: int, title: str, shot: str) -> None:  # type: igno
 
 
 def test_a_session_and_a_mock_interview_survive_a_restart(
-    browser, tmp_path: Path  # type: ignore[no-untyped-def]
+    browser,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 

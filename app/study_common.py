@@ -22,7 +22,7 @@ from navigation import PAGES
 from lookup.capacity.units import format_quantity
 from lookup.study.answers import AnswerError
 from lookup.study.bank import SYSTEMS, Item
-from lookup.study.progress import ProgressStore, Review, check_learner
+from lookup.study.progress import ProgressStore, Review, check_learner, progress_in
 
 #: The key of the learner's name box; also the URL query parameter that remembers it.
 LEARNER_KEY = "learner"
@@ -37,7 +37,7 @@ GRADES = ("again", "hard", "good", "easy")
 
 @st.cache_resource(show_spinner=False)
 def _store_at(path: str) -> ProgressStore:
-    return ProgressStore.in_data_dir(path)
+    return progress_in(path)
 
 
 def store() -> ProgressStore:

@@ -56,7 +56,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_guard(_list))
 
-    p = cmds.add_parser("show", help="one item: its prompt and, for an estimate, the computed answer")
+    p = cmds.add_parser(
+        "show", help="one item: its prompt and, for an estimate, the computed answer"
+    )
     p.add_argument("id")
     p.add_argument("--variant", type=_variant, default=0, help="0 = the design text's numbers")
     p.add_argument("--json", action="store_true")
@@ -64,29 +66,36 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = cmds.add_parser("check", help="judge an answer to one item")
     p.add_argument("id")
-    p.add_argument("--answer", required=True,
-                   help="a number with optional unit (3.5k/s, 12 GB), free text, or a drill's choice")  # fmt: skip
+    p.add_argument(
+        "--answer", required=True, help="a number (3.5k/s, 12 GB), free text, or a drill's choice"
+    )
     p.add_argument("--variant", type=_variant, default=0)
     p.add_argument("--learner", help="record the answer in this learner's progress")
     p.add_argument("--grade", choices=("again", "hard", "good", "easy"),
-                   help="your self-grade for a concept or flashcard (recorded with --learner)")  # fmt: skip
+                   help="your grade for a concept or flashcard (kept with --learner)")  # fmt: skip
     p.add_argument("--json", action="store_true")
     add_data_dir(p)
     p.set_defaults(func=_guard(_check))
 
-    p = cmds.add_parser("run", help="run a predict item's experiment or a drill and print what it measured")
+    p = cmds.add_parser(
+        "run", help="run a predict item's experiment or a drill and print what it measured"
+    )
     p.add_argument("id")
     p.add_argument("--variant", type=_variant, default=0)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_guard(_run))
 
     p = cmds.add_parser("session", help="an interactive study session in the terminal")
-    p.add_argument("--learner", required=True, help="your name (no accounts; progress is kept per name)")
+    p.add_argument(
+        "--learner", required=True, help="your name (no accounts; progress is kept per name)"
+    )
     p.add_argument("--system", action="append", help="systems to study (repeatable; default all)")
     p.add_argument("--level", action="append", help="levels (repeatable; default all)")
     p.add_argument("--kind", action="append", help="kinds of question (repeatable; default all)")
     p.add_argument("--minutes", type=_minutes, default=15.0)
-    p.add_argument("--no-drills", action="store_true", help="leave out drills (they start real processes)")
+    p.add_argument(
+        "--no-drills", action="store_true", help="leave out drills (they start real processes)"
+    )
     p.add_argument("--seed", type=int, default=None, help="fix the draw of items and variants")
     add_data_dir(p)
     p.set_defaults(func=_guard(_session))
@@ -105,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Turn the study code's refusals (bad input, a missing server) into one line on stderr, exit 2."""
+    """The study code's refusals (bad input, a missing server): one line on stderr, exit 2."""
 
     def run(args: argparse.Namespace) -> int:
         from lookup.errors import WorkbenchError
@@ -178,9 +187,9 @@ def answer_item(item: Any, answer: str, variant: int = 0) -> dict[str, Any]:
 
 def _record(args: argparse.Namespace, item: Any, out: dict[str, Any], grade: str) -> None:
     from lookup.kit.mounts import resolve_data_dir
-    from lookup.study.progress import ProgressStore, Review
+    from lookup.study.progress import Review, progress_in
 
-    store = ProgressStore.in_data_dir(resolve_data_dir(args.data_dir))
+    store = progress_in(resolve_data_dir(args.data_dir))
     try:
         due = store.record(args.learner, Review(
             item.id, item.kind, item.system, item.topic, item.level, grade,
@@ -201,7 +210,9 @@ def _check(args: argparse.Namespace) -> int:
         check_learner(args.learner)
     out = answer_item(item, args.answer, args.variant)
     if args.learner:
-        grade = args.grade or out["grade"] if item.kind in ("concept", "flashcard") else out["grade"]
+        grade = (
+            args.grade or out["grade"] if item.kind in ("concept", "flashcard") else out["grade"]
+        )
         _record(args, item, out, grade)
     if args.json:
         _print(out)
@@ -235,7 +246,11 @@ def _run(args: argparse.Namespace) -> int:
 
     item = get_item(args.id)
     if item.kind == "predict":
-        out = {"id": item.id, "variant": args.variant, "measured": compute(item, args.variant).as_json()}
+        out = {
+            "id": item.id,
+            "variant": args.variant,
+            "measured": compute(item, args.variant).as_json(),
+        }
     elif item.kind == "drill":
         out = {"id": item.id, "outcome": run_drill(item).as_json()}
     else:
@@ -256,10 +271,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _progress(args: argparse.Namespace) -> int:
     from lookup.kit.mounts import resolve_data_dir
-    from lookup.study.progress import ProgressStore, check_learner
+    from lookup.study.progress import check_learner, progress_in
 
     learner = check_learner(args.learner)
-    store = ProgressStore.in_data_dir(resolve_data_dir(args.data_dir))
+    store = progress_in(resolve_data_dir(args.data_dir))
     try:
         out = {
             "learner": learner,
@@ -295,20 +310,25 @@ def _session(args: argparse.Namespace) -> int:
     from lookup.study.answers import AnswerError
     from lookup.study.bank import get_item
     from lookup.study.checking import describe
-    from lookup.study.progress import ProgressStore, Review, check_learner
+    from lookup.study.progress import Review, check_learner, progress_in
     from lookup.study.session import plan_session
 
     learner = check_learner(args.learner)
-    store = ProgressStore.in_data_dir(resolve_data_dir(args.data_dir))
+    store = progress_in(resolve_data_dir(args.data_dir))
     try:
-        entries = plan_session(store, learner, systems=args.system, levels=args.level, kinds=args.kind,
-                               minutes=args.minutes, seed=args.seed, drills=not args.no_drills)  # fmt: skip
+        entries = plan_session(
+            store, learner, systems=args.system, levels=args.level, kinds=args.kind,
+            minutes=args.minutes, seed=args.seed, drills=not args.no_drills,
+        )  # fmt: skip
         print(f"{len(entries)} questions for {learner}. Type 'skip' to pass, 'quit' to stop.\n")
         done = 0
         for n, entry in enumerate(entries, start=1):
             item = get_item(entry.item_id)
             shown = describe(item, entry.variant, answer=False)
-            print(f"Q{n} [{item.system} · {item.kind} · {item.level}]{' (due)' if entry.reason == 'due' else ''}")
+            print(
+                f"Q{n} [{item.system} · {item.kind} · {item.level}]"
+                + (" (due)" if entry.reason == "due" else "")
+            )
             print(shown["prompt"])
             for key, text in shown.get("choices", {}).items():
                 print(f"  {key}) {text}")

@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from lookup.kit.sqlite import connect
 from lookup.study.schedule import SCORE, VERDICT_RATING, review
@@ -93,7 +93,40 @@ class Review:
     expected: str | None = None
 
 
-class ProgressStore:
+class ProgressStore(Protocol):
+    """The seam: where a learner's reviews, FSRS cards and mock interviews are kept."""
+
+    def record(self, learner: str, r: Review, when: datetime | None = None) -> datetime: ...
+    def learners(self) -> list[str]: ...
+    def seen(self, learner: str) -> set[str]: ...
+    def due(self, learner: str, until: datetime | None = None) -> list[tuple[str, datetime]]: ...
+    def due_counts(self, learner: str, now: datetime | None = None) -> dict[str, int]: ...
+    def reviews(self, learner: str) -> list[dict[str, Any]]: ...
+    def accuracy(self, learner: str) -> list[dict[str, Any]]: ...
+    def accuracy_by_day(self, learner: str) -> list[dict[str, Any]]: ...
+    def save_interview(self, learner: str, design: str, started_at: datetime,
+                       steps: list[dict[str, Any]], decision: dict[str, str],
+                       finished_at: datetime | None = None) -> int: ...  # fmt: skip
+    def interviews(self, learner: str) -> list[dict[str, Any]]: ...
+    def close(self) -> None: ...
+
+
+def open_progress_store(url: str) -> ProgressStore:
+    """The progress store at ``url``: ``sqlite:///path/progress.sqlite`` (the only backend:
+    a learner's progress is their own, so it needs no shared engine)."""
+    if not url.startswith("sqlite:///"):
+        raise ValueError(f"a progress store URL is sqlite:///path, got {url!r}")
+    return SqliteProgressStore(url.removeprefix("sqlite://"))
+
+
+def progress_in(data_dir: str | Path) -> ProgressStore:
+    """The progress store of a data directory: ``<data_dir>/study/progress.sqlite``."""
+    return open_progress_store(
+        f"sqlite://{(Path(data_dir) / 'study' / 'progress.sqlite').resolve()}"
+    )
+
+
+class SqliteProgressStore:
     """Reviews, FSRS cards and mock interviews of every learner in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
@@ -102,11 +135,6 @@ class ProgressStore:
         self._lock = threading.Lock()
         self._db = connect(self.path)
         self._db.executescript(_SCHEMA)
-
-    @classmethod
-    def in_data_dir(cls, data_dir: str | Path) -> ProgressStore:
-        """The store at ``<data_dir>/study/progress.sqlite``."""
-        return cls(Path(data_dir) / "study" / "progress.sqlite")
 
     def close(self) -> None:
         """Close the file."""

@@ -1,7 +1,7 @@
 """Self-check questions for the notebooks: ask an item, check an answer, show the verdict.
 
 Each system's notebook ends with three questions from the bank, judged by the same code
-as ``lookup study check`` and the Study page (:func:`lookup.study.cli.answer_item`)::
+as ``lookup study check`` and the Study page (:func:`lookup.study.judge.answer_item`)::
 
     from lookup.study import selfcheck
 
@@ -425,7 +425,7 @@ def check(item_id: str, answer: str, variant: int = 0) -> SelfCheck:
     id raises ``KeyError``.
     """
     from lookup.study.checking import check_variant
-    from lookup.study.cli import answer_item
+    from lookup.study.judge import answer_item
 
     item = get_item(item_id)
     check_variant(variant)

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from lookup.study.bank import Item, bank
 from lookup.study.checking import compute
 from lookup.study.interview import scripts
-from lookup.study.progress import ProgressStore, Review
+from lookup.study.progress import ProgressStore, Review, progress_in
 
 STUDY = "views/study.py"
 NAME = "Ada Tester"
@@ -41,7 +41,7 @@ def at(data_dir: Path) -> Iterator[AppTest]:
 
 
 def _store(data_dir: Path) -> ProgressStore:
-    return ProgressStore.in_data_dir(data_dir)
+    return progress_in(data_dir)
 
 
 def _first(kind: str, *, plan: bool = False) -> Item:

@@ -104,10 +104,10 @@ def test_export_writes_an_anki_deck(tmp_path: Path) -> None:
 
 def test_an_interactive_session_in_the_terminal(tmp_path: Path) -> None:
     """A learner answers badly, retries after an error, grades a concept, then quits."""
-    from lookup.study.progress import ProgressStore
+    from lookup.study.progress import progress_in
     from lookup.study.session import plan_session
 
-    store = ProgressStore.in_data_dir(tmp_path)
+    store = progress_in(tmp_path)
     plan = plan_session(store, "ana", systems=["shortener"], minutes=10, seed=5, drills=False,
                         kinds=["estimate", "concept"])  # fmt: skip
     store.close()
@@ -123,6 +123,6 @@ def test_an_interactive_session_in_the_terminal(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "not a number" in out.stdout
     assert f"Answered {len(plan)}" in out.stdout
-    store = ProgressStore.in_data_dir(tmp_path)
+    store = progress_in(tmp_path)
     assert len(store.reviews("ana")) == len(plan)
     store.close()

@@ -13,7 +13,7 @@ from fsrs import Card, Rating, Scheduler
 from lookup.study.anki import export_apkg
 from lookup.study.bank import KeyPoint, bank
 from lookup.study.keypoints import coverage, suggested_grade
-from lookup.study.progress import ProgressStore, Review, check_learner
+from lookup.study.progress import ProgressStore, Review, check_learner, progress_in
 from lookup.study.session import MINUTES, plan_session
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -30,7 +30,7 @@ def _some(kind: str, n: int = 1) -> list[str]:
 
 @pytest.fixture
 def store(tmp_path: Path) -> ProgressStore:
-    s = ProgressStore.in_data_dir(tmp_path)
+    s = progress_in(tmp_path)
     yield s
     s.close()
 
@@ -76,13 +76,13 @@ def test_accuracy_weakest_first_and_due_counts(store: ProgressStore) -> None:
 
 
 def test_progress_survives_reopening_the_file(tmp_path: Path) -> None:
-    s = ProgressStore.in_data_dir(tmp_path)
+    s = progress_in(tmp_path)
     s.record("ana", _review(_some("flashcard")[0], "good"), T0)
     steps = [{"step": "clarify", "seconds": 30, "notes": "n"}]
     decision = {"decision": "d", "because": "b", "giving_up": "g", "boundary": "x"}
     s.save_interview("ana", "shortener", T0, steps, decision)
     s.close()
-    s = ProgressStore.in_data_dir(tmp_path)
+    s = progress_in(tmp_path)
     assert len(s.reviews("ana")) == 1
     assert s.interviews("ana")[0]["decision"]["boundary"] == "x"
     s.close()

@@ -121,7 +121,11 @@ def number_feedback(item: Item, result: dict[str, Any]) -> None:
         figure = "The formula gives"
     said = format_quantity(float(result["answer"]), str(result["unit"]))
     ratio = result.get("ratio")
-    apart = f" — {ratio:.2f}× apart" if isinstance(ratio, (int, float)) and ratio > 1.0 else ""
+    apart = (
+        (f" — {ratio:.2f}× apart" if ratio < 10 else f" — {format_quantity(ratio, 'count')}× apart")
+        if isinstance(ratio, (int, float)) and ratio > 1.0
+        else ""
+    )
     with st.container(key="study-verdict", border=True):
         st.markdown(
             f"{VERDICT_BADGE[result['verdict']]} You said **{md_escape(said)}**. "

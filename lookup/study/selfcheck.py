@@ -25,28 +25,29 @@ from lookup.study.answers import AnswerError
 from lookup.study.bank import KINDS, LEVELS, SYSTEMS, Item, bank, get_item
 
 #: The hand-picked questions of each system, estimate / concept / flashcard-or-predict,
-#: chosen for what the system's notebook measures and for checks that answer at once.
+#: chosen for what the system's notebook measures and for checks that answer at once
+#: (every predict item here runs its real experiment embedded, in about a second or less).
 #: :func:`questions` falls back on a fixed rule when an id here is not (yet) in the bank.
 PICKS: dict[str, tuple[str, ...]] = {
     "shortener": (
         "shortener.peak-reads",
         "shortener.alias-race",
-        "shortener.hash-truncate",
+        "shortener.run-hot-link-cache",
     ),
     "typeahead": (
         "typeahead.trie-memory",
         "typeahead.topk-per-node",
-        "typeahead.radix-compression",
+        "typeahead.run-letter-shards",
     ),
     "proximity": (
         "proximity.quadtree-memory",
         "proximity.cell-edge",
-        "proximity.space-filling-curve",
+        "proximity.run-radius-cells-p6",
     ),
     "crawler": (
         "crawler.bloom-bytes",
         "crawler.politeness-structural",
-        "crawler.dedup-card",
+        "crawler.run-bloom-false-positives",
     ),
     "search": (
         "search.fanout-tail",
@@ -61,12 +62,12 @@ PICKS: dict[str, tuple[str, ...]] = {
     "ratelimit": (
         "ratelimit.fixed-window-burst",
         "ratelimit.limit-over-n",
-        "ratelimit.lazy-refill",
+        "ratelimit.run-fixed-window-boundary",
     ),
     "kv": (
         "kv.quorum-overlap-wide",
         "kv.isolated-replica-w1",
-        "kv.virtual-nodes",
+        "kv.run-ring-growth",
     ),
     "cache": (
         "cache.cold-restart-ratio",
@@ -95,12 +96,12 @@ NOTEBOOKS: dict[str, tuple[str, ...]] = {
     "07_ids_and_rate_limits": (
         "ids.per-worker-rate",
         "ratelimit.limit-over-n",
-        "ids.sequence-exhausted",
+        "ratelimit.run-fixed-window-boundary",
     ),
     "08_kv_and_cache": (
         "cache.cold-restart-ratio",
         "kv.isolated-replica-w1",
-        "kv.virtual-nodes",
+        "kv.run-ring-growth",
     ),
 }
 

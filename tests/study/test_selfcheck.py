@@ -184,3 +184,24 @@ def test_selfcheck_imports_no_jupyter() -> None:
     assert not re.search(
         r"^\s*(import|from)\s+(IPython|ipywidgets|jupyter|streamlit)", source, re.M
     )
+
+
+def test_predict_check_runs_the_real_experiment() -> None:
+    item = get_item("kv.run-ring-growth")
+    measured = compute(item)
+    result = selfcheck.check("kv.run-ring-growth", repr(measured.value))
+    assert result.verdict == "exact"
+    assert result.expected == measured.text
+    assert "the real code measured" in str(result)
+    assert "runs" in selfcheck.ask("kv.run-ring-growth")
+
+
+def test_notebook_predict_items_are_embedded() -> None:
+    from lookup.study.checking import experiment
+
+    for ids in selfcheck.NOTEBOOKS.values():
+        for item_id in ids:
+            item = get_item(item_id)
+            if item.kind == "predict":
+                assert item.checker is not None and item.checker.experiment
+                assert not experiment(item.checker.experiment).requires, item_id

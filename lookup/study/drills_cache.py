@@ -18,10 +18,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from lookup.blocks.cache.experiments import ring_node_loss
+from lookup.blocks.cache.experiments import at_once, ring_node_loss
 from lookup.blocks.cache.patterns import ReadThrough
 from lookup.blocks.cache.store import BackingStore
 from lookup.blocks.cache.tier import MemoryTier, RedisTier
@@ -274,28 +274,6 @@ STAMPEDE_CHOICES = {
 }
 
 
-def _at_once(callers: int, fn: Callable[[int], Any]) -> None:
-    """``fn(i)`` in ``callers`` threads released together by a barrier."""
-    barrier = threading.Barrier(callers + 1)
-    errors: list[BaseException] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            fn(i)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(callers)]
-    for t in threads:
-        t.start()
-    barrier.wait()
-    for t in threads:
-        t.join(60)
-    if errors:
-        raise errors[0]
-
-
 def hot_key_stampede(callers: int = 200, single_flight: bool = True, load_ms: float = 100.0,
                      ) -> DrillOutcome:  # fmt: skip
     """``callers`` read one hot key the moment it expired: store loads counted."""
@@ -318,7 +296,7 @@ def hot_key_stampede(callers: int = 200, single_flight: bool = True, load_ms: fl
                 answers[i] = cache.read("viral")
 
             started = time.monotonic()
-            _at_once(callers, call)
+            at_once(callers, call)
             took = time.monotonic() - started
             loads = len(store.loads)
         finally:

@@ -36,6 +36,7 @@ from lookup.blocks.cache.tier import RedisTier, RingCache
 from lookup.kit.redisserver import RedisServer
 
 __all__ = [
+    "at_once",
     "cold_restart",
     "load_bins",
     "mod_n_moved",
@@ -114,7 +115,7 @@ def ring_node_loss(servers: Sequence[RedisServer], keys: int = 6_000,
         cache.close()
 
 
-def _at_once(callers: int, fn: Callable[[int], Any]) -> float:
+def at_once(callers: int, fn: Callable[[int], Any]) -> float:
     """Run ``fn(i)`` in ``callers`` threads released together by a barrier; seconds taken."""
     barrier = threading.Barrier(callers + 1)
     errors: list[BaseException] = []
@@ -161,7 +162,7 @@ def stampede(url: str, store: BackingStore, *, callers: int = 500,
                  caches: list[ReadThrough] = caches, n: int = n) -> None:  # fmt: skip
             answers[i] = caches[i % n].read("hot")
 
-        took = _at_once(callers, call)
+        took = at_once(callers, call)
         rows.append({"protection": mode, "callers": callers, "clients": n,
                      "store loads": len(store.loads),
                      "answered": sum(a == "the viral value" for a in answers),

@@ -28,37 +28,42 @@ COMMANDS: list[str] = [
 ]
 
 
+def http_origin(host: str, port: int) -> str:
+    """``http://HOST:PORT``, an IPv6 literal in brackets (``http://[::1]:8000``)."""
+    name = host.strip().strip("[]")
+    return f"http://[{name}]:{port}" if ":" in name else f"http://{name}:{port}"
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from lookup.kit.admin import configured_admin_token, is_loopback_host
+    from lookup.kit.admin import public_bind_refusal
     from lookup.kit.mounts import resolve_data_dir
+    from lookup.kit.serving import uvicorn_options
     from lookup.server import create_app
 
     data_dir = resolve_data_dir(args.data_dir)
-    if not is_loopback_host(args.host) and not configured_admin_token(data_dir):
-        print(
-            f"lookup serve: refusing to listen on {args.host} (not a loopback address) "
-            "without an admin token configured: the management endpoints would be guarded "
-            "by a token nobody was given. Set LOOKUP_ADMIN_TOKEN (or write one to "
-            f"{data_dir / 'shortener' / 'admin.token'}), or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
+    host = args.host.strip().strip("[]")  # uvicorn binds ::1, not [::1]
+    refusal = public_bind_refusal(host, data_dir, "lookup serve")
+    if refusal:
+        print(refusal, file=sys.stderr)
         return 2
+    options = uvicorn_options()  # reads the settings now: a bad value stops us here
     data_dir.mkdir(parents=True, exist_ok=True)
-    base_url = args.public_url or f"http://{args.host}:{args.port}"
-    app = create_app(data_dir, base_url=base_url)
-    print(f"lookup API on http://{args.host}:{args.port}  (data: {data_dir})", flush=True)
+    origin = http_origin(host, args.port)
+    app = create_app(data_dir, base_url=args.public_url or origin)
+    print(f"lookup API on {origin}  (data: {data_dir})", flush=True)
     # uvicorn shuts down gracefully, then re-raises the signal it caught; SIGTERM then ends
     # the process as an ordinary exit (143), so exit handlers run — multiprocessing's
     # semaphores are released instead of a resource_tracker warning.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     uvicorn.run(
         app,
-        host=args.host,
+        host=host,
         port=args.port,
         log_level=args.log_level,
         access_log=args.access_log,
+        **options,
     )
     return 0
 

@@ -91,6 +91,23 @@ def _rate(raw: str) -> str:
     return raw.strip()
 
 
+def _proxies(raw: str) -> tuple[str, ...]:
+    """``off`` → (), ``on`` → ("*",) (any peer), else the addresses and networks named."""
+    value = raw.strip().lower()
+    if value in _FALSE:
+        return ()
+    if value in _TRUE or value == "*":
+        return ("*",)
+    return _networks(raw)
+
+
+def _byte_count(raw: str) -> int:
+    value = raw.strip()
+    if not value.isdigit() or not 1024 <= int(value) <= 1024 * 1024:
+        raise ValueError("expected a whole number of bytes from 1024 to 1048576")
+    return int(value)
+
+
 def _networks(raw: str) -> tuple[str, ...]:
     import ipaddress
 
@@ -155,6 +172,33 @@ SETTINGS: dict[str, Setting] = {
             "the sandbox web's control address the crawler page starts crawls against "
             "(`make run` starts it on port 8600).",
         ),
+        # -- the HTTP front end (uvicorn, lookup/kit/serving.py) ---------------------------
+        Setting(
+            "http_max_header_bytes", "LOOKUP_HTTP_MAX_HEADER_BYTES", 32 * 1024, _byte_count,
+            "int", "bytes",
+            "the largest request line plus headers a connection may send before 431: "
+            "32 KiB, nginx's default (4 x 8 KiB buffers); this API takes no cookies and "
+            "short tokens, and a parser fed 200 MB of header stalls every connection.",
+        ),
+        Setting(
+            "http_header_timeout", "LOOKUP_HTTP_HEADER_TIMEOUT", 10.0, _positive_float, "s", "",
+            "seconds a client has to send a whole request head, counted from the connection "
+            "(or the previous response); a slow-drip (Slowloris) connection is then closed. "
+            "10 s, as Go servers' usual ReadHeaderTimeout: far above a real client's "
+            "milliseconds, far below nginx's 60 s that lets a few hosts hold every slot.",
+        ),
+        Setting(
+            "http_body_timeout", "LOOKUP_HTTP_BODY_TIMEOUT", 30.0, _positive_float, "s", "",
+            "seconds a client has to send a whole request body once its head arrived "
+            "(408, then closed); bodies here are at most 64 KiB of JSON or CSV, so 30 s "
+            "allows a 2 KiB/s link and no drip.",
+        ),
+        Setting(
+            "http_keep_alive", "LOOKUP_HTTP_KEEP_ALIVE", 5.0, _positive_float, "s", "",
+            "seconds an idle keep-alive connection stays open after a response (uvicorn's "
+            "default, 5 s: a client's next request on the same page reuses it, an idle "
+            "one stops holding a slot).",
+        ),
         Setting(
             "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
             "the bearer token of mutating management endpoints; when unset, a random one "
@@ -189,9 +233,14 @@ SETTINGS: dict[str, Setting] = {
             "password attempts per client IP and link (default 10/60): stops guessing.",
         ),
         Setting(
-            "trust_forwarded_for", "LOOKUP_TRUST_FORWARDED_FOR", False, _flag, "flag", "",
-            "take the client IP from X-Forwarded-For (only behind a proxy you run; "
-            "otherwise any client can pick its own rate-limit identity).",
+            "trust_forwarded_for", "LOOKUP_TRUST_FORWARDED_FOR", (), _proxies, "proxies",
+            "off | on | ADDRESS[,NETWORK...]",
+            "the proxies whose X-Forwarded-For names the client (rate limits, trending): "
+            "off (default) trusts none, so the header is ignored everywhere, uvicorn "
+            "included; a list of addresses or networks (127.0.0.1,::1 for a proxy on this "
+            "machine) trusts only connections from those; on trusts any peer — only when "
+            "nothing but your proxy can reach the server, else any client picks its own "
+            "identity.",
         ),
         Setting(
             "shortener_analytics", "LOOKUP_SHORTENER_ANALYTICS", True, _flag, "flag", "",

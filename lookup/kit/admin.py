@@ -32,6 +32,7 @@ __all__ = [
     "is_loopback_host",
     "load_admin_token",
     "load_admin_token_in",
+    "public_bind_refusal",
 ]
 
 
@@ -109,6 +110,22 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False  # a name that may resolve anywhere
+
+
+def public_bind_refusal(host: str, data_dir: str | os.PathLike[str], command: str) -> str:
+    """Why a server must not listen on ``host`` over ``data_dir`` (``""``: it may).
+
+    A non-loopback address without an admin token configured is refused: the management
+    endpoints would be guarded by a token nobody was given. ``command`` names the caller
+    in the message (``lookup serve``, ``uvicorn --factory``)."""
+    if is_loopback_host(host) or configured_admin_token(data_dir):
+        return ""
+    return (
+        f"{command}: refusing to listen on {host} (not a loopback address) without an "
+        "admin token configured: the management endpoints would be guarded by a token "
+        f"nobody was given. Set {ADMIN_TOKEN_ENV} (or write one to "
+        f"{admin_token_path(data_dir)}), or bind 127.0.0.1."
+    )
 
 
 def server_admin_token(data_dir: str | os.PathLike[str]) -> str:

@@ -8,6 +8,7 @@ site — so one home, office or cloud tenant rotating addresses still counts onc
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 
 from starlette.types import Scope
 
@@ -17,16 +18,50 @@ NETWORK_PREFIX = {4: 24, 6: 48}
 CLIENT_PREFIX = {4: 32, 6: 64}
 
 
-def client_address(scope: Scope, trust_forwarded_for: bool = False) -> str:
-    """The client's address; from ``X-Forwarded-For`` only when the proxy is trusted."""
-    if trust_forwarded_for:
-        for name, value in scope.get("headers", ()):
-            if name == b"x-forwarded-for":
-                first = value.decode("latin-1").split(",")[0].strip()
-                if first:
-                    return first
+#: Which proxies are trusted: ``False``/``()`` none, ``True``/``("*",)`` any peer, else the
+#: addresses and networks named (the ``trust_forwarded_for`` setting's value).
+Trust = bool | Sequence[str]
+
+
+def _trusts(trust: Trust, address: str) -> bool:
+    if isinstance(trust, bool):
+        return trust
+    if not trust:
+        return False
+    if "*" in trust:
+        return True
+    try:
+        ip = ipaddress.ip_address(address.strip().strip("[]"))
+    except ValueError:
+        return address in trust
+    for entry in trust:
+        try:
+            if ip in ipaddress.ip_network(entry, strict=False):
+                return True
+        except ValueError:
+            if entry == address:
+                return True
+    return False
+
+
+def client_address(scope: Scope, trust_forwarded_for: Trust = False) -> str:
+    """The client's address: the peer's, or — when the peer is a trusted proxy — the
+    nearest ``X-Forwarded-For`` hop that is not itself a trusted proxy (uvicorn's rule, so
+    the app and the server agree; with every peer trusted, the first hop)."""
     client = scope.get("client")
-    return str(client[0]) if client else "unknown"
+    peer = str(client[0]) if client else "unknown"
+    if not _trusts(trust_forwarded_for, peer):
+        return peer
+    hops = [
+        hop.strip()
+        for name, value in scope.get("headers", ())
+        if name == b"x-forwarded-for"
+        for hop in value.decode("latin-1").split(",")
+    ]
+    for hop in reversed(hops):
+        if hop and not _trusts(trust_forwarded_for, hop):
+            return hop
+    return next((hop for hop in hops if hop), peer)
 
 
 def _prefix(address: str, lengths: dict[int, int]) -> str:
@@ -49,4 +84,4 @@ def client_of(address: str) -> str:
     return _prefix(address, CLIENT_PREFIX)
 
 
-__all__ = ["CLIENT_PREFIX", "NETWORK_PREFIX", "client_address", "client_of", "network_of"]
+__all__ = ["CLIENT_PREFIX", "NETWORK_PREFIX", "Trust", "client_address", "client_of", "network_of"]

@@ -27,6 +27,7 @@ _CODES = {
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     406: "NOT_ACCEPTABLE",
+    408: "REQUEST_TIMEOUT",
     409: "CONFLICT",
     410: "GONE",
     411: "LENGTH_REQUIRED",
@@ -35,6 +36,7 @@ _CODES = {
     415: "UNSUPPORTED_MEDIA_TYPE",
     422: "INVALID_REQUEST",
     429: "RATE_LIMITED",
+    431: "HEADERS_TOO_LARGE",
     500: "INTERNAL",
     503: "UNAVAILABLE",
 }
@@ -99,21 +101,61 @@ def error_response(
     extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """Build the app-wide error body with the given status."""
+    body = error_body(status, code, message, extra)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def error_body(
+    status: int, code: str | None = None, message: str = "", extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The app-wide error body: ``{"error": CODE, "message": ...}`` (and ``extra``)."""
     code = code or code_for_status(status)
     body: dict[str, Any] = {"error": code, "message": message or code.replace("_", " ").lower()}
     if extra:
         body.update(extra)
-    return JSONResponse(body, status_code=status, headers=headers)
+    return body
 
 
-def parse_json_object(raw: bytes) -> dict[str, Any]:
-    """Decode a request body that must be one JSON object, or raise a 400 ``ApiError``."""
+def is_json_media_type(content_type: str | None) -> bool:
+    """Is a ``Content-Type`` JSON (``application/json``, ``application/*+json``, any
+    parameters)? Browsers send cross-site forms only as ``text/plain``, urlencoded or
+    multipart, so a JSON-only endpoint is out of a forged form's reach."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def unsupported_media_type(content_type: str | None) -> ApiError:
+    """The 415 ``UNSUPPORTED_MEDIA_TYPE`` for a body that is not declared JSON."""
+    return ApiError(
+        415,
+        "UNSUPPORTED_MEDIA_TYPE",
+        f"send the body as Content-Type: application/json, not {(content_type or 'none')[:100]}",
+    )
+
+
+def require_json_media_type(content_type: str | None) -> None:
+    """Refuse a body that is not declared JSON (:func:`unsupported_media_type`)."""
+    if not is_json_media_type(content_type):
+        raise unsupported_media_type(content_type)
+
+
+def parse_json_object(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    """Decode a request body that must be one JSON object, or raise a 400 ``ApiError``
+    (415 when ``content_type``, the request's header, is not JSON)."""
+    require_json_media_type(content_type)
     if not raw:
         raise ApiError(400, "MALFORMED_JSON", "the request body is empty; send a JSON object")
     try:
         value = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ApiError(400, "MALFORMED_JSON", f"the body is not valid JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        # ValueError: JSONDecodeError, UnicodeDecodeError and also an integer longer than
+        # Python's int-string limit (4,300 digits), which json.loads raises as a plain one.
+        reason = str(exc)
+        if "integer string conversion" in reason:
+            reason = "a number has more digits than this server accepts"
+        raise ApiError(400, "MALFORMED_JSON", f"the body is not valid JSON: {reason}") from None
     if not isinstance(value, dict):
         raise ApiError(400, "MALFORMED_JSON", "the body must be a JSON object")
     return value

@@ -37,6 +37,7 @@ from typing import Any
 
 from lookup import settings
 from lookup.kit.cache import SharedCache, open_shared_cache
+from lookup.kit.clients import Trust
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
 from lookup.kit.leader import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
@@ -110,7 +111,7 @@ class ShortenerConfig:
     wall_clock: Callable[[], float] = time.time
     mono_clock: Callable[[], float] = time.monotonic
     sweep_interval_s: float = 60.0
-    trust_forwarded_for: bool = False
+    trust_forwarded_for: Trust = False
     synchronous: str = "NORMAL"
     analytics: bool = True
     aggregator: str = "thread"
@@ -137,7 +138,7 @@ class ShortenerConfig:
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
         """Config for ``lookup serve``: limits from ``LOOKUP_SHORTENER_RATE_*``,
-        ``LOOKUP_TRUST_FORWARDED_FOR=1`` to take the client IP from ``X-Forwarded-For``,
+        ``LOOKUP_TRUST_FORWARDED_FOR`` (the proxies whose ``X-Forwarded-For`` is believed),
         ``LOOKUP_SHORTENER_ANALYTICS=0`` / ``LOOKUP_SHORTENER_SCANNER=0`` to run without
         click analytics / the safety scanner (for comparisons), ``LOOKUP_SHORTENER_STORE``
         for a shared store (PostgreSQL) instead of the data directory. The click aggregator runs

@@ -480,8 +480,9 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def create_link(request: Request) -> Response:
         owner = optional_owner(request)
+        # the body first: one that is not a JSON object (a form post) spends no budget
+        body = parse_json_object(await request.body(), request.headers.get("content-type"))
         decision = write_budget(request, owner)
-        body = parse_json_object(await request.body())
         created = await run_in_threadpool(
             api.create,
             body,
@@ -576,8 +577,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def patch_link(key: str, request: Request) -> Response:
         owner = require_token(request)
+        patch = parse_json_object(await request.body(), request.headers.get("content-type"))
         decision = write_budget(request, owner)
-        patch = parse_json_object(await request.body())
         link = await run_in_threadpool(api.update, key, patch, owner=owner)
         return JSONResponse(views.owner(link), headers=decision.headers())
 
@@ -680,7 +681,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def post_blocklist(request: Request) -> dict[str, Any]:
         require_admin(request)
-        body = parse_json_object(await request.body())
+        body = parse_json_object(await request.body(), request.headers.get("content-type"))
         unknown = set(body) - {"add", "remove"}
         if unknown:
             raise errors.InvalidInput(f"unknown field(s): {sorted(unknown)}", code="UNKNOWN_FIELD")

@@ -158,6 +158,7 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
     import uvicorn
 
     from lookup.kit.asgi import build_app as create_app
+    from lookup.kit.serving import uvicorn_options
     from lookup.typeahead.router import ShardRouter, install_router
     from lookup.typeahead.sharding import ensure_shard_sets
     from lookup.typeahead.supervisor import ShardCluster
@@ -207,6 +208,7 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
                 port=args.port,
                 log_level=args.log_level,
                 access_log=False,
+                **uvicorn_options(),
             )
     except (RuntimeError, TimeoutError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

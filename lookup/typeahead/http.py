@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from lookup import settings
 from lookup.kit.admin import admin_token_of
-from lookup.kit.clients import client_address
+from lookup.kit.clients import Trust, client_address
 from lookup.kit.http import ApiError, parse_query_string
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
@@ -243,14 +243,14 @@ def install(
     mounts: Mounts,
     service: SuggestService,
     *,
-    trust_forwarded_for: bool | None = None,
+    trust_forwarded_for: Trust | None = None,
     search_rate: RatePolicy | None = None,
     search_clock: Callable[[], float] = time.monotonic,
 ) -> SuggestService:
     """Mount the routes, the poller and the health probe for a given service.
 
-    ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``) takes the client
-    address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
+    ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``: the proxies trusted)
+    takes the client address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
     per-client limit of ``POST /v1/searches`` and ``search_clock`` its time source."""
     mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
     api = mounts.api
@@ -263,7 +263,7 @@ def install(
         ServicePolicy(service),
         admin_token,
         limiter=search_limiter(search_rate, search_clock),
-        trust_forwarded_for=bool(trust_forwarded_for),
+        trust_forwarded_for=trust_forwarded_for,
     )
     mount_snapshots(api, service, admin_token)
     mount_poller(mounts, service.poll, "typeahead poll")

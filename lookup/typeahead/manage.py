@@ -29,7 +29,7 @@ from user_agents import parse as parse_user_agent
 from lookup import errors
 from lookup.errors import NotBuilt
 from lookup.kit.admin import ADMIN_RESPONSES, is_admin, require_admin
-from lookup.kit.clients import client_address, client_of, network_of
+from lookup.kit.clients import Trust, client_address, client_of, network_of
 from lookup.kit.http import ApiError
 from lookup.kit.ratelimit import RateLimiter
 from lookup.typeahead.canary import CanaryPolicy
@@ -110,7 +110,7 @@ def search_payload(
     payload: dict[str, Any],
     *,
     admin_token: Callable[[], str] = str,
-    trust_forwarded_for: bool = False,
+    trust_forwarded_for: Trust = False,
 ) -> tuple[str, str, Searcher]:
     """Check a ``POST /v1/searches`` body: ``(q, market, searcher)``. Raises
     :class:`ApiError` (400) on a bad field.
@@ -165,7 +165,7 @@ def mount_serve_time(
     admin_token: Callable[[], str],
     *,
     limiter: RateLimiter,
-    trust_forwarded_for: bool = False,
+    trust_forwarded_for: Trust = False,
 ) -> None:
     """``POST /v1/searches``, ``GET /v1/typeahead/trending`` and the hot-blocklist
     endpoints over ``policy`` (the single server and the shard router alike); the

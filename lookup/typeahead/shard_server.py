@@ -268,10 +268,11 @@ def run_shard_server(
     import uvicorn
 
     from lookup.kit.asgi import build_app as create_app
+    from lookup.kit.serving import uvicorn_options
 
     server = ShardServer(root, shard)
     app = create_app(root, subsystems=[lambda m: install_shard(m, server)])
-    config = uvicorn.Config(app, log_level=log_level, access_log=False)
+    config = uvicorn.Config(app, log_level=log_level, access_log=False, **uvicorn_options())
     uv = uvicorn.Server(config)
     if parent_pid is not None:
 

@@ -406,7 +406,6 @@ def test_hostile_creates(app: Any, body: Any, status: int, code: str) -> None:
         (b'"https://example.com"', "application/json"),
         (b"\xff\xfe\x00", "application/json"),
         (b"[" * 100_00 + b"]" * 100_00, "application/json"),
-        (b"longUrl=https://example.com", "application/x-www-form-urlencoded"),
     ],
 )
 def test_malformed_bodies_are_400_json(app: Any, raw: bytes, content_type: str) -> None:
@@ -415,6 +414,15 @@ def test_malformed_bodies_are_400_json(app: Any, raw: bytes, content_type: str) 
         400,
         "MALFORMED_JSON",
     )
+
+
+def test_a_body_not_sent_as_json_is_415(app: Any) -> None:
+    """A cross-site form can post urlencoded, multipart or text/plain, never JSON (issue 24)."""
+    raw = b"longUrl=https://example.com"
+    resp = app.client.post(
+        "/v1/links", content=raw, headers={"Content-Type": "application/x-www-form-urlencoded"}
+    )
+    _error(resp, 415, "UNSUPPORTED_MEDIA_TYPE")
 
 
 def test_oversized_bodies_are_413(app: Any, auth: dict) -> None:

@@ -1,7 +1,14 @@
-"""``lookup study`` as a learner runs it: real processes, JSON out, clear errors in."""
+"""``lookup study`` as a learner runs it: JSON out, clear errors in.
+
+Most commands run in this process through ``lookup.cli.main`` (the same parser and code
+a shell runs; a process start costs seconds here); the terminal session and one refusal
+run as real processes, stdin and exit status included.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -19,11 +26,32 @@ CONCEPT = next(i for i in bank().values() if i.kind == "concept")
 def study(
     *args: str, data_dir: Path | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
+    """``lookup study ARGS`` in this process (``stdin`` given: as a real process)."""
     extra = ["--data-dir", str(data_dir)] if data_dir else []
-    return subprocess.run(
-        [sys.executable, "-m", "lookup.cli", "study", *args, *extra],
-        capture_output=True, text=True, input=stdin, timeout=300,
+    argv = ["study", *args, *extra]
+    if stdin is not None:
+        return subprocess.run(
+            [sys.executable, "-m", "lookup.cli", *argv],
+            capture_output=True, text=True, input=stdin, timeout=300,
+        )  # fmt: skip
+    from lookup.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own refusals
+            code = int(exc.code or 0)
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def test_a_refusal_from_a_real_process_is_one_line_and_exit_2() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "lookup.cli", "study", "check", ESTIMATE.id, "--answer", "lots"],
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "not a number" in out.stderr
 
 
 def test_list_json_is_every_item() -> None:

@@ -206,3 +206,18 @@ with st.container(border=True):
     st.page_link(
         "views/capacity.py", label="Open the capacity planner", icon=":material/calculate:"
     )
+with st.container(border=True):
+    st.markdown(
+        "**Building blocks** — the parts every system stands on, each working on its own: "
+        "unique ids, rate limiters, the hash ring and a quorum-replicated store, and a "
+        "distributed cache you can break."
+    )
+    st.page_link("views/blocks.py", label="Open the building blocks", icon=":material/widgets:")
+with st.container(border=True):
+    st.markdown(
+        "**Study** — practise for a system-design interview against the systems themselves: "
+        "your estimates are checked by the capacity planner, your predictions by running the "
+        "real code, a drill breaks a live system after you say what will happen, and a timed "
+        "mock interview walks one design from clarifying questions to curveballs."
+    )
+    st.page_link("views/study.py", label="Start a study session", icon=":material/school:")

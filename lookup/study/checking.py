@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from lookup.capacity.units import number
@@ -203,8 +202,3 @@ def describe(item: Item, variant: int = 0, *, answer: bool = True) -> dict[str, 
     if answer and item.kind == "estimate":
         out["answer"] = compute(item, variant).as_json()
     return out
-
-
-def varied_names(item: Item) -> Mapping[str, tuple[float, float]]:
-    """The parameters a variant changes, with their ranges."""
-    return dict(item.checker.vary) if item.checker else {}

@@ -43,8 +43,3 @@ def review(card_json: str | None, grade: str, when: datetime | None = None) -> t
     card = Card.from_json(card_json) if card_json else Card(due=when)
     card, _ = _SCHEDULER.review_card(card, rating_of(grade), review_datetime=when)
     return card.to_json(), card.due
-
-
-def retrievability(card_json: str, when: datetime | None = None) -> float:
-    """FSRS's estimate that the learner still recalls the card at ``when``."""
-    return _SCHEDULER.get_card_retrievability(Card.from_json(card_json), when)

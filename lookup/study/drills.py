@@ -22,7 +22,9 @@ from lookup.study.drills_crawler import CRAWLER_DRILLS
 from lookup.study.drills_ids import IDS_DRILLS
 from lookup.study.drills_kv import KV_DRILLS
 from lookup.study.drills_limits import LIMITS_DRILLS
+from lookup.study.drills_proximity import PROXIMITY_DRILLS
 from lookup.study.drills_search import SEARCH_DRILLS
+from lookup.study.drills_typeahead import TYPEAHEAD_DRILLS
 from lookup.study.measure import Drill, DrillOutcome
 
 __all__ = ["DRILLS", "SERVERS", "available", "need", "run_drill", "server_available"]
@@ -35,6 +37,8 @@ DRILLS: dict[str, Drill] = {
     **CRAWLER_DRILLS,
     **IDS_DRILLS,
     **LIMITS_DRILLS,
+    **TYPEAHEAD_DRILLS,
+    **PROXIMITY_DRILLS,
 }
 
 

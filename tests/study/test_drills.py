@@ -22,7 +22,8 @@ from lookup.study.measure import DrillOutcome
 
 #: The drills that run with no server, each exercised at its defaults below.
 EMBEDDED = {"redirect_cache_dies", "hot_key_stampede", "replica_isolated", "slow_search_shard",
-            "snowflake_clock_backwards"}  # fmt: skip
+            "snowflake_clock_backwards", "bad_snapshot_published", "trending_spike",
+            "place_added_while_serving"}  # fmt: skip
 
 
 def _need(*servers: str) -> None:

@@ -6,6 +6,8 @@ API_PORT ?= 8000
 APP_PORT ?= 8501
 WORKERS  ?= 2
 SANDBOX_PORT ?= 8600
+# run-fleet's control endpoint (GET /fleet); 0: a free port, printed at start
+CONTROL_PORT ?= 0
 export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 
 .PHONY: run run-fleet test venv lint bench clean help
@@ -35,7 +37,7 @@ run: $(VENV)/.installed-app
 	$(BIN)/lookup up --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT)
 
 run-fleet: $(VENV)/.installed-app
-	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT)
+	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT) --control-port $(CONTROL_PORT)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q --durations=25

@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from common import term_help
 
 from lookup.blocks.cache import experiments
 from lookup.blocks.cache.eviction import POLICIES, Belady, hit_ratio_curves
@@ -216,7 +217,8 @@ def _cluster() -> None:
     lag = st.checkbox("Freeze its replica (SIGSTOP) for 0.8 s first, with 16 KB values: "
                       "a lagging replica", key="cache-cluster-lag",
                       help="What the master acknowledges while its replica lags and has not "
-                           "reached it when the master dies is lost at the promotion.")
+                           "reached it when the master dies is lost at the promotion.\n\n"
+                           + term_help("SIGSTOP"))
     cols = st.columns(2)
     if cols[0].button("Kill -9 the master of slot 0 under load", key="cache-cluster-kill",
                       type="primary"):  # fmt: skip
@@ -263,7 +265,7 @@ def experiments_failover(cluster: RedisCluster, lag: bool = False) -> dict[str, 
 def render() -> None:
     """The Distributed cache tab."""
     st.markdown(
-        "Seed 004's distributed cache, on real engines: eviction policies written by hand "
+        "The design notes' distributed cache, on real engines: eviction policies written by hand "
         "and replayed on real traces; the stampede and cold-restart behaviours on a real "
         "Redis over a SQLite store; a real Redis Cluster losing a master."
     )

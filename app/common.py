@@ -30,6 +30,30 @@ DEFAULT_DATA_DIR = "data"
 LOOKUP = lookup_command()
 API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
 
+#: The internal words some pages keep, each explained in plain words: where a page shows
+#: one, the element carries its explanation as a help tooltip (``help=term_help(...)``).
+GLOSSARY = {
+    "seam": "A seam is one place where shared or durable state lives behind one interface, "
+    "so the same code runs on an embedded store (SQLite, in memory) or on a shared server "
+    "(PostgreSQL, Redis) — this table says which one each part uses.",
+    "SIGSTOP": "SIGSTOP freezes a process without killing it — as a long garbage-collection "
+    "pause or an overloaded machine would; SIGCONT lets it carry on where it stopped, "
+    "unaware that time passed.",
+    "R + W > N": "Each key is kept on N replicas; a write waits for W of them to store it "
+    "and a read asks R of them. When R + W > N the two groups always share a replica, so "
+    "every read sees the last acknowledged write.",
+    "WARC": "WARC (Web ARChive) is the standard file format crawlers and web archives store "
+    "fetched pages in: each answer, with its headers and fetch date, as one record.",
+    "BM25": "BM25 is the standard relevance score of keyword search: a page scores higher "
+    "for query words that are rare across all pages and frequent in it, and a long page "
+    "counts each match a little less.",
+}
+
+
+def term_help(*terms: str) -> str:
+    """The plain explanation of each of ``terms`` (keys of :data:`GLOSSARY`), for ``help=``."""
+    return "\n\n".join(GLOSSARY[t] for t in terms)
+
 
 def api_url() -> str:
     """The base address of the HTTP API, without a trailing slash."""
@@ -171,7 +195,7 @@ def show_api_status() -> ApiHealth:
             version = f" · version {health.version}" if health.version else ""
             st.markdown(
                 f":green-badge[:material/check_circle: API up] answering at "
-                f"{health.url}{version}"
+                f"[{health.url}]({health.url.rstrip('/')}/docs){version}"
             )
         else:
             st.markdown(

@@ -192,7 +192,7 @@ def controls_tab(out_dir: Path, crawl: str | None, running: bool) -> None:
     st.markdown(
         "Steer the crawl **while it runs**: every command is a versioned row the crawler "
         "reads at least once a second. A blocked host gets **no request at all** from the "
-        "next second on — not a page, not robots.txt (seed 003: stop *immediately and "
+        "next second on — not a page, not robots.txt (the design notes: stop *immediately and "
         "permanently*); its queued URLs are cut by the rule `operator-block`."
     )
     control_form("control", _api_issuer(crawl))

@@ -79,7 +79,7 @@ class System:
         return [f.name for f in fields(self.assumptions)]
 
     def defaults(self) -> dict[str, Any]:
-        """The seed's value of every assumption."""
+        """The design notes' value of every assumption."""
         return {
             f.name: f.default for f in fields(self.assumptions) if f.default is not MISSING
         }
@@ -253,8 +253,9 @@ SEARCH = _system(
 
 IDS = _system(
     "ids",
-    "Unique ids made without a network call per id (seed 004): Snowflake splits 63 bits into "
-    "milliseconds, a worker id and a per-millisecond sequence. The split is the design.",
+    "Unique ids made without a network call per id (the design notes): Snowflake splits 63 "
+    "bits into milliseconds, a worker id and a per-millisecond sequence. The split is the "
+    "design.",
     ("ids_per_ms_fleet", "range_years", "workers", "repartition_ids_per_ms_per_worker",
      "peak_headroom"),
     _k("timestamp_bits", "Bits of milliseconds since the epoch", 30, 50, 1, slider=True),
@@ -268,7 +269,7 @@ IDS = _system(
 
 CACHE = _system(
     "cache",
-    "A distributed cache in front of a store (seed 004): the store is sized for the miss "
+    "A distributed cache in front of a store (the design notes): the store is sized for the miss "
     "rate, not the hit rate — five points of hit rate can double its load, and a cold "
     "restart of the tier sends it everything.",
     ("store_reads_per_s", "store_reads_lower_per_s", "miss_rate_ratio",
@@ -397,7 +398,7 @@ def keyspace_fill_chart(
 ) -> go.Figure:
     """Key-space fill year by year for each key length, the chosen one highlighted.
 
-    At the seed's assumptions the end points are the seed's 21% (6 characters) and
+    At the design notes' assumptions the end points are their 21% (6 characters) and
     0.34% (7 characters).
     """
     a = plan.assumptions

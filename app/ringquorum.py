@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 import streamlit as st
+from common import term_help
 
 from lookup.blocks.kv.checker import History, summary
 from lookup.blocks.kv.cluster import KvCluster
@@ -121,7 +122,7 @@ def _store_part() -> None:
         act = lambda: cluster.kill(victim)  # noqa: E731
     if actions[1].button("Restart", key="kv-restart", disabled=running):
         act = lambda: cluster.restart(victim)  # noqa: E731
-    if actions[2].button("SIGSTOP", key="kv-freeze",
+    if actions[2].button("SIGSTOP", key="kv-freeze", help=term_help("SIGSTOP"),
                          disabled=not running or victim in cluster.frozen):
         act = lambda: cluster.freeze(victim)  # noqa: E731
     if actions[3].button("SIGCONT", key="kv-thaw", disabled=victim not in cluster.frozen):
@@ -141,7 +142,7 @@ def _store_part() -> None:
     nkeys = q[3].number_input("Keys", 1, 500, 20, key="kv-keys")
     st.caption(f"N=3, R={r}, W={w}: R + W {'>' if r + w > 3 else '<='} N — "
                + ("every read overlaps the last acknowledged write." if r + w > 3
-                  else "reads may be stale."))
+                  else "reads may be stale."), help=term_help("R + W > N"))
     go = st.columns(3)
     if go[0].button("Run workload", key="kv-run", type="primary"):
         coordinators = [n for n in cluster.names if cluster.running(n)

@@ -91,7 +91,7 @@ def item_caption(item: Item, variant: int) -> str:
 def show_source(item: Item) -> None:
     """Where the facts come from, and where to see them live (a page or a notebook)."""
     st.caption(
-        f":material/menu_book: From seed {item.source.file}, section "
+        f":material/menu_book: From the design notes (text {item.source.file}), section "
         f"“{md_escape(item.source.section)}”."
     )
     pages = {spec.url_path: spec for spec in PAGES}

@@ -305,7 +305,7 @@ class Fleet:
     def __init__(
         self, data_dir: Path, backends: tuple[str, ...], *, workers: int = 2,
         host: str = "127.0.0.1", api_port: int = 0, app_port: int = 0,
-        dashboard: bool = True, sandbox_port: int | None = None,
+        dashboard: bool = True, sandbox_port: int | None = None, control_port: int = 0,
         urls: dict[str, str] | None = None, aggregators: bool = True, quiet: bool = False,
     ) -> None:  # fmt: skip
         if workers < 1:
@@ -319,6 +319,8 @@ class Fleet:
         self.app_port = app_port
         self.dashboard = dashboard
         self.sandbox_port = sandbox_port
+        #: The control endpoint's port (0: a free one, printed at start and in the state).
+        self.control_port = control_port
         self.urls = {k: v for k, v in (urls or {}).items() if v}
         self.aggregators = aggregators
         #: Children's output goes nowhere (a notebook), instead of to this terminal.
@@ -419,7 +421,7 @@ class Fleet:
                     "--server.headless", "true", "--browser.gatherUsageStats", "false"]  # fmt: skip
             proc = self._spawn("dashboard", argv, env)
             self._ready("dashboard", proc, f"{self.app_url}/_stcore/health")
-        self.control = FleetControl(self).start()
+        self.control = FleetControl(self, port=self.control_port).start()
         self.write_state()
         return self
 
@@ -539,7 +541,7 @@ class FleetControl:
     ``POST /fleet/cache/stop`` / ``POST /fleet/cache/start`` (admin token) for the Redis
     this fleet started. Errors are JSON ``{"error", "message"}`` with a 4xx status."""
 
-    def __init__(self, fleet: Fleet, host: str = "127.0.0.1") -> None:
+    def __init__(self, fleet: Fleet, host: str = "127.0.0.1", port: int = 0) -> None:
         self.fleet = fleet
         outer = self
 
@@ -593,7 +595,7 @@ class FleetControl:
                 except LookupError as exc:
                     self._send(409, {"error": "NOT_STARTED_HERE", "message": str(exc)})
 
-        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.server = ThreadingHTTPServer((host, port), Handler)
         self.server.daemon_threads = True
         self.url = f"http://{host}:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, name="fleet-control",
@@ -646,7 +648,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         data_dir, backends, workers=args.workers, host=args.host, api_port=args.api_port,
         app_port=args.app_port, dashboard=not args.no_dashboard,
         sandbox_port=None if args.no_sandbox else args.sandbox_port,
-        urls=_urls_from(args, backends),
+        control_port=args.control_port, urls=_urls_from(args, backends),
     )  # fmt: skip
     stopping = fleet.stopping
     old = {s: signal.signal(s, lambda *_: stopping.set()) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -701,6 +703,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="API processes of the fleet (default 2; --backend only)")  # fmt: skip
     p.add_argument("--no-dashboard", action="store_true",
                    help="do not start the dashboard (--backend only)")  # fmt: skip
+    p.add_argument("--control-port", type=int, default=0,
+                   help="port of the fleet's loopback control endpoint, GET /fleet (default "
+                        "0: a free port, printed at start; --backend only)")  # fmt: skip
     for key, (_name, var, backend) in URL_OPTIONS.items():
         p.add_argument(f"--{key.replace('_', '-')}", default=None, metavar="URL",
                        help=f"use this {backend} instead of starting one (or ${var})")  # fmt: skip

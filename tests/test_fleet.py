@@ -287,3 +287,52 @@ def test_an_unknown_backend_is_a_usage_error(data_dir: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and "unknown backend mysql" in done.stderr
+
+
+# ------------------------------------------------------------ ports from the command line
+
+
+def test_make_run_fleet_passes_the_sandbox_and_control_ports() -> None:
+    done = subprocess.run(
+        ["make", "-n", "run-fleet", "SANDBOX_PORT=8777", "CONTROL_PORT=8778"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    line = next(x for x in done.stdout.splitlines() if "lookup up --backend" in x)
+    assert "--sandbox-port 8777" in line and "--control-port 8778" in line, line
+
+
+def test_lookup_up_hands_the_sandbox_and_control_ports_to_the_fleet(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import lookup.fleet as fleet_module
+    from lookup import cli
+
+    seen: dict[str, Any] = {}
+
+    class Recorded(fleet_module.Fleet):
+        def start(self) -> fleet_module.Fleet:
+            seen.update(sandbox=self.sandbox_port, control=getattr(self, "control_port", None))
+            raise fleet_module.FleetError("recorded, not started")
+
+    monkeypatch.setattr(fleet_module, "Fleet", Recorded)
+    code = cli.main([
+        "up", "--backend", "redis", "--skip-datasets", "--data-dir", str(tmp_path),
+        "--sandbox-port", "8777", "--control-port", "8778",
+    ])  # fmt: skip
+    assert code == 1 and seen == {"sandbox": 8777, "control": 8778}
+
+
+def test_the_control_endpoint_listens_on_the_port_given(tmp_path: Path) -> None:
+    from lookup.fleet import Fleet, FleetControl
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    fleet = Fleet(tmp_path, ("redis",), control_port=port)
+    control = FleetControl(fleet, port=fleet.control_port).start()
+    try:
+        assert control.url == f"http://127.0.0.1:{port}"
+        answer = httpx.get(f"{control.url}/nope", timeout=10)
+        assert answer.status_code == 404 and answer.json()["error"] == "NOT_FOUND"
+    finally:
+        control.stop()

@@ -1,6 +1,6 @@
-"""Building blocks: seed 004's blocks built for real and measured — unique ids, rate limiters.
+"""Building blocks: the design notes' blocks built for real and measured — ids, rate limiters.
 
-The IDs tab makes ids of every kind in the seed's table and lays their bits out, shows
+The IDs tab makes ids of every kind in the design notes' table and lays their bits out, shows
 the Snowflake capacity figures, measures ids/s and index locality on the spot, and —
 when etcd is installed — starts generator processes that lease worker ids, lets you
 kill one and watch its lease expire. Everything it starts it stops (the "Stop" button,
@@ -41,10 +41,10 @@ from lookup.kit.redisserver import RedisServer, redis_available
 
 st.title("Building blocks")
 st.markdown(
-    "The blocks that appear inside almost every larger design (seed 004), each built for "
+    "The blocks that appear inside almost every larger design (the design notes), each built for "
     "real and measured here. **Unique IDs**: ids unique across many machines, made without "
     "a network call per id, and — usually — sortable by time. **Rate limiters**: every "
-    "algorithm of the seed's figure, in-process and on Redis, fired at with real traffic. "
+    "algorithm of the design notes' figure, in-process and on Redis, fired at with real traffic. "
     "**Distributed cache**: eviction policies on real traces, stampedes and cold restarts on "
     "a real Redis, a Redis Cluster losing a master."
 )
@@ -114,7 +114,7 @@ def _fleet() -> LeaseFleet | None:
 
 
 def _ids_tab() -> None:
-    st.subheader("The seed's table")
+    st.subheader("The design notes' table")
     st.dataframe(_seed_table(st.session_state.get("ids-rates")), hide_index=True)
     if st.button("Measure ids/s (20,000 of each)", key="ids-rate"):
         st.session_state["ids-rates"] = _measure_rates()
@@ -394,7 +394,7 @@ def _redis_controls() -> bool:
 
 def _limits_tab() -> None:
     st.markdown(
-        "Every algorithm of the seed's figure, one interface: `check(identity, cost)` → "
+        "Every algorithm of the design notes' figure, one interface: `check(identity, cost)` → "
         "allowed, with `RateLimit-Limit`, `-Remaining`, `-Reset` and, when refused, "
         "`Retry-After`. Pick one, a limit and a traffic pattern, and fire it at the real "
         "limiter."

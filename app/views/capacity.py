@@ -24,7 +24,7 @@ st.title("Capacity planner")
 st.markdown(
     "The estimation habit: turn the assumptions into **per-second rates**, then into "
     "**bytes**, then name **the one number that drives the design**. Every input starts at "
-    "the seed's assumption; every figure below is recomputed as you move them, with the "
+    "the design notes' assumption; every figure below is recomputed as you move them, with the "
     "arithmetic written out."
 )
 
@@ -33,7 +33,7 @@ ROW_PX = 35
 
 
 def _reset(system: System) -> None:
-    """Put every input of ``system`` back to the seed's assumption."""
+    """Put every input of ``system`` back to the design notes' assumption."""
     for name, value in system.defaults().items():
         st.session_state[widget_key(system, name)] = _shown_default(system, name, value)
 
@@ -78,7 +78,7 @@ def _inputs(system: System) -> dict[str, float | int]:
         for name in others:
             shown[name] = _input(system, name)
     st.button(
-        "Reset to the seed's assumptions",
+        "Reset to the design notes' assumptions",
         key=f"{system.name}.reset",
         on_click=_reset,
         args=(system,),
@@ -117,7 +117,7 @@ def _tab(system: System) -> None:
                 column.metric(
                     label_with_basis(figure, peak),
                     figure.text,
-                    delta=f"seed: {was.text}" if changed else None,
+                    delta=f"design notes: {was.text}" if changed else None,
                     delta_color="off",
                     delta_arrow="off",
                     help=figure.formula,

@@ -27,7 +27,7 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import api_client, api_url, data_dir
+from common import api_client, api_url, data_dir, term_help
 from crawlcontrols import controls_tab
 from crawlfleet import fleet_panel
 from crawltimeline import request_rows, short_host, timeline_figure
@@ -77,7 +77,8 @@ SANDBOX_ONLY = (
 COPY_COLUMN = st.column_config.LinkColumn(
     "Stored copy",
     display_text="open ↗",
-    help="The page as the crawler stored it (its WARC record), served by the API",
+    help="The page as the crawler stored it (its WARC record), served by the API.\n\n"
+    + term_help("WARC"),
 )
 KIND_BADGE = {
     "exact": ":blue-badge[exact]",
@@ -844,7 +845,7 @@ def dedup_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
             for m in cluster.members
         )
     )
-    st.caption(SANDBOX_ONLY)
+    st.caption(SANDBOX_ONLY, help=term_help("WARC"))
     members = [m.url for m in cluster.members]
     lcol, rcol = st.columns(2)
     left = lcol.selectbox("Left page", members, index=0, format_func=short_url, key="pair-left")
@@ -935,7 +936,7 @@ TRAP_RULES = {
     "repeated-segments": "a path segment repeats (a ../ loop)",
     "session-param": "a session id in the URL",
     "host-budget": "the host's page budget for this crawl cycle is spent (deferred to the next)",
-    "depth-limit": "too many links from a seed (an infinite calendar)",
+    "depth-limit": "too many links from a start page (an infinite calendar)",
     "duplicate-pattern": "this URL pattern keeps producing duplicates",
     "redirect-limit": "too many redirects in a row",
 }
@@ -944,7 +945,7 @@ TRAP_RULES = {
 def traps_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     st.markdown(
         "Trap defences refuse a URL **before** it is queued: its length, depth and repeated "
-        "segments, session parameters, a page budget per host, a depth limit from the seed, "
+        "segments, session parameters, a page budget per host, a depth limit from the start pages, "
         "and URL patterns whose pages keep coming back as duplicates."
     )
     if not snap.traps:
@@ -1121,7 +1122,8 @@ def pages_tab(session: CrawlSession) -> None:
         "the WARC record at `/search/cached` with its fetch date, scripts removed and "
         "links leading to the other stored copies. The `*.sandbox.test` addresses themselves "
         "exist **only inside the sandbox web** (the crawler resolves them from the sandbox's "
-        "name table): a browser cannot open them."
+        "name table): a browser cannot open them.",
+        help=term_help("WARC"),
     )
     try:
         urls = fetched_pages(session.out_dir)
@@ -1216,7 +1218,8 @@ def search_tab(session: CrawlSession, running: bool) -> None:
         f"The crawl's `events.jsonl` (one `PageFetched` event per new or changed page) and "
         f"WARC files feed the search engine: `lookup index {session.out_dir}` builds its "
         f"sharded index into the data directory ({data_dir()}), where the API's `/search` "
-        "and the Search page find it. Duplicates and noindex pages are not in it."
+        "and the Search page find it. Duplicates and noindex pages are not in it.",
+        help=term_help("WARC"),
     )
     if st.button(
         "Build search index from this crawl",

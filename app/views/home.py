@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from common import LOOKUP, ApiHealth, show_api_status
+from common import GLOSSARY, LOOKUP, ApiHealth, show_api_status
 
 from lookup import capacity
 
@@ -132,7 +132,12 @@ def status_line(health: ApiHealth, system: str, not_built: str, ready: str) -> s
 
 
 def paths_dot(read: str, write: str) -> str:
-    """One small left-to-right picture: the read path (blue) above the write path (grey)."""
+    """One small left-to-right picture: the read path (blue) above the write path (grey).
+    A node named after a term of the glossary (BM25, WARC) explains it as its tooltip."""
+    tips = "".join(
+        f' "{term}" [tooltip="{text}"];' for term, text in GLOSSARY.items()
+        if f'"{term}"' in read + write
+    )  # fmt: skip
     return (
         "digraph { rankdir=LR; bgcolor=transparent; nodesep=0.15; ranksep=0.2;"
         'node [shape=box style="rounded,filled" fontsize=10 fontname="sans-serif" '
@@ -140,7 +145,7 @@ def paths_dot(read: str, write: str) -> str:
         'subgraph cluster_r { label="read"; fontsize=9; color="#1f6feb"; '
         f'node [fillcolor="#ddf4ff" color="#1f6feb"]; {read} }}'
         'subgraph cluster_w { label="write"; fontsize=9; color="#8c959f"; '
-        f'node [fillcolor="#f6f8fa" color="#8c959f"]; {write} }} }}'
+        f'node [fillcolor="#f6f8fa" color="#8c959f"]; {write} }}{tips} }}'
     )
 
 

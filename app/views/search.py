@@ -21,7 +21,7 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, admin_headers, api_url, data_dir, show_api_status
+from common import Answer, admin_headers, api_url, data_dir, show_api_status, term_help
 from common import call as api_call
 from navigation import PAGES
 
@@ -207,7 +207,8 @@ def show_not_built(answer: Answer) -> None:
         st.markdown(
             "The search engine answers from an index built from a crawl: the crawler "
             "fetches pages into WARC files and an event log, and the indexer turns them "
-            "into immutable, sharded segments. Build one either way:"
+            "into immutable, sharded segments. Build one either way:",
+            help=term_help("WARC"),
         )
         spec = crawler_page()
         st.markdown(
@@ -452,7 +453,11 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
             }
             for t in terms
         ]
-        st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}-terms")
+        st.dataframe(
+            pd.DataFrame(rows), hide_index=True, key=f"{key}-terms",
+            column_config={"BM25 part": st.column_config.NumberColumn(
+                "BM25 part", help=term_help("BM25"))},
+        )  # fmt: skip
         k1, b = float(ex.get("k1", 1.2)), float(ex.get("b", 0.75))
         dl, avg = float(ex.get("docLength", 0)), float(ex.get("avgDocLength", 1))
         norm = terms[0]["lengthNorm"] if terms else k1 * (1 - b + b * dl / avg)
@@ -462,7 +467,8 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
             f"{k1:g}·(1 − {b:g} + {b:g}·{dl:.0f}/{avg:.1f}) = {float(norm):.3f} — this page is "
             f"{'longer' if dl > avg else 'shorter'} than average, so each match counts "
             f"{'less' if dl > avg else 'more'}; part = idf · tf / (tf + norm). Terms are the "
-            "index's Snowball stems, so “values” and “value” both count as “valu”."
+            "index's Snowball stems, so “values” and “value” both count as “valu”.",
+            help=term_help("BM25"),
         )
         sig = ex.get("signals") or {}
         bm25 = float(ex.get("bm25", 0.0))
@@ -476,7 +482,8 @@ def explain_panel(ex: dict[str, Any], key: str) -> None:
             f"**BM25 {bm25:.3f}** + in-links {link:+.3f} "
             f"({plural(inlinks, 'page')} of the crawl {verb} here) + freshness "
             f"{fresh:+.3f} (fetched {float(sig.get('ageDays', 0.0)):.0f} days ago) "
-            f"= **{hand:.3f}**" + (" (hand-set)" if learned else "")
+            f"= **{hand:.3f}**" + (" (hand-set)" if learned else ""),
+            help=term_help("BM25"),
         )
         if learned:
             learned_panel(learned, key)
@@ -823,7 +830,8 @@ def main() -> None:
         "Ranked keyword search over the pages the crawler fetched: **BM25** over an inverted "
         "index that is **sharded by document**, so every query fans out to every shard. A "
         "query is as slow as its slowest shard — so each shard has a replica to **hedge** "
-        "to, and a **deadline** after which it is left out."
+        "to, and a **deadline** after which it is left out.",
+        help=term_help("BM25"),
     )
     health = show_api_status()
     if not health.up:

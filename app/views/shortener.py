@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
-from common import LOOKUP, Answer, api_url, data_dir, show_api_status
+from common import LOOKUP, Answer, api_url, data_dir, show_api_status, term_help
 from common import call as api_call
 from cookies import read_cookie, remember_cookie
 
@@ -858,7 +858,10 @@ def backends_panel() -> None:
         "**One API process.** `make run-fleet` (`lookup up --backend postgres,redis`) runs "
         "several on PostgreSQL and Redis."
     )  # fmt: skip
-    st.dataframe(backends_table(answer.body), hide_index=True, key="backends-table")
+    st.dataframe(
+        backends_table(answer.body), hide_index=True, key="backends-table",
+        column_config={"Seam": st.column_config.TextColumn("Seam", help=term_help("seam"))},
+    )  # fmt: skip
     share = st.column_config.ProgressColumn(format="percent", min_value=0.0, max_value=1.0)
     st.dataframe(
         layer_table(layer_counts(workers, timeout=10.0, admin_token=_metrics_token())),

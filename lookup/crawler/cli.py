@@ -513,7 +513,10 @@ def _spawn_workers(args: argparse.Namespace, config: Any) -> int:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     codes = fleet.wait()
+    outcome = fleet.outcome(codes)  # a lost worker: did the others finish the crawl?
     fleet.close()
     for name, code in codes.items():
         print(f"worker {name}: exit {code}")
-    return 0 if all(c == 0 for c in codes.values()) else 1
+    for line in outcome.lines():
+        print(line)
+    return outcome.exit_code

@@ -337,6 +337,14 @@ class _Queries:
         rows = self._rows("SELECT part, epoch, owner, at FROM crawl_grants ORDER BY id")
         return [(int(r["part"]), int(r["epoch"]), r["owner"], float(r["at"])) for r in rows]
 
+    def last_fetch_by_worker(self) -> dict[str, float]:
+        """Each worker's latest request (its start, wall time): when it was last seen."""
+        rows = self._rows(
+            "SELECT worker, MAX(started) AS at FROM crawl_fetches "
+            "WHERE worker IS NOT NULL GROUP BY worker"
+        )
+        return {r["worker"]: float(r["at"]) for r in rows}
+
     def fleet_fetches(self) -> list[tuple[str, str, float, str | None, int | None]]:
         """(url, kind, started, worker, epoch) of every request, in order."""
         rows = self._rows(

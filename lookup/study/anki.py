@@ -51,7 +51,7 @@ class _Note(genanki.Note):
 def note_for(item: Item) -> genanki.Note:
     """The Anki note of one item."""
     points = "<ul>" + "".join(f"<li>{html.escape(k.text)}</li>" for k in item.key_points) + "</ul>"
-    source = html.escape(f"Seed {item.source.file}, {item.source.section}")
+    source = html.escape(f"Design notes, text {item.source.file}: {item.source.section}")
     tags = [
         f"system::{item.system}",
         f"level::{item.level}",

@@ -237,7 +237,7 @@ def _print_result(out: dict[str, Any]) -> None:
         print(f"You covered {out['covered']} of {out['total']} key points:")
         for kp in out["keyPoints"]:
             print(f"  [{'x' if kp['covered'] else ' '}] {kp['point']}")
-    print(f"  (seed {out['source']['file']}, {out['source']['section']})")
+    print(f"  (design notes, text {out['source']['file']}: {out['source']['section']})")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -396,7 +396,7 @@ class SelfCheck:
                     line += f" — {star}not found: {esc(missing)}{star}"
                 out.append(line)
         src = self.item.source
-        where = f"seed {src.file}, “{src.section}”"
+        where = f"design notes, text {src.file}, “{src.section}”"
         see = ", ".join(f"`{s}`" if markdown else s for s in self.item.see)
         out.append("")
         note = f"Source: {esc(where)}" + (f" · see {see}" if see else "")

@@ -56,7 +56,7 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
 
 def test_the_seeds_table_and_capacity(page: AppTest) -> None:
     text = _text(page)
-    assert "Building blocks" in text and "The seed's table" in text
+    assert "Building blocks" in text and "The design notes' table" in text
     table = _frame(page, "coordination")
     assert list(table["approach"]) == ["sequential int", "UUIDv4", "UUIDv7", "ULID",
                                        "ticket server", "Snowflake"]

@@ -152,7 +152,7 @@ def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> No
     assert after != before
     assert after == "77.2/s"  # 200M / 2,592,000 s
     shown = [m for m in fresh.metric if m.label == "Writes (new links), average"][0]
-    assert shown.delta == "seed: 38.6/s"
+    assert shown.delta == "design notes: 38.6/s"
     assert metric(fresh, "Links in 10 years") == "24 billion"
 
 

@@ -64,6 +64,12 @@ def test_home_shows_the_api_is_up_when_healthz_answers(
     assert "API up" in text
     assert threaded_api in text
     assert "API down" not in text
+    # The address links to the API's interactive documentation, not its root (a JSON 404).
+    assert f"]({threaded_api}/docs)" in text, text
+    import httpx
+
+    docs = httpx.get(f"{threaded_api}/docs", timeout=10)
+    assert docs.status_code == 200 and "text/html" in docs.headers["content-type"]
 
 
 @pytest.mark.parametrize(

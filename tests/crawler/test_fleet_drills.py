@@ -111,6 +111,7 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
         took = time.monotonic() - killed
         survivors = [n for n in names if n != victim]
         codes = run.wait_done()
+        outcome = run.fleet.outcome(codes)  # what `lookup crawl --workers 3` reports
     finally:
         run.fleet.stop()
     print(
@@ -122,6 +123,15 @@ def test_kill_9_a_worker_its_partitions_move_and_only_its_in_flight_urls_are_ref
     # 3-6 on 2 cores. "Within TTL + a few seconds", with about 2x headroom for a busier box.
     assert took < TTL + 6
     assert all(codes[n] == 0 for n in survivors)
+    # The command's verdict (issue 24, item 10): the loss and the takeover reported, and
+    # exit 0 because the others finished the crawl (it exited 1 before).
+    print("DRILL kill-9 report: " + " | ".join(outcome.lines()))
+    assert outcome.lost == [victim]
+    assert sum(outcome.takeovers[victim].values()) >= len(parts)
+    assert set(outcome.takeovers[victim]) <= set(survivors)
+    assert outcome.lines()[0].startswith(f"fleet: worker {victim} lost (killed by SIGKILL); its ")
+    assert outcome.lines()[-1].startswith("fleet: crawl completed")
+    assert outcome.exit_code == 0
     log = run.log()
     twice = answered_twice(log, web.manifest(), run.retried())
     print(f"DRILL kill-9: refetched {sum(n - 1 for n in twice.values())} (bound {in_flight})")

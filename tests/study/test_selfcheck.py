@@ -112,7 +112,7 @@ def test_estimate_shows_figure_and_chain() -> None:
     assert result.expected in text
     for line in result.chain:
         assert line in text
-    assert "Source: seed" in text
+    assert "Source: design notes, text" in text
 
 
 def test_variant_changes_the_question_and_the_answer() -> None:

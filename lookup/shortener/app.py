@@ -412,16 +412,23 @@ class Shortener:
 
     def status(self) -> dict[str, Any]:
         """A cheap readiness probe for ``/healthz`` (the :class:`~lookup.kit.service.
-        LiveService` call; full counts live in :meth:`metrics`)."""
+        LiveService` call; full counts live in :meth:`metrics`): ``degraded`` while the
+        click aggregator's process is down (its restart pending), ``ready`` otherwise."""
         self.store.ping()
         cache = self.resolver.stats()
-        return {
+        report: dict[str, Any] = {
             "status": "ready",
             "created": self.service.created,
             "cacheHits": cache["l1"]["hits"],
             "storeReads": cache["store"]["reads"],
             "backends": self.backends(),
         }
+        if self.analytics is not None:
+            aggregator = self.analytics.aggregator_health()
+            report["aggregator"] = aggregator
+            if aggregator.get("state") == "down":
+                report["status"] = "degraded"
+        return report
 
 
 __all__ = ["LinkEvents", "Limits", "Shortener", "ShortenerConfig"]

@@ -579,7 +579,9 @@ def test_the_aggregator_can_run_as_its_own_process(tmp_path: Path) -> None:
     analytics.start()
     try:
         assert analytics._process is None  # nobody clicked yet: no second process
-        assert [t.name for t in analytics._tasks] == ["click-shipper"]  # nothing folds here
+        # nothing folds here: the shipper, and the supervisor of the (future) child
+        names = [t.name for t in analytics._tasks]
+        assert names == ["click-shipper", "click-aggregator-supervisor"]
         for i in range(300):
             analytics.buffer.offer(_ctx(ts=T0 + i, user_agent=IPHONE))
         deadline = time.monotonic() + 60

@@ -29,6 +29,14 @@ redirects come first and analytics trails; on a machine of its own it gets every
 ``"thread"`` — a thread in this process (tests, notebooks); ``"external"`` — not here
 at all: ``python -m lookup.shortener.analytics --data-dir DIR`` runs it elsewhere, as the
 seed's separate stream job.
+
+The aggregator process is supervised: a child that dies (``kill -9``, a crash) is started
+again with back-off (1 s, doubling to 30 s; back to 1 s once a child has lived a minute),
+counted in ``restarts``, and reported by :meth:`ClickAnalytics.aggregator_health` —
+the shortener's ``/healthz`` says ``degraded`` while it is down. The child is told to
+stop by closing a pipe (``poll`` sees the end of file), never by a multiprocessing
+``Event``: setting one whose waiter was killed mid-wait blocks for ever, which kept
+``lookup serve`` from exiting on SIGTERM.
 """
 
 from __future__ import annotations
@@ -39,8 +47,10 @@ import multiprocessing
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import Callable
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +85,17 @@ from lookup.shortener.analytics.log import (
     SqliteClickLog,
     open_click_log,
 )
+from lookup.shortener.analytics.outage import OutageLog
 from lookup.shortener.analytics.shipper import ClickShipper
 
 log = logging.getLogger("lookup.shortener.analytics")
 
 #: Where the aggregator runs (see the module docstring).
 AGGREGATOR_MODES = ("thread", "process", "external")
+
+#: Restart back-off of a dead aggregator process: first, ceiling, and how long a child
+#: must live for the back-off to start again from the first.
+RESTART_BACKOFF_S = (1.0, 30.0, 60.0)
 
 
 class ClickAnalytics:
@@ -116,9 +131,13 @@ class ClickAnalytics:
         self.log: ClickLog = click_log or SqliteClickLog(self.dir / "clicklog.sqlite3")
         self.enricher = ClickEnricher(secret)
         self._secret = secret
-        self.shipper = ClickShipper(self.buffer, self.log, self.enricher, batch_size=batch_size)
-        counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
         grouped = hasattr(self.log, "take")  # a stream with a consumer group (Redis)
+        what = "the click stream" if grouped else "the click log"
+        self.outage = OutageLog(what, log, quiet=self._child_reports)
+        self.shipper = ClickShipper(
+            self.buffer, self.log, self.enricher, batch_size=batch_size, outage=self.outage
+        )
+        counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
         self.aggregator = ClickAggregator(
             counts,
             self.log,
@@ -139,7 +158,14 @@ class ClickAnalytics:
         self._running = False
         self._tasks: list[BackgroundTask] = []
         self._process: Any = None
-        self._process_stop: Any = None
+        self._process_stop: Any = None  # the write end of the child's stop pipe
+        self._process_lock = threading.Lock()
+        self._process_started_at = 0.0
+        self._process_down_since: float | None = None
+        self._restart_at = 0.0
+        self._backoff_s = RESTART_BACKOFF_S[0]
+        self.restarts = 0
+        self.last_exit: int | None = None
         self._failures_before = 0  # loop failures of tasks already stopped
 
     @property
@@ -176,27 +202,49 @@ class ClickAnalytics:
             self._tasks.append(
                 BackgroundTask(
                     "click-aggregator",
-                    self.aggregator.step,
+                    self._aggregate_round,
                     self.aggregate_interval_s,
                     logger=log,
                     drain=True,
                 )
             )
+        if self.mode == "process":
+            self._tasks.append(
+                BackgroundTask("click-aggregator-supervisor", self._supervise, 0.25, logger=log)
+            )
         for task in self._tasks:
             task.start()
+
+    def _child_reports(self) -> bool:
+        """Whether the aggregator child runs: it reports the click log's outages itself."""
+        process = self._process
+        return process is not None and process.is_alive()
+
+    def _aggregate_round(self) -> int:
+        """One fold in the aggregator thread; an unavailable stream is an outage, logged once."""
+        try:
+            n = self.aggregator.step()
+        except Unavailable as exc:
+            self.outage.failed(exc)
+            return 0
+        self.outage.ok()
+        return n
 
     def _ship_round(self) -> int:
         n = self.shipper.ship_once()
         if n and self.aggregator_process and self._process is None and self._running:
-            self._start_process()  # lazily: a server nobody clicks needs no second process
+            with self._process_lock:
+                if self._process is None and self._running:
+                    self._start_process()  # lazily: a server nobody clicks needs no second one
         return n if n >= self.shipper.batch_size else 0  # a full batch: go again at once
 
     def _start_process(self) -> None:
+        """Start the aggregator child (the caller holds ``_process_lock``)."""
         locator = getattr(self.log, "locator", None)
         log_ref = locator() if locator is not None else self.log.path  # type: ignore[attr-defined]
         context = multiprocessing.get_context("spawn")  # never fork a threaded server
-        self._process_stop = context.Event()
-        self._process = context.Process(
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(
             target=run_aggregator,
             args=(
                 str(self.aggregator.path),
@@ -204,7 +252,7 @@ class ClickAnalytics:
                 self._secret,
                 self.aggregate_interval_s,
                 os.getpid(),
-                self._process_stop,
+                reader,
                 self.aggregator_nice,
             ),
             name="click-aggregator",
@@ -212,11 +260,82 @@ class ClickAnalytics:
         )
         # The child inherits this thread's signal mask: SIGINT and SIGTERM stay blocked
         # until run_aggregator has its handlers, so an early Ctrl-C prints no traceback.
+        # The resource tracker first: starting it unblocks them in this thread on its way out.
+        resource_tracker.ensure_running()
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
-            self._process.start()
+            process.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            reader.close()  # the child has its copy; ours would hide the parent's death
+        self._process, self._process_stop = process, writer
+        self._process_started_at = time.monotonic()
+        self._process_down_since = None
+
+    def _supervise(self) -> None:
+        """Restart a dead aggregator child with back-off (the supervisor task's round)."""
+        with self._process_lock:
+            process = self._process
+            if process is None or not self._running:
+                return
+            now = time.monotonic()
+            if process.is_alive():
+                if now - self._process_started_at >= RESTART_BACKOFF_S[2]:
+                    self._backoff_s = RESTART_BACKOFF_S[0]
+                return
+            if self._process_down_since is None:
+                process.join(0)  # reap it
+                self.last_exit = process.exitcode
+                self._process_down_since = now
+                self._restart_at = now + self._backoff_s
+                log.warning(
+                    "the click aggregator process (pid %s) exited with %s; restarting it in "
+                    "%.0f s",
+                    process.pid,
+                    process.exitcode,
+                    self._backoff_s,
+                )
+            if now < self._restart_at:
+                return
+            with contextlib.suppress(OSError):
+                self._process_stop.close()
+            self._backoff_s = min(RESTART_BACKOFF_S[1], self._backoff_s * 2)
+            self.restarts += 1
+            self._start_process()
+            log.warning(
+                "the click aggregator process was restarted (pid %s, restart %d)",
+                self._process.pid,
+                self.restarts,
+            )
+
+    def aggregator_health(self) -> dict[str, Any]:
+        """Where the aggregator runs and, for a child process, whether it is alive, its pid,
+        restarts and last exit code; ``state``: ``idle`` (not started: nobody clicked yet),
+        ``running``, or ``down`` (dead, a restart due in ``restartInS``)."""
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "thread":
+            alive = any(task.running for task in self._tasks)
+            return {**out, "state": "running" if alive else "idle", "alive": alive}
+        if self.mode != "process":
+            return out
+        with self._process_lock:
+            process = self._process
+            alive = process is not None and process.is_alive()
+            if process is None:
+                state = "idle"
+            else:
+                state = "running" if alive else "down"
+            out.update(
+                state=state,
+                alive=alive,
+                pid=process.pid if alive else None,
+                restarts=self.restarts,
+                lastExit=self.last_exit,
+            )
+            if state == "down":
+                due = self._restart_at if self._process_down_since is not None else 0.0
+                out["restartInS"] = round(max(0.0, due - time.monotonic()), 1)
+        return out
 
     def stop(self, *, flush: bool = True) -> None:
         """Stop the background work; with ``flush``, ship what is left and — unless the
@@ -226,13 +345,17 @@ class ClickAnalytics:
             task.stop(timeout=10)
             self._failures_before += task.failures
         self._tasks.clear()
-        if self._process is not None and self._process_stop is not None:
-            self._process_stop.set()
-            self._process.join(timeout=10)
-            if self._process.is_alive():
-                self._process.terminate()
-                self._process.join(timeout=5)
-            self._process = None
+        with self._process_lock:
+            process, stop, self._process, self._process_stop = (
+                self._process, self._process_stop, None, None,
+            )  # fmt: skip
+        if process is not None and stop is not None:
+            with contextlib.suppress(OSError):
+                stop.close()  # end of file on the child's pipe: it stops after its round
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=5)
         if flush:
             try:
                 if self.mode == "external":
@@ -261,8 +384,15 @@ class ClickAnalytics:
         """Counts of ``key`` in ``[start, end)`` (see :meth:`ClickAggregator.stats`), after
         folding every click made so far (:meth:`flush`), so an owner sees their clicks at
         once; blocking."""
-        self.flush()
-        return self.aggregator.stats(key, start, end, granularity)
+        tail = "included"
+        try:
+            self.flush()
+        except Unavailable as exc:  # the counts stored are served; the tail is not in them
+            self.outage.failed(exc)
+            tail = "unavailable"
+        else:
+            self.outage.ok()
+        return {**self.aggregator.stats(key, start, end, granularity), "liveTail": tail}
 
     # -- observability -----------------------------------------------------------------
 
@@ -284,14 +414,19 @@ class ClickAnalytics:
             retention = getattr(self.log, "retention", None)
             if retention is not None:  # a bounded stream: clicks it trimmed unread, its lag
                 log_figures.update(retention())
+            marks = getattr(self.log, "reset_marks", None)
+            if marks is not None:  # a stream Redis can lose: the resets seen, what they took
+                log_figures["resets"] = self.log.resets  # type: ignore[attr-defined]
+                log_figures["lostToReset"] = self._lost_to_reset(marks())
         except Unavailable as exc:
             return {**figures, "log": {"endOffset": None, "unavailable": str(exc)},
                     "aggregator": {"mode": self.mode, "unavailable": str(exc)}}  # fmt: skip
         return {
             **figures,
             "log": log_figures,
+            "outage": self.outage.stats(),
             "aggregator": {
-                "mode": self.mode,
+                **self.aggregator_health(),
                 "nice": self.aggregator_nice if self.mode == "process" else None,
                 "offset": consumer["offset"],
                 "lagEvents": lag,
@@ -299,6 +434,33 @@ class ClickAnalytics:
                 "duplicatesSkipped": consumer["duplicates"],
             },
         }
+
+
+    def _lost_to_reset(self, marks: dict[str, int]) -> int:
+        """Clicks this process shipped into a stream that was then lost (Redis restarted
+        empty) and that were never counted: for each producer, the sequence numbers below
+        its reset mark less those in its counted ranges."""
+        lost = 0
+        for producer, mark in marks.items():
+            with self.aggregator.counts.fold(self.aggregator.name) as batch:
+                ranges = batch.seen_ranges(producer)
+            last = mark - 1  # sequence numbers start at 1
+            counted = sum(min(hi, last) - lo + 1 for lo, hi in ranges if lo <= last)
+            lost += max(0, last - counted)
+        return lost
+
+
+class _PipeStop:
+    """The child's stop signal: the parent closes its end of a pipe (or dies)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def is_set(self) -> bool:
+        return bool(self._conn.poll())
+
+    def wait(self, timeout: float) -> bool:
+        return bool(self._conn.poll(timeout))
 
 
 def consumer_name() -> str:
@@ -322,7 +484,11 @@ def run_aggregator(
     fleet's counts). ``log_path`` is the SQLite click log's path or a click log URL; a stream with a
     consumer group (``redis://``) is consumed as ``consumer`` (default: host and pid).
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
-    None means no parent to outlive (the stand-alone ``python -m`` form)."""
+    None means no parent to outlive (the stand-alone ``python -m`` form). ``stop`` is an
+    event (``is_set``/``wait``) or the read end of the parent's stop pipe. An unavailable
+    stream is an outage, logged once when it starts and once when it ends."""
+    if hasattr(stop, "poll"):
+        stop = _PipeStop(stop)
     terminated: list[bool] = []
     if parent_pid is not None:
         # A child stops when its parent says so (``stop``) or dies: a Ctrl-C in the
@@ -347,6 +513,7 @@ def run_aggregator(
         claim_idle_s=settings.get("clicks_claim_idle"),
         fold_delay_s=settings.get("clicks_fold_delay"),
     )
+    outage = OutageLog("the click stream" if grouped else "the click log", log)
     while (
         not stop.is_set()
         and not terminated
@@ -354,9 +521,14 @@ def run_aggregator(
     ):
         try:
             busy = aggregator.step()
+        except Unavailable as exc:
+            outage.failed(exc)
+            busy = 0
         except Exception:
             log.exception("the aggregator process failed a round; it will run again")
             busy = 0
+        else:
+            outage.ok()
         if not busy:
             stop.wait(interval_s)
     aggregator.close()

@@ -37,11 +37,27 @@ it above the delivered one has found clicks trimmed unread: the difference is ad
 group keeps each unacknowledged entry's click count (``<stream>:<group>:inflight``) so
 that loss is counted exactly as well. :meth:`RedisClickLog.retention` reports the lost
 clicks (including a gap no read has reached yet) and the group's lag.
+
+**Redis restarted empty** (no persistence, ``FLUSHALL``, a failover to an empty
+replica) takes the stream, the group and those figures with it. A consumer that finds
+its group gone (``NOGROUP``) creates it again from the start of the new stream, so the
+clicks shipped since — the batches the shippers retried through the outage included —
+are all counted; an acknowledgement the reset made moot counts nothing. The clicks the
+old stream held uncounted are lost, and each producer says exactly how many: every
+append also reads the stream's *epoch* (``<stream>:epoch``, a random token set by the
+first append to an empty Redis), and a producer that sees it change records that its
+clicks before this batch went into a stream that is gone
+(:meth:`RedisClickLog.reset_marks`); its owner compares them with the counted sequence
+ranges (``analytics.log.lostToReset``). Connection failures surface as
+:class:`~lookup.errors.Unavailable`, so callers log an outage once, not per poll.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import logging
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
@@ -53,18 +69,27 @@ from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_b
 
 __all__ = ["RedisClickLog", "offset_of", "stream_id"]
 
+log = logging.getLogger("lookup.shortener.analytics")
+
 #: A stream entry as redis-py returns it: its id and its fields.
 _Entry = tuple[bytes, dict[bytes, bytes]]
 
 _SEQ_BITS = 20
 _CHUNK = 256
 
-#: XADD with the stream's running click total ``c`` (KEYS: stream, appended total;
-#: ARGV: maxlen, n, blob, first, last).
+#: XADD with the stream's running click total ``c``; returns the entry id and the
+#: stream's epoch, set here if Redis has none (KEYS: stream, appended total, epoch;
+#: ARGV: maxlen, n, blob, first, last, a new epoch).
 _APPEND = """
+local epoch = redis.call('GET', KEYS[3])
+if not epoch then
+  epoch = ARGV[6]
+  redis.call('SET', KEYS[3], epoch)
+end
 local c = redis.call('INCRBY', KEYS[2], ARGV[2])
-return redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*',
+local id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*',
     'b', ARGV[3], 'n', ARGV[2], 'f', ARGV[4], 'l', ARGV[5], 'c', c)
+return {id, epoch}
 """
 
 #: The fields ``n`` and ``c`` of a flat field list, as numbers (nil when absent).
@@ -152,6 +177,20 @@ return {lost, appended - math.max(before, delivered)}
 )
 
 
+def _is_nogroup(exc: redis.ResponseError) -> bool:
+    return "NOGROUP" in str(exc)
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """Redis's connection failures as :class:`~lookup.errors.Unavailable` (an outage the
+    caller logs once), every other error as it is."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise Unavailable(f"the click stream is unavailable: {exc}") from exc
+
+
 def offset_of(entry_id: bytes | str) -> int:
     """A stream id ``ms-seq`` as one integer offset (order-preserving)."""
     text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
@@ -189,6 +228,7 @@ class RedisClickLog:
         self.dead_stream = f"{stream}:dead"
         self._redis = redis_client(url, timeout_s=timeout_s)
         self._appended_key = f"{stream}:appended"
+        self._epoch_key = f"{stream}:epoch"
         self._delivered_key = f"{stream}:{group}:delivered"
         self._lost_key = f"{stream}:{group}:lost"
         self._inflight_key = f"{stream}:{group}:inflight"
@@ -197,6 +237,11 @@ class RedisClickLog:
         self._settle_script = self._redis.register_script(_SETTLE)
         self._retention_script = self._redis.register_script(_RETENTION)
         self._group_ready = False
+        self._epoch: bytes | None = None
+        self._reset_marks: dict[str, int] = {}
+        self._reset_epoch: bytes | None = None  # the epoch of the last reset counted
+        self._reset_unknown = False  # a reset counted before its new epoch was seen
+        self.resets = 0
         self.appended = 0
         self.claimed = 0
         self.acked = 0
@@ -224,11 +269,54 @@ class RedisClickLog:
         if not events:
             return
         blob, first_ts, last_ts = encode_batch(events)
-        self._append_script(
-            keys=[self.stream, self._appended_key],
-            args=[self.maxlen, len(events), blob, repr(first_ts), repr(last_ts)],
-        )
+        with _reachable():
+            _entry, epoch = self._append_script(
+                keys=[self.stream, self._appended_key, self._epoch_key],
+                args=[self.maxlen, len(events), blob, repr(first_ts), repr(last_ts),
+                      secrets.token_hex(8)],
+            )  # fmt: skip
+        if self._epoch is not None and epoch != self._epoch:
+            self._stream_reset(events)
+        self._epoch = epoch
         self.appended += len(events)
+
+    def _stream_reset(self, events: Sequence[Any]) -> None:
+        """This batch went into a new stream: the old one (and what it held) is gone."""
+        producer, first_seq = getattr(events, "producer", None), getattr(events, "first_seq", None)
+        if producer is not None and first_seq is not None:
+            self._reset_marks[producer] = int(first_seq)
+        self._note_reset(self._epoch_now())
+
+    def _epoch_now(self) -> bytes | None:
+        return self._redis.get(self._epoch_key)  # type: ignore[return-value]
+
+    def _note_reset(self, epoch: bytes | None) -> None:
+        """Count and log one reset once, however many ways this process notices it (a new
+        epoch on append, a missing group on take or acknowledge)."""
+        if epoch is None:  # noticed before any append made the new epoch
+            if self._reset_unknown:
+                return
+            self._reset_unknown = True
+        elif epoch == self._reset_epoch:
+            return
+        elif self._reset_unknown:  # the epoch of the reset already counted
+            self._reset_unknown = False
+            self._reset_epoch = epoch
+            return
+        else:
+            self._reset_epoch = epoch
+        self.resets += 1
+        log.warning(
+            "the click stream %s was reset (Redis lost its data): its consumer group %s is "
+            "created again; clicks it held uncounted are lost (counted in lostToReset)",
+            self.stream,
+            self.group,
+        )
+
+    def reset_marks(self) -> dict[str, int]:
+        """Per producer, the first sequence number appended after the latest reset this
+        process saw: its clicks numbered below went into a stream that is gone."""
+        return dict(self._reset_marks)
 
     @staticmethod
     def _records(entry_id: bytes, fields: dict[bytes, bytes] | None) -> list[tuple[int, LogRecord]]:
@@ -259,15 +347,24 @@ class RedisClickLog:
     def trim(self, upto: int, before_ts: float) -> int:
         """Drop entries with offset <= ``upto`` whose newest click is before ``before_ts``,
         except those still pending in the group (not counted yet: they go once acknowledged)."""
-        old = [eid for eid, fields in self._range(0, upto) if float(fields[b"l"]) < before_ts]
-        if old and (self._group_ready or self._has_group()):
-            pending = {p["message_id"] for p in self._pending_range(old[0], old[-1], len(old))}
-            old = [eid for eid in old if eid not in pending]
-        dropped = 0
-        for i in range(0, len(old), 1000):
-            batch = old[i : i + 1000]
-            self._redis.xdel(self.stream, *batch)
-            dropped += len(batch)
+        with _reachable():
+            old = [eid for eid, fields in self._range(0, upto) if float(fields[b"l"]) < before_ts]
+            if old and (self._group_ready or self._has_group()):
+                try:
+                    pending = {
+                        p["message_id"] for p in self._pending_range(old[0], old[-1], len(old))
+                    }
+                except redis.ResponseError as exc:
+                    if not _is_nogroup(exc):
+                        raise
+                    self._group_lost()
+                    return 0  # the next take creates the group again; trim after that
+                old = [eid for eid in old if eid not in pending]
+            dropped = 0
+            for i in range(0, len(old), 1000):
+                batch = old[i : i + 1000]
+                self._redis.xdel(self.stream, *batch)
+                dropped += len(batch)
         return dropped
 
     def _pending_range(self, first: bytes, last: bytes, count: int) -> list[dict[str, Any]]:
@@ -312,12 +409,29 @@ class RedisClickLog:
                 raise
         self._group_ready = True
 
+    def _group_lost(self) -> None:
+        """The group is gone (Redis restarted empty): the next take creates it again."""
+        if self._group_ready:
+            self._note_reset(self._epoch_now())
+        self._group_ready = False
+
     def take(
         self, consumer: str, *, count: int = 16, min_idle_s: float = 30.0
     ) -> list[tuple[int, LogRecord]]:
         """Up to ``count`` entries for ``consumer``: its own pending ones, else a dead
         consumer's idle past ``min_idle_s``, else new ones. Acknowledge them with :meth:`ack`
-        once their effect is durable."""
+        once their effect is durable. A group found gone is created again (see the module
+        docstring); a lost connection raises :class:`~lookup.errors.Unavailable`."""
+        with _reachable():
+            try:
+                return self._take(consumer, count, min_idle_s)
+            except redis.ResponseError as exc:
+                if not _is_nogroup(exc):
+                    raise
+                self._group_lost()
+                return self._take(consumer, count, min_idle_s)
+
+    def _take(self, consumer: str, count: int, min_idle_s: float) -> list[tuple[int, LogRecord]]:
         self.ensure_group()
         own = self._redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count)
         entries = self._without_poison(own[0][1] if own else [])
@@ -346,7 +460,15 @@ class RedisClickLog:
         if not ids:
             return 0
         keys = [self.stream, self._lost_key, self._inflight_key]
-        return int(self._settle_script(keys=keys, args=["1" if gone else "0", self.group, *ids]))
+        try:
+            return int(
+                self._settle_script(keys=keys, args=["1" if gone else "0", self.group, *ids])
+            )
+        except redis.ResponseError as exc:
+            if not _is_nogroup(exc):
+                raise
+            self._group_lost()  # the entries went with the reset: nothing left to settle
+            return 0
 
     def _without_poison(self, entries: list[Any]) -> list[Any]:
         """``entries`` less those delivered more than ``max_deliveries`` times, which go
@@ -415,7 +537,8 @@ class RedisClickLog:
     def ack(self, offsets: Iterable[int]) -> int:
         """Acknowledge the entries at ``offsets`` (``XACK``); returns how many were pending."""
         ids = sorted({stream_id(offset) for offset in offsets})
-        done = self._settle(ids)
+        with _reachable():
+            done = self._settle(ids)
         self.acked += done
         return done
 

@@ -10,7 +10,9 @@ the aggregator's job, in its own process. If the log refuses, the same batch —
 is retried with back-off; the buffer meanwhile keeps filling and, once full, drops
 new clicks instead of slowing the redirect. A retry after a write whose
 acknowledgement was lost puts the batch in the log twice: that is at-least-once
-delivery, and the aggregator's de-duplication by event id absorbs it.
+delivery, and the aggregator's de-duplication by event id absorbs it. A log that is
+:class:`~lookup.errors.Unavailable` (its server down) is an outage, logged once at its
+start and once at its end (:class:`~lookup.shortener.analytics.outage.OutageLog`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from lookup.errors import Unavailable
 from lookup.shortener.analytics.buffer import ClickBuffer
 from lookup.shortener.analytics.events import ClickEnricher, RawBatch
 from lookup.shortener.analytics.log import ClickLog
+from lookup.shortener.analytics.outage import OutageLog
 
 log = logging.getLogger("lookup.shortener.analytics")
 
@@ -39,6 +43,7 @@ class ClickShipper:
         batch_size: int = 1_000,
         max_backoff_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        outage: OutageLog | None = None,
     ) -> None:
         self.buffer = buffer
         self.log = click_log
@@ -46,6 +51,7 @@ class ClickShipper:
         self.batch_size = batch_size
         self.max_backoff_s = max_backoff_s
         self.clock = clock
+        self.outage = outage or OutageLog("the click log", log)
         self._pending: RawBatch | None = None
         self._lock = threading.Lock()
         self._failures = 0
@@ -75,14 +81,17 @@ class ClickShipper:
             batch = self._pending
             try:
                 self.log.append(batch)
-            except Exception:
+            except Exception as exc:
                 self.failed_writes += 1
                 self._failures += 1
                 delay = min(self.max_backoff_s, 0.05 * 2 ** min(self._failures, 10))
                 self._retry_at = self.clock() + delay
-                if self.failed_writes <= 5 or self.failed_writes % 100 == 0:
+                if isinstance(exc, Unavailable):
+                    self.outage.failed(exc)  # logged once per outage
+                elif self.failed_writes <= 5 or self.failed_writes % 100 == 0:
                     log.warning("the click log refused a batch; retrying", exc_info=True)
                 return 0
+            self.outage.ok()
             self._pending = None
             self._failures = 0
             self.shipped += len(batch)

@@ -70,7 +70,7 @@ def test_capacity_planner_figures_follow_the_inputs(
     expect(thumb).to_have_value("2000")
     expect(writes).not_to_have_text(before)
     expect(writes).to_have_text("772/s")  # 2,000M / (30 × 86,400 s)
-    expect(page.get_by_text("seed: 38.6/s")).to_be_visible()
+    expect(page.get_by_text("design notes: 38.6/s")).to_be_visible()
 
     # A number box behind a tab and an expander: the Bloom filter's false-positive rate.
     page.get_by_role("tab", name="Crawler").click()

@@ -108,7 +108,7 @@ def test_an_estimate_refuses_bad_input_then_scores_the_planners_figure(
     assert "Exact]" in text and figure.text in text
     for line in figure.chain:  # the planner's own chain, shown after the answer
         assert line.split(":")[0] in text
-    assert f"seed {item.source.file}" in text
+    assert f"design notes (text {item.source.file})" in text
     reviews = _store(data_dir).reviews(NAME)
     assert [(r["item_id"], r["verdict"], r["grade"]) for r in reviews] == [
         (item.id, "exact", "good")

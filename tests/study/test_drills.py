@@ -9,7 +9,6 @@ instead under ``LOOKUP_REQUIRE_SERVERS`` (``.ci/run``). No assertion is on a dur
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from lookup import settings
 from lookup.errors import Unavailable
 from lookup.study.bank import bank
 from lookup.study.drills import DRILLS, SERVERS, run_drill, server_available
-from lookup.study.measure import DrillOutcome
+from tests.study.drill_checks import run_checked as _run
 
 #: The drills that run with no server, each exercised at its defaults below.
 EMBEDDED = {"redirect_cache_dies", "hot_key_stampede", "replica_isolated", "slow_search_shard",
@@ -34,17 +33,6 @@ def _need(*servers: str) -> None:
         if settings.get("require_servers"):
             pytest.fail(f"{SERVERS[name]} is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
         pytest.skip(f"{SERVERS[name]} is missing")
-
-
-def _run(name: str, **params: float | int | str | bool) -> DrillOutcome:
-    """Run a drill and check the outcome's shape: one of its choices, numeric figures, JSON."""
-    got = run_drill(name, **params)
-    assert isinstance(got, DrillOutcome)
-    assert got.choice in DRILLS[name].choices, (name, got.choice)
-    assert got.summary and got.chain and got.figures
-    assert all(isinstance(v, float) for v in got.figures.values())
-    json.dumps(got.as_json())
-    return got
 
 
 # ----------------------------------------------------------------------------- the registry

@@ -9,26 +9,13 @@ No assertion is on a duration.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from lookup.study.bank import bank
 from lookup.study.drills import DRILLS, run_drill
-from lookup.study.measure import DrillOutcome
+from tests.study.drill_checks import run_checked as _run
 
 NEW = {"bad_snapshot_published", "trending_spike", "place_added_while_serving"}
-
-
-def _run(name: str, **params: float | int | str | bool) -> DrillOutcome:
-    """Run a drill and check the outcome's shape: one of its choices, numeric figures, JSON."""
-    got = run_drill(name, **params)
-    assert isinstance(got, DrillOutcome)
-    assert got.choice in DRILLS[name].choices, (name, got.choice)
-    assert got.summary and got.chain and got.figures
-    assert all(isinstance(v, float) for v in got.figures.values())
-    json.dumps(got.as_json())
-    return got
 
 
 def test_the_new_drills_are_registered_embedded_with_items() -> None:

@@ -9,21 +9,13 @@ directory), sent through the keyed :class:`~lookup.kit.ids.FeistelPermutation` o
 from __future__ import annotations
 
 import hashlib
+import os
 import tempfile
 from pathlib import Path
 
 from lookup.study.measure import Experiment, Measured
 
 __all__ = ["EXPERIMENTS_SHORTENER", "id_block_gaps", "key_neighbours"]
-
-
-def _shared_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def key_neighbours(
@@ -49,7 +41,7 @@ def key_neighbours(
             allocator.close()
     ids = [i for i, _ in minted]
     made = [k for _, k in minted] if permute else [encode_base62(i, KEY_LENGTH) for i in ids]
-    shared = [_shared_prefix(a, b) for a, b in zip(made, made[1:], strict=False)]
+    shared = [len(os.path.commonprefix([a, b])) for a, b in zip(made, made[1:], strict=False)]
     mean = sum(shared) / len(shared)
     some = sum(s > 0 for s in shared)
     share = some / len(shared)

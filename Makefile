@@ -24,11 +24,13 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.installed-app: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[app]'
+	@echo "make: installing the Python packages into $(VENV) (once; about 5 minutes on a fresh machine, pip lists each package as it goes)"
+	$(BIN)/python -m pip install --progress-bar off -e '.[app]'
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[app,dev]'
+	@echo "make: installing the Python packages and test tools into $(VENV) (once; about 6 minutes on a fresh machine, pip lists each package as it goes)"
+	$(BIN)/python -m pip install --progress-bar off -e '.[app,dev]'
 	@touch $@ $(VENV)/.installed-app
 
 venv: $(VENV)/.installed-app

@@ -18,14 +18,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from browser_harness import CHROMIUM, launch_chromium, port_free, running_stack  # noqa: E402
+from browser_harness import (  # noqa: E402
+    CHROMIUM,
+    launch_chromium,
+    port_free,
+    running_stack,
+    take_screenshot,
+)
 
 #: The API's usual address, shown on Home; used when free so the picture shows what
 #: `make run` shows.
 USUAL_API_PORT = 8000
-
-#: Text that is on screen once each page has rendered.
-READY_TEXT = {"": "The four systems", "capacity": "How each figure is worked out"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{CHROMIUM} is missing; install it with `apt-get install -y chromium`")
         return 1
 
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import sync_playwright
 
     with ExitStack() as stack:
         base = args.url
@@ -55,20 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         browser = launch_chromium(playwright)
         stack.callback(browser.close)
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
-        page.goto(f"{base.rstrip('/')}/{args.page}")
-        ready = READY_TEXT.get(args.page)
-        if ready:
-            expect(page.get_by_text(ready).first).to_be_visible(timeout=30_000)
-        else:  # any other page: its title is drawn and its first script run has ended
-            expect(page.locator("h1").first).to_be_visible(timeout=30_000)
-            app = page.locator('[data-testid="stApp"]')
-            expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
-        if args.page == "capacity":
-            expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
-        # Wait for the script run to finish (the "Running..." widget goes away).
-        expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=30_000)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(args.out), full_page=args.full_page)
+        take_screenshot(page, base, args.page, args.out, full_page=args.full_page)
     print(f"wrote {args.out}")
     return 0
 

@@ -80,9 +80,10 @@ HUB: list[dict[str, Any]] = [
         "system": "shortener",
         "next": "Shorten a link and click it.",
         "not_built": "",
-        "read": '"GET /key" -> "LRU cache" -> "302"; "LRU cache" -> "link DB" [label=miss]',
-        "write": '"POST /v1/links" -> "link DB"; "click" -> "buffer" -> "click log" '
-        '-> "aggregator"',
+        "read": '"GET /key" -> "LRU cache" -> "302"; "LRU cache" -> "link DB" [label=miss]; '
+        '"302" -> "link DB" [style=invis]',  # one column: narrow enough to read
+        "write": '"POST /v1/links" -> "link DB"; "POST /v1/links" -> "click" [style=invis]; '
+        '"click" -> "buffer" -> "click log" -> "aggregator"',
     },
     {
         "pages": [("views/typeahead.py", "Open the typeahead", ":material/keyboard:")],
@@ -132,19 +133,21 @@ def status_line(health: ApiHealth, system: str, not_built: str, ready: str) -> s
 
 
 def paths_dot(read: str, write: str) -> str:
-    """One small left-to-right picture: the read path (blue) above the write path (grey).
+    """One small top-to-bottom picture: the read path (blue) beside the write path (grey),
+    drawn downwards so that it fits a narrow card at a readable size (left to right, the
+    four cards' text came out about 5 px high at 1280 px).
     A node named after a term of the glossary (BM25, WARC) explains it as its tooltip."""
     tips = "".join(
         f' "{term}" [tooltip="{text}"];' for term, text in GLOSSARY.items()
         if f'"{term}"' in read + write
     )  # fmt: skip
     return (
-        "digraph { rankdir=LR; bgcolor=transparent; nodesep=0.15; ranksep=0.2;"
-        'node [shape=box style="rounded,filled" fontsize=10 fontname="sans-serif" '
-        'height=0.25 margin="0.06,0.03"]; edge [arrowsize=0.5];'
-        'subgraph cluster_r { label="read"; fontsize=9; color="#1f6feb"; '
+        "digraph { rankdir=TB; bgcolor=transparent; nodesep=0.12; ranksep=0.16;"
+        'node [shape=box style="rounded,filled" fontsize=12 fontname="sans-serif" '
+        'height=0.25 margin="0.06,0.03"]; edge [arrowsize=0.5 fontsize=10];'
+        'subgraph cluster_r { label="read"; fontsize=11; color="#1f6feb"; '
         f'node [fillcolor="#ddf4ff" color="#1f6feb"]; {read} }}'
-        'subgraph cluster_w { label="write"; fontsize=9; color="#8c959f"; '
+        'subgraph cluster_w { label="write"; fontsize=11; color="#8c959f"; '
         f'node [fillcolor="#f6f8fa" color="#8c959f"]; {write} }}{tips} }}'
     )
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Playwright
+    from playwright.sync_api import Browser, Page, Playwright
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -195,3 +195,33 @@ def launch_chromium(playwright: Playwright) -> Browser:
     return playwright.chromium.launch(
         executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
     )
+
+
+#: Text that is on screen once each page has rendered.
+READY_TEXT = {"": "The four systems", "capacity": "How each figure is worked out"}
+
+
+def take_screenshot(
+    page: Page, base: str, path: str, out: Path, *, full_page: bool = False
+) -> None:
+    """Open the dashboard page ``path`` ('' is Home), wait until its first script run has
+    ended and its pictures are drawn, and save a PNG at ``out``."""
+    from playwright.sync_api import expect
+
+    page.goto(f"{base.rstrip('/')}/{path}")
+    ready = READY_TEXT.get(path)
+    if ready:
+        expect(page.get_by_text(ready).first).to_be_visible(timeout=30_000)
+    else:  # any other page: its title is drawn and its first script run has ended
+        expect(page.locator("h1").first).to_be_visible(timeout=30_000)
+    app = page.locator('[data-testid="stApp"]')
+    expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=30_000)
+    if path == "":
+        pictures = page.locator('[data-testid="stGraphVizChart"] svg')
+        expect(pictures).to_have_count(4, timeout=30_000)
+    if path == "capacity":
+        expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
+    # Wait for the script run to finish (the "Running..." widget goes away).
+    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=30_000)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(out), full_page=full_page)

@@ -17,6 +17,8 @@ import httpx
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from lookup.kit import ports
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # No per-example deadline anywhere: on a loaded 2-core machine one example that stalls once
@@ -27,10 +29,9 @@ hypothesis_settings.load_profile("suite")
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that is free right now (below the ephemeral range, never
+    handed out twice: :func:`lookup.kit.ports.free_port`)."""
+    return ports.free_port()
 
 
 def loopback_socket() -> socket.socket:

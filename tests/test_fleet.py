@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 
-from lookup.fleet import parse_backends, read_state, redact, state_path
+from lookup.fleet import Fleet, parse_backends, read_state, redact, state_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,6 +39,19 @@ def test_backends_parse_and_unknown_ones_are_refused() -> None:
 def test_redact_hides_a_password_only() -> None:
     assert redact("postgresql://app:s3cret@db:5432/links") == "postgresql://app:***@db:5432/links"
     assert redact("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+
+
+def test_the_typeahead_blocklist_goes_where_the_store_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOOKUP_TYPEAHEAD_BLOCKLIST", raising=False)
+    store = "postgresql://postgres@127.0.0.1:5999/lookup"
+    on_pg = Fleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
+    assert on_pg["LOOKUP_TYPEAHEAD_BLOCKLIST"] == store
+    assert "LOOKUP_TYPEAHEAD_BLOCKLIST" not in Fleet(tmp_path, ("redis",)).environment()
+    monkeypatch.setenv("LOOKUP_TYPEAHEAD_BLOCKLIST", "postgresql://elsewhere/db")
+    named = Fleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
+    assert named["LOOKUP_TYPEAHEAD_BLOCKLIST"] == "postgresql://elsewhere/db"
 
 
 def test_no_state_without_a_running_supervisor(tmp_path: Path) -> None:
@@ -252,6 +266,14 @@ def test_given_urls_are_used_and_never_stopped(
         admin = {"Authorization": f"Bearer {token}"}
         answer = httpx.post(f"{state['control']}/fleet/cache/stop", headers=admin, timeout=10)
         assert answer.status_code == 409 and answer.json()["error"] == "NOT_STARTED_HERE"
+        # the typeahead hot blocklist lives in the fleet's PostgreSQL, as the shortener's
+        worker = state["workers"][0]["url"]
+        answer = httpx.post(f"{worker}/v1/typeahead/blocklist", json={"terms": ["Fleet Phrase"]},
+                            headers=admin, timeout=30)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        with psycopg.connect(postgres_db) as conn:
+            rows = conn.execute("SELECT term FROM typeahead_blocklist").fetchall()
+        assert rows == [("fleet phrase",)]
         pids = [p["pid"] for p in state["processes"]]
         ports = [_port(w["url"]) for w in state["workers"]] + [_port(state["control"])]
     except BaseException:
@@ -324,10 +346,9 @@ def test_lookup_up_hands_the_sandbox_and_control_ports_to_the_fleet(
 
 def test_the_control_endpoint_listens_on_the_port_given(tmp_path: Path) -> None:
     from lookup.fleet import Fleet, FleetControl
+    from lookup.kit.ports import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     fleet = Fleet(tmp_path, ("redis",), control_port=port)
     control = FleetControl(fleet, port=fleet.control_port).start()
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,14 +23,10 @@ import etcd3gw
 
 from lookup import settings
 from lookup.errors import Unavailable
+from lookup.kit.ports import free_port
 
 __all__ = ["EtcdServer", "etcd_available", "etcd_client"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def etcd_available() -> bool:
@@ -68,7 +63,7 @@ class EtcdServer:
         self.data_dir = Path(tempfile.mkdtemp(prefix="lookup-etcd-", dir=self._base))
         last = ""
         for _ in range(3):
-            client_port, peer_port = _free_port(), _free_port()
+            client_port, peer_port = free_port(), free_port()
             self.url = f"http://127.0.0.1:{client_port}"
             peer = f"http://127.0.0.1:{peer_port}"
             log = open(self.data_dir / "etcd.log", "ab")  # noqa: SIM115 - the child owns it

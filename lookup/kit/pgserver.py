@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -25,6 +24,7 @@ from types import TracebackType
 
 from lookup import settings
 from lookup.errors import Unavailable
+from lookup.kit.ports import free_port
 
 __all__ = ["PostgresServer", "postgres_available", "postgres_bin"]
 
@@ -50,11 +50,6 @@ def postgres_available() -> bool:
     """True when a PostgreSQL to start throw-away servers from is installed."""
     return postgres_bin() is not None
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:
@@ -101,7 +96,7 @@ class PostgresServer:
             if done.returncode != 0:
                 raise Unavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-400:]}")
         if not self.port:
-            self.port = _free_port()
+            self.port = free_port()
         opts = [f"-p {self.port}", f"-k {self.root}", "-c listen_addresses=127.0.0.1",
                 "-c max_connections=200", "-c shared_buffers=64MB"]
         if not self.durable:

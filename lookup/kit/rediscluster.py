@@ -27,6 +27,7 @@ from typing import Any
 
 from lookup import settings
 from lookup.errors import Unavailable
+from lookup.kit.ports import free_port
 
 __all__ = ["ClusterNode", "RedisCluster", "cluster_available"]
 
@@ -42,24 +43,12 @@ def cluster_available() -> bool:
     return Path(settings.get("redis_bin")).is_file() and _cli_binary().is_file()
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def _cluster_port() -> int:
     """A free port whose cluster-bus port (+10000) is free too."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if port + 10_000 < 65_536 and _port_free(port + 10_000):
-            return port
-    raise Unavailable("no free port pair for a cluster node")  # pragma: no cover
+    try:
+        return free_port(with_bus=True)
+    except OSError as exc:  # pragma: no cover
+        raise Unavailable("no free port pair for a cluster node") from exc
 
 
 def _command(port: int, *args: str, timeout: float = 1.0) -> str | None:

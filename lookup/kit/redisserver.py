@@ -18,6 +18,7 @@ from types import TracebackType
 
 from lookup import settings
 from lookup.errors import Unavailable
+from lookup.kit.ports import free_port
 
 __all__ = ["RedisServer", "redis_available"]
 
@@ -25,12 +26,6 @@ __all__ = ["RedisServer", "redis_available"]
 def redis_available() -> bool:
     """True when the redis-server binary throw-away servers are started from is installed."""
     return Path(settings.get("redis_bin")).is_file()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisServer:
@@ -57,7 +52,7 @@ class RedisServer:
             self._dir = tempfile.mkdtemp(prefix="lookup-redis-")
         Path(self._dir).mkdir(parents=True, exist_ok=True)
         if not self.port:
-            self.port = _free_port()
+            self.port = free_port()
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self._dir],

@@ -7,7 +7,6 @@ tests and the README's screenshot see the same thing.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -38,10 +37,10 @@ START_TIMEOUT_S = 60.0
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 that is free right now (:func:`lookup.kit.ports.free_port`)."""
+    from lookup.kit.ports import free_port as pick
+
+    return pick()
 
 
 @dataclass
@@ -105,12 +104,9 @@ def _spawn(
 
 def port_free(port: int) -> bool:
     """Whether ``port`` on 127.0.0.1 can be bound right now."""
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+    from lookup.kit.ports import port_free as binds
+
+    return binds(port)
 
 
 def start_api(data_dir: Path, log_dir: Path, port: int | None = None) -> Service:

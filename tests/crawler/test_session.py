@@ -396,11 +396,9 @@ class socket_closed:  # noqa: N801 - used as a context manager
     """A loopback URL where nothing listens."""
 
     def __enter__(self) -> str:
-        import socket
+        from lookup.kit.ports import free_port
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return f"http://127.0.0.1:{s.getsockname()[1]}"
+        return f"http://127.0.0.1:{free_port()}"
 
     def __exit__(self, *exc: object) -> None:
         return None

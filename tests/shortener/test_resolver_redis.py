@@ -169,12 +169,9 @@ def test_with_redis_down_the_breaker_answers_and_recovery_replays_invalidations(
 
 def _free_redis_url() -> str:
     """A Redis URL nothing listens on: a process cut off from Redis."""
-    import socket
+    from lookup.kit.ports import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"redis://127.0.0.1:{port}/0"
+    return f"redis://127.0.0.1:{free_port()}/0"
 
 
 def test_an_invalidation_outlives_a_process_that_crashed_during_a_redis_outage(

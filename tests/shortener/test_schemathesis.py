@@ -14,7 +14,6 @@ checks the refusals the tokens guard (401, 403, TOKEN_REVOKED) on every operatio
 from __future__ import annotations
 
 import secrets
-import socket
 import tempfile
 import threading
 import time
@@ -71,9 +70,9 @@ class Deployment:
 
     def start(self) -> None:
         """Serve the app on a free loopback port (lifespan on); add some links."""
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
+        from lookup.kit.ports import free_port
+
+        port = free_port()
         config = uvicorn.Config(
             self.app, host="127.0.0.1", port=port, lifespan="on", log_level="warning"
         )

@@ -42,11 +42,9 @@ def live_api(tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 def unused_port() -> int:
-    import socket
+    from lookup.kit.ports import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_port()
 
 
 def test_the_plan_has_the_requested_mix_and_skew() -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,16 +26,12 @@ from typing import Any
 import httpx
 
 from lookup import settings
+from lookup.kit.ports import free_port
 from lookup.kit.ring import HashRing
 from lookup.kit.secretfile import read_or_create_secret
 
 __all__ = ["KvCluster", "KvClient", "OpResult"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class KvCluster:
@@ -50,7 +45,7 @@ class KvCluster:
         self.size, self.n, self.vnodes = size, n, vnodes
         self.work = Path(tempfile.mkdtemp(prefix="lookup-kv-"))
         self.names = [f"n{i + 1}" for i in range(size)]
-        self.urls = {name: f"http://127.0.0.1:{_free_port()}" for name in self.names}
+        self.urls = {name: f"http://127.0.0.1:{free_port()}" for name in self.names}
         self.token = read_or_create_secret(self.work / "admin.token")
         self.config: dict[str, Any] = {
             "nodes": self.urls, "n": n, "vnodes": vnodes, "data_dir": str(self.work),

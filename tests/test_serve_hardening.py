@@ -297,6 +297,50 @@ def test_json_with_a_charset_is_still_json(api: str) -> None:
     assert resp.status_code in (201, 429), resp.text
 
 
+# -- 4. Host: a name the operator did not allow is refused (DNS rebinding) -----------------
+
+
+def _get(url: str, host: str) -> httpx.Response:
+    return httpx.get(f"{url}/healthz", headers={"Host": host}, timeout=10)
+
+
+def test_a_rebinding_host_is_refused_and_loopback_names_are_served(api: str) -> None:
+    port = api.rsplit(":", 1)[1]
+    for host in (f"127.0.0.1:{port}", f"localhost:{port}", "app.localhost", "[::1]:8000"):
+        assert _get(api, host).status_code == 200, host
+    for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example", "a b"):
+        answer = _get(api, host)
+        assert answer.status_code == 400, host
+        assert answer.json()["error"] == "HOST_NOT_ALLOWED", answer.text
+    # the hot paths are guarded too, not only the management API
+    redirect = httpx.get(f"{api}/anykey", headers={"Host": "evil.example"})
+    assert redirect.status_code == 400 and redirect.json()["error"] == "HOST_NOT_ALLOWED"
+
+
+def test_the_allowed_hosts_setting_names_the_public_names(tmp_path: Path) -> None:
+    log_path = tmp_path / "serve.log"  # _serve's log of the server's stderr
+    for url, _proc in _serve(tmp_path / "data", LOOKUP_ALLOWED_HOSTS="sh.example,.go.example"):
+        assert _get(url, "sh.example").status_code == 200
+        assert _get(url, "go.example").status_code == 200
+        assert _get(url, "eu.go.example:443").status_code == 200
+        assert _get(url, "evil.example").status_code == 400
+        assert _get(url, "127.0.0.1").status_code == 200  # loopback names stay allowed
+        assert _get(url, "notgo.example").status_code == 400
+    log = log_path.read_text()
+    assert log.count("refused a request for host 'evil.example'") == 1, log[-2000:]
+
+
+def test_a_bad_allowed_hosts_value_stops_serve_with_one_line(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lookup.cli", "serve", "--port", str(free_port()),
+         "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT, env=_env(LOOKUP_ALLOWED_HOSTS="https://sh.example/"), capture_output=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert b"LOOKUP_ALLOWED_HOSTS" in proc.stderr and b"Traceback" not in proc.stderr
+
+
 def _ipv6_loopback() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as s:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import streamlit as st
 from fonts import ensure_static_fonts
 from navigation import build_pages
+from warmup import start_warmup
 
 st.set_page_config(
     page_title="Lookup Workbench",
@@ -20,4 +21,5 @@ st.set_page_config(
 )
 
 ensure_static_fonts()  # before any page can show Hindi text
+start_warmup()  # the other pages' libraries, imported in the background
 st.navigation(build_pages(), position="top").run()

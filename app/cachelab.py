@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from chartstyle import legend_below, log_axis
 from common import term_help
 
 from lookup.blocks.cache import experiments
@@ -48,9 +49,10 @@ def _curve_chart(rows: pd.DataFrame, title: str, x: str = "size") -> go.Figure:
     for policy, part in rows.groupby("policy", sort=False):
         fig.add_scatter(x=part[x], y=part["hit ratio"], mode="lines+markers", name=str(policy),
                         line=dict(dash="dot" if policy == Belady.name else None))
-    fig.update_layout(title=title, xaxis_title="cache size (keys, log)", xaxis_type="log",
-                      yaxis_title="hit ratio", **_LAYOUT)  # fmt: skip
-    return fig
+    fig.update_layout(title=title, yaxis_title="hit ratio", **_LAYOUT)
+    log_axis(fig, "x", rows[x], pad=1.15, ticks=sorted(set(rows[x])),
+             title="cache size (keys, log scale)")  # fmt: skip
+    return legend_below(fig)
 
 
 def _eviction() -> None:

@@ -6,15 +6,29 @@ fleet* panel (three workers, refreshed every second), from the sandbox web's req
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pandas as pd
 import plotly.graph_objects as go
 
 from lookup.crawler.sandbox import LoggedRequest
+from lookup.crawler.session import CrawlSession, CrawlSnapshot
+from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
 
-__all__ = ["STATUS_COLORS", "request_rows", "short_host", "status_class", "timeline_figure"]
+__all__ = [
+    "STATUS_COLORS",
+    "Timeline",
+    "crawl_timeline",
+    "request_rows",
+    "short_host",
+    "status_class",
+    "timeline_figure",
+    "timeline_rows",
+]
 
 X_TITLE = "seconds since the crawl started"
 
@@ -136,3 +150,74 @@ def request_rows(
             "too_close": [e.seq in close for e in entries],
         }
     )
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Requests to plot: from the sandbox's own log when it answers, else the crawler's."""
+
+    rows: pd.DataFrame
+    source: str
+    note: str | None
+    entries: list[Any] = field(default_factory=list)
+
+
+def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
+    started = snap.started_at or 0.0
+    note = None
+    try:
+        entries = session.request_log()
+    except httpx.HTTPError:
+        entries = None
+        note = (
+            f"The sandbox web that served this crawl ({session.sandbox_url}) does not answer, "
+            "so its request log is gone; this is the crawler's own fetch log instead."
+        )
+    if entries:
+        rows = request_rows(entries, started)
+        return Timeline(rows, "sandbox", note, entries)
+    if entries is not None and session.sandbox_url:
+        note = "The sandbox's log holds no request from this crawl (was it restarted?)."
+    try:
+        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
+            fetches = reader.fetch_log(order="started")
+    except (FileNotFoundError, CrawlStateError):
+        fetches = []
+    rows = pd.DataFrame(
+        {
+            "host": [short_host(f.host) for f in fetches],
+            "address": [f.address or "" for f in fetches],
+            "t": [f.started - started for f in fetches],
+            "duration": [f.took for f in fetches],
+            "status": [f.status for f in fetches],
+            "target": ["/" + f.url.split("://", 1)[-1].partition("/")[2] for f in fetches],
+            "aborted": [False for _ in fetches],
+        }
+    )
+    return Timeline(rows, "crawler", note)
+
+
+#: Timelines of finished crawls, read once from the sandbox's log: they never change, and a
+#: visit after a crawl no longer asks the sandbox for its whole log again. Shared by every
+#: session of the dashboard server; the newest few are kept.
+_FINISHED: dict[tuple[str, int], Timeline] = {}
+_FINISHED_KEPT = 8
+_finished_lock = threading.Lock()
+
+
+def crawl_timeline(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
+    """:func:`timeline_rows`, remembered once the crawl has finished and its log was read."""
+    if not snap.finished:
+        return timeline_rows(session, snap)
+    key = (str(session.out_dir), snap.requests)
+    with _finished_lock:
+        kept = _FINISHED.get(key)
+    if kept is not None:
+        return kept
+    timeline = timeline_rows(session, snap)
+    if timeline.source == "sandbox":
+        with _finished_lock:
+            while len(_FINISHED) >= _FINISHED_KEPT:
+                _FINISHED.pop(next(iter(_FINISHED)))
+            _FINISHED[key] = timeline
+    return timeline

@@ -38,7 +38,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from lookup.kit.admin import public_bind_refusal
+    from lookup.kit.hostguard import AllowedHosts, HostGuard
+    from lookup.kit.integrity import data_dir_problem
     from lookup.kit.mounts import resolve_data_dir
+    from lookup.kit.serverlock import ServerLock, ServerLockRefused, shares_state
     from lookup.kit.serving import uvicorn_options
     from lookup.server import create_app
 
@@ -49,22 +52,36 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(refusal, file=sys.stderr)
         return 2
     options = uvicorn_options()  # reads the settings now: a bad value stops us here
-    data_dir.mkdir(parents=True, exist_ok=True)
+    allowed = AllowedHosts.from_settings(host, args.public_url)
+    unwritable = data_dir_problem(data_dir)  # creates it if missing
+    if unwritable:
+        print(f"lookup serve: {unwritable}", file=sys.stderr)
+        return 2
     origin = http_origin(host, args.port)
-    app = create_app(data_dir, base_url=args.public_url or origin)
-    print(f"lookup API on {origin}  (data: {data_dir})", flush=True)
-    # uvicorn shuts down gracefully, then re-raises the signal it caught; SIGTERM then ends
-    # the process as an ordinary exit (143), so exit handlers run — multiprocessing's
-    # semaphores are released instead of a resource_tracker warning.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    uvicorn.run(
-        app,
-        host=host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=args.access_log,
-        **options,
-    )
+    # One server per embedded data directory (a fleet's servers share theirs): taken before
+    # any store is opened, held until this process ends (kit/serverlock.py).
+    shared = shares_state(settings.get("shortener_store"), settings.get("cache_url"))
+    lock = ServerLock(data_dir, shared=shared, url=origin)
+    try:
+        lock.acquire()
+    except ServerLockRefused as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    with lock:
+        app = HostGuard(create_app(data_dir, base_url=args.public_url or origin), allowed)
+        print(f"lookup API on {origin}  (data: {data_dir})", flush=True)
+        # uvicorn shuts down gracefully, then re-raises the signal it caught; SIGTERM then
+        # ends the process as an ordinary exit (143), so exit handlers run — multiprocessing's
+        # semaphores are released instead of a resource_tracker warning.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+        uvicorn.run(
+            app,
+            host=host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=args.access_log,
+            **options,
+        )
     return 0
 
 
@@ -98,7 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the HTTP API (every system's endpoints, /healthz, /docs)",
         description=(
             "Serve the HTTP API over the state in the data directory. A system whose data "
-            "is not built yet answers 503 NOT_BUILT and names the command that builds it."
+            "is not built yet answers 503 NOT_BUILT and names the command that builds it. "
+            "One server per data directory, unless LOOKUP_SHORTENER_STORE (PostgreSQL) or "
+            "LOOKUP_CACHE_URL (Redis) makes several share it (lookup up --backend ...)."
         ),
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "Conflict",
+    "Damaged",
     "Forbidden",
     "Gone",
     "InvalidInput",
@@ -120,3 +121,30 @@ class Unavailable(WorkbenchError):
     """A dependency is down or overloaded; try again later (HTTP 503)."""
 
     default_code = "UNAVAILABLE"
+
+
+class Damaged(Unavailable):
+    """A data file is corrupt, missing or cannot be written (HTTP 503).
+
+    ``file`` names it and ``remedy`` says what to do in plain words; both are added to the
+    JSON body. What is intact keeps serving: only the system (or the market) that needs the
+    file answers with this error, and ``/healthz`` shows :meth:`report`.
+    """
+
+    default_code = "DAMAGED"
+
+    def __init__(
+        self, message: str = "", *, file: str | None = None, remedy: str | None = None, **kw: Any
+    ) -> None:
+        extra = dict(kw.pop("extra", None) or {})
+        if file:
+            extra.setdefault("file", file)
+        if remedy:
+            extra.setdefault("remedy", remedy)
+        super().__init__(message, extra=extra, **kw)
+        self.file = file
+        self.remedy = remedy
+
+    def report(self) -> dict[str, Any]:
+        """The health-report form: ``{"status": "DAMAGED", "message", "file", "remedy"}``."""
+        return {"status": self.code, "message": self.message, **self.extra}

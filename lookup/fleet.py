@@ -11,7 +11,9 @@ What it starts, in order, each a child of this process:
   crawler fleets (``lookup crawl --store … --coordinator etcd://…``), named to every
   child as ``LOOKUP_ETCD_URL``;
 * ``--workers`` API processes (``lookup serve``, one port each) with the backend URLs in
-  their environment, one admin token and ``LOOKUP_SHORTENER_AGGREGATOR=external``;
+  their environment, one admin token and ``LOOKUP_SHORTENER_AGGREGATOR=external``; with
+  PostgreSQL, the typeahead hot blocklist lives there too (``LOOKUP_TYPEAHEAD_BLOCKLIST``
+  set to the store's URL unless it names another list), as the shortener's blocklist does;
 * the click aggregators (``python -m lookup.shortener.analytics``): two in one consumer
   group when the clicks go to Redis Streams, one over the shared SQLite click log
   otherwise;
@@ -22,9 +24,10 @@ What it starts, in order, each a child of this process:
 
 The workers share one data directory: it holds the data sets every worker serves
 read-only (places, typeahead snapshots, the search index), built once; what the fleet
-must agree on (links, ids, the key secret, limits, the click stream) lives in the
-servers when a backend is chosen. ``$LOOKUP_DATA_DIR/servers/fleet.json`` says what runs
-where while the fleet is up. SIGINT (Ctrl-C) and SIGTERM stop everything, newest first.
+must agree on (links, ids, the key secret, limits, the click stream, both blocklists)
+lives in the servers when a backend is chosen. ``$LOOKUP_DATA_DIR/servers/fleet.json``
+says what runs where while the fleet is up. SIGINT (Ctrl-C) and SIGTERM stop everything,
+newest first.
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ import hmac
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -52,7 +54,9 @@ from lookup.errors import Unavailable
 from lookup.kit.admin import load_admin_token_in
 from lookup.kit.etcd import EtcdServer
 from lookup.kit.pgserver import PostgresServer
+from lookup.kit.ports import free_port
 from lookup.kit.redisserver import RedisServer
+from lookup.kit.serverlock import shares_state
 
 __all__ = [
     "BACKENDS",
@@ -129,12 +133,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait_http(
     url: str, proc: subprocess.Popen[bytes], timeout: float, stopping: threading.Event
 ) -> bool:
@@ -195,13 +193,17 @@ def outage_drill(
 
     Every tick (``rate`` per second, from a small thread pool, round-robin over the
     workers) sends a redirect of a warm link (an L1 hit) and — ``load="redirects"`` — makes
-    a fresh link through one worker, follows it there (a store read that fills the shared
-    tier) and through the next worker (an L1 miss there: a shared-tier hit, or a store read
-    while the tier is down), or — ``load="creates"`` — makes a
-    link. Returns ``events`` (``t``, ``op``, ``status`` 0 = no answer, ``ms``), the
-    ``marks`` (``stop``, ``start``), ``layers`` sampled every quarter second (summed
-    :func:`layer_counts`, with ``admin_token``), and for creates which acknowledged (201)
-    links were ``lost`` after the restart (each followed once more through every worker).
+    a fresh link through one worker, follows it there (an L1 hit: the creating worker keeps
+    it) and through the next worker (an L1 miss there: a store read that fills the shared
+    tier), then asks both for a key nobody made (a typo, a scanner): the first reads the
+    store and leaves its "no such link" in the tier, the second finds it there — a
+    shared-tier hit while the tier is up, a store read while it is down. (With two workers
+    a fresh link's only L1 miss is that store read, so the tier's share of the traffic is
+    these known misses.) Or — ``load="creates"`` — makes a link. Returns ``events`` (``t``,
+    ``op``, ``status`` 0 = no answer, ``ms``), the ``marks`` (``stop``, ``start``),
+    ``layers`` sampled every quarter second (summed :func:`layer_counts`, with
+    ``admin_token``), and for creates which acknowledged (201) links were ``lost`` after
+    the restart (each followed once more through every worker).
     """
     if load not in ("redirects", "creates"):
         raise ValueError("load must be 'redirects' or 'creates'")
@@ -250,9 +252,12 @@ def outage_drill(
             if load == "creates":
                 with lock:
                     acknowledged.append(key)
-            else:  # the first read fills the shared tier, the other worker's may hit it
+            else:  # the creator answers from L1; the other worker's read fills the tier
                 timed("redirect (fresh)", lambda: a.get(f"/{key}"))
                 timed("redirect (other worker)", lambda: b.get(f"/{key}"))
+                unknown = f"nolink{os.getpid()}x{i}"  # never made: a 404 the tier remembers
+                timed("unknown key", lambda: a.get(f"/{unknown}"))
+                timed("unknown key (other worker)", lambda: b.get(f"/{unknown}"))
 
         layers: list[dict[str, Any]] = []
         sampling = threading.Event()
@@ -369,6 +374,9 @@ class Fleet:
             env.pop(var, None)
             if key in self.urls:
                 env[var] = self.urls[key]
+        if "store_url" in self.urls and not settings.get("typeahead_blocklist"):
+            # one typeahead hot blocklist for every worker, beside the shortener's
+            env["LOOKUP_TYPEAHEAD_BLOCKLIST"] = self.urls["store_url"]
         if self.etcd is not None:
             env["LOOKUP_ETCD_URL"] = self.etcd.url
         return env
@@ -383,11 +391,26 @@ class Fleet:
         if not _wait_http(url, proc, 90, self.stopping) and not self.stopping.is_set():
             raise FleetError(f"the {name} did not start on {url.rsplit('/', 1)[0]}")
 
+    def shares_state(self) -> bool:
+        """Whether the workers' state is shared (links in PostgreSQL, or a Redis cache tier
+        telling every worker of every change): only then may several serve one data
+        directory (``lookup serve`` holds ``server.lock``, :mod:`lookup.kit.serverlock`)."""
+        postgres, redis = "postgres" in self.backends, "redis" in self.backends
+        store = self.urls.get("store_url") or ("postgresql://" if postgres else "")
+        cache = self.urls.get("cache_url") or ("redis://" if redis else "")
+        return shares_state(store, cache)
+
     def start(self) -> Fleet:
         """Start everything (servers first), wait until each answers, write the state file."""
+        if self.workers > 1 and not self.shares_state():
+            raise FleetError(
+                f"--backend {','.join(self.backends)} keeps the links in the data directory "
+                f"with nothing to tell {self.workers} API workers of a change (they would serve "
+                "stale redirects): add postgres or redis to --backend, or run --workers 1"
+            )
         self._start_servers()
         self.admin_token = load_admin_token_in(self.servers_dir)
-        ports = [self.api_port + i if self.api_port else _free_port() for i in range(self.workers)]
+        ports = [self.api_port + i if self.api_port else free_port() for i in range(self.workers)]
         self.worker_urls = [f"http://{self.host}:{p}" for p in ports]
         env = self.environment()
         env["LOOKUP_API_URL"] = self.worker_urls[0]
@@ -408,13 +431,13 @@ class Fleet:
                 argv += ["--consumer", f"aggregator-{i + 1}"]
             self._spawn(f"click aggregator {i + 1}", argv, env)
         if self.sandbox_port is not None:
-            sandbox_port = self.sandbox_port or _free_port()
+            sandbox_port = self.sandbox_port or free_port()
             self.sandbox_url = f"http://127.0.0.1:{sandbox_port}"
             env["LOOKUP_SANDBOX_URL"] = self.sandbox_url
             proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(sandbox_port)], env)
             self._ready("sandbox web", proc, f"{self.sandbox_url}/_sandbox/hosts")
         if self.dashboard:
-            port = self.app_port or _free_port()
+            port = self.app_port or free_port()
             self.app_url = f"http://{self.host}:{port}"
             argv = [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
                     "--server.address", self.host, "--server.port", str(port),

@@ -149,6 +149,15 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
             proc.wait()
 
 
+def _data_dir_taken(data_dir: Path) -> str | None:
+    """Why the API could not serve ``data_dir`` now (another server holds its
+    ``server.lock``: :mod:`lookup.kit.serverlock`), or None — asked before anything starts."""
+    from lookup.kit.serverlock import ServerLock, shares_state
+
+    shared = shares_state(settings.get("shortener_store"), settings.get("cache_url"))
+    return ServerLock(data_dir, shared=shared).refusal()
+
+
 def run_up(args: argparse.Namespace) -> int:
     """Start the API and the dashboard and supervise them until interrupted."""
     if args.backend:  # a fleet on PostgreSQL/Redis: lookup/fleet.py
@@ -174,6 +183,10 @@ def run_up(args: argparse.Namespace) -> int:
     busy = busy_port_message(args.host, ports)
     if busy:
         print(busy, file=sys.stderr)
+        return 2
+    taken = _data_dir_taken(data_dir)
+    if taken:
+        print(taken, file=sys.stderr)
         return 2
 
     if not args.skip_datasets:

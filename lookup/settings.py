@@ -101,6 +101,18 @@ def _proxies(raw: str) -> tuple[str, ...]:
     return _networks(raw)
 
 
+def _hosts(raw: str) -> tuple[str, ...]:
+    """``sh.example,.example.com,127.0.0.1`` → the names; ``*`` allows any host."""
+    names = tuple(part.strip().lower() for part in raw.split(",") if part.strip())
+    for name in names:
+        if name != "*" and (any(c in name for c in "/ @?#") or name.startswith("*")):
+            raise ValueError(
+                f"{name!r} is not a host name (write sh.example, .example.com for a domain "
+                "and its subdomains, an address, or * for any host)"
+            )
+    return names
+
+
 def _byte_count(raw: str) -> int:
     value = raw.strip()
     if not value.isdigit() or not 1024 <= int(value) <= 1024 * 1024:
@@ -200,6 +212,13 @@ SETTINGS: dict[str, Setting] = {
             "one stops holding a slot).",
         ),
         Setting(
+            "health_probe_timeout", "LOOKUP_HEALTH_PROBE_TIMEOUT", 0.5, _positive_float, "s",
+            "",
+            "seconds /healthz waits for each system's probe (run off the event loop) before "
+            "reporting it SLOW: a liveness check must answer while a store hangs (PostgreSQL "
+            "down makes a probe wait 2 s for its pool), and load balancers give up after ~1 s.",
+        ),
+        Setting(
             "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
             "the bearer token of mutating management endpoints; when unset, a random one "
             "is created once in the data directory (admin.token, mode 0600), or in the "
@@ -243,6 +262,14 @@ SETTINGS: dict[str, Setting] = {
             "identity.",
         ),
         Setting(
+            "allowed_hosts", "LOOKUP_ALLOWED_HOSTS", (), _hosts, "hosts",
+            "NAME[,.DOMAIN,ADDRESS...] | *",
+            "the names a request's Host header may carry besides loopback names (against "
+            "DNS rebinding): empty (default) allows the address `lookup serve` listens on "
+            "and the host of LOOKUP_PUBLIC_URL; .example.com allows a domain and its "
+            "subdomains; * allows any host. Others get 400 HOST_NOT_ALLOWED.",
+        ),
+        Setting(
             "shortener_analytics", "LOOKUP_SHORTENER_ANALYTICS", True, _flag, "flag", "",
             "record clicks (buffer → log → aggregator); 0 serves redirects without "
             "analytics, for comparisons.",
@@ -277,6 +304,14 @@ SETTINGS: dict[str, Setting] = {
             _rate, "rate", "COUNT/SECONDS[:BURST]",
             "submitted searches (POST /v1/searches) per client address (an IPv6 /64): a "
             "person searches a few times a minute; a brigade from one client is cut off.",
+        ),
+        Setting(
+            "typeahead_blocklist", "LOOKUP_TYPEAHEAD_BLOCKLIST", "", _text, "url", "",
+            "where the typeahead hot blocklist lives: postgresql://user@host:port/db shares "
+            "one list between API processes (`lookup up --backend postgres` sets it to the "
+            "shortener's store); file:///path/blocklist.txt or unset: <data-dir>/typeahead/"
+            "blocklist.txt, edited under a file lock. Each process re-reads it within a "
+            "second of a change.",
         ),
         # -- building blocks (unique ids) ----------------------------------------------------
         Setting(

@@ -131,7 +131,8 @@ def _ids_tab() -> None:
         in_order = {kind: all(m["made #"] == m["sorted #"] for m in made if m["kind"] == kind)
                     for kind in ID_KINDS}
         st.markdown("**Sorting the ids gives the order they were made in:** " + ", ".join(
-            f"{kind} {'✅' if ok else '❌'}" for kind, ok in in_order.items()))
+            f"{kind} " + (":green-badge[in order]" if ok else ":red-badge[out of order]")
+            for kind, ok in in_order.items()))  # badges: no emoji font needed
         kind = st.selectbox("Lay out the bits of", list(ID_KINDS), key="ids-bits-kind")
         first = next(m for m in made if m["kind"] == kind)
         st.caption(f"{kind} `{first['id']}`")

@@ -136,6 +136,14 @@ def _tab(system: System) -> None:
     )
 
 
-for tab, system in zip(st.tabs([s.title for s in SYSTEMS]), SYSTEMS, strict=True):
-    with tab:
-        _tab(system)
+#: The open tab's title. Only the open tab runs and is drawn (each has a chart, a table and
+#: a dozen inputs: all seven at once made a visit several seconds slower); the inputs of the
+#: others keep their values in the session.
+TAB = "capacity.tab"
+
+for tab, system in zip(
+    st.tabs([s.title for s in SYSTEMS], key=TAB, on_change="rerun"), SYSTEMS, strict=True
+):
+    if tab.open:
+        with tab:
+            _tab(system)

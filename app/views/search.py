@@ -10,7 +10,6 @@ the API process, so they stay set (for every client) until healed here.
 from __future__ import annotations
 
 import html
-import math
 import statistics
 import time
 from datetime import datetime
@@ -21,7 +20,16 @@ import httpx
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from common import Answer, admin_headers, api_url, data_dir, show_api_status, term_help
+from chartstyle import log_axis
+from common import (
+    PROBLEM_LABELS,
+    Answer,
+    admin_headers,
+    api_url,
+    data_dir,
+    show_api_status,
+    term_help,
+)
 from common import call as api_call
 from navigation import PAGES
 
@@ -786,18 +794,14 @@ def load_test(query: str, shards: dict[str, Any]) -> None:
                 x=h["took"], y=[label] * len(h["took"]), name=label, orientation="h",
                 boxpoints="outliers", marker_color=colors[i % len(colors)],
             )  # fmt: skip
-        longest = max(max(h["took"]) for h in history)
-        shortest = min(min(h["took"]) for h in history)
+        took = [max(t, 0.05) for h in history for t in h["took"]]
         fig.update_layout(
             height=90 + 40 * len(history),
             margin=dict(l=10, r=10, t=10, b=10),
-            xaxis=dict(
-                title="tookMs per query (log scale)", type="log",
-                range=[math.log10(max(shortest, 0.05) / 1.5), math.log10(longest * 1.5)],
-            ),
             yaxis=dict(type="category", autorange="reversed"),
             showlegend=False,
         )  # fmt: skip
+        log_axis(fig, "x", took, pad=1.5, title="tookMs per query (log scale)")
         st.plotly_chart(fig, key="search-burst-chart")
         if st.button("Clear history", key="search-burst-clear"):
             st.session_state[BURSTS] = []
@@ -844,6 +848,8 @@ def main() -> None:
     if status.error == "NOT_BUILT":
         show_not_built(status)
         return
+    if status.error in PROBLEM_LABELS:
+        return  # the status line above names the damaged file and the rebuild
     if status.status == 404:
         st.error(
             "This API has no search engine mounted (`GET /search/status` is 404).",

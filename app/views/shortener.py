@@ -22,6 +22,7 @@ import streamlit as st
 from common import LOOKUP, Answer, api_url, data_dir, show_api_status, term_help
 from common import call as api_call
 from cookies import read_cookie, remember_cookie
+from drillcharts import drill_figures, drill_story
 
 from lookup.fleet import layer_counts, outage_drill, read_state
 from lookup.kit.admin import load_admin_token_in, server_admin_token
@@ -216,7 +217,7 @@ def created_card() -> None:
                 st.caption(f"Expires {created['expiresAt']}")
         answer = call("GET", f"/v1/links/{created['key']}/qr.png", params={"scale": 6})
         if answer.ok:
-            qr.image(answer.content, caption="Scan to open", width=170)
+            qr.image(answer.content, caption="Scan to open", width="stretch")  # within the card
         else:
             qr.caption(f"QR code unavailable: {answer.message()}")
 
@@ -778,33 +779,6 @@ def _control(fleet: dict[str, Any], action: str) -> str:
     return "The cache tier is " + ("running again." if answer.json()["running"] else "stopped.")
 
 
-def drill_figures(drill: dict[str, Any]) -> tuple[go.Figure, go.Figure]:
-    """The drill's timelines: every request's latency (failures marked), and what the
-    layers answered per second, with the outage shaded."""
-    events = pd.DataFrame(drill["events"])
-    events["answer"] = events["status"].map(lambda s: "no answer" if s == 0 else f"HTTP {s}")
-    lat = px.scatter(
-        events, x="t", y="ms", color="op", symbol="answer", log_y=True,
-        title="Every request: latency over time", labels={"t": "seconds", "ms": "ms"},
-    )  # fmt: skip
-    samples = pd.DataFrame(drill["layers"])
-    rates = go.Figure()
-    if len(samples) > 1:
-        dt = samples["t"].diff()
-        for column, name in (("shared", "Redis tier"), ("store", "store"), ("l1", "LRU")):
-            rates.add_scatter(x=samples["t"], y=samples[column].diff() / dt, name=name,
-                              mode="lines")  # fmt: skip
-    rates.update_layout(title="What answered, per second", xaxis_title="seconds",
-                        yaxis_title="lookups/s")  # fmt: skip
-    for fig in (lat, rates):
-        if "stop" in drill["marks"] and "start" in drill["marks"]:
-            fig.add_vrect(x0=drill["marks"]["stop"], x1=drill["marks"]["start"],
-                          fillcolor="#cf222e", opacity=0.12, line_width=0,
-                          annotation_text="Redis stopped")  # fmt: skip
-        _figure_style(fig, 320)
-    return lat, rates
-
-
 def _metrics_token() -> str:
     """The API's admin token: a fleet ``lookup up`` started gives all its processes the one
     in ``<data-dir>/servers``; a single server keeps its own in the data directory."""
@@ -895,10 +869,10 @@ def backends_panel() -> None:
         help="Steady redirects (warm links and fresh ones), Redis stopped for 3 s, started "
              "again: watch the misses fall back to the store and return to the tier.",
     ):  # fmt: skip
-        with st.spinner("Redirects for 8 s, Redis stopped for 3 of them …"):
+        with st.spinner("Redirects for 9 s, Redis stopped for 3 of them …"):
             st.session_state[DRILL_RESULT] = outage_drill(
                 workers, lambda: _control(fleet, "stop"), lambda: _control(fleet, "start"),
-                before_s=2.0, outage_s=3.0, after_s=3.0, rate=15.0, admin_token=_metrics_token(),
+                before_s=2.0, outage_s=3.0, after_s=4.0, rate=15.0, admin_token=_metrics_token(),
             )  # fmt: skip
         st.rerun()
     if st.session_state.get(FLEET_NOTICE):
@@ -921,6 +895,9 @@ def backends_panel() -> None:
         left, right = st.columns(2)
         left.plotly_chart(lat, key="chart-drill-latency")
         right.plotly_chart(rates, key="chart-drill-layers")
+        story = drill_story(drill)
+        if story:
+            st.markdown(story)
 
 
 # -------------------------------------------------------------------------------- page

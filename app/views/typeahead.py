@@ -18,7 +18,6 @@ typed against requests actually sent.
 from __future__ import annotations
 
 import html
-from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -37,6 +36,7 @@ from common import (
 )
 from common import call as api_call
 from searchbox import box_state, searchbox
+from snapshotpanel import PageHooks, snapshots_panel
 
 from lookup.kit.admin import server_admin_token
 from lookup.typeahead import normalize_prefix
@@ -631,15 +631,6 @@ def trending_tab(market: str) -> None:
 # ----------------------------------------------------------------------------- snapshots
 
 
-def built_at(version: str) -> str:
-    """``20261009T060000Z-ab12cd`` → ``2026-10-09 06:00:00 UTC``."""
-    try:
-        stamp = datetime.strptime(version.split("-")[0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return ""
-    return stamp.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def tab_state(intro: str, path: str, unavailable: str) -> dict[str, Any] | None:
     """A management tab's opening: its explanation, then its state from ``GET path``
     (None, with a warning saying why, when the API cannot give it)."""
@@ -651,8 +642,15 @@ def tab_state(intro: str, path: str, unavailable: str) -> dict[str, Any] | None:
     return answer.body
 
 
+def finish(kind: str, text: str, market: str | None) -> None:
+    """After a build, swap, rollback or canary: keep a notice, forget cached answers, rerun."""
+    st.session_state[NOTICE] = (kind, text)
+    drop_answers(market)
+    st.rerun()
+
+
 def snapshots_tab(market: str) -> None:
-    """Stored versions of the market's snapshot, with validated swap and one-step rollback."""
+    """Stored versions of the market's snapshot: build, validated swap, rollback, canary."""
     body = tab_state(
         "Each build publishes an immutable, versioned snapshot. Swapping one in loads it "
         "beside the current one, **validates** it (structure and checksum, size within "
@@ -662,175 +660,8 @@ def snapshots_tab(market: str) -> None:
         "/v1/typeahead/snapshots",
         "Snapshot versions unavailable",
     )
-    if body is None:
-        return
-    info = body.get("markets", {}).get(market)
-    if not info or not info.get("current"):
-        not_built_message(market)
-        return
-    cur = info["current"]
-    a, b, c, d = st.columns(4)
-    a.metric("Suggestions", f"{cur['strings']:,}", border=True)
-    b.metric(
-        "Radix-trie nodes",
-        f"{cur['nodes']:,}",
-        border=True,
-        help=f"A plain trie of the same keys has {cur['plainTrieNodes']:,} nodes.",
-    )
-    c.metric("Snapshot file", f"{cur['bytes'] / 1e6:.2f} MB", border=True)
-    d.metric(
-        "Bytes per suggestion",
-        f"{cur['bytesPerQuery']:.0f} B",
-        border=True,
-        help="The whole file (trie, top-10 lists, strings, scores) over the suggestions.",
-    )
-    rows = []
-    canary = info.get("canary") or {}
-    for v in reversed(info.get("stored", [])):
-        state = (
-            "serving"
-            if v == cur["version"]
-            else "canary"
-            if v == canary.get("version") and canary.get("state") == "RUNNING"
-            else "previous (rollback target)"
-            if v == info.get("previous")
-            else "refused"
-            if v == info.get("refused")
-            else "stored"
-        )
-        rows.append({"version": v, "built": built_at(v), "state": state})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="ta-versions")
-    pick, swap, back = st.columns([2, 1, 1], vertical_alignment="bottom")
-    others = [r["version"] for r in rows if r["version"] != cur["version"]]
-    choice = pick.selectbox(
-        "Version to swap in",
-        others or ["(only one version stored)"],
-        key=f"ta-version-{market}",
-        disabled=not others,
-    )
-    if swap.button(
-        "Validate and swap in",
-        key="ta-activate",
-        disabled=not others,
-        icon=":material/swap_horiz:",
-        width="stretch",
-    ):
-        out = call(
-            "POST",
-            f"/v1/typeahead/snapshots/{market}/activate",
-            json={"version": choice, "compare": True},
-        )
-        _after_deploy(market, out, "swapped in")
-    if back.button(
-        "Roll back",
-        key="ta-rollback",
-        disabled=not info.get("previous"),
-        icon=":material/undo:",
-        width="stretch",
-    ):
-        out = call("POST", f"/v1/typeahead/snapshots/{market}/rollback")
-        _after_deploy(market, out, "rolled back to")
-    if not others:
-        st.caption(
-            f"Only one version is stored. Publish another with `{LOOKUP} typeahead build` "
-            "(it folds only new events; `--log` adds a CSV of searches)."
-        )
-    canary_panel(market, canary, choice if others else None)
-
-
-def canary_panel(market: str, canary: dict[str, Any], choice: str | None) -> None:
-    """The canary: start one for the chosen version, watch it compare, abort it."""
-    st.markdown(
-        "**Canary.** Instead of swapping for everyone, serve the chosen version to a "
-        "share of clients first (the same clients throughout, by a hash of their id) and "
-        "compare it with the current one on the very same live requests; it is promoted "
-        "when it is healthy and rolled back when it is not, by itself."
-    )
-    running = canary.get("state") == "RUNNING"
-    if running:
-        st.info(
-            f"Canary in progress: `{canary['version']}` answers {canary['share']:.0%} of "
-            f"clients, against `{canary['baseline']}`.",
-            icon=":material/science:",
-        )
-        done = min(1.0, canary["requests"] / max(1, canary["minRequests"]))
-        st.progress(done, text=f"{canary['requests']:,} of {canary['minRequests']:,} requests")
-    if canary:
-        a, b, c, d = st.columns(4)
-        a.metric("Canary requests", f"{canary['requests']:,}", border=True)
-        a_empty, now_empty = canary["emptyRate"], canary["baselineEmptyRate"]
-        b.metric(
-            "Empty answers",
-            f"{a_empty:.1%}",
-            f"{a_empty - now_empty:+.1%} vs now" if canary["requests"] else None,
-            delta_color="inverse",
-            border=True,
-        )
-        c.metric(
-            "Top-5 overlap",
-            f"{canary['overlap']:.2f}",
-            border=True,
-            help=f"Promoted only at {canary['thresholds']['minOverlap']:.2f} or more.",
-        )
-        d.metric("p95 lookup", f"{canary['p95Ms']:.3f} ms", border=True)
-        st.caption(
-            f"On the same requests, the current snapshot: {now_empty:.1%} empty answers, "
-            f"p95 {canary['baselineP95Ms']:.3f} ms; {canary['errorRate']:.1%} of the "
-            "candidate's lookups failed (those were answered by the current one)."
-        )
-    if canary and not running:
-        say = st.success if canary["state"] == "PROMOTED" else st.warning
-        say(f"Last canary `{canary['version']}`: **{canary['state'].lower().replace('_', ' ')}**"
-            f" — {canary['reason']}")  # fmt: skip
-    start, stop = st.columns(2)
-    if start.button(
-        "Start a canary (10 % of clients)",
-        key="ta-canary-start",
-        disabled=running or choice is None,
-        icon=":material/science:",
-        width="stretch",
-    ):
-        out = call("POST", f"/v1/typeahead/snapshots/{market}/canary",
-                   json={"version": choice, "share": 0.1})  # fmt: skip
-        _after_canary(market, out, "started a canary of")
-    if stop.button(
-        "Abort the canary", key="ta-canary-abort", disabled=not running,
-        icon=":material/cancel:", width="stretch",
-    ):  # fmt: skip
-        out = call("DELETE", f"/v1/typeahead/snapshots/{market}/canary")
-        _after_canary(market, out, "aborted the canary of")
-
-
-def _after_canary(market: str, out: Answer, verb: str) -> None:
-    if out.ok and isinstance(out.body, dict):
-        version = out.body["canary"]["version"]
-        st.session_state[NOTICE] = ("success", f"{market}: {verb} `{version}`.")
-    else:
-        st.session_state[NOTICE] = ("error", f"{market}: {out.message()}")
-    drop_answers(market)
-    st.rerun()
-
-
-def _after_deploy(market: str, out: Answer, verb: str) -> None:
-    if out.ok and isinstance(out.body, dict):
-        st.session_state[NOTICE] = (
-            "success",
-            f"{market}: {verb} `{out.body['version']}` (was `{out.body.get('previous')}`). "
-            "The search box now answers from it.",
-        )
-    else:
-        report = out.body.get("report") if isinstance(out.body, dict) else None
-        failed = ""
-        if isinstance(report, dict):
-            failed = "; ".join(
-                f"{c['name']}: {c['detail']}" for c in report.get("checks", []) if not c["ok"]
-            )
-        st.session_state[NOTICE] = (
-            "error",
-            f"{market}: not {verb.split()[0]} — {out.message()}{' — ' + failed if failed else ''}",
-        )
-    drop_answers(market)
-    st.rerun()
+    if body is not None:
+        snapshots_panel(market, body, PageHooks(call, finish, not_built_message))
 
 
 # ----------------------------------------------------------------------------- blocklist
@@ -974,9 +805,9 @@ top[2].caption(HINT[market])
 notice = st.session_state.pop(NOTICE, None)
 if notice:
     kind, text = notice
-    (st.success if kind == "success" else st.error)(
-        text, icon=":material/check_circle:" if kind == "success" else ":material/error:"
-    )
+    show, icon = {"success": (st.success, ":material/check_circle:"),
+                  "info": (st.info, ":material/info:")}.get(kind, (st.error, ":material/error:"))
+    show(text, icon=icon)
 
 search_panel(market, debounce)
 

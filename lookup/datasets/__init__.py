@@ -27,6 +27,9 @@ class Dataset:
     path: Callable[[Path], Path]
     #: the keyword options ``build`` accepts (the CLI passes only these)
     options: tuple[str, ...] = field(default=())
+    #: the file takes writes made through the API after it is built: one that exists but
+    #: cannot be read is never replaced by ``build --missing`` (that would discard them)
+    takes_writes: bool = False
 
 
 DATASETS: dict[str, Dataset] = {
@@ -40,6 +43,7 @@ DATASETS: dict[str, Dataset] = {
         is_built=places.is_built,
         path=places.db_path,
         options=("count", "seed"),
+        takes_writes=True,
     ),
     "typeahead": Dataset(
         name="typeahead",

@@ -55,6 +55,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
         if args.missing and ds.is_built(data_dir):
             print(f"{name}: already built at {ds.path(data_dir)} (skipped)")
             continue
+        if args.missing and ds.takes_writes and ds.path(data_dir).exists():
+            print(
+                f"{name}: {ds.path(data_dir)} exists but cannot be read as a complete data set; "
+                "not replaced, since it may hold changes made through the API. Restore it from "
+                f"a backup, or replace it with `lookup datasets build {name}` (without "
+                "--missing), which discards those changes.",
+                file=sys.stderr,
+            )
+            continue
         mine = {k: v for k, v in opts.items() if k in ds.options}
         ignored = sorted(set(opts) - set(mine))
         if ignored and args.name != "all":

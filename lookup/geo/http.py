@@ -9,12 +9,21 @@
 * ``GET /v1/places/named?q=pun`` — cities and airports by name, as one types;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
-  every write needs the admin token (:mod:`lookup.kit.admin`).
+  every write needs the admin token (:mod:`lookup.kit.admin`);
+* ``POST``/``GET /v1/places/model/train`` — train the learned ranking in the background
+  (:mod:`lookup.geo.training`).
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
 builds it. Writes go to the database and its change stream; the service's tailer (a
 background task) applies the stream to the live index every second, and each write
 syncs it at once.
+
+No route reads or writes the database on the event loop: a search hydrates its page from
+the database on a profile-cache miss, so the hot routes run in worker threads of their own
+(:data:`SEARCH_LANE`), and the management routes are plain ``def`` (FastAPI runs them in
+its thread pool). A write that waits out SQLite's busy timeout (another process holding
+the write lock) answers ``503 UNAVAILABLE`` with ``Retry-After``
+(:func:`lookup.kit.sqlite.busy_error`) and stalls nothing else.
 """
 
 from __future__ import annotations
@@ -29,16 +38,21 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
-from lookup.errors import NotBuilt
+from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.search import SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
 from lookup.geo.store import PlaceError
+from lookup.geo.training import mount_training
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 from lookup.kit.models import ModelSlot
+from lookup.kit.threads import ThreadLane
 
 log = logging.getLogger(__name__)
+
+#: The worker threads of the hot read routes (``/v1/search``, ``/v1/places/area``).
+SEARCH_LANE = ThreadLane("places-search", 8)
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -64,7 +78,9 @@ def mount(mounts: Any) -> None:
         return service.searcher(choice_param(params, "index", PLANNERS, "geohash"))
 
     async def search(request: StarletteRequest) -> Response:
-        params = request.query_params
+        return await SEARCH_LANE.run(search_answer, request.query_params)
+
+    def search_answer(params: Any) -> Response:
         lat = float_param(params, "lat", required=True)
         lng = float_param(params, "lng", required=True)
         radius = float_param(params, "radius", 2000.0)
@@ -119,7 +135,9 @@ def mount(mounts: Any) -> None:
         return _json(body)
 
     async def area(request: StarletteRequest) -> Response:
-        params = request.query_params
+        return await SEARCH_LANE.run(area_answer, request.query_params)
+
+    def area_answer(params: Any) -> Response:
         bounds = [float_param(params, k, required=True) for k in ("south", "west", "north", "east")]
         s = searcher(params)
         try:
@@ -152,6 +170,7 @@ def mount(mounts: Any) -> None:
         check_admin(request.headers.get("authorization"), admin_token(), "changing places")
 
     guarded = [Depends(admin)]
+    mount_training(mounts, service, guarded)  # POST/GET /v1/places/model/train
 
     def store() -> Any:
         service.require()
@@ -162,7 +181,7 @@ def mount(mounts: Any) -> None:
         return ApiError(status, exc.code, exc.message)
 
     @api.get("/v1/places/index", tags=["places"], summary="The live index: version, size, memory")
-    async def index_stats() -> dict[str, Any]:
+    def index_stats() -> dict[str, Any]:
         stats = service.index_status()
         if stats["status"] == "NOT_BUILT":
             raise _not_built()
@@ -175,9 +194,9 @@ def mount(mounts: Any) -> None:
         dependencies=guarded,
         responses=ADMIN_RESPONSES,
     )
-    async def rebuild() -> dict[str, Any]:
+    def rebuild() -> dict[str, Any]:
         store()
-        return await asyncio.to_thread(service.rebuild)
+        return service.rebuild()
 
     gazetteer: list[Gazetteer] = []  # built on the first name lookup, then kept
 
@@ -192,18 +211,18 @@ def mount(mounts: Any) -> None:
         tags=["places"],
         summary="Cities and airports whose name (or a word of it) starts with q",
     )
-    async def named(request: Request) -> dict[str, Any]:
+    def named(request: Request) -> dict[str, Any]:
         params = request.query_params
         q = params.get("q")
         if q is None or len(q) > 100:
             raise ApiError(400, "INVALID_PARAMETER", "q must be given, at most 100 characters")
         limit = int_param(params, "limit", 8, low=1, high=MAX_LIMIT)
         assert limit is not None
-        index = await asyncio.to_thread(named_index)
+        index = named_index()
         return {"q": q, "results": [p.to_dict() for p in index.lookup(q, limit)]}
 
     @api.get("/v1/places/{place_id}", tags=["places"], summary="One place's profile")
-    async def get_place(place_id: str) -> dict[str, Any]:
+    def get_place(place_id: str) -> dict[str, Any]:
         row = store().get(place_id)
         if row is None:
             raise ApiError(404, "NOT_FOUND", f"no place with id {place_id!r}")
@@ -217,7 +236,7 @@ def mount(mounts: Any) -> None:
         dependencies=guarded,
         responses=ADMIN_RESPONSES,
     )
-    async def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
+    def add_place(fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().add(fields)
         except PlaceError as exc:
@@ -232,7 +251,7 @@ def mount(mounts: Any) -> None:
         dependencies=guarded,
         responses=ADMIN_RESPONSES,
     )
-    async def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
+    def edit_place(place_id: str, fields: dict[str, Any] = Body(...)) -> dict[str, Any]:
         try:
             row = store().edit(place_id, fields)
         except PlaceError as exc:
@@ -247,7 +266,7 @@ def mount(mounts: Any) -> None:
         dependencies=guarded,
         responses=ADMIN_RESPONSES,
     )
-    async def delete_place(place_id: str) -> dict[str, Any]:
+    def delete_place(place_id: str) -> dict[str, Any]:
         try:
             row = store().delete(place_id)
         except PlaceError as exc:
@@ -266,6 +285,8 @@ def mount(mounts: Any) -> None:
         try:
             if service.ready():
                 named_index()
+        except Damaged:
+            pass  # logged once; the requests that need the database answer 503 DAMAGED
         except Exception:  # the first lookup builds it (and reports) instead
             log.exception("could not build the place-name index at start-up")
 

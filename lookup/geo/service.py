@@ -23,18 +23,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from lookup.errors import NotBuilt
+from lookup.errors import Damaged, NotBuilt
 from lookup.geo.index import GeohashIndex, ScanIndex
 from lookup.geo.learned import places_model_slot
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
-from lookup.geo.store import PlaceStore, open_place_store
+from lookup.geo.store import PlaceStore, check_database, damage_of, open_place_store
 from lookup.kit.background import BackgroundTask
+from lookup.kit.integrity import DamageLog, file_signature
 from lookup.kit.models import ModelStore
 from lookup.kit.secretfile import read_or_create_secret
 from lookup.kit.storeurl import sqlite_url
 
 log = logging.getLogger("lookup.geo")
+#: One line in the server log per damaged places database (as the file is now).
+DAMAGE_LOG = DamageLog(log, "places")
 
 PLANNERS = ("geohash", "quadtree", "scan")
 #: How often the tailer applies the change stream to the live index (seconds).
@@ -66,6 +69,9 @@ class PlacesService:
         self._profiles: dict[int, dict[str, Any]] = {}
         self._profiles_lock = threading.Lock()
         self.last_build_seconds = 0.0
+        # why the database could not be loaded, and the file's signature then: checked
+        # again (not on every request) only once the file changes, e.g. restored from backup
+        self._damage: tuple[object, Damaged] | None = None
         self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
         # the learned ranking (lookup places train); hand-set constants without one
         self.models = places_model_slot(ModelStore(self.data_dir / "models"))
@@ -73,17 +79,41 @@ class PlacesService:
     # ------------------------------------------------------------ lifecycle
 
     def ready(self) -> bool:
-        """Load the index if the data set exists; True when searches can be answered."""
-        from lookup.datasets.places import is_built
+        """Load the index if the data set exists; True when searches can be answered.
 
+        A database SQLite finds damaged (or a directory it cannot write) raises
+        :class:`~lookup.errors.Damaged` naming the file and the remedy — never "not built",
+        since rebuilding would discard the places added through the API."""
         if self.index is not None:
             return True
-        if not self.path.exists() or not is_built(self.data_dir):
+        if not self.path.exists():
             return False
         with self._load_lock:
             if self.index is None:
-                self.store = open_place_store(sqlite_url(self.path))
-                self._swap(self._build(version=1))
+                return self._load()
+        return True
+
+    def _load(self) -> bool:
+        """Check the database and build the first index version (the load lock is held)."""
+        signature = file_signature(self.path)
+        if self._damage is not None and self._damage[0] == signature:
+            raise self._damage[1]
+        try:
+            if not check_database(self.path):
+                return False  # an unfinished build: not built yet
+            self.store = open_place_store(sqlite_url(self.path))
+            self._swap(self._build(version=1))
+        except Exception as exc:
+            damage = exc if isinstance(exc, Damaged) else damage_of(self.path, exc)
+            if damage is None:
+                raise
+            if self.store is not None:
+                self.store.close()
+                self.store = None
+            self._damage = (signature, damage)
+            DAMAGE_LOG.report(damage)
+            raise damage from None
+        self._damage = None
         return True
 
     def require(self) -> GeohashIndex:
@@ -97,8 +127,14 @@ class PlacesService:
         return self.index
 
     def start(self, interval: float = SYNC_INTERVAL_S) -> None:
-        """Load the index if the data set is built, and tail the change stream into it."""
-        self.ready()
+        """Load the index if the data set is built, and tail the change stream into it.
+
+        A damaged database does not stop the server: it is logged, reported by
+        :meth:`status` and answered 503 ``DAMAGED`` until the file is restored."""
+        try:
+            self.ready()
+        except Damaged:
+            pass  # logged once by _load; the requests that need it say so
         if not self._tailer.running:
             self._tailer = BackgroundTask("places-sync", self.sync, interval, logger=log)
             self._tailer.start()
@@ -236,7 +272,13 @@ class PlacesService:
         return self._report(with_memory=True)
 
     def _report(self, *, with_memory: bool) -> dict[str, Any]:
-        if not self.ready():
+        try:
+            built = self.ready()
+        except Damaged as exc:
+            if with_memory:
+                raise  # the management API answers 503 DAMAGED
+            return {**exc.report(), "sync": self._tailer.status()}
+        if not built:
             return {
                 "status": "NOT_BUILT",
                 "message": "run: lookup datasets build places",

@@ -22,13 +22,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from lookup.errors import Damaged
 from lookup.geo import geohash
 from lookup.geo.hours import canonical_json, parse_hours, zone
 from lookup.kit import sqlite as kit_sqlite
+from lookup.kit.integrity import is_not_writable, not_writable
 from lookup.kit.storeurl import parse_store_url
 
 #: Bumped when the table layout changes; stored in ``meta``.
@@ -114,6 +117,56 @@ def is_complete(path: str | os.PathLike[str]) -> bool:
     except sqlite3.Error:
         return False
     return bool(row and row[0] == "1")
+
+
+def check_database(path: str | os.PathLike[str]) -> bool:
+    """Open the places database the way the store does and let SQLite check it
+    (``PRAGMA quick_check``: every page and b-tree, not index-to-table agreement); True when
+    its builder finished (``meta.complete``), False for an unfinished build.
+
+    A damaged file raises :class:`~lookup.errors.Damaged`, and a directory the server cannot
+    write (SQLite keeps ``-wal`` and ``-shm`` beside the file) raises it with the code
+    ``NOT_WRITABLE`` (:func:`damage_of`).
+    """
+    try:
+        conn = connect(path)
+        try:
+            found = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)")]
+            if found != ["ok"]:
+                lines = [x for r in found for x in r.splitlines() if not x.startswith("***")]
+                raise sqlite3.DatabaseError("quick_check: " + "; ".join(lines[:3]))
+            row = conn.execute("SELECT value FROM meta WHERE key = 'complete'").fetchone()
+        finally:
+            conn.close()
+    except Exception as exc:
+        damage = damage_of(path, exc)
+        if damage is None:
+            raise
+        raise damage from None
+    return bool(row and row[0] == "1")
+
+
+def damage_of(path: str | os.PathLike[str], exc: BaseException) -> Damaged | None:
+    """The :class:`~lookup.errors.Damaged` error an exception from the places database means
+    (a damaged file, or a directory the server cannot write), or None for anything else (a
+    lock held too long is not damage)."""
+    if is_not_writable(exc):
+        return not_writable(Path(path).parent, "places search")
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    text = str(exc)
+    if isinstance(exc, sqlite3.OperationalError) and not any(
+        w in text.lower() for w in ("malformed", "not a database", "disk i/o", "corrupt")
+    ):
+        return None
+    return Damaged(
+        f"the places database {path} is damaged ({text}); places search and place edits "
+        "answer 503 until it is restored",
+        file=str(path),
+        remedy=f"restore {path} from a backup (the server checks it again as soon as the file "
+        "changes). Rebuilding it with `lookup datasets build places` also works but discards "
+        "every place added, edited or reviewed through the API",
+    )
 
 
 class PlaceDatabaseWriter:
@@ -274,7 +327,15 @@ def open_place_store(
 class SqlitePlaceStore:
     """Add, edit, move and delete places in a SQLite file; every write appends to the stream.
 
-    Thread-safe (one connection behind a lock). ``clock`` stamps ``updated_at``.
+    Thread-safe: writes share one connection behind a lock, short reads another behind
+    their own, and whole-table reads open their own, so a write waiting out the busy
+    timeout for another process's lock never holds up a read (WAL: readers never wait for
+    writers), nor does a rebuild's scan hold up a search. ``clock`` stamps ``updated_at``.
+    Several processes may write one file (a fleet's API workers, a server and a command): each
+    write is one ``BEGIN IMMEDIATE`` transaction that reads what it depends on — the next
+    place number, the row it edits, a review's totals — only after taking SQLite's write
+    lock, so two writers never pick one number (a spurious ``ALREADY_EXISTS``) or both
+    build on the same old row (a lost edit or review).
     """
 
     def __init__(self, path: str | Path, *, clock: Any = time.time) -> None:
@@ -285,27 +346,46 @@ class SqlitePlaceStore:
         create_schema(self._conn)
         self._conn.commit()
         self._lock = threading.Lock()
+        self._reader = connect(self.path)
+        self._read_lock = threading.Lock()
         self._clock = clock
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections."""
+        with self._read_lock:
+            self._reader.close()
         with self._lock:
             self._conn.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection of short reads, held for the block (never the writers' lock)."""
+        with self._read_lock:
+            yield self._reader
+
+    @contextmanager
+    def _scanning(self) -> Iterator[sqlite3.Connection]:
+        """A connection of its own for a whole-table read (closed after the block)."""
+        conn = connect(self.path)
+        try:
+            yield conn
+        finally:
+            conn.close()
 
     # ------------------------------------------------------------------ reads
 
     def get(self, place_id: str) -> dict[str, Any] | None:
         """The place row with ``place_id``, or ``None``."""
-        with self._lock:
-            row = self._conn.execute(
+        with self._reading() as conn:
+            row = conn.execute(
                 f"SELECT {', '.join(COLUMNS)} FROM places WHERE id = ?", (place_id,)
             ).fetchone()
         return row_dict(row) if row else None
 
     def count(self) -> int:
         """How many places the database holds."""
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM places").fetchone()[0])
+        with self._reading() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM places").fetchone()[0])
 
     def profiles(self, nums: list[int], columns: tuple[str, ...]) -> list[dict[str, Any]]:
         """Rows (as dicts of ``columns``) for the given place numbers — hydrating a page."""
@@ -313,10 +393,10 @@ class SqlitePlaceStore:
         if bad:
             raise ValueError(f"unknown columns {sorted(bad)}")
         out: list[dict[str, Any]] = []
-        with self._lock:
+        with self._reading() as conn:
             for start in range(0, len(nums), 500):
                 chunk = [int(n) for n in nums[start : start + 500]]
-                rows = self._conn.execute(
+                rows = conn.execute(
                     f"SELECT {', '.join(columns)} FROM places "
                     f"WHERE num IN ({', '.join('?' for _ in chunk)})",
                     chunk,
@@ -326,14 +406,14 @@ class SqlitePlaceStore:
 
     def last_seq(self) -> int:
         """The sequence number of the newest change (0 when there is none)."""
-        with self._lock:
-            row = self._conn.execute("SELECT MAX(seq) FROM changes").fetchone()
+        with self._reading() as conn:
+            row = conn.execute("SELECT MAX(seq) FROM changes").fetchone()
         return int(row[0] or 0)
 
     def changes_since(self, seq: int, limit: int = 10_000) -> list[Change]:
         """Changes with a sequence number above ``seq``, oldest first."""
-        with self._lock:
-            rows = self._conn.execute(
+        with self._reading() as conn:
+            rows = conn.execute(
                 "SELECT seq, place_id, op, before, after, at FROM changes WHERE seq > ? "
                 "ORDER BY seq LIMIT ?",
                 (seq, limit),
@@ -352,15 +432,15 @@ class SqlitePlaceStore:
 
     def snapshot(self) -> tuple[int, list[tuple[Any, ...]]]:
         """Every row plus the change sequence it is consistent with (one read transaction)."""
-        with self._lock:
-            self._conn.execute("BEGIN")
+        with self._scanning() as conn:
+            conn.execute("BEGIN")
             try:
-                seq = int(self._conn.execute("SELECT MAX(seq) FROM changes").fetchone()[0] or 0)
-                rows = self._conn.execute(
+                seq = int(conn.execute("SELECT MAX(seq) FROM changes").fetchone()[0] or 0)
+                rows = conn.execute(
                     f"SELECT {', '.join(COLUMNS)} FROM places ORDER BY num"
                 ).fetchall()
             finally:
-                self._conn.execute("COMMIT")
+                conn.execute("COMMIT")
         return seq, [tuple(r) for r in rows]
 
     # ----------------------------------------------------------------- writes
@@ -368,7 +448,7 @@ class SqlitePlaceStore:
     def add(self, fields: dict[str, Any], *, place_id: str | None = None) -> dict[str, Any]:
         """Create a business; returns the stored row. ``PlaceError`` for bad fields, a taken id."""
         clean = _validate(fields, partial=False)
-        with self._lock, self._conn:
+        with self._writing():
             num = self._next_num()
             pid = place_id or f"biz:u{num}"
             if self._conn.execute("SELECT 1 FROM places WHERE id = ?", (pid,)).fetchone():
@@ -381,24 +461,30 @@ class SqlitePlaceStore:
             row.update(clean)
             row["geohash"] = geohash.encode(row["lat"], row["lng"])
             row["updated_at"] = self._clock()
-            self._write(row)
+            self._write(row, new=True)
             self._append(pid, "upsert", None, row)
         return row
 
     def edit(self, place_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Change some fields of a place (a new lat/lng is a move); returns the new row."""
         clean = _validate(fields, partial=True)
-        with self._lock, self._conn:
-            before = self._get_locked(place_id)
-            if before is None:
-                raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
-            after = dict(before)
-            after.update(clean)
-            _check_review_totals(after)
-            after["geohash"] = geohash.encode(after["lat"], after["lng"])
-            after["updated_at"] = self._clock()
-            self._write(after)
-            self._append(place_id, "upsert", before, after)
+        with self._writing():
+            return self._edit_locked(place_id, lambda _before: clean)
+
+    def _edit_locked(
+        self, place_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Apply ``change(row before)``'s fields inside the caller's write transaction."""
+        before = self._get_locked(place_id)
+        if before is None:
+            raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
+        after = dict(before)
+        after.update(change(before))
+        _check_review_totals(after)
+        after["geohash"] = geohash.encode(after["lat"], after["lng"])
+        after["updated_at"] = self._clock()
+        self._write(after)
+        self._append(place_id, "upsert", before, after)
         return after
 
     def move(self, place_id: str, lat: float, lng: float) -> dict[str, Any]:
@@ -409,27 +495,35 @@ class SqlitePlaceStore:
         """Record one 1–5 star review on the place's totals (the rating aggregator's job)."""
         if isinstance(stars, bool) or not isinstance(stars, int) or not 1 <= stars <= 5:
             raise PlaceError("INVALID_PARAMETER", "stars must be an integer from 1 to 5")
-        with self._lock:
-            current = self._get_locked(place_id)
-        if current is None:
-            raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
-        return self.edit(
-            place_id,
-            {
-                "review_count": current["review_count"] + 1,
-                "review_stars": current["review_stars"] + stars,
-            },
-        )
+        with self._writing():  # the totals are read under the write lock: no review is lost
+            return self._edit_locked(place_id, lambda row: {
+                "review_count": row["review_count"] + 1,
+                "review_stars": row["review_stars"] + stars,
+            })  # fmt: skip
 
     def delete(self, place_id: str) -> dict[str, Any]:
         """Remove a place; returns the row it had."""
-        with self._lock, self._conn:
+        with self._writing():
             before = self._get_locked(place_id)
             if before is None:
                 raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
             self._conn.execute("DELETE FROM places WHERE id = ?", (place_id,))
             self._append(place_id, "delete", before, None)
         return before
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction that holds SQLite's write lock from its first read (``BEGIN
+        IMMEDIATE``, waiting up to the busy timeout for another process's writer):
+        committed when the block ends, rolled back if it raises."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.rollback()
+                raise
+            self._conn.commit()
 
     def _next_num(self) -> int:
         # Numbers are never reused, so a late change for a deleted place cannot hit a new one.
@@ -447,9 +541,12 @@ class SqlitePlaceStore:
         ).fetchone()
         return row_dict(row) if row else None
 
-    def _write(self, row: dict[str, Any]) -> None:
+    def _write(self, row: dict[str, Any], *, new: bool = False) -> None:
+        # A new place is a plain INSERT: a clash on its number fails loudly instead of
+        # replacing (deleting) the place that holds it.
+        verb = "INSERT" if new else "INSERT OR REPLACE"
         self._conn.execute(
-            f"INSERT OR REPLACE INTO places({', '.join(COLUMNS)}) "
+            f"{verb} INTO places({', '.join(COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in COLUMNS)})",
             tuple(row[c] for c in COLUMNS),
         )
@@ -480,8 +577,8 @@ class SqlitePlaceStore:
         bad = set(columns) - set(COLUMNS)
         if bad or not kinds:
             raise ValueError(f"unknown columns {sorted(bad)}" if bad else "no kinds given")
-        with self._lock:
-            rows = self._conn.execute(
+        with self._scanning() as conn:
+            rows = conn.execute(
                 f"SELECT {', '.join(columns)} FROM places "
                 f"WHERE kind IN ({', '.join('?' for _ in kinds)}) ORDER BY num",
                 list(kinds),

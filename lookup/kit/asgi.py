@@ -12,10 +12,11 @@ format, and a domain error (:mod:`lookup.errors`) becomes HTTP here and nowhere 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -27,16 +28,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lookup import __version__, settings
 from lookup.errors import WorkbenchError
+from lookup.kit.failsafe import SystemGuard
 from lookup.kit.http import (
     ApiError,
     BodyLimit,
     api_error_for,
+    api_error_of,
     code_for_status,
     error_response,
     is_json_media_type,
     unsupported_media_type,
 )
 from lookup.kit.mounts import Mounts, resolve_data_dir
+from lookup.kit.sqlite import STORE_ERRORS
+from lookup.kit.threads import ThreadLane
 
 log = logging.getLogger("lookup.server")
 
@@ -89,6 +94,16 @@ def _install_error_handlers(api: FastAPI) -> None:
     async def _invalid(request: Request, exc: RequestValidationError) -> Any:
         return _validation_error(exc, request)
 
+    async def _store_error(request: Request, exc: Exception) -> Any:
+        error = api_error_of(exc)  # a database locked past its busy timeout: 503
+        if error is None:
+            return await _unexpected(request, exc)
+        log.warning("%s %s: %s", request.method, request.url.path, error.message)
+        return error.response()
+
+    for kind in STORE_ERRORS:
+        api.add_exception_handler(kind, _store_error)
+
     @api.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> Any:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
@@ -110,12 +125,66 @@ class FastPath:
                     scope.update(child)
                     try:
                         await route.handle(scope, receive, send)
-                    except ApiError as exc:
-                        await exc.response()(scope, receive, send)
-                    except WorkbenchError as exc:
-                        await api_error_for(exc).response()(scope, receive, send)
+                    except Exception as exc:
+                        error = api_error_of(exc)
+                        if error is None:
+                            raise  # a bug: ErrorGuard logs it and answers 500
+                        if not isinstance(exc, (ApiError, WorkbenchError)):
+                            log.warning("%s %s: %s", scope["method"], scope["path"], error.message)
+                        await error.response()(scope, receive, send)
                     return
         await self.fallback(scope, receive, send)
+
+
+#: The worker threads the health probes run in: their own, so that requests waiting on a
+#: hung store can never keep ``/healthz`` from asking (at most one probe per system runs).
+HEALTH_LANE = ThreadLane("health", 16)
+
+
+class HealthProbes:
+    """Every system's health probe, asked off the event loop and waited for a bounded time.
+
+    ``/healthz`` is a liveness check: it must answer at once even while a store hangs (a
+    load balancer's check gives up after a second or so, then restarts a worker that is
+    fine). Each probe runs in a worker thread; one that has not answered within
+    ``timeout_s`` is reported ``SLOW`` and goes on running — the next check waits for that
+    same call rather than starting another, so a hung store holds one thread per system.
+    """
+
+    def __init__(self, probes: Mapping[str, Callable[[], Any]]) -> None:
+        self.probes = probes
+        self._asking: dict[str, asyncio.Future[Any]] = {}
+
+    async def ask(self, timeout_s: float) -> dict[str, Any]:
+        """``{system: its report}``; ``{"status": "ERROR"}`` for a probe that raised."""
+        loop = asyncio.get_running_loop()
+        asking: dict[str, asyncio.Future[Any]] = {}
+        for name, probe in list(self.probes.items()):
+            future = self._asking.get(name)
+            if future is None or future.get_loop() is not loop or future.cancelled():
+                future = asyncio.ensure_future(HEALTH_LANE.run(probe))
+                self._asking[name] = future
+            asking[name] = future
+        if asking:
+            await asyncio.wait(asking.values(), timeout=timeout_s)
+        systems: dict[str, Any] = {}
+        for name, future in asking.items():
+            if not future.done():
+                systems[name] = {
+                    "status": "SLOW",
+                    "message": f"no answer within {timeout_s:g} s (a store it needs may be "
+                    "down or overloaded); still asking",
+                }
+                continue
+            if self._asking.get(name) is future:
+                del self._asking[name]  # answered: the next check asks afresh
+            exc = None if future.cancelled() else future.exception()
+            if future.cancelled() or exc is not None:
+                # a broken probe reports itself, it does not fail the check
+                systems[name] = {"status": "ERROR", "message": str(exc or "cancelled")}
+            else:
+                systems[name] = future.result()
+        return systems
 
 
 class ErrorGuard:
@@ -151,11 +220,15 @@ def build_app(
     *,
     base_url: str | None = None,
     subsystems: list[str | Callable[[Mounts], None]],
+    systems: Mapping[str, tuple[str, Sequence[str]]] | None = None,
 ) -> ASGIApp:
     """Build the whole HTTP API over the state in ``data_dir``.
 
     ``base_url`` is the public address of this server (used for short links);
-    it defaults to ``$LOOKUP_PUBLIC_URL`` or ``http://127.0.0.1:8000``.
+    it defaults to ``$LOOKUP_PUBLIC_URL`` or ``http://127.0.0.1:8000``. ``systems`` names,
+    per ``"module:function"`` of ``subsystems``, the system's name and the paths it serves:
+    a system that fails to mount or to start is mounted as damaged
+    (:class:`~lookup.kit.failsafe.SystemGuard`) and the others serve on.
     """
     root = resolve_data_dir(data_dir)
     public = (base_url or settings.get("public_url") or "http://127.0.0.1:8000").rstrip("/")
@@ -171,9 +244,12 @@ def build_app(
             yield
         finally:
             for hook in reversed(mounts.on_shutdown):
-                result = hook()
-                if result is not None:
-                    await result
+                try:  # one system failing to stop does not keep the others running
+                    result = hook()
+                    if result is not None:
+                        await result
+                except Exception:
+                    log.exception("a shut-down hook failed")
 
     api = FastAPI(
         title="Lookup Workbench API",
@@ -187,22 +263,31 @@ def build_app(
     _install_error_handlers(api)
     mounts = Mounts(data_dir=root, base_url=public, api=api)
 
+    probes = HealthProbes(mounts.health)
+
     @api.get("/healthz", tags=["health"], summary="Liveness and what each system has built")
     async def healthz() -> dict[str, Any]:
-        systems = {}
-        for name, probe in mounts.health.items():
-            try:
-                systems[name] = probe()
-            except Exception as exc:  # a broken probe reports itself, it does not fail the check
-                systems[name] = {"status": "ERROR", "message": str(exc)}
-        return {"status": "ok", "version": __version__, "dataDir": str(root), "systems": systems}
+        systems = await probes.ask(settings.get("health_probe_timeout"))
+        body = {"status": "ok", "version": __version__, "dataDir": str(root), "systems": systems}
+        damaged = sorted(n for n, s in systems.items() if isinstance(s, dict) and "remedy" in s)
+        if damaged:  # the API is up; these systems are not (each report says why)
+            body["damaged"] = damaged
+        return body
 
-    for target in subsystems:
+    fallbacks: list[BaseRoute] = []  # damaged systems' paths: after every other route
+    for i, target in enumerate(subsystems):
+        mount: Callable[[Mounts], Any]
         if callable(target):
-            target(mounts)
-            continue
-        module_name, _, func_name = target.partition(":")
-        getattr(importlib.import_module(module_name), func_name or "mount")(mounts)
+            mount, key = target, getattr(target, "__name__", f"system-{i}")
+        else:
+            module_name, _, func_name = target.partition(":")
+            mount = getattr(importlib.import_module(module_name), func_name or "mount")
+            key = target
+        name, prefixes = (systems or {}).get(key, (key.rsplit(":", 1)[0], ()))
+        fallback = SystemGuard(mounts, name, prefixes).mount(mount)
+        if fallback is not None:
+            fallbacks.append(fallback)
+    api.router.routes.extend(fallbacks)
 
     return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)))
 

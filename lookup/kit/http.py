@@ -83,6 +83,7 @@ STATUS_OF: dict[type[errors.WorkbenchError], int] = {
     errors.Unprocessable: 422,
     errors.RateLimited: 429,
     errors.NotBuilt: 503,
+    errors.Damaged: 503,
     errors.Unavailable: 503,
 }
 
@@ -91,6 +92,23 @@ def api_error_for(exc: errors.WorkbenchError) -> ApiError:
     """The HTTP answer for a domain error: its status, code, message, headers and fields."""
     status = next((s for cls, s in STATUS_OF.items() if isinstance(exc, cls)), 400)
     return ApiError(status, exc.code, exc.message, headers=exc.headers, extra=exc.extra)
+
+
+def api_error_of(exc: BaseException) -> ApiError | None:
+    """The HTTP answer for any exception a route lets escape, or None for a bug (a 500).
+
+    An :class:`ApiError` as it is, a domain error by :data:`STATUS_OF`, and a store that
+    stayed busy past its timeout — SQLite's "database is locked"
+    (:func:`lookup.kit.sqlite.busy_error`) — as ``Unavailable`` (503, ``Retry-After``):
+    the one place that translation is made, for every route of every system."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, errors.WorkbenchError):
+        return api_error_for(exc)
+    from lookup.kit.sqlite import busy_error  # only on an error: keeps this module light
+
+    busy = busy_error(exc)
+    return None if busy is None else api_error_for(busy)
 
 
 def error_response(

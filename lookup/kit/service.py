@@ -15,7 +15,8 @@ class LiveService(Protocol):
     """A long-lived service: what it serves now, and how to let go of it."""
 
     def status(self) -> dict[str, Any]:
-        """A JSON-ready health report; ``"status"`` is ``"ok"``, ``"NOT_BUILT"`` or an error."""
+        """A JSON-ready health report; ``"status"`` is ``"ok"``, ``"NOT_BUILT"`` or an error
+        (``"DAMAGED"``, ``"NOT_WRITABLE"``: then with ``"file"`` and ``"remedy"``)."""
         ...
 
     def close(self) -> None:

@@ -4,7 +4,8 @@ Every store of the workbench that is a SQLite file opens it through :func:`conne
 (WAL, a busy timeout, a ``synchronous`` level, autocommit so transactions are explicit)
 and keeps one connection per thread in a :class:`ConnectionPool` — SQLite connections
 must not be shared between threads mid-transaction, and opening one per call costs
-more than the query. Only store modules import this: nothing else opens a database.
+more than the query. Only store modules open a database through this; the HTTP edge
+imports :func:`busy_error` alone, to answer a lock held past the busy timeout with a 503.
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["SYNCHRONOUS_LEVELS", "ConnectionPool", "connect"]
+from lookup.errors import Unavailable
+
+__all__ = [
+    "STORE_ERRORS",
+    "SYNCHRONOUS_LEVELS",
+    "ConnectionPool",
+    "busy_error",
+    "connect",
+    "is_read_only_error",
+]
 
 SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -58,6 +68,45 @@ def connect(
             raise ValueError(f"unknown synchronous mode {synchronous!r}")
         conn.execute(f"PRAGMA synchronous = {level}")
     return conn
+
+
+def is_read_only_error(exc: BaseException) -> bool:
+    """Whether SQLite refused because it cannot write the file or its directory (it keeps
+    ``-wal`` and ``-shm`` files beside a database, so a read-only directory is enough)."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database" in text
+
+
+#: The exceptions :func:`busy_error` reads (what the HTTP edge hands it).
+STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.OperationalError,)
+#: SQLite's primary result codes for a lock another connection holds: SQLITE_BUSY, SQLITE_LOCKED.
+_BUSY_CODES = (5, 6)
+
+
+def busy_error(exc: BaseException) -> Unavailable | None:
+    """The domain error for SQLite giving up on a lock ("database is locked": another
+    connection held it past the busy timeout), else None.
+
+    A busy database is a store that cannot serve right now, not a bug: HTTP 503 with
+    ``Retry-After``, as a PostgreSQL outage answers (:mod:`lookup.kit.postgres`). The edge
+    maps it once, for every route (:func:`lookup.kit.http.api_error_of`), never per call."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return None
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        busy = (code & 0xFF) in _BUSY_CODES
+    else:  # an error raised by hand, without SQLite's code: its words
+        text = str(exc).lower()
+        busy = "database is locked" in text or "table is locked" in text or "is busy" in text
+    if not busy:
+        return None
+    return Unavailable(
+        f"the database is busy ({exc}): another writer held it longer than the busy "
+        "timeout; try again",
+        headers={"Retry-After": "1"},
+    )
 
 
 class ConnectionPool:

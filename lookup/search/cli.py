@@ -23,6 +23,7 @@ def _progress() -> object:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
+    from lookup.errors import Damaged
     from lookup.kit.mounts import resolve_data_dir
     from lookup.search.indexer import build_index
 
@@ -48,6 +49,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
             optimize=args.optimize,
             progress=_progress(),  # type: ignore[arg-type]
         )
+    except Damaged as exc:
+        print(f"lookup index: {exc.message}. What to do: {exc.remedy}", file=sys.stderr)
+        return 1
     except (RuntimeError, ValueError, OSError) as exc:
         print(f"lookup index: {exc}", file=sys.stderr)
         return 1

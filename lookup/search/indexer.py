@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from lookup.errors import Damaged
+from lookup.kit.integrity import checksum_file
 from lookup.search.analysis import analyze_document
 from lookup.search.events import (
     EventLogReader,
@@ -41,11 +43,19 @@ from lookup.search.manifest import (
     Manifest,
     SegmentEntry,
     SourceState,
+    damaged,
+    next_free_segment,
     read_tombstones,
     shard_dir,
     write_tombstones,
 )
-from lookup.search.segment import DocRecord, SegmentReader, SegmentWriter, merge_segments
+from lookup.search.segment import (
+    DocRecord,
+    SegmentFileError,
+    SegmentReader,
+    SegmentWriter,
+    merge_segments,
+)
 
 #: Shards of a fresh index when ``--shards`` is not given.
 DEFAULT_SHARDS = 4
@@ -162,7 +172,12 @@ def build_index(
     if not log.exists():
         raise FileNotFoundError(f"{crawl} has no {log.path.name}: run `lookup crawl` first")
     with location.writer():
-        prev = location.current()
+        try:
+            prev = location.current()
+        except Damaged:
+            if not rebuild:
+                raise  # its remedy says: --rebuild
+            prev = None  # a rebuild reads nothing of the damaged version
         n_shards = shards or (prev.shards if prev else DEFAULT_SHARDS)
         if n_shards < 1:
             raise ValueError("--shards must be at least 1")
@@ -175,8 +190,8 @@ def build_index(
             and prev.source.fingerprint == fingerprint
             and prev.source.offset <= log.size()
         )
-        version = (prev.version + 1) if prev else 1
-        next_segment = prev.next_segment if prev else 1
+        version = max([prev.version if prev else 0, *location.versions()]) + 1
+        next_segment = max(prev.next_segment if prev else 1, next_free_segment(out))
         report = IndexReport(str(out), version, n_shards, incremental)
 
         states = [_ShardState([], {}, {}) for _ in range(n_shards)]
@@ -189,7 +204,7 @@ def build_index(
             for s, entries in enumerate(prev.segments):
                 st = states[s]
                 for e in entries:
-                    reader = SegmentReader(shard_dir(out, s) / e.name)
+                    reader = _open_segment(out, s, e, prev.source.crawl_dir)
                     st.entries.append(e)
                     st.readers[e.name] = reader
                     dead = set(read_tombstones(out, s, e).tolist())
@@ -258,7 +273,9 @@ def build_index(
             name = f"seg-{next_segment:06d}"
             next_segment += 1
             info = st.writer.write(shard_dir(out, s) / name)
-            st.entries.append(SegmentEntry(name, info.docs, 0, None, info.bytes))
+            st.entries.append(
+                SegmentEntry(name, info.docs, 0, None, info.bytes, meta_checksum=info.checksum)
+            )
             st.readers[name] = SegmentReader(shard_dir(out, s) / name)
             st.deleted[name] = set()
             pending = [h for h, lv in live.items() if lv.shard == s and lv.segment == "*pending*"]
@@ -340,7 +357,11 @@ def build_index(
                 merged_names = {e.name for e in group}
                 st.entries = [e for e in st.entries if e.name not in merged_names]
                 if info.docs:
-                    st.entries.append(SegmentEntry(name, info.docs, 0, None, info.bytes))
+                    st.entries.append(
+                        SegmentEntry(
+                            name, info.docs, 0, None, info.bytes, meta_checksum=info.checksum
+                        )
+                    )
                     st.readers[name] = SegmentReader(shard_dir(out, s) / name)
                     st.deleted[name] = set()
                 report.merges += 1
@@ -356,6 +377,9 @@ def build_index(
                         write_tombstones(out, s, e.name, version, np.fromiter(dead, np.int64))
                         if dead
                         else None
+                    )
+                    e.tombstones_checksum = (
+                        checksum_file(shard_dir(out, s) / e.tombstones) if e.tombstones else None
                     )
         manifest = Manifest(
             version=version,
@@ -381,6 +405,17 @@ def build_index(
         )
         report.seconds = time.perf_counter() - started
         return report
+
+
+def _open_segment(out: Path, shard: int, entry: SegmentEntry, crawl_dir: str) -> SegmentReader:
+    """A segment of the live version, checked (:class:`~lookup.errors.Damaged` if not sound)."""
+    path = shard_dir(out, shard) / entry.name
+    try:
+        return SegmentReader(path, entry.meta_checksum)
+    except SegmentFileError as exc:
+        raise damaged(exc.path, exc.problem, out, crawl_dir) from None
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise damaged(path, str(exc), out, crawl_dir) from None
 
 
 def _pick_merge(st: _ShardState, max_segments: int, optimize: bool) -> list[SegmentEntry]:

@@ -11,7 +11,6 @@ embedded implementation (a directory of immutable files, see
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -94,10 +93,9 @@ class DirectoryIndexLocation:
     def manifest(self, version: int) -> Manifest:
         """Read a kept version's manifest."""
         try:
-            text = (self.path / manifests.manifest_name(version)).read_text(encoding="utf-8")
+            return manifests.read_manifest(self.path / manifests.manifest_name(version), self.path)
         except FileNotFoundError:
             raise KeyError(f"version {version} is not kept in {self.path}") from None
-        return Manifest.from_json(json.loads(text))
 
     def publish(self, manifest: Manifest) -> None:
         """Write the manifest, then point ``CURRENT`` at it (``os.replace``)."""

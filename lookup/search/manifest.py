@@ -22,6 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from lookup.errors import Damaged
+from lookup.kit.integrity import checksum_bytes, checksum_file
+
 FORMAT = 1
 CURRENT = "CURRENT"
 #: fsync every file before it is published (crash safety). Tests that write many tiny
@@ -41,6 +44,10 @@ class SegmentEntry:
     deleted: int = 0
     tombstones: str | None = None  # file name beside the segment, sorted deleted doc ids
     bytes: int = 0
+    #: ``crc32:…`` of the segment's ``meta.json`` (which holds the checksum of every other
+    #: file of the segment) and of the tombstone file; None in indexes written before them
+    meta_checksum: str | None = None
+    tombstones_checksum: str | None = None
 
 
 @dataclass
@@ -83,7 +90,13 @@ class Manifest:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Manifest:
-        """Parse a manifest written by :meth:`to_json`."""
+        """Parse a manifest written by :meth:`to_json` (ValueError if its checksum, when it
+        has one, does not match its content)."""
+        recorded = data.get("checksum")
+        if recorded is not None:
+            body = {k: v for k, v in data.items() if k != "checksum"}
+            if _manifest_checksum(body) != recorded:
+                raise ValueError("checksum mismatch (the manifest changed after it was written)")
         if data.get("format") != FORMAT:
             raise ValueError(f"unsupported index manifest format {data.get('format')}")
         return cls(
@@ -94,6 +107,46 @@ class Manifest:
             segments=[[SegmentEntry(**s) for s in shard] for shard in data["segments"]],
             next_segment=int(data["next_segment"]),
         )
+
+
+def _manifest_checksum(data: dict[str, Any]) -> str:
+    return checksum_bytes(json.dumps(data, sort_keys=True, separators=(",", ":")).encode())
+
+
+def rebuild_remedy(index_dir: str | Path, crawl_dir: str | None = None) -> str:
+    """What to do about a damaged index: rebuild it from its crawl (named when known)."""
+    crawl = crawl_dir or "CRAWL_DIR"
+    where = "" if crawl_dir else " (the crawl it was built from, under DATA_DIR/crawls)"
+    return (
+        f"rebuild the index with `lookup index {crawl} --rebuild --out {index_dir}`{where}; "
+        "the server serves the new version within a second"
+    )
+
+
+def damaged(file: str | Path, problem: str, index_dir: str | Path,
+            crawl_dir: str | None = None) -> Damaged:
+    """The :class:`~lookup.errors.Damaged` error for a file of the search index."""
+    return Damaged(
+        f"the search index file {file} is damaged ({problem}); web search answers 503 "
+        "until the index is rebuilt",
+        file=str(file),
+        remedy=rebuild_remedy(index_dir, crawl_dir),
+    )
+
+
+def read_manifest(path: str | Path, index_dir: str | Path | None = None) -> Manifest:
+    """Read and check one manifest file; :class:`~lookup.errors.Damaged` naming it if it is
+    unreadable, malformed or fails its checksum (``FileNotFoundError`` if it is missing)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return Manifest.from_json(data)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise damaged(path, str(exc), index_dir or path.parent) from None
 
 
 def sync(fd: int) -> None:
@@ -113,19 +166,27 @@ def manifest_name(version: int) -> str:
 
 
 def current_manifest(index_dir: str | Path) -> Manifest | None:
-    """The live manifest of an index directory, or None if none was published."""
+    """The live manifest of an index directory, or None if none was published.
+
+    A ``CURRENT`` that names no manifest, or a manifest that is missing, unreadable or
+    fails its checksum, raises :class:`~lookup.errors.Damaged` naming the file: the index
+    was built, and "not built" would be the wrong thing to say."""
     index_dir = Path(index_dir)
+    pointer = index_dir / CURRENT
     try:
-        name = (index_dir / CURRENT).read_text(encoding="utf-8").strip()
-    except OSError:
+        raw = pointer.read_bytes()
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise damaged(pointer, exc.strerror or str(exc), index_dir) from None
+    name = raw.decode("utf-8", "replace").strip()
     if not MANIFEST.match(name):
-        return None
+        raise damaged(pointer, f"it names {name[:60]!r}, not a manifest", index_dir)
     try:
-        data = json.loads((index_dir / name).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
-    return Manifest.from_json(data)
+        return read_manifest(index_dir / name, index_dir)
+    except FileNotFoundError:
+        missing = f"{CURRENT} names it but it is missing"
+        raise damaged(index_dir / name, missing, index_dir) from None
 
 
 def current_token(index_dir: str | Path) -> str | None:
@@ -160,16 +221,36 @@ def write_tombstones(
 
 
 def read_tombstones(index_dir: Path, shard: int, entry: SegmentEntry) -> np.ndarray:
-    """Deleted doc ids of a segment as of a manifest (empty if none)."""
+    """Deleted doc ids of a segment as of a manifest (empty if none); checked against the
+    manifest's checksum when it has one (:class:`~lookup.errors.Damaged` otherwise)."""
     if not entry.tombstones:
         return np.zeros(0, dtype=np.int64)
-    return np.load(shard_dir(index_dir, shard) / entry.tombstones, allow_pickle=False)
+    path = shard_dir(index_dir, shard) / entry.tombstones
+    try:
+        if entry.tombstones_checksum and checksum_file(path) != entry.tombstones_checksum:
+            raise ValueError("checksum mismatch")
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise damaged(path, str(exc), index_dir) from None
+
+
+def next_free_segment(index_dir: str | Path) -> int:
+    """One past the highest segment number on disk (a rebuild over a damaged manifest must
+    not reuse a name still present)."""
+    numbers = [
+        int(p.name[4:10]) for p in Path(index_dir).glob("shard-*/seg-*")
+        if p.name[4:10].isdigit()
+    ]
+    return max(numbers, default=0) + 1
 
 
 def publish(index_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest, then atomically point ``CURRENT`` at it."""
+    """Write the manifest (with the checksum of its content), then atomically point
+    ``CURRENT`` at it."""
     index_dir = Path(index_dir)
-    body = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
+    data = manifest.to_json()
+    data["checksum"] = _manifest_checksum(data)
+    body = json.dumps(data, indent=1).encode("utf-8")
     _write_file_atomic(index_dir / manifest_name(manifest.version), body)
     _write_file_atomic(index_dir / CURRENT, (manifest_name(manifest.version) + "\n").encode())
 
@@ -187,8 +268,10 @@ def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
     keep = versions[-keep_versions:]
     wanted: set[Path] = set()
     for v in keep:
-        data = json.loads((index_dir / manifest_name(v)).read_text(encoding="utf-8"))
-        m = Manifest.from_json(data)
+        try:
+            m = read_manifest(index_dir / manifest_name(v), index_dir)
+        except (Damaged, FileNotFoundError):
+            continue  # a damaged version names nothing worth keeping
         for shard, entries in enumerate(m.segments):
             for e in entries:
                 wanted.add(shard_dir(index_dir, shard) / e.name)

@@ -41,6 +41,7 @@ import lz4.block
 import numpy as np
 import orjson
 
+from lookup.kit.integrity import checksum_bytes, checksum_file
 from lookup.search import manifest
 from lookup.search.analysis import Analyzed
 from lookup.search.events import iso_time
@@ -160,6 +161,8 @@ class SegmentInfo:
     terms: int
     postings: int
     bytes: int
+    #: ``crc32:…`` of the segment's ``meta.json``, which lists every other file's checksum
+    checksum: str | None = None
 
 
 def _save(path: Path, arr: np.ndarray) -> None:
@@ -252,10 +255,61 @@ def write_segment(
             "totalLength": int(np.asarray(doclen, dtype=np.int64).sum()),
             "block": BLOCK,
         }
+        # every file's size and checksum, checked when a reader opens the segment
+        meta["files"] = {
+            f.name: [f.stat().st_size, checksum_file(f)] for f in sorted(tmp.iterdir())
+        }
         (tmp / "meta.json").write_text(json.dumps(meta), encoding="utf-8")
 
     _write_atomic_dir(path, fill)
-    return SegmentInfo(path.name, int(len(doclen)), len(terms), int(len(doc_ids)), _dir_bytes(path))
+    return SegmentInfo(
+        path.name, int(len(doclen)), len(terms), int(len(doc_ids)), _dir_bytes(path),
+        checksum_file(path / "meta.json"),
+    )
+
+
+#: Segment files whose checksum matched, as (path, inode, size, mtime_ns, checksum): segments
+#: are immutable, so each is read through once per process, not on every version swap.
+_VERIFIED: set[tuple[str, int, int, int, str]] = set()
+
+
+def verify_segment(path: Path, meta_checksum: str | None = None) -> dict[str, Any]:
+    """Check a segment directory against the checksums its writer recorded and return its
+    ``meta.json``: ``meta_checksum`` (the manifest's) covers ``meta.json``, which covers every
+    other file. ValueError or OSError naming the file that does not match; a segment written
+    before checksums were recorded is read as it is."""
+    meta_path = path / "meta.json"
+    raw = meta_path.read_bytes()
+    if meta_checksum and checksum_bytes(raw) != meta_checksum:
+        raise SegmentFileError(meta_path, "checksum mismatch")
+    try:
+        meta = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise SegmentFileError(meta_path, f"not valid JSON: {exc}") from None
+    for name, (size, checksum) in (meta.get("files") or {}).items():
+        f = path / name
+        try:
+            st = f.stat()
+        except FileNotFoundError:
+            raise SegmentFileError(f, "missing") from None
+        key = (str(f), st.st_ino, st.st_size, st.st_mtime_ns, checksum)
+        if key in _VERIFIED:
+            continue
+        if st.st_size != size:
+            raise SegmentFileError(f, f"{st.st_size:,} bytes, {size:,} written")
+        if checksum_file(f) != checksum:
+            raise SegmentFileError(f, "checksum mismatch")
+        _VERIFIED.add(key)
+    return meta
+
+
+class SegmentFileError(ValueError):
+    """A file of a segment is missing, truncated or does not match its checksum."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 class SegmentWriter:
@@ -387,10 +441,11 @@ def _gather_positions(flat: np.ndarray, tfs: np.ndarray, order: np.ndarray) -> n
 class SegmentReader:
     """Read-only view of a segment; arrays are memory-mapped, so readers never lock."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, meta_checksum: str | None = None) -> None:
+        """Open a segment after checking its files (:func:`verify_segment`)."""
         self.path = Path(path)
         self.name = self.path.name
-        meta = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+        meta = verify_segment(self.path, meta_checksum)
         if meta.get("format") not in READABLE_FORMATS:
             raise ValueError(f"{self.path}: unsupported segment format {meta.get('format')}")
         self.meta = meta

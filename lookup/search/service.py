@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
-from lookup.errors import NotBuilt
+from lookup.errors import Damaged, NotBuilt
 from lookup.kit.background import BackgroundTask
+from lookup.kit.integrity import DamageLog
 from lookup.kit.models import open_model_store
 from lookup.search.coordinator import Coordinator, QueryError
 from lookup.search.events import url_hash_of
@@ -31,6 +32,8 @@ from lookup.search.segment import url_key
 from lookup.search.shard import IndexVersion
 
 log = logging.getLogger("lookup.search")
+#: One line in the server log per damaged index file.
+DAMAGE_LOG = DamageLog(log, "search")
 
 #: How often the live index checks for a newer published version.
 RELOAD_SECONDS = 1.0
@@ -64,6 +67,10 @@ class SearchService:
         self._checked = 0.0
         self._loading = threading.Lock()
         self.load_error: str | None = None
+        #: Why the published version could not be opened (a damaged or missing file), and
+        #: its token: not retried until another version is published.
+        self.damage: Damaged | None = None
+        self._damaged_token: str | None = None
         self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
         self.models = search_model_slot(open_model_store(models) if models is not None else None)
 
@@ -79,6 +86,12 @@ class SearchService:
             self._snapshot = snap  # the swap: one reference assignment
             self._token = token
             self.load_error = None
+            self.damage = self._damaged_token = None
+        except Damaged as exc:
+            if self.location.current_token() != token:
+                return  # replaced while we opened it (its files collected): the next check
+            self.damage, self._damaged_token = exc, token
+            DAMAGE_LOG.report(exc)
         except (OSError, ValueError, KeyError) as exc:
             # e.g. a version collected while we opened it; the next check retries
             self.load_error = str(exc)
@@ -92,7 +105,7 @@ class SearchService:
         """
         token = self.location.current_token()
         self._checked = time.monotonic()
-        if token is None or token == self._token:
+        if token is None or token in (self._token, self._damaged_token):
             return self._snapshot
         if wait or self._snapshot is None:
             self._open_newest(token)
@@ -109,7 +122,7 @@ class SearchService:
         """One round of the watcher: open a newly published version, if any."""
         token = self.location.current_token()
         self._checked = time.monotonic()
-        if token is not None and token != self._token:
+        if token is not None and token not in (self._token, self._damaged_token):
             self._open_newest(token)
 
     def snapshot(self) -> IndexVersion:
@@ -119,6 +132,8 @@ class SearchService:
         ):
             self.reload(wait=False)
         snap = self._snapshot
+        if snap is None and self.damage is not None:
+            raise self.damage
         if snap is None:
             raise NotBuilt(
                 f"no search index in {self.index_dir}; build one with `lookup index CRAWL_DIR`",
@@ -216,9 +231,13 @@ class SearchService:
         """Health probe: built or not, what is live, and the background loops' failures."""
         try:
             snap = self.snapshot()
+        except Damaged as exc:
+            return {**exc.report(), "reloader": self._watcher.status()}
         except NotBuilt as exc:
             return {"status": "NOT_BUILT", "message": str(exc), "reloader": self._watcher.status()}
         out: dict[str, Any] = {"status": "ok", **snap.status()}
+        if self.damage is not None:  # a newer version is damaged; the one before serves
+            out["damaged"] = self.damage.report()
         if self.tier is not None:
             out["realtime"] = self.tier.status()
         if self.load_error:

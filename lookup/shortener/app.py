@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
-from lookup.kit.cache import SharedCache, open_shared_cache
+from lookup.kit.cache import NullSharedCache, SharedCache, open_shared_cache
 from lookup.kit.clients import Trust
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
 from lookup.kit.leader import open_leadership
@@ -241,15 +241,18 @@ class Shortener:
         self.blocklist.write_template()
         addresses = AddressPolicy(config.allowed_ranges)
         self.urls = UrlPolicy([self.base_url], self.blocklist, addresses=addresses)
+        tier = config.shared if config.shared is not None else open_shared_cache(
+            config.cache_url or "none:"
+        )
         self.resolver = Resolver(
             self.store,
             cache_size=config.cache_size,
             cache_ttl_s=config.cache_ttl_s,
             negative_ttl_s=config.negative_ttl_s,
-            shared=config.shared
-            if config.shared is not None
-            else open_shared_cache(config.cache_url or "none:"),
+            shared=tier,
             unwatched_ttl_s=config.l1_unwatched_ttl_s,
+            # a fleet on PostgreSQL without Redis: other workers change links unheard
+            unheard_writers=bool(shared_store) and isinstance(tier, NullSharedCache),
             clock=mono,
         )
         limits = config.limits

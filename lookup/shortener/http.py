@@ -4,7 +4,10 @@
 :class:`lookup.server.FastPath`): it matches only path segments shaped like a key or
 alias that are not reserved words, so ``/docs``, ``/healthz``, ``/search`` and friends
 fall through to their own routes. A cache hit answers straight from memory — no
-thread, no SQLite, no FastAPI. The redirect then hands a
+thread, no SQLite, no FastAPI. Nothing here waits on a store on the event loop: loads,
+click budgets, owner-token checks and rate limits kept on Redis run in the shortener's
+worker threads (:data:`~lookup.shortener.resolver.STORE_LANE`), so a store that hangs
+stalls only the requests that need it. The redirect then hands a
 :class:`~lookup.shortener.model.ClickContext` to ``service.on_click`` *after* the
 response has been sent. Its refusals are answered right here, with their exact bytes.
 
@@ -30,7 +33,6 @@ from urllib.parse import parse_qs
 import segno
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute, Match, NoMatchFound
 from starlette.types import Receive, Scope, Send
@@ -47,6 +49,7 @@ from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
+from lookup.shortener.resolver import STORE_LANE
 from lookup.shortener.urls import UrlRejected
 
 log = logging.getLogger("lookup.shortener.http")
@@ -133,6 +136,15 @@ class RedirectHandler:
         self.limit_misses = shortener.limit_misses
         self.limit_passwords = shortener.limit_passwords
         self.trust_forwarded_for = shortener.config.trust_forwarded_for
+        # limits kept on Redis are a round trip each: off the loop; in-process ones stay
+        self.remote_limits = bool(shortener.config.limits_url)
+
+    async def _limit(self, call: Any, *args: Any) -> Any:
+        """A rate limiter's ``call(*args)``: in place for in-process limits, in a worker
+        thread for limits kept on Redis (a network round trip, or its timeout)."""
+        if self.remote_limits:
+            return await STORE_LANE.run(call, *args)
+        return call(*args)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = scope["path_params"]
@@ -141,7 +153,7 @@ class RedirectHandler:
         found = self.resolver.cached(key)
         if found is MISSING:
             ip = client_address(scope, self.trust_forwarded_for)
-            budget = self.limit_misses.peek(ip)
+            budget = await self._limit(self.limit_misses.peek, ip)
             if not budget.allowed:
                 headers = budget.headers()
                 headers.update(_NO_STORE)
@@ -157,7 +169,7 @@ class RedirectHandler:
                 return
             found = await self.resolver.load(key)
             if found is None:
-                self.limit_misses.charge(ip)
+                await self._limit(self.limit_misses.charge, ip)
         link: Link | None = found
         now = svc.clock()
         outcome = verdict(link, now)
@@ -271,7 +283,7 @@ class RedirectHandler:
     ) -> None:
         svc = self.service
         ip = client_address(scope, self.trust_forwarded_for)
-        decision = self.limit_passwords.check((ip, link.key))
+        decision = await self._limit(self.limit_passwords.check, (ip, link.key))
         if not decision.allowed:
             headers = decision.headers()
             headers.update(_NO_STORE)
@@ -377,7 +389,7 @@ _QR_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
 async def _qr_image(shortener: Shortener, key: str, scale: int, kind: str) -> Response:
     """The QR code of ``key``'s short URL as a ``kind`` image (cached for an hour)."""
     media_type, options = _QR_FORMATS[kind]
-    qr = await run_in_threadpool(_qr, shortener, key)
+    qr = await STORE_LANE.run(_qr, shortener, key)
     out = io.BytesIO()
     qr.save(out, kind=kind, scale=scale, border=4, **options)
     return Response(
@@ -406,6 +418,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     views = shortener.views
 
     def write_budget(request: Request, owner: str | None, cost: float = 1.0) -> RateDecision:
+        """Spend the write limits (a store call when they are kept on Redis: call it in
+        :data:`STORE_LANE`, with the write it pays for)."""
         ip = client_address(request.scope, trust)
         if owner is None:
             checks = [(shortener.limit_anonymous, ip)]
@@ -416,12 +430,18 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             raise _rate_limited(decision)
         return decision
 
-    def optional_owner(request: Request) -> str | None:
-        """The owner a bearer token stands for (None without one; 401 when revoked)."""
-        return service.owner_of(owner_from_header(request.headers.get("authorization")))
+    async def optional_owner(request: Request) -> str | None:
+        """The owner a bearer token stands for (None without one; 401 when revoked): read
+        from the store, in a worker thread."""
+        token_hash = owner_from_header(request.headers.get("authorization"))
+        if token_hash is None:
+            return None
+        return await STORE_LANE.run(service.owner_of, token_hash)
 
-    def require_token(request: Request) -> str:
-        owner = service.owner_of(require_owner_header(request.headers.get("authorization")))
+    async def require_token(request: Request) -> str:
+        """The owner of the bearer token the request must carry (401 without or revoked)."""
+        token_hash = require_owner_header(request.headers.get("authorization"))
+        owner = await STORE_LANE.run(service.owner_of, token_hash)
         assert owner is not None
         return owner
 
@@ -446,7 +466,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     async def rotate_token(request: Request) -> dict[str, str]:
         current = require_owner_header(request.headers.get("authorization"))
         token = secrets.token_urlsafe(32)
-        owner = await run_in_threadpool(service.rotate_token, current, owner_id(token))
+        owner = await STORE_LANE.run(service.rotate_token, current, owner_id(token))
         return {"token": token, "ownerId": owner}
 
     @router.post(
@@ -458,7 +478,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def revoke_token(request: Request) -> dict[str, Any]:
         current = require_owner_header(request.headers.get("authorization"))
-        owner = await run_in_threadpool(service.revoke_token, current)
+        owner = await STORE_LANE.run(service.revoke_token, current)
         return {"revoked": True, "ownerId": owner}
 
     @router.post(
@@ -479,16 +499,16 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         },
     )
     async def create_link(request: Request) -> Response:
-        owner = optional_owner(request)
+        owner = await optional_owner(request)
         # the body first: one that is not a JSON object (a form post) spends no budget
         body = parse_json_object(await request.body(), request.headers.get("content-type"))
-        decision = write_budget(request, owner)
-        created = await run_in_threadpool(
-            api.create,
-            body,
-            owner=owner,
-            idempotency_key=request.headers.get("idempotency-key"),
-        )
+        idempotency_key = request.headers.get("idempotency-key")
+
+        def create() -> tuple[RateDecision, Any]:
+            decision = write_budget(request, owner)
+            return decision, api.create(body, owner=owner, idempotency_key=idempotency_key)
+
+        decision, created = await STORE_LANE.run(create)
         headers = decision.headers()
         headers["Location"] = f"/v1/links/{created.body['key']}"
         if created.replayed:
@@ -508,8 +528,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         tag: str | None = Query(None, max_length=32),
         status: str | None = Query(None, max_length=16),
     ) -> Any:
-        owner = require_token(request)
-        return await run_in_threadpool(
+        owner = await require_token(request)
+        return await STORE_LANE.run(
             api.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status
         )
 
@@ -520,8 +540,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="Export my links as CSV",
     )
     async def export_csv(request: Request) -> Response:
-        owner = require_token(request)
-        text = await run_in_threadpool(api.export_csv, owner)
+        owner = await require_token(request)
+        text = await STORE_LANE.run(api.export_csv, owner)
         return Response(
             text,
             media_type="text/csv; charset=utf-8",
@@ -541,15 +561,19 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         },
     )
     async def import_csv(request: Request) -> Response:
-        owner = require_token(request)
+        owner = await require_token(request)
         raw = await request.body()
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise errors.InvalidInput("the CSV must be UTF-8", code="INVALID_CSV") from None
         bodies = api.parse_import(text)
-        decision = write_budget(request, owner, cost=max(1, len(bodies)))
-        result = await run_in_threadpool(api.import_rows, bodies, owner=owner)
+
+        def import_rows() -> tuple[RateDecision, Any]:
+            decision = write_budget(request, owner, cost=max(1, len(bodies)))
+            return decision, api.import_rows(bodies, owner=owner)
+
+        decision, result = await STORE_LANE.run(import_rows)
         return JSONResponse(result, headers=decision.headers())
 
     @router.get(
@@ -560,8 +584,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="One link (its owner sees every field)",
     )
     async def get_link(key: str, request: Request) -> Any:
-        owner = optional_owner(request)
-        return await run_in_threadpool(api.view, key, owner)
+        owner = await optional_owner(request)
+        return await STORE_LANE.run(api.view, key, owner)
 
     @router.patch(
         "/v1/links/{key}",
@@ -576,10 +600,13 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         },
     )
     async def patch_link(key: str, request: Request) -> Response:
-        owner = require_token(request)
+        owner = await require_token(request)
         patch = parse_json_object(await request.body(), request.headers.get("content-type"))
-        decision = write_budget(request, owner)
-        link = await run_in_threadpool(api.update, key, patch, owner=owner)
+
+        def update() -> tuple[RateDecision, Link]:
+            return write_budget(request, owner), api.update(key, patch, owner=owner)
+
+        decision, link = await STORE_LANE.run(update)
         return JSONResponse(views.owner(link), headers=decision.headers())
 
     @router.delete(
@@ -589,9 +616,12 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="Delete my link (a tombstone: 410 from now on, key never reused)",
     )
     async def delete_link(key: str, request: Request) -> Response:
-        owner = require_token(request)
-        decision = write_budget(request, owner)
-        link = await run_in_threadpool(service.delete, key, owner=owner)
+        owner = await require_token(request)
+
+        def delete() -> tuple[RateDecision, Link]:
+            return write_budget(request, owner), service.delete(key, owner=owner)
+
+        decision, link = await STORE_LANE.run(delete)
         return JSONResponse(views.owner(link), headers=decision.headers())
 
     @router.get(
@@ -601,8 +631,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         summary="Audit trail of my link (who changed what, when; old and new URL)",
     )
     async def link_history(key: str, request: Request) -> Any:
-        owner = require_token(request)
-        return await run_in_threadpool(api.audit, key, owner)
+        owner = await require_token(request)
+        return await STORE_LANE.run(api.audit, key, owner)
 
     @router.get(
         "/v1/links/{key}/qr.png",
@@ -640,8 +670,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         end: str | None = Query(None, alias="to", max_length=64),
         granularity: str = Query("hour", max_length=16),
     ) -> Any:
-        owner = optional_owner(request)
-        return await run_in_threadpool(
+        owner = await optional_owner(request)
+        return await STORE_LANE.run(
             api.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
         )
 
@@ -655,7 +685,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def get_blocklist(request: Request) -> dict[str, Any]:
         require_admin(request)
-        domains = shortener.blocklist.domains()
+        domains = await STORE_LANE.run(shortener.blocklist.domains)  # may re-read its source
         return {"version": shortener.blocklist.version, "domains": sorted(domains)}
 
     @router.post(
@@ -687,7 +717,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             raise errors.InvalidInput(f"unknown field(s): {sorted(unknown)}", code="UNKNOWN_FIELD")
         add, remove = _domain_list(body, "add"), _domain_list(body, "remove")
         try:
-            result = await run_in_threadpool(shortener.blocklist.edit, add, remove)
+            result = await STORE_LANE.run(shortener.blocklist.edit, add, remove)
         except UrlRejected as exc:
             raise errors.InvalidInput(exc.message, code="INVALID_DOMAIN") from None
         if shortener.scanner is not None:
@@ -703,7 +733,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     )
     async def metrics(request: Request) -> dict[str, Any]:
         require_admin(request)
-        return await run_in_threadpool(shortener.metrics)
+        return await STORE_LANE.run(shortener.metrics)
 
     return router
 
@@ -750,7 +780,7 @@ def mount(
         while True:
             await asyncio.sleep(cfg.sweep_interval_s)
             try:
-                expired = await asyncio.to_thread(service.sweep)
+                expired = await STORE_LANE.run(service.sweep)
                 if expired:
                     log.info("tombstoned %d expired links", expired)
             except Exception:

@@ -25,16 +25,21 @@ alone: a scanner verdict on one link must not make every load in flight a wasted
 
 The resolver returns the stored record; the expiry rule (:func:`~lookup.shortener.model.verdict`)
 is applied by the caller on every read, so caching never delays an expiry.
+
+Every call of the shortener that may wait on a store — the link store, the shared tier, a
+rate limit kept on Redis — runs in a worker thread of :data:`STORE_LANE`, never on the
+event loop, and at most that many at once: a store that hangs (PostgreSQL down) holds the
+shortener's own requests that need it, and neither cached redirects nor other systems.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
@@ -48,12 +53,18 @@ from lookup.kit.cache import (
     TTLCache,
     VersionedSharedCache,
 )
+from lookup.kit.threads import ThreadLane
 from lookup.shortener.model import Link, Status
 from lookup.shortener.store import LinkStore
 
 log = logging.getLogger("lookup.shortener.resolver")
 
 _NEGATIVE = b"\x00NOT_FOUND"
+
+#: The worker threads of the shortener's store calls (see the module docstring).
+STORE_LANE = ThreadLane("shortener", 40)
+#: Keys being read again in the background at once, at most (see ``Resolver._revalidate``).
+_MAX_REVALIDATING = 256
 
 
 def encode_link(link: Link) -> bytes:
@@ -97,9 +108,20 @@ class Resolver:
         shared: SharedCache | None = None,
         shared_ttl_s: float = 300.0,
         unwatched_ttl_s: float = 1.0,
+        unheard_writers: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
+        #: Other processes write this store and no tier tells us (a shared store with no
+        #: shared cache): a copy older than ``unwatched_ttl_s`` is served while the store is
+        #: read again in the background (stale-while-revalidate), so another worker's change
+        #: shows within about a second and a store outage still serves what is cached.
+        self.unheard_writers = unheard_writers
+        self.fresh: TTLCache[str, bool] = TTLCache(cache_size, unwatched_ttl_s, clock=clock)
+        self._revalidating: set[str] = set()
+        self._refresher: ThreadPoolExecutor | None = None
+        self.revalidations = 0
+        self.revalidation_errors = 0
         self.cache: TTLCache[str, Link] = TTLCache(
             cache_size, cache_ttl_s, jitter=cache_jitter, clock=clock
         )
@@ -143,6 +165,8 @@ class Resolver:
         link = self.cache.get(key)
         if link is not MISSING:
             self.l1_hits += 1
+            if self.unheard_writers and self.fresh.get(key) is MISSING:
+                self._revalidate(key)
             return link
         if self.negative.get(key) is not MISSING:
             self.negative_hits += 1
@@ -166,7 +190,7 @@ class Resolver:
 
     async def load(self, key: str) -> Link | None:
         """Load ``key`` past the in-process layers (single-flight, in a worker thread)."""
-        return await self.aflight.do(key, lambda: asyncio.to_thread(self._load, key))
+        return await self.aflight.do(key, lambda: STORE_LANE.run(self._load, key))
 
     def _load(self, key: str) -> Link | None:
         ticket = self._begin(key)
@@ -244,17 +268,47 @@ class Resolver:
             if ticket.stale:
                 self.stale_fills_skipped += 1
             elif link is None:
-                self.negative.set(key, True, self._l1_ttl(self.negative_ttl_s))
+                self.negative.set(key, True, self._l1_ttl(self.negative_ttl_s, negative=True))
             else:
                 self.cache.set(key, link, self._l1_ttl(None))
+                if self.unheard_writers:
+                    self.fresh.set(key, True)
 
-    def _l1_ttl(self, ttl: float | None) -> float | None:
+    def _l1_ttl(self, ttl: float | None, *, negative: bool = False) -> float | None:
         """``ttl`` — or, while this process cannot hear other processes' invalidations (a
-        versioned tier whose feed is down), no more than ``unwatched_ttl_s``: a copy kept
-        then may be changed elsewhere without our knowing."""
-        if self._versioned and not self.shared.listening():  # type: ignore[attr-defined]
+        versioned tier whose feed is down; for misses, also a shared store with no tier),
+        no more than ``unwatched_ttl_s``: a copy kept then may be changed elsewhere without
+        our knowing. (Links under unheard writers are revalidated instead: :meth:`cached`.)"""
+        if (negative and self.unheard_writers) or (
+            self._versioned and not self.shared.listening()  # type: ignore[attr-defined]
+        ):
             return min(self.unwatched_ttl_s, ttl or self.unwatched_ttl_s)
         return ttl
+
+    def _revalidate(self, key: str) -> None:
+        """Read ``key`` from the store again in a background thread (once at a time per key,
+        at most :data:`_MAX_REVALIDATING` keys at once); the caller serves its copy now."""
+        with self._lock:
+            if key in self._revalidating or len(self._revalidating) >= _MAX_REVALIDATING:
+                return
+            self._revalidating.add(key)
+            if self._refresher is None:
+                self._refresher = ThreadPoolExecutor(2, thread_name_prefix="revalidate")
+        self._refresher.submit(self._run_revalidation, key)
+
+    def _run_revalidation(self, key: str) -> None:
+        try:
+            link = self.flight.do(key, lambda: self._load(key))
+            if link is None:  # deleted elsewhere: our copy must go too
+                with self._lock:
+                    self.cache.delete(key)
+            self.revalidations += 1
+        except Exception as exc:  # the store is away: keep serving the copy until its TTL
+            self.revalidation_errors += 1
+            log.debug("revalidating %r failed: %s", key, exc)
+        finally:
+            with self._lock:
+                self._revalidating.discard(key)
 
     def _shared_get(self, key: str) -> bytes | None:
         try:
@@ -308,6 +362,8 @@ class Resolver:
         """Put a record we just read or wrote into the in-process cache."""
         self.negative.delete(link.key)
         self.cache.set(link.key, link, self._l1_ttl(None))
+        if self.unheard_writers:
+            self.fresh.set(link.key, True)
 
     def clear(self) -> None:
         """Empty the in-process layers (counters are kept); no load in flight fills them."""
@@ -350,6 +406,7 @@ class Resolver:
                 "collapsed": self.flight.collapsed + self.aflight.collapsed,
             },
             "invalidations": self.invalidations,
+            "revalidations": {"done": self.revalidations, "failed": self.revalidation_errors},
             "staleFillsSkipped": self.stale_fills_skipped,
             "sharedFills": {"written": self.shared_fills, "refused": self.shared_fills_refused},
             "remoteInvalidations": {

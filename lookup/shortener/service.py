@@ -23,7 +23,6 @@ scanner; everything it talks to is handed in at construction
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import logging
 import time
@@ -44,7 +43,7 @@ from lookup.shortener.model import (
     verdict,
 )
 from lookup.shortener.passwords import hash_password, verify_password
-from lookup.shortener.resolver import Resolver
+from lookup.shortener.resolver import STORE_LANE, Resolver
 from lookup.shortener.store import (
     Gone,
     IdempotencyClaim,
@@ -496,15 +495,19 @@ class ShortenerService:
 
     async def admit(self, link: Link, now: float) -> tuple[Outcome, Link]:
         """Final check before a redirect is served. Links with ``maxClicks`` are admitted
-        by one conditional UPDATE in the store (exactly N clicks succeed); others need no I/O."""
+        by one conditional UPDATE in the store (exactly N clicks succeed), in a worker
+        thread (:data:`~lookup.shortener.resolver.STORE_LANE`); others need no I/O."""
         if link.max_clicks is None:
             return Outcome.REDIRECT, link
-        admitted = await asyncio.to_thread(self.store.consume_click, link.key, now)
+        return await STORE_LANE.run(self._admit, link, now)
+
+    def _admit(self, link: Link, now: float) -> tuple[Outcome, Link]:
+        admitted = self.store.consume_click(link.key, now)
         if admitted is not None:
             self.resolver.remember(admitted)
             return Outcome.REDIRECT, admitted
-        fresh = await asyncio.to_thread(self.store.get, link.key)
-        self.resolver.invalidate(link.key)
+        fresh = self.store.get(link.key)
+        self.resolver.invalidate(link.key)  # the shared tier too: a store call
         if fresh is None:
             return Outcome.NOT_FOUND, link
         self.resolver.remember(fresh)

@@ -13,15 +13,18 @@ Plus the distinct-user threshold, which removes typos and one person's private q
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
+from lookup.typeahead.blocklist import FileHotTermSource, HotTermSource, clean_term
+from lookup.typeahead.normalize import normalize_query
+
+log = logging.getLogger("lookup.typeahead")
 
 #: Phrases blocked by policy in every build and at serve time (the hot list adds to these).
 DEFAULT_BLOCKLIST: tuple[str, ...] = (
@@ -65,16 +68,7 @@ class TermBlocklist:
     @staticmethod
     def clean(term: str) -> str:
         """The normalised form of a term, or ``ValueError`` if it cannot be a term."""
-        if not isinstance(term, str):
-            raise ValueError("a blocklist term must be a string")
-        if has_control_chars(term):
-            raise ValueError("a blocklist term may not contain control characters")
-        t = normalize_query(term)
-        if not t:
-            raise ValueError("a blocklist term may not be empty")
-        if len(t) > MAX_QUERY_CHARS:
-            raise ValueError(f"a blocklist term is at most {MAX_QUERY_CHARS} characters")
-        return t
+        return clean_term(term)
 
     def add(self, term: str) -> str:
         """Add a term (normalised); returns the stored form."""
@@ -138,29 +132,55 @@ class TermBlocklist:
 
 
 class HotBlocklist:
-    """The serve-time blocklist: updatable through the API or a file, effective at once.
+    """The serve-time blocklist: the built-in phrases plus the hot ones, effective at once.
 
-    The file holds one phrase per line (``#`` starts a comment). :meth:`refresh`
-    reloads it when its modification time changes; :attr:`version` increases on every
-    change so that holders of derived data (a snapshot's blocked ids) recompute.
+    The hot phrases live in a :class:`~lookup.typeahead.blocklist.HotTermSource` (a file
+    by default — one phrase per line, ``#`` comments — or a table a fleet shares); this
+    object is its cache. An edit goes to the source, which applies it to what is stored
+    now, and this process re-reads at once; :meth:`refresh` (the poller's, every second)
+    re-reads when the source's stamp moved, so edits through other processes and by hand
+    take effect within the poll interval. :attr:`version` increases on every change so
+    that holders of derived data (a snapshot's blocked ids) recompute. A source that
+    cannot be read keeps the last list (logged, counted in ``read_errors``), never an
+    empty one. Without a source (``path=None``) the hot phrases live in memory only.
     """
 
     def __init__(
-        self, path: str | os.PathLike[str] | None, builtin: Iterable[str] = DEFAULT_BLOCKLIST
-    ):
-        self.path = Path(path) if path is not None else None
+        self,
+        path: str | os.PathLike[str] | None = None,
+        builtin: Iterable[str] = DEFAULT_BLOCKLIST,
+        *,
+        source: HotTermSource | None = None,
+    ) -> None:
+        if source is None and path is not None:
+            source = FileHotTermSource(path)
+        self.source = source
+        #: The file people may edit by hand (None when the list is not a file).
+        self.path = source.path if isinstance(source, FileHotTermSource) else None
         self.builtin = TermBlocklist(builtin)
         self._hot = TermBlocklist()
         self._lock = threading.Lock()
-        self._mtime: float | None = None
-        self.version = 0
-        self._effective = self.builtin
+        self._stamp: object = object()  # never equal to a real stamp: the first read loads
+        self._failing = False
+        self.read_errors = 0
+        #: (version, effective list), replaced as one: a reader on another thread never
+        #: pairs a new version with an old list (a snapshot caches blocked ids per version).
+        self._current: tuple[int, TermBlocklist] = (0, self.builtin)
         self.refresh()
 
     @property
     def effective(self) -> TermBlocklist:
         """Built-in plus hot phrases (an immutable snapshot; replaced on change)."""
-        return self._effective
+        return self._current[1]
+
+    @property
+    def version(self) -> int:
+        """Increases on every change of the effective list."""
+        return self._current[0]
+
+    def current(self) -> tuple[int, TermBlocklist]:
+        """``(version, effective)`` read together (see :attr:`version`)."""
+        return self._current
 
     @property
     def hot_terms(self) -> list[str]:
@@ -169,69 +189,78 @@ class HotBlocklist:
 
     def blocks(self, query: str) -> bool:
         """True if the effective blocklist blocks ``query``."""
-        return self._effective.blocks(query)
+        return self._current[1].blocks(query)
+
+    def describe(self) -> str:
+        """Where the hot phrases live (a file's URL, a server without credentials)."""
+        return "memory" if self.source is None else self.source.describe()
 
     def add(self, terms: Iterable[str]) -> list[str]:
-        """Add phrases (normalised), persist the file, and return what was stored."""
+        """Add phrases (normalised) to the source, take them up here at once, and return
+        what was stored; ``ValueError`` for a phrase that cannot be one."""
         cleaned = [TermBlocklist.clean(t) for t in terms]
-        with self._lock:
-            for t in cleaned:
-                self._hot.add(t)
-            self._changed()
+        if self.source is None:
+            with self._lock:
+                self._set(self._hot | TermBlocklist(cleaned))
+            return cleaned
+        self.source.edit(cleaned, [])
+        self.refresh(force=True)
         return cleaned
 
     def remove(self, term: str) -> bool:
         """Remove a hot phrase; ``ValueError`` for a built-in one. True if it was there."""
         t = normalize_query(term)
-        if t in self.builtin and t not in self._hot:
+        if self.source is None:
+            with self._lock:
+                hot = TermBlocklist(self._hot.terms)
+                found = hot.discard(t)
+                if found:
+                    self._set(hot)
+        else:
+            found = bool(self.source.edit([], [t])[1])
+            if found:
+                self.refresh(force=True)
+        if not found and t in self.builtin:
             raise ValueError(
                 f"{t!r} is on the built-in blocklist and cannot be removed at run time"
             )
-        with self._lock:
-            found = self._hot.discard(t)
-            if found:
-                self._changed()
         return found
 
-    def _changed(self) -> None:
-        self._effective = self.builtin | self._hot
-        self.version += 1
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(self.path.name + ".tmp")
-            body = "# hot blocklist: one phrase per line; edits take effect within seconds\n"
-            tmp.write_text(body + "".join(t + "\n" for t in self._hot.terms), encoding="utf-8")
-            os.replace(tmp, self.path)
-            self._mtime = self.path.stat().st_mtime
-
-    def refresh(self) -> bool:
-        """Reload the file if it changed on disk; True if the list changed."""
-        if self.path is None:
+    def _set(self, hot: TermBlocklist) -> bool:
+        """Serve ``hot`` (the lock held); True if it differs from what was served."""
+        if hot.terms == self._hot.terms:
             return False
-        try:
-            mtime = self.path.stat().st_mtime
-        except FileNotFoundError:
-            mtime = None
-        if mtime == self._mtime:
-            return False
-        terms: list[str] = []
-        if mtime is not None:
-            for line in self.path.read_text(encoding="utf-8").splitlines():
-                if not line.strip() or line.lstrip().startswith("#"):
-                    continue
-                try:
-                    terms.append(TermBlocklist.clean(line))
-                except ValueError:
-                    continue  # blank or unusable lines are skipped, not fatal
-        with self._lock:
-            self._mtime = mtime
-            new = TermBlocklist(terms)
-            if new.terms == self._hot.terms:
-                return False
-            self._hot = new
-            self._effective = self.builtin | self._hot
-            self.version += 1
+        self._hot = hot
+        self._current = (self._current[0] + 1, self.builtin | hot)
         return True
+
+    def refresh(self, force: bool = False) -> bool:
+        """Re-read the source if its stamp moved (always with ``force``); True if the list
+        changed. A source that cannot be read keeps the last list (logged once per outage)."""
+        if self.source is None:
+            return False
+        with self._lock:
+            try:
+                stamp = self.source.stamp()  # before the read: a later edit moves it again
+                if stamp == self._stamp and not force:
+                    return False
+                terms = self.source.terms()
+            except Exception as exc:
+                self.read_errors += 1
+                if not self._failing:
+                    log.warning("the hot blocklist cannot be read (%s); keeping the last one", exc)
+                self._failing = True
+                return False
+            if self._failing:
+                log.warning("the hot blocklist can be read again (%s)", self.describe())
+                self._failing = False
+            self._stamp = stamp
+            return self._set(TermBlocklist(terms))
+
+    def close(self) -> None:
+        """Let go of the source's connections (the next read reopens)."""
+        if self.source is not None:
+            self.source.close()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from lookup.kit.admin import admin_token_of
 from lookup.kit.clients import Trust, client_address
 from lookup.kit.http import ApiError, parse_query_string
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
+from lookup.typeahead.building import mount_build
 from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
@@ -266,6 +267,7 @@ def install(
         trust_forwarded_for=trust_forwarded_for,
     )
     mount_snapshots(api, service, admin_token)
+    mount_build(mounts, admin_token)  # POST/GET …/snapshots/build
     mount_poller(mounts, service.poll, "typeahead poll")
 
     mounts.health["typeahead"] = service.status
@@ -274,14 +276,16 @@ def install(
 
 def mount_poller(mounts: Mounts, poll: Callable[[], object], what: str) -> None:
     """Call ``poll`` every :data:`POLL_SECONDS` while the app runs (new snapshots, edits of
-    the blocklist file); a failing poll is logged and retried, never fatal."""
+    the hot blocklist by other processes); a failing poll is logged and retried, never
+    fatal. It runs in a worker thread, one at a time: a slow disk or a blocklist database
+    that does not answer delays the next poll, never an answer on the event loop."""
     poller: dict[str, asyncio.Task[None]] = {}
 
     async def _poll_forever() -> None:
         while True:
             await asyncio.sleep(POLL_SECONDS)
             try:
-                poll()
+                await asyncio.to_thread(poll)
             except Exception:  # keep polling; a bad file must not stop the server
                 log.exception("%s failed", what)
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from fastapi import Body, Query, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from user_agents import parse as parse_user_agent
 
 from lookup import errors
@@ -261,8 +262,8 @@ def mount_blocklist(
         if len(terms) > 1000:
             raise ApiError(400, "INVALID_REQUEST", "at most 1000 terms per request")
         bl = blocklist()
-        try:
-            added = bl.add(terms)
+        try:  # a locked file or a database round trip: off the event loop
+            added = await run_in_threadpool(bl.add, terms)
         except ValueError as exc:
             raise ApiError(400, "INVALID_TERM", str(exc)) from None
         return {"added": added, **body(bl)}
@@ -280,7 +281,7 @@ def mount_blocklist(
         require_admin(request.headers.get("authorization"), admin_token())
         bl = blocklist()
         try:
-            found = bl.remove(term)
+            found = await run_in_threadpool(bl.remove, term)
         except ValueError as exc:
             raise ApiError(409, "BUILTIN_TERM", str(exc)) from None
         if not found:

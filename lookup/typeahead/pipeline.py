@@ -19,7 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from lookup import settings
 from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_query_log
+from lookup.typeahead.blocklist import open_hot_term_source
 from lookup.typeahead.filters import (
     DEFAULT_BLOCKLIST,
     FilterConfig,
@@ -67,8 +69,15 @@ def snapshot_root(data_dir: str | os.PathLike[str]) -> Path:
 
 
 def blocklist_path(data_dir: str | os.PathLike[str]) -> Path:
-    """The hot blocklist file (one phrase per line)."""
+    """The hot blocklist file (one phrase per line) of the embedded default."""
     return typeahead_dir(data_dir) / "blocklist.txt"
+
+
+def open_hot_blocklist(data_dir: str | os.PathLike[str]) -> HotBlocklist:
+    """The hot blocklist where setting ``typeahead_blocklist`` says (a fleet's PostgreSQL),
+    else the file :func:`blocklist_path` names; close it when done."""
+    url = settings.get("typeahead_blocklist") or str(blocklist_path(data_dir))
+    return HotBlocklist(source=open_hot_term_source(url))
 
 
 @dataclass(frozen=True)
@@ -274,8 +283,9 @@ def run(
         board.save(sp)
     if not board.markets:
         raise ValueError("no events folded yet: give a log with --log or build the query log")
-    hot = HotBlocklist(blocklist_path(data_dir))
+    hot = open_hot_blocklist(data_dir)
     blocklist = hot.effective
+    hot.close()
     store = open_snapshot_store(snapshot_root(data_dir))
     staging = base / "staging"
     for market, state in sorted(board.markets.items()):
@@ -340,6 +350,7 @@ __all__ = [
     "MarketResult",
     "blocklist_path",
     "compile_market",
+    "open_hot_blocklist",
     "run",
     "snapshot_root",
     "state_path",

@@ -10,7 +10,7 @@ because on this machine it makes the hop several times faster than
 fails only its own range, with ``503 SHARD_UNAVAILABLE``.
 
 The router is also where the serve-time policy lives, as on the single server: the
-**hot blocklist** (the same :class:`~lookup.typeahead.filters.HotBlocklist`, its file and
+**hot blocklist** (the same :class:`~lookup.typeahead.filters.HotBlocklist`, its source and
 its ``/v1/typeahead/blocklist`` endpoints) is applied to every answer — the shards serve
 the snapshots as built, and when blocked suggestions leave a page short the router
 *over-fetches* (``fetch=N``: the shard's exact best N beyond its stored top k; for the
@@ -56,7 +56,7 @@ from lookup.typeahead.http import (
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize_prefix, normalize_query
-from lookup.typeahead.pipeline import blocklist_path, searches_path
+from lookup.typeahead.pipeline import open_hot_blocklist, searches_path
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
 from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
 from lookup.typeahead.trending import (
@@ -145,8 +145,8 @@ class ShardRouter:
         trending: TrendingPolicy = TrendingPolicy(),
     ) -> None:
         """Serve-time policy over ``DATA_DIR/typeahead``, as ``SuggestService.from_data_dir``:
-        the hot blocklist (same file), the trending tracker and the search log."""
-        self.blocklist = HotBlocklist(blocklist_path(data_dir))
+        the hot blocklist (the same list), the trending tracker and the search log."""
+        self.blocklist = open_hot_blocklist(data_dir)
         self.search_log = SearchLog(searches_path(data_dir), clock=clock)
         blocklist = self.blocklist
         self.tracker = TrendingTracker(
@@ -238,10 +238,12 @@ class ShardRouter:
         return self._session
 
     async def aclose(self) -> None:
-        """Close the pooled connections."""
+        """Close the pooled connections (the shards', the blocklist source's)."""
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self.blocklist is not None:
+            self.blocklist.close()
 
     def markets(self) -> list[str]:
         """The markets this router serves."""

@@ -15,24 +15,27 @@ score + boost, and returns.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from lookup.errors import NotBuilt
+from lookup.errors import Damaged, NotBuilt
+from lookup.kit.integrity import DamageLog
 from lookup.kit.snapshots import SnapshotStore
 from lookup.typeahead.canary import Canary, CanaryPolicy
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.pipeline import blocklist_path, searches_path, snapshot_root
+from lookup.typeahead.pipeline import open_hot_blocklist, searches_path, snapshot_root
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
     ValidationPolicy,
     ValidationReport,
     open_snapshot_store,
+    snapshot_damage,
     validate,
 )
 from lookup.typeahead.trending import (
@@ -43,6 +46,10 @@ from lookup.typeahead.trending import (
     TrendingTracker,
     usable_query,
 )
+
+log = logging.getLogger("lookup.typeahead")
+#: One line in the server log per damaged snapshot file (shared by every service).
+DAMAGE_LOG = DamageLog(log, "typeahead")
 
 #: The markets this deployment serves (a snapshot for another market is served too).
 MARKETS = ("en-IN", "hi-IN")
@@ -124,6 +131,8 @@ class SuggestService:
     search_log: SearchLog | None = None
     _slots: dict[str, Slot] = field(default_factory=dict, repr=False)
     _refused: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Per market, why its current snapshot could not be loaded (checksum, missing file).
+    _damaged: dict[str, Damaged] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     #: Per market, the latest canary (running or decided) and its candidate while it runs.
     _canaries: dict[str, Canary] = field(default_factory=dict, repr=False)
@@ -141,7 +150,7 @@ class SuggestService:
         """A service over ``DATA_DIR/typeahead`` (snapshots, hot blocklist, search log)."""
         service = cls(
             store=open_snapshot_store(snapshot_root(data_dir)),
-            blocklist=HotBlocklist(blocklist_path(data_dir)),
+            blocklist=open_hot_blocklist(data_dir),
             search_log=SearchLog(searches_path(data_dir), clock=clock),
         )
         service.tracker = TrendingTracker(
@@ -183,9 +192,15 @@ class SuggestService:
             raise not_built(market)
         try:
             new = self.store.open(market, version)
-        except (SnapshotError, ValueError) as exc:
+        except (SnapshotError, ValueError, LookupError) as exc:
+            # a damaged or missing file: that market answers 503 DAMAGED (or keeps serving
+            # the snapshot it has), every other market serves on
             self._refused[market] = version
-            return DeployOutcome(market, version, False, message=str(exc))
+            damage = snapshot_damage(self.store, market, version, exc)
+            if version == self.store.current(market):  # not an operator's bad choice
+                self._damaged[market] = damage
+                DAMAGE_LOG.report(damage)
+            return DeployOutcome(market, version, False, message=damage.message)
         assert new is not None
         with self._lock:
             slot = self._slots.get(market)
@@ -206,6 +221,7 @@ class SuggestService:
                 )
             self._slots[market] = Slot(new, current)  # the swap: one reference replaced
             self._refused.pop(market, None)
+            self._damaged.pop(market, None)
             self._end_canary(market, "ABORTED", f"{version} was deployed over it")
         if self.store.current(market) != version:
             self.store.activate(market, version)
@@ -335,6 +351,9 @@ class SuggestService:
         """The snapshot serving ``market`` now."""
         slot = self._slots.get(market)
         if slot is None:
+            damage = self._damaged.get(market)
+            if damage is not None:
+                raise damage
             if market not in self.markets and market not in self.store.names():
                 raise UnknownMarket(market)
             raise not_built(market)
@@ -348,13 +367,24 @@ class SuggestService:
         """Health (:class:`~lookup.kit.service.LiveService`): what each market serves."""
         markets = self.market_status()
         served = {m: s["current"]["version"] for m, s in markets.items() if s["current"]}
+        damaged = {m: d.report() for m, d in self._damaged.items()}
+        if any(m not in served for m in damaged):  # a market with nothing to serve
+            first = next(d for m, d in self._damaged.items() if m not in served)
+            return {**first.report(), "markets": served, "damaged": damaged}
         if not served:
             return {"status": "NOT_BUILT", "message": not_built("any market").message}
-        return {"status": "ok", "markets": served, "blocklistTerms": len(self.blocklist.hot_terms)}
+        out = {"status": "ok", "markets": served, "blocklistTerms": len(self.blocklist.hot_terms)}
+        if self.blocklist.path is None:  # a shared list: say which server (never a password)
+            out["blocklist"] = self.blocklist.describe()
+        if damaged:  # a newer snapshot is damaged; the market serves the one it had
+            out["damaged"] = damaged
+        return out
 
     def close(self) -> None:
-        """Let go of every served snapshot (their mapped files close with them)."""
+        """Let go of every served snapshot (their mapped files close with them) and of the
+        blocklist's connections."""
         self._slots.clear()
+        self.blocklist.close()
 
     def market_status(self) -> dict[str, Any]:
         """Per market: the serving version, the previous one, and what is stored."""
@@ -421,9 +451,8 @@ class SuggestService:
     def _answer(self, snap: Snapshot, p: str, market: str, limit: int) -> SuggestResult:
         """One normalised prefix answered from ``snap``: stored top list, hot blocklist,
         trending blended in."""
-        hot = self.blocklist
-        effective = hot.effective
-        excluded = snap.blocked_ids(effective, hot.version) if len(effective) else frozenset()
+        version, effective = self.blocklist.current()  # together: edits land on other threads
+        excluded = snap.blocked_ids(effective, version) if len(effective) else frozenset()
         ids, complete, _ = snap.find(p, limit, excluded)
         tracker = self.tracker
         boosted = tracker.matching(market, p) if tracker is not None else None

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from lookup.errors import NotFound
+from lookup.errors import Damaged, NotFound
 from lookup.kit.snapshots import snapshot_directory
 from lookup.typeahead.filters import TermBlocklist, private_ids
 from lookup.typeahead.trie import FLAG_COMPLETE, TrieArrays, TrieReader
@@ -612,6 +612,49 @@ def open_snapshot_store(url: str | os.PathLike[str], keep: int = 5) -> TrieSnaps
     return TrieSnapshotStore(snapshot_directory(url), keep=keep)
 
 
+def snapshot_damage(
+    store: SnapshotStore[Snapshot], market: str, version: str, exc: BaseException
+) -> Damaged:
+    """The :class:`~lookup.errors.Damaged` error for a current snapshot that cannot be loaded
+    (checksum mismatch, truncation, a ``CURRENT`` naming a missing or malformed version): it
+    names the file and, as the remedy, an intact stored version to activate if there is one."""
+    pointer = f"{market}/CURRENT"
+    file = f"{market}/{version}{SUFFIX}"
+    if isinstance(store, TrieSnapshotStore):
+        pointer = str(store.root / market / "CURRENT")
+        try:
+            file = str(store.path(market, version))
+        except ValueError:
+            file = pointer
+    if isinstance(exc, LookupError) or not Path(file).exists():
+        problem = f"{pointer} names version {version}, whose file {file} is missing"
+    elif file == pointer:
+        problem = f"{pointer} names {version!r}, which is not a snapshot version"
+    else:
+        why = str(exc).removeprefix(Path(file).name + ": ")
+        problem = f"the snapshot {file} is damaged — {why}"
+    build = "build a new one with `lookup typeahead build` (the server takes it within a second)"
+    remedy = build
+    for other in reversed(store.versions(market)):
+        if other == version:
+            continue
+        try:
+            if store.open(market, other) is not None:
+                remedy = (
+                    f"activate the intact stored version {other} (POST "
+                    f'/v1/typeahead/snapshots/{market}/activate with {{"version": "{other}"}} '
+                    f"and the admin token), or {build}"
+                )
+                break
+        except (SnapshotError, ValueError, LookupError):
+            continue
+    return Damaged(
+        f"{market}: {problem}; {market} answers 503 until it is replaced",
+        file=file,
+        remedy=remedy,
+    )
+
+
 def publish_validated(
     store: SnapshotStore[Snapshot],
     candidate: str | os.PathLike[str],
@@ -627,7 +670,12 @@ def publish_validated(
     and blocklist checks) — for a deliberate change of data set.
     """
     snap = Snapshot(candidate)
-    previous = None if force else store.open(snap.market)
+    previous = None
+    if not force:
+        try:
+            previous = store.open(snap.market)
+        except (SnapshotError, ValueError, LookupError):
+            previous = None  # a damaged or missing current one: nothing to compare with
     report = validate(snap, previous, blocklist, policy)
     if report.ok:
         store.publish(snap.market, snap.version, candidate)
@@ -649,6 +697,7 @@ __all__ = [
     "default_probes",
     "open_snapshot_store",
     "publish_validated",
+    "snapshot_damage",
     "validate",
     "write_snapshot",
 ]

@@ -30,13 +30,22 @@ def at() -> Iterator[AppTest]:
     mp.undo()
 
 
-@pytest.fixture
-def fresh(at: AppTest) -> AppTest:
-    """The shared planner with every system reset to the seed's assumptions."""
-    for system in planner.SYSTEMS:
-        at.button(key=f"{system.name}.reset").click().run()
+def show(at: AppTest, system: planner.System) -> AppTest:
+    """``at`` with ``system``'s tab open (only the open tab runs and is drawn)."""
+    at.session_state["capacity.tab"] = system.title
+    at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+@pytest.fixture
+def fresh(at: AppTest) -> AppTest:
+    """The shared planner with every system reset to the seed's assumptions, the first
+    tab (Shortener) open."""
+    for system in planner.SYSTEMS:
+        show(at, system).button(key=f"{system.name}.reset").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return show(at, planner.SYSTEMS[0])
 
 
 def metric(at: AppTest, label: str) -> str:
@@ -58,36 +67,62 @@ def widget(at: AppTest, key: str):  # type: ignore[no-untyped-def]
 # ------------------------------------------------------------------------ the page
 
 
+SEED_FIGURES = {
+    planner.SHORTENER: {
+        "Reads (redirects), average": "3,860/s",  # seed: ≈3,900/s
+        "Links in 10 years": "12 billion",
+        "Storage with 3 replicas": "18 TB",
+        "Key length chosen": "7 chars",
+    },
+    planner.TYPEAHEAD: {"Every keystroke sent, average": "139,000/s"},
+    planner.PROXIMITY: {
+        "Searches at peak (×3)": "17,400/s",  # seed: ≈17,000/s
+        "Location index (only what search needs)": "8 GB",
+    },
+    planner.CRAWLER: {"Fetch rate, average": "386/s", "Seen-URL set in bytes": "24 GB"},
+    planner.SEARCH: {"Queries that hit at least one slow shard": "9.52%"},  # seed ≈9.5%
+}
+
+
 def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
     assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
                                              "Search", "IDs", "Cache"]
-    assert metric(fresh, "Reads (redirects), average") == "3,860/s"  # seed: ≈3,900/s
-    assert metric(fresh, "Links in 10 years") == "12 billion"
-    assert metric(fresh, "Storage with 3 replicas") == "18 TB"
-    assert metric(fresh, "Key length chosen") == "7 chars"
-    assert metric(fresh, "Every keystroke sent, average") == "139,000/s"
-    assert metric(fresh, "Searches at peak (×3)") == "17,400/s"  # seed: ≈17,000/s
-    assert metric(fresh, "Location index (only what search needs)") == "8 GB"
-    assert metric(fresh, "Fetch rate, average") == "386/s"
-    assert metric(fresh, "Seen-URL set in bytes") == "24 GB"
-    assert metric(fresh, "Queries that hit at least one slow shard") == "9.52%"  # seed ≈9.5%
-    # The driver sentence of every system is on screen.
-    drivers = " ".join(i.value for i in fresh.info)
-    assert "Key-space density" in drivers and "fan-out tail" in drivers
-    assert len(fresh.info) == len(planner.SYSTEMS)
+    drivers = []
+    for system in planner.SYSTEMS:
+        show(fresh, system)
+        for label, value in SEED_FIGURES.get(system, {}).items():
+            assert metric(fresh, label) == value, (system.name, label)
+        # the open tab alone is drawn: its driver sentence, its chart, its table
+        assert len(fresh.info) == 1 and len(fresh.dataframe) == 1, system.name
+        drivers.append(fresh.info[0].value)
+    assert "Key-space density" in drivers[0]
+    assert "fan-out tail" in drivers[planner.SYSTEMS.index(planner.SEARCH)]
+
+
+def test_an_input_keeps_its_value_while_another_tab_is_open(fresh: AppTest) -> None:
+    widget(fresh, "shortener.links_per_month").set_value(300).run()
+    show(fresh, planner.IDS)
+    show(fresh, planner.SHORTENER)
+    assert widget(fresh, "shortener.links_per_month").value == 300
+    assert metric(fresh, "Writes (new links), average") == "116/s"  # 300M / 2,592,000 s
 
 
 def test_every_rate_says_whether_it_is_an_average_or_a_peak(fresh: AppTest) -> None:
     """Tiles (mostly averages) and the summary (peaks) name their basis, so 3,860/s in a
     tile and 19,300/s in the sentence above it do not look like a contradiction."""
     # The cache tab's rates are one design rate (the seed's 200k requests/s), no peak factor.
-    cache_labels = {r.label for r in planner.capacity.cache().rows()}
-    rates = [m for m in fresh.metric if m.value.endswith("/s") and m.label not in cache_labels]
+    rates = []
+    for system in planner.SYSTEMS:
+        if system is not planner.CACHE:
+            rates += [m for m in show(fresh, system).metric if m.value.endswith("/s")]
+            if system is planner.TYPEAHEAD:
+                assert metric(fresh, "Origin at peak (×2) (edge absorbs 40%)") == "83,300/s"
+            if system is planner.CRAWLER:
+                assert metric(fresh, "Fetch rate, average") == "386/s"
     assert rates
     for m in rates:
         assert m.label.endswith(", average") or "peak (×" in m.label, m.label
-    assert metric(fresh, "Origin at peak (×2) (edge absorbs 40%)") == "83,300/s"
-    assert metric(fresh, "Fetch rate, average") == "386/s"
+    show(fresh, planner.SHORTENER)
     shortener = fresh.info[0].value
     assert "19,300/s peak reads" in shortener
     assert "A **peak** here is ×5 the average" in shortener
@@ -105,24 +140,26 @@ def test_every_rate_says_whether_it_is_an_average_or_a_peak(fresh: AppTest) -> N
     assert rows["Reads at peak (×10)"] == "38,600/s"  # 3,860/s × 10
     assert rows["Reads (redirects), average"] == "3,860/s"  # the average does not move
     # Search plans no traffic peak: its figures carry no basis and no note.
-    search = fresh.info[planner.SYSTEMS.index(planner.SEARCH)].value
+    search = show(fresh, planner.SEARCH).info[0].value
     assert "A **peak** here" not in search
 
 
 def test_the_ids_tab_shows_the_seeds_snowflake_figures(fresh: AppTest) -> None:
+    show(fresh, planner.IDS)
     assert metric(fresh, "Ids per ms, fleet-wide") == "4.19 million"  # 4,096 × 1,024
     assert metric(fresh, "Range of the timestamp") == "69.7 years"  # 2^41 ms
     assert metric(fresh, "Workers") == "1,024"
     assert metric(fresh, "Ids per ms per worker after") == "1,024"  # 4,096 workers: 2^10 each
     drivers = " ".join(i.value for i in fresh.info)
     assert "the worker id, not the rate, is the scarce resource" in drivers
-    table = fresh.dataframe[planner.SYSTEMS.index(planner.IDS)]
+    table = fresh.dataframe[0]
     rows = {r["Figure"]: r["Value"] for r in table.value.to_dict("records")}
     assert rows["Workers after re-partitioning"] == "4,096"
     assert rows["Ids per ms, fleet-wide after"] == "4.19 million"  # the fleet keeps its rate
 
 
 def test_more_worker_bits_move_the_ids_figures(fresh: AppTest) -> None:
+    show(fresh, planner.IDS)
     widget(fresh, "ids.worker_bits").set_value(12).run()
     assert not fresh.exception
     assert metric(fresh, "Workers") == "4,096"
@@ -133,6 +170,7 @@ def test_more_worker_bits_move_the_ids_figures(fresh: AppTest) -> None:
 
 def test_the_cache_tab_shows_the_seeds_store_load(fresh: AppTest) -> None:
     """Seed 004: 200k requests/s at 95% hits → 10k store reads/s; at 90% → 20k/s."""
+    show(fresh, planner.CACHE)
     assert metric(fresh, "Store reads at the hit rate") == "10,000/s"
     assert metric(fresh, "Store reads at the lower hit rate") == "20,000/s"
     assert metric(fresh, "Store reads with one cache node lost") == "29,000/s"
@@ -157,6 +195,7 @@ def test_changing_links_per_month_changes_the_writes_shown(fresh: AppTest) -> No
 
 
 def test_a_number_input_in_the_expander_drives_the_bloom_filter(fresh: AppTest) -> None:
+    show(fresh, planner.CRAWLER)
     assert metric(fresh, "Seen-URL set in bytes") == "24 GB"
     widget(fresh, "crawler.bloom_fp_rate").set_value(0.1).run()  # percent
     assert not fresh.exception
@@ -184,6 +223,7 @@ def test_reset_puts_the_seed_back(fresh: AppTest) -> None:
 
 def test_every_assumption_has_an_input_at_the_seed_value(fresh: AppTest) -> None:
     for system in planner.SYSTEMS:
+        show(fresh, system)
         for f in fields(system.assumptions):
             w = widget(fresh, planner.widget_key(system, f.name))
             knob = system.knob(f.name)
@@ -199,7 +239,8 @@ def test_the_worked_out_table_lists_every_figure_with_its_formula(fresh: AppTest
     assert rows["Fill at 6 characters"][0] == "21.1%"
     assert rows["Fill at 7 characters"][0] == "0.341%"
     assert rows["Key space at 7 characters"][1] == "62^7"
-    assert len(fresh.dataframe) == len(planner.SYSTEMS)
+    for system in planner.SYSTEMS:  # every tab has its worked-out table
+        assert list(show(fresh, system).dataframe[0].value.columns)[0] == "Figure"
 
 
 # ----------------------------------------------------------------- the planner model

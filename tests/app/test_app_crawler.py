@@ -55,6 +55,13 @@ def _table(at: AppTest, *columns: str):  # type: ignore[no-untyped-def]
     return found[0]
 
 
+def _tab(at: AppTest, label: str) -> AppTest:
+    """``at`` with the crawl's tab whose label ends with ``label`` open (only it is drawn)."""
+    (full,) = [t.label for t in at.tabs if t.label.endswith(label)]
+    at.session_state["crawl-tab"] = full
+    return _ok(at.run())
+
+
 def _open(monkeypatch: pytest.MonkeyPatch, sandbox_url: str, data: Path) -> AppTest:
     monkeypatch.setenv("LOOKUP_SANDBOX_URL", sandbox_url)
     monkeypatch.setenv("LOOKUP_DATA_DIR", str(data))
@@ -155,6 +162,7 @@ def test_crawl_watch_inspect_and_index(
     assert gaps["Too close"].sum() == 0 and gaps["Requests"].sum() == snap.requests
 
     # The dedup inspector: a near-duplicate pair, side by side.
+    _tab(at, "Duplicates")
     assert _metric(at, "Exact duplicates") == f"{snap.duplicates.get('exact', 0):,}"
     assert at.segmented_control(key="dedup-mode").value == "near-duplicates"
     distance = _metric(at, "SimHash distance")
@@ -178,6 +186,7 @@ def test_crawl_watch_inspect_and_index(
 
     # Soft 404s: every one the page lists was a planted soft 404, by the sandbox's log.
     assert _metric(at, "Soft 404s") == f"{snap.soft_404s:,}" and snap.soft_404s > 0
+    _tab(at, "Soft 404s")
     soft = _table(at, "How it was caught")
     planted = {f"http://{e.host}:{e.port}{e.target}" for e in web.log.entries() if e.soft_404}
     assert len(soft) == snap.soft_404s and set(soft["URL"]) <= planted
@@ -189,14 +198,17 @@ def test_crawl_watch_inspect_and_index(
     assert "The crawler's verdict" in _text(at)
 
     # robots.txt decisions and traps.
+    _tab(at, "robots.txt")
     blocked = _table(at, "URL", "Decision")
     disallowed = set(web.manifest()["robots"]["disallowed"])
     assert set(blocked["URL"]) & disallowed
     assert any("fail closed" in d or "unreadable" in d for d in blocked["Decision"])
+    _tab(at, "Traps")
     cuts = _table(at, "Why")
     assert len(cuts) == snap.traps_total and set(cuts["Rule"]) == set(snap.traps)
 
     # Every stored page, linked to its stored copy on the API (named by this crawl's directory).
+    _tab(at, "Stored pages")
     pages = _table(at, "Page", "Stored copy")
     assert len(pages) == len(fetched_pages(crawl_dir)) > 50
     api = settings.get("api_url").rstrip("/")
@@ -211,6 +223,7 @@ def test_crawl_watch_inspect_and_index(
     assert "exist only inside the sandbox web" in _text(at)
 
     # The search index, built from this crawl into the data directory, with its progress.
+    _tab(at, "Search index")
     _ok(at.button(key="build-index").click().run())
     assert "Search index built" in _text(at)
     assert [s.label for s in at.status] == ["Indexing finished"]

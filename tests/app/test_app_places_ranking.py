@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,6 +77,39 @@ def test_learned_without_a_model_names_the_command(
     _widget(at, "places.ranking").set_value("learned").run()
     assert not at.exception
     assert any("lookup places train" in w.value for w in at.warning)
+
+
+def test_the_learned_ranking_is_trained_from_the_page(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    visit: Callable[[str, str], AppTest],
+) -> None:  # fmt: skip
+    """Issue 24, item 16: "Learned" with no model offers to train one; the button trains it
+    through the API (``POST /v1/places/model/train``) with a progress bar, and afterwards
+    the learned ranking answers."""
+    import placestrain  # app/placestrain.py: the page's training panel
+
+    from lookup.server import create_app
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(built, data_dir, ignore=shutil.ignore_patterns("models"))
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(data_dir))  # where the admin token is
+    monkeypatch.setattr(placestrain, "OPTIONS", {"sessions": 300, "seeds": 1, "clicks": 8})
+    with serve_in_thread(create_app(data_dir), timeout_s=60) as api:
+        at = _set_up(visit(PLACES, api))
+        _widget(at, "places.ranking").set_value("learned").run()
+        assert any("Train the learned ranking" in w.value for w in at.warning)
+        button = at.button(key="places.train")
+        assert button.label == "Train the learned ranking" and not button.disabled
+        button.click().run(timeout=300)
+        assert not at.exception, [e.value for e in at.exception]
+        job = httpx.get(f"{api}/v1/places/model/train").json()
+        assert job["state"] == "succeeded" and job["result"]["live"], job
+        version = job["result"]["version"]
+        assert any(f"Model `{version}` now ranks" in s.value for s in at.success)
+        assert not at.warning  # no "No learned ranking yet" any more
+        assert "vs hand-set" in _results(at).columns  # the learned ranking answers
+        assert at.button(key="places.train").label == "Train again"
+        assert any(f"model `{version}` serves it" in c.value for c in at.caption)
 
 
 def test_learned_ranking_shows_each_places_move(

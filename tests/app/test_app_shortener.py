@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 from dashboard_testing import metric_value, ok, page_text
+from drillcharts import phase_rates
 from streamlit.testing.v1 import AppTest
 
 PAGE = "views/shortener.py"
@@ -204,6 +205,14 @@ def test_against_a_fleet_the_page_shows_backends_layers_and_drills_the_cache_tie
     assert metric_value(at, "5xx or no answer") == "0"
     charts = {c.proto.id for c in at.get("plotly_chart")}
     assert any("chart-drill-latency" in c for c in charts), charts
+    # ... and the story the layers chart promises: the tier answers misses before the
+    # outage, the store takes them while Redis is down, the tier again once it is back.
+    rates = phase_rates(at.session_state["shortener.drill_result"])
+    assert rates["before"]["shared"] >= 3, rates  # 15 ticks/s, one tier hit each
+    assert rates["during"]["shared"] <= 1, rates
+    assert rates["during"]["store"] >= rates["before"]["store"] + 3, rates
+    assert rates["after"]["shared"] >= 3, rates
+    assert "Before the outage the Redis tier answered" in page_text(at)
 
 
 def test_the_form_empties_after_a_link_is_made_and_keeps_a_refused_address(

@@ -366,6 +366,30 @@ def test_swap_and_rollback_change_what_the_box_answers(
     assert NEW_QUERIES["en-IN"] in shown(at)
 
 
+def test_a_snapshot_built_from_the_page_serves_and_keeps_the_old_one_for_rollback(
+    at: AppTest, api: str, built: BuiltData
+) -> None:
+    """Issue 24, item 16: the Snapshots tab builds a new snapshot through the API
+    (``POST /v1/typeahead/snapshots/build``), follows it to the end and shows it serving."""
+    _, new = built.versions["en-IN"]
+    assert not at.button(key="ta-build").disabled
+    at.button(key="ta-build").click().run(timeout=180)
+    assert_clean(at)
+    job = httpx.get(f"{api}/v1/typeahead/snapshots/build").json()
+    assert job["state"] == "succeeded", job
+    made = {m["market"]: m["version"] for m in job["result"]["markets"]}
+    assert made["en-IN"] not in built.versions["en-IN"]
+    assert f"built and published `{made['en-IN']}`" in text_of(at)
+    body = httpx.get(f"{api}/v1/typeahead/snapshots").json()["markets"]["en-IN"]
+    assert body["current"]["version"] == made["en-IN"] and body["previous"] == new
+    versions = frame(at, "version")
+    states = dict(zip(versions["version"], versions["state"], strict=True))
+    assert states[made["en-IN"]] == "serving" and states[new] == "previous (rollback target)"
+    assert not at.button(key="ta-rollback").disabled  # the old one is one click away
+    type_into(at, "ip")
+    assert shown(at) == suggest(api, "ip")["suggestions"]
+
+
 def test_a_canary_is_started_shown_and_aborted_from_the_page(
     at: AppTest, api: str, built: BuiltData
 ) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,6 +118,64 @@ def test_entries_expire_from_memory_after_their_ttl(store: LinkStore) -> None:
     clock.now += 1
     resolver.resolve("hot-key")
     assert counting.reads == 2
+
+
+def test_with_writers_nobody_hears_a_copy_older_than_a_second_is_revalidated(
+    store: LinkStore,
+) -> None:
+    """A fleet on a shared store without a shared cache: another worker's PATCH is unheard.
+    A copy older than ``unwatched_ttl_s`` is served once more while the store is read again
+    in the background; a miss is kept only ``unwatched_ttl_s``; a store outage keeps the
+    copy serving until its TTL."""
+    clock = Clock()
+    resolver, counting = _resolver(
+        store, clock, cache_ttl_s=60, unwatched_ttl_s=1.0, unheard_writers=True
+    )
+    resolver.resolve("hot-key")
+    resolver.resolve("no-such-key")
+    clock.now += 0.5
+    resolver.resolve("hot-key")
+    resolver.resolve("no-such-key")
+    assert counting.reads == 2  # both from memory within the second
+    store.update("hot-key", {"long_url": "https://changed.example/"}, actor=None)
+    clock.now += 0.6
+    assert resolver.resolve("hot-key").long_url == "https://example.com/"  # served, and ...
+    _until(lambda: resolver.stats()["revalidations"]["done"] == 1)
+    assert resolver.resolve("hot-key").long_url == "https://changed.example/"  # ... renewed
+    resolver.resolve("no-such-key")
+    assert counting.reads == 4
+
+
+def test_with_writers_nobody_hears_a_store_outage_keeps_serving_the_copy(
+    store: LinkStore,
+) -> None:
+    clock = Clock()
+    counting = CountingStore(store)
+    resolver = Resolver(
+        counting,  # type: ignore[arg-type]
+        clock=clock, cache_jitter=0.0, cache_ttl_s=60, unheard_writers=True,
+    )  # fmt: skip
+    resolver.resolve("hot-key")
+    counting.get = _failing  # type: ignore[method-assign]
+    for _ in range(3):
+        clock.now += 5
+        assert resolver.resolve("hot-key").long_url == "https://example.com/"
+        _until(lambda: not resolver._revalidating)
+    assert resolver.stats()["revalidations"]["failed"] == 3
+    clock.now += 50  # past the TTL: no copy left to serve
+    with pytest.raises(RuntimeError):
+        resolver.resolve("hot-key")
+
+
+def _failing(key: str) -> None:
+    raise RuntimeError("the store is away")
+
+
+def _until(check: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "not in time"
+        time.sleep(0.01)
 
 
 def test_unknown_keys_are_negatively_cached_for_a_while(store: LinkStore) -> None:

@@ -91,6 +91,9 @@ def test_four_processes_share_one_exact_limit_and_each_outage_policy_holds(
 ) -> None:
     env = {
         "LOOKUP_LIMITS_URL": own_redis.url,
+        # four servers over one data directory: a fleet only with a shared cache tier
+        # (lookup serve holds server.lock, kit/serverlock.py)
+        "LOOKUP_CACHE_URL": own_redis.url,
         "LOOKUP_SHORTENER_RATE_ANON": "20/86400",  # capacity 20, no refill within the test
         "LOOKUP_SHORTENER_RATE_PASSWORD": "1000/1",
         "LOOKUP_LIMITS_LOCAL_SHARE": "0.25",  # four processes: 5 each while Redis is out

@@ -7,6 +7,7 @@ blocks, so they never mint one key for two links. Each test gets a fresh databas
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -85,3 +86,23 @@ def test_the_embedded_default_keeps_its_secrets_in_the_data_directory(
         assert shortener.backends()["store"] == shortener.backends()["secrets"] == "embedded"
     finally:
         shortener.close()
+
+
+def test_without_a_shared_cache_a_change_through_one_member_reaches_the_other_within_a_second(
+    fleet: Callable[[str], Shortener],
+) -> None:
+    """A fleet on PostgreSQL alone: nobody tells B about A's change, so B keeps its copy no
+    longer than ``LOOKUP_CACHE_L1_UNWATCHED_TTL`` (1 s), not the 60 s cache TTL."""
+    a, b = fleet("a"), fleet("b")
+    assert b.resolver.unheard_writers
+    assert not fleet("c", cache_url="memory:").resolver.unheard_writers  # a tier tells it
+    created = a.service.create(CreateRequest(long_url="https://example.com/before"))
+    assert created.link is not None
+    key = created.link.key
+    assert b.resolver.resolve(key).long_url == "https://example.com/before"  # B caches it
+    a.store.update(key, {"long_url": "https://example.com/after"}, actor=None)
+    a.resolver.invalidate(key)
+    deadline = time.monotonic() + 10
+    while b.resolver.resolve(key).long_url != "https://example.com/after":
+        assert time.monotonic() < deadline, "B still serves the old destination"
+        time.sleep(0.05)

@@ -22,7 +22,6 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -52,19 +51,11 @@ from lookup.search.segment import SegmentFileError, SegmentReader
 
 #: Queries with fewer postings than this are scored exhaustively (see ``prunable``).
 PRUNE_MIN_POSTINGS = 32_768
-#: OR queries with at least this many postings are scored by MaxScore (``maxscore_pays``).
-MAXSCORE_MIN_POSTINGS = 2_048
-#: With the compiled kernels, OR is pruned only when the lists MaxScore probes hold this
-#: many times the postings it scores whole (else the kernel is faster: issue 24's
-#: measurements, benchmarks/bench_pruning.py).
-KERNEL_PROBE_RATIO = 32.0
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
 
 _NO_FLOATS = np.zeros(0, dtype=np.float64)
-#: Terms whose summed segment df an index version keeps (then it starts over).
-_RAW_DF_TERMS = 65_536
 _ABSENT = (0, 0, 0, 0, 0)  # a kernel table row: the term has no postings here
 
 
@@ -124,11 +115,6 @@ class SegmentView:
         self._kkeys = _plain(self.url_keys, np.int64)
         self._kskip = _plain(reader.skip_last, np.int64)
         self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
-        # MaxScore's bounds: each block's largest tf (None: format < 3, no bounds), and the
-        # length norm of its shortest document under the statistics of the last query
-        maxtf = reader.skip_maxtf
-        self._kmaxtf = None if maxtf is None else _plain(maxtf, np.float64)
-        self._bnorms: tuple[tuple[float, float, float], np.ndarray] | None = None
         # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
         self._rows: dict[str, tuple[int, int, int, int, int]] = {}
 
@@ -193,9 +179,7 @@ class SegmentView:
             self._norms = cached
         return cached[1]
 
-    def prunable(
-        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], compiled: bool = False
-    ) -> bool:
+    def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
         """Whether :meth:`top` gives this query's exact top k here.
 
         Only when the plan does not need an exact match count (counting every match is
@@ -207,9 +191,6 @@ class SegmentView:
         block bounds (formats 1 and 2), or an OR query over the candidate budget
         (exhaustive OR then scores its commonest terms only on the rarer terms'
         candidates: other results).
-
-        With ``compiled`` (the compiled kernels can score this query exhaustively) only an
-        OR over several lists is worth trying, and :meth:`top` may still decline it.
         """
         if not plan.prune or plan.exact_count or plan.phrases or plan.expr is not None:
             return False  # operators (NOT, prefixes, fields) are evaluated as masks
@@ -229,13 +210,6 @@ class SegmentView:
         # Either way the results are the same.
         if sum(present) < PRUNE_MIN_POSTINGS:
             return False
-        if compiled:
-            # Against the compiled kernels (benchmarks/bench_pruning.py, 1,000,000 documents:
-            # issue 24) pruning AND lost at every size, 1.1-11× — the kernel probes the
-            # others block by block already, and block bounds drop few candidates — and one
-            # list came out even; OR pays when MaxScore only probes most of the postings,
-            # which :meth:`top` decides once the rarest list has set θ (KERNEL_PROBE_RATIO).
-            return not conjunctive and len(present) > 1 and sum(present) <= plan.max_candidates
         if len(present) <= 1:
             return True
         if not conjunctive and sum(present) > plan.max_candidates:
@@ -245,20 +219,14 @@ class SegmentView:
         return present[-1] >= PROBE_RATIO * sum(present[:-1])
 
     def top(
-        self,
-        plan: QueryPlan,
-        conjunctive: bool,
-        lists: list[Any],
-        floor: float,
-        decline_below: float = 0.0,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool] | None:
+        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
         """The segment's top k by dynamic pruning, best first, and its match count.
 
         ``(docs, bm25, final, count, exact)``: ``count`` is exact when ``exact`` (pruning
         dropped no candidate and probed no list), else a lower bound: the matches it
         scored, and under OR the longest list's postings when nothing is deleted (each
-        of those documents matches). None when ``decline_below`` says pruning would not
-        pay (see :func:`~lookup.search.pruning.prune_top_k`).
+        of those documents matches).
         """
         sig = plan.signals
         blend = None
@@ -284,10 +252,7 @@ class SegmentView:
             blend=blend,
             max_boost=boost,
             floor=floor,
-            decline_below=decline_below,
         )
-        if res is None:
-            return None
         # nothing ruled out unseen and no list only probed: every match was scored
         exact = res.dropped == 0 and res.skipped_terms == 0
         count = res.scored
@@ -327,60 +292,6 @@ class SegmentView:
         if not conjunctive and total > plan.max_candidates:
             return None
         return np.array(out, dtype=np.int64), total
-
-    def maxscore_pays(self, plan: QueryPlan, meta: np.ndarray) -> bool:
-        """Whether an OR query (``meta``: its kernel rows) takes :meth:`maxscore_top` here.
-
-        As :meth:`prunable`: only when the count need not be exact (no exact count, more
-        possible matches than ``plan.track_total``), the segment has block bounds and no
-        signal lowers a score; and only where there is work to leave out — two lists or
-        more, with :data:`MAXSCORE_MIN_POSTINGS` postings between them (below that the
-        exhaustive kernel is as fast: measured on bench_search.py's queries, issue 24).
-        """
-        if not plan.prune or plan.exact_count or self._kmaxtf is None:
-            return False
-        if plan.signals.link_weight < 0 or plan.signals.fresh_weight < 0:
-            return False
-        total = 0
-        present = 0
-        for df in meta[:, 0].tolist():
-            total += df
-            present += df > 0
-        return present > 1 and total >= MAXSCORE_MIN_POSTINGS and total > plan.track_total
-
-    def maxscore_top(
-        self, plan: QueryPlan, meta: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:
-        """OR's top k by the compiled MaxScore kernel: docs, BM25, final scores and URL keys
-        best first, the match count and whether it is exact (else a lower bound: the
-        matches scored, and at least the longest list when nothing is deleted)."""
-        sig = plan.signals
-        blend = bool(sig.link_weight or sig.fresh_weight)
-        boost = 1.0
-        if blend:
-            link, base = self.boosts(sig)
-            factor = sig.fresh_factor(plan.now) if sig.fresh_weight else 0.0
-            boost = self.max_boost(sig, plan.now)
-        else:
-            link = base = _NO_FLOATS
-            factor = 0.0
-        bnorm = self._bnorms
-        if bnorm is None or bnorm[0] != (plan.avgdl, plan.k1, plan.b):
-            mindl = self.reader.skip_mindl
-            bnorm = self._bnorms = ((plan.avgdl, plan.k1, plan.b),
-                                    length_norm(mindl, plan.avgdl, plan.k1, plan.b))  # type: ignore[arg-type]  # fmt: skip
-        scratch = self._scratch
-        if scratch is None:
-            scratch = self._scratch = np.zeros(self.reader.n_docs)
-        docs, bm, final, keys, count, exact = kernels.or_maxscore(
-            self._kbuf, meta, self._kskip, self._kmaxtf, bnorm[1],
-            np.array(plan.idfs, dtype=np.float64), self.norms(plan.avgdl, plan.k1, plan.b),
-            self._live, bool(self.all_live), link, base, float(factor), float(sig.fresh_weight),
-            blend, int(plan.k), self._kkeys, float(boost), scratch,
-        )  # fmt: skip
-        if not exact and self.all_live:  # each posting of the longest list is a match
-            count = max(count, int(meta[:, 0].max()))
-        return docs, bm, final, keys, count, exact
 
     def kernel_top(
         self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
@@ -595,36 +506,26 @@ class ShardIndex:
             lists = None  # short lists under the kernels: no posting-list objects needed
             if kmeta is None or (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
                 lists = [view.reader.postings(t) for t in plan.terms]
-            compiled = kmeta is not None
-            pruned = None
-            if lists is not None and view.prunable(plan, conjunctive, lists, compiled):
+            if lists is not None and view.prunable(plan, conjunctive, lists):
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
-                decline = KERNEL_PROBE_RATIO if compiled else 0.0
-                pruned = view.top(plan, conjunctive, lists, floor, decline)
-            if pruned is not None:  # MaxScore and block bounds left most postings unscored
-                docs, bm, final, count, seg_exact = pruned
+                docs, bm, final, count, seg_exact = view.top(plan, conjunctive, lists, floor)
                 matched += count
                 exact = exact and seg_exact
                 if docs.size == 0:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
-            elif kmeta is not None:  # compiled: the top k taken in one call
-                if may_prune and not conjunctive and view.maxscore_pays(plan, kmeta[0]):
-                    docs, bm, final, keys, count, seg_exact = view.maxscore_top(plan, kmeta[0])
-                    exact = exact and seg_exact
-                else:  # every match scored
-                    docs, bm, final, keys, count = view.kernel_top(plan, conjunctive, kmeta[0])
+            elif kmeta is not None:  # every match scored and the top k taken, in one call
+                docs, bm, final, keys, count = view.kernel_top(plan, conjunctive, kmeta[0])
                 matched += count
                 hits.extend(
-                    map(
-                        Hit._make,
-                        zip(final.tolist(), keys.tolist(), bm.tolist(), repeat(self.shard),
-                            repeat(si), docs.tolist()),
+                    Hit(f, k, b, self.shard, si, d)
+                    for f, k, b, d in zip(
+                        final.tolist(), keys.tolist(), bm.tolist(), docs.tolist(), strict=True
                     )
-                )  # fmt: skip
+                )
                 continue
             else:
                 memo = memos[si] if memos else None
@@ -654,16 +555,13 @@ class ShardIndex:
             rt_hits, rt_matched = self.realtime.search(plan, conjunctive)
             hits.extend(rt_hits)
             matched += rt_matched
-        if len(self.segments) > 1 or self.realtime is not None:  # one source: in order already
-            hits.sort(key=lambda h: (-h.score, h.urlkey))
+        hits.sort(key=lambda h: (-h.score, h.urlkey))
         return hits[: plan.k], matched, exact
 
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
-        memos = None  # lists an AND pass decoded, kept for an OR fallback to reuse
-        if plan.conjunctive and plan.or_fallback:
-            memos = [{} for _ in self.segments]
+        memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in self.segments]
         hits, matched, exact = self._run(plan, plan.conjunctive, memos)
         mode = "and" if plan.conjunctive else "or"
         if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
@@ -698,7 +596,6 @@ class IndexVersion:
         # (docs, total length, per-term df) of hidden batch documents, swapped as one value
         self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
         self._terms_cache: dict[str, frozenset[str]] = {}
-        self._raw_df: dict[str, int] = {}  # per term asked for: its df summed over segments
         kernels.ready()  # start loading the kernels (in the background) before any query
         self.realtime: Any = None  # the real-time tier build attached to this version
         self._by_key: dict[int, str] | None = None
@@ -774,15 +671,10 @@ class IndexVersion:
 
     def df(self, term: str) -> int:
         """Visible batch documents containing ``term``."""
-        total = self._raw_df.get(term)
-        if total is None:  # the segments' own counts never change: summed once per term
-            total = 0
-            for shard in self.shards:
-                for view in shard.segments:
-                    total += view.reader.df(term)
-            if len(self._raw_df) >= _RAW_DF_TERMS:
-                self._raw_df.clear()  # arbitrary query words: keep the memo bounded
-            self._raw_df[term] = total
+        total = 0
+        for shard in self.shards:
+            for view in shard.segments:
+                total += view.reader.df(term)
         return total - self._base_adjust.get(term, 0) - self._hidden_stats[2].get(term, 0)
 
     # --- real-time tier hooks ------------------------------------------------------------

@@ -318,11 +318,20 @@ def test_a_format_2_segment_is_still_read_and_scored_exhaustively(
     shutil.copytree(index_1, old)
     for meta in old.rglob("meta.json"):
         info = json.loads(meta.read_text())
-        if "block" in info:  # a segment's meta
+        if "block" in info:  # a segment's meta, as format 2 wrote it: no bounds, no checksums
             info["format"] = 2
+            info.pop("files", None)
             meta.write_text(json.dumps(info))
             (meta.parent / "skip_maxtf.npy").unlink()
             (meta.parent / "skip_mindl.npy").unlink()
+    for manifest in old.glob("manifest-*.json"):  # nor did its manifests record any
+        data = json.loads(manifest.read_text())
+        data.pop("checksum", None)
+        for entries in data["segments"]:
+            for entry in entries:
+                entry.pop("meta_checksum", None)
+                entry.pop("tombstones_checksum", None)
+        manifest.write_text(json.dumps(data))
     from lookup.search import shard
 
     monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)

@@ -105,7 +105,7 @@ def _brute(docs: list[list[str]], deleted: set[int], query: list[str]) -> list[t
             math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
             * tfs[i][t]
             / (tfs[i][t] + 1.2 * (1 - 0.75 + 0.75 * dl / avgdl))
-            for t in terms
+            for t in sorted(terms)  # the engine's order (the plan's): equal pages tie exactly
             if tfs[i][t]
         )
         out.append((f"http://p.test/{i}", score))

@@ -17,8 +17,8 @@ from common import LOOKUP, admin_headers, call
 from jobwatch import failure, follow
 
 TRAIN_PATH = "/v1/places/model/train"
-#: The run's options (``sessions``, ``seeds``, ``clicks``, ``seed``); empty: the API's
-#: defaults, those of ``lookup places train``.
+#: The run's options (session, click and random-start counts: ``lookup places train
+#: --help``); empty: the API's defaults.
 OPTIONS: dict[str, int] = {}
 #: Kept between reruns: what the last run from this page said.
 TRAINED = "places.trained"

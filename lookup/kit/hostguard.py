@@ -19,14 +19,13 @@ and passes.
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 from lookup import settings
-from lookup.kit.http import error_body
+from lookup.kit.serving import send_error
 
 log = logging.getLogger("lookup.server")
 
@@ -132,22 +131,10 @@ class HostGuard:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        body = json.dumps(
-            error_body(
-                400,
-                "HOST_NOT_ALLOWED",
-                f"this server does not answer for host {shown!r}; it answers for "
-                f"{self.allowed.describe()} (the operator adds names in LOOKUP_ALLOWED_HOSTS)",
-            )
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 400,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await send_error(
+            send,
+            400,
+            "HOST_NOT_ALLOWED",
+            f"this server does not answer for host {shown!r}; it answers for "
+            f"{self.allowed.describe()} (the operator adds names in LOOKUP_ALLOWED_HOSTS)",
         )
-        await send({"type": "http.response.body", "body": body})

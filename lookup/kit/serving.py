@@ -84,6 +84,14 @@ def raw_error(status: int, code: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+async def send_error(send: Any, status: int, code: str, message: str) -> None:
+    """Answer an ASGI request from middleware with the app-wide JSON error."""
+    body = json.dumps(error_body(status, code, message)).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 class PublicBindGuard:
     """ASGI middleware for a server whose bind address it was not told (the app factory
     under ``uvicorn --workers``, ``uvicorn.run(..., factory=True)``): without an admin token
@@ -119,20 +127,13 @@ class PublicBindGuard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            body = json.dumps(
-                error_body(
-                    503,
-                    "ADMIN_TOKEN_REQUIRED",
-                    "this server answers on a public address only with an admin token "
-                    "configured (LOOKUP_ADMIN_TOKEN); the server log says more",
-                )
-            ).encode()
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", b"%d" % len(body)),
-            ]
-            await send({"type": "http.response.start", "status": 503, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
+            await send_error(
+                send,
+                503,
+                "ADMIN_TOKEN_REQUIRED",
+                "this server answers on a public address only with an admin token "
+                "configured (LOOKUP_ADMIN_TOKEN); the server log says more",
+            )
             return
         await self.app(scope, receive, send)
 

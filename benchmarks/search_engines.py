@@ -89,6 +89,7 @@ class OursShard(Engine):
         kernels.wait()
         self.conjunctive = conjunctive
         self.now = time.time()
+        self.signals = Signals.off()  # pure BM25, like the libraries (built once, not per query)
         self.urls = [
             [view.reader.stored(d)["url"] for d in range(view.reader.n_docs)]
             for view in self.snapshot.shards[0].segments
@@ -99,7 +100,7 @@ class OursShard(Engine):
         terms = analyze_query(query)
         plan = make_plan(
             terms, [snap.df(t) for t in terms], snap.live_docs, snap.live_length, 10,
-            self.now, Signals.off(),
+            self.now, self.signals,
             conjunctive=self.conjunctive,
             or_fallback=False,  # AND means AND here, as in the libraries (/search falls back)
             prune=self.prune,

@@ -235,11 +235,19 @@ def analyze_document(title: str, text: str, url: str = "") -> Analyzed:
 
 
 def analyze_query(query: str) -> list[str]:
-    """The distinct index terms of a query, in first-seen order."""
-    seen: dict[str, None] = {}
-    for term in analyze(query).terms:
-        seen.setdefault(term, None)
-    return list(seen)
+    """The distinct index terms of a query, in first-seen order.
+
+    An ASCII query (most are) takes :func:`analyze`'s steps without the positions and
+    the result object a query has no use for: the same terms, on every query's path.
+    """
+    if query.isascii():
+        words = [
+            w
+            for w in ASCII_WORD.findall(query.lower())
+            if len(w) <= MAX_TERM_CHARS and w not in STOP_WORDS
+        ]
+        return list(dict.fromkeys(_stemmer().stemWords(words)))
+    return list(dict.fromkeys(analyze(query).terms))
 
 
 #: Quotation marks that open and close a phrase (straight and typographic).

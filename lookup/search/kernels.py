@@ -10,7 +10,15 @@ each, straight from the packed posting bytes:
 * :func:`or_top` — every term's list decoded and its scores added into a dense
   accumulator (the segment's scratch array, left zeroed);
 * :func:`and_top` — the rarest list decoded, each other term probed through its skip
-  table one block at a time (the cursor only moves forward: candidates ascend).
+  table one block at a time (the cursor only moves forward: candidates ascend);
+* either, when only one term has postings here, scores that list as it decodes it
+  (no accumulator, no intersection).
+
+A match's final score is offered to a min-heap of the k best as it is computed, and only
+those that reach the heap's root are kept for the final ordering. A document's length
+norm is read as ``ntab[lengths[d]]`` — the norms of the lengths that occur, and 4 bytes a
+document — rather than from 8 bytes a document (issue 24: a query's postings are spread
+over the whole segment, and on a busy machine every cache line is a miss).
 
 Both score **bit for bit** as :meth:`~lookup.search.shard.SegmentView.match` and the
 signal blend do (``idf * tf / (tf + norm)``, terms added in plan order from ``0.0``,
@@ -61,15 +69,19 @@ def _read(buf: np.ndarray, at: int, width: int) -> int:
     )
 
 
-def _final(bm: float, d: int, link: np.ndarray, base: np.ndarray, factor: float,
-           fresh_w: float, blend: bool) -> float:  # fmt: skip
-    """The blended score, as :meth:`Signals.blend` computes it (BM25 alone without signals)."""
-    if not blend:
-        return bm
+def _final(bm: float, link_d: float, base_d: float, factor: float, fresh_w: float) -> float:
+    """The blended score, as :meth:`Signals.blend` computes it, from one document's link
+    boost and freshness base.
+
+    Scalars only: called per match as ``_final(s, link[d], base[d], …) if blend else s``.
+    Passing it the arrays instead made numba count references on every call, which cost
+    more than the rest of an OR query's per-document work together (15.8 against 7.0 ns a
+    posting on the benchmark's heaviest query, issue 24).
+    """
     fresh = 0.0
     if fresh_w != 0.0:
-        fresh = min(factor * base[d], fresh_w)
-    return bm * (1.0 + link[d] + fresh)
+        fresh = min(factor * base_d, fresh_w)
+    return bm * (1.0 + link_d + fresh)
 
 
 def _select(docs, bm, final, m, k, keys):  # type: ignore[no-untyped-def]
@@ -115,6 +127,20 @@ def _select(docs, bm, final, m, k, keys):  # type: ignore[no-untyped-def]
     return cd[order], cb[order], cf[order], ck[order], m
 
 
+def _pack(docs, bm, final, keys):  # type: ignore[no-untyped-def]
+    """The top k as two arrays, ``[docs, URL keys]`` and ``[BM25, final]`` (each array the
+    caller receives costs a conversion: two, not four)."""
+    n = docs.size
+    ids = np.empty((2, n), np.int64)
+    scores = np.empty((2, n), np.float64)
+    for i in range(n):
+        ids[0, i] = docs[i]
+        ids[1, i] = keys[i]
+        scores[0, i] = bm[i]
+        scores[1, i] = final[i]
+    return ids, scores
+
+
 def _sift(heap: np.ndarray, i: int, n: int) -> None:
     """Restore the min-heap below position ``i`` (``n`` entries)."""
     while True:
@@ -131,7 +157,61 @@ def _sift(heap: np.ndarray, i: int, n: int) -> None:
         i = small
 
 
-def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, blend, k, keys,  # type: ignore[no-untyped-def]
+def _offer(heap: np.ndarray, h: int, k: int, f: float) -> int:
+    """Offer ``f`` to the min-heap of the ``k`` best final scores (``h`` in it); its new size."""
+    if h < k:
+        i = h
+        heap[i] = f
+        while i > 0:
+            parent = (i - 1) // 2
+            if heap[parent] <= heap[i]:
+                break
+            heap[parent], heap[i] = heap[i], heap[parent]
+            i = parent
+        return h + 1
+    if k > 0 and f > heap[0]:
+        heap[0] = f
+        _sift(heap, 0, k)
+    return h
+
+
+def _one_top(buf, meta, j, term_idf, dl, ntab, live, all_live, link, base, factor, fresh_w, blend,  # type: ignore[no-untyped-def]
+             k, keys):  # fmt: skip
+    """One term's live postings, scored and selected as one pass (no accumulator, no
+    intersection): what OR and AND both are when a single query term has postings here."""
+    df, off, gw, tw = meta[j, 0], meta[j, 1], meta[j, 2], meta[j, 3]
+    heap = np.empty(max(k, 1))
+    h = 0
+    theta = -np.inf
+    cd = np.empty(df, np.int64)
+    cb = np.empty(df, np.float64)
+    cf = np.empty(df, np.float64)
+    c = 0
+    n = 0
+    d = np.int64(0)
+    tf_at = off + df * gw
+    for i in range(df):
+        d += _read(buf, off + i * gw, gw)
+        if not (all_live or live[d]):
+            continue
+        n += 1
+        tf = np.float64(_read(buf, tf_at + i * tw, tw))
+        s = term_idf * tf / (tf + ntab[dl[d]])
+        f = _final(s, link[d], base[d], factor, fresh_w) if blend else s
+        if f >= theta:  # may still be among the k best (every one that is passes here)
+            cd[c] = d
+            cb[c] = s
+            cf[c] = f
+            c += 1
+            h = _offer(heap, h, k, f)
+            if h == k:
+                theta = heap[0]
+    out_d, out_b, out_f, out_k, _ = _select(cd, cb, cf, c, k, keys)
+    ids, scores = _pack(out_d, out_b, out_f, out_k)
+    return ids, scores, n
+
+
+def _or_top(buf, meta, idfs, dl, ntab, live, all_live, link, base, factor, fresh_w, blend, k, keys,  # type: ignore[no-untyped-def]
             acc):  # fmt: skip
     """OR: every live document holding a term; ``meta`` rows are ``(df, off, gap width,
     tf width, …)`` per query term in plan order (df 0: not in this segment).
@@ -143,8 +223,16 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
     """
     t = meta.shape[0]
     total = 0
+    present = 0
+    only = 0
     for j in range(t):
         total += meta[j, 0]
+        if meta[j, 0] > 0:
+            present += 1
+            only = j
+    if present <= 1:  # one list (or none): scored as it is decoded
+        return _one_top(buf, meta, only, idfs[only], dl, ntab, live, all_live, link, base, factor,
+                        fresh_w, blend, k, keys)  # fmt: skip
     touched = np.empty(total, np.int64)
     m = 0
     for j in range(t):
@@ -158,41 +246,56 @@ def _or_top(buf, meta, idfs, norm, live, all_live, link, base, factor, fresh_w, 
                 tf = np.float64(_read(buf, tf_at + i * tw, tw))
                 touched[m] = d
                 m += 1
-                acc[d] = term_idf * tf / (tf + norm[d])
+                acc[d] = term_idf * tf / (tf + ntab[dl[d]])
             continue
         for i in range(df):
             d += _read(buf, off + i * gw, gw)
             tf = np.float64(_read(buf, tf_at + i * tw, tw))
-            if acc[d] == 0.0:
-                touched[m] = d
-                m += 1
-            acc[d] += term_idf * tf / (tf + norm[d])
-    out_d = np.empty(m, np.int64)
-    out_b = np.empty(m, np.float64)
-    out_f = np.empty(m, np.float64)
+            a = acc[d]
+            touched[m] = d  # kept only when new: a store, not a branch that mispredicts
+            m += 1 if a == 0.0 else 0
+            acc[d] = a + term_idf * tf / (tf + ntab[dl[d]])
+    heap = np.empty(max(k, 1))
+    h = 0
+    theta = -np.inf
+    cd = np.empty(m, np.int64)
+    cb = np.empty(m, np.float64)
+    cf = np.empty(m, np.float64)
+    c = 0
     n = 0
     for i in range(m):
         d = touched[i]
         s = acc[d]
         acc[d] = 0.0
         if all_live or live[d]:
-            out_d[n] = d
-            out_b[n] = s
-            out_f[n] = _final(s, d, link, base, factor, fresh_w, blend)
             n += 1
-    return _select(out_d, out_b, out_f, n, k, keys)
+            f = _final(s, link[d], base[d], factor, fresh_w) if blend else s
+            if f >= theta:  # may still be among the k best (every one that is passes here)
+                cd[c] = d
+                cb[c] = s
+                cf[c] = f
+                c += 1
+                h = _offer(heap, h, k, f)
+                if h == k:
+                    theta = heap[0]
+    out_d, out_b, out_f, out_k, _ = _select(cd, cb, cf, c, k, keys)
+    ids, scores = _pack(out_d, out_b, out_f, out_k)
+    return ids, scores, n
 
 
-def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, factor, fresh_w,  # type: ignore[no-untyped-def]
+def _and_top(buf, meta, skip_last, idfs, dl, ntab, live, all_live, link, base, factor, fresh_w,  # type: ignore[no-untyped-def]
              blend, k, keys):  # fmt: skip
     """AND: the rarest list's live documents that every other term has; ``meta`` rows are
     ``(df, off, gap width, tf width, first skip entry)`` per term in plan order."""
     t = meta.shape[0]
     order = np.argsort(meta[:, 0], kind="mergesort")
     rare = order[0]
+    if t == 1:
+        return _one_top(buf, meta, rare, idfs[rare], dl, ntab, live, all_live, link, base, factor,
+                        fresh_w, blend, k, keys)  # fmt: skip
     df, off, gw, tw = meta[rare, 0], meta[rare, 1], meta[rare, 2], meta[rare, 3]
     cand = np.empty(df, np.int64)
-    tfm = np.zeros((t, df), np.int64)
+    tfm = np.empty((t, df), np.int64)  # a candidate's row entries are set before it is read
     n = 0
     d = np.int64(0)
     tf_at = off + df * gw
@@ -203,6 +306,8 @@ def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, facto
             tfm[rare, n] = _read(buf, tf_at + i * tw, tw)
             n += 1
     alive = np.ones(n, np.bool_)
+    cb = np.empty(n, np.float64)
+    cf = np.empty(n, np.float64)
     blk_docs = np.empty(_BLOCK, np.int64)
     blk_tfs = np.empty(_BLOCK, np.int64)
     for r in range(1, t):
@@ -240,24 +345,33 @@ def _and_top(buf, meta, skip_last, idfs, norm, live, all_live, link, base, facto
                 tfm[j, c] = blk_tfs[ib]
             else:
                 alive[c] = False
-    out_d = np.empty(n, np.int64)
-    out_b = np.empty(n, np.float64)
-    out_f = np.empty(n, np.float64)
+    heap = np.empty(max(k, 1))
+    h = 0
+    theta = -np.inf
     m = 0
+    kept = 0  # the candidates that may still be among the k best, moved to the front
     for c in range(n):
         if not alive[c]:
             continue
         doc = cand[c]
-        nrm = norm[doc]
+        nrm = ntab[dl[doc]]
         s = 0.0
         for j in range(t):
             tf = np.float64(tfm[j, c])
             s += idfs[j] * tf / (tf + nrm)
-        out_d[m] = doc
-        out_b[m] = s
-        out_f[m] = _final(s, doc, link, base, factor, fresh_w, blend)
         m += 1
-    return _select(out_d, out_b, out_f, m, k, keys)
+        f = _final(s, link[doc], base[doc], factor, fresh_w) if blend else s
+        if f >= theta:  # (every one of the k best passes here)
+            cand[kept] = doc
+            cb[kept] = s
+            cf[kept] = f
+            kept += 1
+            h = _offer(heap, h, k, f)
+            if h == k:
+                theta = heap[0]
+    out_d, out_b, out_f, out_k, _ = _select(cand, cb, cf, kept, k, keys)
+    ids, scores = _pack(out_d, out_b, out_f, out_k)
+    return ids, scores, m
 
 
 def ready() -> bool:
@@ -301,7 +415,10 @@ def _load() -> None:
         final = jit(_final)
         sift = jit(_sift)
         select = jit(_rebind(_select, {"_sift": sift}))
-        globals_ = {"_read": read, "_final": final, "_select": select}
+        offer = jit(_rebind(_offer, {"_sift": sift}))
+        globals_ = {"_read": read, "_final": final, "_select": select, "_offer": offer,
+                    "_pack": jit(_pack)}  # fmt: skip
+        globals_["_one_top"] = jit(_rebind(_one_top, globals_))
         kernels = {
             "or": jit(_rebind(_or_top, globals_)),
             "and": jit(_rebind(_and_top, globals_)),
@@ -335,17 +452,27 @@ def _warm(kernels: dict[str, Callable[..., Any]]) -> None:
     live = np.ones(4, dtype=np.bool_)
     one = np.ones(1)
     keys = np.arange(4, dtype=np.int64)
-    args = (z + 1.0, live, True, z, z, 0.0, 0.0, False, 10, keys)
+    lengths = (np.zeros(4, dtype=np.uint32), np.ones(1))  # every doc of length 0, norm 1
+    args = (*lengths, live, True, z, z, 0.0, 0.0, False, 10, keys)
     kernels["or"](buf, meta, one, *args, z.copy())
     skip = np.array([3], dtype=np.int64)
     kernels["and"](buf, meta, skip, one, *args)
 
 
-def or_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """The compiled OR kernel (:func:`ready` must have said True)."""
+def compiled(name: str) -> Callable[..., tuple[np.ndarray, np.ndarray, int]]:
+    """The compiled kernel ``or`` or ``and`` itself (:func:`ready` must have said True),
+    to call without a wrapper on a query's path; :func:`or_top` says what it answers."""
+    return _compiled[name]
+
+
+def or_top(*args: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """The compiled OR kernel (:func:`ready` must have said True): the top k best first as
+    ``[docs, URL keys]`` and ``[BM25, final scores]``, and the live match count."""
     return _compiled["or"](*args)  # type: ignore[no-any-return]
 
 
-def and_top(*args: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-    """The compiled AND kernel (:func:`ready` must have said True)."""
+def and_top(*args: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """The compiled AND kernel (:func:`ready` must have said True), answering as
+    :func:`or_top`."""
     return _compiled["and"](*args)  # type: ignore[no-any-return]
+

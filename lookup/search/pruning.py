@@ -145,7 +145,8 @@ def prune_top_k(
     blend: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     max_boost: float = 1.0,
     floor: float = -np.inf,
-) -> PrunedTop:
+    decline_below: float = 0.0,
+) -> PrunedTop | None:
     """The top ``k`` documents of one segment by final score, ties by (key, doc id).
 
     ``lists`` are the query terms' posting lists in plan order (None: not in this
@@ -155,6 +156,11 @@ def prune_top_k(
     into the final score and may raise it by at most the factor ``max_boost`` and never
     lower it. Only documents scoring at least ``floor`` are needed (a threshold another
     segment already reached): the result holds every such document of the exact top k.
+
+    ``decline_below`` (OR only) makes it a planner: None — nothing scored beyond the
+    rarest list — when the lists MaxScore would only probe hold fewer than that many times
+    the postings of those it must score whole, so that a faster exhaustive scorer (the
+    compiled kernels) should take the query instead.
     """
     empty = PrunedTop(_NO_DOCS, _NO_SCORES, _NO_SCORES, 0, 0, 0)
     if k <= 0 or (conjunctive and any(pl is None for pl in lists)):
@@ -181,8 +187,11 @@ def prune_top_k(
                                  blend, max_boost, floor)  # fmt: skip
         skipped = 0
     else:
-        docs, bm, skipped, dropped = _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1,
-                                         b, live, max_boost, floor)  # fmt: skip
+        out = _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boost,
+                  floor, decline_below)  # fmt: skip
+        if out is None:
+            return None
+        docs, bm, skipped, dropped = out
     if docs.size == 0:  # (what was dropped or only probed still says the count is a bound)
         return PrunedTop(_NO_DOCS, _NO_SCORES, _NO_SCORES, 0, skipped, dropped)
     final = blend(docs, bm) if blend is not None else bm
@@ -190,8 +199,10 @@ def prune_top_k(
     return PrunedTop(docs[top], bm[top], final[top], int(docs.size), skipped, dropped)
 
 
-def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boost, floor):  # type: ignore[no-untyped-def]
-    """OR candidates with their exact BM25: MaxScore over list and block bounds."""
+def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boost, floor,  # type: ignore[no-untyped-def]
+        decline_below=0.0):  # fmt: skip
+    """OR candidates with their exact BM25: MaxScore over list and block bounds (None:
+    declined, the probed lists are under ``decline_below`` times the scored ones)."""
     if len(terms) == 1:
         return d_r, s_r, 0, 0
     theta = floor
@@ -207,6 +218,8 @@ def _or(terms, rare, d_r, tf_r, s_r, idfs, norm, k, avgdl, k1, b, live, max_boos
             break
         passive.append(i)
     essential_df = sum(terms[i][1].df for i in range(len(terms)) if i not in passive)
+    if sum(terms[i][1].df for i in passive) < decline_below * essential_df:
+        return None
     if sum(terms[i][1].df for i in passive) < PROBE_RATIO * essential_df:
         passive = []  # probing would decode most of those lists anyway: score them whole
     decoded: dict[int, tuple[np.ndarray, np.ndarray]] = {rare: (d_r, tf_r)}

@@ -22,6 +22,8 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -51,11 +53,17 @@ from lookup.search.segment import SegmentFileError, SegmentReader
 
 #: Queries with fewer postings than this are scored exhaustively (see ``prunable``).
 PRUNE_MIN_POSTINGS = 32_768
+#: With the compiled kernels, OR is pruned only when the lists MaxScore probes hold this
+#: many times the postings it scores whole (else the kernel is faster: issue 24's
+#: measurements, benchmarks/bench_pruning.py).
+KERNEL_PROBE_RATIO = 32.0
 
 #: Source tag of a hit that came from the real-time tier instead of a batch segment.
 REALTIME = -1
 
 _NO_FLOATS = np.zeros(0, dtype=np.float64)
+#: Terms whose summed segment df an index version keeps (then it starts over).
+_RAW_DF_TERMS = 65_536
 _ABSENT = (0, 0, 0, 0, 0)  # a kernel table row: the term has no postings here
 
 
@@ -68,6 +76,10 @@ class Hit(NamedTuple):
     shard: int
     segment: int
     doc: int
+
+
+#: ``Hit`` from a 6-tuple, in C (``Hit._make`` is a Python function checking the length).
+_new_hit = partial(tuple.__new__, Hit)
 
 
 @dataclass
@@ -115,6 +127,14 @@ class SegmentView:
         self._kkeys = _plain(self.url_keys, np.int64)
         self._kskip = _plain(reader.skip_last, np.int64)
         self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
+        # the kernels read a document's length norm as ntab[lengths[d]]: 4 bytes a document
+        # and a table of the lengths' norms, not 8 bytes a document (a query's postings are
+        # spread over the whole segment: the fewer cache lines, the faster, issue 24); a
+        # segment with a document longer than it has documents indexes the norms themselves
+        doclen = reader.doclen
+        self._table = doclen.size > 0 and float(doclen.max()) < doclen.size
+        self._klen = (doclen if self._table else np.arange(doclen.size)).astype(np.uint32)
+        self._ntab: tuple[tuple[float, float, float], np.ndarray] | None = None
         # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
         self._rows: dict[str, tuple[int, int, int, int, int]] = {}
 
@@ -171,6 +191,19 @@ class SegmentView:
         fresh = float(signals.fresh_from_base(np.array([base]), now)[0])
         return float(signals.blend(np.ones(1), np.array([link]), np.array([fresh]))[0])
 
+    def norm_table(self, avgdl: float, k1: float, b: float) -> np.ndarray:
+        """The kernels' length norms, ``norms(...)[d] == norm_table(...)[self._klen[d]]``
+        bit for bit (the same float operations on the same lengths; cached)."""
+        cached = self._ntab
+        if cached is None or cached[0] != (avgdl, k1, b):
+            if self._table:
+                top = int(self.reader.doclen.max()) if self.reader.doclen.size else 0
+                table = length_norm(np.arange(top + 1), avgdl, k1, b)
+            else:
+                table = self.norms(avgdl, k1, b)
+            cached = self._ntab = ((avgdl, k1, b), table)
+        return cached[1]
+
     def norms(self, avgdl: float, k1: float, b: float) -> np.ndarray:
         """Every document's BM25 length norm under these statistics (cached)."""
         cached = self._norms
@@ -179,7 +212,9 @@ class SegmentView:
             self._norms = cached
         return cached[1]
 
-    def prunable(self, plan: QueryPlan, conjunctive: bool, lists: list[Any]) -> bool:
+    def prunable(
+        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], compiled: bool = False
+    ) -> bool:
         """Whether :meth:`top` gives this query's exact top k here.
 
         Only when the plan does not need an exact match count (counting every match is
@@ -191,6 +226,9 @@ class SegmentView:
         block bounds (formats 1 and 2), or an OR query over the candidate budget
         (exhaustive OR then scores its commonest terms only on the rarer terms'
         candidates: other results).
+
+        With ``compiled`` (the compiled kernels can score this query exhaustively) only an
+        OR over several lists is worth trying, and :meth:`top` may still decline it.
         """
         if not plan.prune or plan.exact_count or plan.phrases or plan.expr is not None:
             return False  # operators (NOT, prefixes, fields) are evaluated as masks
@@ -210,6 +248,13 @@ class SegmentView:
         # Either way the results are the same.
         if sum(present) < PRUNE_MIN_POSTINGS:
             return False
+        if compiled:
+            # Against the compiled kernels (benchmarks/bench_pruning.py, 1,000,000 documents:
+            # issue 24) pruning AND lost at every size, 1.1-11× — the kernel probes the
+            # others block by block already, and block bounds drop few candidates — and one
+            # list came out even; OR pays when MaxScore only probes most of the postings,
+            # which :meth:`top` decides once the rarest list has set θ (KERNEL_PROBE_RATIO).
+            return not conjunctive and len(present) > 1 and sum(present) <= plan.max_candidates
         if len(present) <= 1:
             return True
         if not conjunctive and sum(present) > plan.max_candidates:
@@ -219,14 +264,20 @@ class SegmentView:
         return present[-1] >= PROBE_RATIO * sum(present[:-1])
 
     def top(
-        self, plan: QueryPlan, conjunctive: bool, lists: list[Any], floor: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        self,
+        plan: QueryPlan,
+        conjunctive: bool,
+        lists: list[Any],
+        floor: float,
+        decline_below: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool] | None:
         """The segment's top k by dynamic pruning, best first, and its match count.
 
         ``(docs, bm25, final, count, exact)``: ``count`` is exact when ``exact`` (pruning
         dropped no candidate and probed no list), else a lower bound: the matches it
         scored, and under OR the longest list's postings when nothing is deleted (each
-        of those documents matches).
+        of those documents matches). None when ``decline_below`` says pruning would not
+        pay (see :func:`~lookup.search.pruning.prune_top_k`).
         """
         sig = plan.signals
         blend = None
@@ -252,7 +303,10 @@ class SegmentView:
             blend=blend,
             max_boost=boost,
             floor=floor,
+            decline_below=decline_below,
         )
+        if res is None:
+            return None
         # nothing ruled out unseen and no list only probed: every match was scored
         exact = res.dropped == 0 and res.skipped_terms == 0
         count = res.scored
@@ -295,9 +349,9 @@ class SegmentView:
 
     def kernel_top(
         self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the top k best
-        first — docs, BM25, final scores, URL keys — and the match count."""
+        first — ``[docs, URL keys]`` and ``[BM25, final scores]`` — and the match count."""
         sig = plan.signals
         blend = bool(sig.link_weight or sig.fresh_weight)
         if blend:
@@ -306,17 +360,21 @@ class SegmentView:
         else:
             link = base = _NO_FLOATS
             factor = 0.0
-        norm = self.norms(plan.avgdl, plan.k1, plan.b)
+        ntab = self.norm_table(plan.avgdl, plan.k1, plan.b)
         idfs = np.array(plan.idfs, dtype=np.float64)
-        live = self._live
-        common = (norm, live, bool(self.all_live), link, base, float(factor),
-                  float(sig.fresh_weight), blend, int(plan.k), self._kkeys)  # fmt: skip
         if conjunctive:
-            return kernels.and_top(self._kbuf, meta, self._kskip, idfs, *common)
+            return kernels.compiled("and")(
+                self._kbuf, meta, self._kskip, idfs, self._klen, ntab, self._live,
+                self.all_live, link, base, float(factor), float(sig.fresh_weight), blend,
+                int(plan.k), self._kkeys,
+            )  # fmt: skip
         scratch = self._scratch
         if scratch is None:
             scratch = self._scratch = np.zeros(self.reader.n_docs)
-        return kernels.or_top(self._kbuf, meta, idfs, *common, scratch)
+        return kernels.compiled("or")(
+            self._kbuf, meta, idfs, self._klen, ntab, self._live, self.all_live, link, base,
+            float(factor), float(sig.fresh_weight), blend, int(plan.k), self._kkeys, scratch,
+        )  # fmt: skip
 
     def match(
         self,
@@ -506,11 +564,16 @@ class ShardIndex:
             lists = None  # short lists under the kernels: no posting-list objects needed
             if kmeta is None or (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
                 lists = [view.reader.postings(t) for t in plan.terms]
-            if lists is not None and view.prunable(plan, conjunctive, lists):
+            compiled = kmeta is not None
+            pruned = None
+            if lists is not None and view.prunable(plan, conjunctive, lists, compiled):
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
-                docs, bm, final, count, seg_exact = view.top(plan, conjunctive, lists, floor)
+                decline = KERNEL_PROBE_RATIO if compiled else 0.0
+                pruned = view.top(plan, conjunctive, lists, floor, decline)
+            if pruned is not None:  # MaxScore and block bounds left most postings unscored
+                docs, bm, final, count, seg_exact = pruned
                 matched += count
                 exact = exact and seg_exact
                 if docs.size == 0:
@@ -518,13 +581,12 @@ class ShardIndex:
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
             elif kmeta is not None:  # every match scored and the top k taken, in one call
-                docs, bm, final, keys, count = view.kernel_top(plan, conjunctive, kmeta[0])
+                ids, scores, count = view.kernel_top(plan, conjunctive, kmeta[0])
                 matched += count
+                (docs_l, keys_l), (bm_l, final_l) = ids.tolist(), scores.tolist()
+                where = repeat(self.shard), repeat(si)
                 hits.extend(
-                    Hit(f, k, b, self.shard, si, d)
-                    for f, k, b, d in zip(
-                        final.tolist(), keys.tolist(), bm.tolist(), docs.tolist(), strict=True
-                    )
+                    map(_new_hit, zip(final_l, keys_l, bm_l, *where, docs_l, strict=False))
                 )
                 continue
             else:
@@ -555,13 +617,16 @@ class ShardIndex:
             rt_hits, rt_matched = self.realtime.search(plan, conjunctive)
             hits.extend(rt_hits)
             matched += rt_matched
-        hits.sort(key=lambda h: (-h.score, h.urlkey))
+        if len(self.segments) > 1 or self.realtime is not None:  # one source: in order already
+            hits.sort(key=lambda h: (-h.score, h.urlkey))
         return hits[: plan.k], matched, exact
 
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
-        memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] = [{} for _ in self.segments]
+        memos = None  # lists an AND pass decoded, kept for an OR fallback to reuse
+        if plan.conjunctive and plan.or_fallback:
+            memos = [{} for _ in self.segments]
         hits, matched, exact = self._run(plan, plan.conjunctive, memos)
         mode = "and" if plan.conjunctive else "or"
         if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
@@ -596,6 +661,7 @@ class IndexVersion:
         # (docs, total length, per-term df) of hidden batch documents, swapped as one value
         self._hidden_stats: tuple[int, int, Counter[str]] = (0, 0, Counter())
         self._terms_cache: dict[str, frozenset[str]] = {}
+        self._raw_df: dict[str, int] = {}  # per term asked for: its df summed over segments
         kernels.ready()  # start loading the kernels (in the background) before any query
         self.realtime: Any = None  # the real-time tier build attached to this version
         self._by_key: dict[int, str] | None = None
@@ -671,10 +737,15 @@ class IndexVersion:
 
     def df(self, term: str) -> int:
         """Visible batch documents containing ``term``."""
-        total = 0
-        for shard in self.shards:
-            for view in shard.segments:
-                total += view.reader.df(term)
+        total = self._raw_df.get(term)
+        if total is None:  # the segments' own counts never change: summed once per term
+            total = 0
+            for shard in self.shards:
+                for view in shard.segments:
+                    total += view.reader.df(term)
+            if len(self._raw_df) >= _RAW_DF_TERMS:
+                self._raw_df.clear()  # arbitrary query words: keep the memo bounded
+            self._raw_df[term] = total
         return total - self._base_adjust.get(term, 0) - self._hidden_stats[2].get(term, 0)
 
     # --- real-time tier hooks ------------------------------------------------------------

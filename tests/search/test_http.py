@@ -245,9 +245,14 @@ def test_pruned_pages_equal_exhaustive_ones_and_the_total_says_its_relation(
     """``trackTotalHits`` (Elasticsearch's ``track_total_hits``) over HTTP: below the
     threshold the shards take their top k by dynamic pruning (forced here on every query
     shape: these lists are short) and serve exactly the pages of scoring every match
-    (``trackTotalHits=true``); the total is exact, or a lower bound with ``gte``."""
-    from lookup.search import pruning, shard
+    (``trackTotalHits=true``); the total is exact, or a lower bound with ``gte``.
 
+    Scored on the numpy path: beside the compiled kernels the planner prunes OR alone and
+    only where MaxScore leaves most postings unscored (issue 24; tests/search/test_pruning.py
+    covers that choice), so AND pages would never be pruned here."""
+    from lookup.search import kernels, pruning, shard
+
+    monkeypatch.setattr(kernels, "ready", lambda: False)
     monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)
     monkeypatch.setattr(shard, "AND_SEED", 0)
     monkeypatch.setattr(shard, "PROBE_RATIO", 0)

@@ -119,13 +119,14 @@ def cases(draw: st.DrawFn):  # type: ignore[no-untyped-def]
     boosted = draw(st.booleans())
     k = draw(st.sampled_from([1, 3, 10, 50]))
     conjunctive = draw(st.booleans())
-    return members, tfs, doclen, keys, live, boosted, k, conjunctive, seed
+    decline = draw(st.sampled_from([0.0, 0.0, 1.0, 32.0]))  # OR: the planner's question
+    return members, tfs, doclen, keys, live, boosted, k, conjunctive, seed, decline
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_pruned_top_k_is_brute_force_exactly(case) -> None:  # type: ignore[no-untyped-def]
-    members, tfs, doclen, keys, live, boosted, k, conjunctive, seed = case
+    members, tfs, doclen, keys, live, boosted, k, conjunctive, seed, decline = case
     rng = np.random.default_rng(seed + 1)
     n_docs = doclen.size
     idfs = [math.log(1.0 + (n_docs - m.size + 0.5) / (m.size + 0.5)) for m in members]
@@ -145,7 +146,11 @@ def test_pruned_top_k_is_brute_force_exactly(case) -> None:  # type: ignore[no-u
         live=None if live.all() else live,
         blend=(lambda d, bm: bm * boost[d]) if boosted else None,
         max_boost=float(boost.max()),
+        decline_below=decline,
     )
+    if res is None:  # declined: only an OR over several lists with a ratio to meet
+        assert decline > 0 and not conjunctive and len(members) > 1
+        return
     want = _brute(members, tfs, idfs, doclen, keys, live, boost, conjunctive, avgdl, k)
     assert res.docs.tolist() == [d for d, _, _ in want]
     assert res.bm25.tolist() == [bm for _, bm, _ in want]  # bit for bit, not approximately
@@ -188,6 +193,7 @@ def test_pruning_skips_most_of_a_common_term() -> None:
             float(doclen.mean()), 1.2, 0.75,
             conjunctive,
         )  # fmt: skip
+        assert res is not None
         want = _brute(
             members, tfs, idfs, doclen, keys, np.ones(n, bool), np.ones(n), conjunctive,
             float(doclen.mean()), 10,
@@ -238,22 +244,29 @@ def _plans(snap, words: list[str], signals):  # type: ignore[no-untyped-def]
     for conjunctive in (True, False):
         yield (
             replace(plan, conjunctive=conjunctive, prune=False),
-            replace(plan, conjunctive=conjunctive),
+            replace(plan, conjunctive=conjunctive, exact_count=False),  # free to prune
         )
 
 
 def _same_answers(snap, queries) -> None:  # type: ignore[no-untyped-def]
     """Pruned = exhaustive, with the planner's thresholds and with pruning forced on
-    every query shape (every OR term probed, AND candidates in two rounds)."""
-    from lookup.search import pruning, shard
+    every query shape (every OR term probed, AND candidates in two rounds) — beside the
+    compiled kernels (the planner then prunes OR alone, and may decline it) and without
+    them (the numpy path, which prunes every shape)."""
+    from lookup.search import kernels, pruning, shard
 
     with pytest.MonkeyPatch.context() as mp:
+        _same_answers_now(snap, queries)  # the planner as served
         mp.setattr(shard, "PRUNE_MIN_POSTINGS", 0)  # these lists are short
+        _same_answers_now(snap, queries)
+        mp.setattr(shard, "KERNEL_PROBE_RATIO", 0.0)  # beside the kernels: OR never declined
         _same_answers_now(snap, queries)
         mp.setattr(shard, "AND_SEED", 0)
         mp.setattr(shard, "PROBE_RATIO", 0)
         mp.setattr(pruning, "PROBE_RATIO", 0)
         mp.setattr(pruning, "AND_SEED", 2)
+        _same_answers_now(snap, queries)
+        mp.setattr(kernels, "ready", lambda: False)  # the numpy path: every shape pruned
         _same_answers_now(snap, queries)
 
 
@@ -267,7 +280,11 @@ def _same_answers_now(snap, queries) -> None:  # type: ignore[no-untyped-def]
                     want, got = shard.search(exhaustive), shard.search(pruned)
                     assert got.hits == want.hits, (words, exhaustive.conjunctive)
                     assert got.mode == want.mode
-                    assert (got.matched == 0) == (want.matched == 0)  # an estimate otherwise
+                    assert (got.matched == 0) == (want.matched == 0)
+                    if got.exact:  # the same total, or a lower bound that says it is one
+                        assert got.matched == want.matched, (words, exhaustive.conjunctive)
+                    else:
+                        assert len(got.hits) <= got.matched <= want.matched
                     for h in got.hits:  # a deleted document is never returned
                         assert shard.segments[h.segment].live[h.doc]
 
@@ -380,3 +397,44 @@ def test_a_coordinator_without_exact_counts_answers_the_same_pages(
     finally:
         exact.close()
         pruned.close()
+
+
+def test_beside_the_kernels_the_planner_prunes_or_only_where_it_pays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: pruned AND lost to the compiled exhaustive kernel at every size, so beside
+    the kernels AND is never pruned; OR is pruned only when MaxScore leaves most postings
+    to probing (a rare word with a common one), declined otherwise (two common words) —
+    and whichever plan runs, the page is the exhaustive one, bit for bit."""
+    from lookup.search import IndexVersion, Signals, kernels, pruning, shard
+
+    rng = np.random.default_rng(11)
+    docs = []
+    for i in range(3000):
+        words = ["common"] * int(rng.integers(1, 4)) + ["usual"] * int(rng.integers(0, 3))
+        words += ["rare"] * (1 + i % 3) if i % 100 == 0 else []
+        docs.append(words + [f"filler{int(w)}" for w in rng.integers(0, 50, 8)])
+    _build(tmp_path, docs, 1, 5000, set())
+    snap = IndexVersion.open(tmp_path)
+    assert snap is not None and kernels.ready()
+    calls: list[tuple[bool, bool]] = []  # (conjunctive, pruned rather than declined)
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        res = pruning.prune_top_k(*args, **kwargs)
+        calls.append((args[8], res is not None))
+        return res
+
+    monkeypatch.setattr(shard, "prune_top_k", spy)
+    monkeypatch.setattr(shard, "PRUNE_MIN_POSTINGS", 0)  # these lists are short
+    monkeypatch.setattr(shard, "AND_SEED", 0)  # the numpy path's own size rules: all met
+    monkeypatch.setattr(shard, "PROBE_RATIO", 0)
+    plans = {}
+    for words in (["rare", "common"], ["common", "usual"]):
+        for exhaustive, pruned in _plans(snap, words, Signals.off()):
+            calls.clear()
+            want, got = snap.shards[0].search(exhaustive), snap.shards[0].search(pruned)
+            assert got.hits == want.hits and got.hits
+            plans[(words[0], pruned.conjunctive)] = list(calls)
+    assert plans[("rare", True)] == [] and plans[("common", True)] == []  # AND: the kernel
+    assert plans[("rare", False)] == [(False, True)]  # MaxScore only probes "common"
+    assert plans[("common", False)] == [(False, False)]  # declined: the kernel scores it

@@ -8,14 +8,18 @@ WORKERS  ?= 2
 SANDBOX_PORT ?= 8600
 # run-fleet's control endpoint (GET /fleet); 0: a free port, printed at start
 CONTROL_PORT ?= 0
+# make test's parallel workers: most tests wait on servers and subprocesses, so three
+# workers keep two cores busy (measured: see README, "Running the tests")
+TEST_WORKERS ?= 3
 export LOOKUP_DATA_DIR ?= $(CURDIR)/data
 
-.PHONY: run run-fleet test venv lint bench clean help
+.PHONY: run run-fleet test test-fast venv lint bench clean help
 
 help:
 	@echo "make run   - set up .venv, build missing data sets, start the API (:$(API_PORT)) and dashboard (:$(APP_PORT))"
 	@echo "make run-fleet - the same on PostgreSQL + Redis: local servers under data/servers/, $(WORKERS) API processes (:$(API_PORT)..), aggregators, dashboard"
-	@echo "make test  - set up .venv with dev tools and run the whole suite"
+	@echo "make test  - set up .venv with dev tools and run the whole suite ($(TEST_WORKERS) parallel workers)"
+	@echo "make test-fast - the inner loop: every test but the slow ones (servers, browser, notebooks, drills)"
 	@echo "make bench - run every benchmark in benchmarks/ (quick mode; outside the suite)"
 
 $(BIN)/python:
@@ -42,7 +46,10 @@ run-fleet: $(VENV)/.installed-app
 	$(BIN)/lookup up --backend postgres,redis --workers $(WORKERS) --api-port $(API_PORT) --app-port $(APP_PORT) --sandbox-port $(SANDBOX_PORT) --control-port $(CONTROL_PORT)
 
 test: $(VENV)/.installed-dev
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --durations=25
+
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check lookup app tests benchmarks

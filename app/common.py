@@ -30,7 +30,11 @@ DEFAULT_DATA_DIR = "data"
 #: it is on the PATH, else ``.venv/bin/lookup`` (what ``make run`` installs): the commands
 #: the pages print use it, so they work when pasted.
 LOOKUP = lookup_command()
-API_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
+def api_timeout() -> httpx.Timeout:
+    """How long a call to the API may take (``LOOKUP_API_TIMEOUT``; connecting: 1 s)."""
+    seconds = settings.get("api_timeout")
+    return httpx.Timeout(seconds, connect=min(1.0, seconds))
+
 
 #: The internal words some pages keep, each explained in plain words: where a page shows
 #: one, the element carries its explanation as a help tooltip (``help=term_help(...)``).
@@ -85,9 +89,11 @@ def tls_context() -> ssl.SSLContext:
 
 
 def http_client(
-    base_url: str = "", timeout: float | httpx.Timeout = API_TIMEOUT, **kwargs: Any
+    base_url: str = "", timeout: float | httpx.Timeout | None = None, **kwargs: Any
 ) -> httpx.Client:
-    """An :class:`httpx.Client` sharing :func:`tls_context` (cheap to make, still verifying)."""
+    """An :class:`httpx.Client` sharing :func:`tls_context` (cheap to make, still verifying);
+    ``timeout`` defaults to :func:`api_timeout`."""
+    timeout = api_timeout() if timeout is None else timeout
     return httpx.Client(base_url=base_url, timeout=timeout, verify=tls_context(), **kwargs)
 
 

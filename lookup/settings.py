@@ -120,6 +120,13 @@ def _byte_count(raw: str) -> int:
     return int(value)
 
 
+def _port_slot(raw: str) -> tuple[int, int]:
+    index, sep, count = raw.strip().partition("/")
+    if not (sep and index.isdigit() and count.isdigit() and int(index) < int(count) <= 64):
+        raise ValueError("expected I/N, two whole numbers with I < N <= 64 (e.g. 0/1, 2/4)")
+    return int(index), int(count)
+
+
 def _networks(raw: str) -> tuple[str, ...]:
     import ipaddress
 
@@ -178,6 +185,11 @@ SETTINGS: dict[str, Setting] = {
         Setting(
             "api_url", "LOOKUP_API_URL", "http://127.0.0.1:8000", _text, "url", "",
             "where the dashboard finds the HTTP API.",
+        ),
+        Setting(
+            "api_timeout", "LOOKUP_API_TIMEOUT", 2.0, _positive_float, "seconds", "s",
+            "how long the dashboard waits for an API answer before it says the API is slow "
+            "(connecting: at most 1 s of it); the test suite raises it on a loaded machine.",
         ),
         Setting(
             "sandbox_url", "LOOKUP_SANDBOX_URL", "http://127.0.0.1:8600", _text, "url", "",
@@ -425,6 +437,12 @@ SETTINGS: dict[str, Setting] = {
             "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",
             "the bin directory of the PostgreSQL that throw-away servers are started from "
             "(initdb, pg_ctl); unset: the newest under /usr/lib/postgresql.",
+        ),
+        Setting(
+            "port_slot", "LOOKUP_PORT_SLOT", (0, 1), _port_slot, "I/N", "",
+            "which share of the free-port range this process draws the throw-away servers' "
+            "loopback ports from: 0/1 is all of it; a parallel test run gives worker I of N "
+            "its own share, so two workers never draw the same port.",
         ),
         Setting(
             "require_servers", "LOOKUP_REQUIRE_SERVERS", False, _flag, "flag", "",

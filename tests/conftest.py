@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -26,6 +27,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # benchmarks/, never by a unit test's clock.
 hypothesis_settings.register_profile("suite", deadline=None)
 hypothesis_settings.load_profile("suite")
+
+# The dashboard gives up on an API call after 2 s and says the API is slow. On a loaded
+# machine an in-thread API starved of the GIL can take longer; the pages' behaviour, not
+# the machine's speed, is what the tests check (children, e.g. Streamlit, inherit this).
+os.environ.setdefault("LOOKUP_API_TIMEOUT", "20")
+
+# Under pytest-xdist each worker draws its loopback ports from its own share of the range
+# (and so do the servers it starts, which inherit the variable): two workers never race for
+# one port between choosing it and binding it.
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+    os.environ["LOOKUP_PORT_SLOT"] = "{}/{}".format(
+        int(os.environ["PYTEST_XDIST_WORKER"][2:]), os.environ["PYTEST_XDIST_WORKER_COUNT"]
+    )
 
 
 def free_port() -> int:
@@ -120,15 +134,80 @@ def live_api(tmp_path: Path) -> Iterator[str]:
             proc.kill()
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Run the real-browser tests last.
+#: Fixtures that start a real server, and the marker a test that uses one gets.
+_SERVER_FIXTURES = {
+    "postgres": {"postgres_server", "postgres_db", "own_postgres"},
+    "redis": {"redis_server", "own_redis"},
+    "etcd": {"etcd", "own_etcd"},
+}
+#: Words in a module's source that say it starts servers of its own (fleets, clusters).
+_SERVER_WORDS = {
+    "postgres": ("PostgresServer", "postgres_server"),
+    "redis": ("RedisServer", "RedisCluster", "redis_server"),
+    "etcd": ("EtcdServer",),
+}
+#: tests/<folder> → the system marker (``pytest -m places`` runs one system's tests).
+_SYSTEM_OF_FOLDER = {
+    "shortener": "shortener", "typeahead": "typeahead", "geo": "places", "datasets": "places",
+    "crawler": "crawler", "search": "search", "blocks": "blocks", "kit": "blocks",
+    "study": "study", "app": "dashboard", "browser": "dashboard",
+}  # fmt: skip
 
-    Playwright's sync API keeps an event loop running in the main thread while its
-    session-scoped browser is open, which would break later tests that call asyncio.run.
+
+def _module_source(item: pytest.Item, cache: dict[Path, str]) -> str:
+    path = Path(str(item.path))
+    if path not in cache:
+        cache[path] = path.read_text(encoding="utf-8") if path.suffix == ".py" else ""
+    return cache[path]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs, and put the longest work first.
+
+    Markers come from the fixtures a test uses and the servers its module starts
+    (``postgres``, ``redis``, ``etcd``), from its folder (``browser``, ``notebook``, one
+    per system), from its name (``drill``), and ``slow`` for all of these: ``pytest -m
+    "not slow"`` is the inner loop. The notebooks and then the browser modules run first,
+    so that in a parallel run no worker starts a long one when the others are done.
     """
-    browser = [i for i in items if "tests/browser/" in i.nodeid]
-    others = [i for i in items if "tests/browser/" not in i.nodeid]
-    items[:] = others + browser
+    sources: dict[Path, str] = {}
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        source = _module_source(item, sources)
+        folder = Path(str(item.path)).relative_to(ROOT / "tests").parts[0]
+        marks: set[str] = set()
+        for marker, fixtures in _SERVER_FIXTURES.items():
+            if names & fixtures or any(w in source for w in _SERVER_WORDS[marker]):
+                marks.add(marker)
+        if folder == "browser":
+            marks.add("browser")
+        if folder == "test_notebooks.py":
+            marks.add("notebook")
+        if "drill" in item.nodeid.lower():
+            marks.add("drill")
+        if marks or item.get_closest_marker("slow"):
+            marks.add("slow")
+        if folder in _SYSTEM_OF_FOLDER:
+            marks.add(_SYSTEM_OF_FOLDER[folder])
+        for marker in sorted(marks):
+            item.add_marker(getattr(pytest.mark, marker))
+    items.sort(key=lambda i: 0 if i.get_closest_marker("notebook") else
+               1 if i.get_closest_marker("browser") else 2)  # fmt: skip
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """A parallel run hands out whole test modules (their module fixtures — a built data
+    set, a dashboard — are made once), one notebook at a time, in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesLongestFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module == "tests/test_notebooks.py" else module
+
+    config.option.loadscopereorder = False  # keep the order above, not by test count
+    return ModulesLongestFirst(config, log)
 
 
 def _need_redis() -> None:

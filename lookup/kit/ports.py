@@ -8,6 +8,12 @@ connection draws its local port from — with a parallel test suite opening thou
 connections, one of them lands on the port just handed out. So :func:`free_port` draws at
 random from below the ephemeral range (Linux's is 32768–60999), checks that the port binds
 now, and never hands the same port out twice in one process.
+
+Ports come from 22768–30000 (above the well-known ports and the usual development
+servers, 8000s, 5432, 6379, 2379); a Redis Cluster node's from 20000–22768, so that its bus
+port (+10,000) is free of the others and still below the ephemeral range. A parallel test
+run gives each worker process a share of both (``LOOKUP_PORT_SLOT``, read per call), so
+two workers never draw the same port.
 """
 
 from __future__ import annotations
@@ -16,9 +22,11 @@ import random
 import socket
 import threading
 
-#: Where ports are drawn from: below Linux's ephemeral range, above the well-known ports
-#: and the usual development servers (8000s, 5432, 6379, 2379).
-PORT_RANGE = (20_000, 32_000)
+from lookup import settings
+
+#: Where ports are drawn from, and where a Redis Cluster node's (its bus port is +10,000).
+PORT_RANGE = (22_768, 30_000)
+BUS_PORT_RANGE = (20_000, 22_768)
 #: Redis Cluster's bus port is the node's port + 10,000: keep it below the ephemeral range too.
 BUS_OFFSET = 10_000
 
@@ -37,12 +45,18 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def _share(span: tuple[int, int]) -> tuple[int, int]:
+    """This process's share of ``span`` (``LOOKUP_PORT_SLOT``)."""
+    index, count = settings.get("port_slot")
+    low, high = span
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
 def free_port(host: str = "127.0.0.1", *, with_bus: bool = False) -> int:
     """A TCP port on ``host`` that is free now and was not handed out before in this
     process; with ``with_bus`` also its Redis Cluster bus port (port + 10,000)."""
-    low, high = PORT_RANGE
-    if with_bus:
-        high = min(high, 32_768 - BUS_OFFSET)
+    low, high = _share(BUS_PORT_RANGE if with_bus else PORT_RANGE)
     with _lock:
         for _ in range(500):
             port = _random.randrange(low, high)

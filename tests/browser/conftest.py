@@ -50,9 +50,14 @@ def dashboard(stack: tuple[Service, Service]) -> Service:
     return stack[1]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium_path: Path):  # type: ignore[no-untyped-def]
-    """One headless Chromium for the session."""
+    """One headless Chromium per test module.
+
+    Playwright's sync API keeps an event loop running in the main thread while it is
+    open; scoped to a module, it is closed before any other module's test runs, so a
+    test that calls ``asyncio.run`` may share a pytest-xdist worker with the browser.
+    """
     from playwright.sync_api import expect, sync_playwright
 
     # Streamlit renders after its websocket connects and the script runs; on two busy

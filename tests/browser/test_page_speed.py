@@ -7,8 +7,9 @@ the real API and dashboard, after one untimed visit (the browser then has Stream
 scripts cached and the server has imported the page, as for anyone's second visit).
 
 The target on a quiet two-core machine is under 1.5 s; the test asserts a generous
-:data:`BOUND_S`, as the machine may be busy with other work, and prints what it measured
-(``pytest -s`` shows the lines starting ``speed:``).
+:data:`BOUND_S`, or :data:`RELATIVE` times the Home page's visit measured the same way in
+the same test when the machine is so busy that even Home is slow, and prints what it
+measured (``pytest -s`` shows the lines starting ``speed:``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.browser
 
 #: The bound every visit and action must stay under (the target is 1.5 s).
 BOUND_S = 4.0
+#: ...or this many Home page visits, measured side by side, when that is longer.
+RELATIVE = 4.0
 #: Timed repetitions of each visit (the median is the figure).
 REPEATS = 3
 EXCEPTION = '[data-testid="stException"]'
@@ -107,6 +110,21 @@ def _visits(page, url: str, what: str, shown: Callable[[], None]) -> float:  # t
     return median
 
 
+@pytest.fixture
+def bound(page, dashboard: Service) -> float:  # type: ignore[no-untyped-def]
+    """:data:`BOUND_S`, or :data:`RELATIVE` Home visits if the machine makes that longer."""
+    from playwright.sync_api import expect
+
+    def shown() -> None:
+        expect(page.get_by_role("heading", name="Lookup Workbench")).to_be_visible(
+            timeout=60_000
+        )
+        expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=60_000)
+
+    home = _visits(page, f"{dashboard.url}/", "Home (the baseline)", shown)
+    return max(BOUND_S, RELATIVE * home)
+
+
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
     card = page.locator('[data-testid="stMetric"]').filter(
         has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
@@ -115,7 +133,7 @@ def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
 
 
 def test_places_visit_and_search_are_quick(
-    page, dashboard: Service, places_built: Service  # type: ignore[no-untyped-def]
+    page, dashboard: Service, places_built: Service, bound: float  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -127,7 +145,7 @@ def test_places_visit_and_search_are_quick(
         expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
         expect(frame.locator(".pin").first).to_be_visible(timeout=60_000)
 
-    assert _visits(page, f"{dashboard.url}/places", "Places", shown) < BOUND_S
+    assert _visits(page, f"{dashboard.url}/places", "Places", shown) < bound
 
     # An action: what you look for narrows the results (and the map is not reloaded).
     page.frame_locator(MAP_FRAME).locator(".leaflet-container").evaluate(
@@ -145,34 +163,34 @@ def test_places_visit_and_search_are_quick(
     def answered() -> None:
         expect(_metric_value(page, "Results survived")).to_have_text(f"{truth['total']:,}")
 
-    assert _timed("Places search for a word", search, answered) < BOUND_S
+    assert _timed("Places search for a word", search, answered) < bound
     _settled(page)
     same = frame.locator(".leaflet-container").evaluate("el => window.__sameMap === true")
     assert same, "the map was reloaded by a search: every action would pay for it"
     expect(page.locator(EXCEPTION)).to_have_count(0)
 
 
-def test_capacity_visit_and_input_are_quick(page, dashboard: Service) -> None:  # type: ignore[no-untyped-def]
+def test_capacity_visit_and_input_are_quick(page, dashboard: Service, bound: float) -> None:  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect
 
     def shown() -> None:
         expect(page.get_by_text("How each figure is worked out")).to_be_visible(timeout=60_000)
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
 
-    assert _visits(page, f"{dashboard.url}/capacity", "Capacity planner", shown) < BOUND_S
+    assert _visits(page, f"{dashboard.url}/capacity", "Capacity planner", shown) < bound
 
     tab = page.get_by_role("tab", name="Crawler")
 
     def opened() -> None:
         expect(_metric_value(page, "Seen-URL set in bytes")).to_be_visible(timeout=60_000)
 
-    assert _timed("Capacity planner, another tab", tab.click, opened) < BOUND_S
+    assert _timed("Capacity planner, another tab", tab.click, opened) < bound
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
 
 
 def test_crawler_visit_after_a_crawl_is_quick(
-    page, dashboard: Service, a_finished_crawl: Path  # type: ignore[no-untyped-def]
+    page, dashboard: Service, a_finished_crawl: Path, bound: float  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -181,13 +199,13 @@ def test_crawler_visit_after_a_crawl_is_quick(
         expect(_metric_value(page, "Pages fetched")).not_to_have_text("0")
         expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
 
-    assert _visits(page, f"{dashboard.url}/crawler", "Crawler after a crawl", shown) < BOUND_S
+    assert _visits(page, f"{dashboard.url}/crawler", "Crawler after a crawl", shown) < bound
 
     def duplicates() -> None:
         expect(_metric_value(page, "SimHash distance")).to_contain_text("of 64 bits",
                                                                         timeout=60_000)
 
     tab = page.get_by_role("tab", name="Duplicates")
-    assert _timed("Crawler, the duplicates tab", tab.click, duplicates) < BOUND_S
+    assert _timed("Crawler, the duplicates tab", tab.click, duplicates) < bound
     _settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)

@@ -29,8 +29,9 @@ pytestmark = pytest.mark.browser
 
 #: The bound every visit and action must stay under (the target is 1.5 s).
 BOUND_S = 4.0
-#: ...or this many Home page visits, measured side by side, when that is longer.
-RELATIVE = 4.0
+#: ...or this many Home page visits, measured side by side, when that is longer (a page
+#: that draws charts slows more than Home when other processes take the CPU).
+RELATIVE = 6.0
 #: Timed repetitions of each visit (the median is the figure).
 REPEATS = 3
 EXCEPTION = '[data-testid="stException"]'

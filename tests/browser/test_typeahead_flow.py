@@ -429,7 +429,9 @@ _GLYPH_WIDTHS = """async el => {
     f => f.family.replace(/"/g, "") === "Noto Sans Devanagari");
   // The served file again under a name no machine has: whatever fonts are installed, text
   // measured in this family is drawn from the file the dashboard serves.
-  const probe = new FontFace("lookup-served-probe", "url(/app/static/NotoSansDevanagari.ttf)");
+  // (with the served rule's descriptors: its weight range picks the same instance)
+  const probe = new FontFace("lookup-served-probe", "url(/app/static/NotoSansDevanagari.ttf)",
+    face ? {weight: face.weight, style: face.style, stretch: face.stretch} : {});
   document.fonts.add(await probe.load());
   return {
     text,

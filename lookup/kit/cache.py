@@ -28,7 +28,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -127,7 +127,7 @@ class TTLCache(Generic[K, V]):
 
     def __contains__(self, key: object) -> bool:
         with self._lock:
-            item = self._data.get(key)  # type: ignore[call-overload]
+            item = self._data.get(cast(K, key))
             return item is not None and self._clock() < item[1]
 
     def stats(self) -> dict[str, int]:

@@ -202,8 +202,10 @@ class LinearRanker:
                 f"ranking model was trained on features {list(names)}, this code computes "
                 f"{list(expected)}"
             )
-        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
-        return cls(names, *arrays, meta=meta)
+        meta = data.get("meta")
+        meta = meta if isinstance(meta, dict) else {}
+        weights, mean, scale = arrays
+        return cls(names, weights, mean, scale, meta=meta)
 
     def digest(self) -> str:
         """A short content hash (shown with the version)."""

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 from lookup.errors import Unavailable
 
@@ -46,7 +47,8 @@ def connect(
     file). ``autocommit`` (``isolation_level=None``) leaves every transaction to the
     caller's explicit ``BEGIN``; ``False`` keeps Python's implicit transactions.
     """
-    isolation = None if autocommit else ""
+    # "DEFERRED": Python's implicit transactions, as the default "" (a plain BEGIN) does
+    isolation: Literal["DEFERRED"] | None = None if autocommit else "DEFERRED"
     if readonly:
         conn = sqlite3.connect(
             f"file:{Path(path)}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000.0,

@@ -112,9 +112,10 @@ class TierTable:
         self._checked = clock()
         self.reloads = 0
         self.bad_reads = 0
-        self._tiers = self._read()
-        if self._tiers is None:
+        tiers = self._read()
+        if tiers is None:
             raise ValueError(f"{self.path} is not a tier table")
+        self._tiers: Tiers = tiers
 
     def _stamp(self) -> tuple[int, int, int]:
         st = os.stat(self.path)

@@ -241,10 +241,12 @@ def main(argv: list[str] | None = None) -> int:
                 [[name, fmt_rate(r["ops/s"]), fmt_ms(r["put p50 ms"]), fmt_ms(r["put p99 ms"]),
                   fmt_ms(r["get p50 ms"]), fmt_ms(r["get p99 ms"]), f"{r['errors']:.0f}"]
                  for name, r in (("quorum KV (ours)", kv), (anchor, rd))])
-    ratio = kv["ops/s"] / rd["ops/s"]
-    print(f"throughput ratio KV / anchor: {ratio:.3f}×; p99 ratio put "
-          f"{kv['put p99 ms'] / rd['put p99 ms']:.1f}×, "
-          f"get {kv['get p99 ms'] / rd['get p99 ms']:.1f}×")
+    def times(a: float, b: float, digits: int = 1) -> str:  # n/a: the anchor did none
+        return f"{a / b:.{digits}f}×" if b > 0 else "n/a"
+
+    print(f"throughput ratio KV / anchor: {times(kv['ops/s'], rd['ops/s'], 3)}; p99 ratio "
+          f"put {times(kv['put p99 ms'], rd['put p99 ms'])}, "
+          f"get {times(kv['get p99 ms'], rd['get p99 ms'])}")
     print_table("Where the time goes (one request at a time, median)", ["layer", "ms"],
                 [[name, fmt_ms(ms)] for name, ms in layers])
     rates = ring_rates(args.lookups)
@@ -257,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                     [theirs, fmt_rate(rates[theirs]), "1.00×"])])
     if args.json:
         args.json.write_text(json.dumps({
-            "anchor": anchor, "kv": kv, "redis": rd, "ratio": ratio,
+            "anchor": anchor, "kv": kv, "redis": rd,
+            "ratio": kv["ops/s"] / rd["ops/s"] if rd["ops/s"] > 0 else None,
             "layers": dict(layers), "ring": rates}, indent=1))
     return 0
 

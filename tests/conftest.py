@@ -154,6 +154,13 @@ _SYSTEM_OF_FOLDER = {
 }  # fmt: skip
 
 
+def _measured_slow() -> set[str]:
+    """The node ids listed in ``tests/measured_slow.txt``."""
+    path = ROOT / "tests" / "measured_slow.txt"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
 def _module_source(item: pytest.Item, cache: dict[Path, str]) -> str:
     path = Path(str(item.path))
     if path not in cache:
@@ -171,6 +178,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     so that in a parallel run no worker starts a long one when the others are done.
     """
     sources: dict[Path, str] = {}
+    measured_slow = _measured_slow()
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         source = _module_source(item, sources)
@@ -185,7 +193,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             marks.add("notebook")
         if "drill" in item.nodeid.lower():
             marks.add("drill")
-        if marks or item.get_closest_marker("slow"):
+        if marks or item.nodeid in measured_slow or item.get_closest_marker("slow"):
             marks.add("slow")
         if folder in _SYSTEM_OF_FOLDER:
             marks.add(_SYSTEM_OF_FOLDER[folder])

@@ -23,9 +23,15 @@
 3. **``GET /v1/search`` over HTTP** for 2 km in the densest city: ``wrk -t1 -c32`` (a Lua
    script picking one of 1,000 nearby points per request) against ``lookup serve`` in a
    subprocess (one process, one core), with the per-cell result cache on (as served) and
-   off (``cache=false``). Anchor: a bare Starlette route on the same server stack that
-   answers every request with the same JSON bytes one of our answers had. Target:
-   ≥ 1,000 requests/s.
+   off (``cache=false``): throughput, and the server's CPU per request over the wrk run
+   (from ``/proc``: what a regression of the hot path moves first, whatever else the
+   machine runs). Then the tail at a **fixed offered load**: ``--rate`` requests per
+   second (500) for ``--seconds``, latency counted from each request's due time
+   (:mod:`benchmarks.fixed_rate`, no coordinated omission), so a stall shows the day it
+   lands. Anchor: a bare Starlette route on the same server stack that answers every
+   request with the same JSON bytes one of our answers had. Targets: ≥ 1,000 requests/s,
+   ≥ 0.5× the anchor, p99 ≤ 25 ms at the fixed load. The load average is printed with
+   every run.
 
 Each figure is the median of ``--runs`` runs (3 by default), configurations interleaved
 run by run so drift on a shared machine hits them alike.
@@ -33,7 +39,7 @@ run by run so drift on a shared machine hits them alike.
     .venv/bin/python benchmarks/bench_places.py                 # 1M places, ~10 min
     .venv/bin/python benchmarks/bench_places.py --quick         # 100k places, one run
     .venv/bin/python benchmarks/bench_places.py --data-dir /tmp/places1m   # keep the data
-    .venv/bin/python benchmarks/bench_places.py --only http --seconds 5
+    .venv/bin/python benchmarks/bench_places.py --only http --seconds 5 --rate 500
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ from benchmarks.common import (
     spawned,
     wrk_path,
 )
+from benchmarks.fixed_rate import FixedRateResult, cpu_seconds, run_fixed_rate, server_pid
 from lookup.datasets import places as places_dataset
 from lookup.geo import GeohashIndex, ProximitySearch, QuadtreeIndex, SqlitePlaceStore, haversine_m
 from lookup.geo.geohash import EARTH_RADIUS_M
@@ -82,6 +89,12 @@ RADII_M = (500.0, 2_000.0, 20_000.0)
 HTTP_RADIUS_M = 2_000
 NARROW_TARGET_B = 40.0
 HTTP_TARGET = 1_000.0
+#: Throughput against the bare anchor, and p99 at the fixed offered load (issue 24, item 19).
+HTTP_RATIO_TARGET = 0.5
+HTTP_P99_TARGET_MS = 25.0
+#: Requests per second offered for the tail figures: half the throughput target, a load
+#: one server process carries with room to spare.
+FIXED_RATE = 500.0
 #: Metres of jitter around a business for a simulated user's position.
 USER_JITTER_M = 300.0
 
@@ -329,15 +342,20 @@ def dense_city_paths(data_dir: Path, count: int = 1_000, seed: int = 11) -> tupl
                   for a, b in points.tolist()]
 
 
-def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32
-               ) -> dict[str, Any]:
-    """``/v1/search`` over HTTP vs a bare Starlette route answering the same bytes."""
+def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32,
+               rate: float = FIXED_RATE) -> dict[str, Any]:
+    """``/v1/search`` over HTTP vs a bare Starlette route answering the same bytes: ``wrk``
+    for throughput, then ``rate`` requests per second offered for ``seconds`` for the tail
+    (:mod:`benchmarks.fixed_rate`), and each server's CPU per request during the wrk run."""
     city, paths = dense_city_paths(data_dir)
     api_port, anchor_port = free_port(), free_port()
     api_argv = [sys.executable, "-m", "lookup.cli", "serve", "--host", "127.0.0.1",
                 "--port", str(api_port), "--data-dir", str(data_dir)]
-    results: dict[str, list[WrkResult]] = {"anchor": [], "ours, cache on": [],
-                                           "ours, cache off": []}
+    names = ("anchor", "ours, cache on", "ours, cache off")
+    results: dict[str, list[WrkResult]] = {name: [] for name in names}
+    fixed: dict[str, list[FixedRateResult]] = {name: [] for name in names}
+    cpu_us: dict[str, list[float]] = {name: [] for name in names}
+    loads: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="bench-places-") as tmp, \
             server(api_argv, api_port, "/v1/places/index") as api:
         sample = httpx.get(api + paths[0], timeout=30)
@@ -350,25 +368,59 @@ def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32
                        str(anchor_port), "--body", str(body)]
         with server(anchor_argv, anchor_port, "/healthz", timeout_s=60) as anchor:
             on = lua_get_script(paths)
-            off = lua_get_script([p + "&cache=false" for p in paths])
+            off_paths = [p + "&cache=false" for p in paths]
+            off = lua_get_script(off_paths)
             run_wrk(api, on, seconds=1, connections=connections)  # warm-up
+            pids = {"anchor": server_pid(anchor_port), "ours": server_pid(api_port)}
             for run in range(runs):
-                for name, url, script in (("anchor", anchor, on), ("ours, cache on", api, on),
-                                          ("ours, cache off", api, off)):
+                for name, url, script, offered in (
+                        ("anchor", anchor, on, paths), ("ours, cache on", api, on, paths),
+                        ("ours, cache off", api, off, off_paths)):
+                    pid = pids["anchor" if name == "anchor" else "ours"]
+                    cpu = cpu_seconds(pid)
                     result = run_wrk(url, script, seconds=seconds, connections=connections)
+                    used = cpu_seconds(pid) - cpu
+                    tail = run_fixed_rate(url, offered, rate=rate, seconds=seconds)
                     results[name].append(result)
+                    fixed[name].append(tail)
+                    cpu_us[name].append(1e6 * used / max(result.requests, 1) if pid else 0.0)
+                    loads[name].append(os.getloadavg()[0])
                     print(f"  http run {run + 1}/{runs} {name:>15}: {fmt_rate(result.rate)}"
                           f"  p50 {fmt_ms(result.p50_ms)}  p99 {fmt_ms(result.p99_ms)}"
-                          f"  errors {result.error_count}", flush=True)
+                          f"  CPU/request {cpu_us[name][-1]:.0f} µs  errors {result.error_count}"
+                          f" | at {rate:,.0f}/s: p50 {fmt_ms(tail.p50_ms)}  p99"
+                          f" {fmt_ms(tail.p99_ms)}  max {fmt_ms(tail.max_ms)}  late {tail.late}"
+                          f"  errors {tail.errors} | load {loads[name][-1]:.1f}", flush=True)
+    anchor_rates = [r.rate for r in results["anchor"]]
     return {
         "city": city,
         "body_bytes": len(sample.content),
         "mean_matches": float(np.mean(totals)),
+        "rate": rate,
         **{name: {"rate": median(r.rate for r in rs), "p50_ms": median(r.p50_ms for r in rs),
                   "p99_ms": median(r.p99_ms for r in rs),
                   "errors": sum(r.error_count for r in rs),
-                  "runs": [round(r.rate, 1) for r in rs]}
+                  "runs": [round(r.rate, 1) for r in rs],
+                  "ratio": median(r.rate / a for r, a in zip(rs, anchor_rates, strict=True)),
+                  "cpu_us": median(cpu_us[name]),
+                  "load": [round(x, 2) for x in loads[name]],
+                  "fixed": _fixed_summary(fixed[name])}
            for name, rs in results.items()},
+    }
+
+
+def _fixed_summary(runs: Sequence[FixedRateResult]) -> dict[str, Any]:
+    """The median fixed-rate figures over runs (late and errors summed)."""
+    return {
+        "p50_ms": median(r.p50_ms for r in runs),
+        "p99_ms": median(r.p99_ms for r in runs),
+        "p999_ms": median(r.p999_ms for r in runs),
+        "max_ms": median(r.max_ms for r in runs),
+        "achieved": median(r.achieved for r in runs),
+        "late": sum(r.late for r in runs),
+        "errors": sum(r.errors for r in runs),
+        "send_lag_p99_ms": median(r.send_lag_p99_ms for r in runs),
+        "runs_p99_ms": [round(r.p99_ms, 2) for r in runs],
     }
 
 
@@ -442,20 +494,31 @@ def report(results: dict[str, Any]) -> str:
             f"{k} {v} B" for k, v in mem["columns"].items()), flush=True)
     http = results.get("http")
     if http:
-        anchor = http["anchor"]["rate"]
+        rate = http.get("rate", FIXED_RATE)
         rows = []
         for name in ("anchor", "ours, cache on", "ours, cache off"):
             s = http[name]
-            target = "" if name == "anchor" else _yes(s["rate"] >= HTTP_TARGET)
-            rows.append([name, fmt_rate(s["rate"]), fmt_ms(s["p50_ms"]), fmt_ms(s["p99_ms"]),
-                         f"{s['rate'] / anchor:.2f}×" if anchor else "", str(s["errors"]),
-                         target])
+            f = s["fixed"]
+            ours = name != "anchor"
+            rows.append([
+                name, fmt_rate(s["rate"]), fmt_ms(s["p99_ms"]), f"{s['ratio']:.2f}×",
+                f"{s['cpu_us']:.0f} µs", fmt_ms(f["p50_ms"]), fmt_ms(f["p99_ms"]),
+                fmt_ms(f["max_ms"]), str(s["errors"] + f["errors"] + f["late"]),
+                "–".join(f"{x:.1f}" for x in (min(s["load"]), max(s["load"]))),
+                _yes(s["rate"] >= HTTP_TARGET) if ours else "",
+                _yes(s["ratio"] >= HTTP_RATIO_TARGET) if ours else "",
+                _yes(f["p99_ms"] <= HTTP_P99_TARGET_MS) if ours else "",
+            ])
         out.append(print_table(
             f"GET /v1/search, {HTTP_RADIUS_M:,} m around {http['city']} (mean "
-            f"{http['mean_matches']:.0f} matches, {http['body_bytes']:,} B answers), "
-            "wrk -t1 -c32, one server process",
-            ["server", "req/s", "p50", "p99", "vs anchor", "errors",
-             f"≥ {HTTP_TARGET:,.0f}/s"], rows))
+            f"{http['mean_matches']:.0f} matches, {http['body_bytes']:,} B answers), one "
+            f"server process: wrk -t1 -c32 (throughput, its p99, server CPU per request), then "
+            f"{rate:,.0f} requests/s offered (p50, p99, max from each request's due time); "
+            "median of runs",
+            ["server", "req/s", "wrk p99", "vs anchor", "CPU/req", f"p50 @{rate:,.0f}/s",
+             f"p99 @{rate:,.0f}/s", f"max @{rate:,.0f}/s", "errors", "load",
+             f"≥ {HTTP_TARGET:,.0f}/s", f"≥ {HTTP_RATIO_TARGET:g}×",
+             f"p99 ≤ {HTTP_P99_TARGET_MS:g} ms"], rows))
     return "\n\n".join(out)
 
 
@@ -470,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs (the median is taken)")
     parser.add_argument("--seconds", type=int, default=10, help="seconds per wrk run (10)")
     parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rate", type=float, default=FIXED_RATE,
+                        help=f"requests/s offered for the tail figures ({FIXED_RATE:,.0f})")
     parser.add_argument("--quick", action="store_true",
                         help="100k businesses, 300 queries, one run, 2 s wrk runs")
     parser.add_argument("--only", default="inprocess,http", help="inprocess,http")
@@ -482,8 +547,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     if not only <= {"inprocess", "http"} or not only:
         parser.error("--only takes inprocess and/or http")
-    if min(args.queries, args.brute_queries, args.runs, args.seconds) < 1:
-        parser.error("--queries, --brute-queries, --runs and --seconds must be at least 1")
+    if min(args.queries, args.brute_queries, args.runs, args.seconds) < 1 or args.rate <= 0:
+        parser.error("--queries, --brute-queries, --runs and --seconds must be at least 1, "
+                     "--rate positive")
     if "http" in only and wrk_path() is None:
         parser.error("wrk is not installed: apt-get install -y wrk")
 
@@ -500,8 +566,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             gc.collect()
         if "http" in only:
             results["http"] = bench_http(data_dir, seconds=args.seconds, runs=args.runs,
-                                         connections=args.connections)
-    print()
+                                         connections=args.connections, rate=args.rate)
+    print(f"\nload average at the end: {machine_summary().rsplit('load average ', 1)[-1]}")
     report(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2, default=str))

@@ -22,8 +22,12 @@ same for every structure. Blocklisted phrases are dropped, as the pipeline would
    the Python objects of the sorted list.
 3. **HTTP**: ``wrk -t1 -c32`` with random popular prefixes against ``lookup serve``
    (one process, one core) over a data directory holding the snapshot, next to a bare
-   Starlette app answering a constant suggest body on the same uvicorn stack.
-   Target: ≥ 2,000 req/s. With ``--shards N`` also ``lookup typeahead serve-shards``:
+   Starlette app answering a constant suggest body on the same uvicorn stack, with the
+   server's CPU per request over the wrk run; then the tail at a **fixed offered load**,
+   ``--rate`` requests per second (2,000) for ``--seconds``, latency from each request's
+   due time (:mod:`benchmarks.fixed_rate`), and the load average after each run.
+   Targets: ≥ 2,000 req/s, ≥ 0.9× the anchor, p99 ≤ 5 ms at the fixed load. With
+   ``--shards N`` also ``lookup typeahead serve-shards``:
    the same snapshot cut into N prefix-range shard servers behind the router (one
    more network hop for every prefix of two or more characters), and the hop's client
    on its own — ``aiohttp`` (what the router uses) against ``httpx.AsyncClient``.
@@ -77,6 +81,7 @@ from benchmarks.common import (
     spawned,
     wrk_path,
 )
+from benchmarks.fixed_rate import FixedRateResult, cpu_seconds, run_fixed_rate, server_pid
 from lookup.typeahead import (
     DEFAULT_BLOCKLIST,
     HotBlocklist,
@@ -98,6 +103,11 @@ P99_TARGET_US = 20.0
 RATIO_TARGET = 100.0
 BYTES_TARGET = 150.0
 HTTP_TARGET = 2_000.0
+#: Throughput against the bare anchor, and p99 at the fixed offered load (issue 24, item 19).
+HTTP_RATIO_TARGET = 0.9
+HTTP_P99_TARGET_MS = 5.0
+#: Requests per second offered for the tail figures: the throughput target.
+FIXED_RATE = 2_000.0
 CLASSES = ("1 char", "2 chars", "3-8 chars")
 CACHE_CONTROL = "public, max-age=300"
 
@@ -493,8 +503,11 @@ def bench_http(
     warmup: int = 1,
     shards: int = 0,
     hop_requests: int = 3_000,
+    rate: float = FIXED_RATE,
 ) -> dict[str, Any]:
-    """``wrk`` against ``lookup serve`` holding the snapshot, and against the bare anchor.
+    """``wrk`` against ``lookup serve`` holding the snapshot, and against the bare anchor:
+    throughput and the server's CPU per request; then ``rate`` requests per second offered
+    for ``seconds``, the tail from each request's due time (:mod:`benchmarks.fixed_rate`).
 
     With ``shards`` also against ``lookup typeahead serve-shards --shards N`` over the
     same data directory (the cut is made once, on the first start, and reused).
@@ -512,6 +525,9 @@ def bench_http(
         )
         body = json.dumps(ours.service.lookup("ip", MARKET).body(), separators=(",", ":"))
         results: dict[str, list[WrkResult]] = {name: [] for name in names}
+        fixed: dict[str, list[FixedRateResult]] = {name: [] for name in names}
+        cpu_us: dict[str, list[float]] = {name: [] for name in names}
+        loads: dict[str, list[float]] = {name: [] for name in names}
         hop: dict[str, float] = {}
         for run in range(runs):
             for name in names:
@@ -537,15 +553,25 @@ def bench_http(
                             hop = bench_hop_clients(url, paths, hop_requests)
                     if warmup > 0:
                         run_wrk(url, script, seconds=warmup, connections=connections)
+                    pid = server_pid(port)  # the router's process, for the sharded server
+                    cpu = cpu_seconds(pid)
                     result = run_wrk(url, script, seconds=seconds, connections=connections)
+                    used = cpu_seconds(pid) - cpu
+                    tail = run_fixed_rate(url, paths, rate=rate, seconds=seconds)
                 results[name].append(result)
+                fixed[name].append(tail)
+                cpu_us[name].append(1e6 * used / max(result.requests, 1) if pid else 0.0)
+                loads[name].append(os.getloadavg()[0])
                 print(
                     f"  http run {run + 1}/{runs} {name:>7}: {fmt_rate(result.rate)}  "
                     f"p50 {result.p50_ms:.2f} ms  p99 {result.p99_ms:.2f} ms  "
-                    f"errors {result.error_count}",
+                    f"CPU/request {cpu_us[name][-1]:.0f} µs  errors {result.error_count} | "
+                    f"at {rate:,.0f}/s: p50 {tail.p50_ms:.2f} ms  p99 {tail.p99_ms:.2f} ms  "
+                    f"max {tail.max_ms:.1f} ms  late {tail.late}  errors {tail.errors} | "
+                    f"load {loads[name][-1]:.1f}",
                     flush=True,
                 )
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"rate": rate}
     for name, rs in results.items():
         out[name] = {
             "rate": median(r.rate for r in rs),
@@ -553,6 +579,9 @@ def bench_http(
             "p99_ms": median(r.p99_ms for r in rs),
             "errors": sum(r.error_count for r in rs),
             "runs": [round(r.rate, 1) for r in rs],
+            "cpu_us": median(cpu_us[name]),
+            "load": [round(x, 2) for x in loads[name]],
+            "fixed": fixed_summary(fixed[name]),
         }
     out["ratio"] = median(
         o.rate / b.rate for o, b in zip(results["ours"], results["bare"], strict=True)
@@ -572,6 +601,21 @@ def bench_http(
         out["sharded"]["head_share"] = at_head / len(paths)
         out["hop"] = hop
     return out
+
+
+def fixed_summary(runs: Sequence[FixedRateResult]) -> dict[str, Any]:
+    """The median fixed-rate figures over runs (late and errors summed)."""
+    return {
+        "p50_ms": median(r.p50_ms for r in runs),
+        "p99_ms": median(r.p99_ms for r in runs),
+        "p999_ms": median(r.p999_ms for r in runs),
+        "max_ms": median(r.max_ms for r in runs),
+        "achieved": median(r.achieved for r in runs),
+        "late": sum(r.late for r in runs),
+        "errors": sum(r.errors for r in runs),
+        "send_lag_p99_ms": median(r.send_lag_p99_ms for r in runs),
+        "runs_p99_ms": [round(r.p99_ms, 2) for r in runs],
+    }
 
 
 def check_routed(url: str, paths: Sequence[str], expect: Callable[[str], dict[str, Any]]) -> None:
@@ -740,6 +784,13 @@ def report(results: dict[str, Any]) -> str:
     )
     http = results.get("http")
     if http:
+        rate = http.get("rate", FIXED_RATE)
+        ours_http = http["ours"]
+        met = (
+            ours_http["rate"] >= HTTP_TARGET
+            and http["ratio"] >= HTTP_RATIO_TARGET
+            and ours_http["fixed"]["p99_ms"] <= HTTP_P99_TARGET_MS
+        )
         rows = [
             [
                 "bare Starlette constant body (anchor)",
@@ -753,13 +804,14 @@ def report(results: dict[str, Any]) -> str:
             ],
             [
                 "GET /v1/suggest on lookup serve",
-                fmt_rate(http["ours"]["rate"]),
-                f"{http['ours']['p50_ms']:.2f} ms",
-                f"{http['ours']['p99_ms']:.2f} ms",
+                fmt_rate(ours_http["rate"]),
+                f"{ours_http['p50_ms']:.2f} ms",
+                f"{ours_http['p99_ms']:.2f} ms",
                 f"{http['ratio']:.2f}× bare",
-                ", ".join(f"{r:,.0f}" for r in http["ours"]["runs"]),
-                f"≥ {HTTP_TARGET:,.0f}/s",
-                "yes" if http["ours"]["rate"] >= HTTP_TARGET else "NO",
+                ", ".join(f"{r:,.0f}" for r in ours_http["runs"]),
+                f"≥ {HTTP_TARGET:,.0f}/s, ≥ {HTTP_RATIO_TARGET:g}×, "
+                f"p99 @{rate:,.0f}/s ≤ {HTTP_P99_TARGET_MS:g} ms",
+                "yes" if met else "NO",
             ],
         ]
         sharded = http.get("sharded")
@@ -789,6 +841,40 @@ def report(results: dict[str, Any]) -> str:
                 rows,
             )
         )
+        tail_rows = []
+        for name, label in (
+            ("bare", "bare Starlette constant body (anchor)"),
+            ("ours", "GET /v1/suggest on lookup serve"),
+            ("sharded", "via the router"),
+        ):
+            if name not in http:
+                continue
+            f, h = http[name]["fixed"], http[name]
+            tail_rows.append([
+                label, f"{h['cpu_us']:.0f} µs", f"{f['p50_ms']:.2f} ms", f"{f['p99_ms']:.2f} ms",
+                f"{f['p999_ms']:.2f} ms", f"{f['max_ms']:.1f} ms",
+                ", ".join(f"{x:.1f}" for x in f["runs_p99_ms"]), str(f["late"] + f["errors"]),
+                "–".join(f"{x:.1f}" for x in (min(h["load"]), max(h["load"]))),
+            ])  # fmt: skip
+        text.append(
+            print_table(
+                f"Tail at a fixed offered load: {rate:,.0f} requests/s for each run's seconds, "
+                "latency from each request's due time (median of runs); server CPU per request "
+                "over the wrk run; the load average after each run",
+                [
+                    "server",
+                    "CPU/req",
+                    "p50",
+                    "p99",
+                    "p99.9",
+                    "max",
+                    "p99 per run",
+                    "late+errors",
+                    "load",
+                ],
+                tail_rows,
+            )
+        )
         hop = http.get("hop")
         if sharded and hop:
             base = hop["httpx c32"]
@@ -814,6 +900,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per measurement (3)")
     parser.add_argument("--seconds", type=int, default=10, help="seconds per wrk run (10)")
     parser.add_argument("--connections", type=int, default=32, help="wrk connections (32)")
+    parser.add_argument(
+        "--rate", type=float, default=FIXED_RATE,
+        help=f"requests/s offered for the tail figures ({FIXED_RATE:,.0f})",
+    )  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="200k queries, one run, 2 s wrk runs")
     parser.add_argument(
         "--fast-calls", type=int, default=20_000, help="timed calls per class for ours (20,000)"
@@ -840,6 +930,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.fast_calls, args.slow_budget = 5_000, 1.5
     if args.queries < 100 or args.runs < 1 or args.seconds < 1 or args.connections < 1:
         parser.error("--queries ≥ 100, --runs, --seconds and --connections ≥ 1")
+    if args.rate <= 0:
+        parser.error("--rate must be positive")
     if not 0 <= args.shards <= 16:
         parser.error("--shards must be between 0 (off) and 16")
     if not args.skip_http and wrk_path() is None:
@@ -908,10 +1000,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs=args.runs,
                 connections=args.connections,
                 shards=args.shards,
+                rate=args.rate,
             )
     print()
     text = report(results)
-    print(f"\nfinished in {(dt.datetime.now() - started).total_seconds():.0f} s")
+    print(
+        f"\nfinished in {(dt.datetime.now() - started).total_seconds():.0f} s, load average "
+        f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     if args.json:
         args.json.write_text(json.dumps({"results": results, "report": text}, indent=2))
     return 0

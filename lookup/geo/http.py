@@ -18,10 +18,13 @@ builds it. Writes go to the database and its change stream; the service's tailer
 background task) applies the stream to the live index every second, and each write
 syncs it at once.
 
-No route reads or writes the database on the event loop: a search hydrates its page from
-the database on a profile-cache miss, so the hot routes run in worker threads of their own
-(:data:`SEARCH_LANE`), and the management routes are plain ``def`` (FastAPI runs them in
-its thread pool). A write that waits out SQLite's busy timeout (another process holding
+No route reads or writes the database on the event loop. The hot routes rank on the loop
+(the index, the result cache and the profiles held in memory: CPU work, which a worker
+thread would only slow down with its GIL hand-offs, ≈2× the CPU per search); a page with a
+place whose profile is not in memory reads it in a worker thread of the routes' own lane
+(:data:`SEARCH_LANE`), as does a request that must load the index first or asks for the
+brute-force scan. The management routes are plain ``def`` (FastAPI runs them in its thread
+pool). A write that waits out SQLite's busy timeout (another process holding
 the write lock) answers ``503 UNAVAILABLE`` with ``Retry-After``
 (:func:`lookup.kit.sqlite.busy_error`) and stalls nothing else.
 """
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from fastapi import Body, Depends, Request
@@ -40,8 +43,8 @@ from starlette.routing import Route
 
 from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
-from lookup.geo.search import SearchError
-from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, PlacesService
+from lookup.geo.search import ProximitySearch, RankedPage, SearchError
+from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, NotInMemory, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.geo.training import mount_training
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
@@ -51,8 +54,17 @@ from lookup.kit.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
-#: The worker threads of the hot read routes (``/v1/search``, ``/v1/places/area``).
+#: The worker threads of the hot read routes (``/v1/search``, ``/v1/places/area``): profile
+#: reads, index loads and scans.
 SEARCH_LANE = ThreadLane("places-search", 8)
+
+
+class Ranked(NamedTuple):
+    """A search's page ranked, with the model that ranked it (read once per request)."""
+
+    page: RankedPage
+    active: Any  # ActiveModel | None: the hand-set constants
+    ranking: str  # as asked: auto, hand or learned
 
 
 def _json(body: dict[str, Any]) -> Response:
@@ -74,17 +86,47 @@ def mount(mounts: Any) -> None:
     service = PlacesService(mounts.data_dir)
     mounts.api.state.places = service
 
-    def searcher(params: Any) -> Any:
-        return service.searcher(choice_param(params, "index", PLANNERS, "geohash"))
+    def planner_of(params: Any) -> str:
+        return str(choice_param(params, "index", PLANNERS, "geohash"))
+
+    def searcher(params: Any) -> ProximitySearch:
+        return service.searcher(planner_of(params))
+
+    def in_memory(params: Any) -> ProximitySearch | None:
+        """The searcher to answer on the event loop: the index loaded, the searcher built
+        and not the brute-force scan; else None (the lane loads, builds or scans)."""
+        planner = planner_of(params)
+        return None if planner == "scan" else service.searcher_in_memory(planner)
 
     async def search(request: StarletteRequest) -> Response:
-        return await SEARCH_LANE.run(search_answer, request.query_params)
+        params = request.query_params
+        s = in_memory(params)
+        if s is None:
+            return await SEARCH_LANE.run(search_answer, params)
+        # Ranking is memory and CPU only: on the loop (a worker thread would add its GIL
+        # hand-offs to every request). What reads a store goes to the lane: the model
+        # store's check (once a second) and the profiles not in memory.
+        if service.model_due():
+            ranked = await SEARCH_LANE.run(rank, s, params)
+        else:
+            ranked = rank(s, params)
+        nums = ranked.page.nums
+        profiles = service.profiles_in_memory(nums)
+        if profiles is None:
+            profiles = await SEARCH_LANE.run(service.profiles, nums)
+        return answer(s, params, ranked, profiles)
 
     def search_answer(params: Any) -> Response:
+        """The whole search in a worker thread (loads the index first if need be)."""
+        s = searcher(params)
+        ranked = rank(s, params)
+        return answer(s, params, ranked, service.profiles(ranked.page.nums))
+
+    def rank(s: ProximitySearch, params: Any) -> Ranked:
+        """The request's page ranked (by the model read once here), before hydration."""
         lat = float_param(params, "lat", required=True)
         lng = float_param(params, "lng", required=True)
         radius = float_param(params, "radius", 2000.0)
-        s = searcher(params)
         ranking = choice_param(params, "ranking", ("auto", "hand", "learned"), "auto")
         try:
             active = service.model(ranking)
@@ -98,7 +140,7 @@ def mount(mounts: Any) -> None:
                 price=params.get("price"),
                 q=params.get("q"),
             )
-            result = s.search(
+            page = s.rank(
                 lat,
                 lng,
                 radius,
@@ -112,6 +154,17 @@ def mount(mounts: Any) -> None:
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
+        return Ranked(page, active, ranking)
+
+    def answer(
+        s: ProximitySearch,
+        params: Any,
+        ranked: Ranked,
+        profiles: dict[int, dict[str, Any]],
+    ) -> Response:
+        active, ranking = ranked.active, ranked.ranking
+        model = active.ranker if active is not None else None
+        result = s.finish(ranked.page, profiles)
         body = result.to_json(explain=bool_param(params, "explain"))
         if body.get("explain") is not None and model is not None:
             for item in body["results"]:  # each feature's share of the learned score
@@ -135,11 +188,20 @@ def mount(mounts: Any) -> None:
         return _json(body)
 
     async def area(request: StarletteRequest) -> Response:
-        return await SEARCH_LANE.run(area_answer, request.query_params)
+        params = request.query_params
+        s = in_memory(params)
+        if s is not None:
+            try:  # on the loop while every pin's profile is in memory (as a search)
+                return area_answer(params, s, service.memory_profiles)
+            except NotInMemory:
+                pass
+        return await SEARCH_LANE.run(area_answer, params)
 
-    def area_answer(params: Any) -> Response:
+    def area_answer(
+        params: Any, s: ProximitySearch | None = None, profiles: Any = None
+    ) -> Response:
         bounds = [float_param(params, k, required=True) for k in ("south", "west", "north", "east")]
-        s = searcher(params)
+        s = s or searcher(params)
         try:
             filters = s.check_filters(
                 category=params.get("category"),
@@ -149,7 +211,9 @@ def mount(mounts: Any) -> None:
             )
             limit = int_param(params, "limit", 100, low=1, high=500)
             max_pins = int_param(params, "maxPins", 300, low=1, high=5000)
-            body = s.area(*bounds, filters=filters, limit=limit, max_pins=max_pins)
+            body = s.area(
+                *bounds, filters=filters, limit=limit, max_pins=max_pins, profiles=profiles
+            )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
         for item in body["results"]:

@@ -26,8 +26,9 @@ import json
 import math
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -93,6 +94,43 @@ class Matches:
     def order(self) -> np.ndarray:
         """Row order: score desc, then distance, then place number."""
         return np.lexsort((self.cols.num, self.dist_key, -self.score_key))
+
+    def first(self, limit: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """The first ``limit`` of ``rows`` (default: all) in :meth:`order`'s order, without
+        sorting the rest: only rows scoring at least the ``limit``-th best are sorted."""
+        rows = np.arange(len(self)) if rows is None else rows
+        if len(rows) > 4 * limit:
+            key = self.score_key[rows]
+            kth = np.partition(key, len(key) - limit)[len(key) - limit]
+            rows = rows[key >= kth]  # every row above the limit-th best, and its ties
+        best = np.lexsort((self.cols.num[rows], self.dist_key[rows], -self.score_key[rows]))
+        return rows[best[:limit]]
+
+
+@dataclass
+class RankedPage:
+    """One page of a radius search ranked and cut, before its places' profiles are read.
+
+    :attr:`nums` are the places :meth:`ProximitySearch.finish` hydrates: a server ranks
+    on its event loop (memory only) and reads the profiles it does not hold in a thread.
+    """
+
+    matches: Matches
+    page: np.ndarray
+    radius_used_m: float
+    next_cursor: str | None
+    plan: Plan
+    read: int
+    cache_hit: bool
+    now: float
+    widened: list[float]
+    started: float
+    features: bool = False
+
+    @property
+    def nums(self) -> list[int]:
+        """The page's place numbers, best first."""
+        return self.matches.cols.num[self.page].tolist()  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -175,6 +213,20 @@ def check_limit(limit: Any) -> int:
 # ----------------------------------------------------------------------- cursor
 
 
+@lru_cache(maxsize=8)
+def _kept_digest(model: Any) -> str:
+    return str(model.digest())
+
+
+def _digest(model: Any) -> str:
+    """A learned ranker's content hash (in the cursor's fingerprint), made once per model
+    rather than on every request: a ranker is frozen, equal rankers hash alike."""
+    try:
+        return _kept_digest(model)
+    except TypeError:  # not hashable: hash its content each time
+        return str(model.digest())
+
+
 def _fingerprint(lat: float, lng: float, radius: float, filters: Filters, widen: bool,
                  planner: str) -> str:
     raw = json.dumps([round(lat, 9), round(lng, 9), radius, filters.key(), widen, planner])
@@ -195,7 +247,7 @@ def _unb64(text: str) -> bytes:
 
 
 def _sign(key: bytes, payload: str) -> str:
-    return _b64(hmac.new(key, payload.encode("ascii"), hashlib.sha256).digest()[:_SIG_BYTES])
+    return _b64(hmac.digest(key, payload.encode("ascii"), "sha256")[:_SIG_BYTES])
 
 
 def encode_cursor(payload: dict[str, Any], key: bytes = PROCESS_CURSOR_KEY) -> str:
@@ -260,6 +312,7 @@ class ProximitySearch:
             TTLCache(cache_size, cache_ttl) if cache_ttl > 0 else None
         )
         self.flight = SingleFlight()
+        self._minutes: dict[tuple[float, int], int] = {}  # (instant, zone) → minute of week
 
     @property
     def places(self) -> GeohashIndex:
@@ -328,15 +381,10 @@ class ProximitySearch:
         if not len(cols):
             return np.zeros(0, dtype=bool)
         vocab = self.places.vocab
-        tz_ids = np.unique(cols.tz)
+        tz_ids = set(cols.tz.tolist()) if len(cols) <= 1024 else np.unique(cols.tz).tolist()
         mow = np.full(len(vocab.timezones), -1, dtype=np.int64)
-        for tid in tz_ids.tolist():
-            name = vocab.timezones[tid]
-            if name:
-                try:
-                    mow[tid] = minute_of_week(now, name)
-                except ValueError:
-                    mow[tid] = -1
+        for tid in tz_ids:
+            mow[tid] = self._minute_of_week(now, tid)
         minute = mow[cols.tz]
         known = minute >= 0
         out = np.zeros(len(cols), dtype=bool)
@@ -345,6 +393,25 @@ class ProximitySearch:
         ok = known & (hours < len(bitmaps))
         out[ok] = bitmaps[hours[ok], minute[ok]]
         return out
+
+    def _minute_of_week(self, now: float, tid: int) -> int:
+        """The local minute of the week in time zone ``tid`` at ``now`` (-1: none or
+        unknown), worked out once per zone and instant: every search in the same second
+        asks the same (time-zone arithmetic costs more than the rest of the mask)."""
+        key = (now, tid)
+        found = self._minutes.get(key)
+        if found is None:
+            name = self.places.vocab.timezones[tid]
+            found = -1
+            if name:
+                try:
+                    found = minute_of_week(now, name)
+                except ValueError:
+                    pass
+            if len(self._minutes) >= 4096:
+                self._minutes.clear()
+            self._minutes[key] = found
+        return found
 
     # ------------------------------------------------------------ matching
 
@@ -422,14 +489,38 @@ class ProximitySearch:
         """One page of places near (lat, lng); see the module docstring for the rules.
 
         ``model`` ranks by a learned :class:`~lookup.kit.ltr.LinearRanker` (its own cursors);
-        ``features=True`` adds each result's ranking features (for training).
+        ``features=True`` adds each result's ranking features (for training). The same as
+        :meth:`rank` then :meth:`finish` with the profiles of :attr:`profiles`.
         """
+        ranked = self.rank(lat, lng, radius_m, filters=filters, limit=limit, cursor=cursor,
+                           widen=widen, now=now, use_cache=use_cache, model=model,
+                           features=features)
+        nums = ranked.nums
+        profiles = self.profiles(nums) if self.profiles is not None and nums else None
+        return self.finish(ranked, profiles)
+
+    def rank(
+        self,
+        lat: float,
+        lng: float,
+        radius_m: float = DEFAULT_RADIUS_M,
+        *,
+        filters: Filters | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        widen: bool = True,
+        now: float | None = None,
+        use_cache: bool = False,
+        model: Any = None,
+        features: bool = False,
+    ) -> RankedPage:
+        """The page of :meth:`search` before hydration: in-memory work only (no store)."""
         started = time.perf_counter()
         lat, lng = check_point(lat, lng)
         radius = check_radius(radius_m)
         limit = check_limit(limit)
         filters = filters or Filters()
-        ranked_by = self.planner.name if model is None else f"{self.planner.name}:{model.digest()}"
+        ranked_by = self.planner.name if model is None else f"{self.planner.name}:{_digest(model)}"
         fp = _fingerprint(lat, lng, radius, filters, widen, ranked_by)
         after: tuple[int, int, int] | None = None
         if cursor:
@@ -452,22 +543,29 @@ class ProximitySearch:
                                               model=model)
             if len(m) >= limit:
                 break
-        order = m.order()
+        rows = None  # every match
         if after is not None:
             s, d, n = after
-            sk, dk, nk = m.score_key[order], m.dist_key[order], m.cols.num[order]
-            later = (sk < s) | ((sk == s) & ((dk > d) | ((dk == d) & (nk > n))))
-            order = order[later]
-        page = order[:limit]
+            sk, dk, nk = m.score_key, m.dist_key, m.cols.num
+            rows = np.flatnonzero((sk < s) | ((sk == s) & ((dk > d) | ((dk == d) & (nk > n)))))
+        page = m.first(limit, rows)
         next_cursor = None
-        if len(order) > limit:
+        if (len(m) if rows is None else len(rows)) > limit:
             last = page[-1]
             next_cursor = encode_cursor({
                 "v": 1, "f": fp, "r": r, "t": int(now), "s": int(m.score_key[last]),
                 "d": int(m.dist_key[last]), "n": int(m.cols.num[last]),
             }, self.cursor_key)
-        results = self._render(m, page, now)
-        if features and results:
+        return RankedPage(m, page, r, next_cursor, plan, read, hit, now, tried, started, features)
+
+    def finish(self, ranked: RankedPage, profiles: Mapping[int, dict[str, Any]] | None
+               ) -> SearchResult:
+        """The :class:`SearchResult` of a :meth:`rank`-ed page, hydrated from ``profiles``
+        (place number → profile fields; None: no hydration). A place of the page without a
+        profile was deleted since the index saw it, and is left out."""
+        m, page, now, r = ranked.matches, ranked.page, ranked.now, ranked.radius_used_m
+        results = self._render(m, page, now, profiles)
+        if ranked.features and results:
             rows = m.cols.take(page)
             x = place_features(m.dist[page], r, rows.rating, m.relevance[page],
                                self.open_mask(rows, now), rows.price)
@@ -475,19 +573,20 @@ class ProximitySearch:
             for item in results:
                 item["features"] = dict(zip(PLACE_FEATURES, by_num[item["num"]], strict=True))
         return SearchResult(
-            results=results, radius_used_m=r, next_cursor=next_cursor, total=len(m), plan=plan,
-            read=read, cache_hit=hit, took_ms=(time.perf_counter() - started) * 1000.0,
-            widened=tried,
+            results=results, radius_used_m=r, next_cursor=ranked.next_cursor, total=len(m),
+            plan=ranked.plan, read=ranked.read, cache_hit=ranked.cache_hit,
+            took_ms=(time.perf_counter() - ranked.started) * 1000.0, widened=ranked.widened,
         )
 
-    def _render(self, m: Matches, page: np.ndarray, now: float) -> list[dict[str, Any]]:
+    def _render(self, m: Matches, page: np.ndarray, now: float,
+                profiles: Mapping[int, dict[str, Any]] | None) -> list[dict[str, Any]]:
         if not len(page):
             return []
         cols = m.cols.take(page)
         open_now = self.open_mask(cols, now).tolist()
         nums = cols.num.tolist()
-        profiles = self.profiles(nums) if self.profiles else {}
-        hydrate = self.profiles is not None
+        hydrate = profiles is not None
+        profiles = profiles or {}
         # whole columns to Python at once (``tolist``) rather than a numpy scalar per cell
         lats, lngs = cols.lat.tolist(), cols.lng.tolist()
         dists = np.rint(m.dist[page]).astype(np.int64).tolist()
@@ -515,12 +614,14 @@ class ProximitySearch:
         limit: int = 100,
         max_pins: int = MAX_PINS,
         now: float | None = None,
+        profiles: Profiles | None = None,
     ) -> dict[str, Any]:
         """Places inside a map rectangle (``west > east`` crosses ±180): pins, or clusters.
 
         Pins are ranked like a radius search from the rectangle's centre (radius = its
         half-diagonal). With more than ``max_pins`` matches the answer is clusters:
-        counts per geohash cell, each at the mean position of its places.
+        counts per geohash cell, each at the mean position of its places. ``profiles``
+        hydrates the pins instead of :attr:`profiles`.
         """
         started = time.perf_counter()
         south, west = check_point(south, west)
@@ -569,8 +670,12 @@ class ProximitySearch:
             s = score(dist, max(half_diag, 1.0), cols.rating.astype(np.float64), rel)
             m = Matches(cols, dist, s, rel, np.rint(s * _SCORE_SCALE).astype(np.int64),
                         np.rint(dist * _DIST_SCALE).astype(np.int64))
+            page = m.first(limit)
+            hydrate = profiles or self.profiles
+            nums = m.cols.num[page].tolist()
+            found = hydrate(nums) if hydrate is not None and nums else None
             body["mode"] = "pins"
-            body["results"] = self._render(m, m.order()[:limit], now)
+            body["results"] = self._render(m, page, now, found)
         body["tookMs"] = round((time.perf_counter() - started) * 1000.0, 3)
         return body
 

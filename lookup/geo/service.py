@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -44,10 +45,16 @@ PLANNERS = ("geohash", "quadtree", "scan")
 SYNC_INTERVAL_S = 1.0
 #: The cursor-signing key's file under ``<data-dir>/places/``.
 CURSOR_KEY_FILE = "cursor.key"
+#: How often a search re-reads which ranking model the store serves (seconds).
+MODEL_RECHECK_S = 1.0
 #: Profiles kept in memory; the oldest loaded go first beyond this.
 PROFILE_CACHE_SIZE = 200_000
 _PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
                     "review_stars", "country", "timezone", "generated")
+
+
+class NotInMemory(LookupError):
+    """An answer needs a database read (:meth:`PlacesService.memory_profiles`)."""
 
 
 class PlacesService:
@@ -75,6 +82,7 @@ class PlacesService:
         self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
         # the learned ranking (lookup places train); hand-set constants without one
         self.models = places_model_slot(ModelStore(self.data_dir / "models"))
+        self._model_checked = 0.0  # when model() last read the store (monotonic)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -204,6 +212,14 @@ class PlacesService:
         """The key that signs cursors, kept in ``places/cursor.key`` so restarts honour them."""
         return read_or_create_secret(self.data_dir / "places" / CURSOR_KEY_FILE).encode("ascii")
 
+    def searcher_in_memory(self, planner: str = "geohash") -> ProximitySearch | None:
+        """The searcher over the loaded index if it is built already, else None: what a
+        caller on an event loop may use without loading anything (:meth:`searcher` may
+        read the whole database)."""
+        index = self.index
+        found = self._searchers.get(planner) if index is not None else None
+        return found if found is not None and found.places is index else None
+
     def searcher(self, planner: str = "geohash") -> ProximitySearch:
         """The searcher over the current index with the given planner."""
         index = self.require()
@@ -224,14 +240,25 @@ class PlacesService:
         self._searchers = {**self._searchers, planner: search}
         return search
 
+    def model_due(self) -> bool:
+        """Whether the next :meth:`model` reads the model store (at most once a second):
+        a caller on an event loop asks it in a worker thread then."""
+        return time.monotonic() - self._model_checked > MODEL_RECHECK_S
+
     def model(self, ranking: str = "auto") -> Any:
         """The learned model (an :class:`~lookup.kit.models.ActiveModel`, None: the hand-set
         constants) for ``ranking`` = ``auto`` (the model if there is one), ``hand`` or
         ``learned`` (LookupError without). One read, so a request ranks by and reports the
-        same model even while the store swaps it."""
+        same model even while the store swaps it; the store itself is read only when
+        :meth:`model_due`."""
         if ranking == "hand":
             return None
-        active = self.models.get()
+        now = time.monotonic()
+        if now - self._model_checked > MODEL_RECHECK_S:
+            self._model_checked = now
+            active = self.models.get(max_age=0.0)
+        else:
+            active = self.models.get(max_age=math.inf)  # the model held, no store read
         if ranking == "learned" and active is None:
             raise LookupError(f"no learned places model: {self.models.fallback}")
         return active
@@ -240,6 +267,25 @@ class PlacesService:
         """The learned ranker of :meth:`model` (None: the hand-set constants)."""
         active = self.model(ranking)
         return active.ranker if active is not None else None
+
+    def profiles_in_memory(self, nums: Sequence[int]) -> dict[int, dict[str, Any]] | None:
+        """The profiles of ``nums`` if every one is in memory, else None (then
+        :meth:`profiles` reads the others from the database)."""
+        cache = self._profiles
+        out: dict[int, dict[str, Any]] = {}
+        for num in nums:
+            hit = cache.get(num)
+            if hit is None:
+                return None
+            out[num] = hit
+        return out
+
+    def memory_profiles(self, nums: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """:meth:`profiles_in_memory`, or :class:`NotInMemory` when one must be read."""
+        found = self.profiles_in_memory(nums)
+        if found is None:
+            raise NotInMemory("a profile must be read from the database")
+        return found
 
     def profiles(self, nums: Sequence[int]) -> dict[int, dict[str, Any]]:
         """Profile fields for a page of place numbers (profile cache over the database)."""

@@ -111,15 +111,25 @@ class HostGuard:
         self.app = app
         self.allowed = allowed
         self._logged: set[str] = set()
+        # raw Host header → allowed: every request asks, and a server hears few names
+        self._verdicts: dict[bytes, bool] = {}
+
+    def _allows(self, header: bytes) -> bool:
+        verdict = self._verdicts.get(header)
+        if verdict is None:
+            verdict = self.allowed.allows(host_name(header.decode("latin-1")))
+            if len(self._verdicts) < 256:  # names made up by clients are not all kept
+                self._verdicts[header] = verdict
+        return verdict
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket") and not self.allowed.any:
-            header = next((v for k, v in scope.get("headers", ()) if k == b"host"), None)
-            if header is not None:
-                name = host_name(header.decode("latin-1"))
-                if not self.allowed.allows(name):
-                    await self._refuse(scope, send, header.decode("latin-1"))
-                    return
+            for key, header in scope.get("headers", ()):
+                if key == b"host":
+                    if not self._allows(header):
+                        await self._refuse(scope, send, header.decode("latin-1"))
+                        return
+                    break
         await self.app(scope, receive, send)
 
     async def _refuse(self, scope: Any, send: Any, header: str) -> None:

@@ -219,7 +219,13 @@ class HttpProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._refused:
             return  # lingering: discard
-        super().data_received(data)
+        HttpToolsProtocol.data_received(self, data)
+        if not self._in_head and self._timer is None:
+            # the common case, a whole request in one read: nothing to time (a body still
+            # to come is timed below)
+            cycle = self.cycle
+            if cycle is None or not cycle.more_body or self._refused:
+                return
         if self._refused or self.transport.is_closing():
             return
         if self._in_head:
@@ -237,19 +243,21 @@ class HttpProtocol(HttpToolsProtocol):
             self._arm(self.limits.body_timeout_s, self._body_timed_out)
 
     def on_message_begin(self) -> None:
-        super().on_message_begin()
+        HttpToolsProtocol.on_message_begin(self)
         self._in_head = True
         self._head_bytes = 0
 
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._head_bytes = 0
-        self._disarm()
-        super().on_headers_complete()
+        if self._timer is not None:
+            self._disarm()
+        HttpToolsProtocol.on_headers_complete(self)
 
     def on_message_complete(self) -> None:
-        super().on_message_complete()
-        self._disarm()  # until the next head begins, uvicorn's keep-alive timeout applies
+        HttpToolsProtocol.on_message_complete(self)
+        if self._timer is not None:
+            self._disarm()  # until the next head begins, uvicorn's keep-alive timeout applies
 
     def handle_websocket_upgrade(self) -> None:
         self._disarm()

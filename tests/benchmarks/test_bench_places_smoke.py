@@ -92,10 +92,21 @@ def test_anchor_server_answers_the_given_body_and_stops(tmp_path: Path) -> None:
 
 @needs_wrk
 def test_http_benchmark_runs_against_lookup_serve(data_dir: Path) -> None:
-    result = bench_places.bench_http(data_dir, seconds=1, runs=1, connections=4)
+    result = bench_places.bench_http(data_dir, seconds=1, runs=1, connections=4, rate=50)
+    assert result["rate"] == 50
     for name in ("anchor", "ours, cache on", "ours, cache off"):
         assert result[name]["rate"] > 0
         assert result[name]["errors"] == 0
+        assert result[name]["ratio"] > 0 and result[name]["cpu_us"] > 0
+        assert len(result[name]["load"]) == 1
+        # the tail at a fixed offered load: its shape, never its speed
+        fixed = result[name]["fixed"]
+        assert fixed["errors"] == 0
+        assert 0 < fixed["p50_ms"] <= fixed["p99_ms"] <= fixed["p999_ms"] <= fixed["max_ms"]
+        assert fixed["achieved"] > 0 and len(fixed["runs_p99_ms"]) == 1
+    assert result["anchor"]["ratio"] == 1.0
     assert result["body_bytes"] > 0
     text = bench_places.report({"http": result})
     assert "/v1/search" in text and "anchor" in text
+    assert "p99 @50/s" in text and "CPU/req" in text and "load" in text
+    assert f"p99 ≤ {bench_places.HTTP_P99_TARGET_MS:g} ms" in text

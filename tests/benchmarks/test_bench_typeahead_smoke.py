@@ -152,10 +152,17 @@ def test_main_rejects_bad_arguments() -> None:
 
 @needs_wrk
 def test_http_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
-    http = bt.bench_http(ours, corpus, seconds=1, runs=1, connections=4, warmup=0)
+    http = bt.bench_http(ours, corpus, seconds=1, runs=1, connections=4, warmup=0, rate=100)
+    assert http["rate"] == 100
     for name in ("bare", "ours"):
         assert http[name]["rate"] > 0
         assert http[name]["errors"] == 0
+        assert http[name]["cpu_us"] > 0 and len(http[name]["load"]) == 1
+        # the tail at a fixed offered load: its shape, never its speed
+        fixed = http[name]["fixed"]
+        assert fixed["errors"] == 0
+        assert 0 < fixed["p50_ms"] <= fixed["p99_ms"] <= fixed["p999_ms"] <= fixed["max_ms"]
+        assert fixed["achieved"] > 0 and len(fixed["runs_p99_ms"]) == 1
     assert http["ratio"] > 0
     text = bt.report(
         {
@@ -186,15 +193,19 @@ def test_http_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
     )
     assert "GET /v1/suggest on lookup serve" in text
     assert "bare Starlette constant body (anchor)" in text
+    assert "Tail at a fixed offered load: 100 requests/s" in text
+    assert f"p99 @100/s ≤ {bt.HTTP_P99_TARGET_MS:g} ms" in text
 
 
 @needs_wrk
 def test_http_through_the_shard_router_at_tiny_size(corpus: bt.Corpus, ours: bt.Ours) -> None:
     http = bt.bench_http(
-        ours, corpus, seconds=1, runs=1, connections=4, warmup=0, shards=2, hop_requests=100
-    )
+        ours, corpus, seconds=1, runs=1, connections=4, warmup=0, shards=2, hop_requests=100,
+        rate=100,
+    )  # fmt: skip
     sharded = http["sharded"]
     assert sharded["rate"] > 0 and sharded["errors"] == 0 and sharded["shards"] == 2
+    assert sharded["fixed"]["errors"] == 0 and sharded["fixed"]["p99_ms"] > 0
     assert 0 < sharded["head_share"] < 1 and sharded["ratio_direct"] > 0
     assert set(http["hop"]) == {"aiohttp c1", "aiohttp c32", "httpx c1", "httpx c32"}
     text = bt.report(

@@ -591,8 +591,12 @@ class Crawler(CrawlHooks, RobotsHops):
             if hq is not None and hq.in_flight:
                 self.frontier.complete(lease, 0.0)
             if lease.entry is not None:
-                with contextlib.suppress(Exception), self.store.transaction():
-                    self.store.settle_url(lease.entry.url_hash, "failed", "crawler-error")
+                with contextlib.suppress(Exception):  # the store away: it stays leased
+                    try:  # a commit the server ended (a frozen writer): is the fence ours?
+                        with self.store.transaction():
+                            self.store.settle_url(lease.entry.url_hash, "failed", "crawler-error")
+                    except FencedOut as exc:
+                        self._fenced_out(lease, exc)
 
     # -- robots.txt -----------------------------------------------------------------
     async def _do_robots(self, lease: Lease) -> None:

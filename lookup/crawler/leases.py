@@ -7,8 +7,9 @@ transaction that succeeds only while the key is absent. The key's create revisio
 the grant's **epoch**: etcd's revision only grows, so a later grant always has a larger
 epoch (the fencing token the store checks, :mod:`lookup.crawler.partitions`).
 
-A keep-alive thread renews the lease every TTL/3 and keeps a *local deadline* — the
-monotonic time the renewal was sent + TTL, never later than etcd's own expiry.
+A keep-alive thread renews the lease every TTL/3 (a balance round that runs longer, as
+a join's grants on a loaded machine do, renews on its way) and keeps a *local deadline*
+— the monotonic time the renewal was sent + TTL, never later than etcd's own expiry.
 :meth:`PartitionLeases.permits` is asked before every request: past the deadline (etcd
 unreachable, or this process was frozen) it refuses at once, even while the renewal
 thread hangs. Once etcd says the lease is gone, every partition is dropped and the worker
@@ -85,6 +86,7 @@ class PartitionLeases:
         self._owned: dict[int, int] = {}  # partition -> epoch
         self._draining: set[int] = set()
         self._deadline = 0.0
+        self._renewed = 0.0  # monotonic time the last renewal (or the grant) was sent
         self._lease: Any = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -130,30 +132,45 @@ class PartitionLeases:
             self._owned.clear()
             self._draining.clear()
             self._deadline = sent + self.ttl
+            self._renewed = sent
         self.log.add("joined", f"{self.worker} lease {lease.id} ttl {self.ttl}s")
-        self._balance()
+        try:
+            self._balance()
+        except Exception as exc:  # noqa: BLE001 - the keep-alive thread's next round retries
+            self.log.add("balance-failed", type(exc).__name__)
+
+    def _renew(self) -> bool:
+        """Renew the lease now; False when etcd says it is gone (the deadline is then 0)."""
+        sent = self.monotonic()
+        granted = int(self._lease.refresh())
+        with self._lock:
+            self._renewed = sent
+            self._deadline = sent + granted if granted > 0 else 0.0
+            if granted <= 0:
+                self._owned.clear()
+        return granted > 0
+
+    def _renew_if_due(self) -> None:
+        """Renew in the middle of a long balance round (a join grants up to P partitions one
+        transaction each: on a loaded machine longer than a short TTL)."""
+        if self.monotonic() - self._renewed >= self.ttl / 3.0 and not self._renew():
+            raise RuntimeError("the lease expired during a balance round")
 
     def _keep_alive(self) -> None:
         period = self.ttl / 3.0
         while not self._stop.wait(period):
-            sent = self.monotonic()
             try:
-                granted = int(self._lease.refresh())
+                renewed = self._renew()
             except Exception as exc:  # noqa: BLE001 - any failure: retry until the deadline
                 self.log.add("renewal-failed", type(exc).__name__)
                 continue
-            if granted <= 0:
+            if not renewed:
                 self.log.add("lost", "etcd says the lease expired; joining again")
-                with self._lock:
-                    self._owned.clear()
-                    self._deadline = 0.0
                 try:
                     self._join()
                 except Exception as exc:  # noqa: BLE001 - try again next round
                     self.log.add("join-failed", type(exc).__name__)
                 continue
-            with self._lock:
-                self._deadline = sent + granted
             try:
                 self._balance()
             except Exception as exc:  # noqa: BLE001 - the next round tries again
@@ -185,6 +202,7 @@ class PartitionLeases:
                     self._draining.discard(part)
                     self.log.add("vanished", f"partition {part}")
         for part in range(self.partitions):
+            self._renew_if_due()
             mine = preferred_owner(members, part) == self.worker
             with self._lock:
                 held = part in self._owned

@@ -410,13 +410,14 @@ class PgCrawlStore(_Queries):
         with self._pool.transaction() as conn:
             self._conn = conn
             try:
+                # A writer frozen (SIGSTOP) inside a transaction must not hold its locks for
+                # ever — the partition row's, or (unfenced: the frontier's state) its hosts'
+                # rows, which the new owner writes: the server ends it after this long.
+                conn.execute(
+                    "SELECT set_config('idle_in_transaction_session_timeout', %s, true)",
+                    (f"{self.idle_timeout_ms}ms",),
+                )
                 if fence is not None:
-                    # A writer frozen (SIGSTOP) inside this transaction must not hold the
-                    # partition row's lock for ever: the server ends it after this long.
-                    conn.execute(
-                        "SELECT set_config('idle_in_transaction_session_timeout', %s, true)",
-                        (f"{self.idle_timeout_ms}ms",),
-                    )
                     self._check(conn, fence)
                 yield
             finally:
@@ -662,18 +663,23 @@ class PgCrawlStore(_Queries):
         """The frontier's per-host state, in one transaction (unfenced: a view, not truth)."""
         token = current_fence.set(None)
         try:
+            # One statement, not executemany: after psycopg's pipelined executemany the
+            # server does not arm the idle timeout (a frozen writer kept the rows locked).
             with self.transaction():
                 assert self._conn is not None
-                with self._conn.cursor() as cur:
-                    cur.executemany(
-                        "UPDATE crawl_hosts SET ready_at = %s, queue = %s, in_flight = %s, "
-                        "waiting_robots = %s, state_at = %s WHERE host = %s",
-                        [
-                            (s.ready_at, s.queue, s.in_flight, s.waiting_robots, s.state_at,
-                             s.host)
-                            for s in states
-                        ],
-                    )  # fmt: skip
+                self._conn.execute(
+                    "UPDATE crawl_hosts h SET ready_at = s.ready_at, queue = s.queue, "
+                    "in_flight = s.in_flight, waiting_robots = s.waiting_robots, "
+                    "state_at = s.state_at FROM unnest(%s::float8[], %s::int[], %s::int[], "
+                    "%s::int[], %s::float8[], %s::text[]) "
+                    "AS s(ready_at, queue, in_flight, waiting_robots, state_at, host) "
+                    "WHERE h.host = s.host",
+                    [
+                        [s.ready_at for s in states], [s.queue for s in states],
+                        [s.in_flight for s in states], [s.waiting_robots for s in states],
+                        [s.state_at for s in states], [s.host for s in states],
+                    ],
+                )  # fmt: skip
         except psycopg.Error as exc:
             raise CrawlStateError(str(exc)) from exc
         finally:

@@ -240,6 +240,8 @@ class FleetWorker(Crawler):
             elif live and owned.get(part) != epoch:
                 self._drop(part, "its lease is gone")
             # not live: suspended (no new requests) until renewed in time, or lost
+        for part in draining - set(self._held):  # granted, then preferred elsewhere before
+            self.leases.release(part)  # this loop took it over: nothing in flight, hand over
         for part, epoch in sorted(owned.items()):
             if part not in self._held:
                 self._take(part, epoch)

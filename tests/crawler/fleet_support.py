@@ -13,19 +13,21 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import psutil
 import pytest
 
 from lookup import settings
 from lookup.crawler import normalize_url
 from lookup.crawler.fleet import CrawlFleet
-from lookup.crawler.sandbox import LoggedRequest, Sandbox
+from lookup.crawler.sandbox import LoggedRequest, Sandbox, SandboxConfig
 from lookup.crawler.store import CrawlStateError
 from lookup.crawler.store_pg import PgCrawlReader
 from lookup.kit.etcd import EtcdServer, etcd_available
@@ -34,6 +36,22 @@ from tests.crawler.conftest import DELAY_FACTOR, HOST_BUDGET, MIN_DELAY, request
 #: Short leases keep the drills fast: a dead worker's partitions move within ~TTL.
 TTL = 2
 PARTITIONS = 64
+#: Each worker's ``--max-seconds``: a safety net, never what ends a drill's crawl. The
+#: small sandbox's fleet crawl takes 30-70 s on 2 cores at load 10-15; 4x that.
+FLEET_MAX_SECONDS = 300
+#: How long a worker process may take to start and join (imports alone take seconds on
+#: a loaded machine; 27 s measured at load 15-18 with three workers starting at once).
+JOIN_TIMEOUT = 120.0
+#: The workers' ``--timeout``. The sandbox answers in milliseconds, but a worker's fetch
+#: clock runs while its event loop waits on the store: at load 15 a page took up to 1.8 s
+#: (with 1 s, robots.txt of a seed timed out, the host counted as unreadable and the crawl
+#: ended at once, "done"). The sandbox's hung host and stall page wait 4x longer.
+FETCH_TIMEOUT = 5.0
+
+
+def fleet_sandbox(**overrides: Any) -> SandboxConfig:
+    """The small sandbox for fleet crawls: its hangs outlast :data:`FETCH_TIMEOUT`."""
+    return SandboxConfig.small(**{"hang_seconds": 4 * FETCH_TIMEOUT, **overrides})
 
 
 def need_etcd() -> None:
@@ -72,9 +90,18 @@ class FleetRun:
     etcd_url: str
     out: Path
     fleet: CrawlFleet
+    _poll: PgCrawlReader | None = field(default=None, init=False, repr=False)
 
     def reader(self) -> PgCrawlReader:
         return PgCrawlReader(self.store_url)
+
+    def poller(self) -> PgCrawlReader:
+        """One reader kept open for the drills' polls: a reader per poll starts a pool and
+        a PostgreSQL backend ten times a second, load that slows the very crawl polled."""
+        if self._poll is None:
+            self._poll = PgCrawlReader(self.store_url)
+            weakref.finalize(self, self._poll.close)
+        return self._poll
 
     def log(self) -> list[LoggedRequest]:
         return [e for e in self.web.log.entries() if e.host != "127.0.0.1"]
@@ -84,30 +111,70 @@ class FleetRun:
             return retried_urls(r)
 
     def owners(self) -> dict[int, tuple[int, str]]:
-        with self.reader() as r:
-            return r.partition_epochs()
+        return self.poller().partition_epochs()
 
     def fetches_by(self, worker: str) -> int:
         try:
-            with self.reader() as r:
-                return sum(1 for f in r.fleet_fetches() if f[3] == worker)
+            rows = self.poller()._rows(
+                "SELECT COUNT(*) AS n FROM crawl_fetches WHERE worker = %s", (worker,)
+            )
         except CrawlStateError:  # the workers have not made the tables yet
             return 0
+        return int(rows[0]["n"])
 
     def leased_of(self, worker: str) -> int:
         """URLs in flight in the partitions ``worker`` holds (per the store)."""
-        with self.reader() as r:
-            parts = [p for p, (_e, o) in r.partition_epochs().items() if o == worker]
-            rows = r._rows(
-                "SELECT COUNT(*) AS n FROM crawl_urls WHERE state = 'leased' AND part = ANY(%s)",
-                (parts,),
-            )
+        rows = self.poller()._rows(
+            "SELECT COUNT(*) AS n FROM crawl_urls u JOIN crawl_partitions p ON p.part = u.part "
+            "WHERE u.state = 'leased' AND p.owner = %s",
+            (worker,),
+        )
         return int(rows[0]["n"])
 
-    def wait_done(self, timeout: float = 120.0) -> dict[str, int | None]:
+    def wait_done(self, timeout: float = FLEET_MAX_SECONDS + 60.0) -> dict[str, int | None]:
+        """Wait for every worker to exit; their exit codes. A worker stopped by its
+        ``--max-seconds`` safety net (exit 0, work left) fails here, saying so."""
         codes = self.fleet.wait(timeout)
         assert all(c is not None for c in codes.values()), f"still running: {codes}"
+        for name in codes:  # its last run's report (a resumed fleet appends to the log)
+            stops = re.findall(r"^stopped: (\S+) after ([\d.]+) s", self.fleet.log_text(name), re.M)
+            assert not stops or stops[-1][0] != "max-seconds", (
+                f"worker {name} hit its --max-seconds safety net after {stops[-1][1]} s: the "
+                f"crawl did not finish (work left in the store: {self.open_work()})"
+            )
         return codes
+
+    def open_work(self) -> list[tuple[str, str, str | None]]:
+        with self.reader() as r:
+            return open_urls(r)
+
+    def wait_joined(self, names: list[str], timeout: float = JOIN_TIMEOUT) -> None:
+        """Wait until every worker in ``names`` has started and joined the fleet."""
+        wait_for(
+            f"workers {names} to join",
+            lambda: all(f"worker {n} joined" in self.fleet.log_text(n) for n in names),
+            timeout,
+        )
+
+    def settle_frozen(self, name: str, timeout: float = 30.0) -> None:
+        """After SIGSTOP: wait until worker ``name`` is stopped and the store has answered
+        every statement it sent (a commit sent just before the stop lands now, or never
+        while it is frozen), so what the store shows of it stays put until a takeover."""
+        proc = psutil.Process(self.fleet.procs[name].pid)
+
+        def still_running() -> list[str]:
+            if proc.status() != psutil.STATUS_STOPPED:
+                return ["not stopped yet"]
+            ports = {c.laddr.port for c in proc.net_connections("tcp") if c.laddr}
+            rows = self.poller()._rows(
+                "SELECT client_port, state FROM pg_stat_activity "
+                "WHERE datname = current_database() AND client_port IS NOT NULL"
+            )
+            return [f"port {x['client_port']}: {x['state']}" for x in rows
+                    if x["client_port"] in ports and x["state"] == "active"]  # fmt: skip
+
+        wait_for(f"{name} frozen and its statements answered", lambda: not still_running(),
+                 timeout)  # fmt: skip
 
 
 def fleet_argv(web: Sandbox, store_url: str, etcd_url: str, out: Path, **extra: str) -> list[str]:
@@ -115,13 +182,14 @@ def fleet_argv(web: Sandbox, store_url: str, etcd_url: str, out: Path, **extra: 
     out.mkdir(parents=True, exist_ok=True)
     table = out / "hosts.txt"
     table.write_text("".join(f"{a} {n}\n" for n, a in sorted(web.hosts().items())))
+    seconds = extra.pop("max_seconds", str(FLEET_MAX_SECONDS))
     argv = [
         *web.seeds(), "--out", str(out), "--quiet", "--hosts", str(table),
         "--allow-range", "127.0.0.0/8", "--min-delay", str(MIN_DELAY),
-        "--delay-factor", str(DELAY_FACTOR), "--timeout", "1", "--host-budget",
+        "--delay-factor", str(DELAY_FACTOR), "--timeout", str(FETCH_TIMEOUT), "--host-budget",
         str(HOST_BUDGET), "--max-depth", "10", "--store", store_url,
         "--coordinator", etcd_url.replace("http://", "etcd://"), "--lease-ttl", str(TTL),
-        "--partitions", str(PARTITIONS), "--max-seconds", extra.pop("max_seconds", "90"),
+        "--partitions", str(PARTITIONS), "--max-seconds", seconds,
     ]  # fmt: skip
     if web.tls_port:
         argv += ["--ca-bundle", str(web.ca_path)]
@@ -140,7 +208,12 @@ def start_fleet(
 
 
 def crawl_command(
-    web: Sandbox, store_url: str, etcd_url: str, out: Path, n: int, timeout: float = 180.0
+    web: Sandbox,
+    store_url: str,
+    etcd_url: str,
+    out: Path,
+    n: int,
+    timeout: float = FLEET_MAX_SECONDS + 60.0,
 ) -> tuple[FleetRun, dict[str, int | None]]:
     """Run ``lookup crawl … --store … --coordinator … --workers n`` (the command a person
     types) to its end; the run and each worker's exit code, as the command reports them."""

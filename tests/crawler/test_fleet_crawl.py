@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from lookup.crawler import Sandbox, SandboxConfig
+from lookup.crawler import Sandbox
 from lookup.kit.etcd import EtcdServer
 from tests.crawler.conftest import HOST_BUDGET
 from tests.crawler.fleet_support import (
     answered_twice,
     crawl_command,
     etcd_server,
+    fleet_sandbox,
     open_urls,
     originals_after_a_copy,
     overlaps,
@@ -30,7 +31,7 @@ from tests.crawler.fleet_support import (
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[Sandbox]:
-    sandbox = Sandbox(SandboxConfig.small()).start()
+    sandbox = Sandbox(fleet_sandbox()).start()
     try:
         yield sandbox
     finally:

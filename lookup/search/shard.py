@@ -23,7 +23,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
-from itertools import repeat
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
@@ -64,7 +63,7 @@ REALTIME = -1
 _NO_FLOATS = np.zeros(0, dtype=np.float64)
 #: Terms whose summed segment df an index version keeps (then it starts over).
 _RAW_DF_TERMS = 65_536
-_ABSENT = (0, 0, 0, 0, 0)  # a kernel table row: the term has no postings here
+_ABSENT = kernels.TERM_ROW.pack(0, 0, 0, 0, 0)  # a kernel table row: no postings here
 
 
 class Hit(NamedTuple):
@@ -126,17 +125,15 @@ class SegmentView:
         # one array type per kernel argument: a new one would compile a new kernel
         self._kkeys = _plain(self.url_keys, np.int64)
         self._kskip = _plain(reader.skip_last, np.int64)
-        self._scratch: np.ndarray | None = None  # the OR kernel's accumulator, kept zeroed
-        # the kernels read a document's length norm as ntab[lengths[d]]: 4 bytes a document
-        # and a table of the lengths' norms, not 8 bytes a document (a query's postings are
-        # spread over the whole segment: the fewer cache lines, the faster, issue 24); a
-        # segment with a document longer than it has documents indexes the norms themselves
-        doclen = reader.doclen
-        self._table = doclen.size > 0 and float(doclen.max()) < doclen.size
-        self._klen = (doclen if self._table else np.arange(doclen.size)).astype(np.uint32)
+        # the kernels read a document's length norm as ntab[klen[d]]: klen numbers the
+        # distinct lengths (2 bytes a document while there are at most 65,536 of them),
+        # ntab holds their norms — not 8 bytes a document (a query's postings are spread
+        # over the whole segment: the fewer cache lines, the faster, issue 24)
+        self._lengths, index = np.unique(reader.doclen, return_inverse=True)
+        self._klen = index.astype(np.uint16 if self._lengths.size <= 1 << 16 else np.uint32)
         self._ntab: tuple[tuple[float, float, float], np.ndarray] | None = None
         # kernel_meta's rows, per term asked for (at most the segment's vocabulary)
-        self._rows: dict[str, tuple[int, int, int, int, int]] = {}
+        self._rows: dict[str, tuple[int, bytes | None]] = {}
 
     @property
     def live(self) -> np.ndarray:
@@ -196,12 +193,7 @@ class SegmentView:
         bit for bit (the same float operations on the same lengths; cached)."""
         cached = self._ntab
         if cached is None or cached[0] != (avgdl, k1, b):
-            if self._table:
-                top = int(self.reader.doclen.max()) if self.reader.doclen.size else 0
-                table = length_norm(np.arange(top + 1), avgdl, k1, b)
-            else:
-                table = self.norms(avgdl, k1, b)
-            cached = self._ntab = ((avgdl, k1, b), table)
+            cached = self._ntab = ((avgdl, k1, b), length_norm(self._lengths, avgdl, k1, b))
         return cached[1]
 
     def norms(self, avgdl: float, k1: float, b: float) -> np.ndarray:
@@ -315,65 +307,73 @@ class SegmentView:
         return res.docs, res.bm25, res.final, count, exact
 
     def kernel_meta(self, plan: QueryPlan, conjunctive: bool) -> tuple[np.ndarray, int] | None:
-        """The compiled kernels' per-term table for a plain query here, and its postings.
+        """The compiled kernels' table for a plain query here (:func:`.kernels.table`:
+        rows ``(df, offset, gap width, tf width, first skip entry)`` in plan order, df 0
+        for a term not in this segment, then the idfs), and its postings.
 
-        Rows ``(df, offset, gap width, tf width, first skip entry)`` in plan order (df 0
-        for a term not in this segment). None when the kernels do not apply: varint
-        lists, an AND term missing here (no match: the caller's numpy path says so at
-        once), or an OR over the candidate budget (the numpy path's bounded strategy).
+        None when the kernels do not apply: varint lists, an AND term missing here (no
+        match: the caller's numpy path says so at once), or an OR over the candidate
+        budget (the numpy path's bounded strategy).
         """
-        if not self._packed or not plan.terms or min(plan.idfs) <= 0.0:
+        idfs = plan.idfs
+        if not self._packed or not idfs or min(idfs) <= 0.0:
             return None  # varints (format 1), nothing to look for, or a score that is not > 0
         rows = self._rows
-        index = self.reader.term_index
         out = []
         total = 0
         for term in plan.terms:
             row = rows.get(term)
             if row is None:
-                at = index.get(term)
-                if at is None:
+                row = self._kernel_row(term)
+                if row is None:  # not in this segment
                     if conjunctive:
                         return None
                     out.append(_ABSENT)
                     continue
-                df, off, _, skip, _, _, widths = self.reader.termtab[at].tolist()[:7]
-                row = rows[term] = (df, off, widths & 0xF, widths >> 4, skip)
-            if row[2] == 0:
+            if row[1] is None:
                 return None  # a varint list
-            out.append(row)
+            out.append(row[1])
             total += row[0]
         if not conjunctive and total > plan.max_candidates:
             return None
-        return np.array(out, dtype=np.int64), total
+        return kernels.table(out, idfs), total
+
+    def _kernel_row(self, term: str) -> tuple[int, bytes | None] | None:
+        """A term's df and its row of the kernels' table (None: a varint list), kept per
+        term; None when the segment does not have the term (not kept: any word)."""
+        at = self.reader.term_index.get(term)
+        if at is None:
+            return None
+        df, off, _, skip, _, _, widths = self.reader.termtab[at].tolist()[:7]
+        gw, tw = widths & 0xF, widths >> 4
+        row = (df, kernels.TERM_ROW.pack(df, off, gw, tw, skip) if gw else None)
+        self._rows[term] = row
+        return row
 
     def kernel_top(
-        self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, int]:
+        self, plan: QueryPlan, conjunctive: bool, meta: np.ndarray, shard: int = 0, segment: int = 0
+    ) -> tuple[list[kernels.KernelHit], int]:
         """Exhaustive scoring by the compiled kernels (:mod:`.kernels`): the top k best
-        first — ``[docs, URL keys]`` and ``[BM25, final scores]`` — and the match count."""
+        first as the fields of :class:`Hit` (from ``shard`` and ``segment``, this one's
+        place), and the match count."""
         sig = plan.signals
         blend = bool(sig.link_weight or sig.fresh_weight)
         if blend:
             link, base = self.boosts(sig)
-            factor = sig.fresh_factor(plan.now) if sig.fresh_weight else 0.0
+            factor = float(sig.fresh_factor(plan.now) if sig.fresh_weight else 0.0)
         else:
             link = base = _NO_FLOATS
             factor = 0.0
         ntab = self.norm_table(plan.avgdl, plan.k1, plan.b)
-        idfs = np.array(plan.idfs, dtype=np.float64)
         if conjunctive:
             return kernels.compiled("and")(
-                self._kbuf, meta, self._kskip, idfs, self._klen, ntab, self._live,
-                self.all_live, link, base, float(factor), float(sig.fresh_weight), blend,
-                int(plan.k), self._kkeys,
+                self._kbuf, meta, self._kskip, self._klen, ntab, self._live, self.all_live,
+                link, base, factor, float(sig.fresh_weight), blend, int(plan.k), self._kkeys,
+                shard, segment,
             )  # fmt: skip
-        scratch = self._scratch
-        if scratch is None:
-            scratch = self._scratch = np.zeros(self.reader.n_docs)
         return kernels.compiled("or")(
-            self._kbuf, meta, idfs, self._klen, ntab, self._live, self.all_live, link, base,
-            float(factor), float(sig.fresh_weight), blend, int(plan.k), self._kkeys, scratch,
+            self._kbuf, meta, self._klen, ntab, self._live, self.all_live, link, base, factor,
+            float(sig.fresh_weight), blend, int(plan.k), self._kkeys, shard, segment,
         )  # fmt: skip
 
     def match(
@@ -543,9 +543,12 @@ class ShardIndex:
     @property
     def live_docs(self) -> int:
         """Documents this shard would return (batch live plus visible real-time)."""
-        batch = sum(s.live_count for s in self.segments)
-        rt = getattr(self.realtime, "visible_count", 0)
-        return batch + int(rt)
+        batch = 0
+        for view in self.segments:
+            batch += view.live_count
+        if self.realtime is None:
+            return batch
+        return batch + int(getattr(self.realtime, "visible_count", 0))
 
     def _run(
         self,
@@ -561,12 +564,17 @@ class ShardIndex:
         may_prune = plan.prune and not plan.exact_count
         for si, view in enumerate(self.segments):
             kmeta = view.kernel_meta(plan, conjunctive) if plain else None
-            lists = None  # short lists under the kernels: no posting-list objects needed
-            if kmeta is None or (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
-                lists = [view.reader.postings(t) for t in plan.terms]
+            if kmeta is not None and not (may_prune and kmeta[1] >= PRUNE_MIN_POSTINGS):
+                # short lists under the kernels: every match scored, the top k taken and
+                # its hits made, in one call (no posting-list objects, no pruning plan)
+                found, count = view.kernel_top(plan, conjunctive, kmeta[0], self.shard, si)
+                matched += count
+                hits += map(_new_hit, found)
+                continue
+            lists = [view.reader.postings(t) for t in plan.terms]
             compiled = kmeta is not None
             pruned = None
-            if lists is not None and view.prunable(plan, conjunctive, lists, compiled):
+            if view.prunable(plan, conjunctive, lists, compiled):
                 floor = -np.inf  # the k-th best final score the earlier segments reached
                 if len(hits) >= plan.k:
                     floor = sorted((h.score for h in hits), reverse=True)[plan.k - 1]
@@ -580,14 +588,10 @@ class ShardIndex:
                     continue
                 keys = view.url_keys[docs]
                 top = np.arange(docs.size)  # already the best first
-            elif kmeta is not None:  # every match scored and the top k taken, in one call
-                ids, scores, count = view.kernel_top(plan, conjunctive, kmeta[0])
+            elif kmeta is not None:  # pruning declined: the kernel scores it, as above
+                found, count = view.kernel_top(plan, conjunctive, kmeta[0], self.shard, si)
                 matched += count
-                (docs_l, keys_l), (bm_l, final_l) = ids.tolist(), scores.tolist()
-                where = repeat(self.shard), repeat(si)
-                hits.extend(
-                    map(_new_hit, zip(final_l, keys_l, bm_l, *where, docs_l, strict=False))
-                )
+                hits += map(_new_hit, found)
                 continue
             else:
                 memo = memos[si] if memos else None
@@ -624,12 +628,13 @@ class ShardIndex:
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
+        conjunctive = plan.conjunctive
         memos = None  # lists an AND pass decoded, kept for an OR fallback to reuse
-        if plan.conjunctive and plan.or_fallback:
+        if conjunctive and plan.or_fallback:
             memos = [{} for _ in self.segments]
-        hits, matched, exact = self._run(plan, plan.conjunctive, memos)
-        mode = "and" if plan.conjunctive else "or"
-        if plan.conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
+        hits, matched, exact = self._run(plan, conjunctive, memos)
+        mode = "and" if conjunctive else "or"
+        if conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
             hits, matched, exact = self._run(plan, False, memos)
             mode = "or"
         return ShardAnswer(

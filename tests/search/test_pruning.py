@@ -438,3 +438,64 @@ def test_beside_the_kernels_the_planner_prunes_or_only_where_it_pays(
     assert plans[("rare", True)] == [] and plans[("common", True)] == []  # AND: the kernel
     assert plans[("rare", False)] == [(False, True)]  # MaxScore only probes "common"
     assert plans[("common", False)] == [(False, False)]  # declined: the kernel scores it
+
+
+def test_the_or_kernel_scores_window_by_window_as_numpy_scores_the_whole_segment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: the compiled OR takes a segment 2,048 document ids at a time (a small
+    accumulator, not one over the whole segment). Over a segment several windows long —
+    lists that cross the windows' edges, one that starts in the last window, one with a
+    posting at each end, deleted documents, signals off and on — its pages and counts are
+    the numpy path's, bit for bit, whether the documents' lengths are numbered in 2 bytes
+    (the usual case) or in 4 (a segment with more than 65,536 distinct lengths)."""
+    from lookup.search import IndexVersion, Signals, kernels
+    from lookup.search.bm25 import make_plan
+
+    rng = np.random.default_rng(24)
+    n = 3 * kernels._WINDOW + 900
+    docs = []
+    for i in range(n):
+        words = ["alpha"] * int(i % 3 == 0) + ["beta"] * int(rng.integers(0, 3))
+        words += ["gamma"] * int(rng.random() < 0.05) + ["delta"] * int(i >= n - 700)
+        words += ["omega"] * int(i in (0, n - 1))
+        docs.append(words + [f"w{int(w)}" for w in rng.integers(0, 400, int(rng.integers(1, 40)))])
+    _build(tmp_path, docs, 1, n, set(range(5, n, 97)))
+    snap = IndexVersion.open(tmp_path)
+    assert snap is not None and kernels.ready()
+    view = snap.shards[0].segments[0]
+    assert view.reader.n_docs == n and not view.all_live and view._klen.dtype == np.uint16
+    kernel_calls = []
+    kernel_top = type(view).kernel_top
+
+    def counted(self, plan, conjunctive, *args):  # type: ignore[no-untyped-def]
+        kernel_calls.append(conjunctive)
+        return kernel_top(self, plan, conjunctive, *args)
+
+    monkeypatch.setattr(type(view), "kernel_top", counted)
+    queries = [
+        ["alpha", "beta"],
+        ["beta", "gamma", "delta"],
+        ["omega", "alpha"],
+        ["delta", "gamma"],
+        ["omega", "absent"],
+        ["alpha", "beta", "gamma", "delta", "omega"],
+    ]
+    for width in (np.uint16, np.uint32):
+        view._klen = view._klen.astype(width)
+        for words in queries:
+            for signals in (Signals.off(), Signals()):
+                dfs = [snap.df(t) for t in words]
+                plan = make_plan(words, dfs, snap.live_docs, snap.live_length, 25, 1.8e9, signals,
+                                 conjunctive=False)  # fmt: skip
+                kernel_calls.clear()
+                got = snap.shards[0].search(plan)
+                assert kernel_calls == [False], words  # the compiled OR answered
+                with monkeypatch.context() as mp:
+                    mp.setattr(kernels, "ready", lambda: False)  # the numpy path
+                    want = snap.shards[0].search(plan)
+                assert got.hits == want.hits and got.hits, (words, width)
+                assert len(got.hits) == min(25, want.matched)
+                assert got.matched == want.matched and got.exact and want.exact
+                for h in got.hits:
+                    assert view.live[h.doc]

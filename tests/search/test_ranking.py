@@ -282,3 +282,38 @@ def test_a_word_in_the_title_outranks_the_same_word_in_the_body(tmp_path: Path) 
         svc.close()
     assert [r["url"] for r in results] == [about.url, mentions.url]
     assert results[0]["score"] > results[1]["score"]
+
+
+def test_make_plan_builds_the_plan_the_dataclass_would() -> None:
+    """``make_plan`` fills the frozen plan in one step (issue 24: a plan per query on
+    the hot path); it is the plan ``QueryPlan(...)`` makes, terms sorted with their dfs,
+    as immutable and as strict about its inputs."""
+    import dataclasses
+
+    from lookup.search.bm25 import QueryPlan, idf, make_plan
+
+    plan = make_plan(
+        ["zeta", "alpha"], [3, 7], 100, 1000, 20, 5.0, Signals.off(), conjunctive=False, prune=False
+    )
+    want = QueryPlan(
+        terms=("alpha", "zeta"),
+        idfs=(idf(7, 100), idf(3, 100)),
+        dfs=(7, 3),
+        n_docs=100,
+        avgdl=10.0,
+        k=20,
+        now=5.0,
+        signals=Signals.off(),
+        conjunctive=False,
+        prune=False,
+    )
+    assert plan == want and vars(plan) == vars(want) and hash(plan) == hash(want)
+    one = make_plan(["solo"], [2], 0, 0, 10, 5.0)
+    assert one.terms == ("solo",) and one.dfs == (2,) and one.avgdl == 1.0
+    assert one.signals == Signals() and one.or_fallback
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.k = 5  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no QueryPlan field"):
+        make_plan(["a"], [1], 10, 10, 10, 0.0, bogus=1)
+    with pytest.raises(ValueError, match="one df per term"):
+        make_plan(["a", "b"], [1], 10, 10, 10, 0.0)

@@ -153,7 +153,14 @@ class PartitionLeases:
     def _renew_if_due(self) -> None:
         """Renew in the middle of a long balance round (a join grants up to P partitions one
         transaction each: on a loaded machine longer than a short TTL)."""
-        if self.monotonic() - self._renewed >= self.ttl / 3.0 and not self._renew():
+        if self.monotonic() - self._renewed < self.ttl / 3.0:
+            return
+        try:
+            renewed = self._renew()
+        except Exception as exc:
+            self.log.add("renewal-failed", type(exc).__name__)
+            raise
+        if not renewed:
             raise RuntimeError("the lease expired during a balance round")
 
     def _keep_alive(self) -> None:

@@ -95,35 +95,51 @@ def test_stampede_one_load_with_single_flight_and_lease(own_redis: Any,
 
 def test_jitter_flattens_the_expiry_spike(own_redis: Any, store: BackingStore) -> None:
     """Identical TTLs: no store load, then every key at once; ±50 % jitter: reloads start
-    half a TTL early and the peak is lower."""
+    half a TTL early and the peak is lower. Loads are binned at their copy's expiry (the
+    schedule Redis keeps), so a reader starved by a loaded machine cannot blur the spike."""
     runs = {j: ex.synchronised_expiry(own_redis.url, store, keys=150, ttl_ms=1000, jitter=j,
                                       duration_s=2.5, readers=2) for j in (0.0, 0.5)}
 
     def early(run: dict[str, Any]) -> int:  # loads before the identical TTL runs out
         return sum(b["store loads"] for b in run["bins"] if b["t"] < 0.9)
 
-    print({j: (r["peak loads per bin"], early(r)) for j, r in runs.items()})
+    print({j: {k: v for k, v in r.items() if k != "bins"} for j, r in runs.items()})
+    for run in runs.values():  # Redis kept every copy its TTL; no load on a hit
+        assert run["loads before the first expiry"] == 0, run
+        assert run["loads before their copy expired"] == 0, run
     assert early(runs[0.0]) == 0
+    assert runs[0.0]["peak loads per bin"] >= 150  # every key reloaded in one bin
     assert early(runs[0.5]) >= 0.2 * 150
-    assert runs[0.0]["peak loads per bin"] > 1.5 * runs[0.5]["peak loads per bin"]
+    assert runs[0.0]["peak loads per bin"] > 2 * runs[0.5]["peak loads per bin"]
 
 
 def test_warming_cuts_the_cold_restart_load(own_redis: Any, store: BackingStore) -> None:
+    """Counted per round of traffic (every client's reads of a 0.1 s bin), not per 0.1 s of
+    a loaded machine's wall clock: the figures are the traffic's, however slowly it ran."""
     rows = {r["restart"]: r for r in ex.cold_restart(own_redis, store, keys=3_000,
                                                      readers=2, rate=1_000, duration_s=2.0,
-                                                     warm_top=1_500)}  # fmt: skip
+                                                     warm_top=1_500, ramp_s=1.0)}  # fmt: skip
     print({k: {x: y for x, y in v.items() if x != "bins"} for k, v in rows.items()})
-    assert rows["warmed"]["first-second loads"] < rows["cold"]["first-second loads"]
-    assert rows["staged"]["peak loads per bin"] < rows["cold"]["peak loads per bin"]
+    assert rows["cold"]["reads"] == rows["warmed"]["reads"] == 4_000  # all the traffic ran
+    assert rows["warmed"]["first-second loads"] <= rows["cold"]["first-second loads"] / 2
+    # the second client joins a cache the first one has filled: the peak is the first's
+    assert rows["staged"]["peak loads per bin"] <= 0.8 * rows["cold"]["peak loads per bin"]
 
 
 def test_refresh_ahead_keeps_hot_keys_hit(own_redis: Any, store: BackingStore) -> None:
-    rows = {r["pattern"]: r for r in ex.refresh_vs_aside(own_redis.url, store, keys=20,
-                                                         ttl_ms=600, duration_s=2.0)}
+    """Every key read once per pass; the refresh window (half the TTL, 500 ms) is many
+    passes long even on a loaded machine, so "read steadily" holds and refresh-ahead must
+    keep the keys that cache-aside lets expire."""
+    rows = {r["pattern"]: r for r in ex.refresh_vs_aside(own_redis.url, store, keys=10,
+                                                         ttl_ms=1000, duration_s=2.5,
+                                                         refresh_at=0.5)}  # fmt: skip
     print(rows)
-    assert rows["cache-aside"]["misses after the first fill"] >= 20  # each key expired
-    assert rows["refresh-ahead"]["misses after the first fill"] <= 5  # (a loaded machine)
-    assert rows["refresh-ahead"]["background refreshes"] > 0
+    aside, ahead = rows["cache-aside"], rows["refresh-ahead"]
+    assert aside["misses after the first fill"] >= 10  # each key expired at least once
+    # relative to the same run's cache-aside: a refresh that a stall made late may let a
+    # key lapse now and then, never as often as cache-aside lets them all
+    assert ahead["misses after the first fill"] <= aside["misses after the first fill"] / 4
+    assert ahead["background refreshes"] >= 10  # each key replaced before it expired
 
 
 def test_killed_write_behind_writer_loses_acked_writes(own_redis: Any, tmp_path: Path) -> None:

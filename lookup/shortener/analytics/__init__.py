@@ -85,7 +85,7 @@ from lookup.shortener.analytics.log import (
     SqliteClickLog,
     open_click_log,
 )
-from lookup.shortener.analytics.outage import OutageLog
+from lookup.shortener.analytics.outage import OutageLog, SharedOutage
 from lookup.shortener.analytics.shipper import ClickShipper
 
 log = logging.getLogger("lookup.shortener.analytics")
@@ -133,7 +133,9 @@ class ClickAnalytics:
         self._secret = secret
         grouped = hasattr(self.log, "take")  # a stream with a consumer group (Redis)
         what = "the click stream" if grouped else "the click log"
-        self.outage = OutageLog(what, log, quiet=self._child_reports)
+        # with an aggregator child, one outage record for both processes (see outage.py)
+        self._shared_outage = SharedOutage() if aggregator == "process" else None
+        self.outage = OutageLog(what, log, shared=self._shared_outage)
         self.shipper = ClickShipper(
             self.buffer, self.log, self.enricher, batch_size=batch_size, outage=self.outage
         )
@@ -215,11 +217,6 @@ class ClickAnalytics:
         for task in self._tasks:
             task.start()
 
-    def _child_reports(self) -> bool:
-        """Whether the aggregator child runs: it reports the click log's outages itself."""
-        process = self._process
-        return process is not None and process.is_alive()
-
     def _aggregate_round(self) -> int:
         """One fold in the aggregator thread; an unavailable stream is an outage, logged once."""
         try:
@@ -254,6 +251,8 @@ class ClickAnalytics:
                 os.getpid(),
                 reader,
                 self.aggregator_nice,
+                None,
+                self._shared_outage,
             ),
             name="click-aggregator",
             daemon=True,
@@ -477,6 +476,7 @@ def run_aggregator(
     stop: Any,
     nice: int = 0,
     consumer: str | None = None,
+    shared_outage: SharedOutage | None = None,
 ) -> None:
     """The aggregator as its own process: fold the log until told to stop or orphaned.
 
@@ -486,7 +486,8 @@ def run_aggregator(
     ``nice`` lowers this process's CPU priority first (``os.nice``); ``parent_pid``
     None means no parent to outlive (the stand-alone ``python -m`` form). ``stop`` is an
     event (``is_set``/``wait``) or the read end of the parent's stop pipe. An unavailable
-    stream is an outage, logged once when it starts and once when it ends."""
+    stream is an outage, logged once when it starts and once when it ends — once for this
+    process and its parent when the parent passes its ``shared_outage``."""
     if hasattr(stop, "poll"):
         stop = _PipeStop(stop)
     terminated: list[bool] = []
@@ -513,7 +514,9 @@ def run_aggregator(
         claim_idle_s=settings.get("clicks_claim_idle"),
         fold_delay_s=settings.get("clicks_fold_delay"),
     )
-    outage = OutageLog("the click stream" if grouped else "the click log", log)
+    outage = OutageLog(
+        "the click stream" if grouped else "the click log", log, shared=shared_outage
+    )
     while (
         not stop.is_set()
         and not terminated

@@ -79,7 +79,13 @@ from benchmarks.common import (
     spawned,
     wrk_path,
 )
-from benchmarks.fixed_rate import FixedRateResult, cpu_seconds, run_fixed_rate, server_pid
+from benchmarks.fixed_rate import (
+    FixedRateResult,
+    cpu_seconds,
+    fixed_summary,
+    run_fixed_rate,
+    server_pid,
+)
 from lookup.datasets import places as places_dataset
 from lookup.geo import GeohashIndex, ProximitySearch, QuadtreeIndex, SqlitePlaceStore, haversine_m
 from lookup.geo.geohash import EARTH_RADIUS_M
@@ -404,23 +410,8 @@ def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32
                   "ratio": median(r.rate / a for r, a in zip(rs, anchor_rates, strict=True)),
                   "cpu_us": median(cpu_us[name]),
                   "load": [round(x, 2) for x in loads[name]],
-                  "fixed": _fixed_summary(fixed[name])}
+                  "fixed": fixed_summary(fixed[name])}
            for name, rs in results.items()},
-    }
-
-
-def _fixed_summary(runs: Sequence[FixedRateResult]) -> dict[str, Any]:
-    """The median fixed-rate figures over runs (late and errors summed)."""
-    return {
-        "p50_ms": median(r.p50_ms for r in runs),
-        "p99_ms": median(r.p99_ms for r in runs),
-        "p999_ms": median(r.p999_ms for r in runs),
-        "max_ms": median(r.max_ms for r in runs),
-        "achieved": median(r.achieved for r in runs),
-        "late": sum(r.late for r in runs),
-        "errors": sum(r.errors for r in runs),
-        "send_lag_p99_ms": median(r.send_lag_p99_ms for r in runs),
-        "runs_p99_ms": [round(r.p99_ms, 2) for r in runs],
     }
 
 

@@ -81,7 +81,13 @@ from benchmarks.common import (
     spawned,
     wrk_path,
 )
-from benchmarks.fixed_rate import FixedRateResult, cpu_seconds, run_fixed_rate, server_pid
+from benchmarks.fixed_rate import (
+    FixedRateResult,
+    cpu_seconds,
+    fixed_summary,
+    run_fixed_rate,
+    server_pid,
+)
 from lookup.typeahead import (
     DEFAULT_BLOCKLIST,
     HotBlocklist,
@@ -601,21 +607,6 @@ def bench_http(
         out["sharded"]["head_share"] = at_head / len(paths)
         out["hop"] = hop
     return out
-
-
-def fixed_summary(runs: Sequence[FixedRateResult]) -> dict[str, Any]:
-    """The median fixed-rate figures over runs (late and errors summed)."""
-    return {
-        "p50_ms": median(r.p50_ms for r in runs),
-        "p99_ms": median(r.p99_ms for r in runs),
-        "p999_ms": median(r.p999_ms for r in runs),
-        "max_ms": median(r.max_ms for r in runs),
-        "achieved": median(r.achieved for r in runs),
-        "late": sum(r.late for r in runs),
-        "errors": sum(r.errors for r in runs),
-        "send_lag_p99_ms": median(r.send_lag_p99_ms for r in runs),
-        "runs_p99_ms": [round(r.p99_ms, 2) for r in runs],
-    }
 
 
 def check_routed(url: str, paths: Sequence[str], expect: Callable[[str], dict[str, Any]]) -> None:

@@ -31,12 +31,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from statistics import median
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
-__all__ = ["FixedRateResult", "cpu_seconds", "run_fixed_rate", "server_pid"]
+__all__ = ["FixedRateResult", "cpu_seconds", "fixed_summary", "run_fixed_rate", "server_pid"]
 
 
 @dataclass(frozen=True)
@@ -292,3 +293,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def fixed_summary(runs: Sequence[FixedRateResult]) -> dict[str, Any]:
+    """The median fixed-rate figures over runs (late and errors summed)."""
+    return {
+        "p50_ms": median(r.p50_ms for r in runs),
+        "p99_ms": median(r.p99_ms for r in runs),
+        "p999_ms": median(r.p999_ms for r in runs),
+        "max_ms": median(r.max_ms for r in runs),
+        "achieved": median(r.achieved for r in runs),
+        "late": sum(r.late for r in runs),
+        "errors": sum(r.errors for r in runs),
+        "send_lag_p99_ms": median(r.send_lag_p99_ms for r in runs),
+        "runs_p99_ms": [round(r.p99_ms, 2) for r in runs],
+    }

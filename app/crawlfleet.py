@@ -144,9 +144,14 @@ def _stop() -> None:
     rt = fleet_runtime()
     with rt.lock:
         if rt.run is not None:
+            started = time.time() - rt.run.started_at
             rt.run.stop()
             atexit.unregister(rt.run.stop)
             rt.run = None
+            st.session_state["fleet.notice"] = (
+                f"Fleet stopped after {started:.0f} s: its {WORKERS} workers, PostgreSQL and "
+                "etcd are shut down."
+            )
 
 
 def _kill(name: str) -> None:
@@ -344,7 +349,9 @@ def fleet_panel(probe: SandboxProbe) -> None:
     """The panel: start/stop a fleet, and its live view while it runs."""
     with st.expander(
         ":material/hub: Crawler fleet: 3 workers, partitions under leases",
-        expanded=fleet_runtime().run is not None,
+        # open while a fleet runs and while a notice about it waits to be read (a stop
+        # must not fold the panel away with its own confirmation)
+        expanded=fleet_runtime().run is not None or "fleet.notice" in st.session_state,
     ):
         if not (etcd_available() and postgres_available()):
             st.info(

@@ -75,6 +75,7 @@ def test_kill_a_worker_from_the_page_and_watch_its_partitions_move(
         page.get_by_text(anchor).first.scroll_into_view_if_needed()
         page.screenshot(path=str(tmp_path / f"crawler-fleet-{shot}.png"))
     page.get_by_role("button", name="Stop the fleet").click()
+    expect(page.get_by_text(re.compile(r"Fleet stopped after \d+ s"))).to_be_visible(timeout=60_000)
     # disabled only once the fleet is stopped (Start is enabled all along)
     expect(page.get_by_role("button", name="Stop the fleet")).to_be_disabled(timeout=60_000)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)

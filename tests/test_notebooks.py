@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -85,7 +86,13 @@ def _order(path: Path) -> int:
 
 def _executed(path: Path, selected: list[Path]) -> tuple[nbformat.NotebookNode, str]:
     """The executed notebook: the first call starts every selected notebook, slowest
-    first, ``PARALLEL`` at a time; each test then waits for its own."""
+    first, ``PARALLEL`` at a time; each test then waits for its own.
+
+    Under ``pytest -n`` every worker collects every test, but the scheduler hands each
+    notebook to one worker: there a test runs its own notebook only (running the whole
+    selection on each worker that got one ran every notebook several times over)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return _execute_file(path)
     with _runs_lock:
         if not _runs:
             pool = ThreadPoolExecutor(max_workers=PARALLEL, thread_name_prefix="notebook")

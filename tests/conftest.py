@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,31 @@ if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
     os.environ["LOOKUP_PORT_SLOT"] = "{}/{}".format(
         int(os.environ["PYTEST_XDIST_WORKER"][2:]), os.environ["PYTEST_XDIST_WORKER_COUNT"]
     )
+
+
+def shared_build(
+    tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]
+) -> Path:
+    """A directory ``build`` fills once per test run, shared read-only by every worker.
+
+    Under ``pytest -n`` each worker has a session of its own, so a session fixture that
+    builds a data set would build it once per worker, on the same two cores. The first
+    worker to get here builds into the run's common temporary directory under a file lock
+    and marks it done; the others wait for the lock and find it built. Tests copy it to
+    change it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's directory, above each worker's own
+    target, done = root / f"shared-{name}", root / f"shared-{name}.built"
+    with FileLock(f"{target}.lock"):
+        if not done.exists():
+            shutil.rmtree(target, ignore_errors=True)  # a build that failed half-way
+            target.mkdir()
+            build(target)
+            done.touch()
+    return target
 
 
 def free_port() -> int:

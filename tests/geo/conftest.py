@@ -16,6 +16,7 @@ import pytest
 from lookup.datasets import places as places_dataset
 from lookup.geo.ranking import tokenize
 from lookup.geo.store import PlaceDatabaseWriter, SqlitePlaceStore, row_dict
+from tests.conftest import shared_build
 
 #: A fixed instant (Wednesday 2025-06-11 12:30 UTC) so "open now" is reproducible.
 NOW = 1749645000.0
@@ -165,9 +166,10 @@ def synthetic_rows(seed: int = 3) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def built_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory with the places data set built small (5,000 businesses)."""
-    data_dir = tmp_path_factory.mktemp("geo-data")
-    places_dataset.build(data_dir, count=5000, seed=11, progress=False)
-    return data_dir
+    return shared_build(
+        tmp_path_factory, "geo-data",
+        lambda data_dir: places_dataset.build(data_dir, count=5000, seed=11, progress=False),
+    )
 
 
 @pytest.fixture(scope="session")

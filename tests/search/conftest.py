@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lookup.search import SearchService, build_index
+from tests.conftest import shared_build
 from tests.search.corpus import CrawlWriter, Page, stdlib_pages
 
 N_PAGES = 400
@@ -49,25 +50,26 @@ def pages() -> list[Page]:
 @pytest.fixture(scope="session")
 def base_crawl(tmp_path_factory: pytest.TempPathFactory, pages: list[Page]) -> Path:
     """A crawl directory holding every page once (read-only for tests: copy to change)."""
-    root = tmp_path_factory.mktemp("crawl")
-    CrawlWriter(root).fetch(pages)
-    return root
+    return shared_build(
+        tmp_path_factory, "search-crawl", lambda root: CrawlWriter(root).fetch(pages)
+    )
 
 
 @pytest.fixture(scope="session")
 def index_1(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
     """The crawl indexed into one shard."""
-    out = tmp_path_factory.mktemp("idx1")
-    build_index(base_crawl, out, shards=1)
-    return out
+    return shared_build(
+        tmp_path_factory, "search-idx1", lambda out: build_index(base_crawl, out, shards=1)
+    )
 
 
 @pytest.fixture(scope="session")
 def index_4(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
     """The crawl indexed into four shards, small segments so shards hold several."""
-    out = tmp_path_factory.mktemp("idx4")
-    build_index(base_crawl, out, shards=4, segment_docs=40)
-    return out
+    return shared_build(
+        tmp_path_factory, "search-idx4",
+        lambda out: build_index(base_crawl, out, shards=4, segment_docs=40),
+    )
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import ScoreBoard, read_query_log
 from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist
 from lookup.typeahead.pipeline import BuildConfig, MarketBuild, compile_market, run, state_path
+from tests.conftest import shared_build
 
 EVENTS = 50_000
 SEED = 7
@@ -42,14 +44,25 @@ class Built:
     builds: dict[str, MarketBuild]
 
 
+def _log_copy(data_dir: Path) -> Path:
+    """The generated log, pickled beside the shared data directory (not in it: tests copy
+    the directory) so that a worker need not generate it again."""
+    return data_dir.with_name(data_dir.name + ".log.pickle")
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    data_dir = tmp_path_factory.mktemp("typeahead-data")
-    log = querylog.generate(EVENTS, SEED)
-    path = querylog.write(log, querylog.log_path(data_dir))
     config = BuildConfig()
-    result = run(data_dir, path, config=config)
-    assert result.ok, result.to_dict()
+
+    def build(data_dir: Path) -> None:
+        log = querylog.generate(EVENTS, SEED)
+        result = run(data_dir, querylog.write(log, querylog.log_path(data_dir)), config=config)
+        assert result.ok, result.to_dict()
+        _log_copy(data_dir).write_bytes(pickle.dumps(log))
+
+    data_dir = shared_build(tmp_path_factory, "typeahead-data", build)
+    log = pickle.loads(_log_copy(data_dir).read_bytes())
+    path = querylog.log_path(data_dir)
     board = ScoreBoard.load(state_path(data_dir))
     blocklist = TermBlocklist(DEFAULT_BLOCKLIST)
     builds = {m: compile_market(s, blocklist, config) for m, s in board.markets.items()}

@@ -174,7 +174,7 @@ def load_or_create_secret(path: str | os.PathLike[str], nbytes: int = 32) -> byt
 
 
 @dataclass(frozen=True)
-class Lease:
+class IdBlock:
     """A block of ids ``[start, end)`` taken from the allocator row."""
 
     start: int
@@ -192,7 +192,7 @@ class IdAllocator(Protocol):
 
     leases_taken: int
 
-    def lease(self) -> Lease:
+    def lease(self) -> IdBlock:
         """Take the next block ``[start, end)``; two allocators never get overlapping ones."""
         ...
 
@@ -256,7 +256,7 @@ class SqliteIdAllocator:
             self._conn = conn
         return self._conn
 
-    def lease(self) -> Lease:
+    def lease(self) -> IdBlock:
         """Take the next block from the allocator row (one atomic statement)."""
         with self._db_lock, writer_lock(self.db_path):
             rows = (
@@ -272,7 +272,7 @@ class SqliteIdAllocator:
                 raise RuntimeError(f"allocator row {self.name!r} disappeared")
             end = int(rows[0][0])
             self.leases_taken += 1
-        return Lease(end - self.block_size, end)
+        return IdBlock(end - self.block_size, end)
 
     def next_id(self) -> int:
         """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from lookup.kit.ids import Lease
+from lookup.kit.ids import IdBlock
 from lookup.kit.postgres import PgPool, describe_url, ensure_schema
 
 __all__ = ["PostgresIdAllocator"]
@@ -65,7 +65,7 @@ class PostgresIdAllocator:
         """Where the counter lives, without credentials."""
         return describe_url(self.url)
 
-    def lease(self) -> Lease:
+    def lease(self) -> IdBlock:
         """Take the next block ``[start, end)`` from the row (one atomic statement)."""
         with self._pool.connection() as conn:
             row = conn.execute(
@@ -78,7 +78,7 @@ class PostgresIdAllocator:
         with self._count_lock:
             self.leases_taken += 1
         end = int(row[0])
-        return Lease(end - self.block_size, end)
+        return IdBlock(end - self.block_size, end)
 
     def next_id(self) -> int:
         """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""

@@ -1,15 +1,22 @@
-"""The type checker over the shared kit, at zero errors (``[tool.mypy]`` in pyproject.toml
-names what it covers)."""
+"""The type checker over the whole of ``lookup/`` (the kit and every system), at zero errors:
+``[tool.mypy]`` in pyproject.toml names what it covers and how strictly."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_type_checker_covers_the_whole_package() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert config["files"] == ["lookup"]
+    assert config.get("check_untyped_defs") is True
 
 
 @pytest.mark.slow

@@ -10,9 +10,42 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import field, fields
-from typing import Any
+from typing import Any, Literal, overload
 
 
+@overload
+def check(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = ...,
+    inclusive: bool = ...,
+    maximum: float | None = ...,
+    max_inclusive: bool = ...,
+    integer: Literal[True],
+) -> int: ...
+@overload
+def check(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = ...,
+    inclusive: bool = ...,
+    maximum: float | None = ...,
+    max_inclusive: bool = ...,
+    integer: Literal[False] = ...,
+) -> float: ...
+@overload
+def check(
+    name: str,
+    value: Any,
+    *,
+    minimum: float | None = ...,
+    inclusive: bool = ...,
+    maximum: float | None = ...,
+    max_inclusive: bool = ...,
+    integer: bool = ...,
+) -> int | float: ...
 def check(
     name: str,
     value: Any,

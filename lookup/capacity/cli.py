@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import Field, asdict, fields
+from dataclasses import MISSING, Field, asdict, fields
 from typing import Any
 
 from lookup import capacity
@@ -52,6 +52,7 @@ def _argument_type(cls: type, f: Field) -> Any:
 
 def default_text(f: Field) -> str:
     """A field's default written so that :func:`parse_number` reads it back ('100M')."""
+    assert f.default is not MISSING, f.name  # every assumption is declared with a default
     value = float(f.default)
     if value.is_integer():
         for scale, suffix in ((1e12, "T"), (1e9, "G"), (1e6, "M")):

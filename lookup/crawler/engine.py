@@ -268,8 +268,8 @@ class Crawler(CrawlHooks, RobotsHops):
             )
             if not self.store.cycles():  # a crawl from before cycles: its budget so far
                 self.store.add_cycle(CycleRecord(1, self._cycle_started, "start"))
-                for hrow in self.store.hosts():
-                    self.store.bump_budget(hrow.host, 1, hrow.admitted)
+                for known in self.store.hosts():
+                    self.store.bump_budget(known.host, 1, known.admitted)
         self._admitted = Counter(self.store.budget_used(self.cycle))
         for h in self.store.hosts():
             if h.scheme:
@@ -281,6 +281,7 @@ class Crawler(CrawlHooks, RobotsHops):
                 self._probes[h.host] = ProbeSignature.from_host(h)
             self.robots.restore(h, now_wall)
         for row in self.store.originals():
+            assert row.content_hash is not None  # originals() selects pages with a content hash
             self.dedup.register(
                 row.url_hash,
                 Verdict(

@@ -280,11 +280,11 @@ def _opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]
         out.append(("equal", len(a) - tail, len(a), len(b) - tail, len(b)))
     # Adjacent equal runs (head next to an equal opcode) read as one.
     merged: list[tuple[str, int, int, int, int]] = []
-    for op in out:
-        if merged and op[0] == "equal" == merged[-1][0]:
+    for run in out:
+        if merged and run[0] == "equal" == merged[-1][0]:
             prev = merged.pop()
-            op = ("equal", prev[1], op[2], prev[3], op[4])
-        merged.append(op)
+            run = ("equal", prev[1], run[2], prev[3], run[4])
+        merged.append(run)
     return merged
 
 

@@ -437,6 +437,7 @@ def duplicate(ctx: FetchContext) -> Outcome | None:
     )
     outcome = Outcome("duplicate", facts, links=ctx.links, also=also)
     if also:  # ``original`` is now the promoted member; the old original is v.of
+        assert original is not None
         outcome.promotes = original.url_hash
         # The old original is to the promoted member what the member was found to be to it.
         outcome.supersedes = (v.of, original.dup_kind or "exact", original.url, original.dup_score)

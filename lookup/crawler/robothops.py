@@ -10,13 +10,13 @@ fresh is used without a request, a new answer is kept as that host's robots.txt.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from lookup.crawler.fetcher import FetchResult
 from lookup.crawler.robots import MAX_ROBOTS_BYTES, RobotsAnswer, RobotsPolicy
 from lookup.crawler.soft404 import probe_path
-from lookup.crawler.store import FetchRecord
+from lookup.crawler.store import FetchRecord, HostPause
 from lookup.kit.urlnorm import host_of
 
 __all__ = ["RobotsHops"]
@@ -32,6 +32,14 @@ class RobotsHops:
     fetcher: Any
     _probe_urls: dict[str, str]
     _counts: Any
+
+    if TYPE_CHECKING:  # the crawler's own methods these use (defined by Crawler)
+
+        def _wants_probe(self, host: str) -> bool: ...
+
+        async def _addresses(self, hosts: set[str]) -> dict[str, str | Exception]: ...
+
+        def _pause(self, host: str, delay: float) -> HostPause: ...
 
     def _robots_known(self, host: str, scheme: str, policy: RobotsPolicy) -> bool:
         """The frontier learns ``host``'s policy (and whether to probe it); True: failing."""

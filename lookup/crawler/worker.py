@@ -320,9 +320,9 @@ class FleetWorker(Crawler):
         for address, ready in by_address.items():
             self.frontier.delay_address(address, ready)
         for host in {r.host for r in queue} & set(self.frontier.hosts):
-            address = by_host[host].address
-            if address:
-                self.frontier.set_ready(host, by_address[address])
+            host_address = by_host[host].address
+            if host_address:
+                self.frontier.set_ready(host, by_address[host_address])
             # The back-off goes on from where the previous owner left it (429/503 doubling).
             self.frontier.hosts[host].last_delay = float(by_host[host].last_delay or 0)
             policy = self.robots.get(host)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -140,10 +140,10 @@ def _quantize(value: Any, low: float, span: float, bits: int) -> Any:
     step = span / n
     top = n - 1
     if isinstance(value, np.ndarray):
-        i = np.clip(np.floor((value - low) / step), 0, top).astype(np.int64)
-        i -= (value < low + i * step) & (i > 0)
-        i += (value >= low + (i + 1) * step) & (i < top)
-        return i
+        cells = np.clip(np.floor((value - low) / step), 0, top).astype(np.int64)
+        cells -= (value < low + cells * step) & (cells > 0)
+        cells += (value >= low + (cells + 1) * step) & (cells < top)
+        return cells
     i = min(max(int(math.floor((value - low) / step)), 0), top)
     if i > 0 and value < low + i * step:
         i -= 1
@@ -277,7 +277,11 @@ def decode(geohash: str) -> Cell:
     return Cell(geohash.lower(), *cell_bounds(cell, precision))
 
 
-def cell_of(ilat: int, ilng: int, precision: int) -> int:
+@overload
+def cell_of(ilat: int, ilng: int, precision: int) -> int: ...
+@overload
+def cell_of(ilat: np.ndarray, ilng: np.ndarray, precision: int) -> np.ndarray: ...
+def cell_of(ilat: int | np.ndarray, ilng: int | np.ndarray, precision: int) -> int | np.ndarray:
     """The integer cell in row ``ilat`` and column ``ilng`` of the ``precision`` grid."""
     if (5 * precision) % 2:
         return _spread(ilng) | (_spread(ilat) << 1)

@@ -23,7 +23,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from operator import itemgetter
@@ -161,7 +161,9 @@ class Planner(Protocol):
     """Something that turns a circle or a rectangle into code ranges of a :class:`GeohashIndex`."""
 
     name: str
-    places: GeohashIndex
+
+    @property
+    def places(self) -> GeohashIndex: ...
 
     def plan_radius(self, lat: float, lng: float, radius_m: float) -> Plan: ...
 
@@ -273,7 +275,7 @@ class PlaceColumns:
         return cls(**{k: np.zeros(0, dtype=d) for k, d in COLUMN_DTYPES.items()})
 
     @classmethod
-    def from_lists(cls, values: dict[str, Sequence[Any] | np.ndarray]) -> PlaceColumns:
+    def from_lists(cls, values: Mapping[str, Sequence[Any] | np.ndarray]) -> PlaceColumns:
         return cls(**{k: np.asarray(values[k], dtype=d) for k, d in COLUMN_DTYPES.items()})
 
     def __len__(self) -> int:

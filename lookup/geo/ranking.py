@@ -18,7 +18,7 @@ import re
 import unicodedata
 from collections.abc import Hashable, Iterable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -37,7 +37,13 @@ _SEPARATOR = "\x00"
 _WORD_OR_SEPARATOR = re.compile(r"\w+|\x00")
 
 
-def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray:
+@overload
+def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) -> np.ndarray: ...
+@overload
+def haversine_m(lat1: float, lng1: float, lat2: float, lng2: float) -> float: ...
+def haversine_m(
+    lat1: float, lng1: float, lat2: np.ndarray | float, lng2: np.ndarray | float
+) -> np.ndarray | float:
     """Great-circle distance in metres from one point to many (vectorised haversine)."""
     p1 = np.radians(lat1)
     p2 = np.radians(lat2)
@@ -47,6 +53,18 @@ def haversine_m(lat1: float, lng1: float, lat2: np.ndarray, lng2: np.ndarray) ->
     return 2.0 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
 
 
+@overload
+def bayesian_rating(
+    stars: np.ndarray, count: np.ndarray | float, prior_mean: float, prior_weight: float = ...
+) -> np.ndarray: ...
+@overload
+def bayesian_rating(
+    stars: float, count: np.ndarray, prior_mean: float, prior_weight: float = ...
+) -> np.ndarray: ...
+@overload
+def bayesian_rating(
+    stars: float, count: float, prior_mean: float, prior_weight: float = ...
+) -> float: ...
 def bayesian_rating(stars: np.ndarray | float, count: np.ndarray | float, prior_mean: float,
                     prior_weight: float = PRIOR_WEIGHT) -> np.ndarray | float:
     """The rating score in 0..1: ``(C × m + stars) / (C + count) / 5``."""

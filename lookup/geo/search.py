@@ -339,9 +339,9 @@ class ProximitySearch:
                 cats.append(c)
         prices: list[int] = []
         if price is not None and price != "":
-            items = price.split(",") if isinstance(price, str) else (
+            levels: list[str] | list[int] = price.split(",") if isinstance(price, str) else (
                 [price] if isinstance(price, int) else list(price))
-            for p in items:
+            for p in levels:
                 try:
                     level = int(str(p).strip())
                 except ValueError:

@@ -91,7 +91,7 @@ def create_schema(conn: sqlite3.Connection) -> None:
     )
 
 
-def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
+def connect(path: str | os.PathLike[str], *, readonly: bool = False) -> sqlite3.Connection:
     """Open the places database (WAL, so the index can read while owners write).
 
     Python's implicit transactions stay on: a write and its change row commit together
@@ -453,7 +453,7 @@ class SqlitePlaceStore:
             pid = place_id or f"biz:u{num}"
             if self._conn.execute("SELECT 1 FROM places WHERE id = ?", (pid,)).fetchone():
                 raise PlaceError("ALREADY_EXISTS", f"a place with id {pid!r} already exists")
-            row = {
+            row: dict[str, Any] = {
                 "id": pid, "num": num, "kind": "business", "population": None, "generated": 0,
                 "near_city": None, "country": None, "tags": "[]", "hours": None, "price": None,
                 "review_count": 0, "review_stars": 0, "timezone": "UTC",

@@ -219,7 +219,7 @@ def build_app(
     data_dir: str | os.PathLike[str] | None = None,
     *,
     base_url: str | None = None,
-    subsystems: list[str | Callable[[Mounts], None]],
+    subsystems: Sequence[str | Callable[[Mounts], object]],
     systems: Mapping[str, tuple[str, Sequence[str]]] | None = None,
 ) -> ASGIApp:
     """Build the whole HTTP API over the state in ``data_dir``.

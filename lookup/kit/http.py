@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, overload
 from urllib.parse import unquote_to_bytes
 
 from starlette.responses import JSONResponse
@@ -295,6 +295,14 @@ def _given(params: Mapping[str, str], name: str, required: bool, code: str) -> s
     return raw
 
 
+@overload
+def bool_param(
+    params: Mapping[str, str], name: str, default: bool = False, *, code: str = ...
+) -> bool: ...
+@overload
+def bool_param(
+    params: Mapping[str, str], name: str, default: None, *, code: str = ...
+) -> bool | None: ...
 def bool_param(
     params: Mapping[str, str],
     name: str,
@@ -314,6 +322,39 @@ def bool_param(
     raise ApiError(400, code, f"{name} must be true or false, got {_shown(raw)}")
 
 
+@overload
+def float_param(
+    params: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    required: bool = ...,
+    low: float | None = ...,
+    high: float | None = ...,
+    code: str = ...,
+) -> float: ...
+@overload
+def float_param(
+    params: Mapping[str, str],
+    name: str,
+    default: None = None,
+    *,
+    required: Literal[True],
+    low: float | None = ...,
+    high: float | None = ...,
+    code: str = ...,
+) -> float: ...
+@overload
+def float_param(
+    params: Mapping[str, str],
+    name: str,
+    default: float | None = None,
+    *,
+    required: bool = ...,
+    low: float | None = ...,
+    high: float | None = ...,
+    code: str = ...,
+) -> float | None: ...
 def float_param(
     params: Mapping[str, str],
     name: str,
@@ -348,6 +389,39 @@ def float_param(
     return value
 
 
+@overload
+def int_param(
+    params: Mapping[str, str],
+    name: str,
+    default: int,
+    *,
+    required: bool = ...,
+    low: int | None = ...,
+    high: int | None = ...,
+    code: str = ...,
+) -> int: ...
+@overload
+def int_param(
+    params: Mapping[str, str],
+    name: str,
+    default: None = None,
+    *,
+    required: Literal[True],
+    low: int | None = ...,
+    high: int | None = ...,
+    code: str = ...,
+) -> int: ...
+@overload
+def int_param(
+    params: Mapping[str, str],
+    name: str,
+    default: int | None = None,
+    *,
+    required: bool = ...,
+    low: int | None = ...,
+    high: int | None = ...,
+    code: str = ...,
+) -> int | None: ...
 def int_param(
     params: Mapping[str, str],
     name: str,

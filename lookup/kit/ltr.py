@@ -281,7 +281,7 @@ def train_pairwise(
     )
 
 
-def mrr(grades_in_order: Sequence[float], relevant: float) -> float:
+def mrr(grades_in_order: Sequence[float] | np.ndarray, relevant: float) -> float:
     """Reciprocal rank of the first candidate with grade ≥ ``relevant`` (0 if none)."""
     for i, g in enumerate(grades_in_order):
         if g >= relevant:
@@ -289,12 +289,14 @@ def mrr(grades_in_order: Sequence[float], relevant: float) -> float:
     return 0.0
 
 
-def _dcg(grades: Sequence[float], k: int) -> float:
+def _dcg(grades: Sequence[float] | np.ndarray, k: int) -> float:
     return sum((2.0**g - 1.0) / math.log2(i + 2) for i, g in enumerate(list(grades)[:k]))
 
 
 def ndcg_at(
-    grades_in_order: Sequence[float], k: int, ideal: Sequence[float] | None = None
+    grades_in_order: Sequence[float] | np.ndarray,
+    k: int,
+    ideal: Sequence[float] | np.ndarray | None = None,
 ) -> float:
     """NDCG@k with gain ``2^g - 1``; ``ideal`` (all judged grades) defaults to the list's."""
     best = _dcg(sorted(ideal if ideal is not None else grades_in_order, reverse=True), k)
@@ -302,7 +304,7 @@ def ndcg_at(
 
 
 def bootstrap_ci(
-    values: Sequence[float], *, seed: int = 0, rounds: int = 2000, level: float = 0.95
+    values: Sequence[float] | np.ndarray, *, seed: int = 0, rounds: int = 2000, level: float = 0.95
 ) -> tuple[float, float, float]:
     """Mean of ``values`` (one per query) with a percentile bootstrap interval."""
     v = np.asarray(values, dtype=np.float64)

@@ -5,17 +5,24 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 
-def _progress() -> object:
-    last = {"stage": "", "t": 0.0}
+class _Shown(TypedDict):
+    stage: str
+    t: float
+
+
+def _progress() -> Callable[[str, int, int], None]:
+    last: _Shown = {"stage": "", "t": 0.0}
 
     def show(stage: str, done: int, total: int) -> None:
         now = time.monotonic()
         if stage == last["stage"] and done < total and now - last["t"] < 0.5:
             return
-        last.update(stage=stage, t=now)
+        last.update({"stage": stage, "t": now})
         pct = f"{100.0 * done / total:5.1f}%" if total else "  ..."
         print(f"  {stage:<18} {pct}  {done:,}/{total:,}", file=sys.stderr, flush=True)
 
@@ -47,7 +54,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
             args.shards,
             rebuild=args.rebuild,
             optimize=args.optimize,
-            progress=_progress(),  # type: ignore[arg-type]
+            progress=_progress(),
         )
     except Damaged as exc:
         print(f"lookup index: {exc.message}. What to do: {exc.remedy}", file=sys.stderr)

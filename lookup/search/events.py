@@ -224,7 +224,7 @@ class PageStore:
         self._lock = threading.Lock()
 
     def _resolve(self, key: str) -> tuple[Path, int | None]:
-        candidates = [(key, None)]
+        candidates: list[tuple[str, int | None]] = [(key, None)]
         m = _KEY_SUFFIX.match(key)
         if m:
             candidates.insert(0, (m.group("path"), int(m.group("offset"))))

@@ -69,7 +69,7 @@ _failed: list[str] = []
 _loader: list[threading.Thread] = []
 
 
-def _read(buf: np.ndarray, at: int, width: int) -> int:
+def _read(buf: np.ndarray, at: int, width: int) -> np.int64:
     """A little-endian integer of ``width`` (1, 2 or 4) bytes at ``buf[at]``."""
     if width == 1:
         return np.int64(buf[at])
@@ -468,7 +468,7 @@ def _load() -> None:
         offer = jit(_rebind(_offer, {"_sift": sift}))
         globals_ = {"_read": read, "_final": final, "_select": select, "_offer": offer}
         globals_["_one_top"] = jit(_rebind(_one_top, globals_))
-        kernels = {
+        kernels: dict[str, Callable[..., Any]] = {
             "or": jit(_rebind(_or_top, globals_)),
             "and": jit(_rebind(_and_top, globals_)),
         }

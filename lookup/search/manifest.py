@@ -269,10 +269,10 @@ def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
     wanted: set[Path] = set()
     for v in keep:
         try:
-            m = read_manifest(index_dir / manifest_name(v), index_dir)
+            kept = read_manifest(index_dir / manifest_name(v), index_dir)
         except (Damaged, FileNotFoundError):
             continue  # a damaged version names nothing worth keeping
-        for shard, entries in enumerate(m.segments):
+        for shard, entries in enumerate(kept.segments):
             for e in entries:
                 wanted.add(shard_dir(index_dir, shard) / e.name)
                 if e.tombstones:

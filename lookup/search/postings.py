@@ -40,13 +40,14 @@ and count what skip pointers save.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 #: Postings per block; one skip entry per block.
 BLOCK = 128
 
-_DTYPES = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_DTYPES: dict[int, np.dtype[Any]] = {1: np.dtype("u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
 def varint_sizes(values: np.ndarray) -> np.ndarray:

@@ -181,6 +181,7 @@ def prune_top_k(
         else term_scores(tf_r, norm[d_r], idfs[terms[rare][0]])
     )
     if conjunctive and len(terms) == 1:
+        assert s_r is not None  # a lone term is scored whole above
         docs, bm, dropped, skipped = d_r, s_r, 0, 0
     elif conjunctive:
         docs, bm, dropped = _and(terms, rare, d_r, tf_r, s_r, idfs, norm, keys, k, avgdl, k1, b,

@@ -338,13 +338,13 @@ def _phrase(text: str) -> Node | None:
     return PhraseNode(Phrase(tuple(a.terms), tuple(p - first for p in a.positions)))
 
 
-def _join(kind: type, parts: list[Node | None]) -> Node | None:
+def _join(kind: type[And] | type[Or], parts: list[Node | None]) -> Node | None:
     kept: list[Node] = []
     for p in parts:
         if p is None:
             continue
         if isinstance(p, kind):  # flatten (a b) c into one And
-            kept.extend(p.children)  # type: ignore[attr-defined]
+            kept.extend(p.children)
         elif p not in kept:
             kept.append(p)
     if not kept:

@@ -335,11 +335,11 @@ class RtBuild:
             self._df.update(doc.terms)
             self._docs += 1
             self._length += doc.doclen
-        for d in deletions:
-            if self.last_fetch.get(d.url_hash, float("-inf")) > d.deleted_at:
+        for gone in deletions:
+            if self.last_fetch.get(gone.url_hash, float("-inf")) > gone.deleted_at:
                 continue  # fetched again after it was deleted
-            self.hides.add(d.url_hash)
-            self._kill(d.url_hash)
+            self.hides.add(gone.url_hash)
+            self._kill(gone.url_hash)
         snap.set_hidden(self.hides)
         self.state = RtState(
             counts=tuple(len(mi.docs) for mi in self.indexes),

@@ -207,6 +207,7 @@ def write_segment(
         raise ValueError("the forward index needs one entry per document")
     enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions, doclen=doclen)
     assert enc.block_maxtf is not None and enc.block_mindl is not None
+    block_maxtf, block_mindl = enc.block_maxtf, enc.block_mindl
 
     def fill(tmp: Path) -> None:
         (tmp / "postings.bin").write_bytes(enc.postings.tobytes())
@@ -226,8 +227,8 @@ def write_segment(
         _save(tmp / "skip_last.npy", enc.block_last.astype(np.int64))
         _save(tmp / "skip_off.npy", enc.block_off.astype(np.int64))
         _save(tmp / "skip_pos.npy", enc.block_pos.astype(np.int64))
-        _save(tmp / "skip_maxtf.npy", enc.block_maxtf.astype(np.int64))
-        _save(tmp / "skip_mindl.npy", enc.block_mindl.astype(np.int64))
+        _save(tmp / "skip_maxtf.npy", block_maxtf.astype(np.int64))
+        _save(tmp / "skip_mindl.npy", block_mindl.astype(np.int64))
         _save(tmp / "doclen.npy", np.asarray(doclen, dtype=np.int32))
         _save(tmp / "crawled.npy", np.asarray(crawled, dtype=np.float64))
         _save(tmp / "seq.npy", np.asarray(seq, dtype=np.int64))
@@ -247,7 +248,7 @@ def write_segment(
         (tmp / "fwd_starts.bin").write_bytes(np.ascontiguousarray(forward.starts, "<u2").tobytes())
         (tmp / "fwd_lengths.bin").write_bytes(np.ascontiguousarray(forward.lengths, "u1").tobytes())
         _save(tmp / "fwd_off.npy", np.asarray(forward.off, dtype=np.int64))
-        meta = {
+        meta: dict[str, object] = {
             "format": FORMAT,
             "docs": int(len(doclen)),
             "terms": len(terms),
@@ -504,10 +505,11 @@ class SegmentReader:
         if fwd is None:
             return None
         if self._fwd_views is None:
+            # numpy's stubs declare the buffer protocol only for Python >= 3.12
             self._fwd_views = (
-                memoryview(fwd.prints),
-                memoryview(fwd.starts),
-                memoryview(fwd.lengths),
+                memoryview(fwd.prints),  # type: ignore[arg-type]
+                memoryview(fwd.starts),  # type: ignore[arg-type]
+                memoryview(fwd.lengths),  # type: ignore[arg-type]
             )
         prints, starts, lengths = self._fwd_views
         a, b = int(fwd.off[doc]), int(fwd.off[doc + 1])
@@ -549,7 +551,8 @@ class SegmentReader:
         """The stored-fields record of ``doc`` as uncompressed JSON bytes."""
         blob = self._stored[int(self.stored_off[doc]) : int(self.stored_off[doc + 1])]
         if self.stored_dict is None:
-            return zlib.decompress(blob)
+            # numpy's stubs declare the buffer protocol only for Python >= 3.12
+            return zlib.decompress(blob)  # type: ignore[arg-type]
         return lz4.block.decompress(blob, dict=self.stored_dict)
 
     def stored(self, doc: int) -> dict[str, Any]:
@@ -623,8 +626,8 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
         parts_tf.append(tfs[keep])
         parts_pos.append(pos[np.repeat(keep, tfs)])
         fwd = reader.forward
-        for d in kept_docs:
-            d = int(d)
+        for kept_doc in kept_docs:
+            d = int(kept_doc)
             doclen.append(int(reader.doclen[d]))
             crawled.append(float(reader.crawled[d]))
             seq.append(int(reader.seq[d]))

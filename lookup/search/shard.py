@@ -104,7 +104,7 @@ class RealtimePart(Protocol):
 
 def _plain(values: np.ndarray, dtype: type) -> np.ndarray:
     """``values`` as a writable, contiguous array of ``dtype`` (a copy only when needed)."""
-    out = np.ascontiguousarray(values, dtype=dtype)
+    out: np.ndarray = np.ascontiguousarray(values, dtype=dtype)
     return out if out.flags.writeable else out.copy()
 
 
@@ -629,7 +629,8 @@ class ShardIndex:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
         started = time.perf_counter()
         conjunctive = plan.conjunctive
-        memos = None  # lists an AND pass decoded, kept for an OR fallback to reuse
+        # lists an AND pass decoded, kept for an OR fallback to reuse
+        memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None
         if conjunctive and plan.or_fallback:
             memos = [{} for _ in self.segments]
         hits, matched, exact = self._run(plan, conjunctive, memos)

@@ -177,9 +177,9 @@ class RedirectHandler:
             await self._gone_or_missing(scope, receive, send, key, outcome)
             return
         if params["preview"]:
-            status = "DISABLED" if outcome is Outcome.DISABLED else "ACTIVE"
-            html = pages.preview_page(link, self.views.short_url(key), status)
-            await _send_html(scope, receive, send, html, 403 if status == "DISABLED" else 200)
+            state = "DISABLED" if outcome is Outcome.DISABLED else "ACTIVE"
+            html = pages.preview_page(link, self.views.short_url(key), state)
+            await _send_html(scope, receive, send, html, 403 if state == "DISABLED" else 200)
             return
         if outcome is Outcome.DISABLED:
             await _send_html(
@@ -326,7 +326,8 @@ def _password_from_body(scope: Scope, body: bytes) -> str | None:
             value = data.get("password") if isinstance(data, dict) else None
         else:
             values = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=20)
-            value = (values.get("password") or [None])[0]
+            given = values.get("password")
+            value = given[0] if given else None
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(value, str) or not 0 < len(value) <= 128:

@@ -84,7 +84,7 @@ def parse_import(text: str) -> list[dict[str, Any]]:
         header = reader.fieldnames
         if not header or "longUrl" not in header:
             raise _bad("INVALID_CSV", "the CSV needs a header row with a longUrl column")
-        rows = []
+        rows: list[dict[str, Any]] = []
         for row in reader:
             if len(rows) >= MAX_IMPORT_ROWS:
                 raise _bad("TOO_MANY_ROWS", f"import at most {MAX_IMPORT_ROWS} rows at a time")

@@ -273,7 +273,10 @@ class AddressPolicy:
         """:meth:`refusal` for a normalised host: IP literals and ``localhost`` names; other
         names are judged by what they resolve to (:meth:`refusal_of_answers`)."""
         if host == "localhost" or host.endswith(".localhost"):
-            loopback = [ipaddress.IPv4Address("127.0.0.1"), ipaddress.IPv6Address("::1")]
+            loopback: list[IpAddress] = [
+                ipaddress.IPv4Address("127.0.0.1"),
+                ipaddress.IPv6Address("::1"),
+            ]
             if any(self._allowed(ip) for ip in loopback):
                 return None
             return "loopback (localhost)"

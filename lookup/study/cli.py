@@ -276,7 +276,7 @@ def _progress(args: argparse.Namespace) -> int:
     learner = check_learner(args.learner)
     store = progress_in(resolve_data_dir(args.data_dir))
     try:
-        out = {
+        out: dict[str, Any] = {
             "learner": learner,
             "reviews": len(store.reviews(learner)),
             "due": store.due_counts(learner),

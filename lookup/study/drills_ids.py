@@ -141,7 +141,7 @@ def snowflake_lease_lost(lease: bool = True, how: str = "revoke", ttl_s: float =
             "old holder stopped after (ms)": -1 if stop_ms is None else stop_ms,
             "its last id after the loss (ms)": -1 if after_loss is None else after_loss,
         }
-        steps = (
+        steps: tuple[str, ...] = (
             f"a generator process leases worker id 5 from etcd (TTL {ttl_s:g} s) and streams ids",
             f"its lease is lost ({'revoked in etcd' if how == 'revoke' else 'etcd frozen'})"
             f"; it stopped after {stop_ms} ms with {old_issued:,} ids issued",

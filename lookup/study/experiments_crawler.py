@@ -165,8 +165,8 @@ def seen_dedup(
     found = []
     for _ in range(pages * links_per_page):
         n = rng.randrange(site_urls)
-        url = f"http://www.site{n % 7}.test/section{n % 23}/page{n}.html"
-        found.append(spellings(url, rng) if rng.random() < variant_share else url)
+        link = f"http://www.site{n % 7}.test/section{n % 23}/page{n}.html"
+        found.append(spellings(link, rng) if rng.random() < variant_share else link)
     with tempfile.TemporaryDirectory(prefix="study-seen-") as tmp:
         store = open_crawl_store(sqlite_url(Path(tmp) / "crawl.sqlite"))
         try:

@@ -501,7 +501,8 @@ class ScoreBoard:
             }
         arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, **arrays)
+        # numpy's stubs type savez's **kwds as its own allow_pickle flag, not as arrays
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]
         os.replace(tmp, path)
         return path
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from lookup.typeahead.aggregate import LogError
 from lookup.typeahead.pipeline import run, state_path
 from lookup.typeahead.snapshot import SnapshotError
 
-TAGS = ["typeahead"]
+TAGS: list[str | Enum] = ["typeahead"]  # FastAPI's type for route tags
 
 
 def build_snapshots(data_dir: str | os.PathLike[str], progress: Progress) -> dict[str, Any]:

@@ -20,9 +20,13 @@ import threading
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lookup.typeahead.blocklist import FileHotTermSource, HotTermSource, clean_term
 from lookup.typeahead.normalize import normalize_query
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger("lookup.typeahead")
 
@@ -286,8 +290,8 @@ class FilterReport:
 
 def select_queries(
     queries: Sequence[str],
-    scores: Sequence[float],
-    users: Sequence[int],
+    scores: Sequence[float] | np.ndarray,
+    users: Sequence[int] | np.ndarray,
     blocklist: TermBlocklist,
     config: FilterConfig = FilterConfig(),
 ) -> tuple[list[int], FilterReport]:

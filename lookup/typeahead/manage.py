@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from lookup.typeahead.serving import SuggestService
     from lookup.typeahead.trending import TrendingPolicy, TrendingTerm
 
-TAGS = ["typeahead"]
+TAGS: list[str | Enum] = ["typeahead"]  # FastAPI's type for route tags
 
 
 class ServeTimePolicy(Protocol):

@@ -267,14 +267,16 @@ class ShardRouter:
             if self.blocklist is None and not boosted:  # the snapshot as built, byte for byte
                 body = await self._ask(shard, layout, f"q={quote(p, safe='')}&limit={limit}")
                 return body, [(SHARD_HEADER, header)]
-            page, complete, body = await self._shard_page(shard, layout, p, limit, bool(boosted))
-            if body is not None and not boosted:
-                return body, [(SHARD_HEADER, header)]
+            page, complete, as_built = await self._shard_page(
+                shard, layout, p, limit, bool(boosted)
+            )
+            if as_built is not None and not boosted:
+                return as_built, [(SHARD_HEADER, header)]
         suggestions = [text for text, _, _ in page]
         if boosted:
             suggestions, complete = await self._blend(layout, page, complete, boosted, limit)
-        body = {"q": p, "version": version, "complete": complete, "suggestions": suggestions}
-        return encode_json(body), [(SHARD_HEADER, header)]
+        reply = {"q": p, "version": version, "complete": complete, "suggestions": suggestions}
+        return encode_json(reply), [(SHARD_HEADER, header)]
 
     def _blocked(self, text: str) -> bool:
         return self.blocklist is not None and self.blocklist.blocks(text)

@@ -106,7 +106,7 @@ def top_n(snap: Snapshot, prefix: str, n: int) -> list[int]:
 
 def _all_values(raw: bytes, name: str) -> list[str]:
     """Every value of a repeated parameter (``exact=a&exact=b``), decoded strictly."""
-    out = []
+    out: list[str] = []
     for part in raw.split(b"&"):
         if part.split(b"=", 1)[0] == name.encode():
             out.extend(parse_query_string(part).values())

@@ -35,7 +35,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -50,7 +50,12 @@ if TYPE_CHECKING:
 MAGIC = b"LKTRIE01"
 FORMAT = 1
 _HEAD = struct.Struct("<8sII")
-_DTYPES = {"u4": ("<u4", "I"), "i4": ("<i4", "i"), "u1": ("<u1", "B"), "f4": ("<f4", "f")}
+_DTYPES: dict[str, tuple[str, Literal["I", "i", "B", "f"]]] = {
+    "u4": ("<u4", "I"),
+    "i4": ("<i4", "i"),
+    "u1": ("<u1", "B"),
+    "f4": ("<f4", "f"),
+}
 SUFFIX = ".trie"
 # decoded head of the string table: n_strings // _HEAD_DIVISOR ids (at least _HEAD_MIN)
 _HEAD_DIVISOR = 10
@@ -191,7 +196,9 @@ class Snapshot:
                 if sys.byteorder == "little":
                     views[name] = raw.cast(fmt_char)
                 else:  # pragma: no cover - big-endian hosts copy once
-                    views[name] = memoryview(np.frombuffer(raw, np_type).astype(np_type[1:]))
+                    # numpy's stubs declare the buffer protocol only for Python >= 3.12
+                    array = np.frombuffer(raw, np_type).astype(np_type[1:])
+                    views[name] = memoryview(array)  # type: ignore[arg-type]
         missing = {
             "first_child",
             "first_cp",

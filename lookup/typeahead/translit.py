@@ -160,9 +160,9 @@ def group_variants(queries: Sequence[str], scores: Sequence[float]) -> list[Vari
                 latin_key[q] = key
     for i, q in enumerate(queries):
         if script_of(q) == "deva":
-            key = latin_key.get(romanize(q))
-            if key is not None:
-                by_key[key].append(i)
+            known = latin_key.get(romanize(q))
+            if known is not None:
+                by_key[known].append(i)
     groups = []
     for key, idx in by_key.items():
         if len(idx) < 2:

@@ -327,15 +327,16 @@ class TrieReader:
     @classmethod
     def from_arrays(cls, arrays: TrieArrays, *, shortcut_budget: int | None = None) -> TrieReader:
         """A reader over freshly built arrays (memoryviews over the numpy buffers)."""
+        # numpy's stubs declare the buffer protocol only for Python >= 3.12
         return cls(
-            memoryview(arrays.first_child),
-            memoryview(arrays.first_cp),
-            memoryview(arrays.label_off),
+            memoryview(arrays.first_child),  # type: ignore[arg-type]
+            memoryview(arrays.first_cp),  # type: ignore[arg-type]
+            memoryview(arrays.label_off),  # type: ignore[arg-type]
             arrays.labels,
-            memoryview(arrays.top_off),
-            memoryview(arrays.top_ids),
-            memoryview(arrays.flags),
-            memoryview(arrays.terminal),
+            memoryview(arrays.top_off),  # type: ignore[arg-type]
+            memoryview(arrays.top_ids),  # type: ignore[arg-type]
+            memoryview(arrays.flags),  # type: ignore[arg-type]
+            memoryview(arrays.terminal),  # type: ignore[arg-type]
             arrays.k,
             shortcut_budget=shortcut_budget,
         )

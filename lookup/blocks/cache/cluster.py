@@ -28,7 +28,7 @@ import signal
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, cast
 
 import redis
 from redis.backoff import NoBackoff
@@ -62,7 +62,8 @@ class ClusterCache:
     def get(self, key: str) -> bytes | None:
         """The cached value, or None on a miss — including when the node cannot answer."""
         try:
-            return self.client.get(key)  # type: ignore[no-any-return]
+            # bytes: the client is made without decode_responses
+            return cast("bytes | None", self.client.get(key))
         except (redis.RedisError, OSError) as exc:
             self.failures[type(exc).__name__] += 1
             return None

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Protocol, cast
 from urllib.parse import parse_qs, urlsplit
 
 import redis
@@ -29,6 +29,9 @@ from lookup.kit.redisclient import UNAVAILABLE, redis_client
 from lookup.kit.ring import HashRing
 
 __all__ = ["CacheTier", "MemoryTier", "RedisTier", "RingCache", "open_cache_tier"]
+
+#: What a Redis tier counts as a failure (and answers as a miss).
+_FAILURES: tuple[type[Exception], ...] = (*UNAVAILABLE, redis.RedisError)
 
 
 class CacheTier(Protocol):
@@ -138,8 +141,9 @@ class RedisTier:
 
     def get(self, key: str) -> str | None:
         try:
-            value = self.client.get(self.prefix + key)
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+            # bytes: the client is made without decode_responses
+            value = cast("bytes | None", self.client.get(self.prefix + key))
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
             return None
         return None if value is None else value.decode()
@@ -151,7 +155,7 @@ class RedisTier:
             pipe.get(self.prefix + key)
             pipe.pttl(self.prefix + key)
             value, ttl = pipe.execute()
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
             return None, -2
         return (None if value is None else value.decode()), int(ttl)
@@ -159,7 +163,7 @@ class RedisTier:
     def set(self, key: str, value: str, ttl_ms: int | None = None) -> bool:
         try:
             return bool(self.client.set(self.prefix + key, value, px=ttl_ms))
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
             return False
 
@@ -170,13 +174,13 @@ class RedisTier:
             for key, value, ttl in items:
                 pipe.set(self.prefix + key, value, px=ttl)
             pipe.execute()
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
 
     def delete(self, key: str) -> None:
         try:
             self.client.delete(self.prefix + key)
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
 
     def lease(self, key: str, ttl_ms: int) -> bool:
@@ -184,7 +188,7 @@ class RedisTier:
         should load it; it lapses by itself if that caller dies."""
         try:
             return bool(self.client.set(f"{self.prefix}lease:{key}", "1", nx=True, px=ttl_ms))
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
             return True  # no tier, no lease: load (the store is the truth)
 
@@ -197,7 +201,7 @@ class RedisTier:
             keys = list(self.client.scan_iter(match=self.prefix + "*", count=1000))
             for i in range(0, len(keys), 1000):
                 self.client.delete(*keys[i : i + 1000])
-        except (*UNAVAILABLE, redis.RedisError) as exc:
+        except _FAILURES as exc:
             self.failures[type(exc).__name__] += 1
 
     def close(self) -> None:

@@ -209,7 +209,7 @@ async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResp
 
 
 async def _read_repair(node: Node, key: str, replies: dict[str, list[dict]],
-                       pending: set[asyncio.Future]) -> None:
+                       pending: set[asyncio.Task[tuple[str, list[dict] | None]]]) -> None:
     """Wait for the slower replicas, then push the merged versions to every stale one."""
     if pending:
         done, _ = await asyncio.wait(pending, timeout=node.timeout_s)

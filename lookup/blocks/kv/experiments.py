@@ -375,7 +375,8 @@ def final_values(cluster: KvCluster, keys: Iterable[str]) -> list[dict[str, list
 def _keys_homed_on(
     cluster: KvCluster, node: str, count: int, prefix: str, also: str | None = None
 ) -> list[str]:
-    out, i = [], 0
+    out: list[str] = []
+    i = 0
     while len(out) < count:
         key = f"{prefix}{i}"
         home = cluster.home(key)
@@ -426,7 +427,7 @@ def _coordinators_during(cluster: KvCluster, failure: str, victim: str, peer: st
 
 
 def _lost(cluster: KvCluster, ops: Sequence[Any], keys: Iterable[str]) -> int:
-    lost = set()
+    lost: set[int] = set()  # id() of each lost write
     for final in final_values(cluster, keys):
         lost.update(id(op) for op in lost_writes(ops, final))
     return len(lost)
@@ -475,7 +476,8 @@ def quorum_table(
                 f"q-{run}-{failure}-w{w}r{r}-",
                 also=peer if failure == "partition" else None,
             )
-            history, start = History(), {}
+            history = History()
+            start: dict[str, dict[str, int]] = {}
             for i, key in enumerate(ks):  # every key once, on every replica
                 _one_op(
                     client,
@@ -669,7 +671,7 @@ def rebuild_after_disk_loss(
                 ]
         converge_s = wait_converged(cluster, ks)
         stats = cluster.stats()
-        lost = set()
+        lost: set[int] = set()  # id() of each lost write
         for final in final_values(cluster, ks):
             lost.update(id(op) for op in lost_writes(history.ops, final))
         return {
@@ -705,7 +707,8 @@ def lww_under_skew(
         cluster.skew(slow, skew_s)
         client = cluster.client()
         for mode in ("lww", "vclock"):
-            key, acked, lost, context = f"skew-{mode}", 0, 0, {}
+            key, acked, lost = f"skew-{mode}", 0, 0
+            context: dict[str, int] = {}
             for i in range(writes):
                 via = slow if i % 2 else fast
                 value = f"{key}#{i + 1}"

@@ -205,7 +205,8 @@ def wiki_pages(count: int) -> tuple[tuple[str, str], ...]:
     out = []
     for name, module in islice(_importable(WIKI_MODULES), count):
         with _lock:
-            text = pydoc.plaintext.document(module, name)
+            # typeshed's pydoc stub leaves out the module's plaintext formatter
+            text = pydoc.plaintext.document(module, name)  # type: ignore[attr-defined]
         out.append((name, html.escape(_SOURCE_PATH.sub("(source)", text))))
     return tuple(out)
 

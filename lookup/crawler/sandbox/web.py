@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl
 
 import uvicorn
@@ -195,7 +195,8 @@ class SandboxServer:
 
     # -- running -----------------------------------------------------------------
     def _config(self, tls: bool = False) -> uvicorn.Config:
-        context = self.tls_context
+        # only TLS names open TLS sockets, and __init__ refuses them without a context
+        context = cast(ssl.SSLContext, self.tls_context)
         return uvicorn.Config(
             self.app,
             interface="asgi3",

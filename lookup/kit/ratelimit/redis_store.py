@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import threading
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
 from lookup import settings
@@ -323,7 +323,7 @@ class RedisRateLimiter:
         if self._run("refund", identity, cost) is None and self.on_unavailable == "local":
             self._local.refund(identity, cost)
 
-    def check_many(self, identities: list[Hashable], cost: float = 1.0) -> list[RateDecision]:
+    def check_many(self, identities: Sequence[Hashable], cost: float = 1.0) -> list[RateDecision]:
         """``check`` each identity in one pipelined round trip (bulk loads, experiments)."""
         args = [repr(float(self.policy.capacity)), repr(float(self.policy.refill_per_s)),
                 repr(float(cost))]  # fmt: skip

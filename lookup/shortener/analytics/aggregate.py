@@ -49,14 +49,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import compress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from datasketch import HyperLogLog
 
 from lookup.kit.ids import load_or_create_secret
 from lookup.shortener.analytics.counts import ClickCounts, CountsBatch, SqliteClickCounts
-from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent
+from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent, RawClick
 from lookup.shortener.analytics.log import ClickLog, LogRecord
 
 MINUTE, HOUR, DAY = 60, 3_600, 86_400
@@ -278,12 +278,12 @@ class ClickAggregator:
         producers: dict[str, bool] = {}  # a batch has few producers: check each once
         seq_ok = _SEQUENCE.fullmatch
         for _offset, event in records:
-            producer, dash, seq = event[0].partition("-")
+            producer, dash, seq_hex = event[0].partition("-")
             ok = producers.get(producer)
             if ok is None:
                 ok = producers[producer] = bool(dash and _PRODUCER.fullmatch(producer))
-            if ok and seq_ok(seq):
-                by_producer[producer].append((int(seq, 16), event))
+            if ok and seq_ok(seq_hex):
+                by_producer[producer].append((int(seq_hex, 16), event))
             else:
                 foreign.append(event)
         fresh: list[LogRecord] = []
@@ -322,12 +322,13 @@ class ClickAggregator:
 
     def _fold(self, batch: CountsBatch, records: list[tuple[int, LogRecord]]) -> None:
         new = self._fresh(batch, records)
-        raw = [r for r in new if type(r) is not ClickEvent]
+        # a log record is a RawClick or a ClickEvent (LogRecord)
+        raw = cast("list[RawClick]", [r for r in new if type(r) is not ClickEvent])
         if raw:  # enrich only what is counted: a duplicate costs no parsing
             enriched = iter(self.enricher.events(raw))
             fresh = [r if type(r) is ClickEvent else next(enriched) for r in new]
         else:
-            fresh = new  # type: ignore[assignment]
+            fresh = cast("list[ClickEvent]", new)  # nothing raw: every record is an event
         batch.add_counts(count_rows(fresh))
         visitors: dict[tuple[str, int], set[str]] = defaultdict(set)
         for event in fresh:

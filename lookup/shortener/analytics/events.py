@@ -373,6 +373,8 @@ class ClickEnricher:
         """
         if not clicks:
             return RawBatch.from_rows(producer, first_seq, [])
+        ua: Sequence[str | None]
+        referer: Sequence[str | None]
         key, ts, ip, ua, referer, country = list(zip(*clicks, strict=True))[:6]
         ip_hash = tuple(map(self.ip_hash, ip))
         ua = _capped(ua, MAX_UA_LENGTH)

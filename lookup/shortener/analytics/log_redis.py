@@ -58,7 +58,7 @@ import contextlib
 import logging
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import redis
@@ -71,7 +71,8 @@ __all__ = ["RedisClickLog", "offset_of", "stream_id"]
 
 log = logging.getLogger("lookup.shortener.analytics")
 
-#: A stream entry as redis-py returns it: its id and its fields.
+#: A stream entry as redis-py returns it: its id and its fields. (Bytes: the client is made
+#: without ``decode_responses``, which redis-py's types cannot know, so the reads are cast.)
 _Entry = tuple[bytes, dict[bytes, bytes]]
 
 _SEQ_BITS = 20
@@ -329,7 +330,7 @@ class RedisClickLog:
         start = f"({stream_id(after)}" if after > 0 else "-"
         end = "+" if upto is None else stream_id(upto)
         while True:
-            chunk = self._redis.xrange(self.stream, start, end, count=_CHUNK)
+            chunk = cast("list[_Entry]", self._redis.xrange(self.stream, start, end, count=_CHUNK))
             yield from chunk
             if len(chunk) < _CHUNK:
                 return
@@ -433,7 +434,10 @@ class RedisClickLog:
 
     def _take(self, consumer: str, count: int, min_idle_s: float) -> list[tuple[int, LogRecord]]:
         self.ensure_group()
-        own = self._redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count)
+        own = cast(
+            "list[tuple[bytes, list[_Entry]]]",
+            self._redis.xreadgroup(self.group, consumer, {self.stream: "0"}, count=count),
+        )
         entries = self._without_poison(own[0][1] if own else [])
         if entries:
             return self._decode_entries(entries)
@@ -509,7 +513,8 @@ class RedisClickLog:
     def dead_letters(self, limit: int = 100) -> list[dict[str, str]]:
         """The newest dead-lettered entries: their id, reason and event count."""
         out = []
-        for _eid, fields in self._redis.xrevrange(self.dead_stream, count=limit):
+        entries = cast("list[_Entry]", self._redis.xrevrange(self.dead_stream, count=limit))
+        for _eid, fields in entries:
             out.append(
                 {
                     "id": fields.get(b"id", b"").decode(),

@@ -52,7 +52,7 @@ from lookup.crawler.fetcher import (
     parse_retry_after,
     tls_context,
 )
-from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
+from lookup.crawler.frontier import Frontier, FrontierEntry, HostTurn, PolitenessPolicy
 from lookup.crawler.hooks import CrawlHooks
 from lookup.crawler.outcomes import (
     FAILED,
@@ -573,7 +573,7 @@ class Crawler(CrawlHooks, RobotsHops):
             ]
         )
 
-    async def _work(self, lease: Lease) -> None:
+    async def _work(self, lease: HostTurn) -> None:
         try:
             if lease.kind == "robots":
                 await self._do_robots(lease)
@@ -600,7 +600,7 @@ class Crawler(CrawlHooks, RobotsHops):
                         self._fenced_out(lease, exc)
 
     # -- robots.txt -----------------------------------------------------------------
-    async def _do_robots(self, lease: Lease) -> None:
+    async def _do_robots(self, lease: HostTurn) -> None:
         c = self.config
         host = lease.host
         scheme = self._schemes.get(host, "http")
@@ -643,7 +643,7 @@ class Crawler(CrawlHooks, RobotsHops):
     def _wants_probe(self, host: str) -> bool:
         return self.config.soft404_probe and host not in self._probes
 
-    async def _do_probe(self, lease: Lease) -> None:
+    async def _do_probe(self, lease: HostTurn) -> None:
         """Ask ``host`` for a URL that cannot exist: what does its "not found" look like?"""
         host = lease.host
         url = self._probe_urls.get(host) or f"{self._schemes.get(host, 'http')}://{host}/"
@@ -676,7 +676,7 @@ class Crawler(CrawlHooks, RobotsHops):
             self.store.add_fetch(self._fetch_record(lease, url, "probe", res, outcome, delay))
 
     # -- one page ---------------------------------------------------------------------
-    async def _do_page(self, lease: Lease) -> None:
+    async def _do_page(self, lease: HostTurn) -> None:
         c = self.config
         e = lease.entry
         assert e is not None
@@ -726,7 +726,7 @@ class Crawler(CrawlHooks, RobotsHops):
     async def _handle(
         self,
         e: FrontierEntry,
-        lease: Lease,
+        lease: HostTurn,
         res: FetchResult,
         row: UrlRecord | None,
         delay: float,
@@ -798,7 +798,7 @@ class Crawler(CrawlHooks, RobotsHops):
 
     @staticmethod
     def _fetch_record(
-        lease: Lease, url: str, kind: str, res: FetchResult, outcome: str, delay: float
+        lease: HostTurn, url: str, kind: str, res: FetchResult, outcome: str, delay: float
     ) -> FetchRecord:
         return FetchRecord(
             url, lease.host, lease.address, kind, res.started, res.took, res.status, outcome, delay

@@ -41,7 +41,7 @@ __all__ = [
     "Frontier",
     "FrontierEntry",
     "HostQueue",
-    "Lease",
+    "HostTurn",
     "PolitenessPolicy",
     "WeightedSelector",
 ]
@@ -66,7 +66,7 @@ class FrontierEntry:
 
 
 @dataclass
-class Lease:
+class HostTurn:
     """Permission to make one request to ``host`` now: a page, its robots.txt or its probe."""
 
     host: str
@@ -257,7 +257,7 @@ class Frontier:
             return ready_at
         return None
 
-    def lease(self, now: float | None = None) -> Lease | None:
+    def lease(self, now: float | None = None) -> HostTurn | None:
         """Pop a due host and give one request's permission; None when nothing is due."""
         now = self.clock() if now is None else now
         while self._heap:
@@ -299,10 +299,10 @@ class Frontier:
             hq.in_flight = True
             hq.served = next(self._served)
             self._ip_busy.add(ip)
-            return Lease(host, ip, kind, entry, now)
+            return HostTurn(host, ip, kind, entry, now)
         return None
 
-    def lease_host(self, host: str, address: str, now: float | None = None) -> Lease | None:
+    def lease_host(self, host: str, address: str, now: float | None = None) -> HostTurn | None:
         """Permission for one request to ``host`` out of turn (a robots.txt redirect hop),
         under the same rules as :meth:`lease`; None while it must wait (see :meth:`wait_for`)."""
         now = self.clock() if now is None else now
@@ -319,7 +319,7 @@ class Frontier:
             return None
         hq.in_flight = True
         self._ip_busy.add(address)
-        return Lease(host, address, "robots", None, now)
+        return HostTurn(host, address, "robots", None, now)
 
     def wait_for(self, host: str, address: str) -> float:
         """Seconds until ``host`` on ``address`` may be asked again (0: now, or when free)."""
@@ -327,7 +327,7 @@ class Frontier:
         ready = max(hq.ready_at if hq is not None else 0.0, self._ip_ready.get(address, 0.0))
         return max(0.0, ready - self.clock())
 
-    async def wait_lease(self, host: str, address: str, patience: float = 60.0) -> Lease | None:
+    async def wait_lease(self, host: str, address: str, patience: float = 60.0) -> HostTurn | None:
         """:meth:`lease_host` once ``host`` is due (None after ``patience`` seconds)."""
         give_up = self.clock() + patience
         while (lease := self.lease_host(host, address)) is None:
@@ -350,7 +350,7 @@ class Frontier:
     # -- giving back -----------------------------------------------------------------
     def complete(
         self,
-        lease: Lease,
+        lease: HostTurn,
         took: float,
         *,
         status: int | None = None,
@@ -378,7 +378,7 @@ class Frontier:
         self._release(hq, now + delay)
         return delay
 
-    def release(self, lease: Lease) -> None:
+    def release(self, lease: HostTurn) -> None:
         """The lease was not used for a request (e.g. robots.txt disallowed the URL)."""
         hq = self.hosts[lease.host]
         self._release(hq, self._ip_ready.get(hq.address, 0.0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from lookup.crawler.frontier import Frontier, FrontierEntry, Lease
+from lookup.crawler.frontier import Frontier, FrontierEntry, HostTurn
 from lookup.crawler.outcomes import Link
 from lookup.crawler.output import EventLogWriter
 from lookup.crawler.partitions import FencedOut
@@ -56,7 +56,7 @@ class CrawlHooks:
     async def _tick(self) -> None:
         """Once per turn of the crawl loop."""
 
-    def _next_lease(self, now: float) -> Lease | None:
+    def _next_lease(self, now: float) -> HostTurn | None:
         """The next request's permission."""
         return self.frontier.lease(now)
 
@@ -75,6 +75,6 @@ class CrawlHooks:
     def _commit_events(self, events: list[dict[str, Any]]) -> None:
         """A page's events, inside its commit (the fleet's outbox; embedded: nothing)."""
 
-    def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
+    def _fenced_out(self, lease: HostTurn, exc: FencedOut) -> None:
         """The store refused a write of this lease's partition: a newer owner holds it."""
         log.error("write for %s refused: %s", lease.host, exc)

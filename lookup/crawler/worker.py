@@ -51,7 +51,7 @@ from lookup import settings
 from lookup.crawler.config import CrawlConfig
 from lookup.crawler.dedup import DuplicateDetector
 from lookup.crawler.fetcher import DnsResolver, FetchResult
-from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
+from lookup.crawler.frontier import Frontier, FrontierEntry, HostTurn, PolitenessPolicy
 from lookup.crawler.leases import PartitionLeases
 from lookup.crawler.outcomes import Link, RuleKit, stored_verdict
 from lookup.crawler.output import WarcStore
@@ -432,7 +432,7 @@ class FleetWorker(Crawler):
             self.frontier.add(entry, address)
         self._page_links, self._found_seq = None, {}
 
-    def _next_lease(self, now: float) -> Lease | None:
+    def _next_lease(self, now: float) -> HostTurn | None:
         assert self.leases is not None
         while (lease := self.frontier.lease(now)) is not None:
             part = partition_of(lease.address, self.partitions)
@@ -449,7 +449,7 @@ class FleetWorker(Crawler):
                 self.frontier.set_ready(lease.host, now + min(0.5, self.lease_ttl / 3))
         return None
 
-    async def _work(self, lease: Lease) -> None:
+    async def _work(self, lease: HostTurn) -> None:
         part, epoch = self._lease_epoch.pop(id(lease))
         current_fence.set(Fence(part, epoch))  # this task's writes carry its epoch
         try:
@@ -460,7 +460,7 @@ class FleetWorker(Crawler):
     async def _handle(
         self,
         e: FrontierEntry,
-        lease: Lease,
+        lease: HostTurn,
         res: FetchResult,
         row: UrlRecord | None,
         delay: float,
@@ -481,7 +481,7 @@ class FleetWorker(Crawler):
         records none); storage keys name the worker's WARC under the fleet's ``OUT``."""
         self.store.add_events(events)
 
-    def _fenced_out(self, lease: Lease, exc: FencedOut) -> None:
+    def _fenced_out(self, lease: HostTurn, exc: FencedOut) -> None:
         part = exc.fence.partition
         self.fenced.append(str(exc))
         log.warning("worker %s: write refused, dropping partition %d at once: %s",

@@ -34,7 +34,7 @@ def crawl_politeness(
     """Seconds of (simulated) time to fetch ``pages`` pages spread evenly over ``hosts``
     hosts with ``workers`` fetchers, when each fetch takes ``fetch_s`` and the frontier
     leaves a host alone for ``max(crawl_delay, delay_factor × fetch_s, min_delay)``."""
-    from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
+    from lookup.crawler.frontier import Frontier, FrontierEntry, HostTurn, PolitenessPolicy
     from lookup.kit.urlnorm import url_hash
 
     if not (
@@ -56,7 +56,7 @@ def crawl_politeness(
         frontier.add(
             FrontierEntry(url, url_hash(url), f"site{h}.test"), f"10.0.{h // 250}.{h % 250}"
         )
-    busy: list[tuple[float, int, Lease]] = []  # (done at, order, lease)
+    busy: list[tuple[float, int, HostTurn]] = []  # (done at, order, lease)
     order = itertools.count()
     fetched = robots = 0
     last = 0.0

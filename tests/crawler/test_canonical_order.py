@@ -19,7 +19,7 @@ import pytest
 
 from lookup.crawler import CrawlConfig, Crawler
 from lookup.crawler.fetcher import FetchResult
-from lookup.crawler.frontier import Lease
+from lookup.crawler.frontier import HostTurn
 from lookup.crawler.inspector import duplicate_clusters, page_text
 from lookup.crawler.store import CrawlWriter, UrlRecord
 from lookup.crawler.store_pg import PgCrawlStore
@@ -63,7 +63,7 @@ async def _crawl_in_order(out: Path, order: tuple[str, ...]) -> dict[str, int]:
                 url, ADDRESS, 1000.0 + n, 0.01, 200, heads, list(heads.items()), body,
                 "text/html", "utf-8", None, "",
             )  # fmt: skip
-            lease = Lease(entry.host, ADDRESS, "page", entry, 1000.0 + n)
+            lease = HostTurn(entry.host, ADDRESS, "page", entry, 1000.0 + n)
             await crawler._handle(entry, lease, res, row, 0.0, None)
         return crawler.report("done").duplicates
     finally:

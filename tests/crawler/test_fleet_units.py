@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lookup.crawler.config import CrawlConfig
 from lookup.crawler.dedup import DuplicateDetector, minhash_to_bytes
 from lookup.crawler.fleetview import store_owner
-from lookup.crawler.frontier import Frontier, FrontierEntry, Lease, PolitenessPolicy
+from lookup.crawler.frontier import Frontier, FrontierEntry, HostTurn, PolitenessPolicy
 from lookup.crawler.health import host_health
 from lookup.crawler.leases import PartitionLeases, preferred_owner
 from lookup.crawler.partitions import Fence, FencedOut, current_fence, partition_of
@@ -213,11 +213,11 @@ def test_a_commit_the_server_ended_under_a_moved_fence_drops_the_partition(
         finally:
             current_fence.reset(token)
         me._held[1], me._loaded[1] = 10, set()
-        lease = Lease("a.test", "127.0.0.2", "page", FrontierEntry(url, h, "a.test"), 0.0)
+        lease = HostTurn("a.test", "127.0.0.2", "page", FrontierEntry(url, h, "a.test"), 0.0)
         me._lease_epoch[id(lease)] = (1, 10)
         me._inflight[1] += 1
 
-        async def frozen_commit(lease: Lease) -> None:
+        async def frozen_commit(lease: HostTurn) -> None:
             with me.store.transaction():  # the page's commit under epoch 10
                 me.store.settle_url(h, "done", "ok")
                 # Frozen here: the newer owner's grant waits on this transaction's lock

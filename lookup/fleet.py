@@ -60,7 +60,7 @@ from lookup.kit.serverlock import shares_state
 
 __all__ = [
     "BACKENDS",
-    "Fleet",
+    "ServingFleet",
     "FleetControl",
     "add_arguments",
     "layer_counts",
@@ -299,7 +299,7 @@ class FleetError(RuntimeError):
     """A part of the fleet did not start."""
 
 
-class Fleet:
+class ServingFleet:
     """The processes of one fleet: servers, workers, aggregators, dashboard; start and stop.
 
     ``urls`` maps ``store_url`` / ``cache_url`` / ``limits_url`` / ``clicks_url`` to a URL
@@ -400,7 +400,7 @@ class Fleet:
         cache = self.urls.get("cache_url") or ("redis://" if redis else "")
         return shares_state(store, cache)
 
-    def start(self) -> Fleet:
+    def start(self) -> ServingFleet:
         """Start everything (servers first), wait until each answers, write the state file."""
         if self.workers > 1 and not self.shares_state():
             raise FleetError(
@@ -564,7 +564,7 @@ class FleetControl:
     ``POST /fleet/cache/stop`` / ``POST /fleet/cache/start`` (admin token) for the Redis
     this fleet started. Errors are JSON ``{"error", "message"}`` with a 4xx status."""
 
-    def __init__(self, fleet: Fleet, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, fleet: ServingFleet, host: str = "127.0.0.1", port: int = 0) -> None:
         self.fleet = fleet
         outer = self
 
@@ -667,7 +667,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     if not args.skip_datasets and (code := _build_missing(data_dir)) != 0:
         return code
-    fleet = Fleet(
+    fleet = ServingFleet(
         data_dir, backends, workers=args.workers, host=args.host, api_port=args.api_port,
         app_port=args.app_port, dashboard=not args.no_dashboard,
         sandbox_port=None if args.no_sandbox else args.sandbox_port,
@@ -697,7 +697,7 @@ def run_fleet(args: argparse.Namespace) -> int:
             signal.signal(signum, handler)
 
 
-def _print_addresses(fleet: Fleet) -> None:
+def _print_addresses(fleet: ServingFleet) -> None:
     state = fleet.describe()
     lines = ["", f"  Lookup Workbench fleet is up ({', '.join(fleet.backends)})"]
     for name, server in state["servers"].items():

@@ -22,7 +22,7 @@ import httpx
 import psycopg
 import pytest
 
-from lookup.fleet import Fleet, parse_backends, read_state, redact, state_path
+from lookup.fleet import ServingFleet, parse_backends, read_state, redact, state_path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,11 +46,11 @@ def test_the_typeahead_blocklist_goes_where_the_store_goes(
 ) -> None:
     monkeypatch.delenv("LOOKUP_TYPEAHEAD_BLOCKLIST", raising=False)
     store = "postgresql://postgres@127.0.0.1:5999/lookup"
-    on_pg = Fleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
+    on_pg = ServingFleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
     assert on_pg["LOOKUP_TYPEAHEAD_BLOCKLIST"] == store
-    assert "LOOKUP_TYPEAHEAD_BLOCKLIST" not in Fleet(tmp_path, ("redis",)).environment()
+    assert "LOOKUP_TYPEAHEAD_BLOCKLIST" not in ServingFleet(tmp_path, ("redis",)).environment()
     monkeypatch.setenv("LOOKUP_TYPEAHEAD_BLOCKLIST", "postgresql://elsewhere/db")
-    named = Fleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
+    named = ServingFleet(tmp_path, ("postgres",), urls={"store_url": store}).environment()
     assert named["LOOKUP_TYPEAHEAD_BLOCKLIST"] == "postgresql://elsewhere/db"
 
 
@@ -331,12 +331,12 @@ def test_lookup_up_hands_the_sandbox_and_control_ports_to_the_fleet(
 
     seen: dict[str, Any] = {}
 
-    class Recorded(fleet_module.Fleet):
-        def start(self) -> fleet_module.Fleet:
+    class Recorded(fleet_module.ServingFleet):
+        def start(self) -> fleet_module.ServingFleet:
             seen.update(sandbox=self.sandbox_port, control=getattr(self, "control_port", None))
             raise fleet_module.FleetError("recorded, not started")
 
-    monkeypatch.setattr(fleet_module, "Fleet", Recorded)
+    monkeypatch.setattr(fleet_module, "ServingFleet", Recorded)
     code = cli.main([
         "up", "--backend", "redis", "--skip-datasets", "--data-dir", str(tmp_path),
         "--sandbox-port", "8777", "--control-port", "8778",
@@ -345,11 +345,11 @@ def test_lookup_up_hands_the_sandbox_and_control_ports_to_the_fleet(
 
 
 def test_the_control_endpoint_listens_on_the_port_given(tmp_path: Path) -> None:
-    from lookup.fleet import Fleet, FleetControl
+    from lookup.fleet import FleetControl, ServingFleet
     from lookup.kit.ports import free_port
 
     port = free_port()
-    fleet = Fleet(tmp_path, ("redis",), control_port=port)
+    fleet = ServingFleet(tmp_path, ("redis",), control_port=port)
     control = FleetControl(fleet, port=fleet.control_port).start()
     try:
         assert control.url == f"http://127.0.0.1:{port}"

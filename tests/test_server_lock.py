@@ -201,17 +201,17 @@ def test_a_fleet_with_the_links_in_sqlite_and_a_redis_cache_runs_two_workers(
 def test_a_fleet_without_shared_state_refuses_several_workers_before_starting(
     tmp_path: Path,
 ) -> None:
-    from lookup.fleet import Fleet, FleetError
+    from lookup.fleet import FleetError, ServingFleet
 
-    fleet = Fleet(tmp_path, ("etcd",), workers=2, dashboard=False, quiet=True)
+    fleet = ServingFleet(tmp_path, ("etcd",), workers=2, dashboard=False, quiet=True)
     try:
         with pytest.raises(FleetError, match="--workers 1"):
             fleet.start()
         assert fleet.etcd is None and fleet.procs == []  # nothing was started
     finally:
         fleet.stop()
-    assert Fleet(tmp_path, ("redis",), workers=2).shares_state()
-    assert Fleet(tmp_path, ("postgres",), workers=2).shares_state()
+    assert ServingFleet(tmp_path, ("redis",), workers=2).shares_state()
+    assert ServingFleet(tmp_path, ("postgres",), workers=2).shares_state()
 
 
 # ----------------------------------------------------------------------- the lock itself

@@ -31,7 +31,7 @@ from ringquorum import render as render_kv_tab
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
 from lookup.blocks.ids.etcd import etcd_available
-from lookup.blocks.ids.fleet import LeaseFleet
+from lookup.blocks.ids.fleet import GeneratorFleet
 from lookup.blocks.ids.kinds import bit_fields, make_kind, timestamp_ms
 from lookup.blocks.ids.locality import ratios, sqlite_locality
 from lookup.blocks.limits.experiments import max_in_span, memory_url
@@ -109,7 +109,7 @@ def _measure_rates(n: int = 20_000) -> dict[str, float]:
     return out
 
 
-def _fleet() -> LeaseFleet | None:
+def _fleet() -> GeneratorFleet | None:
     return st.session_state.get("ids-fleet")
 
 
@@ -172,7 +172,7 @@ def _ids_tab() -> None:
     _leases()
 
 
-def _holders_table(fleet: LeaseFleet, live: bool) -> None:
+def _holders_table(fleet: GeneratorFleet, live: bool) -> None:
     """The worker keys and their leases; re-drawn every second (alone) while ``live``."""
 
     @st.fragment(run_every=1.0 if live else None)
@@ -194,7 +194,7 @@ def _leases() -> None:
                     "one, and watch its lease expire while the others keep theirs.")
         if st.button("Start etcd and 3 generators", key="ids-fleet-start"):
             with st.spinner("starting ..."):
-                fleet = LeaseFleet(ttl_s=3).start(3)
+                fleet = GeneratorFleet(ttl_s=3).start(3)
             st.session_state["ids-fleet"] = fleet
             atexit.register(fleet.stop)
             st.rerun()

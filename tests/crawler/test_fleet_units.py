@@ -387,9 +387,9 @@ def own_etcd() -> Iterator[EtcdServer]:
 
 def test_lookup_up_with_etcd_starts_one_for_crawler_fleets(tmp_path: Path) -> None:
     need_etcd()
-    from lookup.fleet import Fleet
+    from lookup.fleet import ServingFleet
 
-    fleet = Fleet(tmp_path, ("etcd",), dashboard=False, aggregators=False, quiet=True)
+    fleet = ServingFleet(tmp_path, ("etcd",), dashboard=False, aggregators=False, quiet=True)
     try:
         fleet._start_servers()
         url = fleet.environment()["LOOKUP_ETCD_URL"]

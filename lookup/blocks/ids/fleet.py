@@ -1,9 +1,9 @@
 """A small fleet of lease-holding generator processes to watch (the dashboard, the notebook).
 
-:class:`LeaseFleet` starts its own throw-away etcd (or uses ``LOOKUP_ETCD_URL``) and
+:class:`GeneratorFleet` starts its own throw-away etcd (or uses ``LOOKUP_ETCD_URL``) and
 ``n`` generator processes that each lease a worker id and issue ids at a gentle rate;
-:meth:`LeaseFleet.kill` SIGKILLs one (no goodbye: its lease is left to expire), and
-:meth:`LeaseFleet.holders` shows every worker key with its lease's remaining TTL, so
+:meth:`GeneratorFleet.kill` SIGKILLs one (no goodbye: its lease is left to expire), and
+:meth:`GeneratorFleet.holders` shows every worker key with its lease's remaining TTL, so
 the dead process's key is seen counting down and disappearing. It only ever stops the
 processes and the server it started itself.
 """
@@ -24,10 +24,10 @@ from lookup.blocks.ids.drill import spawn_generator
 from lookup.blocks.ids.etcd import EtcdServer, etcd_client
 from lookup.blocks.ids.workers import worker_holders
 
-__all__ = ["LeaseFleet"]
+__all__ = ["GeneratorFleet"]
 
 
-class LeaseFleet:
+class GeneratorFleet:
     """Generator processes holding worker-id leases; started and stopped as one."""
 
     def __init__(self, ttl_s: float = 3.0, rate: float = 20.0, etcd_url: str = "") -> None:
@@ -39,7 +39,7 @@ class LeaseFleet:
         self.procs: dict[int, subprocess.Popen[bytes]] = {}  # by generator number
         self.killed: dict[int, float] = {}  # generator number → wall time of the kill
 
-    def start(self, n: int = 3) -> LeaseFleet:
+    def start(self, n: int = 3) -> GeneratorFleet:
         """Start etcd (unless given one) and ``n`` generators; wait until each holds a lease."""
         if not self.etcd_url:
             self.server = EtcdServer().start()

@@ -1,7 +1,7 @@
 """The shortener's composition root: every part built once and wired, with no back-references.
 
 :class:`Shortener` opens the state through its factories — the link store
-(:func:`~lookup.shortener.store.open_link_store`), the id allocator
+(:func:`~lookup.shortener.links.open_link_store`), the id allocator
 (:func:`~lookup.kit.ids.open_id_allocator`), the click log
 (:func:`~lookup.shortener.analytics.log.open_click_log`) and the click counts
 (:func:`~lookup.shortener.analytics.counts.open_click_counts`), from URLs derived from the
@@ -49,12 +49,12 @@ from lookup.shortener.analytics.log import open_click_log
 from lookup.shortener.api import LinkApi
 from lookup.shortener.blocklist import open_blocklist_source
 from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords
+from lookup.shortener.links import open_link_store
 from lookup.shortener.model import Link
 from lookup.shortener.parse import RequestParser
 from lookup.shortener.resolver import Resolver
 from lookup.shortener.scanner import Scanner
 from lookup.shortener.service import ShortenerService
-from lookup.shortener.store import open_link_store
 from lookup.shortener.urls import AddressPolicy, Blocklist, UrlPolicy
 from lookup.shortener.views import LinkViews
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from lookup import errors
 from lookup.shortener.keys import AliasRejected, ReservedWords, validate_alias
+from lookup.shortener.links import IdempotencyClaim
 from lookup.shortener.model import (
     DEFAULT_PERMANENT_MAX_AGE,
     MAX_PERMANENT_MAX_AGE,
@@ -31,7 +32,6 @@ from lookup.shortener.model import (
 )
 from lookup.shortener.passwords import MAX_PASSWORD_LENGTH
 from lookup.shortener.service import CreateRequest, LinkPatch
-from lookup.shortener.store import IdempotencyClaim
 from lookup.shortener.urls import UrlPolicy, UrlRejected
 
 CREATE_FIELDS = frozenset(

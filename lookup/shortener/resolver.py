@@ -5,7 +5,7 @@
 2. a negative cache (≈30 s) of keys the store does not have, kept apart from the LRU
    so a scraper guessing keys cannot evict the hot set;
 3. a pluggable shared tier (:class:`~lookup.kit.cache.SharedCache`; none by default,
-   ``redis://`` for a fleet) and finally the :class:`~lookup.shortener.store.LinkStore`.
+   ``redis://`` for a fleet) and finally the :class:`~lookup.shortener.links.LinkStore`.
 
 A tier shared by processes (:class:`~lookup.kit.cache.VersionedSharedCache`: Redis) adds
 two guarantees. A fill is a compare-and-set inside the tier — refused if the key was
@@ -54,8 +54,8 @@ from lookup.kit.cache import (
     VersionedSharedCache,
 )
 from lookup.kit.threads import ThreadLane
+from lookup.shortener.links import LinkStore
 from lookup.shortener.model import Link, Status
-from lookup.shortener.store import LinkStore
 
 log = logging.getLogger("lookup.shortener.resolver")
 

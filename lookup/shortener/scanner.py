@@ -60,8 +60,8 @@ from urllib.parse import unquote, urlsplit
 from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
 from lookup.kit.leader import Leadership, SoloLeadership
+from lookup.shortener.links import LinkStore
 from lookup.shortener.model import Link, Status
-from lookup.shortener.store import LinkStore
 from lookup.shortener.urls import (
     AddressPolicy,
     Blocklist,

@@ -8,7 +8,7 @@ server maps to HTTP in one place. It knows nothing of HTTP, CSV, analytics or th
 scanner; everything it talks to is handed in at construction
 (:mod:`~lookup.shortener.app` wires them):
 
-* ``store`` — a :class:`~lookup.shortener.store.LinkStore` (the write path's atomic
+* ``store`` — a :class:`~lookup.shortener.links.LinkStore` (the write path's atomic
   operations); ``minter`` mints generated keys; ``resolver`` is the read path, purged
   after every change;
 * ``render`` — the create response body for a link (kept with an Idempotency-Key so a
@@ -32,6 +32,15 @@ from typing import Any
 
 from lookup import errors
 from lookup.shortener.keys import KeyMinter
+from lookup.shortener.links import (
+    Gone,
+    IdempotencyClaim,
+    IdempotencyMismatch,
+    KeyTaken,
+    LinkMissing,
+    LinkStore,
+    NotOwner,
+)
 from lookup.shortener.model import (
     DEFAULT_PERMANENT_MAX_AGE,
     SCAN_VERDICTS,
@@ -44,15 +53,6 @@ from lookup.shortener.model import (
 )
 from lookup.shortener.passwords import hash_password, verify_password
 from lookup.shortener.resolver import STORE_LANE, Resolver
-from lookup.shortener.store import (
-    Gone,
-    IdempotencyClaim,
-    IdempotencyMismatch,
-    KeyTaken,
-    LinkMissing,
-    LinkStore,
-    NotOwner,
-)
 
 log = logging.getLogger("lookup.shortener")
 
@@ -147,7 +147,7 @@ class ShortenerService:
         render: Callable[[Link], dict[str, Any]],
         ip_key: bytes,
         clock: Callable[[], float] = time.time,
-        on_click: Callable[[ClickContext], None] | None = None,
+        on_click: Callable[[ClickContext], object] | None = None,
         notify: Callable[[str, Link], None] | None = None,
     ) -> None:
         self.store = store
@@ -156,7 +156,8 @@ class ShortenerService:
         self.render = render
         self.clock = clock
         self._ip_key = ip_key
-        self.on_click: Callable[[ClickContext], None] = on_click or (lambda ctx: None)
+        # what the hook returns is not used (the analytics buffer says whether it kept the click)
+        self.on_click: Callable[[ClickContext], object] = on_click or (lambda ctx: None)
         self._notify_hook = notify
         self.clicks_emitted = 0
         self.click_hook_errors = 0

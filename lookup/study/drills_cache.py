@@ -27,9 +27,9 @@ from lookup.blocks.cache.store import BackingStore
 from lookup.blocks.cache.tier import MemoryTier, RedisTier
 from lookup.blocks.kv.experiments import mod_node
 from lookup.kit.cache import MemorySharedCache
+from lookup.shortener.links.sqlite import SqliteLinkStore
 from lookup.shortener.model import Link
 from lookup.shortener.resolver import Resolver
-from lookup.shortener.store import SqliteLinkStore
 from lookup.study.drills_common import need, outcome, path_in, scratch_dir
 from lookup.study.measure import Drill, DrillOutcome
 

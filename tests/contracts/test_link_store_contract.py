@@ -4,12 +4,16 @@ What the shortener's service, resolver and scanner rely on: exactly one winner a
 concurrent claims of a key, idempotent creates (replay of the same body, refusal of
 another), tombstones that keep a key forever, an exact click budget under a race, an
 audit trail of every change, and the reads (owner listing, key-order sweep, counts).
-A new backend adds its URL to ``IMPLEMENTATIONS`` and must pass unchanged.
+The backends come from the seam's registry (:data:`lookup.shortener.links.BACKENDS`):
+a new backend registers its scheme there, says below how to get a fresh, empty store of
+it (``FRESH``), and must pass unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,8 +23,8 @@ import pytest
 
 from lookup.kit.cache import InvalidationOutbox
 from lookup.kit.storeurl import sqlite_url
-from lookup.shortener.model import Link, Status
-from lookup.shortener.store import (
+from lookup.shortener.links import (
+    BACKENDS,
     Gone,
     IdempotencyClaim,
     IdempotencyMismatch,
@@ -28,8 +32,10 @@ from lookup.shortener.store import (
     LinkMissing,
     LinkStore,
     NotOwner,
+    backend,
     open_link_store,
 )
+from lookup.shortener.model import Link, Status
 
 NOW = 1_800_000_000.0
 
@@ -46,19 +52,37 @@ def _sqlite(tmp_path: Path) -> str:
     return sqlite_url(tmp_path / "links.sqlite3")
 
 
-#: name -> a function of a temp dir giving the URL of a fresh, empty store.
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {"sqlite": _sqlite}
+#: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
 
 
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
-
-
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
+    if isinstance(fresh, str):
+        return str(request.getfixturevalue(fresh))
+    return fresh(tmp_path)
+
+
+def test_every_registered_backend_is_a_link_store() -> None:
+    for scheme in BACKENDS:
+        assert issubclass(backend(scheme), LinkStore), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.shortener.links`` names its backends; it imports one only when a URL asks."""
+    code = (
+        "import sys, lookup.shortener.links\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('lookup.shortener.links.', 'psycopg')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -59,6 +59,26 @@ GLOSSARY = {
 def term_help(*terms: str) -> str:
     """The plain explanation of each of ``terms`` (keys of :data:`GLOSSARY`), for ``help=``."""
     return "\n\n".join(GLOSSARY[t] for t in terms)
+
+
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """``1 copy``, ``2 copies``, ``1,200 pages``."""
+    return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def metric_row(columns: Sequence[Any], figures: Sequence[tuple[str, str, str | None]]) -> None:
+    """Bordered metrics, one a column: ``(label, value, help)`` each."""
+    for column, (label, value, help_text) in zip(columns, figures, strict=True):
+        column.metric(label, value, border=True, help=help_text)
+
+
+def show_notice(key: str) -> None:
+    """The ``(kind, text)`` a callback left under ``key`` — ``kind`` names the Streamlit
+    element (``success``, ``warning``, ``error``) — shown once, then forgotten."""
+    notice = st.session_state.pop(key, None)
+    if notice:
+        kind, text = notice
+        getattr(st, kind)(text)
 
 
 def api_url() -> str:

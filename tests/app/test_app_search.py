@@ -53,6 +53,8 @@ def _load_page_module() -> ModuleType:
 
 page_module = _load_page_module()
 
+import searchresults  # noqa: E402 - the page's result cards (app/ is on the path now)
+
 
 def _text(at: AppTest) -> str:
     return page_text(at, with_code=True)  # the page shows its commands as code
@@ -299,7 +301,7 @@ def test_snippet_html_marks_matches_and_escapes_everything_else(
     snippet = "".join(
         f"<em>{html.escape(t)}</em>" if hit and t else html.escape(t) for t, hit in pieces
     )
-    out = page_module.snippet_html(snippet)
+    out = searchresults.snippet_html(snippet)
     bare = out.replace("<mark>", "").replace("</mark>", "")
     assert "<" not in bare and ">" not in bare
     assert html.unescape(bare) == "".join(t for t, _ in pieces)
@@ -309,18 +311,18 @@ def test_snippet_html_marks_matches_and_escapes_everything_else(
 def test_snippet_html_on_the_cores_snippets() -> None:
     text = "A regular expression object: use <b>re.compile</b> & friends, compiled once."
     snippet = make_snippet(text, frozenset({"regular", "express"}))
-    out = page_module.snippet_html(snippet)
+    out = searchresults.snippet_html(snippet)
     assert out.startswith("A <mark>regular</mark> <mark>expression</mark> object")
     assert "&lt;b&gt;re.compile&lt;/b&gt; &amp; friends" in out
 
 
 def test_only_web_links_become_links() -> None:
-    assert page_module.safe_href("https://a.test/x?y=1&z=2") == "https://a.test/x?y=1&amp;z=2"
-    assert page_module.safe_href("javascript:alert(1)") is None
-    assert page_module.safe_href('http://a.test/"onmouseover=x') == (
+    assert searchresults.safe_href("https://a.test/x?y=1&z=2") == "https://a.test/x?y=1&amp;z=2"
+    assert searchresults.safe_href("javascript:alert(1)") is None
+    assert searchresults.safe_href('http://a.test/"onmouseover=x') == (
         "http://a.test/&quot;onmouseover=x"
     )
-    card = page_module.result_card(
+    card = searchresults.result_card(
         1, {"url": "javascript:alert(1)", "title": "t", "snippet": "", "score": 1.0}
     )
     assert "href" not in card
@@ -350,12 +352,12 @@ def test_a_sandbox_result_links_only_to_its_stored_copy(
         "score": 1.0,
         "cachedUrl": "/search/cached?url=http%3A%2F%2Fdocs.sandbox.test%3A8600%2Flib%2Fjson.html",
     }
-    card = page_module.result_card(1, item)
+    card = searchresults.result_card(1, item)
     hrefs = [html.unescape(h) for h in re.findall(r'href="([^"]+)"', card)]
     assert hrefs and all(h.startswith("http://127.0.0.1:8123/search/cached?url=") for h in hrefs)
     assert "only inside the sandbox web" in card
     # without a stored copy a sandbox address is not linked at all: no browser resolves it
-    bare = page_module.result_card(1, {k: v for k, v in item.items() if k != "cachedUrl"})
+    bare = searchresults.result_card(1, {k: v for k, v in item.items() if k != "cachedUrl"})
     assert "href" not in bare and "only inside the sandbox web" in bare
 
 

@@ -33,7 +33,7 @@ from lookup.geo.store import PlaceStore, check_database, damage_of, open_place_s
 from lookup.kit.background import BackgroundTask
 from lookup.kit.integrity import DamageLog, file_signature
 from lookup.kit.models import ModelStore
-from lookup.kit.secretfile import read_or_create_secret
+from lookup.kit.secrets.file import read_or_create_secret
 from lookup.kit.storeurl import sqlite_url
 
 log = logging.getLogger("lookup.geo")

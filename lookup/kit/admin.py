@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup import errors, settings
-from lookup.kit.secretfile import read_or_create_secret
+from lookup.kit.secrets.file import read_or_create_secret
 
 __all__ = [
     "ADMIN_RESPONSES",

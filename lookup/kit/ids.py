@@ -1,13 +1,11 @@
-"""Ids that need no coordination per id: base62, range leases and a keyed permutation.
+"""Ids that need no coordination per id: base62 and a keyed permutation.
 
 The URL shortener's keys are built from three parts, each usable on its own:
 
-* an :class:`IdAllocator` hands out **range leases** — blocks of consecutive ids taken
-  from one allocator row with a single atomic ``UPDATE ... RETURNING``. A process
-  spends its block in memory; a crash only leaves a gap, never a duplicate.
-  :class:`SqliteIdAllocator` is the embedded one; :func:`open_id_allocator` picks the
-  implementation from a URL (``sqlite:///path``; ``postgresql://…`` for the fleet's
-  ``id_blocks`` row, :mod:`lookup.kit.ids_pg`).
+* an id from a **range lease** — the seam :mod:`lookup.kit.idblocks` (an
+  :class:`~lookup.kit.idblocks.IdAllocator` takes blocks of consecutive ids from one
+  counter row; :func:`~lookup.kit.idblocks.open_id_allocator` picks the backend from a
+  URL). Its names are still importable from here for one release;
 * :class:`FeistelPermutation` is a **keyed one-to-one map** of ``[0, n)`` onto
   itself (a balanced Feistel network over the smallest even power of two ``>= n``,
   with cycle-walking back into range), so consecutive ids give unrelated outputs
@@ -15,7 +13,8 @@ The URL shortener's keys are built from three parts, each usable on its own:
 * :func:`encode_base62` / :func:`decode_base62` turn the result into short text.
 
 :func:`load_or_create_secret` keeps the permutation's key in the data directory
-(created once, mode 0600) so the mapping survives restarts and is not in the code.
+(created once, mode 0600, :func:`lookup.kit.secrets.file.create_once`) so the mapping
+survives restarts and is not in the code.
 """
 
 from __future__ import annotations
@@ -23,15 +22,27 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import sqlite3
-import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
 
-from lookup.kit.dblock import writer_lock
-from lookup.kit.sqlite import connect
-from lookup.kit.storeurl import parse_store_url
+from lookup.kit.idblocks import IdAllocator, IdBlock, open_id_allocator
+from lookup.kit.lazy import lazy_exports
+from lookup.kit.secrets.file import create_once
+
+__all__ = [
+    "BASE62_ALPHABET",
+    "FeistelPermutation",
+    "IdAllocator",
+    "IdBlock",
+    "decode_base62",
+    "encode_base62",
+    "is_base62",
+    "load_or_create_secret",
+    "open_id_allocator",
+]
+
+#: The id allocator seam's names are kept here for one release (now :mod:`lookup.kit.idblocks`);
+#: its SQLite backend is imported only when the name is used (so not in ``__all__``).
+__getattr__, __dir__ = lazy_exports(__name__, {"SqliteIdAllocator": "lookup.kit.idblocks.sqlite"})
 
 #: Digits, then lower case, then upper case: ``0 → "0"``, ``61 → "Z"``.
 BASE62_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -148,167 +159,10 @@ class FeistelPermutation:
 def load_or_create_secret(path: str | os.PathLike[str], nbytes: int = 32) -> bytes:
     """The secret stored at ``path``; created once (random, file mode 0600) if missing.
 
-    Creation is atomic (write a temporary file, then hard-link it into place), so two
-    processes starting together agree on one secret.
+    Creation is atomic (:func:`~lookup.kit.secrets.file.create_once`: a temporary file
+    hard-linked into place), so two processes starting together agree on one secret.
     """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if not target.exists():
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(secrets.token_bytes(nbytes))
-                fh.flush()
-                os.fsync(fh.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                pass  # another process won the race; use its secret
-        finally:
-            tmp.unlink(missing_ok=True)
-    data = target.read_bytes()
+    data = create_once(path, lambda: secrets.token_bytes(nbytes))
     if len(data) < 16:
-        raise ValueError(f"the secret in {target} is too short ({len(data)} bytes)")
+        raise ValueError(f"the secret in {Path(path)} is too short ({len(data)} bytes)")
     return data
-
-
-@dataclass(frozen=True)
-class IdBlock:
-    """A block of ids ``[start, end)`` taken from the allocator row."""
-
-    start: int
-    end: int
-
-
-@runtime_checkable
-class IdAllocator(Protocol):
-    """What a key minter needs from an id source: blocks of ids no other allocator gets.
-
-    ``lease()`` takes the next block from the shared counter; ``next_id()`` spends the
-    current block (leasing another when it runs out); ``leases_taken`` counts leases for
-    the metrics; ``close()`` lets go of the connection (the next lease reopens it).
-    """
-
-    leases_taken: int
-
-    def lease(self) -> IdBlock:
-        """Take the next block ``[start, end)``; two allocators never get overlapping ones."""
-        ...
-
-    def next_id(self) -> int:
-        """The next unused id; raises ``OverflowError`` past the allocator's limit."""
-        ...
-
-    def close(self) -> None:
-        """Release the connection; a later lease reopens it."""
-        ...
-
-
-class SqliteIdAllocator:
-    """Range-leased ids from one allocator row in a SQLite database.
-
-    ``lease()`` moves the row forward by ``block_size`` in one atomic
-    ``UPDATE ... RETURNING`` statement, so concurrent processes (each with its own
-    allocator) always get disjoint blocks. ``next_id()`` spends the current block in
-    memory and leases a new one when it runs out. Ids left in a block when a process
-    dies are never handed out again: a gap, never a duplicate.
-    """
-
-    def __init__(
-        self,
-        db_path: str | os.PathLike[str],
-        name: str = "default",
-        *,
-        block_size: int = 10_000,
-        limit: int | None = None,
-        start: int = 0,
-    ) -> None:
-        if block_size < 1:
-            raise ValueError("block_size must be at least 1")
-        self.db_path = str(db_path)
-        self.name = name
-        self.block_size = block_size
-        self.limit = limit
-        self.leases_taken = 0
-        self._lock = threading.Lock()
-        self._db_lock = threading.Lock()
-        self._next = 0
-        self._end = 0
-        self._start = start
-        self._conn: sqlite3.Connection | None = None
-        with self._db_lock, writer_lock(self.db_path):
-            self._connect()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._conn is None:
-            # The table shares a file whose journal mode its owner sets (the link store).
-            conn = connect(self.db_path, wal=False, synchronous=None, busy_timeout_ms=10_000)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS id_allocator ("
-                " name TEXT PRIMARY KEY, next_id INTEGER NOT NULL)"
-            )
-            conn.execute(
-                "INSERT INTO id_allocator(name, next_id) VALUES (?, ?)"
-                " ON CONFLICT(name) DO NOTHING",
-                (self.name, self._start),
-            )
-            self._conn = conn
-        return self._conn
-
-    def lease(self) -> IdBlock:
-        """Take the next block from the allocator row (one atomic statement)."""
-        with self._db_lock, writer_lock(self.db_path):
-            rows = (
-                self._connect()
-                .execute(
-                    "UPDATE id_allocator SET next_id = next_id + ?"
-                    " WHERE name = ? RETURNING next_id",
-                    (self.block_size, self.name),
-                )
-                .fetchall()
-            )  # step to the end, so the statement completes and commits
-            if not rows:
-                raise RuntimeError(f"allocator row {self.name!r} disappeared")
-            end = int(rows[0][0])
-            self.leases_taken += 1
-        return IdBlock(end - self.block_size, end)
-
-    def next_id(self) -> int:
-        """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""
-        with self._lock:
-            if self._next >= self._end:
-                lease = self.lease()
-                self._next, self._end = lease.start, lease.end
-            value = self._next
-            if self.limit is not None and value >= self.limit:
-                raise OverflowError(f"id space exhausted: {value} >= {self.limit}")
-            self._next += 1
-            return value
-
-    def remaining_in_block(self) -> int:
-        """How many ids of the current lease are still unspent in this process."""
-        with self._lock:
-            return max(0, self._end - self._next)
-
-    def close(self) -> None:
-        """Close the connection (reopened on the next lease); the current block stays usable."""
-        with self._db_lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-
-def open_id_allocator(url: str, name: str = "default", **options: Any) -> IdAllocator:
-    """The id allocator a URL names: ``sqlite:///path`` (the row ``name`` in that file) or
-    ``postgresql://…`` (the ``id_blocks`` row ``name``, :mod:`lookup.kit.ids_pg`).
-
-    ``options`` go to the implementation (``block_size``, ``limit``, ``start``).
-    """
-    parsed = parse_store_url(url, ("sqlite", "postgresql"))
-    if parsed.scheme == "postgresql":
-        from lookup.kit.ids_pg import PostgresIdAllocator
-
-        return PostgresIdAllocator(parsed.url, name, **options)
-    assert parsed.path is not None
-    return SqliteIdAllocator(parsed.path, name, **options)

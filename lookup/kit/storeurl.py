@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-__all__ = ["StoreUrl", "parse_store_url", "sqlite_url"]
+__all__ = ["StoreUrl", "parse_store_url", "spellings", "sqlite_url"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def parse_store_url(url: str, accepted: tuple[str, ...] = ("sqlite", "memory")) 
     """
     text = str(url).strip()
     if not text:
-        raise ValueError(f"empty store URL; expected one of: {_spellings(accepted)}")
+        raise ValueError(f"empty store URL; expected one of: {spellings(accepted)}")
     if "://" not in text and not text.startswith("memory:") and ":" not in text.split("/")[0]:
         text = sqlite_url(text)
     parts = urlsplit(text)
@@ -44,7 +44,7 @@ def parse_store_url(url: str, accepted: tuple[str, ...] = ("sqlite", "memory")) 
     if scheme == "postgres":
         scheme = "postgresql"
     if scheme not in accepted:
-        raise ValueError(f"unsupported store URL {url!r}; expected one of: {_spellings(accepted)}")
+        raise ValueError(f"unsupported store URL {url!r}; expected one of: {spellings(accepted)}")
     if scheme == "sqlite":
         raw = text.split(":", 1)[1]
         raw = raw[2:] if raw.startswith("//") else raw
@@ -55,12 +55,14 @@ def parse_store_url(url: str, accepted: tuple[str, ...] = ("sqlite", "memory")) 
     return StoreUrl(scheme, text)
 
 
-def _spellings(accepted: tuple[str, ...]) -> str:
+def spellings(accepted: tuple[str, ...]) -> str:
+    """How each accepted scheme is written, for error messages."""
     examples = {
         "sqlite": "sqlite:///path/to/file",
         "memory": "memory:",
         "postgresql": "postgresql://user@host/db",
         "redis": "redis://host:6379/0",
         "file": "file:///path/to/dir",
+        "solo": "solo:",
     }
     return ", ".join(examples.get(s, f"{s}://...") for s in accepted)

@@ -1,7 +1,7 @@
 """Short keys: minted from leased ids through a keyed permutation, or claimed as aliases.
 
 **Generated keys** are exactly :data:`KEY_LENGTH` (7) base62 characters: the next id
-from an :class:`~lookup.kit.ids.IdAllocator` lease goes through a secret
+from an :class:`~lookup.kit.idblocks.IdAllocator` lease goes through a secret
 :class:`~lookup.kit.ids.FeistelPermutation` of ``[0, 62**7)`` and is base62-encoded
 with left padding. Distinct ids always give distinct keys, so no uniqueness check is
 needed, and consecutive ids give unrelated keys (volume is not leaked, neighbours
@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from lookup.kit.ids import FeistelPermutation, IdAllocator, decode_base62, encode_base62, is_base62
+from lookup.kit.idblocks import IdAllocator
+from lookup.kit.ids import FeistelPermutation, decode_base62, encode_base62, is_base62
 
 KEY_LENGTH = 7
 KEY_SPACE = 62**KEY_LENGTH

@@ -17,7 +17,7 @@ The scanner is the second and third line of the seed's defence:
   a blocklist edited while the server was down.
 
 **Once per fleet.** The sweeps, the rule-change rescans and the hot-link rescans run on
-one elected process (:class:`~lookup.kit.leader.Leadership`: an advisory lock when the
+one elected process (:class:`~lookup.kit.leadership.Leadership`: an advisory lock when the
 store is PostgreSQL; a successor takes over when the leader dies); every process still
 scans the links it created or retargeted itself, at once.
 
@@ -59,7 +59,7 @@ from urllib.parse import unquote, urlsplit
 
 from lookup.kit.admin import ADMIN_TOKEN_ENV, is_admin
 from lookup.kit.background import BackgroundTask
-from lookup.kit.leader import Leadership, SoloLeadership
+from lookup.kit.leadership import Leadership, open_leadership
 from lookup.shortener.links import LinkStore
 from lookup.shortener.model import Link, Status
 from lookup.shortener.urls import (
@@ -363,7 +363,7 @@ class Scanner:
         leadership: Leadership | None = None,
     ) -> None:
         self.store = store
-        self.leadership = leadership or SoloLeadership("lookup.shortener.scanner")
+        self.leadership = leadership or open_leadership("solo:", "lookup.shortener.scanner")
         self.leading = False
         self.addresses = addresses or AddressPolicy()
         self.resolve = resolve or system_resolver
@@ -504,7 +504,7 @@ class Scanner:
         """One round of scheduled work: rule changes, the sweep, hot keys, due scans.
 
         The fleet-wide work — following rule changes, the sweep, the hot keys — is done
-        by the leader only (:class:`~lookup.kit.leader.Leadership`), so a fleet of N
+        by the leader only (:class:`~lookup.kit.leadership.Leadership`), so a fleet of N
         processes sweeps each link once, not N times; the keys this process queued
         itself (the links it created or retargeted) it scans in any case.
         Returns how many links were scanned.

@@ -1,7 +1,7 @@
 """Predict-then-run experiments on the URL shortener's keys and id leases.
 
 Keys come from the real :class:`lookup.shortener.keys.KeyMinter`: ids leased in blocks
-from a :class:`lookup.kit.ids.SqliteIdAllocator` (a SQLite file in a temporary
+from a :class:`lookup.kit.idblocks.sqlite.SqliteIdAllocator` (a SQLite file in a temporary
 directory), sent through the keyed :class:`~lookup.kit.ids.FeistelPermutation` of
 ``[0, 62^7)`` and written as seven base62 characters.
 """
@@ -26,7 +26,8 @@ def key_neighbours(
 
     ``permute=False`` writes the id itself in base62, the plain counter design.
     """
-    from lookup.kit.ids import FeistelPermutation, SqliteIdAllocator, encode_base62
+    from lookup.kit.idblocks.sqlite import SqliteIdAllocator
+    from lookup.kit.ids import FeistelPermutation, encode_base62
     from lookup.shortener.keys import KEY_LENGTH, KEY_SPACE, KeyMinter, ReservedWords
 
     if not 2 <= keys <= 200_000 or not 0 <= start < KEY_SPACE - keys:
@@ -80,7 +81,7 @@ def id_block_gaps(
 ) -> Measured:
     """Ids leased but never used when each of ``instances`` servers is started ``lives``
     times, mints ``minted`` keys per life from blocks of ``block_size``, and dies."""
-    from lookup.kit.ids import SqliteIdAllocator
+    from lookup.kit.idblocks.sqlite import SqliteIdAllocator
 
     if not (
         1 <= instances <= 50

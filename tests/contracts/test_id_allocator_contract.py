@@ -3,11 +3,15 @@
 What the key minter relies on: blocks from one counter that never overlap, whichever
 allocator (process) takes them; ids spent in order inside a block; a gap, never a
 duplicate, when a holder dies; the limit enforced; ``close()`` that a later lease
-survives. A new backend adds its URL to ``IMPLEMENTATIONS`` and must pass unchanged.
+survives. The backends come from the seam's registry (:data:`lookup.kit.idblocks.BACKENDS`):
+a new backend registers its scheme there, says below how to get a fresh, empty store of it
+(``FRESH``), and must pass unchanged.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from lookup.kit.ids import IdAllocator, open_id_allocator
+from lookup.kit.idblocks import BACKENDS, IdAllocator, backend, open_id_allocator
 from lookup.kit.storeurl import sqlite_url
 
 
@@ -23,19 +27,37 @@ def _sqlite(tmp_path: Path) -> str:
     return sqlite_url(tmp_path / "ids.sqlite3")
 
 
-#: name -> a function of a temp dir giving the URL of a fresh store of counters.
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {"sqlite": _sqlite}
+#: scheme -> how to get the URL of a fresh store of counters: a function of a temp dir, or
+#: the name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
 
 
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
-
-
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
+    if isinstance(fresh, str):
+        return str(request.getfixturevalue(fresh))
+    return fresh(tmp_path)
+
+
+def test_every_registered_backend_opens_from_a_url() -> None:
+    for scheme in BACKENDS:
+        assert callable(getattr(backend(scheme), "from_url", None)), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.kit.idblocks`` names its backends; it imports one only when a URL asks."""
+    code = (
+        "import sys, lookup.kit.idblocks\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('lookup.kit.idblocks.', 'psycopg', 'sqlite3')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 @pytest.fixture

@@ -1,23 +1,73 @@
 """The Leadership contract: at most one leader per name, and a successor when it goes.
 
-Run against every implementation that can have more than one candidate (PostgreSQL's
-advisory lock); the embedded solo leadership always leads (checked on its own).
+The backends come from the seam's registry (:data:`lookup.kit.leadership.BACKENDS`): a new
+backend registers its scheme there and says below how to reach a fresh one (``FRESH``).
+Every backend passes the lone-candidate half; the election half — several candidates, one
+leader, a successor — runs against every backend that elects among processes, and the
+embedded ``solo:`` (one process over its data directory, always the leader) is named in
+``SOLE`` instead.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from lookup.kit.leader import Leadership, SoloLeadership, open_leadership
+from lookup.kit.leadership import BACKENDS, Leadership, backend, open_leadership
+from lookup.kit.leadership.solo import SoloLeadership
 
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+#: scheme -> how to get the URL of a fresh election: a function of a temp dir, or the name
+#: of the fixture that gives a new database on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {
+    "solo": lambda _tmp: "solo:",
+    "postgresql": "postgres_db",
+}
+#: Backends with one candidate by design: each always leads, so there is no election.
+SOLE = {"solo"}
 
 
-@pytest.fixture(params=sorted(SERVERS))
-def url(request: pytest.FixtureRequest) -> str:
-    return str(request.getfixturevalue(SERVERS[request.param]))
+def _fresh(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to reach a fresh one")
+    if isinstance(fresh, str):
+        return str(request.getfixturevalue(fresh))
+    return fresh(tmp_path)
+
+
+@pytest.fixture(params=list(BACKENDS))
+def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every registered backend."""
+    return _fresh(request, tmp_path)
+
+
+@pytest.fixture(params=[scheme for scheme in BACKENDS if scheme not in SOLE])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Every registered backend that elects one leader among several candidates."""
+    return _fresh(request, tmp_path)
+
+
+def test_every_registered_backend_opens_from_a_url() -> None:
+    for scheme in BACKENDS:
+        assert callable(getattr(backend(scheme), "from_url", None)), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.kit.leadership`` names its backends; it imports one only when a URL asks."""
+    code = (
+        "import sys, lookup.kit.leadership\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('lookup.kit.leadership.', 'psycopg')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 def test_solo_always_leads() -> None:
@@ -29,6 +79,16 @@ def test_solo_always_leads() -> None:
 def test_unknown_schemes_are_refused_by_name() -> None:
     with pytest.raises(ValueError, match="postgresql"):
         open_leadership("etcd://127.0.0.1:2379", "job")
+
+
+def test_a_lone_candidate_leads_and_leads_again_after_release(any_url: str) -> None:
+    lone = open_leadership(any_url, "lone")
+    assert isinstance(lone, Leadership) and lone.name == "lone"
+    assert "@" not in lone.describe()  # never the user or a password
+    assert lone.hold() and lone.hold()
+    lone.release()
+    assert lone.hold()
+    lone.release()
 
 
 def test_exactly_one_of_many_candidates_leads(url: str) -> None:

@@ -3,33 +3,60 @@
 What the shortener relies on for its fleet-wide secrets (the key permutation's secret, the
 admin token): a value created once, whoever asks first — concurrent creators in several
 "processes" all get the one value that won — kept across reopening, and independent by
-name. A new backend adds its URL to ``IMPLEMENTATIONS`` (or ``SERVERS``) and must pass
-unchanged.
+name. The backends come from the seam's registry (:data:`lookup.kit.secrets.BACKENDS`): a
+new backend registers its scheme there, says below how to get a fresh, empty store of it
+(``FRESH``), and must pass unchanged.
 """
 
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from lookup.kit.secretstore import SecretStore, open_secret_store
-
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
-    "file": lambda tmp: f"file://{(tmp / 'secrets').as_posix()}",
-}
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+from lookup.kit.secrets import BACKENDS, SecretStore, backend, open_secret_store
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+def _file(tmp_path: Path) -> str:
+    return f"file://{(tmp_path / 'secrets').as_posix()}"
+
+
+#: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {"file": _file, "postgresql": "postgres_db"}
+
+
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
+    if isinstance(fresh, str):
+        return str(request.getfixturevalue(fresh))
+    return fresh(tmp_path)
+
+
+def test_every_registered_backend_is_a_secret_store() -> None:
+    for scheme in BACKENDS:
+        assert issubclass(backend(scheme), SecretStore), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.kit.secrets`` names its backends; it imports one only when a URL asks."""
+    code = (
+        "import sys, lookup.kit.secrets\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('lookup.kit.secrets.', 'psycopg')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 def test_the_factory_gives_a_secret_store(url: str) -> None:

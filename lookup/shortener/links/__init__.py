@@ -22,12 +22,12 @@ how to make an empty one; the contract then runs against it.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
-from lookup.kit.storeurl import StoreUrl, parse_store_url
+from lookup.kit.registry import backend_for, load_backend
+from lookup.kit.storeurl import StoreUrl
 from lookup.shortener.model import Link, Status
 
 __all__ = [
@@ -252,9 +252,9 @@ class Backend(Protocol):
 
 
 def backend(scheme: str) -> Backend:
-    """The class registered for ``scheme`` in :data:`BACKENDS`, imported now."""
-    module, _, name = BACKENDS[scheme].partition(":")
-    return cast(Backend, getattr(importlib.import_module(module), name))
+    """The class registered for ``scheme`` in :data:`BACKENDS`, imported now (ValueError
+    naming the registered schemes for another)."""
+    return cast(Backend, load_backend(BACKENDS, scheme))
 
 
 def open_link_store(url: str, **options: Any) -> LinkStore:
@@ -265,5 +265,5 @@ def open_link_store(url: str, **options: Any) -> LinkStore:
     ``synchronous``, ``busy_timeout_ms``; PostgreSQL's ``pool_size``, ``pool_timeout_s``).
     An unknown scheme raises ValueError naming the registered ones.
     """
-    parsed = parse_store_url(url, tuple(BACKENDS))
-    return backend(parsed.scheme).from_url(parsed, **options)
+    found, parsed = backend_for(BACKENDS, url)
+    return cast(Backend, found).from_url(parsed, **options)

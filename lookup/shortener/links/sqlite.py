@@ -11,7 +11,7 @@ checks it); a power cut may lose the last few commits.
 
 The statements and the operations are :mod:`lookup.shortener.links.sql`'s; this module
 says how SQLite spells them and how it connects. The id allocator's range leases live
-in the same file (:class:`lookup.kit.ids.SqliteIdAllocator`).
+in the same file (:class:`lookup.kit.idblocks.sqlite.SqliteIdAllocator`).
 """
 
 from __future__ import annotations

@@ -59,9 +59,9 @@ def test_the_allocator_names_still_come_from_kit_ids() -> None:
             assert old[name] is getattr(module, name), name
 
 
-def test_no_module_of_lookup_imports_an_old_path_but_the_building_blocks() -> None:
-    """Inside ``lookup/`` the seams are imported from their packages (``lookup/blocks`` is
-    moved by its own change; the aliases keep it working meanwhile)."""
+def test_no_module_of_lookup_imports_an_old_path() -> None:
+    """Inside ``lookup/`` the seams are imported from their packages (the aliases are for
+    notebooks and outside code, for one release)."""
     import ast
     from pathlib import Path
 
@@ -70,7 +70,7 @@ def test_no_module_of_lookup_imports_an_old_path_but_the_building_blocks() -> No
     bad = []
     for path in sorted((root / "lookup").rglob("*.py")):
         rel = path.relative_to(root).as_posix()
-        if rel.startswith("lookup/blocks/") or rel.removesuffix(".py").replace("/", ".") in old:
+        if rel.removesuffix(".py").replace("/", ".") in old:
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module in old:

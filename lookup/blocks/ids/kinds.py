@@ -18,7 +18,7 @@ from pathlib import Path
 
 from lookup.blocks.ids.formats import ULIDGenerator, UUIDv7Generator, uuid4_by_hand
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Snowflake
-from lookup.kit.ids import open_id_allocator
+from lookup.kit.idblocks import open_id_allocator
 from lookup.kit.storeurl import sqlite_url
 
 __all__ = ["ID_KINDS", "LAYOUTS", "IdKind", "bit_fields", "library_uuid4", "make_kind",

@@ -28,7 +28,7 @@ import httpx
 from lookup import settings
 from lookup.kit.ports import free_port
 from lookup.kit.ring import HashRing
-from lookup.kit.secretfile import read_or_create_secret
+from lookup.kit.secrets.file import read_or_create_secret
 
 __all__ = ["KvCluster", "KvClient", "OpResult"]
 

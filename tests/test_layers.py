@@ -42,14 +42,14 @@ UI = ("streamlit", "app", "IPython", "ipykernel", "jupyter", "nbformat", "nbclie
 STORE_MODULES = {
     "lookup/kit/sqlite.py",  # the one way to open a SQLite file
     "lookup/kit/dblock.py",  # the WAL checkpointer's own connection
-    "lookup/kit/ids.py",
-    "lookup/kit/ids_pg.py",  # the fleet's id_blocks row on PostgreSQL
+    "lookup/kit/idblocks/sqlite.py",  # the id allocator's row next to the links
+    "lookup/kit/idblocks/postgres.py",  # the fleet's id_blocks row on PostgreSQL
     "lookup/kit/postgres.py",  # the one way to open a PostgreSQL pool
-    "lookup/kit/secretstore_pg.py",  # the fleet's shared secrets on PostgreSQL
+    "lookup/kit/secrets/postgres.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
     "lookup/kit/redisclient.py",  # the one way to open a Redis client
     "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
-    "lookup/shortener/analytics/log_redis.py",  # the click stream on Redis Streams
+    "lookup/shortener/analytics/clicklog/redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/blocks/cache/store.py",  # the cache experiments' source of truth (SQLite)
     "lookup/blocks/cache/tier.py",  # the cache tier on standalone redis-servers
@@ -57,10 +57,10 @@ STORE_MODULES = {
     "lookup/shortener/links/sqlite.py",  # the link store's backends (links/sql.py: no driver)
     "lookup/shortener/links/postgres.py",
     "lookup/shortener/blocklist_pg.py",  # the fleet's domain blocklist on PostgreSQL
-    "lookup/kit/leader_pg.py",  # leader election by an advisory lock on PostgreSQL
-    "lookup/shortener/analytics/log.py",
-    "lookup/shortener/analytics/counts.py",
-    "lookup/shortener/analytics/counts_pg.py",
+    "lookup/kit/leadership/postgres.py",  # leader election by an advisory lock on PostgreSQL
+    "lookup/shortener/analytics/clicklog/sqlite.py",  # (clicklog/memory.py: no driver)
+    "lookup/shortener/analytics/clickcounts/sqlite.py",  # (clickcounts/sql.py: no driver)
+    "lookup/shortener/analytics/clickcounts/postgres.py",
     "lookup/geo/store.py",
     "lookup/crawler/store.py",
     "lookup/crawler/store_sqlite.py",

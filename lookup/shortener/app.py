@@ -2,10 +2,10 @@
 
 :class:`Shortener` opens the state through its factories — the link store
 (:func:`~lookup.shortener.links.open_link_store`), the id allocator
-(:func:`~lookup.kit.ids.open_id_allocator`), the click log
-(:func:`~lookup.shortener.analytics.log.open_click_log`) and the click counts
-(:func:`~lookup.shortener.analytics.counts.open_click_counts`), from URLs derived from the
-data directory; the rate limiters (:func:`~lookup.kit.ratelimit.open_rate_limiter`, in-process
+(:func:`~lookup.kit.idblocks.open_id_allocator`), the click log
+(:func:`~lookup.shortener.analytics.clicklog.open_click_log`) and the click counts
+(:func:`~lookup.shortener.analytics.clickcounts.open_click_counts`), from URLs derived from
+the data directory; the rate limiters (:func:`~lookup.kit.ratelimit.open_rate_limiter`, in-process
 token buckets) and the shared cache tier (:func:`~lookup.kit.cache.open_shared_cache`,
 none unless the config hands one in) likewise — and builds the parts in dependency order,
 each given what it talks to:
@@ -38,14 +38,15 @@ from typing import Any
 from lookup import settings
 from lookup.kit.cache import NullSharedCache, SharedCache, open_shared_cache
 from lookup.kit.clients import Trust
-from lookup.kit.ids import FeistelPermutation, load_or_create_secret, open_id_allocator
-from lookup.kit.leader import open_leadership
+from lookup.kit.idblocks import open_id_allocator
+from lookup.kit.ids import FeistelPermutation, load_or_create_secret
+from lookup.kit.leadership import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
-from lookup.kit.secretstore import SecretStore, open_secret_store, random_bytes
+from lookup.kit.secrets import SecretStore, open_secret_store, random_bytes
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
-from lookup.shortener.analytics.counts import open_click_counts
-from lookup.shortener.analytics.log import open_click_log
+from lookup.shortener.analytics.clickcounts import open_click_counts
+from lookup.shortener.analytics.clicklog import open_click_log
 from lookup.shortener.api import LinkApi
 from lookup.shortener.blocklist import open_blocklist_source
 from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords

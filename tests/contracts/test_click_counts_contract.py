@@ -5,11 +5,16 @@ a fold that commits everything it did or nothing (so a crash replays a batch and
 dedup records make it harmless), folds from several aggregators serialised on one
 store, counters that add up, visitor sketches by day, the dedup records of producer
 ranges and foreign ids, and the reads behind the stats endpoint and the scanner's hot
-keys. A new backend adds its URL to ``IMPLEMENTATIONS`` and must pass unchanged.
+keys. The backends come from the seam's registry
+(:data:`lookup.shortener.analytics.clickcounts.BACKENDS`): a new backend registers its
+scheme there, says below how to get a fresh, empty store of it (``FRESH``), and must pass
+unchanged.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,25 +22,53 @@ from pathlib import Path
 import pytest
 
 from lookup.kit.storeurl import sqlite_url
-from lookup.shortener.analytics.counts import ClickCounts, open_click_counts
+from lookup.shortener.analytics.clickcounts import (
+    BACKENDS,
+    ClickCounts,
+    backend,
+    open_click_counts,
+)
 
 HOUR, DAY = 3_600, 86_400
 T0 = 1_800_000_000 // DAY * DAY
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
-    "sqlite": lambda tmp: sqlite_url(tmp / "clickstats.sqlite3"),
-}
+
+def _sqlite(tmp_path: Path) -> str:
+    return sqlite_url(tmp_path / "clickstats.sqlite3")
 
 
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+#: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
+    if isinstance(fresh, str):
+        return str(request.getfixturevalue(fresh))
+    return fresh(tmp_path)
+
+
+def test_every_registered_backend_is_click_counts() -> None:
+    for scheme in BACKENDS:
+        assert issubclass(backend(scheme), ClickCounts), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.shortener.analytics.clickcounts`` names its backends; it imports one only
+    when a URL asks (so neither does the analytics package above it)."""
+    code = (
+        "import sys, lookup.shortener.analytics.clickcounts\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith("
+        "('lookup.shortener.analytics.clickcounts.', 'psycopg')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 @pytest.fixture

@@ -5,12 +5,16 @@ order as typed records (raw clicks and enriched events, plain tuples or named on
 shipper's column batches), offsets that never decrease, reads of whole offset groups
 from an offset, a backlog count, trimming of old entries. How many events share an
 offset is the implementation's choice (SQLite and Redis Streams: a batch; memory: one
-event), so the tests never assume it. A new backend adds its URL to ``IMPLEMENTATIONS``;
-``redis`` runs on the session's throw-away redis-server, a fresh stream per test.
+event), so the tests never assume it. The backends come from the seam's registry
+(:data:`lookup.shortener.analytics.clicklog.BACKENDS`): a new backend registers its
+scheme there, says below how to get a fresh, empty log of it (``FRESH``), and must pass
+unchanged. ``redis`` runs on the session's throw-away redis-server, a fresh stream per test.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,28 +23,61 @@ from typing import Any
 import pytest
 
 from lookup.kit.storeurl import sqlite_url
+from lookup.shortener.analytics.clicklog import BACKENDS, ClickLog, backend, open_click_log
 from lookup.shortener.analytics.events import ClickEvent, RawBatch, RawClick
-from lookup.shortener.analytics.log import ClickLog, open_click_log
 
 T0 = 1_800_000_000.0
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
-    "sqlite": lambda tmp: sqlite_url(tmp / "clicklog.sqlite3"),
+
+def _sqlite(tmp_path: Path) -> str:
+    return sqlite_url(tmp_path / "clicklog.sqlite3")
+
+
+@pytest.fixture
+def redis_stream(redis_server: Any) -> str:
+    """A new, empty stream on the session's redis-server: its URL."""
+    return f"{redis_server.url}?stream=contract-{uuid.uuid4().hex[:10]}"
+
+
+#: scheme -> how to get the URL of a fresh, empty log: a function of a temp dir, or the
+#: name of the fixture that gives one on a real server.
+FRESH: dict[str, Callable[[Path], str] | str] = {
+    "sqlite": _sqlite,
     "memory": lambda tmp: "memory:",
-    "redis": lambda tmp: f"redis?stream=contract-{uuid.uuid4().hex[:10]}",
+    "redis": "redis_stream",
 }
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS))
+@pytest.fixture(params=list(BACKENDS))
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ClickLog]:
-    url = IMPLEMENTATIONS[request.param](tmp_path)
-    if url.startswith("redis?"):
-        url = request.getfixturevalue("redis_server").url + url[len("redis") :]
+    fresh = FRESH.get(request.param)
+    if fresh is None:
+        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
+    url = str(request.getfixturevalue(fresh)) if isinstance(fresh, str) else fresh(tmp_path)
     click_log = open_click_log(url)
     yield click_log
     close = getattr(click_log, "close", None)
     if close is not None:
         close()
+
+
+def test_every_registered_backend_is_a_click_log() -> None:
+    for scheme in BACKENDS:
+        assert issubclass(backend(scheme), ClickLog), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.shortener.analytics.clicklog`` names its backends; it imports one only
+    when a URL asks (so neither does the analytics package above it)."""
+    code = (
+        "import sys, lookup.shortener.analytics.clicklog\n"
+        "print(','.join(sorted(m for m in sys.modules"
+        " if m.startswith('lookup.shortener.analytics.clicklog.'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
 
 
 def _raw(i: int, ts: float = T0) -> RawClick:

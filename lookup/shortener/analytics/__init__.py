@@ -10,14 +10,15 @@ The pipeline, as the seed draws it::
 * :class:`ClickShipper` — a thread in the redirect server: drains batches, writes them to
   the log as :class:`RawClick` s (headers unparsed, the IP replaced by its keyed hash) —
   the only per-click work the redirect server's process does besides the append;
-* :class:`ClickLog` — the stream interface; :class:`SqliteClickLog` (``clicklog.sqlite3``)
-  is the embedded default, :class:`MemoryClickLog` the in-memory one; Kafka or Redis
-  Streams fit the same four methods;
+* :class:`ClickLog` — the stream interface (the seam :mod:`.clicklog`);
+  :class:`SqliteClickLog` (``clicklog.sqlite3``) is the embedded default,
+  :class:`MemoryClickLog` the in-memory one, Redis Streams the fleet's
+  (:func:`open_click_log`); Kafka would fit the same methods;
 * :class:`ClickAggregator` — parses user agents (LRU on the strings), tells people from
   bots and link-preview fetchers, and keeps per-key per-minute and per-hour counts by
   country, device, OS, browser and referrer, and a HyperLogLog per key for unique
-  visitors in a :class:`ClickCounts` store (:class:`SqliteClickCounts`,
-  ``clickstats.sqlite3``; :func:`open_click_counts`);
+  visitors in a :class:`ClickCounts` store (the seam :mod:`.clickcounts`:
+  :class:`SqliteClickCounts`, ``clickstats.sqlite3``; :func:`open_click_counts`);
 * :class:`ClickAnalytics` — owns them for one data directory: its buffer's ``offer`` is the
   service's click hook (:mod:`lookup.shortener.app` passes it in), and it answers a
   link's click stats (:meth:`ClickAnalytics.click_stats`).
@@ -57,6 +58,7 @@ from typing import Any
 from lookup import settings
 from lookup.errors import Unavailable
 from lookup.kit.background import BackgroundTask
+from lookup.kit.lazy import lazy_exports
 from lookup.shortener.analytics.aggregate import (
     GRAINS,
     MAX_RANGE_S,
@@ -64,7 +66,8 @@ from lookup.shortener.analytics.aggregate import (
     event_dims,
 )
 from lookup.shortener.analytics.buffer import ClickBuffer
-from lookup.shortener.analytics.counts import ClickCounts, SqliteClickCounts, open_click_counts
+from lookup.shortener.analytics.clickcounts import ClickCounts, open_click_counts
+from lookup.shortener.analytics.clicklog import ClickLog, LogRecord, open_click_log
 from lookup.shortener.analytics.events import (
     AGENT_KINDS,
     BOT,
@@ -77,13 +80,6 @@ from lookup.shortener.analytics.events import (
     classify_agent,
     country_code,
     referrer_host,
-)
-from lookup.shortener.analytics.log import (
-    ClickLog,
-    LogRecord,
-    MemoryClickLog,
-    SqliteClickLog,
-    open_click_log,
 )
 from lookup.shortener.analytics.outage import OutageLog, SharedOutage
 from lookup.shortener.analytics.shipper import ClickShipper
@@ -123,6 +119,10 @@ class ClickAnalytics:
         aggregator_nice: int = 19,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        # the embedded defaults, imported here: the package names its backends lazily
+        from lookup.shortener.analytics.clickcounts.sqlite import SqliteClickCounts
+        from lookup.shortener.analytics.clicklog.sqlite import SqliteClickLog
+
         if aggregator not in AGGREGATOR_MODES:
             raise ValueError(f"aggregator must be one of {AGGREGATOR_MODES}, not {aggregator!r}")
         self.dir = Path(directory)
@@ -504,6 +504,8 @@ def run_aggregator(
     if nice > 0:
         with contextlib.suppress(OSError, AttributeError):
             os.nice(nice)
+    from lookup.shortener.analytics.clicklog.sqlite import SqliteClickLog
+
     click_log = open_click_log(log_path) if "://" in log_path else SqliteClickLog(log_path)
     grouped = hasattr(click_log, "take")
     aggregator = ClickAggregator(
@@ -539,6 +541,14 @@ def run_aggregator(
     if close_log is not None:
         close_log()
 
+
+#: The seams' embedded backends, imported when first named here (their ports import none).
+_BACKENDS = {
+    "MemoryClickLog": "lookup.shortener.analytics.clicklog.memory",
+    "SqliteClickLog": "lookup.shortener.analytics.clicklog.sqlite",
+    "SqliteClickCounts": "lookup.shortener.analytics.clickcounts.sqlite",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _BACKENDS)
 
 __all__ = [
     "AGENT_KINDS",

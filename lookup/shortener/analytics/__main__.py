@@ -32,8 +32,8 @@ from lookup.kit.ids import load_or_create_secret
 from lookup.kit.redisclient import describe_redis_url
 from lookup.shortener.analytics import run_aggregator
 from lookup.shortener.analytics.aggregate import ClickAggregator
+from lookup.shortener.analytics.clicklog.sqlite import SqliteClickLog
 from lookup.shortener.analytics.events import ClickEnricher
-from lookup.shortener.analytics.log import SqliteClickLog
 
 
 def catch_up(directory: Path, *, nice: int = 0, batch_size: int = 50_000) -> dict[str, Any]:

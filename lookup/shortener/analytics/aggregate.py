@@ -27,7 +27,7 @@ de-duplication makes the replay harmless: exactly-once counts over an
 at-least-once stream.
 
 With ``consumer`` set, the aggregator is one consumer of the click stream's consumer
-group instead (:class:`~lookup.shortener.analytics.log_redis.RedisClickLog`): each step
+group instead (:class:`~lookup.shortener.analytics.clicklog.redis.RedisClickLog`): each step
 folds what the group hands it — its own unacknowledged entries, a dead consumer's
 claimed ones, or new ones — and acknowledges them only after the counts committed; the
 offset then is only a high-water mark. A consumer killed mid-batch leaves its entries
@@ -55,9 +55,9 @@ import numpy as np
 from datasketch import HyperLogLog
 
 from lookup.kit.ids import load_or_create_secret
-from lookup.shortener.analytics.counts import ClickCounts, CountsBatch, SqliteClickCounts
+from lookup.shortener.analytics.clickcounts import ClickCounts, CountsBatch
+from lookup.shortener.analytics.clicklog import ClickLog, LogRecord
 from lookup.shortener.analytics.events import HUMAN, ClickEnricher, ClickEvent, RawClick
-from lookup.shortener.analytics.log import ClickLog, LogRecord
 
 MINUTE, HOUR, DAY = 60, 3_600, 86_400
 GRAINS = {"minute": ("m", MINUTE), "hour": ("h", HOUR)}
@@ -152,7 +152,7 @@ def _load_sketch(blob: bytes | None) -> HyperLogLog:
 
 class ClickAggregator:
     """Folds the click log into counters and sketches in a :class:`~lookup.shortener.
-    analytics.counts.ClickCounts` store.
+    analytics.clickcounts.ClickCounts` store.
 
     ``counts`` is that store, or the path of its SQLite file (``clickstats.sqlite3``).
     ``enricher`` turns the shipper's raw clicks into events; without one, the first raw
@@ -183,6 +183,8 @@ class ClickAggregator:
         fold_delay_s: float = 0.0,
     ) -> None:
         if isinstance(counts, (str, os.PathLike)):
+            from lookup.shortener.analytics.clickcounts.sqlite import SqliteClickCounts
+
             counts = SqliteClickCounts(counts)
         self.counts: ClickCounts = counts
         self.path = str(getattr(counts, "path", ""))

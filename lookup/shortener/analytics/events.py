@@ -249,8 +249,8 @@ class RawBatch(Sequence[RawClick]):
     that building it and encoding it are loops in C (``zip``, ``map``, the JSON encoder),
     not Python code per click. Indexing or iterating it gives :class:`RawClick` s with
     their event ids ``producer-<seq hex>``. A log that knows the form
-    (:class:`~lookup.shortener.analytics.log.SqliteClickLog`) stores it as is; any other
-    log simply iterates it.
+    (:class:`~lookup.shortener.analytics.clicklog.sqlite.SqliteClickLog`) stores it as
+    is; any other log simply iterates it.
     """
 
     __slots__ = ("columns", "first_seq", "producer")

@@ -24,8 +24,8 @@ from collections.abc import Callable
 
 from lookup.errors import Unavailable
 from lookup.shortener.analytics.buffer import ClickBuffer
+from lookup.shortener.analytics.clicklog import ClickLog
 from lookup.shortener.analytics.events import ClickEnricher, RawBatch
-from lookup.shortener.analytics.log import ClickLog
 from lookup.shortener.analytics.outage import OutageLog
 
 log = logging.getLogger("lookup.shortener.analytics")

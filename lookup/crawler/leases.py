@@ -7,13 +7,13 @@ transaction that succeeds only while the key is absent. The key's create revisio
 the grant's **epoch**: etcd's revision only grows, so a later grant always has a larger
 epoch (the fencing token the store checks, :mod:`lookup.crawler.partitions`).
 
-A keep-alive thread renews the lease every TTL/3 (a balance round that runs longer, as
-a join's grants on a loaded machine do, renews on its way) and keeps a *local deadline*
-— the monotonic time the renewal was sent + TTL, never later than etcd's own expiry.
-:meth:`PartitionLeases.permits` is asked before every request: past the deadline (etcd
-unreachable, or this process was frozen) it refuses at once, even while the renewal
-thread hangs. Once etcd says the lease is gone, every partition is dropped and the worker
-joins again with a new lease (new epochs).
+A :class:`~lookup.kit.etcdlease.KeptLease` renews the lease every TTL/3 (a balance
+round that runs longer, as a join's grants on a loaded machine do, renews on its way) and
+keeps a *local deadline* — the monotonic time the renewal was sent + TTL, never later
+than etcd's own expiry. :meth:`PartitionLeases.permits` is asked before every request:
+past the deadline (etcd unreachable, or this process was frozen) it refuses at once, even
+while the renewal thread hangs. Once etcd says the lease is gone, every partition is
+dropped and the worker joins again with a new lease (new epochs).
 
 **Balance.** Each partition's preferred owner is the live worker with the highest
 rendezvous hash ``blake2b(worker/partition)``: every worker computes the same answer from
@@ -35,6 +35,8 @@ from typing import Any
 
 import etcd3gw
 from etcd3gw.utils import _encode
+
+from lookup.kit.etcdlease import KeptLease
 
 __all__ = ["LeaseLog", "PartitionLeases", "preferred_owner"]
 
@@ -80,29 +82,27 @@ class PartitionLeases:
         self.worker = worker
         self.partitions = partitions
         self.ttl = max(2, int(ttl))  # etcd's lease TTL is whole seconds, at least 2
-        self.monotonic = monotonic
         self.log = LeaseLog()
         self._lock = threading.Lock()
         self._owned: dict[int, int] = {}  # partition -> epoch
         self._draining: set[int] = set()
-        self._deadline = 0.0
-        self._renewed = 0.0  # monotonic time the last renewal (or the grant) was sent
-        self._lease: Any = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._lease = KeptLease(
+            client, self.ttl, on_renewed=self._renewed, on_failure=self._renewal_failed,
+            on_lost=self._lost, monotonic=monotonic, name="crawl-leases",
+        )
 
     # -- the worker's questions -------------------------------------------------------
     def owned(self) -> dict[int, int]:
         """Partitions held and still permitted (within the deadline), with their epochs."""
         with self._lock:
-            if self.monotonic() >= self._deadline:
+            if not self._lease.live():
                 return {}
             return {p: e for p, e in self._owned.items() if p not in self._draining}
 
     def permits(self, part: int, epoch: int | None = None) -> bool:
         """May this worker start a request in ``part`` now (at ``epoch``, if given)?"""
         with self._lock:
-            if self.monotonic() >= self._deadline or part in self._draining:
+            if not self._lease.live() or part in self._draining:
                 return False
             held = self._owned.get(part)
             return held is not None and (epoch is None or held == epoch)
@@ -113,75 +113,63 @@ class PartitionLeases:
             return set(self._draining)
 
     def live(self) -> bool:
-        return self.monotonic() < self._deadline
+        """Is the lease within its local deadline (and not lost)?"""
+        return self._lease.live()
 
     # -- joining, renewing, leaving -------------------------------------------------------
     def start(self) -> PartitionLeases:
         """Join the fleet (a lease and the membership key) and start the keep-alive thread."""
         self._join()
-        self._thread = threading.Thread(target=self._keep_alive, name="crawl-leases", daemon=True)
-        self._thread.start()
+        self._lease.start()
         return self
 
     def _join(self) -> None:
-        sent = self.monotonic()
-        lease = self.client.lease(self.ttl)
-        self.client.put(f"{self.prefix}workers/{self.worker}", str(time.time()), lease=lease)
-        with self._lock:
-            self._lease = lease
-            self._owned.clear()
-            self._draining.clear()
-            self._deadline = sent + self.ttl
-            self._renewed = sent
+        def member(lease: Any) -> None:  # the membership key, under the new lease
+            self.client.put(f"{self.prefix}workers/{self.worker}", str(time.time()), lease=lease)
+            with self._lock:
+                self._owned.clear()
+                self._draining.clear()
+
+        lease = self._lease.grant(bind=member)
         self.log.add("joined", f"{self.worker} lease {lease.id} ttl {self.ttl}s")
         try:
             self._balance()
         except Exception as exc:  # noqa: BLE001 - the keep-alive thread's next round retries
             self.log.add("balance-failed", type(exc).__name__)
 
-    def _renew(self) -> bool:
-        """Renew the lease now; False when etcd says it is gone (the deadline is then 0)."""
-        sent = self.monotonic()
-        granted = int(self._lease.refresh())
-        with self._lock:
-            self._renewed = sent
-            self._deadline = sent + granted if granted > 0 else 0.0
-            if granted <= 0:
-                self._owned.clear()
-        return granted > 0
-
     def _renew_if_due(self) -> None:
         """Renew in the middle of a long balance round (a join grants up to P partitions one
         transaction each: on a loaded machine longer than a short TTL)."""
-        if self.monotonic() - self._renewed < self.ttl / 3.0:
+        if not self._lease.due():
             return
         try:
-            renewed = self._renew()
+            renewed = self._lease.renew()
         except Exception as exc:
             self.log.add("renewal-failed", type(exc).__name__)
             raise
         if not renewed:
+            with self._lock:
+                self._owned.clear()
             raise RuntimeError("the lease expired during a balance round")
 
-    def _keep_alive(self) -> None:
-        period = self.ttl / 3.0
-        while not self._stop.wait(period):
-            try:
-                renewed = self._renew()
-            except Exception as exc:  # noqa: BLE001 - any failure: retry until the deadline
-                self.log.add("renewal-failed", type(exc).__name__)
-                continue
-            if not renewed:
-                self.log.add("lost", "etcd says the lease expired; joining again")
-                try:
-                    self._join()
-                except Exception as exc:  # noqa: BLE001 - try again next round
-                    self.log.add("join-failed", type(exc).__name__)
-                continue
-            try:
-                self._balance()
-            except Exception as exc:  # noqa: BLE001 - the next round tries again
-                self.log.add("balance-failed", type(exc).__name__)
+    # the keep-alive thread's news (kit/etcdlease.py calls these)
+    def _renewed(self) -> None:
+        try:
+            self._balance()
+        except Exception as exc:  # noqa: BLE001 - the next round tries again
+            self.log.add("balance-failed", type(exc).__name__)
+
+    def _renewal_failed(self, exc: Exception) -> None:
+        self.log.add("renewal-failed", type(exc).__name__)  # retried until the deadline
+
+    def _lost(self) -> None:
+        with self._lock:
+            self._owned.clear()
+        self.log.add("lost", "etcd says the lease expired; joining again")
+        try:
+            self._join()
+        except Exception as exc:  # noqa: BLE001 - try again next round
+            self.log.add("join-failed", type(exc).__name__)
 
     def _members(self) -> list[str]:
         out = []
@@ -266,15 +254,11 @@ class PartitionLeases:
 
     def stop(self) -> None:
         """Leave the fleet: stop renewing and revoke the lease (its keys go with it)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self.ttl)
+        self._lease.stop()
         with self._lock:
             self._owned.clear()
-            self._deadline = 0.0
-        if self._lease is not None:
-            try:
-                self._lease.revoke()
-            except Exception:  # noqa: BLE001 - it expires on its own within the TTL
-                pass
+        try:
+            self._lease.revoke()  # not live here any more, whatever etcd answers
+        except Exception:  # noqa: BLE001 - it expires on its own within the TTL
+            pass
         self.log.add("left", self.worker)

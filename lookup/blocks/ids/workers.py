@@ -5,12 +5,12 @@ with a lease, in one transaction that succeeds only if the key is absent ("creat
 absent": ``compare create_revision == 0``). The key's create revision is the holder's
 *epoch*, a fencing token: every later write by the holder is conditional on it.
 
-**Stops the moment the lease is gone.** A keep-alive thread renews the lease every
-TTL/3 and records the *local deadline* ``monotonic time the renewal was sent + TTL``
-(etcd counts the TTL from when it *received* the renewal, so this is never later than
-the server's expiry). :meth:`WorkerLease.permit` runs before every id and refuses once
-the renewal said the lease is gone, or the deadline has passed — even if the
-keep-alive thread is stuck in a hung request.
+**Stops the moment the lease is gone.** A :class:`~lookup.kit.etcdlease.KeptLease`
+renews the lease every TTL/3 and records the *local deadline* ``monotonic time the
+renewal was sent + TTL`` (etcd counts the TTL from when it *received* the renewal, so
+this is never later than the server's expiry). :meth:`WorkerLease.permit` runs before
+every id and refuses once the renewal said the lease is gone, or the deadline has
+passed — even if the keep-alive thread is stuck in a hung request.
 
 **A restart never re-issues an id.** Besides the leased key, each worker id has an
 unleased *high-water mark* ``/lookup/snowflake/high/<id>``: the latest millisecond any
@@ -25,7 +25,6 @@ clock stepped back across the restart), and costs one write per renewal, not per
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import threading
@@ -41,6 +40,7 @@ from lookup import settings
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Clock, Snowflake, SnowflakeLayout
 from lookup.blocks.ids.snowflake import wall_clock_ms as _wall_ms
 from lookup.errors import Unavailable
+from lookup.kit.etcdlease import KeptLease
 
 __all__ = [
     "HIGH_PREFIX",
@@ -79,7 +79,6 @@ class LeaseEvent:
 
 @dataclass
 class _State:
-    deadline: float = 0.0  # monotonic seconds
     reserved_ms: int = -1
     floor_ms: int = -1  # the previous holders' high-water mark: issue only after it
     lost: str = ""
@@ -105,7 +104,11 @@ class WorkerLease:
     ) -> None:
         self.client = client
         ttl = settings.get("snowflake_lease_ttl") if ttl_s is None else ttl_s
-        self.ttl = max(2, math.ceil(ttl))  # etcd's lease TTL is whole seconds, at least 2
+        self._lease = KeptLease(
+            client, ttl, on_renewed=self._renewed, on_failure=self._renewal_failed,
+            on_lost=self._gone, monotonic=monotonic, name="snowflake-lease",
+        )
+        self.ttl = self._lease.ttl  # etcd's lease TTL is whole seconds, at least 2
         self.layout = layout
         self.candidates = list(range(layout.max_worker + 1) if workers is None else workers)
         self.clock = clock
@@ -114,10 +117,7 @@ class WorkerLease:
         self.worker_id = -1
         self.epoch = 0
         self.last_issued_ms = -1
-        self._lease: Any = None
         self._state = _State()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._issue_lock = threading.Lock()
 
     # ------------------------------------------------------------------ taking the id
@@ -131,9 +131,7 @@ class WorkerLease:
         give_up = self.monotonic() + wait_s
         holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
         while True:
-            sent = self.monotonic()
-            self._lease = self.client.lease(self.ttl)
-            self._state.deadline = sent + self.ttl
+            self._lease.grant()
             found = next(((w, f) for w in self.candidates
                           if (f := self._try_create(w, holder)) is not None), None)
             if found is not None:
@@ -145,9 +143,7 @@ class WorkerLease:
             time.sleep(0.1)
         self._state.floor_ms = high
         self._event("acquired", f"worker {self.worker_id}, epoch {self.epoch}, mark {high}")
-        self._thread = threading.Thread(target=self._keep_alive, name="snowflake-lease",
-                                        daemon=True)
-        self._thread.start()
+        self._lease.start()
         self._wait_past(high)
         self._reserve()
         return self.worker_id
@@ -199,30 +195,24 @@ class WorkerLease:
             return
         self._state.reserved_ms = target
 
-    def _keep_alive(self) -> None:
-        period = self.ttl / 3.0
-        while not self._stop.wait(period):
-            if self._state.lost:
-                return
-            sent = self.monotonic()
-            try:
-                granted = self._lease.refresh()
-            except Exception as exc:  # noqa: BLE001 - any failure: try again until the deadline
-                self._event("renewal failed", type(exc).__name__)
-                continue
-            if granted <= 0:
-                self._mark_lost("etcd says the lease has expired or was revoked")
-                return
-            self._state.deadline = sent + granted
-            try:
-                self._reserve()
-            except Exception as exc:  # noqa: BLE001
-                self._event("reservation failed", type(exc).__name__)
+    # the keep-alive thread's news (kit/etcdlease.py calls these)
+    def _renewed(self) -> None:
+        try:
+            self._reserve()
+        except Exception as exc:  # noqa: BLE001
+            self._event("reservation failed", type(exc).__name__)
+
+    def _renewal_failed(self, exc: Exception) -> None:
+        self._event("renewal failed", type(exc).__name__)  # tried again until the deadline
+
+    def _gone(self) -> None:
+        self._mark_lost("etcd says the lease has expired or was revoked")
 
     def _mark_lost(self, why: str) -> None:
         if not self._state.lost:
             self._state.lost = why
             self._event("lost", why)
+        self._lease.stop(wait=False)  # lost for good: no more renewals
 
     def _event(self, kind: str, detail: str = "") -> None:
         self._state.events.append(LeaseEvent(_wall_ms(), kind, detail))
@@ -230,7 +220,7 @@ class WorkerLease:
     def _check_deadline(self) -> None:
         if self._state.lost:
             raise LeaseLost(f"worker {self.worker_id}: {self._state.lost}")
-        if self.monotonic() >= self._state.deadline:
+        if self.monotonic() >= self._lease.deadline:
             self._mark_lost("not renewed before its deadline")
             raise LeaseLost(f"worker {self.worker_id}: lease not renewed before its deadline")
 
@@ -268,7 +258,7 @@ class WorkerLease:
 
     def deadline_wall_ms(self) -> int:
         """The local deadline, as wall-clock ms (to compare with ids' timestamps)."""
-        return self.clock() + int((self._state.deadline - self.monotonic()) * 1000)
+        return self.clock() + int((self._lease.deadline - self.monotonic()) * 1000)
 
     @property
     def events(self) -> list[LeaseEvent]:
@@ -278,7 +268,7 @@ class WorkerLease:
     @property
     def lease_id(self) -> int:
         """etcd's id of the lease (to revoke it from outside, in the drills)."""
-        return int(self._lease.id) if self._lease is not None else 0
+        return self._lease.id
 
     def release(self) -> None:
         """Stop issuing, lower the mark to the last id issued, and revoke the lease.
@@ -287,11 +277,9 @@ class WorkerLease:
         happen under the issue lock); it lets the next holder start at once instead of
         waiting out the reservation. If that write fails, the reservation stands.
         """
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=self.ttl)
+        self._lease.stop()
         with self._issue_lock:
-            live = not self._state.lost and self.monotonic() < self._state.deadline
+            live = not self._state.lost and self.monotonic() < self._lease.deadline
             self._mark_lost("released")
         if live and self.worker_id >= 0:
             final = max(self.last_issued_ms, self._state.floor_ms)
@@ -307,11 +295,10 @@ class WorkerLease:
                 })
             except Exception:  # noqa: BLE001 - the higher reservation then stands
                 pass
-        if self._lease is not None:
-            try:
-                self._lease.revoke()
-            except Exception:  # noqa: BLE001 - it expires on its own within the TTL
-                pass
+        try:
+            self._lease.revoke()
+        except Exception:  # noqa: BLE001 - it expires on its own within the TTL
+            pass
 
     def __enter__(self) -> WorkerLease:
         if self.worker_id < 0:

@@ -1,7 +1,8 @@
 """Scheme registries: the backends of a seam, named by URL scheme and imported when asked.
 
 A seam's package keeps ``BACKENDS = {scheme: "module:Class"}`` next to its port and opens
-a store from a URL with :func:`backend_for` — so the port never imports an adapter (nor
+a store from a URL with :func:`open_backend` (each class of ``BACKENDS`` has a ``from_url``
+classmethod: :class:`Backend`) — so the port never imports an adapter (nor
 its driver) until a URL names it, and adding a backend is one file plus one line there.
 An unknown scheme is refused with the same words as :func:`~lookup.kit.storeurl.parse_store_url`,
 naming the accepted ones.
@@ -11,11 +12,22 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from lookup.kit.storeurl import StoreUrl, parse_store_url, spellings
 
-__all__ = ["backend_for", "load_backend"]
+__all__ = ["Backend", "backend_for", "load_backend", "open_backend"]
+
+Port_co = TypeVar("Port_co", covariant=True)
+
+
+class Backend(Protocol[Port_co]):
+    """What a seam's ``BACKENDS`` names: a class that opens its port from a parsed URL
+    (``Backend[LinkStore]``: one that opens a link store)."""
+
+    def from_url(self, url: StoreUrl, **options: Any) -> Port_co:
+        """The store ``url`` names, with the backend's ``options``."""
+        ...
 
 
 def load_backend(backends: Mapping[str, str], scheme: str) -> Any:
@@ -40,3 +52,12 @@ def backend_for(backends: Mapping[str, str], url: str) -> tuple[Any, StoreUrl]:
     """
     parsed = parse_store_url(url, tuple(backends))
     return load_backend(backends, parsed.scheme), parsed
+
+
+def open_backend(backends: Mapping[str, str], url: str, *args: Any, **options: Any) -> Any:
+    """What a store URL names, opened: its backend's ``from_url(parsed, *args, **options)``.
+
+    An unknown scheme raises ValueError naming the registered ones (nothing is imported).
+    """
+    found, parsed = backend_for(backends, url)
+    return found.from_url(parsed, *args, **options)

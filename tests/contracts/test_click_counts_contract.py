@@ -13,8 +13,6 @@ unchanged.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +26,12 @@ from lookup.shortener.analytics.clickcounts import (
     backend,
     open_click_counts,
 )
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 HOUR, DAY = 3_600, 86_400
 T0 = 1_800_000_000 // DAY * DAY
@@ -39,36 +43,22 @@ def _sqlite(tmp_path: Path) -> str:
 
 #: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
 #: name of the fixture that gives a new database on a real server.
-FRESH: dict[str, Callable[[Path], str] | str] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
+FRESH: dict[str, Fresh] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
 
 
 @pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    fresh = FRESH.get(request.param)
-    if fresh is None:
-        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
-    if isinstance(fresh, str):
-        return str(request.getfixturevalue(fresh))
-    return fresh(tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
 
 
 def test_every_registered_backend_is_click_counts() -> None:
-    for scheme in BACKENDS:
-        assert issubclass(backend(scheme), ClickCounts), scheme
+    check_registered(BACKENDS, backend, ClickCounts)
 
 
 def test_the_port_imports_no_backend() -> None:
     """``lookup.shortener.analytics.clickcounts`` names its backends; it imports one only
     when a URL asks (so neither does the analytics package above it)."""
-    code = (
-        "import sys, lookup.shortener.analytics.clickcounts\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith("
-        "('lookup.shortener.analytics.clickcounts.', 'psycopg')))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == ""
+    check_port_imports_no_backend("lookup.shortener.analytics.clickcounts")
 
 
 @pytest.fixture

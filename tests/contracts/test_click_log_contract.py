@@ -13,10 +13,8 @@ unchanged. ``redis`` runs on the session's throw-away redis-server, a fresh stre
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,12 @@ import pytest
 from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics.clicklog import BACKENDS, ClickLog, backend, open_click_log
 from lookup.shortener.analytics.events import ClickEvent, RawBatch, RawClick
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 T0 = 1_800_000_000.0
 
@@ -41,7 +45,7 @@ def redis_stream(redis_server: Any) -> str:
 
 #: scheme -> how to get the URL of a fresh, empty log: a function of a temp dir, or the
 #: name of the fixture that gives one on a real server.
-FRESH: dict[str, Callable[[Path], str] | str] = {
+FRESH: dict[str, Fresh] = {
     "sqlite": _sqlite,
     "memory": lambda tmp: "memory:",
     "redis": "redis_stream",
@@ -50,10 +54,7 @@ FRESH: dict[str, Callable[[Path], str] | str] = {
 
 @pytest.fixture(params=list(BACKENDS))
 def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ClickLog]:
-    fresh = FRESH.get(request.param)
-    if fresh is None:
-        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
-    url = str(request.getfixturevalue(fresh)) if isinstance(fresh, str) else fresh(tmp_path)
+    url = fresh_url(request, tmp_path, FRESH)
     click_log = open_click_log(url)
     yield click_log
     close = getattr(click_log, "close", None)
@@ -62,22 +63,13 @@ def log(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ClickLog]:
 
 
 def test_every_registered_backend_is_a_click_log() -> None:
-    for scheme in BACKENDS:
-        assert issubclass(backend(scheme), ClickLog), scheme
+    check_registered(BACKENDS, backend, ClickLog)
 
 
 def test_the_port_imports_no_backend() -> None:
     """``lookup.shortener.analytics.clicklog`` names its backends; it imports one only
     when a URL asks (so neither does the analytics package above it)."""
-    code = (
-        "import sys, lookup.shortener.analytics.clicklog\n"
-        "print(','.join(sorted(m for m in sys.modules"
-        " if m.startswith('lookup.shortener.analytics.clicklog.'))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == ""
+    check_port_imports_no_backend("lookup.shortener.analytics.clicklog", ())
 
 
 def _raw(i: int, ts: float = T0) -> RawClick:

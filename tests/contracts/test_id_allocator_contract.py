@@ -10,8 +10,6 @@ a new backend registers its scheme there, says below how to get a fresh, empty s
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +19,12 @@ import pytest
 
 from lookup.kit.idblocks import BACKENDS, IdAllocator, backend, open_id_allocator
 from lookup.kit.storeurl import sqlite_url
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
 def _sqlite(tmp_path: Path) -> str:
@@ -29,35 +33,21 @@ def _sqlite(tmp_path: Path) -> str:
 
 #: scheme -> how to get the URL of a fresh store of counters: a function of a temp dir, or
 #: the name of the fixture that gives a new database on a real server.
-FRESH: dict[str, Callable[[Path], str] | str] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
+FRESH: dict[str, Fresh] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
 
 
 @pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    fresh = FRESH.get(request.param)
-    if fresh is None:
-        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
-    if isinstance(fresh, str):
-        return str(request.getfixturevalue(fresh))
-    return fresh(tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
 
 
 def test_every_registered_backend_opens_from_a_url() -> None:
-    for scheme in BACKENDS:
-        assert callable(getattr(backend(scheme), "from_url", None)), scheme
+    check_registered(BACKENDS, backend)
 
 
 def test_the_port_imports_no_backend() -> None:
     """``lookup.kit.idblocks`` names its backends; it imports one only when a URL asks."""
-    code = (
-        "import sys, lookup.kit.idblocks\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith("
-        "('lookup.kit.idblocks.', 'psycopg', 'sqlite3')))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == ""
+    check_port_imports_no_backend("lookup.kit.idblocks", ("psycopg", "sqlite3"))
 
 
 @pytest.fixture

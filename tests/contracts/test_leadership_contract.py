@@ -10,20 +10,23 @@ embedded ``solo:`` (one process over its data directory, always the leader) is n
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lookup.kit.leadership import BACKENDS, Leadership, backend, open_leadership
 from lookup.kit.leadership.solo import SoloLeadership
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 #: scheme -> how to get the URL of a fresh election: a function of a temp dir, or the name
 #: of the fixture that gives a new database on a real server.
-FRESH: dict[str, Callable[[Path], str] | str] = {
+FRESH: dict[str, Fresh] = {
     "solo": lambda _tmp: "solo:",
     "postgresql": "postgres_db",
 }
@@ -31,43 +34,25 @@ FRESH: dict[str, Callable[[Path], str] | str] = {
 SOLE = {"solo"}
 
 
-def _fresh(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    fresh = FRESH.get(request.param)
-    if fresh is None:
-        pytest.fail(f"{request.param!r} is registered: say in FRESH how to reach a fresh one")
-    if isinstance(fresh, str):
-        return str(request.getfixturevalue(fresh))
-    return fresh(tmp_path)
-
-
 @pytest.fixture(params=list(BACKENDS))
 def any_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Every registered backend."""
-    return _fresh(request, tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
 
 
 @pytest.fixture(params=[scheme for scheme in BACKENDS if scheme not in SOLE])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Every registered backend that elects one leader among several candidates."""
-    return _fresh(request, tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
 
 
 def test_every_registered_backend_opens_from_a_url() -> None:
-    for scheme in BACKENDS:
-        assert callable(getattr(backend(scheme), "from_url", None)), scheme
+    check_registered(BACKENDS, backend)
 
 
 def test_the_port_imports_no_backend() -> None:
     """``lookup.kit.leadership`` names its backends; it imports one only when a URL asks."""
-    code = (
-        "import sys, lookup.kit.leadership\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith("
-        "('lookup.kit.leadership.', 'psycopg')))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == ""
+    check_port_imports_no_backend("lookup.kit.leadership")
 
 
 def test_solo_always_leads() -> None:

@@ -11,15 +11,18 @@ new backend registers its scheme there, says below how to get a fresh, empty sto
 from __future__ import annotations
 
 import secrets
-import subprocess
-import sys
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lookup.kit.secrets import BACKENDS, SecretStore, backend, open_secret_store
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
 def _file(tmp_path: Path) -> str:
@@ -28,35 +31,21 @@ def _file(tmp_path: Path) -> str:
 
 #: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
 #: name of the fixture that gives a new database on a real server.
-FRESH: dict[str, Callable[[Path], str] | str] = {"file": _file, "postgresql": "postgres_db"}
+FRESH: dict[str, Fresh] = {"file": _file, "postgresql": "postgres_db"}
 
 
 @pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    fresh = FRESH.get(request.param)
-    if fresh is None:
-        pytest.fail(f"{request.param!r} is registered: say in FRESH how to make an empty one")
-    if isinstance(fresh, str):
-        return str(request.getfixturevalue(fresh))
-    return fresh(tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
 
 
 def test_every_registered_backend_is_a_secret_store() -> None:
-    for scheme in BACKENDS:
-        assert issubclass(backend(scheme), SecretStore), scheme
+    check_registered(BACKENDS, backend, SecretStore)
 
 
 def test_the_port_imports_no_backend() -> None:
     """``lookup.kit.secrets`` names its backends; it imports one only when a URL asks."""
-    code = (
-        "import sys, lookup.kit.secrets\n"
-        "print(','.join(sorted(m for m in sys.modules if m.startswith("
-        "('lookup.kit.secrets.', 'psycopg')))))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    )
-    assert out.stdout.strip() == ""
+    check_port_imports_no_backend("lookup.kit.secrets")
 
 
 def test_the_factory_gives_a_secret_store(url: str) -> None:

@@ -7,6 +7,8 @@ import importlib
 
 import pytest
 
+from tests.aliases import check_alias
+
 OLD_TO_NEW = {
     "lookup.kit.secretstore": {
         "lookup.kit.secrets": ("SecretStore", "check_name", "open_secret_store", "random_bytes"),
@@ -31,12 +33,7 @@ IDS_MOVED = {
 
 @pytest.mark.parametrize("old", sorted(OLD_TO_NEW))
 def test_an_old_path_gives_the_new_objects(old: str) -> None:
-    alias = importlib.import_module(old)
-    for new, names in OLD_TO_NEW[old].items():
-        module = importlib.import_module(new)
-        for name in names:
-            assert getattr(alias, name) is getattr(module, name), f"{old}.{name}"
-    assert sorted(alias.__all__) == sorted(n for names in OLD_TO_NEW[old].values() for n in names)
+    check_alias(old, OLD_TO_NEW[old])
 
 
 def test_the_allocator_names_still_come_from_kit_ids() -> None:

@@ -3,9 +3,9 @@ the same objects as the seam's package for one release, for notebooks and outsid
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
+
+from tests.aliases import check_alias
 
 OLD_TO_NEW = {
     "lookup.shortener.store": {
@@ -28,12 +28,7 @@ OLD_TO_NEW = {
 
 @pytest.mark.parametrize("old", sorted(OLD_TO_NEW))
 def test_an_old_path_gives_the_new_objects(old: str) -> None:
-    alias = importlib.import_module(old)
-    for new, names in OLD_TO_NEW[old].items():
-        module = importlib.import_module(new)
-        for name in names:
-            assert getattr(alias, name) is getattr(module, name), f"{old}.{name}"
-    assert sorted(alias.__all__) == sorted(n for names in OLD_TO_NEW[old].values() for n in names)
+    check_alias(old, OLD_TO_NEW[old])
 
 
 def test_the_package_exports_the_new_paths() -> None:

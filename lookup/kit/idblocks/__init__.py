@@ -21,13 +21,23 @@ Adding a backend is one file with a class that has ``from_url`` plus one line in
 
 from __future__ import annotations
 
+import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
+from lookup.kit.registry import load_backend, open_backend
 from lookup.kit.storeurl import StoreUrl
 
-__all__ = ["BACKENDS", "Backend", "IdAllocator", "IdBlock", "backend", "open_id_allocator"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BlockSpender",
+    "IdAllocator",
+    "IdBlock",
+    "backend",
+    "open_id_allocator",
+]
 
 #: Each URL scheme and the class that serves it, imported when a URL names the scheme.
 BACKENDS: dict[str, str] = {
@@ -68,6 +78,53 @@ class IdAllocator(Protocol):
         ...
 
 
+class BlockSpender(ABC):
+    """What every backend shares: its options, and spending the current block in memory.
+
+    A backend gives :meth:`lease` (one atomic statement on its counter row, ending with
+    :meth:`_leased`); :meth:`next_id` spends the block it returned and leases the next.
+    """
+
+    def __init__(self, name: str, *, block_size: int, limit: int | None) -> None:
+        if block_size < 1:
+            raise ValueError("block_size must be at least 1")
+        self.name = name
+        self.block_size = block_size
+        self.limit = limit
+        self.leases_taken = 0
+        self._lock = threading.Lock()  # the block being spent
+        self._count_lock = threading.Lock()
+        self._next = 0
+        self._end = 0
+
+    @abstractmethod
+    def lease(self) -> IdBlock:
+        """Take the next block ``[start, end)``; two allocators never get overlapping ones."""
+
+    def _leased(self, end: int) -> IdBlock:
+        """The block of ``block_size`` ids the counter row moved past to ``end``, counted."""
+        with self._count_lock:
+            self.leases_taken += 1
+        return IdBlock(end - self.block_size, end)
+
+    def next_id(self) -> int:
+        """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""
+        with self._lock:
+            if self._next >= self._end:
+                lease = self.lease()
+                self._next, self._end = lease.start, lease.end
+            value = self._next
+            if self.limit is not None and value >= self.limit:
+                raise OverflowError(f"id space exhausted: {value} >= {self.limit}")
+            self._next += 1
+            return value
+
+    def remaining_in_block(self) -> int:
+        """How many ids of the current lease are still unspent in this process."""
+        with self._lock:
+            return max(0, self._end - self._next)
+
+
 class Backend(Protocol):
     """What :data:`BACKENDS` names: a class that opens its allocator from a parsed URL."""
 
@@ -89,5 +146,4 @@ def open_id_allocator(url: str, name: str = "default", **options: Any) -> IdAllo
     ``options`` go to the backend (``block_size``, ``limit``, ``start``; PostgreSQL's
     ``pool_timeout_s``). An unknown scheme raises ValueError naming the registered ones.
     """
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed, name, **options)
+    return cast(IdAllocator, open_backend(BACKENDS, url, name, **options))

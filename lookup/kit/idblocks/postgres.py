@@ -11,10 +11,9 @@ from the block it holds; the next lease raises :class:`~lookup.errors.Unavailabl
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from lookup.kit.idblocks import IdBlock
+from lookup.kit.idblocks import BlockSpender, IdBlock
 from lookup.kit.postgres import PgPool, describe_url, ensure_schema
 from lookup.kit.storeurl import StoreUrl
 
@@ -28,7 +27,7 @@ CREATE TABLE IF NOT EXISTS id_blocks (
 """
 
 
-class PostgresIdAllocator:
+class PostgresIdAllocator(BlockSpender):
     """Range-leased ids from the ``id_blocks`` row ``name`` of one PostgreSQL database."""
 
     def __init__(
@@ -41,17 +40,8 @@ class PostgresIdAllocator:
         start: int = 0,
         pool_timeout_s: float = 2.0,
     ) -> None:
-        if block_size < 1:
-            raise ValueError("block_size must be at least 1")
+        super().__init__(name, block_size=block_size, limit=limit)
         self.url = url
-        self.name = name
-        self.block_size = block_size
-        self.limit = limit
-        self.leases_taken = 0
-        self._lock = threading.Lock()  # the block being spent
-        self._count_lock = threading.Lock()
-        self._next = 0
-        self._end = 0
         ensure_schema(url, "lookup.kit.id_blocks", _SCHEMA, "the id allocator")
         # One connection is enough: a lease is one statement per block_size ids.
         self._pool = PgPool(url, what="the id allocator", max_size=2, pool_timeout_s=pool_timeout_s)
@@ -81,27 +71,7 @@ class PostgresIdAllocator:
             ).fetchone()
         if row is None:
             raise RuntimeError(f"id_blocks row {self.name!r} disappeared")
-        with self._count_lock:
-            self.leases_taken += 1
-        end = int(row[0])
-        return IdBlock(end - self.block_size, end)
-
-    def next_id(self) -> int:
-        """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""
-        with self._lock:
-            if self._next >= self._end:
-                lease = self.lease()
-                self._next, self._end = lease.start, lease.end
-            value = self._next
-            if self.limit is not None and value >= self.limit:
-                raise OverflowError(f"id space exhausted: {value} >= {self.limit}")
-            self._next += 1
-            return value
-
-    def remaining_in_block(self) -> int:
-        """How many ids of the current lease are still unspent in this process."""
-        with self._lock:
-            return max(0, self._end - self._next)
+        return self._leased(int(row[0]))
 
     def close(self) -> None:
         """Close the connection (reopened on the next lease); the current block stays usable."""

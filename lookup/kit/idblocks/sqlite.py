@@ -12,14 +12,14 @@ import threading
 from typing import Any
 
 from lookup.kit.dblock import writer_lock
-from lookup.kit.idblocks import IdBlock
+from lookup.kit.idblocks import BlockSpender, IdBlock
 from lookup.kit.sqlite import connect
 from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["SqliteIdAllocator"]
 
 
-class SqliteIdAllocator:
+class SqliteIdAllocator(BlockSpender):
     """Range-leased ids from one allocator row in a SQLite database.
 
     ``lease()`` moves the row forward by ``block_size`` in one atomic
@@ -38,17 +38,9 @@ class SqliteIdAllocator:
         limit: int | None = None,
         start: int = 0,
     ) -> None:
-        if block_size < 1:
-            raise ValueError("block_size must be at least 1")
+        super().__init__(name, block_size=block_size, limit=limit)
         self.db_path = str(db_path)
-        self.name = name
-        self.block_size = block_size
-        self.limit = limit
-        self.leases_taken = 0
-        self._lock = threading.Lock()
         self._db_lock = threading.Lock()
-        self._next = 0
-        self._end = 0
         self._start = start
         self._conn: sqlite3.Connection | None = None
         with self._db_lock, writer_lock(self.db_path):
@@ -90,26 +82,7 @@ class SqliteIdAllocator:
             )  # step to the end, so the statement completes and commits
             if not rows:
                 raise RuntimeError(f"allocator row {self.name!r} disappeared")
-            end = int(rows[0][0])
-            self.leases_taken += 1
-        return IdBlock(end - self.block_size, end)
-
-    def next_id(self) -> int:
-        """The next unused id; thread-safe. Raises ``OverflowError`` past ``limit``."""
-        with self._lock:
-            if self._next >= self._end:
-                lease = self.lease()
-                self._next, self._end = lease.start, lease.end
-            value = self._next
-            if self.limit is not None and value >= self.limit:
-                raise OverflowError(f"id space exhausted: {value} >= {self.limit}")
-            self._next += 1
-            return value
-
-    def remaining_in_block(self) -> int:
-        """How many ids of the current lease are still unspent in this process."""
-        with self._lock:
-            return max(0, self._end - self._next)
+            return self._leased(int(rows[0][0]))
 
     def close(self) -> None:
         """Close the connection (reopened on the next lease); the current block stays usable."""

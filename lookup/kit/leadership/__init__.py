@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Protocol, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
+from lookup.kit.registry import load_backend, open_backend
 from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["BACKENDS", "Backend", "Leadership", "backend", "open_leadership"]
@@ -74,5 +74,4 @@ def open_leadership(url: str, name: str) -> Leadership:
 
     An unknown scheme raises ValueError naming the registered ones.
     """
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed, name)
+    return cast(Leadership, open_backend(BACKENDS, url, name))

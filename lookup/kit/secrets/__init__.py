@@ -28,7 +28,7 @@ import secrets
 from collections.abc import Callable
 from typing import Protocol, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
+from lookup.kit.registry import load_backend, open_backend
 from lookup.kit.storeurl import StoreUrl
 
 __all__ = [
@@ -95,5 +95,4 @@ def open_secret_store(url: str) -> SecretStore:
 
     An unknown scheme raises ValueError naming the registered ones.
     """
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed)
+    return cast(SecretStore, open_backend(BACKENDS, url))

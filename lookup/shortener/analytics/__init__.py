@@ -84,7 +84,7 @@ from lookup.shortener.analytics.events import (
 from lookup.shortener.analytics.outage import OutageLog, SharedOutage
 from lookup.shortener.analytics.shipper import ClickShipper
 
-log = logging.getLogger("lookup.shortener.analytics")
+_logger = logging.getLogger("lookup.shortener.analytics")
 
 #: Where the aggregator runs (see the module docstring).
 AGGREGATOR_MODES = ("thread", "process", "external")
@@ -135,7 +135,7 @@ class ClickAnalytics:
         what = "the click stream" if grouped else "the click log"
         # with an aggregator child, one outage record for both processes (see outage.py)
         self._shared_outage = SharedOutage() if aggregator == "process" else None
-        self.outage = OutageLog(what, log, shared=self._shared_outage)
+        self.outage = OutageLog(what, _logger, shared=self._shared_outage)
         self.shipper = ClickShipper(
             self.buffer, self.log, self.enricher, batch_size=batch_size, outage=self.outage
         )
@@ -197,7 +197,7 @@ class ClickAnalytics:
         self._running = True
         self._tasks.append(
             BackgroundTask(
-                "click-shipper", self._ship_round, self.ship_interval_s, logger=log, drain=True
+                "click-shipper", self._ship_round, self.ship_interval_s, logger=_logger, drain=True
             )
         )
         if self.mode == "thread":
@@ -206,13 +206,13 @@ class ClickAnalytics:
                     "click-aggregator",
                     self._aggregate_round,
                     self.aggregate_interval_s,
-                    logger=log,
+                    logger=_logger,
                     drain=True,
                 )
             )
         if self.mode == "process":
             self._tasks.append(
-                BackgroundTask("click-aggregator-supervisor", self._supervise, 0.25, logger=log)
+                BackgroundTask("click-aggregator-supervisor", self._supervise, 0.25, logger=_logger)
             )
         for task in self._tasks:
             task.start()
@@ -287,7 +287,7 @@ class ClickAnalytics:
                 self.last_exit = process.exitcode
                 self._process_down_since = now
                 self._restart_at = now + self._backoff_s
-                log.warning(
+                _logger.warning(
                     "the click aggregator process (pid %s) exited with %s; restarting it in "
                     "%.0f s",
                     process.pid,
@@ -301,7 +301,7 @@ class ClickAnalytics:
             self._backoff_s = min(RESTART_BACKOFF_S[1], self._backoff_s * 2)
             self.restarts += 1
             self._start_process()
-            log.warning(
+            _logger.warning(
                 "the click aggregator process was restarted (pid %s, restart %d)",
                 self._process.pid,
                 self.restarts,
@@ -362,7 +362,7 @@ class ClickAnalytics:
                 else:
                     self.flush()
             except Exception:
-                log.exception("could not flush the click buffer on shutdown")
+                _logger.exception("could not flush the click buffer on shutdown")
 
     def close(self) -> None:
         """Close the databases (they reopen on next use)."""
@@ -517,7 +517,7 @@ def run_aggregator(
         fold_delay_s=settings.get("clicks_fold_delay"),
     )
     outage = OutageLog(
-        "the click stream" if grouped else "the click log", log, shared=shared_outage
+        "the click stream" if grouped else "the click log", _logger, shared=shared_outage
     )
     while (
         not stop.is_set()
@@ -530,7 +530,7 @@ def run_aggregator(
             outage.failed(exc)
             busy = 0
         except Exception:
-            log.exception("the aggregator process failed a round; it will run again")
+            _logger.exception("the aggregator process failed a round; it will run again")
             busy = 0
         else:
             outage.ok()

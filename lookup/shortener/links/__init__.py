@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.registry import Backend as SeamBackend
+from lookup.kit.registry import load_backend, open_backend
 from lookup.shortener.model import Link, Status
 
 __all__ = [
@@ -243,12 +243,9 @@ class LinkStore(Protocol):
         ...
 
 
-class Backend(Protocol):
-    """What :data:`BACKENDS` names: a class that opens its store from a parsed URL."""
-
-    def from_url(self, url: StoreUrl, **options: Any) -> LinkStore:
-        """The store ``url`` names, with the backend's ``options``."""
-        ...
+#: What :data:`BACKENDS` names: a class whose ``from_url(url, **options)`` opens a
+#: :class:`LinkStore`.
+Backend: TypeAlias = SeamBackend[LinkStore]
 
 
 def backend(scheme: str) -> Backend:
@@ -265,5 +262,4 @@ def open_link_store(url: str, **options: Any) -> LinkStore:
     ``synchronous``, ``busy_timeout_ms``; PostgreSQL's ``pool_size``, ``pool_timeout_s``).
     An unknown scheme raises ValueError naming the registered ones.
     """
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed, **options)
+    return cast(LinkStore, open_backend(BACKENDS, url, **options))

@@ -34,7 +34,6 @@ __all__ = ["POSTGRES", "PostgresLinkStore"]
 
 POSTGRES = Dialect(
     name="postgresql",
-    placeholder="%s",
     types={
         "key": 'TEXT COLLATE "C"',  # byte order, as SQLite sorts
         "bigint": "BIGINT",
@@ -48,8 +47,6 @@ POSTGRES = Dialect(
     json_text="{column}::text",  # psycopg would hand JSONB back as lists
     lock_rows=" FOR UPDATE",
     has_tag="tags @> jsonb_build_array(?::text)",
-    any_of="{column} = ANY(?)",
-    array=list,
     claim_with_audit=True,
     expire_in_one=True,
 )

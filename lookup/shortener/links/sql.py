@@ -28,10 +28,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
+from lookup.kit.dialects import Connection, SqlDialect, executemany
 from lookup.shortener.links import (
     UPDATABLE,
     CreateResult,
@@ -139,12 +140,10 @@ _EXPIRE = (
 
 
 @dataclass(frozen=True)
-class Dialect:
-    """How one SQL engine spells what differs; the statements themselves are shared."""
+class Dialect(SqlDialect):
+    """How one SQL engine spells what differs; the statements themselves are shared
+    (the engine's name, its placeholder and "any of a list" are :class:`SqlDialect`'s)."""
 
-    name: str
-    #: How the engine's driver marks a parameter (``?`` or ``%s``).
-    placeholder: str
     #: The column types of :data:`SCHEMA`.
     types: Mapping[str, str]
     #: A JSON list given as text, where a value goes (``?`` or ``?::jsonb``).
@@ -155,22 +154,10 @@ class Dialect:
     lock_rows: str
     #: "the ``tags`` list of ``links`` holds ``?``".
     has_tag: str
-    #: "``{column}`` is one of the list ``?``", and how that list is passed.
-    any_of: str
-    array: Callable[[Sequence[Any]], Any]
     #: The claim and its audit row in one statement (a data-modifying WITH).
     claim_with_audit: bool
     #: Expiry in one statement that returns each link's old URL (UPDATE ... FROM).
     expire_in_one: bool
-
-    def bind(self, statement: str) -> str:
-        """``statement`` with each ``?`` spelled as this engine's placeholder."""
-        if self.placeholder == "?":
-            return statement
-        literals = statement.split("'")[1::2]
-        if "%" in statement or any("?" in text for text in literals):
-            raise ValueError(f"cannot rewrite the placeholders of {statement!r}")
-        return statement.replace("?", self.placeholder)
 
 
 def _column(dialect: Dialect, name: str) -> str:
@@ -339,34 +326,6 @@ def to_db(column: str, value: Any) -> Any:
     if column == "status" and isinstance(value, Status):
         return value.value
     return value
-
-
-class Cursor(Protocol):
-    """What the store uses of a DB-API cursor."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def executemany(self, statement: str, rows: Iterable[Sequence[Any]], /) -> object: ...
-
-    def close(self) -> object: ...
-
-
-class Connection(Protocol):
-    """What the store uses of a DB-API connection (sqlite3's and psycopg's both fit)."""
-
-    def execute(self, statement: str, params: Sequence[Any] = ..., /) -> Cursor: ...
-
-    def cursor(self) -> Cursor: ...
-
-
-def _executemany(conn: Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
-    with closing(conn.cursor()) as cur:
-        cur.executemany(statement, rows)
 
 
 class SqlLinkStore(ABC):
@@ -590,9 +549,9 @@ class SqlLinkStore(ABC):
             else:
                 rows = conn.execute(self.sql.select_due, (now,)).fetchall()
                 if rows:
-                    _executemany(conn, self.sql.expire_one, [(now, key) for key, _ in rows])
+                    executemany(conn, self.sql.expire_one, [(now, key) for key, _ in rows])
             if rows:
-                _executemany(conn, self.sql.audit_expire, [(key, now, url) for key, url in rows])
+                executemany(conn, self.sql.audit_expire, [(key, now, url) for key, url in rows])
         return [r[0] for r in rows]
 
     def purge_idempotency(self, now: float) -> int:
@@ -688,7 +647,7 @@ class SqlLinkStore(ABC):
         """Keep ``keys`` for the cache tier to invalidate once Redis is reachable."""
         now = self.clock()
         with self._transaction() as conn:
-            _executemany(conn, self.sql.defer, [(k, now) for k in keys])
+            executemany(conn, self.sql.defer, [(k, now) for k in keys])
 
     def deferred_invalidations(self, limit: int) -> list[tuple[int, str]]:
         """Up to ``limit`` kept invalidations, oldest first."""

@@ -16,11 +16,10 @@ in the same file (:class:`lookup.kit.idblocks.sqlite.SqliteIdAllocator`).
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -31,14 +30,8 @@ from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStor
 
 __all__ = ["SQLITE", "SqliteLinkStore"]
 
-
-def _json_array(values: Sequence[Any]) -> str:
-    return json.dumps(list(values))
-
-
 SQLITE = Dialect(
     name="sqlite",
-    placeholder="?",
     types={
         "key": "TEXT",
         "bigint": "INTEGER",
@@ -52,8 +45,6 @@ SQLITE = Dialect(
     json_text="{column}",
     lock_rows="",  # BEGIN IMMEDIATE holds the whole file
     has_tag="EXISTS (SELECT 1 FROM json_each(links.tags) WHERE value = ?)",
-    any_of="{column} IN (SELECT value FROM json_each(?))",
-    array=_json_array,
     claim_with_audit=False,  # no INSERT inside WITH
     expire_in_one=False,  # RETURNING cannot name the FROM table
 )

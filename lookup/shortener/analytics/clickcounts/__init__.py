@@ -25,10 +25,10 @@ backend is one file plus one registry line, and in
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.registry import Backend as SeamBackend
+from lookup.kit.registry import load_backend, open_backend
 
 __all__ = [
     "BACKENDS",
@@ -133,12 +133,9 @@ class ClickCounts(Protocol):
         ...
 
 
-class Backend(Protocol):
-    """What :data:`BACKENDS` names: a class that opens its store from a parsed URL."""
-
-    def from_url(self, url: StoreUrl, **options: Any) -> ClickCounts:
-        """The store ``url`` names, with the backend's ``options``."""
-        ...
+#: What :data:`BACKENDS` names: a class whose ``from_url(url, **options)`` opens a
+#: :class:`ClickCounts`.
+Backend: TypeAlias = SeamBackend[ClickCounts]
 
 
 def backend(scheme: str) -> Backend:
@@ -153,5 +150,4 @@ def open_click_counts(url: str, **options: Any) -> ClickCounts:
     PostgresClickCounts`, shared by a fleet; ``options``: ``consumer_scope``,
     ``pool_size``, ``pool_timeout_s``). An unknown scheme raises ValueError naming the
     registered ones."""
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed, **options)
+    return cast(ClickCounts, open_backend(BACKENDS, url, **options))

@@ -33,7 +33,6 @@ __all__ = ["POSTGRES", "PostgresClickCounts"]
 
 POSTGRES = Dialect(
     name="postgresql",
-    placeholder="%s",
     tables={
         "counts": "click_counts",
         "seen_events": "click_seen_events",
@@ -42,8 +41,6 @@ POSTGRES = Dialect(
         "consumers": "click_consumers",
     },
     types={"bigint": "BIGINT", "real": "DOUBLE PRECISION", "blob": "BYTEA", "without_rowid": ""},
-    any_of="{column} = ANY(?)",
-    array=list,
     greatest="GREATEST",
     float_value="?::float8",  # a None would leave the parameter's type unknown
     byte_order=' COLLATE "C"',  # byte order, as SQLite sorts

@@ -23,11 +23,12 @@ and its connections, nothing else.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, closing, contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
+from lookup.kit.dialects import Connection, SqlDialect, executemany
 from lookup.shortener.analytics.clickcounts import CountRow
 
 __all__ = ["SCHEMA", "TABLES", "Connection", "CountsSql", "Dialect", "SqlClickCounts"]
@@ -78,19 +79,14 @@ CREATE TABLE IF NOT EXISTS {consumers} (
 
 
 @dataclass(frozen=True)
-class Dialect:
-    """How one SQL engine spells what differs; the statements themselves are shared."""
+class Dialect(SqlDialect):
+    """How one SQL engine spells what differs; the statements themselves are shared
+    (the engine's name, its placeholder and "any of a list" are :class:`SqlDialect`'s)."""
 
-    name: str
-    #: How the engine's driver marks a parameter (``?`` or ``%s``).
-    placeholder: str
     #: The name of each of :data:`TABLES` in this engine's database.
     tables: Mapping[str, str]
     #: The column types of :data:`SCHEMA` (and ``without_rowid``).
     types: Mapping[str, str]
-    #: "``{column}`` is one of the list ``?``", and how that list is passed.
-    any_of: str
-    array: Callable[[Sequence[Any]], Any]
     #: The function giving the larger of two values (``MAX`` or ``GREATEST``).
     greatest: str
     #: A nullable float parameter, where a value goes (``?`` or ``?::float8``).
@@ -99,15 +95,6 @@ class Dialect:
     byte_order: str
     #: Whether a fold adds each counter once, in key order (its increments summed first).
     merge_counts: bool
-
-    def bind(self, statement: str) -> str:
-        """``statement`` with each ``?`` spelled as this engine's placeholder."""
-        if self.placeholder == "?":
-            return statement
-        literals = statement.split("'")[1::2]
-        if "%" in statement or any("?" in text for text in literals):
-            raise ValueError(f"cannot rewrite the placeholders of {statement!r}")
-        return statement.replace("?", self.placeholder)
 
 
 class CountsSql:
@@ -174,31 +161,6 @@ class CountsSql:
         self.forget_minutes = b(f"DELETE FROM {counts} WHERE grain = 'm' AND bucket < ?")
 
 
-class Cursor(Protocol):
-    """What the store uses of a DB-API cursor."""
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def executemany(self, statement: str, rows: Iterable[Sequence[Any]], /) -> object: ...
-
-    def close(self) -> object: ...
-
-
-class Connection(Protocol):
-    """What the store uses of a DB-API connection (sqlite3's and psycopg's both fit)."""
-
-    def execute(self, statement: str, params: Sequence[Any] = ..., /) -> Cursor: ...
-
-    def cursor(self) -> Cursor: ...
-
-
-def _executemany(conn: Connection, statement: str, rows: Iterable[Sequence[Any]]) -> None:
-    with closing(conn.cursor()) as cur:
-        cur.executemany(statement, rows)
-
-
 def _merged(rows: Iterable[CountRow]) -> list[CountRow]:
     """One row per counter, its increments summed, in key order."""
     merged: dict[tuple[str, str, int, str, str], int] = {}
@@ -229,7 +191,7 @@ class SqlCountsBatch:
     def replace_ranges(self, producer: str, ranges: list[tuple[int, int]], ts: float) -> None:
         self.conn.execute(self.sql.drop_ranges, (producer,))
         if ranges:
-            _executemany(
+            executemany(
                 self.conn, self.sql.add_range, [(producer, lo, hi, ts) for lo, hi in ranges]
             )
 
@@ -241,14 +203,14 @@ class SqlCountsBatch:
 
     def add_seen_events(self, events: list[tuple[str, float]]) -> None:
         if events:
-            _executemany(self.conn, self.sql.add_seen_event, events)
+            executemany(self.conn, self.sql.add_seen_event, events)
 
     def add_counts(self, rows: Iterable[CountRow]) -> None:
         if self.sql.dialect.merge_counts:
             rows = _merged(rows)  # one upsert per counter and batch
             if not rows:
                 return
-        _executemany(self.conn, self.sql.add_count, rows)
+        executemany(self.conn, self.sql.add_count, rows)
 
     def sketch(self, key: str, day: int) -> bytes | None:
         row = self.conn.execute(self.sql.sketch, (key, day)).fetchone()

@@ -10,10 +10,9 @@ this module says how SQLite spells them and how it connects.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
@@ -28,14 +27,8 @@ from lookup.shortener.analytics.clickcounts.sql import (
 
 __all__ = ["SQLITE", "SqliteClickCounts"]
 
-
-def _json_array(values: Sequence[Any]) -> str:
-    return json.dumps(list(values))
-
-
 SQLITE = Dialect(
     name="sqlite",
-    placeholder="?",
     tables={
         "counts": "counts",
         "seen_events": "seen_events",
@@ -44,8 +37,6 @@ SQLITE = Dialect(
         "consumers": "consumer",
     },
     types={"bigint": "INTEGER", "real": "REAL", "blob": "BLOB", "without_rowid": " WITHOUT ROWID"},
-    any_of="{column} IN (SELECT value FROM json_each(?))",
-    array=_json_array,
     greatest="MAX",
     float_value="?",
     byte_order="",  # TEXT sorts by bytes already

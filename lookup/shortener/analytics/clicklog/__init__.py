@@ -34,10 +34,10 @@ empty one; the contract then runs against it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, TypeAlias, cast, runtime_checkable
 
-from lookup.kit.registry import backend_for, load_backend
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.registry import Backend as SeamBackend
+from lookup.kit.registry import load_backend, open_backend
 from lookup.shortener.analytics.batches import LogRecord
 
 __all__ = ["BACKENDS", "Backend", "ClickLog", "LogRecord", "backend", "open_click_log"]
@@ -74,12 +74,9 @@ class ClickLog(Protocol):
         """How many events have an offset > ``after``."""
 
 
-class Backend(Protocol):
-    """What :data:`BACKENDS` names: a class that opens its log from a parsed URL."""
-
-    def from_url(self, url: StoreUrl, **options: Any) -> ClickLog:
-        """The log ``url`` names, with the backend's ``options``."""
-        ...
+#: What :data:`BACKENDS` names: a class whose ``from_url(url, **options)`` opens a
+#: :class:`ClickLog`.
+Backend: TypeAlias = SeamBackend[ClickLog]
 
 
 def backend(scheme: str) -> Backend:
@@ -96,5 +93,4 @@ def open_click_log(url: str, **options: Any) -> ClickLog:
     ``options`` go to the SQLite backend (``synchronous``); the others take none (and
     ignore them). An unknown scheme raises ValueError naming the registered ones.
     """
-    found, parsed = backend_for(BACKENDS, url)
-    return cast(Backend, found).from_url(parsed, **options)
+    return cast(ClickLog, open_backend(BACKENDS, url, **options))

@@ -53,7 +53,8 @@ test-fast: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not slow"
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff check lookup app tests benchmarks
+	$(BIN)/ruff check lookup app tests benchmarks scripts
+	$(BIN)/ruff format --check lookup app tests benchmarks scripts
 
 bench: $(VENV)/.installed-dev
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b --quick || exit 1; done

@@ -33,8 +33,11 @@ from lookup.kit.redisserver import RedisServer, redis_available
 __all__ = ["render"]
 
 SIZES = (25, 50, 100, 200, 400, 800)
-_LAYOUT = dict(height=380, margin=dict(l=10, r=10, t=50, b=10),
-               legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right", yanchor="bottom"))
+_LAYOUT = dict(
+    height=380,
+    margin=dict(l=10, r=10, t=50, b=10),
+    legend=dict(orientation="h", y=1.0, x=1.0, xanchor="right", yanchor="bottom"),
+)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -47,8 +50,13 @@ def _curves(name: str, length: int, sizes: tuple[int, ...],
 def _curve_chart(rows: pd.DataFrame, title: str, x: str = "size") -> go.Figure:
     fig = go.Figure()
     for policy, part in rows.groupby("policy", sort=False):
-        fig.add_scatter(x=part[x], y=part["hit ratio"], mode="lines+markers", name=str(policy),
-                        line=dict(dash="dot" if policy == Belady.name else None))
+        fig.add_scatter(
+            x=part[x],
+            y=part["hit ratio"],
+            mode="lines+markers",
+            name=str(policy),
+            line=dict(dash="dot" if policy == Belady.name else None),
+        )
     fig.update_layout(title=title, yaxis_title="hit ratio", **_LAYOUT)
     log_axis(fig, "x", rows[x], pad=1.15, ticks=sorted(set(rows[x])),
              title="cache size (keys, log scale)")  # fmt: skip
@@ -70,15 +78,17 @@ def _eviction() -> None:
     if st.button("Replay the trace", key="cache-replay", type="primary",
                  disabled=not policies):  # fmt: skip
         with st.spinner("replaying ..."):
-            st.session_state["cache-curves"] = (name, _curves(name, length, SIZES,
-                                                              tuple(policies)))
+            st.session_state["cache-curves"] = (name, _curves(name, length, SIZES, tuple(policies)))
     got = st.session_state.get("cache-curves")
     if got:
         shown, rows = got
         st.plotly_chart(_curve_chart(rows, f"Hit ratio vs cache size · {shown}"),
                         key="cache-curves-chart")  # fmt: skip
-        wide = (rows.pivot(index="size", columns="policy", values="hit ratio").reset_index()
-                .rename(columns={"size": "cache size"}))
+        wide = (
+            rows.pivot(index="size", columns="policy", values="hit ratio")
+            .reset_index()
+            .rename(columns={"size": "cache size"})
+        )
         st.dataframe(wide, hide_index=True, key="cache-curves-table")
 
 
@@ -120,8 +130,9 @@ def _bins_chart(rows: list[dict[str, Any]], label: str, title: str) -> go.Figure
     fig = go.Figure()
     for row in rows:
         bins = pd.DataFrame(row["bins"])
-        fig.add_scatter(x=bins["t"], y=bins["store loads"], mode="lines", name=str(row[label]),
-                        line_shape="hv")
+        fig.add_scatter(
+            x=bins["t"], y=bins["store loads"], mode="lines", name=str(row[label]), line_shape="hv"
+        )
     fig.update_layout(title=title, xaxis_title="seconds", yaxis_title="store loads per 0.1 s",
                       **_LAYOUT)  # fmt: skip
     return fig
@@ -144,13 +155,15 @@ def _demos() -> None:
         with st.spinner(f"{callers} callers miss at once ..."):
             store = _store("stampede", 0.2)
             st.session_state["cache-stampede-rows"] = experiments.stampede(
-                server.url, store, callers=callers)
+                server.url, store, callers=callers
+            )
             store.close()
     if cols[1].button("Run the cold-restart demo", key="cache-restart"):
         with st.spinner("restarting redis-server three times ..."):
             store = _store("restart")
             st.session_state["cache-restart-rows"] = experiments.cold_restart(
-                server, store, keys=4_000, readers=3, rate=1_000, duration_s=2.5)
+                server, store, keys=4_000, readers=3, rate=1_000, duration_s=2.5
+            )
             store.close()
     rows = st.session_state.get("cache-stampede-rows")
     if rows:
@@ -174,17 +187,32 @@ def _timeline_chart(report: dict[str, Any]) -> go.Figure:
         return frame[cols].sum(axis=1) if cols else frame["t"] * 0
 
     fig = go.Figure()
-    for outcome, color in (("hit", "#2e7d32"), ("miss", "#9e9e9e"),
-                           ("failed → miss", "#ef6c00")):
-        fig.add_scatter(x=frame["t"], y=total(outcome), name=f"reads: {outcome}",
-                        mode="lines", stackgroup="reads", line=dict(color=color, width=0.5))
-    fig.add_scatter(x=frame["t"], y=total("write failed"), name="writes failed",
-                    mode="lines", line=dict(color="#c62828", dash="dash"))
-    fig.add_vline(x=report["killed at (s)"], line_dash="dot", line_color="red",
-                  annotation_text="kill -9")
+    for outcome, color in (("hit", "#2e7d32"), ("miss", "#9e9e9e"), ("failed → miss", "#ef6c00")):
+        fig.add_scatter(
+            x=frame["t"],
+            y=total(outcome),
+            name=f"reads: {outcome}",
+            mode="lines",
+            stackgroup="reads",
+            line=dict(color=color, width=0.5),
+        )
+    fig.add_scatter(
+        x=frame["t"],
+        y=total("write failed"),
+        name="writes failed",
+        mode="lines",
+        line=dict(color="#c62828", dash="dash"),
+    )
+    fig.add_vline(
+        x=report["killed at (s)"], line_dash="dot", line_color="red", annotation_text="kill -9"
+    )
     if report["failover (s)"] is not None:
-        fig.add_vline(x=report["killed at (s)"] + report["failover (s)"], line_dash="dot",
-                      line_color="green", annotation_text="replica promoted")
+        fig.add_vline(
+            x=report["killed at (s)"] + report["failover (s)"],
+            line_dash="dot",
+            line_color="green",
+            annotation_text="replica promoted",
+        )
     fig.update_layout(title="Calls per 0.1 s during the failover", xaxis_title="seconds",
                       yaxis_title="calls per 0.1 s", **{**_LAYOUT, "height": 420})  # fmt: skip
     return fig
@@ -216,11 +244,12 @@ def _cluster() -> None:
                                 "flags": ",".join(r["flags"])}
                                for r in cluster.topology()]),
                  hide_index=True, key="cache-cluster-nodes")  # fmt: skip
-    lag = st.checkbox("Freeze its replica (SIGSTOP) for 0.8 s first, with 16 KB values: "
-                      "a lagging replica", key="cache-cluster-lag",
-                      help="What the master acknowledges while its replica lags and has not "
-                           "reached it when the master dies is lost at the promotion.\n\n"
-                           + term_help("SIGSTOP"))
+    lag = st.checkbox(
+        "Freeze its replica (SIGSTOP) for 0.8 s first, with 16 KB values: a lagging replica",
+        key="cache-cluster-lag",
+        help="What the master acknowledges while its replica lags and has not "
+        "reached it when the master dies is lost at the promotion.\n\n" + term_help("SIGSTOP"),
+    )
     cols = st.columns(2)
     if cols[0].button("Kill -9 the master of slot 0 under load", key="cache-cluster-kill",
                       type="primary"):  # fmt: skip
@@ -241,15 +270,19 @@ def _cluster() -> None:
         m[3].metric("Acknowledged writes lost", report["acknowledged writes lost"])
         st.plotly_chart(_timeline_chart(report), key="cache-cluster-chart")
         if report["replica lag (s)"]:
-            st.caption(f"While its replica was frozen the master acknowledged "
-                       f"{report['acknowledged on the victim while its replica lagged']:,} "
-                       "writes; those the socket buffers had not carried to the replica "
-                       "were lost at the promotion (the figure varies run to run).")
-        st.caption(f"Node timeout {report['node timeout (ms)']} ms. Misses after the "
-                   "promotion are keys whose writes failed during the outage. The killed "
-                   f"master (port {report['victim port']}) was restarted after the drill and "
-                   f"rejoined as a replica. {report['acknowledged writes']:,} writes were "
-                   "acknowledged; each was read back after the failover.")
+            st.caption(
+                f"While its replica was frozen the master acknowledged "
+                f"{report['acknowledged on the victim while its replica lagged']:,} "
+                "writes; those the socket buffers had not carried to the replica "
+                "were lost at the promotion (the figure varies run to run)."
+            )
+        st.caption(
+            f"Node timeout {report['node timeout (ms)']} ms. Misses after the "
+            "promotion are keys whose writes failed during the outage. The killed "
+            f"master (port {report['victim port']}) was restarted after the drill and "
+            f"rejoined as a replica. {report['acknowledged writes']:,} writes were "
+            "acknowledged; each was read back after the failover."
+        )
 
 
 def experiments_failover(cluster: RedisCluster, lag: bool = False) -> dict[str, Any]:

@@ -30,6 +30,8 @@ DEFAULT_DATA_DIR = "data"
 #: it is on the PATH, else ``.venv/bin/lookup`` (what ``make run`` installs): the commands
 #: the pages print use it, so they work when pasted.
 LOOKUP = lookup_command()
+
+
 def api_timeout() -> httpx.Timeout:
     """How long a call to the API may take (``LOOKUP_API_TIMEOUT``; connecting: 1 s)."""
     seconds = settings.get("api_timeout")

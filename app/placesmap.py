@@ -74,7 +74,7 @@ def _read_basemap(files: Any, name: str, resolution: str) -> list[tuple[int, np.
     for line in meta:
         part = line.split()
         level, npts, offset, nbytes = int(part[0]), int(part[2]), int(part[5]), int(part[6])
-        points = np.frombuffer(data[offset:offset + nbytes], dtype="<f4").astype(np.float64)
+        points = np.frombuffer(data[offset : offset + nbytes], dtype="<f4").astype(np.float64)
         shapes.append((level, points.reshape(npts, 2)))
     return shapes
 
@@ -144,8 +144,11 @@ def ensure_map_assets(static_dir: Path = STATIC_DIR) -> dict[str, bool]:
 
         source = Path(xleaflet.BASE_DIR)
         target = static_dir / LEAFLET_DIR
-        for name in ("leaflet.js", "leaflet.css", *(f"images/{p.name}" for p in
-                                                   (source / "images").glob("*.png"))):
+        for name in (
+            "leaflet.js",
+            "leaflet.css",
+            *(f"images/{p.name}" for p in (source / "images").glob("*.png")),
+        ):
             out = target / name
             if not out.is_file() or out.stat().st_size != (source / name).stat().st_size:
                 _write_atomically(out, (source / name).read_bytes())
@@ -221,23 +224,37 @@ def base_map(assets: dict[str, bool]) -> folium.Map:
             default_css = [("leaflet_css", f"{STATIC_FROM_FRAME}/{LEAFLET_DIR}/leaflet.css")]
 
         cls = LocalLeafletMap
-    m = cls(location=(20.0, 0.0), zoom_start=2, tiles=None, min_zoom=2, max_zoom=19,
-            prefer_canvas=True, control_scale=True, world_copy_jump=False)
+    m = cls(
+        location=(20.0, 0.0),
+        zoom_start=2,
+        tiles=None,
+        min_zoom=2,
+        max_zoom=19,
+        prefer_canvas=True,
+        control_scale=True,
+        world_copy_jump=False,
+    )
     m.get_root().header.add_child(Element(MAP_CSS))
     if assets.get("basemap"):
         OfflineBackground(f"{STATIC_FROM_FRAME}/{BASEMAP_FILE}").add_to(m)
     else:
         graticule = folium.FeatureGroup(name="Graticule (offline)")
         for lat in range(-80, 81, 10):
-            folium.PolyLine([(lat, -180), (lat, 180)], color="#9fb7c4", weight=0.6,
-                            interactive=False).add_to(graticule)
+            folium.PolyLine(
+                [(lat, -180), (lat, 180)], color="#9fb7c4", weight=0.6, interactive=False
+            ).add_to(graticule)
         for lng in range(-180, 181, 10):
-            folium.PolyLine([(-85, lng), (85, lng)], color="#9fb7c4", weight=0.6,
-                            interactive=False).add_to(graticule)
+            folium.PolyLine(
+                [(-85, lng), (85, lng)], color="#9fb7c4", weight=0.6, interactive=False
+            ).add_to(graticule)
         graticule.add_to(m)
     folium.TileLayer(
-        "OpenStreetMap", name="OpenStreetMap tiles (needs the internet)", overlay=True,
-        show=False, control=True, max_zoom=19,
+        "OpenStreetMap",
+        name="OpenStreetMap tiles (needs the internet)",
+        overlay=True,
+        show=False,
+        control=True,
+        max_zoom=19,
     ).add_to(m)
     folium.LayerControl(collapsed=True, position="topright").add_to(m)
     return m
@@ -268,8 +285,14 @@ def _js_json(value: Any) -> str:
     """JSON safe inside a script and through streamlit-folium's renaming (no ``<``, ``>``,
     ``&`` or braces that a template could read)."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
-    for ch, code in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                     ("{{", "{\\u007b"), ("{%", "{\\u0025"), ("{#", "{\\u0023")):
+    for ch, code in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("{{", "{\\u007b"),
+        ("{%", "{\\u0025"),
+        ("{#", "{\\u0023"),
+    ):
         text = text.replace(ch, code)
     return text
 
@@ -342,19 +365,35 @@ def search_layer(
     """The per-run layer: the map area's places or clusters, the cells read, the radius,
     the ranked results (numbered as in the list) and where you stand (``here``)."""
     lat, lng = here
-    data: dict[str, Any] = {"dots": [], "clusters": [], "cells": [], "circles": [],
-                            "pins": [], "you": [lat, lng]}
+    data: dict[str, Any] = {
+        "dots": [],
+        "clusters": [],
+        "cells": [],
+        "circles": [],
+        "pins": [],
+        "you": [lat, lng],
+    }
     if area is not None and area.get("mode") == "clusters":
         biggest = max([c["count"] for c in area.get("clusters", [])] or [1])
         for c in area.get("clusters", []):
-            data["clusters"].append([
-                c["lat"], near_lng(c["lng"], lng), 8 + 22 * math.sqrt(c["count"] / biggest),
-                escape(f"{c['count']:,} places in cell {c['geohash']}"), f"{c['count']:,}",
-            ])
+            data["clusters"].append(
+                [
+                    c["lat"],
+                    near_lng(c["lng"], lng),
+                    8 + 22 * math.sqrt(c["count"] / biggest),
+                    escape(f"{c['count']:,} places in cell {c['geohash']}"),
+                    f"{c['count']:,}",
+                ]
+            )
     elif area is not None:
         for p in area.get("results", []):
-            data["dots"].append([p["lat"], near_lng(p["lng"], lng),
-                                 escape(f"{p.get('name', '')} · {p.get('category', '')}")])
+            data["dots"].append(
+                [
+                    p["lat"],
+                    near_lng(p["lng"], lng),
+                    escape(f"{p.get('name', '')} · {p.get('category', '')}"),
+                ]
+            )
     explain = (first or {}).get("explain") or {}
     boxes, cells = explain.get("boxes") or [], explain.get("cells") or []
     geohash = explain.get("index") == "geohash"

@@ -45,8 +45,7 @@ def training_panel(highlight: bool = False) -> None:
         st.caption(f"Learned ranking: model `{model.get('version')}` serves it.")
     else:
         st.caption(
-            "Learned ranking: no model yet — train one here (or with "
-            f"`{LOOKUP} places train`)."
+            f"Learned ranking: no model yet — train one here (or with `{LOOKUP} places train`)."
         )
     running = body.get("state") == "running"
     label = "Train the learned ranking" if model.get("ranking") != "learned" else "Train again"

@@ -80,9 +80,7 @@ class System:
 
     def defaults(self) -> dict[str, Any]:
         """The design notes' value of every assumption."""
-        return {
-            f.name: f.default for f in fields(self.assumptions) if f.default is not MISSING
-        }
+        return {f.name: f.default for f in fields(self.assumptions) if f.default is not MISSING}
 
     def help(self, field: str) -> str:
         """The assumption's own description from :mod:`lookup.capacity`."""
@@ -560,9 +558,7 @@ def decay_chart(plan: capacity.TypeaheadPlan) -> go.Figure:
         y=plan.steady_state_score,
         line_dash="dash",
         line_color="gray",
-        annotation_text=(
-            f"steady score {capacity.format_quantity(plan.steady_state_score, '')}"
-        ),
+        annotation_text=(f"steady score {capacity.format_quantity(plan.steady_state_score, '')}"),
         annotation_position="bottom right",
     )
     fig.add_vline(
@@ -623,14 +619,22 @@ def id_split_chart(plan: capacity.IdsPlan) -> go.Figure:
     total = a.worker_bits + a.sequence_bits
     splits = list(range(0, total + 1))
     fig = go.Figure()
-    fig.add_scatter(x=[2**w for w in splits], y=[2 ** (total - w) for w in splits],
-                    mode="lines+markers", name=f"every split of {total} bits",
-                    hovertemplate="%{x:,} workers: %{y:,} ids/ms each<extra></extra>")
-    for label, w in (("your layout", a.worker_bits),
-                     ("re-partitioned", a.repartition_worker_bits)):
+    fig.add_scatter(
+        x=[2**w for w in splits],
+        y=[2 ** (total - w) for w in splits],
+        mode="lines+markers",
+        name=f"every split of {total} bits",
+        hovertemplate="%{x:,} workers: %{y:,} ids/ms each<extra></extra>",
+    )
+    for label, w in (("your layout", a.worker_bits), ("re-partitioned", a.repartition_worker_bits)):
         if w <= total:
-            fig.add_scatter(x=[2**w], y=[2 ** (total - w)], mode="markers", name=label,
-                            marker=dict(size=14, symbol="diamond"))
+            fig.add_scatter(
+                x=[2**w],
+                y=[2 ** (total - w)],
+                mode="markers",
+                name=label,
+                marker=dict(size=14, symbol="diamond"),
+            )
     fig.update_layout(
         title=f"Workers × ids per ms per worker = {2**total:,} ids per ms, whatever the split",
         xaxis_title="workers (log)", yaxis_title="ids per ms per worker (log)",
@@ -644,16 +648,32 @@ def store_load_chart(plan: capacity.CachePlan) -> go.Figure:
     a = plan.assumptions
     rates = np.linspace(0.80, 1.0, 201)
     fig = go.Figure()
-    fig.add_scatter(x=rates * 100, y=a.requests_per_s * (1 - rates), mode="lines",
-                    name="store reads", hovertemplate="%{x:.1f}% hits: %{y:,.0f}/s<extra></extra>")
-    for label, rate, reads in (("hit rate", a.hit_rate, plan.store_reads_per_s),
-                               ("compared with", a.lower_hit_rate, plan.store_reads_lower_per_s)):
-        fig.add_scatter(x=[rate * 100], y=[reads], mode="markers+text", name=label,
-                        marker=dict(size=14, symbol="diamond"), textposition="top right",
-                        text=[f"{capacity.format_quantity(rate, 'fraction')} → "
-                              f"{capacity.format_quantity(reads, '/s')}"])
-    fig.add_hline(y=a.reads_per_primary, line_dash="dot", line_color="grey",
-                  annotation_text="one primary")
+    fig.add_scatter(
+        x=rates * 100,
+        y=a.requests_per_s * (1 - rates),
+        mode="lines",
+        name="store reads",
+        hovertemplate="%{x:.1f}% hits: %{y:,.0f}/s<extra></extra>",
+    )
+    for label, rate, reads in (
+        ("hit rate", a.hit_rate, plan.store_reads_per_s),
+        ("compared with", a.lower_hit_rate, plan.store_reads_lower_per_s),
+    ):
+        fig.add_scatter(
+            x=[rate * 100],
+            y=[reads],
+            mode="markers+text",
+            name=label,
+            marker=dict(size=14, symbol="diamond"),
+            textposition="top right",
+            text=[
+                f"{capacity.format_quantity(rate, 'fraction')} → "
+                f"{capacity.format_quantity(reads, '/s')}"
+            ],
+        )
+    fig.add_hline(
+        y=a.reads_per_primary, line_dash="dot", line_color="grey", annotation_text="one primary"
+    )
     fig.update_layout(title="Store load against the hit rate: size the store for the misses",
                       xaxis_title="hit rate (%)", yaxis_title="store reads per second",
                       **_LAYOUT)  # fmt: skip

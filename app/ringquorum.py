@@ -26,9 +26,17 @@ from lookup.kit.ring import HashRing
 __all__ = ["render"]
 
 _SAMPLE = [f"key:{i}" for i in range(20_000)]
-_COUNTERS = ("hints stored", "hints handed to a fallback", "hints delivered", "read repairs",
-             "anti-entropy keys repaired", "merkle hashes compared", "dropped by partition",
-             "writes refused (no quorum)", "reads refused (no quorum)")
+_COUNTERS = (
+    "hints stored",
+    "hints handed to a fallback",
+    "hints delivered",
+    "read repairs",
+    "anti-entropy keys repaired",
+    "merkle hashes compared",
+    "dropped by partition",
+    "writes refused (no quorum)",
+    "reads refused (no quorum)",
+)
 
 
 def _ring_part() -> None:
@@ -36,14 +44,17 @@ def _ring_part() -> None:
     state = st.session_state
     state.setdefault("kv-ring-nodes", [f"node-{i}" for i in range(10)])
     state.setdefault("kv-ring-last", None)
-    vnodes = st.select_slider("Virtual nodes per node", [1, 2, 5, 10, 20, 50, 100, 160, 500],
-                              value=160, key="kv-vnodes")
+    vnodes = st.select_slider(
+        "Virtual nodes per node", [1, 2, 5, 10, 20, 50, 100, 160, 500], value=160, key="kv-vnodes"
+    )
     nodes: list[str] = state["kv-ring-nodes"]
     cols = st.columns(3)
     change = None
     if cols[0].button("Add a node", key="kv-ring-add"):
-        change = ("add", f"node-{max(int(n.split('-')[1]) for n in nodes) + 1}" if nodes
-                  else "node-0")
+        change = (
+            "add",
+            f"node-{max(int(n.split('-')[1]) for n in nodes) + 1}" if nodes else "node-0",
+        )
     if cols[1].button("Remove the last node", key="kv-ring-remove", disabled=len(nodes) <= 1):
         change = ("remove", nodes[-1])
     if change is not None:
@@ -54,30 +65,51 @@ def _ring_part() -> None:
         state["kv-ring-nodes"] = nodes
         after_ring = HashRing(nodes, vnodes=vnodes)
         moved = sum(a != after_ring.node_for(k) for a, k in zip(before, _SAMPLE, strict=True))
-        mod_moved = sum(a != mod_node(k, nodes) for a, k in zip(mod_before, _SAMPLE,
-                                                                   strict=True))
-        state["kv-ring-last"] = {"change": f"{change[0]} {change[1]}", "ring": moved,
-                                 "mod": mod_moved, "nodes": len(nodes)}
+        mod_moved = sum(a != mod_node(k, nodes) for a, k in zip(mod_before, _SAMPLE, strict=True))
+        state["kv-ring-last"] = {
+            "change": f"{change[0]} {change[1]}",
+            "ring": moved,
+            "mod": mod_moved,
+            "nodes": len(nodes),
+        }
     ring = HashRing(nodes, vnodes=vnodes)
-    counts = pd.Series([ring.node_for(k) for k in _SAMPLE]).value_counts().reindex(nodes,
-                                                                                  fill_value=0)
+    counts = (
+        pd.Series([ring.node_for(k) for k in _SAMPLE]).value_counts().reindex(nodes, fill_value=0)
+    )
     last = state["kv-ring-last"]
     metrics = st.columns(3)
     metrics[0].metric("Nodes", len(nodes))
     metrics[1].metric("Load max/mean", f"{counts.max() / counts.mean():.2f}")
     if last:
-        metrics[2].metric(f"Keys moved by '{last['change']}'",
-                          f"{last['ring'] / len(_SAMPLE):.1%}",
-                          f"hash mod N would move {last['mod'] / len(_SAMPLE):.1%}",
-                          delta_color="off")
+        metrics[2].metric(
+            f"Keys moved by '{last['change']}'",
+            f"{last['ring'] / len(_SAMPLE):.1%}",
+            f"hash mod N would move {last['mod'] / len(_SAMPLE):.1%}",
+            delta_color="off",
+        )
     # a table with bars, not a chart: the page's other tabs count their own charts
-    load = pd.DataFrame({"node": counts.index, "keys": counts.values,
-                         "÷ mean": (counts.values / counts.mean()).round(2)})
-    st.dataframe(load, hide_index=True, key="kv-ring-load", height=220, column_config={
-        "keys": st.column_config.ProgressColumn("keys", format="%d", min_value=0,
-                                                max_value=int(counts.max()))})
-    st.caption(f"{len(_SAMPLE):,} keys on {len(nodes)} nodes with {vnodes} vnodes each. "
-               "Ideal share moved by one join: 1/(N+1).")
+    load = pd.DataFrame(
+        {
+            "node": counts.index,
+            "keys": counts.values,
+            "÷ mean": (counts.values / counts.mean()).round(2),
+        }
+    )
+    st.dataframe(
+        load,
+        hide_index=True,
+        key="kv-ring-load",
+        height=220,
+        column_config={
+            "keys": st.column_config.ProgressColumn(
+                "keys", format="%d", min_value=0, max_value=int(counts.max())
+            )
+        },
+    )
+    st.caption(
+        f"{len(_SAMPLE):,} keys on {len(nodes)} nodes with {vnodes} vnodes each. "
+        "Ideal share moved by one join: 1/(N+1)."
+    )
 
 
 def _cluster() -> KvCluster | None:
@@ -87,11 +119,14 @@ def _cluster() -> KvCluster | None:
 def _node_table(cluster: KvCluster) -> pd.DataFrame:
     rows = []
     for name, s in cluster.stats().items():
-        row: dict[str, Any] = {"node": name, "process": s.get("process"),
-                               "keys": s.get("keys"),
-                               "sees down": ", ".join(s.get("down (as seen here)", [])),
-                               "partitioned from": ", ".join(s.get("partitioned from", [])),
-                               "hints pending": sum(s.get("hints pending", {}).values())}
+        row: dict[str, Any] = {
+            "node": name,
+            "process": s.get("process"),
+            "keys": s.get("keys"),
+            "sees down": ", ".join(s.get("down (as seen here)", [])),
+            "partitioned from": ", ".join(s.get("partitioned from", [])),
+            "hints pending": sum(s.get("hints pending", {}).values()),
+        }
         row.update({c: s.get(c, 0) for c in _COUNTERS})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -101,8 +136,10 @@ def _store_part() -> None:
     st.subheader("The quorum store")
     cluster = _cluster()
     if cluster is None:
-        st.info("Starts 4 storage-node processes on loopback (N=3 replicas per key), each "
-                "with its own SQLite file; they are stopped by the Stop button and at exit.")
+        st.info(
+            "Starts 4 storage-node processes on loopback (N=3 replicas per key), each "
+            "with its own SQLite file; they are stopped by the Stop button and at exit."
+        )
         if st.button("Start 4 nodes", key="kv-start", type="primary"):
             with st.spinner("Starting node processes..."):
                 cluster = KvCluster(size=4, n=3).start()
@@ -113,8 +150,9 @@ def _store_part() -> None:
         return
     cols = st.columns(4)
     victim = cols[0].selectbox("Node", cluster.names, key="kv-victim")
-    other = cols[1].selectbox("Partition from", [n for n in cluster.names if n != victim],
-                              key="kv-other")
+    other = cols[1].selectbox(
+        "Partition from", [n for n in cluster.names if n != victim], key="kv-other"
+    )
     running = cluster.running(victim)
     actions = st.columns(6)
     act = None
@@ -122,8 +160,12 @@ def _store_part() -> None:
         act = lambda: cluster.kill(victim)  # noqa: E731
     if actions[1].button("Restart", key="kv-restart", disabled=running):
         act = lambda: cluster.restart(victim)  # noqa: E731
-    if actions[2].button("SIGSTOP", key="kv-freeze", help=term_help("SIGSTOP"),
-                         disabled=not running or victim in cluster.frozen):
+    if actions[2].button(
+        "SIGSTOP",
+        key="kv-freeze",
+        help=term_help("SIGSTOP"),
+        disabled=not running or victim in cluster.frozen,
+    ):
         act = lambda: cluster.freeze(victim)  # noqa: E731
     if actions[3].button("SIGCONT", key="kv-thaw", disabled=victim not in cluster.frozen):
         act = lambda: cluster.thaw(victim)  # noqa: E731
@@ -140,22 +182,35 @@ def _store_part() -> None:
     r = q[1].selectbox("R", [1, 2, 3], index=1, key="kv-r")
     ops = q[2].number_input("Operations", 10, 2000, 200, step=10, key="kv-ops")
     nkeys = q[3].number_input("Keys", 1, 500, 20, key="kv-keys")
-    st.caption(f"N=3, R={r}, W={w}: R + W {'>' if r + w > 3 else '<='} N — "
-               + ("every read overlaps the last acknowledged write." if r + w > 3
-                  else "reads may be stale."), help=term_help("R + W > N"))
+    st.caption(
+        f"N=3, R={r}, W={w}: R + W {'>' if r + w > 3 else '<='} N — "
+        + (
+            "every read overlaps the last acknowledged write."
+            if r + w > 3
+            else "reads may be stale."
+        ),
+        help=term_help("R + W > N"),
+    )
     go = st.columns(3)
     if go[0].button("Run workload", key="kv-run", type="primary"):
-        coordinators = [n for n in cluster.names if cluster.running(n)
-                        and n not in cluster.frozen]
+        coordinators = [n for n in cluster.names if cluster.running(n) and n not in cluster.frozen]
         if not coordinators:
             st.warning("Every node is killed or stopped: restart or SIGCONT one first.")
         else:
             history = History()
             with st.spinner(f"{ops} operations..."):
-                run_workload(cluster.client(), history, [f"demo:{i}" for i in range(nkeys)],
-                             int(ops), r=int(r), w=int(w), coordinators=coordinators,
-                             rng=random.Random(), seqs=st.session_state["kv-seqs"],
-                             contexts=st.session_state["kv-contexts"])
+                run_workload(
+                    cluster.client(),
+                    history,
+                    [f"demo:{i}" for i in range(nkeys)],
+                    int(ops),
+                    r=int(r),
+                    w=int(w),
+                    coordinators=coordinators,
+                    rng=random.Random(),
+                    seqs=st.session_state["kv-seqs"],
+                    contexts=st.session_state["kv-contexts"],
+                )
             st.session_state["kv-last"] = {"R": r, "W": w, **summary(history.ops)}
     if go[1].button("Shopping cart (siblings)", key="kv-cart"):
         st.session_state["kv-cart-result"] = shopping_cart(cluster=cluster)
@@ -165,8 +220,10 @@ def _store_part() -> None:
         st.dataframe(pd.DataFrame([st.session_state["kv-last"]]), hide_index=True)
     if "kv-cart-result" in st.session_state:
         cart = st.session_state["kv-cart-result"]
-        st.markdown(f"Two clients added to one cart from the same read: siblings "
-                    f"`{cart['siblings']}`; merged by the client into `{cart['merged']}`.")
+        st.markdown(
+            f"Two clients added to one cart from the same read: siblings "
+            f"`{cart['siblings']}`; merged by the client into `{cart['merged']}`."
+        )
     st.markdown("**Nodes** (their own counters)")
     st.dataframe(_node_table(cluster), hide_index=True)
     if cluster.events:
@@ -184,6 +241,7 @@ def render() -> None:
         "Consistent hashing moves about 1/N of the keys when a node joins or leaves; "
         "virtual nodes even out the load. On top of it, a Dynamo-style store: per-operation "
         "N/R/W, vector clocks with siblings, hinted handoff, read repair and Merkle-tree "
-        "anti-entropy — broken here for real.")
+        "anti-entropy — broken here for real."
+    )
     _ring_part()
     _store_part()

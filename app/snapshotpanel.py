@@ -119,9 +119,7 @@ def snapshots_panel(market: str, body: dict[str, Any], page: PageHooks) -> None:
     canary_panel(market, canary, choice if others else None, page)
 
 
-def canary_panel(
-    market: str, canary: dict[str, Any], choice: str | None, page: PageHooks
-) -> None:
+def canary_panel(market: str, canary: dict[str, Any], choice: str | None, page: PageHooks) -> None:
     """The canary: start one for the chosen version, watch it compare, abort it."""
     st.markdown(
         "**Canary.** Instead of swapping for everyone, serve the chosen version to a "

@@ -88,8 +88,9 @@ def bench(trace: Sequence[int], capacity: int, runs: int) -> list[dict[str, Any]
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; returns 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--accesses", type=int, default=200_000,
-                        help="trace length (200k, the simulator's most)")
+    parser.add_argument(
+        "--accesses", type=int, default=200_000, help="trace length (200k, the simulator's most)"
+    )
     parser.add_argument("--capacity", type=int, default=200, help="cache size in keys (200)")
     parser.add_argument("--runs", type=int, default=3, help="runs per policy; medians (3)")
     parser.add_argument("--quick", action="store_true", help="20,000 accesses, 1 run")

@@ -97,9 +97,26 @@ class Postgres(PostgresServer):
     def sql(self, text: str, stdin: bytes | None = None) -> str:
         """Run SQL through ``psql`` (unaligned, tuples only); its output."""
         out = subprocess.run(
-            self._cmd(str(self.bindir / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U",
-                      "postgres", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-Atq", "-c", text),
-            input=stdin, check=True, capture_output=True)
+            self._cmd(
+                str(self.bindir / "psql"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                "postgres",
+                "-d",
+                "postgres",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-Atq",
+                "-c",
+                text,
+            ),
+            input=stdin,
+            check=True,
+            capture_output=True,
+        )
         return out.stdout.decode().strip()
 
 
@@ -112,8 +129,9 @@ def _explain_ms(pg: Postgres, sql: str) -> float:
     return float(plan[0]["Execution Time"])
 
 
-def bench_postgres(kinds: Sequence[str], rows: int, workdir: Path, say: Say,
-                   scans: int = 9) -> dict[str, dict[str, Any]]:
+def bench_postgres(
+    kinds: Sequence[str], rows: int, workdir: Path, say: Say, scans: int = 9
+) -> dict[str, dict[str, Any]]:
     """Each kind's rows into a PostgreSQL B-tree primary key; ``pgstatindex`` on it."""
     bindir = postgres_bin()
     if bindir is None:
@@ -125,24 +143,34 @@ def bench_postgres(kinds: Sequence[str], rows: int, workdir: Path, say: Say,
             keys = make_keys(kind, rows, workdir)
             key_type = "bigint" if isinstance(keys[0], int) else "uuid"
             say(f"postgres: {kind}")
-            pg.sql(f"DROP TABLE IF EXISTS stage, t; CREATE UNLOGGED TABLE stage(id {key_type},"
-                   " created bigint, payload bytea);"
-                   f" CREATE TABLE t(id {key_type} PRIMARY KEY, created bigint, payload bytea)")
+            pg.sql(
+                f"DROP TABLE IF EXISTS stage, t; CREATE UNLOGGED TABLE stage(id {key_type},"
+                " created bigint, payload bytea);"
+                f" CREATE TABLE t(id {key_type} PRIMARY KEY, created bigint, payload bytea)"
+            )
             payload = "\\\\x" + os.urandom(32).hex()
             body = "".join(f"{_pg_text(k)}\t{i}\t{payload}\n" for i, k in enumerate(keys))
             pg.sql("COPY stage FROM STDIN", stdin=body.encode())
             insert_ms = _explain_ms(pg, "INSERT INTO t SELECT * FROM stage ORDER BY created")
             pg.sql("VACUUM ANALYZE t")
-            stats = pg.sql("SELECT leaf_pages, avg_leaf_density, leaf_fragmentation,"
-                           " pg_relation_size('t_pkey') FROM pgstatindex('t_pkey')").split("|")
-            newest = ("SELECT id FROM t ORDER BY id DESC LIMIT 100"
-                      if ID_KINDS[kind].sortable
-                      else "SELECT id FROM t ORDER BY created DESC LIMIT 100")
+            stats = pg.sql(
+                "SELECT leaf_pages, avg_leaf_density, leaf_fragmentation,"
+                " pg_relation_size('t_pkey') FROM pgstatindex('t_pkey')"
+            ).split("|")
+            newest = (
+                "SELECT id FROM t ORDER BY id DESC LIMIT 100"
+                if ID_KINDS[kind].sortable
+                else "SELECT id FROM t ORDER BY created DESC LIMIT 100"
+            )
             scan_ms = median(_explain_ms(pg, newest) for _ in range(scans))
-            out[kind] = {"insert_ms": insert_ms, "leaf_pages": int(stats[0]),
-                         "leaf_density": float(stats[1]) / 100,
-                         "leaf_fragmentation": float(stats[2]) / 100,
-                         "index_bytes": int(stats[3]), "newest_ms": scan_ms}
+            out[kind] = {
+                "insert_ms": insert_ms,
+                "leaf_pages": int(stats[0]),
+                "leaf_density": float(stats[1]) / 100,
+                "leaf_fragmentation": float(stats[2]) / 100,
+                "index_bytes": int(stats[3]),
+                "newest_ms": scan_ms,
+            }
     finally:
         pg.close()
     return out
@@ -157,36 +185,83 @@ def report(results: dict[str, Any]) -> str:
     rates = results.get("rates")
     if rates:
         anchor = rates["uuid.uuid4() (anchor)"]
-        parts.append(print_table(
-            "Ids per second, one thread (× = against uuid.uuid4() in the same run)",
-            ["generator", "ids/s", "× uuid4()"],
-            [[n, f"{r:,.0f}", f"{r / anchor:.2f}"] for n, r in rates.items()]))
+        parts.append(
+            print_table(
+                "Ids per second, one thread (× = against uuid.uuid4() in the same run)",
+                ["generator", "ids/s", "× uuid4()"],
+                [[n, f"{r:,.0f}", f"{r / anchor:.2f}"] for n, r in rates.items()],
+            )
+        )
     sqlite = results.get("sqlite")
     if sqlite:
         rows = {r["kind"]: r for r in sqlite["rows"]}
-        parts.append(print_table(
-            f"SQLite clustered B-tree, {sqlite['rows_per_kind']:,} rows per kind "
-            f"(× = against '{ANCHOR}')",
-            ["id kind", "insert s", "insert ×", "pages", "pages ×", "leaf density",
-             "newest 100 ms", "newest ×", "newest right"],
-            [[r["kind"], f"{rows[r['kind']]['insert_s']:.2f}", f"{r['insert time ×']:.2f}",
-              f"{rows[r['kind']]['pages']:,}", f"{r['pages ×']:.2f}",
-              f"{r['leaf density']:.1%}", f"{rows[r['kind']]['newest_ms']:.3f}",
-              f"{r['newest 100 ×']:.1f}", str(r["newest 100 right"])]
-             for r in sqlite["ratios"]]))
+        parts.append(
+            print_table(
+                f"SQLite clustered B-tree, {sqlite['rows_per_kind']:,} rows per kind "
+                f"(× = against '{ANCHOR}')",
+                [
+                    "id kind",
+                    "insert s",
+                    "insert ×",
+                    "pages",
+                    "pages ×",
+                    "leaf density",
+                    "newest 100 ms",
+                    "newest ×",
+                    "newest right",
+                ],
+                [
+                    [
+                        r["kind"],
+                        f"{rows[r['kind']]['insert_s']:.2f}",
+                        f"{r['insert time ×']:.2f}",
+                        f"{rows[r['kind']]['pages']:,}",
+                        f"{r['pages ×']:.2f}",
+                        f"{r['leaf density']:.1%}",
+                        f"{rows[r['kind']]['newest_ms']:.3f}",
+                        f"{r['newest 100 ×']:.1f}",
+                        str(r["newest 100 right"]),
+                    ]
+                    for r in sqlite["ratios"]
+                ],
+            )
+        )
     pg = results.get("postgres")
     if pg:
         base = pg[ANCHOR]
-        parts.append(print_table(
-            f"PostgreSQL B-tree primary key, {results['rows']:,} rows per kind "
-            f"(pgstatindex; × = against '{ANCHOR}')",
-            ["id kind", "insert ms", "insert ×", "index MB", "index ×", "leaf pages",
-             "leaf density", "fragmentation", "newest 100 ms", "newest ×"],
-            [[k, f"{v['insert_ms']:,.0f}", f"{v['insert_ms'] / base['insert_ms']:.2f}",
-              f"{v['index_bytes'] / 1e6:.1f}", f"{v['index_bytes'] / base['index_bytes']:.2f}",
-              f"{v['leaf_pages']:,}", f"{v['leaf_density']:.1%}",
-              f"{v['leaf_fragmentation']:.1%}", f"{v['newest_ms']:.3f}",
-              f"{v['newest_ms'] / base['newest_ms']:.1f}"] for k, v in pg.items()]))
+        parts.append(
+            print_table(
+                f"PostgreSQL B-tree primary key, {results['rows']:,} rows per kind "
+                f"(pgstatindex; × = against '{ANCHOR}')",
+                [
+                    "id kind",
+                    "insert ms",
+                    "insert ×",
+                    "index MB",
+                    "index ×",
+                    "leaf pages",
+                    "leaf density",
+                    "fragmentation",
+                    "newest 100 ms",
+                    "newest ×",
+                ],
+                [
+                    [
+                        k,
+                        f"{v['insert_ms']:,.0f}",
+                        f"{v['insert_ms'] / base['insert_ms']:.2f}",
+                        f"{v['index_bytes'] / 1e6:.1f}",
+                        f"{v['index_bytes'] / base['index_bytes']:.2f}",
+                        f"{v['leaf_pages']:,}",
+                        f"{v['leaf_density']:.1%}",
+                        f"{v['leaf_fragmentation']:.1%}",
+                        f"{v['newest_ms']:.3f}",
+                        f"{v['newest_ms'] / base['newest_ms']:.1f}",
+                    ]
+                    for k, v in pg.items()
+                ],
+            )
+        )
     elif "postgres" in results:
         parts.append("PostgreSQL: not installed (apt-get install postgresql) — skipped")
         print(parts[-1])
@@ -224,8 +299,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["rates"] = bench_rates(args.rate_ids, args.runs, work)
         say("SQLite ...")
         rows = sqlite_locality(kinds, args.rows, work, progress=say)
-        results["sqlite"] = {"rows_per_kind": args.rows, "rows": [r.as_dict() for r in rows],
-                             "ratios": ratios(rows)}
+        results["sqlite"] = {
+            "rows_per_kind": args.rows,
+            "rows": [r.as_dict() for r in rows],
+            "ratios": ratios(rows),
+        }
         if not args.no_postgres:
             results["postgres"] = bench_postgres(kinds, args.rows, work, say)
     report(results)

@@ -52,8 +52,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-async def _drive(put: Op, get: Op, keys: int, seconds: float, concurrency: int
-                 ) -> dict[str, Any]:
+async def _drive(put: Op, get: Op, keys: int, seconds: float, concurrency: int) -> dict[str, Any]:
     """``concurrency`` workers alternating put and get on random keys for ``seconds``."""
     lat: dict[str, list[float]] = {"put": [], "get": []}
     deadline = time.perf_counter() + seconds
@@ -78,17 +77,22 @@ async def _drive(put: Op, get: Op, keys: int, seconds: float, concurrency: int
     await asyncio.gather(*(worker(s) for s in range(concurrency)))
     wall = time.perf_counter() - start
     total = len(lat["put"]) + len(lat["get"])
-    return {"ops/s": total / wall, "errors": errors,
-            **{f"{k} p50 ms": _pct(v, 0.5) for k, v in lat.items()},
-            **{f"{k} p99 ms": _pct(v, 0.99) for k, v in lat.items()}}
+    return {
+        "ops/s": total / wall,
+        "errors": errors,
+        **{f"{k} p50 ms": _pct(v, 0.5) for k, v in lat.items()},
+        **{f"{k} p99 ms": _pct(v, 0.99) for k, v in lat.items()},
+    }
 
 
-async def _kv_run(cluster: KvCluster, keys: int, seconds: float, concurrency: int
-                  ) -> dict[str, Any]:
+async def _kv_run(
+    cluster: KvCluster, keys: int, seconds: float, concurrency: int
+) -> dict[str, Any]:
     import aiohttp
 
     ring = HashRing(cluster.names, vnodes=cluster.vnodes)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as http:
+
         async def put(key: str, value: str) -> None:
             url = cluster.urls[ring.node_for(key)]
             async with http.put(f"{url}/kv/{key}", json={"value": value, "w": 2}) as resp:
@@ -106,8 +110,7 @@ async def _kv_run(cluster: KvCluster, keys: int, seconds: float, concurrency: in
         return await _drive(put, get, keys, seconds, concurrency)
 
 
-async def _redis_run(client: Any, keys: int, seconds: float, concurrency: int
-                     ) -> dict[str, Any]:
+async def _redis_run(client: Any, keys: int, seconds: float, concurrency: int) -> dict[str, Any]:
     async def put(key: str, value: str) -> None:
         await client.set(key, value)
 
@@ -132,16 +135,20 @@ def _redis_anchor(keys: int, seconds: float, concurrency: int) -> tuple[str, dic
 
         with RedisCluster(masters=3, replicas=1) as rc:
             client = AsyncCluster(startup_nodes=[AsyncNode(h, p) for h, p in rc.startup_nodes])
-            return ("Redis Cluster 3 masters + 3 replicas",
-                    asyncio.run(_redis_run(client, keys, seconds, concurrency)))
+            return (
+                "Redis Cluster 3 masters + 3 replicas",
+                asyncio.run(_redis_run(client, keys, seconds, concurrency)),
+            )
     if not redis_available():
         raise SystemExit("redis-server is missing: no anchor to measure against")
     import redis.asyncio as aioredis
 
     with RedisServer() as server:
         client = aioredis.Redis.from_url(server.url)
-        return ("standalone redis-server (no rediscluster module)",
-                asyncio.run(_redis_run(client, keys, seconds, concurrency)))
+        return (
+            "standalone redis-server (no rediscluster module)",
+            asyncio.run(_redis_run(client, keys, seconds, concurrency)),
+        )
 
 
 def _layers(cluster: KvCluster, samples: int) -> list[tuple[str, float]]:
@@ -167,6 +174,7 @@ def _layers(cluster: KvCluster, samples: int) -> list[tuple[str, float]]:
         store.close()
     ring = HashRing(cluster.names, vnodes=cluster.vnodes)
     with httpx.Client() as http:
+
         def timed(fn: Callable[[int], Any]) -> float:
             t = []
             for i in range(samples):
@@ -177,13 +185,26 @@ def _layers(cluster: KvCluster, samples: int) -> list[tuple[str, float]]:
 
         def home(i: int) -> str:
             return cluster.urls[ring.node_for(f"layer:{i}")]
+
         out.append(("one HTTP hop: /ping", timed(lambda i: http.get(home(i) + "/ping"))))
-        out.append(("one HTTP hop: /replica/get", timed(
-            lambda i: http.get(home(i) + "/replica/get", params={"key": f"layer:{i}"}))))
-        out.append(("coordinated put, W=2 of N=3", timed(lambda i: http.put(
-            f"{home(i)}/kv/layer:{i}", json={"value": "v", "w": 2}))))
-        out.append(("coordinated get, R=2 of N=3", timed(lambda i: http.get(
-            f"{home(i)}/kv/layer:{i}", params={"r": "2"}))))
+        out.append(
+            (
+                "one HTTP hop: /replica/get",
+                timed(lambda i: http.get(home(i) + "/replica/get", params={"key": f"layer:{i}"})),
+            )
+        )
+        out.append(
+            (
+                "coordinated put, W=2 of N=3",
+                timed(lambda i: http.put(f"{home(i)}/kv/layer:{i}", json={"value": "v", "w": 2})),
+            )
+        )
+        out.append(
+            (
+                "coordinated get, R=2 of N=3",
+                timed(lambda i: http.get(f"{home(i)}/kv/layer:{i}", params={"r": "2"})),
+            )
+        )
     return out
 
 
@@ -226,42 +247,76 @@ def main(argv: list[str] | None = None) -> int:
     kv_runs, redis_runs, anchor = [], [], ""
     with KvCluster(size=3, n=3) as cluster:
         for _ in range(args.runs):  # interleaved, so drift hits both alike
-            kv_runs.append(asyncio.run(_kv_run(cluster, args.keys, args.seconds,
-                                               args.concurrency)))
+            kv_runs.append(asyncio.run(_kv_run(cluster, args.keys, args.seconds, args.concurrency)))
             anchor, result = _redis_anchor(args.keys, args.seconds, args.concurrency)
             redis_runs.append(result)
         layers = _layers(cluster, args.samples)
 
     def med(runs: list[dict[str, Any]]) -> dict[str, float]:
         return {k: median(r[k] for r in runs) for k in runs[0]}
+
     kv, rd = med(kv_runs), med(redis_runs)
-    print_table(f"KV at N=3, R=W=2 vs {anchor} ({args.concurrency} in flight, "
-                f"median of {args.runs})",
-                ["", "ops/s", "put p50", "put p99", "get p50", "get p99", "errors"],
-                [[name, fmt_rate(r["ops/s"]), fmt_ms(r["put p50 ms"]), fmt_ms(r["put p99 ms"]),
-                  fmt_ms(r["get p50 ms"]), fmt_ms(r["get p99 ms"]), f"{r['errors']:.0f}"]
-                 for name, r in (("quorum KV (ours)", kv), (anchor, rd))])
+    print_table(
+        f"KV at N=3, R=W=2 vs {anchor} ({args.concurrency} in flight, median of {args.runs})",
+        ["", "ops/s", "put p50", "put p99", "get p50", "get p99", "errors"],
+        [
+            [
+                name,
+                fmt_rate(r["ops/s"]),
+                fmt_ms(r["put p50 ms"]),
+                fmt_ms(r["put p99 ms"]),
+                fmt_ms(r["get p50 ms"]),
+                fmt_ms(r["get p99 ms"]),
+                f"{r['errors']:.0f}",
+            ]
+            for name, r in (("quorum KV (ours)", kv), (anchor, rd))
+        ],
+    )
+
     def times(a: float, b: float, digits: int = 1) -> str:  # n/a: the anchor did none
         return f"{a / b:.{digits}f}×" if b > 0 else "n/a"
 
-    print(f"throughput ratio KV / anchor: {times(kv['ops/s'], rd['ops/s'], 3)}; p99 ratio "
-          f"put {times(kv['put p99 ms'], rd['put p99 ms'])}, "
-          f"get {times(kv['get p99 ms'], rd['get p99 ms'])}")
-    print_table("Where the time goes (one request at a time, median)", ["layer", "ms"],
-                [[name, fmt_ms(ms)] for name, ms in layers])
+    print(
+        f"throughput ratio KV / anchor: {times(kv['ops/s'], rd['ops/s'], 3)}; p99 ratio "
+        f"put {times(kv['put p99 ms'], rd['put p99 ms'])}, "
+        f"get {times(kv['get p99 ms'], rd['get p99 ms'])}"
+    )
+    print_table(
+        "Where the time goes (one request at a time, median)",
+        ["layer", "ms"],
+        [[name, fmt_ms(ms)] for name, ms in layers],
+    )
     rates = ring_rates(args.lookups)
-    pairs = [("ours node_for", "uhashring get_node (anchor)"),
-             ("ours preference_list(3)", "uhashring range(size=3) (anchor)")]
-    print_table(f"Ring lookups ({args.lookups:,} keys, 10 nodes × 160 vnodes)",
-                ["", "lookups/s", "× uhashring"],
-                [row for ours, theirs in pairs for row in (
-                    [ours, fmt_rate(rates[ours]), f"{rates[ours] / rates[theirs]:.2f}×"],
-                    [theirs, fmt_rate(rates[theirs]), "1.00×"])])
+    pairs = [
+        ("ours node_for", "uhashring get_node (anchor)"),
+        ("ours preference_list(3)", "uhashring range(size=3) (anchor)"),
+    ]
+    print_table(
+        f"Ring lookups ({args.lookups:,} keys, 10 nodes × 160 vnodes)",
+        ["", "lookups/s", "× uhashring"],
+        [
+            row
+            for ours, theirs in pairs
+            for row in (
+                [ours, fmt_rate(rates[ours]), f"{rates[ours] / rates[theirs]:.2f}×"],
+                [theirs, fmt_rate(rates[theirs]), "1.00×"],
+            )
+        ],
+    )
     if args.json:
-        args.json.write_text(json.dumps({
-            "anchor": anchor, "kv": kv, "redis": rd,
-            "ratio": kv["ops/s"] / rd["ops/s"] if rd["ops/s"] > 0 else None,
-            "layers": dict(layers), "ring": rates}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "anchor": anchor,
+                    "kv": kv,
+                    "redis": rd,
+                    "ratio": kv["ops/s"] / rd["ops/s"] if rd["ops/s"] > 0 else None,
+                    "layers": dict(layers),
+                    "ring": rates,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

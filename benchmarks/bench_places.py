@@ -126,8 +126,9 @@ def ensure_places(data_dir: Path, count: int) -> Path:
     return places_dataset.build(data_dir, count=count, progress=True)
 
 
-def user_points(lat: np.ndarray, lng: np.ndarray, pool: np.ndarray, n: int,
-                seed: int) -> np.ndarray:
+def user_points(
+    lat: np.ndarray, lng: np.ndarray, pool: np.ndarray, n: int, seed: int
+) -> np.ndarray:
     """``n`` (lat, lng) points beside random places of ``pool`` (row numbers)."""
     rng = np.random.default_rng(seed)
     pick = rng.choice(pool, size=n)
@@ -140,8 +141,9 @@ def user_points(lat: np.ndarray, lng: np.ndarray, pool: np.ndarray, n: int,
 # ------------------------------------------------------------------- in process
 
 
-def _timed(fn: Callable[[float, float, float], np.ndarray], points: np.ndarray,
-           radius: float) -> tuple[list[np.ndarray], np.ndarray]:
+def _timed(
+    fn: Callable[[float, float, float], np.ndarray], points: np.ndarray, radius: float
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Run ``fn`` once per point; its answers and each call's latency in seconds."""
     out: list[np.ndarray] = []
     lat_s = np.empty(len(points))
@@ -165,8 +167,9 @@ def _diff(ours: np.ndarray, other: np.ndarray) -> np.ndarray:
     return np.setxor1d(ours, other)
 
 
-def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: int,
-                    seed: int = 5) -> dict[str, Any]:
+def bench_inprocess(
+    data_dir: Path, *, queries: int, brute_queries: int, runs: int, seed: int = 5
+) -> dict[str, Any]:
     """Radius queries, build time and memory: the index vs BallTree vs brute force."""
     from sklearn.neighbors import BallTree
 
@@ -179,8 +182,11 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
     n = len(rows)
     business_nums = np.array([r[1] for r in rows if r[6] == "business"], dtype=np.int64)
     # each structure is built once per run, interleaved, and the median build time is kept
-    builds: dict[str, list[float]] = {"geohash index": [], "BallTree": [],
-                                      "quadtree (over the index)": []}
+    builds: dict[str, list[float]] = {
+        "geohash index": [],
+        "BallTree": [],
+        "quadtree (over the index)": [],
+    }
     for run in range(runs):
         index = tree = quadtree = None  # type: ignore[assignment]  # free the last run's
         gc.collect()
@@ -194,8 +200,11 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
         t = time.perf_counter()
         quadtree = QuadtreeIndex(index)
         builds["quadtree (over the index)"].append(time.perf_counter() - t)
-        print(f"  run {run + 1}/{runs} build: " + ", ".join(
-            f"{name} {times[-1]:.2f} s" for name, times in builds.items()), flush=True)
+        print(
+            f"  run {run + 1}/{runs} build: "
+            + ", ".join(f"{name} {times[-1]:.2f} s" for name, times in builds.items()),
+            flush=True,
+        )
     del rows
     gc.collect()
 
@@ -215,26 +224,30 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
         return cols.num
 
     def balltree_q(qlat: float, qlng: float, r: float) -> np.ndarray:
-        found = tree.query_radius([[math.radians(qlat), math.radians(qlng)]],
-                                  r / EARTH_RADIUS_M)[0]
+        found = tree.query_radius([[math.radians(qlat), math.radians(qlng)]], r / EARTH_RADIUS_M)[0]
         return nums[found]
 
     def brute_q(qlat: float, qlng: float, r: float) -> np.ndarray:
         return nums[np.flatnonzero(haversine_m(qlat, qlng, lat, lng) <= r)]
 
     def ranked_q(qlat: float, qlng: float, r: float) -> np.ndarray:
-        return np.array([p["num"] for p in search.search(qlat, qlng, r, widen=False,
-                                                         limit=20).results])
+        return np.array(
+            [p["num"] for p in search.search(qlat, qlng, r, widen=False, limit=20).results]
+        )
 
     # users stand beside businesses (where people are); row numbers in the index's order
     business_rows = np.flatnonzero(np.isin(nums, business_nums))
     pool = business_rows if len(business_rows) else np.arange(len(nums))
     methods: dict[str, Callable[[float, float, float], np.ndarray]] = {
-        "geohash index": geohash_q, "quadtree": quadtree_q, "BallTree": balltree_q,
-        "brute force": brute_q, "search() ranked page": ranked_q,
+        "geohash index": geohash_q,
+        "quadtree": quadtree_q,
+        "BallTree": balltree_q,
+        "brute force": brute_q,
+        "search() ranked page": ranked_q,
     }
     per: dict[float, dict[str, list[dict[str, float]]]] = {
-        r: {m: [] for m in methods} for r in RADII_M}
+        r: {m: [] for m in methods} for r in RADII_M
+    }
     checks: dict[float, dict[str, int]] = {}
     for run in range(runs):
         for radius in RADII_M:
@@ -244,10 +257,18 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
                 pts = points[:brute_queries] if name == "brute force" else points
                 answers[name], latencies = _timed(fn, pts, radius)
                 per[radius][name].append(_stats(latencies))
-            check = checks.setdefault(radius, {
-                "queries": 0, "brute_compared": 0, "brute_mismatch": 0,
-                "balltree_mismatch": 0, "balltree_ties": 0, "quadtree_mismatch": 0,
-                "results": 0})
+            check = checks.setdefault(
+                radius,
+                {
+                    "queries": 0,
+                    "brute_compared": 0,
+                    "brute_mismatch": 0,
+                    "balltree_mismatch": 0,
+                    "balltree_ties": 0,
+                    "quadtree_mismatch": 0,
+                    "results": 0,
+                },
+            )
             check["queries"] += len(points)
             for i, (qlat, qlng) in enumerate(points.tolist()):
                 ours = answers["geohash index"][i]
@@ -265,9 +286,13 @@ def bench_inprocess(data_dir: Path, *, queries: int, brute_queries: int, runs: i
                 if i < brute_queries:
                     check["brute_compared"] += 1
                     check["brute_mismatch"] += len(_diff(ours, answers["brute force"][i])) > 0
-            print(f"  run {run + 1}/{runs} radius {radius:>6,.0f} m: " + ", ".join(
-                f"{name} p50 {fmt_ms(per[radius][name][-1]['p50_ms'])}" for name in methods),
-                flush=True)
+            print(
+                f"  run {run + 1}/{runs} radius {radius:>6,.0f} m: "
+                + ", ".join(
+                    f"{name} p50 {fmt_ms(per[radius][name][-1]['p50_ms'])}" for name in methods
+                ),
+                flush=True,
+            )
 
     memory = index.memory()
     tree_bytes = sum(int(a.nbytes) for a in tree.get_arrays())
@@ -320,12 +345,20 @@ def _serve_anchor(argv: Sequence[str]) -> int:
     return 0
 
 
-def server(argv: list[str], port: int, ready_path: str, timeout_s: float = 900.0
-           ) -> AbstractContextManager[str]:
+def server(
+    argv: list[str], port: int, ready_path: str, timeout_s: float = 900.0
+) -> AbstractContextManager[str]:
     """A server subprocess on ``port``, answering 200 on ``ready_path``; stopped after."""
-    return spawned(argv, f"http://127.0.0.1:{port}", ready_path=ready_path, timeout_s=timeout_s,
-                   env={**os.environ, "PYTHONUNBUFFERED": "1"}, stop_timeout_s=20.0,
-                   request_timeout_s=5.0, poll_s=0.25)
+    return spawned(
+        argv,
+        f"http://127.0.0.1:{port}",
+        ready_path=ready_path,
+        timeout_s=timeout_s,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stop_timeout_s=20.0,
+        request_timeout_s=5.0,
+        poll_s=0.25,
+    )
 
 
 def dense_city_paths(data_dir: Path, count: int = 1_000, seed: int = 11) -> tuple[str, list[str]]:
@@ -335,43 +368,66 @@ def dense_city_paths(data_dir: Path, count: int = 1_000, seed: int = 11) -> tupl
 
     conn = sqlite3.connect(places_dataset.db_path(data_dir))
     try:
-        city_id, = conn.execute(
+        (city_id,) = conn.execute(
             "SELECT near_city FROM places WHERE kind = 'business' GROUP BY near_city "
-            "ORDER BY COUNT(*) DESC LIMIT 1").fetchone()
-        name, = conn.execute("SELECT name FROM places WHERE id = ?", (city_id,)).fetchone()
-        spots = np.array(conn.execute(
-            "SELECT lat, lng FROM places WHERE near_city = ?", (city_id,)).fetchall())
+            "ORDER BY COUNT(*) DESC LIMIT 1"
+        ).fetchone()
+        (name,) = conn.execute("SELECT name FROM places WHERE id = ?", (city_id,)).fetchone()
+        spots = np.array(
+            conn.execute("SELECT lat, lng FROM places WHERE near_city = ?", (city_id,)).fetchall()
+        )
     finally:
         conn.close()
     points = user_points(spots[:, 0], spots[:, 1], np.arange(len(spots)), count, seed)
-    return name, [f"/v1/search?lat={a:.6f}&lng={b:.6f}&radius={HTTP_RADIUS_M}"
-                  for a, b in points.tolist()]
+    return name, [
+        f"/v1/search?lat={a:.6f}&lng={b:.6f}&radius={HTTP_RADIUS_M}" for a, b in points.tolist()
+    ]
 
 
-def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32,
-               rate: float = FIXED_RATE) -> dict[str, Any]:
+def bench_http(
+    data_dir: Path, *, seconds: int, runs: int, connections: int = 32, rate: float = FIXED_RATE
+) -> dict[str, Any]:
     """``/v1/search`` over HTTP vs a bare Starlette route answering the same bytes: ``wrk``
     for throughput, then ``rate`` requests per second offered for ``seconds`` for the tail
     (:mod:`benchmarks.fixed_rate`), and each server's CPU per request during the wrk run."""
     city, paths = dense_city_paths(data_dir)
     api_port, anchor_port = free_port(), free_port()
-    api_argv = [sys.executable, "-m", "lookup.cli", "serve", "--host", "127.0.0.1",
-                "--port", str(api_port), "--data-dir", str(data_dir)]
+    api_argv = [
+        sys.executable,
+        "-m",
+        "lookup.cli",
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(api_port),
+        "--data-dir",
+        str(data_dir),
+    ]
     names = ("anchor", "ours, cache on", "ours, cache off")
     results: dict[str, list[WrkResult]] = {name: [] for name in names}
     fixed: dict[str, list[FixedRateResult]] = {name: [] for name in names}
     cpu_us: dict[str, list[float]] = {name: [] for name in names}
     loads: dict[str, list[float]] = {name: [] for name in names}
-    with tempfile.TemporaryDirectory(prefix="bench-places-") as tmp, \
-            server(api_argv, api_port, "/v1/places/index") as api:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-places-") as tmp,
+        server(api_argv, api_port, "/v1/places/index") as api,
+    ):
         sample = httpx.get(api + paths[0], timeout=30)
         if sample.status_code != 200 or not sample.json().get("results"):
             raise RuntimeError(f"/v1/search answered {sample.status_code}: {sample.text[:300]}")
         totals = [httpx.get(api + p, timeout=30).json()["total"] for p in paths[:50]]
         body = Path(tmp) / "body.json"
         body.write_bytes(sample.content)
-        anchor_argv = [sys.executable, str(THIS_FILE), "serve-anchor", "--port",
-                       str(anchor_port), "--body", str(body)]
+        anchor_argv = [
+            sys.executable,
+            str(THIS_FILE),
+            "serve-anchor",
+            "--port",
+            str(anchor_port),
+            "--body",
+            str(body),
+        ]
         with server(anchor_argv, anchor_port, "/healthz", timeout_s=60) as anchor:
             on = lua_get_script(paths)
             off_paths = [p + "&cache=false" for p in paths]
@@ -380,8 +436,10 @@ def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32
             pids = {"anchor": server_pid(anchor_port), "ours": server_pid(api_port)}
             for run in range(runs):
                 for name, url, script, offered in (
-                        ("anchor", anchor, on, paths), ("ours, cache on", api, on, paths),
-                        ("ours, cache off", api, off, off_paths)):
+                    ("anchor", anchor, on, paths),
+                    ("ours, cache on", api, on, paths),
+                    ("ours, cache off", api, off, off_paths),
+                ):
                     pid = pids["anchor" if name == "anchor" else "ours"]
                     cpu = cpu_seconds(pid)
                     result = run_wrk(url, script, seconds=seconds, connections=connections)
@@ -391,27 +449,35 @@ def bench_http(data_dir: Path, *, seconds: int, runs: int, connections: int = 32
                     fixed[name].append(tail)
                     cpu_us[name].append(1e6 * used / max(result.requests, 1) if pid else 0.0)
                     loads[name].append(os.getloadavg()[0])
-                    print(f"  http run {run + 1}/{runs} {name:>15}: {fmt_rate(result.rate)}"
-                          f"  p50 {fmt_ms(result.p50_ms)}  p99 {fmt_ms(result.p99_ms)}"
-                          f"  CPU/request {cpu_us[name][-1]:.0f} µs  errors {result.error_count}"
-                          f" | at {rate:,.0f}/s: p50 {fmt_ms(tail.p50_ms)}  p99"
-                          f" {fmt_ms(tail.p99_ms)}  max {fmt_ms(tail.max_ms)}  late {tail.late}"
-                          f"  errors {tail.errors} | load {loads[name][-1]:.1f}", flush=True)
+                    print(
+                        f"  http run {run + 1}/{runs} {name:>15}: {fmt_rate(result.rate)}"
+                        f"  p50 {fmt_ms(result.p50_ms)}  p99 {fmt_ms(result.p99_ms)}"
+                        f"  CPU/request {cpu_us[name][-1]:.0f} µs  errors {result.error_count}"
+                        f" | at {rate:,.0f}/s: p50 {fmt_ms(tail.p50_ms)}  p99"
+                        f" {fmt_ms(tail.p99_ms)}  max {fmt_ms(tail.max_ms)}  late {tail.late}"
+                        f"  errors {tail.errors} | load {loads[name][-1]:.1f}",
+                        flush=True,
+                    )
     anchor_rates = [r.rate for r in results["anchor"]]
     return {
         "city": city,
         "body_bytes": len(sample.content),
         "mean_matches": float(np.mean(totals)),
         "rate": rate,
-        **{name: {"rate": median(r.rate for r in rs), "p50_ms": median(r.p50_ms for r in rs),
-                  "p99_ms": median(r.p99_ms for r in rs),
-                  "errors": sum(r.error_count for r in rs),
-                  "runs": [round(r.rate, 1) for r in rs],
-                  "ratio": median(r.rate / a for r, a in zip(rs, anchor_rates, strict=True)),
-                  "cpu_us": median(cpu_us[name]),
-                  "load": [round(x, 2) for x in loads[name]],
-                  "fixed": fixed_summary(fixed[name])}
-           for name, rs in results.items()},
+        **{
+            name: {
+                "rate": median(r.rate for r in rs),
+                "p50_ms": median(r.p50_ms for r in rs),
+                "p99_ms": median(r.p99_ms for r in rs),
+                "errors": sum(r.error_count for r in rs),
+                "runs": [round(r.rate, 1) for r in rs],
+                "ratio": median(r.rate / a for r, a in zip(rs, anchor_rates, strict=True)),
+                "cpu_us": median(cpu_us[name]),
+                "load": [round(x, 2) for x in loads[name]],
+                "fixed": fixed_summary(fixed[name]),
+            }
+            for name, rs in results.items()
+        },
     }
 
 
@@ -435,27 +501,54 @@ def report(results: dict[str, Any]) -> str:
                 speed = ball["p50_ms"] / s["p50_ms"] if s["p50_ms"] else 0.0
                 ident = ""
                 if name == "geohash index":
-                    ident = (f"brute {_yes(check['brute_mismatch'] == 0)}, BallTree "
-                             f"{_yes(check['balltree_mismatch'] == 0)}"
-                             + (f" ({check['balltree_ties']} ties)"
-                                if check["balltree_ties"] else ""))
+                    ident = (
+                        f"brute {_yes(check['brute_mismatch'] == 0)}, BallTree "
+                        f"{_yes(check['balltree_mismatch'] == 0)}"
+                        + (f" ({check['balltree_ties']} ties)" if check["balltree_ties"] else "")
+                    )
                 elif name == "quadtree":
                     ident = f"= index {_yes(check['quadtree_mismatch'] == 0)}"
                 target = ""
                 if name == "geohash index":
                     target = _yes(s["p50_ms"] <= ball["p50_ms"] and s["qps"] >= ball["qps"])
-                rows.append([f"{radius / 1000:g} km", name, fmt_rate(s["qps"]),
-                             f"{s['p50_ms']:.3f} ms", f"{s['p99_ms']:.3f} ms",
-                             f"{speed:.2f}×", ident, target])
-        out.append(print_table(
-            f"Radius queries over {inp['places']:,} places ({inp['queries']:,} queries per "
-            f"radius, brute force {inp['brute_queries']}), median of {inp['runs']}",
-            ["radius", "method", "queries/s", "p50", "p99", "p50 vs BallTree",
-             "identical results", "≥ BallTree"], rows))
-        mean_results = {f"{r / 1000:g} km": c["results"] / max(c["queries"], 1)
-                        for r, c in inp["checks"].items()}
-        print("  mean results per query: " + ", ".join(
-            f"{k}: {v:,.0f}" for k, v in mean_results.items()), flush=True)
+                rows.append(
+                    [
+                        f"{radius / 1000:g} km",
+                        name,
+                        fmt_rate(s["qps"]),
+                        f"{s['p50_ms']:.3f} ms",
+                        f"{s['p99_ms']:.3f} ms",
+                        f"{speed:.2f}×",
+                        ident,
+                        target,
+                    ]
+                )
+        out.append(
+            print_table(
+                f"Radius queries over {inp['places']:,} places ({inp['queries']:,} queries per "
+                f"radius, brute force {inp['brute_queries']}), median of {inp['runs']}",
+                [
+                    "radius",
+                    "method",
+                    "queries/s",
+                    "p50",
+                    "p99",
+                    "p50 vs BallTree",
+                    "identical results",
+                    "≥ BallTree",
+                ],
+                rows,
+            )
+        )
+        mean_results = {
+            f"{r / 1000:g} km": c["results"] / max(c["queries"], 1)
+            for r, c in inp["checks"].items()
+        }
+        print(
+            "  mean results per query: "
+            + ", ".join(f"{k}: {v:,.0f}" for k, v in mean_results.items()),
+            flush=True,
+        )
         mem, build = inp["memory"], inp["build_s"]
         tree_s = build["BallTree"]
 
@@ -463,26 +556,54 @@ def report(results: dict[str, Any]) -> str:
             return f"{seconds / tree_s:.2f}×" if tree_s else ""
 
         rows = [
-            ["geohash index, narrow columns", f"{mem['narrow_bytes_per_place']:.1f} B",
-             f"{build['geohash index']:.2f} s (with the text index)",
-             vs_tree(build["geohash index"]),
-             _yes(mem["narrow_bytes_per_place"] < NARROW_TARGET_B)],
+            [
+                "geohash index, narrow columns",
+                f"{mem['narrow_bytes_per_place']:.1f} B",
+                f"{build['geohash index']:.2f} s (with the text index)",
+                vs_tree(build["geohash index"]),
+                _yes(mem["narrow_bytes_per_place"] < NARROW_TARGET_B),
+            ],
             ["  + text index (relevance)", f"{mem['text_bytes_per_place']:.1f} B", "", "", ""],
-            ["  + quadtree nodes", f"{mem['quadtree_bytes_per_place']:.1f} B",
-             f"{build['quadtree (over the index)']:.2f} s",
-             vs_tree(build["quadtree (over the index)"]), ""],
-            ["BallTree (haversine)", f"{mem['balltree_bytes_per_place']:.1f} B",
-             f"{tree_s:.2f} s", "1.00×", ""],
-            ["numpy brute force (lat, lng, id)", f"{mem['brute_force_bytes_per_place']:.1f} B",
-             "0 s", "", ""],
+            [
+                "  + quadtree nodes",
+                f"{mem['quadtree_bytes_per_place']:.1f} B",
+                f"{build['quadtree (over the index)']:.2f} s",
+                vs_tree(build["quadtree (over the index)"]),
+                "",
+            ],
+            [
+                "BallTree (haversine)",
+                f"{mem['balltree_bytes_per_place']:.1f} B",
+                f"{tree_s:.2f} s",
+                "1.00×",
+                "",
+            ],
+            [
+                "numpy brute force (lat, lng, id)",
+                f"{mem['brute_force_bytes_per_place']:.1f} B",
+                "0 s",
+                "",
+                "",
+            ],
         ]
-        out.append(print_table(
-            "Memory per place and build time ("
-            + (f"median of {inp['runs']} builds)" if inp["runs"] > 1 else "one build)"), [
-                "structure", "bytes/place", "build", "build vs BallTree",
-                f"< {NARROW_TARGET_B:.0f} B"], rows))
-        print("  narrow columns: " + ", ".join(
-            f"{k} {v} B" for k, v in mem["columns"].items()), flush=True)
+        out.append(
+            print_table(
+                "Memory per place and build time ("
+                + (f"median of {inp['runs']} builds)" if inp["runs"] > 1 else "one build)"),
+                [
+                    "structure",
+                    "bytes/place",
+                    "build",
+                    "build vs BallTree",
+                    f"< {NARROW_TARGET_B:.0f} B",
+                ],
+                rows,
+            )
+        )
+        print(
+            "  narrow columns: " + ", ".join(f"{k} {v} B" for k, v in mem["columns"].items()),
+            flush=True,
+        )
     http = results.get("http")
     if http:
         rate = http.get("rate", FIXED_RATE)
@@ -491,43 +612,76 @@ def report(results: dict[str, Any]) -> str:
             s = http[name]
             f = s["fixed"]
             ours = name != "anchor"
-            rows.append([
-                name, fmt_rate(s["rate"]), fmt_ms(s["p99_ms"]), f"{s['ratio']:.2f}×",
-                f"{s['cpu_us']:.0f} µs", fmt_ms(f["p50_ms"]), fmt_ms(f["p99_ms"]),
-                fmt_ms(f["max_ms"]), str(s["errors"] + f["errors"] + f["late"]),
-                "–".join(f"{x:.1f}" for x in (min(s["load"]), max(s["load"]))),
-                _yes(s["rate"] >= HTTP_TARGET) if ours else "",
-                _yes(s["ratio"] >= HTTP_RATIO_TARGET) if ours else "",
-                _yes(f["p99_ms"] <= HTTP_P99_TARGET_MS) if ours else "",
-            ])
-        out.append(print_table(
-            f"GET /v1/search, {HTTP_RADIUS_M:,} m around {http['city']} (mean "
-            f"{http['mean_matches']:.0f} matches, {http['body_bytes']:,} B answers), one "
-            f"server process: wrk -t1 -c32 (throughput, its p99, server CPU per request), then "
-            f"{rate:,.0f} requests/s offered (p50, p99, max from each request's due time); "
-            "median of runs",
-            ["server", "req/s", "wrk p99", "vs anchor", "CPU/req", f"p50 @{rate:,.0f}/s",
-             f"p99 @{rate:,.0f}/s", f"max @{rate:,.0f}/s", "errors", "load",
-             f"≥ {HTTP_TARGET:,.0f}/s", f"≥ {HTTP_RATIO_TARGET:g}×",
-             f"p99 ≤ {HTTP_P99_TARGET_MS:g} ms"], rows))
+            rows.append(
+                [
+                    name,
+                    fmt_rate(s["rate"]),
+                    fmt_ms(s["p99_ms"]),
+                    f"{s['ratio']:.2f}×",
+                    f"{s['cpu_us']:.0f} µs",
+                    fmt_ms(f["p50_ms"]),
+                    fmt_ms(f["p99_ms"]),
+                    fmt_ms(f["max_ms"]),
+                    str(s["errors"] + f["errors"] + f["late"]),
+                    "–".join(f"{x:.1f}" for x in (min(s["load"]), max(s["load"]))),
+                    _yes(s["rate"] >= HTTP_TARGET) if ours else "",
+                    _yes(s["ratio"] >= HTTP_RATIO_TARGET) if ours else "",
+                    _yes(f["p99_ms"] <= HTTP_P99_TARGET_MS) if ours else "",
+                ]
+            )
+        out.append(
+            print_table(
+                f"GET /v1/search, {HTTP_RADIUS_M:,} m around {http['city']} (mean "
+                f"{http['mean_matches']:.0f} matches, {http['body_bytes']:,} B answers), one "
+                f"server process: wrk -t1 -c32 (throughput, its p99, server CPU per request), then "
+                f"{rate:,.0f} requests/s offered (p50, p99, max from each request's due time); "
+                "median of runs",
+                [
+                    "server",
+                    "req/s",
+                    "wrk p99",
+                    "vs anchor",
+                    "CPU/req",
+                    f"p50 @{rate:,.0f}/s",
+                    f"p99 @{rate:,.0f}/s",
+                    f"max @{rate:,.0f}/s",
+                    "errors",
+                    "load",
+                    f"≥ {HTTP_TARGET:,.0f}/s",
+                    f"≥ {HTTP_RATIO_TARGET:g}×",
+                    f"p99 ≤ {HTTP_P99_TARGET_MS:g} ms",
+                ],
+                rows,
+            )
+        )
     return "\n\n".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks; returns the exit code."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--places", type=int, default=1_000_000,
-                        help="businesses to generate (1,000,000; cities and airports are added)")
+    parser.add_argument(
+        "--places",
+        type=int,
+        default=1_000_000,
+        help="businesses to generate (1,000,000; cities and airports are added)",
+    )
     parser.add_argument("--queries", type=int, default=2_000, help="queries per radius (2,000)")
-    parser.add_argument("--brute-queries", type=int, default=100,
-                        help="queries per radius for brute force (100)")
+    parser.add_argument(
+        "--brute-queries", type=int, default=100, help="queries per radius for brute force (100)"
+    )
     parser.add_argument("--runs", type=int, default=3, help="runs (the median is taken)")
     parser.add_argument("--seconds", type=int, default=10, help="seconds per wrk run (10)")
     parser.add_argument("--connections", type=int, default=32)
-    parser.add_argument("--rate", type=float, default=FIXED_RATE,
-                        help=f"requests/s offered for the tail figures ({FIXED_RATE:,.0f})")
-    parser.add_argument("--quick", action="store_true",
-                        help="100k businesses, 300 queries, one run, 2 s wrk runs")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=FIXED_RATE,
+        help=f"requests/s offered for the tail figures ({FIXED_RATE:,.0f})",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="100k businesses, 300 queries, one run, 2 s wrk runs"
+    )
     parser.add_argument("--only", default="inprocess,http", help="inprocess,http")
     parser.add_argument("--data-dir", type=Path, help="keep (and reuse) the data set here")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
@@ -539,8 +693,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not only <= {"inprocess", "http"} or not only:
         parser.error("--only takes inprocess and/or http")
     if min(args.queries, args.brute_queries, args.runs, args.seconds) < 1 or args.rate <= 0:
-        parser.error("--queries, --brute-queries, --runs and --seconds must be at least 1, "
-                     "--rate positive")
+        parser.error(
+            "--queries, --brute-queries, --runs and --seconds must be at least 1, --rate positive"
+        )
     if "http" in only and wrk_path() is None:
         parser.error("wrk is not installed: apt-get install -y wrk")
 
@@ -552,12 +707,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, Any] = {"places": args.places}
         if "inprocess" in only:
             results["inprocess"] = bench_inprocess(
-                data_dir, queries=args.queries, brute_queries=args.brute_queries,
-                runs=args.runs)
+                data_dir, queries=args.queries, brute_queries=args.brute_queries, runs=args.runs
+            )
             gc.collect()
         if "http" in only:
-            results["http"] = bench_http(data_dir, seconds=args.seconds, runs=args.runs,
-                                         connections=args.connections, rate=args.rate)
+            results["http"] = bench_http(
+                data_dir,
+                seconds=args.seconds,
+                runs=args.runs,
+                connections=args.connections,
+                rate=args.rate,
+            )
     print(f"\nload average at the end: {machine_summary().rsplit('load average ', 1)[-1]}")
     report(results)
     if args.json:

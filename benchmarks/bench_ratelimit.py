@@ -129,10 +129,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="5,000 decisions, one run")
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--memory", type=int, default=0, metavar="IDENTITIES",
-                        help="also measure bytes per identity at this many identities")
-    parser.add_argument("--memory-only", action="store_true",
-                        help="with --memory: skip the decisions/s tables")
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=0,
+        metavar="IDENTITIES",
+        help="also measure bytes per identity at this many identities",
+    )
+    parser.add_argument(
+        "--memory-only", action="store_true", help="with --memory: skip the decisions/s tables"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.decisions, args.redis_decisions, args.runs = 5_000, 1_000, 1

@@ -191,8 +191,11 @@ def run_up(args: argparse.Namespace) -> int:
 
     if not args.skip_datasets:
         started = time.monotonic()
-        print("Checking the data sets; building those that are missing "
-              "(the first time about 95 s on a 2-core machine, then none) ...", flush=True)
+        print(
+            "Checking the data sets; building those that are missing "
+            "(the first time about 95 s on a 2-core machine, then none) ...",
+            flush=True,
+        )
         build = subprocess.run(
             [sys.executable, "-m", "lookup.cli", "datasets", "build", "all", "--missing",
              "--data-dir", str(data_dir)],
@@ -286,8 +289,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--api-port", type=int, default=8000)
     p.add_argument("--app-port", type=int, default=8501)
-    p.add_argument("--sandbox-port", type=int, default=8600,
-                   help="port of the local sandbox web the crawler crawls (default 8600)")
+    p.add_argument(
+        "--sandbox-port",
+        type=int,
+        default=8600,
+        help="port of the local sandbox web the crawler crawls (default 8600)",
+    )
     p.add_argument("--no-sandbox", action="store_true", help="do not start the sandbox web")
     p.add_argument("--skip-datasets", action="store_true", help="do not build missing data sets")
     p.add_argument(

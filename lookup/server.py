@@ -152,4 +152,3 @@ def app_factory() -> ASGIApp:
         PublicBindGuard(create_app(data_dir), configured_admin_token(data_dir)),
         AllowedHosts.from_settings(bind_host),
     )
-

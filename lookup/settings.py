@@ -173,98 +173,175 @@ SETTINGS: dict[str, Setting] = {
     for s in [
         # -- where state lives and how the pieces find each other ---------------------------
         Setting(
-            "data_dir", "LOOKUP_DATA_DIR", "data", _text, "path", "",
+            "data_dir",
+            "LOOKUP_DATA_DIR",
+            "data",
+            _text,
+            "path",
+            "",
             "where all state lives (databases, snapshots, indexes); delete it to rebuild "
             "everything. Every command's --data-dir overrides it.",
         ),
         Setting(
-            "public_url", "LOOKUP_PUBLIC_URL", "", _text, "url", "",
+            "public_url",
+            "LOOKUP_PUBLIC_URL",
+            "",
+            _text,
+            "url",
+            "",
             "the address clients use to reach the API, used in short links (default: the "
             "address `lookup serve` binds, http://127.0.0.1:8000 for the app factory).",
         ),
         Setting(
-            "api_url", "LOOKUP_API_URL", "http://127.0.0.1:8000", _text, "url", "",
+            "api_url",
+            "LOOKUP_API_URL",
+            "http://127.0.0.1:8000",
+            _text,
+            "url",
+            "",
             "where the dashboard finds the HTTP API.",
         ),
         Setting(
-            "api_timeout", "LOOKUP_API_TIMEOUT", 2.0, _positive_float, "seconds", "s",
+            "api_timeout",
+            "LOOKUP_API_TIMEOUT",
+            2.0,
+            _positive_float,
+            "seconds",
+            "s",
             "how long the dashboard waits for an API answer before it says the API is slow "
             "(connecting: at most 1 s of it); the test suite raises it on a loaded machine.",
         ),
         Setting(
-            "sandbox_url", "LOOKUP_SANDBOX_URL", "http://127.0.0.1:8600", _text, "url", "",
+            "sandbox_url",
+            "LOOKUP_SANDBOX_URL",
+            "http://127.0.0.1:8600",
+            _text,
+            "url",
+            "",
             "the sandbox web's control address the crawler page starts crawls against "
             "(`make run` starts it on port 8600).",
         ),
         # -- the HTTP front end (uvicorn, lookup/kit/serving.py) ---------------------------
         Setting(
-            "http_max_header_bytes", "LOOKUP_HTTP_MAX_HEADER_BYTES", 32 * 1024, _byte_count,
-            "int", "bytes",
+            "http_max_header_bytes",
+            "LOOKUP_HTTP_MAX_HEADER_BYTES",
+            32 * 1024,
+            _byte_count,
+            "int",
+            "bytes",
             "the largest request line plus headers a connection may send before 431: "
             "32 KiB, nginx's default (4 x 8 KiB buffers); this API takes no cookies and "
             "short tokens, and a parser fed 200 MB of header stalls every connection.",
         ),
         Setting(
-            "http_header_timeout", "LOOKUP_HTTP_HEADER_TIMEOUT", 10.0, _positive_float, "s", "",
+            "http_header_timeout",
+            "LOOKUP_HTTP_HEADER_TIMEOUT",
+            10.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a client has to send a whole request head, counted from the connection "
             "(or the previous response); a slow-drip (Slowloris) connection is then closed. "
             "10 s, as Go servers' usual ReadHeaderTimeout: far above a real client's "
             "milliseconds, far below nginx's 60 s that lets a few hosts hold every slot.",
         ),
         Setting(
-            "http_body_timeout", "LOOKUP_HTTP_BODY_TIMEOUT", 30.0, _positive_float, "s", "",
+            "http_body_timeout",
+            "LOOKUP_HTTP_BODY_TIMEOUT",
+            30.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a client has to send a whole request body once its head arrived "
             "(408, then closed); bodies here are at most 64 KiB of JSON or CSV, so 30 s "
             "allows a 2 KiB/s link and no drip.",
         ),
         Setting(
-            "http_keep_alive", "LOOKUP_HTTP_KEEP_ALIVE", 5.0, _positive_float, "s", "",
+            "http_keep_alive",
+            "LOOKUP_HTTP_KEEP_ALIVE",
+            5.0,
+            _positive_float,
+            "s",
+            "",
             "seconds an idle keep-alive connection stays open after a response (uvicorn's "
             "default, 5 s: a client's next request on the same page reuses it, an idle "
             "one stops holding a slot).",
         ),
         Setting(
-            "health_probe_timeout", "LOOKUP_HEALTH_PROBE_TIMEOUT", 0.5, _positive_float, "s",
+            "health_probe_timeout",
+            "LOOKUP_HEALTH_PROBE_TIMEOUT",
+            0.5,
+            _positive_float,
+            "s",
             "",
             "seconds /healthz waits for each system's probe (run off the event loop) before "
             "reporting it SLOW: a liveness check must answer while a store hangs (PostgreSQL "
             "down makes a probe wait 2 s for its pool), and load balancers give up after ~1 s.",
         ),
         Setting(
-            "admin_token", "LOOKUP_ADMIN_TOKEN", "", _text, "secret", "",
+            "admin_token",
+            "LOOKUP_ADMIN_TOKEN",
+            "",
+            _text,
+            "secret",
+            "",
             "the bearer token of mutating management endpoints; when unset, a random one "
             "is created once in the data directory (admin.token, mode 0600), or in the "
             "shared store when LOOKUP_SHORTENER_STORE names one (one token for the fleet).",
         ),
         # -- URL shortener -------------------------------------------------------------------
         Setting(
-            "shortener_rate_anon", "LOOKUP_SHORTENER_RATE_ANON", "",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "shortener_rate_anon",
+            "LOOKUP_SHORTENER_RATE_ANON",
+            "",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "link creations per client IP without an owner token (default 20/60; the strictest: "
             "anonymous creation is where abuse comes from).",
         ),
         Setting(
-            "shortener_rate_owner", "LOOKUP_SHORTENER_RATE_OWNER", "",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "shortener_rate_owner",
+            "LOOKUP_SHORTENER_RATE_OWNER",
+            "",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "link creations per owner token (default 600/60).",
         ),
         Setting(
-            "shortener_rate_ip", "LOOKUP_SHORTENER_RATE_IP", "",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "shortener_rate_ip",
+            "LOOKUP_SHORTENER_RATE_IP",
+            "",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "link creations per client IP with a token (default 1200/60): stops rotating tokens.",
         ),
         Setting(
-            "shortener_rate_misses", "LOOKUP_SHORTENER_RATE_MISSES", "",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "shortener_rate_misses",
+            "LOOKUP_SHORTENER_RATE_MISSES",
+            "",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "store lookups of unknown keys per client IP (default 50/1:500): stops key guessing.",
         ),
         Setting(
-            "shortener_rate_password", "LOOKUP_SHORTENER_RATE_PASSWORD", "",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "shortener_rate_password",
+            "LOOKUP_SHORTENER_RATE_PASSWORD",
+            "",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "password attempts per client IP and link (default 10/60): stops guessing.",
         ),
         Setting(
-            "trust_forwarded_for", "LOOKUP_TRUST_FORWARDED_FOR", (), _proxies, "proxies",
+            "trust_forwarded_for",
+            "LOOKUP_TRUST_FORWARDED_FOR",
+            (),
+            _proxies,
+            "proxies",
             "off | on | ADDRESS[,NETWORK...]",
             "the proxies whose X-Forwarded-For names the client (rate limits, trending): "
             "off (default) trusts none, so the header is ignored everywhere, uvicorn "
@@ -274,7 +351,11 @@ SETTINGS: dict[str, Setting] = {
             "identity.",
         ),
         Setting(
-            "allowed_hosts", "LOOKUP_ALLOWED_HOSTS", (), _hosts, "hosts",
+            "allowed_hosts",
+            "LOOKUP_ALLOWED_HOSTS",
+            (),
+            _hosts,
+            "hosts",
             "NAME[,.DOMAIN,ADDRESS...] | *",
             "the names a request's Host header may carry besides loopback names (against "
             "DNS rebinding): empty (default) allows the address `lookup serve` listens on "
@@ -282,43 +363,74 @@ SETTINGS: dict[str, Setting] = {
             "subdomains; * allows any host. Others get 400 HOST_NOT_ALLOWED.",
         ),
         Setting(
-            "shortener_analytics", "LOOKUP_SHORTENER_ANALYTICS", True, _flag, "flag", "",
+            "shortener_analytics",
+            "LOOKUP_SHORTENER_ANALYTICS",
+            True,
+            _flag,
+            "flag",
+            "",
             "record clicks (buffer → log → aggregator); 0 serves redirects without "
             "analytics, for comparisons.",
         ),
         Setting(
-            "shortener_scanner", "LOOKUP_SHORTENER_SCANNER", True, _flag, "flag", "",
+            "shortener_scanner",
+            "LOOKUP_SHORTENER_SCANNER",
+            True,
+            _flag,
+            "flag",
+            "",
             "run the background safety scanner over new and changed links; 0 turns it off.",
         ),
         Setting(
-            "shortener_allowed_ranges", "LOOKUP_SHORTENER_ALLOWED_RANGES", (), _networks,
-            "list", "CIDR,CIDR,...",
+            "shortener_allowed_ranges",
+            "LOOKUP_SHORTENER_ALLOWED_RANGES",
+            (),
+            _networks,
+            "list",
+            "CIDR,CIDR,...",
             "non-public networks short links may lead to anyway (e.g. 127.0.0.0/8 for a demo "
             "that shortens its own loopback pages); empty by default: loopback, private, "
             "link-local, CGNAT, multicast and reserved destinations are refused.",
         ),
         Setting(
-            "shortener_aggregator", "LOOKUP_SHORTENER_AGGREGATOR", "process",
-            _lower, "choice", "",
+            "shortener_aggregator",
+            "LOOKUP_SHORTENER_AGGREGATOR",
+            "process",
+            _lower,
+            "choice",
+            "",
             "where the click aggregator runs: its own process (default; keeps its CPU off "
             "the redirect path), a thread here, or external (`python -m "
             "lookup.shortener.analytics`).",
             choices=("thread", "process", "external"),
         ),
         Setting(
-            "shortener_aggregator_nice", "LOOKUP_SHORTENER_AGGREGATOR_NICE", 19, _nice,
-            "int", "nice 0..19",
+            "shortener_aggregator_nice",
+            "LOOKUP_SHORTENER_AGGREGATOR_NICE",
+            19,
+            _nice,
+            "int",
+            "nice 0..19",
             "CPU priority of the aggregator process: 19 yields to the redirect path.",
         ),
         # -- typeahead -------------------------------------------------------------------------
         Setting(
-            "typeahead_rate_searches", "LOOKUP_TYPEAHEAD_RATE_SEARCHES", "30/60:30",
-            _rate, "rate", "COUNT/SECONDS[:BURST]",
+            "typeahead_rate_searches",
+            "LOOKUP_TYPEAHEAD_RATE_SEARCHES",
+            "30/60:30",
+            _rate,
+            "rate",
+            "COUNT/SECONDS[:BURST]",
             "submitted searches (POST /v1/searches) per client address (an IPv6 /64): a "
             "person searches a few times a minute; a brigade from one client is cut off.",
         ),
         Setting(
-            "typeahead_blocklist", "LOOKUP_TYPEAHEAD_BLOCKLIST", "", _text, "url", "",
+            "typeahead_blocklist",
+            "LOOKUP_TYPEAHEAD_BLOCKLIST",
+            "",
+            _text,
+            "url",
+            "",
             "where the typeahead hot blocklist lives: postgresql://user@host:port/db shares "
             "one list between API processes (`lookup up --backend postgres` sets it to the "
             "shortener's store); file:///path/blocklist.txt or unset: <data-dir>/typeahead/"
@@ -327,131 +439,249 @@ SETTINGS: dict[str, Setting] = {
         ),
         # -- building blocks (unique ids) ----------------------------------------------------
         Setting(
-            "etcd_url", "LOOKUP_ETCD_URL", "", _text, "url", "",
+            "etcd_url",
+            "LOOKUP_ETCD_URL",
+            "",
+            _text,
+            "url",
+            "",
             "the etcd that leases Snowflake worker ids (its HTTP gateway, e.g. "
             "http://127.0.0.1:2379); unset: the notebook and the dashboard start a "
             "throw-away etcd of their own when the etcd binary is there.",
         ),
         Setting(
-            "etcd_bin", "LOOKUP_ETCD_BIN", "/usr/bin/etcd", _text, "path", "",
+            "etcd_bin",
+            "LOOKUP_ETCD_BIN",
+            "/usr/bin/etcd",
+            _text,
+            "path",
+            "",
             "the etcd binary throw-away servers are started from (Debian's etcd-server).",
         ),
         Setting(
-            "snowflake_lease_ttl", "LOOKUP_SNOWFLAKE_LEASE_TTL", 10.0, _positive_float, "s", "",
+            "snowflake_lease_ttl",
+            "LOOKUP_SNOWFLAKE_LEASE_TTL",
+            10.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a Snowflake worker-id lease lives without a keep-alive (refreshed every "
             "third of it); a generator stops issuing once it passes.",
         ),
         # -- building blocks (the quorum key-value store) ----------------------------------------
         Setting(
-            "kv_replica_timeout_s", "LOOKUP_KV_REPLICA_TIMEOUT_S", 1.0, _positive_float, "s", "",
+            "kv_replica_timeout_s",
+            "LOOKUP_KV_REPLICA_TIMEOUT_S",
+            1.0,
+            _positive_float,
+            "s",
+            "",
             "how long a KV coordinator waits for one replica (a frozen node costs this once "
             "before its missed heartbeats mark it down).",
         ),
         Setting(
-            "kv_heartbeat_s", "LOOKUP_KV_HEARTBEAT_S", 0.25, _positive_float, "s", "",
+            "kv_heartbeat_s",
+            "LOOKUP_KV_HEARTBEAT_S",
+            0.25,
+            _positive_float,
+            "s",
+            "",
             "seconds between a KV node's heartbeats to each peer (and hint delivery rounds).",
         ),
         Setting(
-            "kv_down_after_s", "LOOKUP_KV_DOWN_AFTER_S", 1.5, _positive_float, "s", "",
+            "kv_down_after_s",
+            "LOOKUP_KV_DOWN_AFTER_S",
+            1.5,
+            _positive_float,
+            "s",
+            "",
             "a KV peer that has not answered a heartbeat for this long is treated as down: "
             "coordinators skip it and leave hints for it.",
         ),
         Setting(
-            "kv_anti_entropy_s", "LOOKUP_KV_ANTI_ENTROPY_S", 1.0, _positive_float, "s", "",
+            "kv_anti_entropy_s",
+            "LOOKUP_KV_ANTI_ENTROPY_S",
+            1.0,
+            _positive_float,
+            "s",
+            "",
             "seconds between a KV node's Merkle-tree exchanges with its peers.",
         ),
         # -- rate limits on Redis -------------------------------------------------------------
         Setting(
-            "redis_bin", "LOOKUP_REDIS_BIN", "/usr/bin/redis-server", _text, "path", "",
-            "the redis-server binary throw-away servers are started from (Debian's "
-            "redis-server).",
+            "redis_bin",
+            "LOOKUP_REDIS_BIN",
+            "/usr/bin/redis-server",
+            _text,
+            "path",
+            "",
+            "the redis-server binary throw-away servers are started from (Debian's redis-server).",
         ),
         Setting(
-            "ratelimit_redis_timeout", "LOOKUP_RATELIMIT_REDIS_TIMEOUT", 0.25,
-            _positive_float, "s", "",
+            "ratelimit_redis_timeout",
+            "LOOKUP_RATELIMIT_REDIS_TIMEOUT",
+            0.25,
+            _positive_float,
+            "s",
+            "",
             "seconds a Redis rate limiter waits for its server before it declares it "
             "unavailable and applies its on_unavailable policy (a limiter sits on every "
             "request, so it must give up fast).",
         ),
         # -- scale-out backends (issue 13): unset = the embedded default -------------------
         Setting(
-            "shortener_store", "LOOKUP_SHORTENER_STORE", "", _text, "url", "",
+            "shortener_store",
+            "LOOKUP_SHORTENER_STORE",
+            "",
+            _text,
+            "url",
+            "",
             "where the shortener keeps links, id blocks, aliases, idempotency keys, audit, "
             "click budgets and click counts: postgresql://user@host:port/db shares them "
             "between API processes; unset: SQLite files in the data directory.",
         ),
         Setting(
-            "cache_url", "LOOKUP_CACHE_URL", "", _text, "url", "",
+            "cache_url",
+            "LOOKUP_CACHE_URL",
+            "",
+            _text,
+            "url",
+            "",
             "the shortener's shared cache tier between each process's LRU and the store "
             "(redis://host:port/db); unset: none (the in-process LRU only).",
         ),
         Setting(
-            "cache_redis_timeout", "LOOKUP_CACHE_REDIS_TIMEOUT", 0.1, _positive_float, "s", "",
+            "cache_redis_timeout",
+            "LOOKUP_CACHE_REDIS_TIMEOUT",
+            0.1,
+            _positive_float,
+            "s",
+            "",
             "seconds the Redis cache tier waits to connect or for a reply before a call counts "
             "as failed (a miss, a skipped fill); three in a row open its circuit breaker.",
         ),
         Setting(
-            "cache_l1_unwatched_ttl", "LOOKUP_CACHE_L1_UNWATCHED_TTL", 1.0, _positive_float, "s",
-            "", "seconds a process keeps a link in its in-process cache while it cannot hear the "
+            "cache_l1_unwatched_ttl",
+            "LOOKUP_CACHE_L1_UNWATCHED_TTL",
+            1.0,
+            _positive_float,
+            "s",
+            "",
+            "seconds a process keeps a link in its in-process cache while it cannot hear the "
             "shared tier's invalidations (Redis down): how stale a link changed through another "
             "process during an outage can be here.",
         ),
         Setting(
-            "cache_outbox_poll", "LOOKUP_CACHE_OUTBOX_POLL", 1.0, _positive_float, "s", "",
+            "cache_outbox_poll",
+            "LOOKUP_CACHE_OUTBOX_POLL",
+            1.0,
+            _positive_float,
+            "s",
+            "",
             "seconds between a process's looks at the link store's outbox of invalidations "
             "that could not reach Redis (its own, or a crashed process's): how long after "
             "Redis is reachable again such a change can still be served from the tier.",
         ),
         Setting(
-            "redis_breaker_reset", "LOOKUP_REDIS_BREAKER_RESET", 1.0, _positive_float, "s", "",
+            "redis_breaker_reset",
+            "LOOKUP_REDIS_BREAKER_RESET",
+            1.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a Redis client's open circuit breaker refuses calls at once before it "
             "lets one probe through (the shared cache tier's).",
         ),
         Setting(
-            "limits_url", "LOOKUP_LIMITS_URL", "", _text, "url", "",
+            "limits_url",
+            "LOOKUP_LIMITS_URL",
+            "",
+            _text,
+            "url",
+            "",
             "where the shortener's rate limits live (redis://host:port/db: one limit for the "
             "whole fleet); unset: each process's own memory.",
         ),
         Setting(
-            "limits_local_share", "LOOKUP_LIMITS_LOCAL_SHARE", 1.0, _share, "fraction", "",
+            "limits_local_share",
+            "LOOKUP_LIMITS_LOCAL_SHARE",
+            1.0,
+            _share,
+            "fraction",
+            "",
             "the part of each create / miss limit a process keeps to itself while the Redis "
             "of LOOKUP_LIMITS_URL is unreachable (1/N for N API processes); password attempts "
             "are refused instead.",
         ),
         Setting(
-            "clicks_url", "LOOKUP_CLICKS_URL", "", _text, "url", "",
+            "clicks_url",
+            "LOOKUP_CLICKS_URL",
+            "",
+            _text,
+            "url",
+            "",
             "the click stream (redis://host:port/db: Redis Streams with a consumer group); "
             "unset: the SQLite click log in the data directory.",
         ),
         Setting(
-            "clicks_claim_idle", "LOOKUP_CLICKS_CLAIM_IDLE", 30.0, _positive_float, "s", "",
+            "clicks_claim_idle",
+            "LOOKUP_CLICKS_CLAIM_IDLE",
+            30.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a click-stream entry may stay unacknowledged with one aggregator of the "
             "consumer group before another claims it (its consumer died mid-batch).",
         ),
         Setting(
-            "clicks_fold_delay", "LOOKUP_CLICKS_FOLD_DELAY", 0.0, _seconds, "s", "",
+            "clicks_fold_delay",
+            "LOOKUP_CLICKS_FOLD_DELAY",
+            0.0,
+            _seconds,
+            "s",
+            "",
             "for failure drills only: seconds a group aggregator waits between taking a batch "
             "from the click stream and folding it, so a kill lands in the middle (0: none).",
         ),
         Setting(
-            "postgres_bin", "LOOKUP_POSTGRES_BIN", "", _text, "path", "",
+            "postgres_bin",
+            "LOOKUP_POSTGRES_BIN",
+            "",
+            _text,
+            "path",
+            "",
             "the bin directory of the PostgreSQL that throw-away servers are started from "
             "(initdb, pg_ctl); unset: the newest under /usr/lib/postgresql.",
         ),
         Setting(
-            "port_slot", "LOOKUP_PORT_SLOT", (0, 1), _port_slot, "I/N", "",
+            "port_slot",
+            "LOOKUP_PORT_SLOT",
+            (0, 1),
+            _port_slot,
+            "I/N",
+            "",
             "which share of the free-port range this process draws the throw-away servers' "
             "loopback ports from: 0/1 is all of it; a parallel test run gives worker I of N "
             "its own share, so two workers never draw the same port.",
         ),
         Setting(
-            "require_servers", "LOOKUP_REQUIRE_SERVERS", False, _flag, "flag", "",
+            "require_servers",
+            "LOOKUP_REQUIRE_SERVERS",
+            False,
+            _flag,
+            "flag",
+            "",
             "tests that need a real server (etcd, Redis, PostgreSQL) fail instead of "
             "skipping when its binary is missing (.ci/run sets it).",
         ),
         # -- crawler control API ---------------------------------------------------------------
         Setting(
-            "crawl_store", "LOOKUP_CRAWL_STORE", "", _text, "url", "",
+            "crawl_store",
+            "LOOKUP_CRAWL_STORE",
+            "",
+            _text,
+            "url",
+            "",
             "the crawl the API's /crawler endpoints (controls, per-host health) act on: its "
             "store URL (sqlite:///DIR/crawl.sqlite, or the fleet's postgresql://…); default: "
             "the newest crawl under <data-dir>/crawls. A request's crawl=NAME picks another "
@@ -459,40 +689,69 @@ SETTINGS: dict[str, Setting] = {
         ),
         # -- web search ----------------------------------------------------------------------
         Setting(
-            "search_deadline_ms", "LOOKUP_SEARCH_DEADLINE_MS", None, _positive_float, "ms", "",
+            "search_deadline_ms",
+            "LOOKUP_SEARCH_DEADLINE_MS",
+            None,
+            _positive_float,
+            "ms",
+            "",
             "per-query deadline for a shard's answer before the coordinator hedges or "
             "answers partially (default: the coordinator's DEFAULT_DEADLINE_MS). The test "
             "suite raises it so a loaded machine never fakes a miss.",
         ),
         Setting(
-            "search_track_total_hits", "LOOKUP_SEARCH_TRACK_TOTAL_HITS", 10_000, _track_total,
-            "int", "0.., or true",
+            "search_track_total_hits",
+            "LOOKUP_SEARCH_TRACK_TOTAL_HITS",
+            10_000,
+            _track_total,
+            "int",
+            "0.., or true",
             "GET /search counts matches exactly up to this many per index segment (Elasticsearch's "
             "track_total_hits, 10,000 by default); past it a shard may take the top results "
             "by dynamic pruning and report the total as a lower bound (totalRelation: gte). "
             "true counts every match; a request's trackTotalHits overrides it.",
         ),
         Setting(
-            "search_compiled", "LOOKUP_SEARCH_COMPILED", True, _flag, "flag", "",
+            "search_compiled",
+            "LOOKUP_SEARCH_COMPILED",
+            True,
+            _flag,
+            "flag",
+            "",
             "score plain AND/OR queries with the compiled kernels (numba, lookup/search/"
             "kernels.py; compiled once into a cache beside the module); off: the numpy path, "
             "the same results, slower.",
         ),
         # -- the crawler fleet ----------------------------------------------------------------
         Setting(
-            "crawl_partitions", "LOOKUP_CRAWL_PARTITIONS", 256, _partitions, "int", "1..65536",
+            "crawl_partitions",
+            "LOOKUP_CRAWL_PARTITIONS",
+            256,
+            _partitions,
+            "int",
+            "1..65536",
             "partitions a fleet crawl splits its hosts into (hash of the host's address mod "
             "P), far more than workers so work moves in small pieces; fixed when a crawl "
             "starts (kept in its store).",
         ),
         Setting(
-            "crawl_lease_ttl", "LOOKUP_CRAWL_LEASE_TTL", 10.0, _positive_float, "s", "",
+            "crawl_lease_ttl",
+            "LOOKUP_CRAWL_LEASE_TTL",
+            10.0,
+            _positive_float,
+            "s",
+            "",
             "seconds a fleet worker's partition leases live in etcd without a keep-alive "
             "(renewed every third of it); a worker stops fetching a partition once it passes.",
         ),
         Setting(
-            "crawl_pickup_interval", "LOOKUP_CRAWL_PICKUP_INTERVAL", 0.5, _positive_float, "s",
-            "", "how often a fleet worker polls the store for URLs other workers discovered "
+            "crawl_pickup_interval",
+            "LOOKUP_CRAWL_PICKUP_INTERVAL",
+            0.5,
+            _positive_float,
+            "s",
+            "",
+            "how often a fleet worker polls the store for URLs other workers discovered "
             "in its partitions.",
         ),
     ]

@@ -124,8 +124,14 @@ def _damaged(resp: httpx.Response, file: Path | str, code: str = "DAMAGED") -> d
     return body
 
 
-def _intact(server: Server, *, places: bool = True, typeahead: bool = True,
-            search: bool = True, links: bool = True) -> None:
+def _intact(
+    server: Server,
+    *,
+    places: bool = True,
+    typeahead: bool = True,
+    search: bool = True,
+    links: bool = True,
+) -> None:
     """The systems not damaged answer 200 (201 for a new link)."""
     if places:
         assert server.get(PLACES).status_code == 200
@@ -241,9 +247,7 @@ def test_a_damaged_places_page_does_not_stop_the_api(data: Path, serve) -> None:
 # -- search ----------------------------------------------------------------------------
 
 
-def test_a_corrupt_search_manifest_is_damaged_and_a_rebuild_mends_it(
-    data: Path, serve
-) -> None:
+def test_a_corrupt_search_manifest_is_damaged_and_a_rebuild_mends_it(data: Path, serve) -> None:
     manifest = data / "search" / "manifest-000001.json"
     _flip(manifest, 0, 4)
     server = serve(data)
@@ -317,9 +321,7 @@ def test_a_read_only_data_directory_is_refused_naming_it(data: Path) -> None:
     assert "Traceback" not in out.stderr and "unable to open database" not in out.stderr
 
 
-def test_a_read_only_places_directory_leaves_the_rest_serving(
-    data: Path, tmp_path: Path
-) -> None:
+def test_a_read_only_places_directory_leaves_the_rest_serving(data: Path, tmp_path: Path) -> None:
     prefix = _without_root_override()
     places_dir = data / "places"
     _read_only(places_dir)

@@ -193,10 +193,7 @@ def test_every_public_name_of_a_system_resolves(system: str) -> None:
 )
 def test_a_light_module_imports_light(module: str, heavy: tuple[str, ...]) -> None:
     """Package ``__init__`` files re-export lazily: one module never drags in the stack."""
-    code = (
-        f"import sys, {module}\n"
-        f"print(','.join(m for m in {heavy!r} if m in sys.modules))"
-    )
+    code = f"import sys, {module}\nprint(','.join(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

@@ -356,9 +356,22 @@ def test_serve_on_the_ipv6_loopback(tmp_path: Path) -> None:
         s.bind(("::1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "lookup.cli", "serve", "--host", "::1", "--port", str(port),
-         "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "lookup.cli",
+            "serve",
+            "--host",
+            "::1",
+            "--port",
+            str(port),
+            "--data-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         wait_http(f"http://[::1]:{port}/healthz", proc)
@@ -376,9 +389,22 @@ def test_the_app_factory_refuses_a_public_bind_without_an_admin_token(tmp_path: 
     env = _env(LOOKUP_DATA_DIR=str(tmp_path / "data"))
     del env["LOOKUP_ADMIN_TOKEN"]
     proc = subprocess.run(
-        [sys.executable, "-m", "uvicorn", "--factory", "lookup.server:app_factory",
-         "--host", "0.0.0.0", "--port", str(free_port()), "--no-proxy-headers"],
-        cwd=ROOT, env=env, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "lookup.server:app_factory",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+            "--no-proxy-headers",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode != 0
     assert b"LOOKUP_ADMIN_TOKEN" in proc.stderr + proc.stdout, proc.stderr.decode()[-2000:]
@@ -404,8 +430,15 @@ def test_the_app_factory_guards_each_request_by_the_address_it_arrived_on() -> N
         async def receive() -> dict:
             return {"type": "http.request", "body": b"", "more_body": False}
 
-        scope = {"type": "http", "method": "GET", "path": "/healthz", "headers": [],
-                 "server": server, "client": ("192.0.2.1", 1), "query_string": b""}
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": "/healthz",
+            "headers": [],
+            "server": server,
+            "client": ("192.0.2.1", 1),
+            "query_string": b"",
+        }
         await PublicBindGuard(app, admin_token="")(scope, receive, send)
         return sent[0]["status"]
 
@@ -419,9 +452,21 @@ def test_the_app_factory_refuses_uvicorns_proxy_headers_when_no_proxy_is_trusted
 ) -> None:
     env = _env(LOOKUP_DATA_DIR=str(tmp_path / "data"))
     proc = subprocess.run(
-        [sys.executable, "-m", "uvicorn", "--factory", "lookup.server:app_factory",
-         "--host", "127.0.0.1", "--port", str(free_port())],
-        cwd=ROOT, env=env, capture_output=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "lookup.server:app_factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(free_port()),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        timeout=120,
     )
     assert proc.returncode != 0
     assert b"--no-proxy-headers" in proc.stderr, proc.stderr.decode()[-2000:]
@@ -430,10 +475,22 @@ def test_the_app_factory_refuses_uvicorns_proxy_headers_when_no_proxy_is_trusted
 def test_the_app_factory_serves_with_the_front_end_options(tmp_path: Path) -> None:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "lookup.server:app_factory",
-         "--host", "127.0.0.1", "--port", str(port), "--no-proxy-headers",
-         "--http", "lookup.kit.serving:HttpProtocol"],
-        cwd=ROOT, env=_env(LOOKUP_DATA_DIR=str(tmp_path / "data")),
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "lookup.server:app_factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--no-proxy-headers",
+            "--http",
+            "lookup.kit.serving:HttpProtocol",
+        ],
+        cwd=ROOT,
+        env=_env(LOOKUP_DATA_DIR=str(tmp_path / "data")),
     )
     try:
         wait_http(f"http://127.0.0.1:{port}/healthz", proc)

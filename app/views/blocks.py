@@ -74,8 +74,15 @@ def _generate(n: int) -> list[dict[str, Any]]:
     for i in range(n):
         for kind, make in makers.items():
             key = make()
-            made.append({"kind": kind, "made #": i + 1, "key": key, "id": _text(kind, key),
-                         "unix ms": timestamp_ms(kind, key)})
+            made.append(
+                {
+                    "kind": kind,
+                    "made #": i + 1,
+                    "key": key,
+                    "id": _text(kind, key),
+                    "unix ms": timestamp_ms(kind, key),
+                }
+            )
         time.sleep(0.001)
     for kind in makers:
         mine = [m for m in made if m["kind"] == kind]
@@ -88,9 +95,13 @@ def _generate(n: int) -> list[dict[str, Any]]:
 def _seed_table(rates: dict[str, float] | None) -> pd.DataFrame:
     rows = []
     for k in ID_KINDS.values():
-        row: dict[str, Any] = {"approach": k.name, "coordination": k.coordination,
-                               "sortable": "yes" if k.sortable else "no",
-                               "size": f"{k.bits}-bit", "weakness": k.weakness}
+        row: dict[str, Any] = {
+            "approach": k.name,
+            "coordination": k.coordination,
+            "sortable": "yes" if k.sortable else "no",
+            "size": f"{k.bits}-bit",
+            "weakness": k.weakness,
+        }
         if rates:
             row["ids/s (measured)"] = f"{rates[k.name]:,.0f}"
         rows.append(row)
@@ -128,11 +139,17 @@ def _ids_tab() -> None:
     if made:
         frame = pd.DataFrame([{k: v for k, v in m.items() if k != "key"} for m in made])
         st.dataframe(frame, hide_index=True)
-        in_order = {kind: all(m["made #"] == m["sorted #"] for m in made if m["kind"] == kind)
-                    for kind in ID_KINDS}
-        st.markdown("**Sorting the ids gives the order they were made in:** " + ", ".join(
-            f"{kind} " + (":green-badge[in order]" if ok else ":red-badge[out of order]")
-            for kind, ok in in_order.items()))  # badges: no emoji font needed
+        in_order = {
+            kind: all(m["made #"] == m["sorted #"] for m in made if m["kind"] == kind)
+            for kind in ID_KINDS
+        }
+        st.markdown(
+            "**Sorting the ids gives the order they were made in:** "
+            + ", ".join(
+                f"{kind} " + (":green-badge[in order]" if ok else ":red-badge[out of order]")
+                for kind, ok in in_order.items()
+            )
+        )  # badges: no emoji font needed
         kind = st.selectbox("Lay out the bits of", list(ID_KINDS), key="ids-bits-kind")
         first = next(m for m in made if m["kind"] == kind)
         st.caption(f"{kind} `{first['id']}`")
@@ -151,22 +168,27 @@ def _ids_tab() -> None:
     st.caption(plan.driver())
 
     st.subheader("Why sortable ids matter: index locality")
-    rows = st.number_input("Rows per id kind", 1_000, 100_000, 5_000, step=1_000,
-                           key="ids-locality-rows")
+    rows = st.number_input(
+        "Rows per id kind", 1_000, 100_000, 5_000, step=1_000, key="ids-locality-rows"
+    )
     if st.button("Measure index locality (SQLite B-trees)", key="ids-locality"):
         with st.spinner("inserting ..."), tempfile.TemporaryDirectory() as tmp:
-            st.session_state["ids-locality-result"] = sqlite_locality(list(ID_KINDS), int(rows),
-                                                                      tmp)
+            st.session_state["ids-locality-result"] = sqlite_locality(
+                list(ID_KINDS), int(rows), tmp
+            )
     result = st.session_state.get("ids-locality-result")
     if result:
         table = pd.DataFrame(ratios(result)).set_index("kind")
         st.dataframe(table)
-        for col, name in zip(st.columns(3), ["insert time ×", "pages ×", "newest 100 ×"],
-                             strict=True):
+        for col, name in zip(
+            st.columns(3), ["insert time ×", "pages ×", "newest 100 ×"], strict=True
+        ):
             col.markdown(f"**{name}**")
             col.bar_chart(table[[name]], height=260)
-        st.caption("× = against the sequential int measured in the same run. "
-                   "`benchmarks/bench_ids.py` runs this at 1M rows, and in PostgreSQL.")
+        st.caption(
+            "× = against the sequential int measured in the same run. "
+            "`benchmarks/bench_ids.py` runs this at 1M rows, and in PostgreSQL."
+        )
 
     st.subheader("Worker ids leased from etcd")
     _leases()
@@ -185,13 +207,17 @@ def _holders_table(fleet: GeneratorFleet, live: bool) -> None:
 
 def _leases() -> None:
     if not (etcd_available() or settings.get("etcd_url")):
-        st.info(f"etcd is not installed ({settings.get('etcd_bin')} is missing): "
-                "`apt-get install etcd-server` to start generators with leases here.")
+        st.info(
+            f"etcd is not installed ({settings.get('etcd_bin')} is missing): "
+            "`apt-get install etcd-server` to start generators with leases here."
+        )
         return
     fleet = _fleet()
     if fleet is None:
-        st.markdown("Start generator processes that each lease a worker id (TTL 3 s), kill "
-                    "one, and watch its lease expire while the others keep theirs.")
+        st.markdown(
+            "Start generator processes that each lease a worker id (TTL 3 s), kill "
+            "one, and watch its lease expire while the others keep theirs."
+        )
         if st.button("Start etcd and 3 generators", key="ids-fleet-start"):
             with st.spinner("starting ..."):
                 fleet = GeneratorFleet(ttl_s=3).start(3)
@@ -216,9 +242,11 @@ def _leases() -> None:
         fleet.stop()
         del st.session_state["ids-fleet"]
         st.rerun()
-    st.caption("A killed process cannot revoke its lease: etcd drops its worker key when the "
-               "TTL runs out. A new generator may then take that worker id, but waits until "
-               "its clock passes the dead holder's reservation, so no id repeats.")
+    st.caption(
+        "A killed process cannot revoke its lease: etcd drops its worker key when the "
+        "TTL runs out. A new generator may then take that worker id, but waits until "
+        "its clock passes the dead holder's reservation, so no id repeats."
+    )
 
 
 # ----------------------------------------------------------------------- rate limiters
@@ -259,8 +287,11 @@ def _fire(algorithm: str, limit: int, pattern: str, backend: str) -> dict[str, A
     if backend == "Redis":
         window = REDIS_WINDOW_S
         url = _redis_url()
-        limiter: Any = open_rate_limiter(f"{url}?algorithm={algorithm}&on_unavailable=closed",
-                                         RatePolicy.per(limit, window), name="dashboard")
+        limiter: Any = open_rate_limiter(
+            f"{url}?algorithm={algorithm}&on_unavailable=closed",
+            RatePolicy.per(limit, window),
+            name="dashboard",
+        )
         limiter.reset()
         stream = make_stream(pattern, limit, window, WINDOWS)
         decided = replay(limiter, stream, align_s=window)
@@ -270,21 +301,28 @@ def _fire(algorithm: str, limit: int, pattern: str, backend: str) -> dict[str, A
     else:
         window = MEMORY_WINDOW_S
         clock = ManualClock()
-        limiter = open_rate_limiter(memory_url(algorithm), RatePolicy.per(limit, window),
-                                    clock=clock)
+        limiter = open_rate_limiter(
+            memory_url(algorithm), RatePolicy.per(limit, window), clock=clock
+        )
         stream = make_stream(pattern, limit, window, WINDOWS)
         decided = replay(limiter, stream, clock)
         unavailable = 0
-    return {"algorithm": algorithm, "limit": limit, "pattern": pattern, "backend": backend,
-            "window": window, "decided": decided, "unavailable": unavailable}
+    return {
+        "algorithm": algorithm,
+        "limit": limit,
+        "pattern": pattern,
+        "backend": backend,
+        "window": window,
+        "decided": decided,
+        "unavailable": unavailable,
+    }
 
 
 def _bins(run: dict[str, Any]) -> pd.DataFrame:
     """Admitted and refused per twentieth of a window."""
     width = run["window"] / BINS_PER_WINDOW
     span = run["window"] * WINDOWS
-    rows = [{"t": i * width, "admitted": 0, "refused": 0}
-            for i in range(int(span / width) + 1)]
+    rows = [{"t": i * width, "admitted": 0, "refused": 0} for i in range(int(span / width) + 1)]
     for d in run["decided"]:
         i = min(len(rows) - 1, int(d.request.t / width))
         rows[i]["admitted" if d.decision.allowed else "refused"] += 1
@@ -294,20 +332,36 @@ def _bins(run: dict[str, Any]) -> pd.DataFrame:
 def _summary(run: dict[str, Any]) -> dict[str, Any]:
     decided: list[Decided] = run["decided"]
     admitted = [d.request.t for d in decided if d.decision.allowed]
-    return {"algorithm": run["algorithm"], "offered": len(decided), "admitted": len(admitted),
-            "refused": len(decided) - len(admitted),
-            "worst window ÷ limit": round(max_in_span(admitted, run["window"]) / run["limit"], 2),
-            "identities": len({d.request.identity for d in decided})}
+    return {
+        "algorithm": run["algorithm"],
+        "offered": len(decided),
+        "admitted": len(admitted),
+        "refused": len(decided) - len(admitted),
+        "worst window ÷ limit": round(max_in_span(admitted, run["window"]) / run["limit"], 2),
+        "identities": len({d.request.identity for d in decided}),
+    }
 
 
 def _chart(run: dict[str, Any]) -> go.Figure:
     bins = _bins(run)
     width = run["window"] / BINS_PER_WINDOW
     fig = go.Figure()
-    fig.add_bar(x=bins["t"], y=bins["admitted"], name="admitted", marker_color="#2e7d32",
-                width=width * 0.9, offset=0)
-    fig.add_bar(x=bins["t"], y=bins["refused"], name="refused", marker_color="#c62828",
-                width=width * 0.9, offset=0)
+    fig.add_bar(
+        x=bins["t"],
+        y=bins["admitted"],
+        name="admitted",
+        marker_color="#2e7d32",
+        width=width * 0.9,
+        offset=0,
+    )
+    fig.add_bar(
+        x=bins["t"],
+        y=bins["refused"],
+        name="refused",
+        marker_color="#c62828",
+        width=width * 0.9,
+        offset=0,
+    )
     for k in range(1, WINDOWS):
         fig.add_vline(x=k * run["window"], line_dash="dot", line_color="grey")
     fig.update_layout(barmode="stack", height=360, margin=dict(l=10, r=10, t=50, b=10),
@@ -324,12 +378,22 @@ def _compare_chart(runs: list[dict[str, Any]]) -> go.Figure:
     fig = go.Figure()
     for run in runs:
         bins = _bins(run)
-        fig.add_scatter(x=bins["t"], y=bins["admitted"].cumsum(), name=run["algorithm"],
-                        mode="lines", line_shape="hv")
+        fig.add_scatter(
+            x=bins["t"],
+            y=bins["admitted"].cumsum(),
+            name=run["algorithm"],
+            mode="lines",
+            line_shape="hv",
+        )
     offered = _bins(runs[0])
-    fig.add_scatter(x=offered["t"], y=(offered["admitted"] + offered["refused"]).cumsum(),
-                    name="offered", mode="lines", line_shape="hv",
-                    line=dict(dash="dash", color="grey"))
+    fig.add_scatter(
+        x=offered["t"],
+        y=(offered["admitted"] + offered["refused"]).cumsum(),
+        name="offered",
+        mode="lines",
+        line_shape="hv",
+        line=dict(dash="dash", color="grey"),
+    )
     fig.update_layout(height=380, margin=dict(l=10, r=10, t=50, b=10),
                       title="Admitted so far, every algorithm on the same stream",
                       xaxis_title="seconds", yaxis_title="requests admitted (cumulative)",
@@ -341,9 +405,11 @@ def _compare_chart(runs: list[dict[str, Any]]) -> go.Figure:
 def _headers_table(run: dict[str, Any]) -> pd.DataFrame:
     """The headers of the first decision, the last admitted one and the first refusal."""
     decided: list[Decided] = run["decided"]
-    picks = [("first request", decided[0] if decided else None),
-             ("last admitted", next((d for d in reversed(decided) if d.decision.allowed), None)),
-             ("first refused", next((d for d in decided if not d.decision.allowed), None))]
+    picks = [
+        ("first request", decided[0] if decided else None),
+        ("last admitted", next((d for d in reversed(decided) if d.decision.allowed), None)),
+        ("first refused", next((d for d in decided if not d.decision.allowed), None)),
+    ]
     rows = []
     for what, d in picks:
         if d is None:
@@ -371,8 +437,10 @@ def _redis_controls() -> bool:
     if st.session_state.get("rl-redis-url", "").strip():
         return True
     if _configured_redis():
-        st.caption(f"The shared limits' Redis (`LOOKUP_LIMITS_URL`): `{_configured_redis()}`; "
-                   "this page's keys live under their own name and are removed after each run.")
+        st.caption(
+            f"The shared limits' Redis (`LOOKUP_LIMITS_URL`): `{_configured_redis()}`; "
+            "this page's keys live under their own name and are removed after each run."
+        )
         return True
     if st.session_state.get("rl-redis-server") is not None:
         st.caption(f"Throw-away redis-server at `{_redis_url()}` (started by this page).")
@@ -381,8 +449,10 @@ def _redis_controls() -> bool:
             st.rerun()
         return True
     if not redis_available():
-        st.info(f"redis-server is not installed ({settings.get('redis_bin')} is missing) "
-                "and no URL is given: `apt-get install redis-server` to fire at Redis here.")
+        st.info(
+            f"redis-server is not installed ({settings.get('redis_bin')} is missing) "
+            "and no URL is given: `apt-get install redis-server` to fire at Redis here."
+        )
         return False
     if st.button("Start a throw-away redis-server", key="rl-redis-start"):
         with st.spinner("starting redis-server ..."):
@@ -401,26 +471,34 @@ def _limits_tab() -> None:
         "limiter."
     )
     cols = st.columns(4)
-    algorithm = cols[0].selectbox("Algorithm", ALGORITHM_NAMES, key="rl-algorithm",
-                                  help="; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items()))
+    algorithm = cols[0].selectbox(
+        "Algorithm",
+        ALGORITHM_NAMES,
+        key="rl-algorithm",
+        help="; ".join(f"{k}: {v}" for k, v in ALGORITHM_HELP.items()),
+    )
     limit = int(cols[1].number_input("Limit per window", 1, 500, 100, key="rl-limit"))
     pattern = cols[2].selectbox("Traffic", list(PATTERNS), index=2, key="rl-pattern")
     backend = cols[3].radio("Where", ["in-process", "Redis"], key="rl-backend",
                             horizontal=True)  # fmt: skip
-    st.caption(f"{algorithm}: {ALGORITHM_HELP[algorithm]}. In-process the window is "
-               f"{MEMORY_WINDOW_S:g} s on an injected clock; on Redis {REDIS_WINDOW_S:g} s in "
-               "real time (Redis takes the time itself).")
+    st.caption(
+        f"{algorithm}: {ALGORITHM_HELP[algorithm]}. In-process the window is "
+        f"{MEMORY_WINDOW_S:g} s on an injected clock; on Redis {REDIS_WINDOW_S:g} s in "
+        "real time (Redis takes the time itself)."
+    )
     ready = backend == "in-process" or _redis_controls()
     buttons = st.columns(2)
     if buttons[0].button("Fire", key="rl-fire", type="primary", disabled=not ready):
         with st.spinner("firing ..."):
             st.session_state["rl-run"] = _fire(algorithm, limit, pattern, backend)
         st.session_state.pop("rl-compare", None)
-    if buttons[1].button("Compare all algorithms on this stream", key="rl-compare-go",
-                         disabled=not ready):
+    if buttons[1].button(
+        "Compare all algorithms on this stream", key="rl-compare-go", disabled=not ready
+    ):
         with st.spinner("firing at every algorithm ..."):
-            st.session_state["rl-compare"] = [_fire(a, limit, pattern, backend)
-                                              for a in ALGORITHM_NAMES]
+            st.session_state["rl-compare"] = [
+                _fire(a, limit, pattern, backend) for a in ALGORITHM_NAMES
+            ]
     run = st.session_state.get("rl-run")
     if run:
         summary = _summary(run)
@@ -433,21 +511,28 @@ def _limits_tab() -> None:
         st.markdown("**Response headers** (what a client is told)")
         st.dataframe(_headers_table(run), hide_index=True, key="rl-headers")
         if run["unavailable"]:
-            st.warning(f"Redis did not answer {run['unavailable']} times: those were refused "
-                       "(on_unavailable=closed).")
+            st.warning(
+                f"Redis did not answer {run['unavailable']} times: those were refused "
+                "(on_unavailable=closed)."
+            )
     compare = st.session_state.get("rl-compare")
     if compare:
         st.subheader("Side by side: every algorithm on the same stream")
         st.plotly_chart(_compare_chart(compare), key="rl-compare-chart")
-        st.dataframe(pd.DataFrame([_summary(r) for r in compare]), hide_index=True,
-                     key="rl-compare-table")
-        st.caption("Worst window ÷ limit: the most admitted in any span of one window. The "
-                   "fixed window lets ~2× through across a boundary; the sliding log is exact.")
+        st.dataframe(
+            pd.DataFrame([_summary(r) for r in compare]), hide_index=True, key="rl-compare-table"
+        )
+        st.caption(
+            "Worst window ÷ limit: the most admitted in any span of one window. The "
+            "fixed window lets ~2× through across a boundary; the sliding log is exact."
+        )
 
 
 ids_tab, limits_tab, kv_tab, cache_tab = st.tabs(
     ["Unique IDs", "Rate limiters", "Hash ring & quorum", "Distributed cache"],
-    key="blocks-tab", on_change="rerun")
+    key="blocks-tab",
+    on_change="rerun",
+)
 with ids_tab:
     _ids_tab()
 with limits_tab:

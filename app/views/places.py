@@ -26,6 +26,7 @@ import plotly.graph_objects as go
 import streamlit as st
 from chartstyle import log_axis
 from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
+from mapview import MAP_HEIGHT, api_bounds, view_bounds, zoom_for_radius, zoom_to_fit
 from placesmap import (
     BLUE,
     GREEN,
@@ -103,9 +104,6 @@ PAGE_SIZE = 20
 #: Map view: pins drawn at most, and above how many matches the API answers with clusters.
 AREA_PINS = 500
 AREA_MAX_PINS = 800
-MAP_HEIGHT = 560
-#: Pixel width assumed for the map before it has reported its own bounds.
-MAP_WIDTH_GUESS = 760
 #: Seconds a successful radius-search page stays valid for the same question.
 MEMO_SECONDS = 30.0
 #: The API's radius search is fast; a brute-force comparison over millions may take longer.
@@ -113,17 +111,16 @@ COMPARE_TIMEOUT = httpx.Timeout(30.0, connect=2.0)
 COMPARE_REPEATS = 5
 
 
-
 # --------------------------------------------------------------------------- HTTP
 
 
-def get(path: str, params: dict[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None) -> Answer:
+def get(
+    path: str, params: dict[str, Any] | None = None, timeout: httpx.Timeout | None = None
+) -> Answer:
     """``GET`` one API path; a network failure or a non-JSON body becomes an :class:`Answer`."""
     answer = call("GET", path, params=params, timeout=timeout)
     if answer.problem is None and answer.body is None:
-        return Answer(answer.status, problem=f"{path} did not answer JSON "
-                                             f"(HTTP {answer.status})")
+        return Answer(answer.status, problem=f"{path} did not answer JSON (HTTP {answer.status})")
     return answer
 
 
@@ -143,68 +140,27 @@ def memo_get(path: str, params: dict[str, Any]) -> Answer:
     return answer
 
 
-# ------------------------------------------------------------------------ geometry
-
-
-def zoom_for_radius(radius_m: float, lat: float) -> int:
-    """The web-map zoom at which a circle of ``radius_m`` spans about 60% of the map height."""
-    metres_per_px = 2.0 * radius_m / (0.6 * MAP_HEIGHT)
-    z = math.log2(156_543.03 * max(math.cos(math.radians(lat)), 0.05) / metres_per_px)
-    return int(min(max(math.floor(z), 2), 18))
-
-
-def _mercator_y(lat: float) -> float:
-    lat = min(max(lat, -85.0), 85.0)
-    return math.degrees(math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)))
-
-
-def zoom_to_fit(lat: float, lng: float, points: list[tuple[float, float]]) -> int:
-    """The largest zoom at which every point is on a map of the usual size centred on
-    (lat, lng), with a small margin."""
-    y0 = _mercator_y(lat)
-    half_x = max([abs(p[1] - lng) for p in points] + [1e-6])
-    half_y = max([abs(_mercator_y(p[0]) - y0) for p in points] + [1e-6])
-    px_per_deg_at_zero = 256.0 / 360.0
-    z_x = math.log2((MAP_WIDTH_GUESS / 2 - 20) / (half_x * px_per_deg_at_zero))
-    z_y = math.log2((MAP_HEIGHT / 2 - 20) / (half_y * px_per_deg_at_zero))
-    return int(min(max(math.floor(min(z_x, z_y)), 2), 18))
-
-
-def view_bounds(center: tuple[float, float], zoom: float) -> tuple[float, float, float, float]:
-    """(south, west, north, east) a map of the usual size shows at ``center`` and ``zoom``."""
-    lat, lng = center
-    deg_per_px = 360.0 / (256.0 * 2.0**zoom)
-    half_w = deg_per_px * MAP_WIDTH_GUESS / 2.0
-    # web Mercator: y in "degrees" of the equator, back to latitude at the edges
-    y = math.degrees(math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)))
-    half_h = deg_per_px * MAP_HEIGHT / 2.0
-
-    def unproject(v: float) -> float:
-        return math.degrees(2 * math.atan(math.exp(math.radians(v))) - math.pi / 2)
-
-    return unproject(y - half_h), lng - half_w, unproject(y + half_h), lng + half_w
-
-
-def api_bounds(south: float, west: float, north: float, east: float
-               ) -> tuple[float, float, float, float]:
-    """Map bounds as the area endpoint takes them: latitudes clamped, longitudes wrapped
-    (``west > east`` when the view crosses ±180; the whole world when it is wider)."""
-    south, north = max(south, -90.0), min(north, 90.0)
-    if east - west >= 360.0:
-        return south, -180.0, north, 180.0
-    return south, wrap_lng(west), north, (wrap_lng(east) if wrap_lng(east) != -180.0 else 180.0)
-
-
 # ------------------------------------------------------------------------- state
 
 
 def _init_state() -> None:
     lat, lng = PRESETS[next(iter(PRESETS))]
     defaults: dict[str, Any] = {
-        LAT: lat, LNG: lng, RADIUS: 2_000, QUERY: "", CATS: [], PRICES: [],
-        OPEN_NOW: False, WIDEN: True, INDEX: "geohash", COMPARE: False, RANKING: "hand",
+        LAT: lat,
+        LNG: lng,
+        RADIUS: 2_000,
+        QUERY: "",
+        CATS: [],
+        PRICES: [],
+        OPEN_NOW: False,
+        WIDEN: True,
+        INDEX: "geohash",
+        COMPARE: False,
+        RANKING: "hand",
         PRESET: next(iter(PRESETS)),
-        VIEW_CENTER: (lat, lng), VIEW_ZOOM: zoom_for_radius(2_000, lat), FIT: True,
+        VIEW_CENTER: (lat, lng),
+        VIEW_ZOOM: zoom_for_radius(2_000, lat),
+        FIT: True,
     }
     for key, value in defaults.items():
         st.session_state.setdefault(key, value)
@@ -244,8 +200,7 @@ def fit_to_search(first: Answer) -> bool:
     st.session_state[VIEW_CENTER] = (lat, lng)
     # never so far out that the circle and its pins shrink to a dot: a block of big cells
     # runs past the edges (zoom out to see it whole)
-    st.session_state[VIEW_ZOOM] = max(zoom_to_fit(lat, lng, points),
-                                      zoom_for_radius(radius, lat))
+    st.session_state[VIEW_ZOOM] = max(zoom_to_fit(lat, lng, points), zoom_for_radius(radius, lat))
     return True
 
 
@@ -278,8 +233,17 @@ def _typed_coordinates() -> None:
 
 def nearest_city(lat: float, lng: float) -> str | None:
     """``"near Pune (3.2 km)"`` for the closest city within 20 km, from the places index."""
-    answer = get("/v1/search", {"lat": f"{lat:.6f}", "lng": f"{lng:.6f}", "radius": "20000",
-                                "category": "city", "limit": "1", "widen": "false"})
+    answer = get(
+        "/v1/search",
+        {
+            "lat": f"{lat:.6f}",
+            "lng": f"{lng:.6f}",
+            "radius": "20000",
+            "category": "city",
+            "limit": "1",
+            "widen": "false",
+        },
+    )
     hits = answer.body.get("results") if answer.ok and isinstance(answer.body, dict) else None
     if not hits:
         return None
@@ -290,8 +254,9 @@ def named_places(text: str) -> list[dict[str, Any]]:
     """Cities and airports whose name starts with ``text`` (``GET /v1/places/named``)."""
     if not text.strip():
         return []
-    answer = get("/v1/places/named", {"q": text.strip()[:100], "limit": "8"},
-                 timeout=COMPARE_TIMEOUT)  # the first lookup may build the name index
+    answer = get(
+        "/v1/places/named", {"q": text.strip()[:100], "limit": "8"}, timeout=COMPARE_TIMEOUT
+    )  # the first lookup may build the name index
     return list(answer.body.get("results", [])) if answer.ok else []
 
 
@@ -330,8 +295,10 @@ def find_box() -> None:
     prefix = text.strip()
     searchbox(
         FIND,
-        [{"s": label, "typed": prefix if label.startswith(prefix) else "", "hot": False}
-         for label in found],
+        [
+            {"s": label, "typed": prefix if label.startswith(prefix) else "", "hot": False}
+            for label in found
+        ],
         empty=f"No city or airport starts with “{prefix}”." if prefix and not chosen else "",
         placeholder="Find a city or airport: Pune, Heathrow, São Paulo …",
         debounce=150,
@@ -394,34 +361,70 @@ def search_params(index: str | None = None, limit: int = PAGE_SIZE) -> dict[str,
 def controls() -> None:
     """Where you stand, what you look for, and how the search is planned."""
     find_box()
-    st.selectbox("Jump to", list(jump_options()), key=PRESET, on_change=_jump_to_preset,
-                 help="Or find a city or airport above, or click anywhere on the map.")
+    st.selectbox(
+        "Jump to",
+        list(jump_options()),
+        key=PRESET,
+        on_change=_jump_to_preset,
+        help="Or find a city or airport above, or click anywhere on the map.",
+    )
     left, right = st.columns(2)
-    left.number_input("Latitude", min_value=-90.0, max_value=90.0, step=0.001, format="%.5f",
-                      key=LAT, on_change=_typed_coordinates)
-    right.number_input("Longitude", min_value=-180.0, max_value=180.0, step=0.001,
-                       format="%.5f", key=LNG, on_change=_typed_coordinates)
-    st.text_input("Looking for", key=QUERY, placeholder="biryani, coffee, sushi, pharmacy …",
-                  help="Words matched against the name, category and tags; location narrows, "
-                       "text filters, ranking orders.")
-    st.select_slider("Radius", options=RADII_M, key=RADIUS, format_func=fmt_m,
-                     on_change=_fit_view)
+    left.number_input(
+        "Latitude",
+        min_value=-90.0,
+        max_value=90.0,
+        step=0.001,
+        format="%.5f",
+        key=LAT,
+        on_change=_typed_coordinates,
+    )
+    right.number_input(
+        "Longitude",
+        min_value=-180.0,
+        max_value=180.0,
+        step=0.001,
+        format="%.5f",
+        key=LNG,
+        on_change=_typed_coordinates,
+    )
+    st.text_input(
+        "Looking for",
+        key=QUERY,
+        placeholder="biryani, coffee, sushi, pharmacy …",
+        help="Words matched against the name, category and tags; location narrows, "
+        "text filters, ranking orders.",
+    )
+    st.select_slider("Radius", options=RADII_M, key=RADIUS, format_func=fmt_m, on_change=_fit_view)
     categories = sorted([*CATEGORIES, "city", "airport"])
     st.multiselect("Category", categories, key=CATS, placeholder="Any category")
-    st.pills("Price", [1, 2, 3, 4], selection_mode="multi", key=PRICES,
-             format_func=lambda p: "$" * p)
+    st.pills(
+        "Price", [1, 2, 3, 4], selection_mode="multi", key=PRICES, format_func=lambda p: "$" * p
+    )
     left, right = st.columns(2)
     left.toggle("Open now", key=OPEN_NOW, help="In each place's own time zone.")
-    right.toggle("Widen if few", key=WIDEN,
-                 help="When the first page would be short, try 2, 5, 10, then 20 km.")
-    st.segmented_control("Index", INDEXES, key=INDEX, format_func=INDEX_LABELS.get,
-                         help="Geohash: the 3×3 block of cells. Quadtree: leaves that split "
-                              "above 100 places. Brute force: every row.")
+    right.toggle(
+        "Widen if few",
+        key=WIDEN,
+        help="When the first page would be short, try 2, 5, 10, then 20 km.",
+    )
+    st.segmented_control(
+        "Index",
+        INDEXES,
+        key=INDEX,
+        format_func=INDEX_LABELS.get,
+        help="Geohash: the 3×3 block of cells. Quadtree: leaves that split "
+        "above 100 places. Brute force: every row.",
+    )
     st.toggle("Compare geohash, quadtree and brute force", key=COMPARE)
-    st.segmented_control("Ranking", list(RANKINGS), key=RANKING, format_func=RANKINGS.get,
-                         help="Hand-set: 0.5 × distance + 0.35 × Bayesian rating + 0.15 × "
-                              "relevance. Learned: weights fitted from simulated clicks by "
-                              "`lookup places train`; the table shows each place's move.")
+    st.segmented_control(
+        "Ranking",
+        list(RANKINGS),
+        key=RANKING,
+        format_func=RANKINGS.get,
+        help="Hand-set: 0.5 × distance + 0.35 × Bayesian rating + 0.15 × "
+        "relevance. Learned: weights fitted from simulated clicks by "
+        "`lookup places train`; the table shows each place's move.",
+    )
 
 
 def _pages(params: dict[str, str]) -> list[Answer]:
@@ -444,9 +447,15 @@ def _load_more(params: dict[str, str], cursor: str) -> None:
 def area_search(bounds: tuple[float, float, float, float]) -> Answer:
     """The places (or clusters) inside the map's view, with the page's filters."""
     south, west, north, east = api_bounds(*bounds)
-    params = {"south": f"{south:.6f}", "west": f"{west:.6f}", "north": f"{north:.6f}",
-              "east": f"{east:.6f}", "limit": str(AREA_PINS), "maxPins": str(AREA_MAX_PINS),
-              **filter_params()}
+    params = {
+        "south": f"{south:.6f}",
+        "west": f"{west:.6f}",
+        "north": f"{north:.6f}",
+        "east": f"{east:.6f}",
+        "limit": str(AREA_PINS),
+        "maxPins": str(AREA_MAX_PINS),
+        **filter_params(),
+    }
     return get("/v1/places/area", params)
 
 
@@ -466,24 +475,25 @@ def map_state_bounds() -> tuple[float, float, float, float] | None:
     return values
 
 
-def results_table(results: list[dict[str, Any]],
-                  moves: list[str] | None = None) -> pd.DataFrame:
+def results_table(results: list[dict[str, Any]], moves: list[str] | None = None) -> pd.DataFrame:
     """The ranked list, one row per place (``moves``: each one's move vs hand-set)."""
     rows = []
     for rank, p in enumerate(results, start=1):
-        rows.append({
-            "#": rank,
-            "Name": p.get("name", ""),
-            "Category": p.get("category", ""),
-            "Distance (m)": int(p["distanceM"]),
-            "Rating": f"★ {p['rating']:.1f}" if p.get("rating") is not None else "—",
-            "Reviews": int(p.get("reviews") or 0),
-            "Price": "$" * int(p["price"]) if p.get("price") else "",
-            "Open now": bool(p.get("openNow")),
-            "Score": float(p.get("score") or 0.0),
-            "Tags": ", ".join(p.get("tags") or []),
-            "Id": p.get("id", ""),
-        })
+        rows.append(
+            {
+                "#": rank,
+                "Name": p.get("name", ""),
+                "Category": p.get("category", ""),
+                "Distance (m)": int(p["distanceM"]),
+                "Rating": f"★ {p['rating']:.1f}" if p.get("rating") is not None else "—",
+                "Reviews": int(p.get("reviews") or 0),
+                "Price": "$" * int(p["price"]) if p.get("price") else "",
+                "Open now": bool(p.get("openNow")),
+                "Score": float(p.get("score") or 0.0),
+                "Tags": ", ".join(p.get("tags") or []),
+                "Id": p.get("id", ""),
+            }
+        )
     table = pd.DataFrame(rows)
     if moves is not None:  # right after the rank, where the eye compares them
         table.insert(1, "vs hand-set", moves)
@@ -511,28 +521,50 @@ def show_metrics(first: Answer) -> None:
     else:
         where, how = "all rows", "brute force"
     cols = st.columns(5)
-    cols[0].metric("Cells searched", where, delta=how, delta_color="off", delta_arrow="off",
-                   help="The cells (or leaves) whose rows were read, drawn in blue.",
-                   border=True)
-    cols[1].metric("Candidates read", f"{read:,}",
-                   help="Rows inside the cells read; each gets an exact haversine check.",
-                   border=True)
-    cols[2].metric("Results survived", f"{matched:,}",
-                   delta=f"{matched / read:.0%} of candidates" if read else None,
-                   delta_color="off", delta_arrow="off",
-                   help="Within the radius and passing every filter.", border=True)
-    cols[3].metric("Radius used", fmt_m(used),
-                   delta=f"widened from {fmt_m(asked)}" if used != asked else None,
-                   delta_color="off", delta_arrow="off",
-                   help="A short first page widens the radius: 2, 5, 10, then 20 km.",
-                   border=True)
-    cols[4].metric("Time taken", f"{float(explain.get('tookMs', 0)):.2f} ms",
-                   delta=f"{first.ms:.0f} ms round trip", delta_color="off",
-                   delta_arrow="off",
-                   help="In the server (index, filters, ranking, page); the round trip "
-                        "adds HTTP and JSON." + (" Served from the per-cell result cache."
-                                                 if explain.get("cacheHit") else ""),
-                   border=True)
+    cols[0].metric(
+        "Cells searched",
+        where,
+        delta=how,
+        delta_color="off",
+        delta_arrow="off",
+        help="The cells (or leaves) whose rows were read, drawn in blue.",
+        border=True,
+    )
+    cols[1].metric(
+        "Candidates read",
+        f"{read:,}",
+        help="Rows inside the cells read; each gets an exact haversine check.",
+        border=True,
+    )
+    cols[2].metric(
+        "Results survived",
+        f"{matched:,}",
+        delta=f"{matched / read:.0%} of candidates" if read else None,
+        delta_color="off",
+        delta_arrow="off",
+        help="Within the radius and passing every filter.",
+        border=True,
+    )
+    cols[3].metric(
+        "Radius used",
+        fmt_m(used),
+        delta=f"widened from {fmt_m(asked)}" if used != asked else None,
+        delta_color="off",
+        delta_arrow="off",
+        help="A short first page widens the radius: 2, 5, 10, then 20 km.",
+        border=True,
+    )
+    cols[4].metric(
+        "Time taken",
+        f"{float(explain.get('tookMs', 0)):.2f} ms",
+        delta=f"{first.ms:.0f} ms round trip",
+        delta_color="off",
+        delta_arrow="off",
+        help="In the server (index, filters, ranking, page); the round trip "
+        "adds HTTP and JSON."
+        + (" Served from the per-cell result cache." if explain.get("cacheHit") else ""),
+        border=True,
+    )
 
 
 def compare_params(first: Answer, index: str) -> dict[str, str]:
@@ -545,11 +577,17 @@ def compare_params(first: Answer, index: str) -> dict[str, str]:
 def timings_chart(table: pd.DataFrame) -> go.Figure:
     """The three planners' server times (median of the repeats), as bars on a log scale."""
     ms = table["Server time (ms, median of 5)"]
-    fig = go.Figure(go.Bar(
-        x=ms, y=table["Index"], orientation="h",
-        marker_color=[BLUE, GREEN, ORANGE][: len(table)],
-        text=[f"{t:,.2f} ms" for t in ms], textposition="outside", cliponaxis=False,
-    ))
+    fig = go.Figure(
+        go.Bar(
+            x=ms,
+            y=table["Index"],
+            orientation="h",
+            marker_color=[BLUE, GREEN, ORANGE][: len(table)],
+            text=[f"{t:,.2f} ms" for t in ms],
+            textposition="outside",
+            cliponaxis=False,
+        )
+    )
     log_axis(fig, "x", ms, title="server time per query (ms, log scale)")
     fig.update_yaxes(autorange="reversed", title=None)
     fig.update_layout(height=220, margin=dict(l=10, r=60, t=10, b=10), showlegend=False)
@@ -575,18 +613,23 @@ def compare_indexes(first: Answer) -> None:
             return
         answers[index] = answer
         explain = answer.body["explain"]
-        rows.append({
-            "Index": INDEX_LABELS[index],
-            "Cells read": str(len(explain.get("cells") or [])) if index != "scan" else "all",
-            "Candidates read": int(explain.get("read", 0)),
-            "Results": int(answer.body.get("total", 0)),
-            "Server time (ms, median of 5)": round(statistics.median(took), 3),
-            "Round trip (ms, median)": round(statistics.median(trips), 1),
-        })
+        rows.append(
+            {
+                "Index": INDEX_LABELS[index],
+                "Cells read": str(len(explain.get("cells") or [])) if index != "scan" else "all",
+                "Candidates read": int(explain.get("read", 0)),
+                "Results": int(answer.body.get("total", 0)),
+                "Server time (ms, median of 5)": round(statistics.median(took), 3),
+                "Round trip (ms, median)": round(statistics.median(trips), 1),
+            }
+        )
 
     def key(a: Answer) -> tuple[Any, ...]:
-        return (a.body["total"], a.body["radiusUsedM"],
-                tuple((r["id"], r["distanceM"]) for r in a.body["results"]))
+        return (
+            a.body["total"],
+            a.body["radiusUsedM"],
+            tuple((r["id"], r["distanceM"]) for r in a.body["results"]),
+        )
 
     oracle = key(answers["scan"])
     for row, index in zip(rows, INDEXES, strict=True):
@@ -597,9 +640,11 @@ def compare_indexes(first: Answer) -> None:
         f"{scan_ms / t:,.1f}×" if t > 0 else "—" for t in table["Server time (ms, median of 5)"]
     ]
     radius = fmt_m(float(oracle[1]))
-    st.caption(f"The query the page shows: {oracle[0]:,} places within {radius} of where you "
-               f"stand, with its filters, first page of {PAGE_SIZE}; each index runs it "
-               f"{COMPARE_REPEATS} times without the result cache.")
+    st.caption(
+        f"The query the page shows: {oracle[0]:,} places within {radius} of where you "
+        f"stand, with its filters, first page of {PAGE_SIZE}; each index runs it "
+        f"{COMPARE_REPEATS} times without the result cache."
+    )
     chart, numbers = st.columns([1, 1.6], gap="medium")
     with chart:
         st.plotly_chart(timings_chart(table), key="places-compare-chart")
@@ -607,10 +652,12 @@ def compare_indexes(first: Answer) -> None:
         st.dataframe(table, hide_index=True, key="places-compare")
     same = all(r["Same results as brute force"] == "yes" for r in rows)
     if same:
-        st.caption(f"All three return the same {oracle[0]:,} places within {radius} in the "
-                   f"same order (the first {len(answers['scan'].body['results'])} compared "
-                   "by id and distance). Brute force reads every row; the indexes read only "
-                   "the rows in their cells.")
+        st.caption(
+            f"All three return the same {oracle[0]:,} places within {radius} in the "
+            f"same order (the first {len(answers['scan'].body['results'])} compared "
+            "by id and distance). Brute force reads every row; the indexes read only "
+            "the rows in their cells."
+        )
     else:
         st.error("The planners disagree on this query.", icon=":material/error:")
 
@@ -619,17 +666,23 @@ def explain_text(first: Answer) -> str:
     explain = first.body.get("explain") or {}
     index = explain.get("index")
     if index == "geohash" and explain.get("strategy") == "block":
-        return (f"The radius picked geohash precision {explain.get('precision')}: the cell "
-                "you stand in and its 8 neighbours (blue) surely hold the whole circle, so "
-                "only their rows are read, then the exact distance keeps those inside it.")
+        return (
+            f"The radius picked geohash precision {explain.get('precision')}: the cell "
+            "you stand in and its 8 neighbours (blue) surely hold the whole circle, so "
+            "only their rows are read, then the exact distance keeps those inside it."
+        )
     if index == "geohash":
-        return (f"The 3×3 block was dense or could not hold the circle here, so the search "
-                f"covered the circle with {len(explain.get('cells') or [])} finer cells "
-                f"(precision {explain.get('precision')}) instead.")
+        return (
+            f"The 3×3 block was dense or could not hold the circle here, so the search "
+            f"covered the circle with {len(explain.get('cells') or [])} finer cells "
+            f"(precision {explain.get('precision')}) instead."
+        )
     if index == "quadtree":
-        return ("The quadtree splits any node above 100 places, so dense centres have small "
-                "leaves and empty land big ones; the search reads the leaves meeting the "
-                "circle (blue).")
+        return (
+            "The quadtree splits any node above 100 places, so dense centres have small "
+            "leaves and empty land big ones; the search reads the leaves meeting the "
+            "circle (blue)."
+        )
     return "Brute force: every row is read and its distance computed — the oracle."
 
 
@@ -656,8 +709,8 @@ def map_caption(area: Answer) -> None:
     else:
         st.caption(
             f":gray-badge[Map view] {int(a['total']):,} places in view (grey dots"
-            + (f", best {len(a.get('results', []))} shown" if int(a["total"]) > AREA_PINS
-               else "") + ")."
+            + (f", best {len(a.get('results', []))} shown" if int(a["total"]) > AREA_PINS else "")
+            + ")."
             f" Read {int(a['read']):,} rows from "
             f"{len(a.get('cells', []))} cells at precision {a.get('precision')}, "
             f"{float(a.get('tookMs', 0)):.1f} ms."
@@ -686,8 +739,11 @@ def map_panel(first: Answer, results: list[dict[str, Any]]) -> None:
         center=tuple(st.session_state[VIEW_CENTER]),
         zoom=int(st.session_state[VIEW_ZOOM]),
         feature_group_to_add=search_layer(
-            here, float(st.session_state[RADIUS]), first.body if first.ok else None,
-            results, area.body if area.ok else None,
+            here,
+            float(st.session_state[RADIUS]),
+            first.body if first.ok else None,
+            results,
+            area.body if area.ok else None,
         ),
         returned_objects=["last_clicked", "bounds", "zoom"],
         height=MAP_HEIGHT,
@@ -762,12 +818,14 @@ if fit_to_search(first):
 with main:
     if not first.ok:
         if first.error == "NO_MODEL":
-            st.warning("No learned ranking yet: train one with “Train the learned ranking” "
-                       f"on the left (or `{LOOKUP} places train`), or switch Ranking back "
-                       "to Hand-set.", icon=":material/model_training:")
+            st.warning(
+                "No learned ranking yet: train one with “Train the learned ranking” "
+                f"on the left (or `{LOOKUP} places train`), or switch Ranking back "
+                "to Hand-set.",
+                icon=":material/model_training:",
+            )
         elif first.error == "INVALID_PARAMETER":
-            st.warning(f"The API refused this search: {first.message()}",
-                       icon=":material/warning:")
+            st.warning(f"The API refused this search: {first.message()}", icon=":material/warning:")
         else:
             st.warning(f"The search failed: {first.message()}", icon=":material/warning:")
     else:
@@ -780,14 +838,18 @@ with side:
 with main:
     if first.ok:
         st.caption(explain_text(first))
-        st.subheader(f"Ranked results ({int(first.body.get('total', 0)):,} within "
-                     f"{fmt_m(float(first.body.get('radiusUsedM', 0)))})")
+        st.subheader(
+            f"Ranked results ({int(first.body.get('total', 0)):,} within "
+            f"{fmt_m(float(first.body.get('radiusUsedM', 0)))})"
+        )
         learned = params["ranking"] == "learned"
         moves = hand_moves(params, results) if learned and results else None
         if moves is not None:
             moved = sum(m != "=" for m in moves)
-            st.caption(f"Learned ranking: {moved} of {len(moves)} places sit elsewhere in the "
-                       f"hand-set order (▲ up, ▼ down, new: not in its top {HAND_DEPTH}).")
+            st.caption(
+                f"Learned ranking: {moved} of {len(moves)} places sit elsewhere in the "
+                f"hand-set order (▲ up, ▼ down, new: not in its top {HAND_DEPTH})."
+            )
         if results:
             st.dataframe(
                 results_table(results, moves),
@@ -798,23 +860,35 @@ with main:
                     "#": st.column_config.NumberColumn(width="small"),
                     "Distance (m)": st.column_config.NumberColumn(format="%d m"),
                     "Score": st.column_config.NumberColumn(
-                        format="%.3f", help="the learned model's score (higher first)")
-                    if learned else st.column_config.ProgressColumn(
-                        min_value=0.0, max_value=1.0, format="%.3f",
-                        help="0.5 × distance + 0.35 × Bayesian rating + 0.15 × relevance"),
+                        format="%.3f", help="the learned model's score (higher first)"
+                    )
+                    if learned
+                    else st.column_config.ProgressColumn(
+                        min_value=0.0,
+                        max_value=1.0,
+                        format="%.3f",
+                        help="0.5 × distance + 0.35 × Bayesian rating + 0.15 × relevance",
+                    ),
                     "Id": None,
                 },
             )
             last = pages[-1]
             if last.ok and last.body.get("nextCursor"):
-                st.button(f"Show {PAGE_SIZE} more", key="places.more",
-                          icon=":material/expand_more:", on_click=_load_more,
-                          args=(params, last.body["nextCursor"]))
+                st.button(
+                    f"Show {PAGE_SIZE} more",
+                    key="places.more",
+                    icon=":material/expand_more:",
+                    on_click=_load_more,
+                    args=(params, last.body["nextCursor"]),
+                )
             elif not last.ok:
                 st.warning(f"The next page failed: {last.message()}", icon=":material/warning:")
         else:
-            st.info("Nothing here matches. Try a larger radius, fewer filters, turn on "
-                    "“Widen if few”, or click somewhere busier.", icon=":material/search_off:")
+            st.info(
+                "Nothing here matches. Try a larger radius, fewer filters, turn on "
+                "“Widen if few”, or click somewhere busier.",
+                icon=":material/search_off:",
+            )
 
 if first.ok and st.session_state[COMPARE]:
     st.subheader("Geohash vs quadtree vs brute force, same query")

@@ -805,8 +805,10 @@ top[2].caption(HINT[market])
 notice = st.session_state.pop(NOTICE, None)
 if notice:
     kind, text = notice
-    show, icon = {"success": (st.success, ":material/check_circle:"),
-                  "info": (st.info, ":material/info:")}.get(kind, (st.error, ":material/error:"))
+    show, icon = {
+        "success": (st.success, ":material/check_circle:"),
+        "info": (st.info, ":material/info:"),
+    }.get(kind, (st.error, ":material/error:"))
     show(text, icon=icon)
 
 search_panel(market, debounce)

@@ -103,9 +103,7 @@ def assume(
     return field(default=default, metadata={"help": help, "rule": rule})
 
 
-def fraction(
-    default: float, help: str, *, allow_zero: bool = True, allow_one: bool = False
-) -> Any:
+def fraction(default: float, help: str, *, allow_zero: bool = True, allow_one: bool = False) -> Any:
     """An assumption that is a share of something: between 0 and 1."""
     return assume(
         default,

@@ -20,9 +20,7 @@ class CrawlerAssumptions(Validated):
     days_per_month: float = assume(30.0, "days in a month for the per-second conversion")
     peak_factor: float = assume(2.0, "peak fetch rate as a multiple of the average")
     page_bytes: float = assume(100e3, "average uncompressed HTML page in bytes")
-    compression_ratio: float = assume(
-        5.0, "storage compression ratio", minimum=1.0, inclusive=True
-    )
+    compression_ratio: float = assume(5.0, "storage compression ratio", minimum=1.0, inclusive=True)
     retention_months: float = assume(12.0, "months of page versions kept")
     links_per_page: float = assume(50.0, "links extracted per page", inclusive=True)
     known_urls: float = assume(20e9, "URLs known in total (the seen-URL set)")

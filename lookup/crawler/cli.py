@@ -193,8 +193,12 @@ def _fleet_arguments(cr: argparse.ArgumentParser) -> None:
                     help="the fleet's name in etcd (one fleet per name and store)")  # fmt: skip
     fl.add_argument("--lease-ttl", type=_positive, default=None,
                     help="partition lease TTL, s (default: LOOKUP_CRAWL_LEASE_TTL)")  # fmt: skip
-    fl.add_argument("--partitions", type=_positive_int, default=None,
-                    help="partitions of the hosts (default: LOOKUP_CRAWL_PARTITIONS)")
+    fl.add_argument(
+        "--partitions",
+        type=_positive_int,
+        default=None,
+        help="partitions of the hosts (default: LOOKUP_CRAWL_PARTITIONS)",
+    )
 
 
 # -- argument types ------------------------------------------------------------------

@@ -66,6 +66,7 @@ from lookup.crawler.outcomes import (
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
 from lookup.crawler.partitions import FencedOut
+from lookup.crawler.reporting import CrawlReporting
 from lookup.crawler.robothops import RobotsHops
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK, CrawlScope
@@ -101,7 +102,7 @@ def _level(depth: int, kind: str = "page", redirected: bool = False) -> int:
     return 1 if depth <= 4 else 2
 
 
-class Crawler(CrawlHooks, RobotsHops):
+class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
     """One crawl over one output directory; :meth:`run` it inside an event loop."""
 
     def __init__(self, config: CrawlConfig) -> None:
@@ -551,10 +552,6 @@ class Crawler(CrawlHooks, RobotsHops):
             except Exception:  # noqa: BLE001 - a missed write is retried next time
                 log.exception("writing the frontier's state failed")
 
-    def _ready_wall(self, ready_mono: float) -> float:
-        """A frontier ready time (monotonic) on the wall clock, for the store."""
-        return ready_mono + (time.time() - time.monotonic())
-
     def _flush_frontier(self) -> None:
         """Write the frontier's own per-host state (ready time, queue, in flight) to the store."""
         offset = time.time() - time.monotonic()
@@ -605,6 +602,7 @@ class Crawler(CrawlHooks, RobotsHops):
         host = lease.host
         scheme = self._schemes.get(host, "http")
         own_delay: list[float] = []  # set once this host's lease is given back for a hop
+
         async def hop(url: str, took: float) -> FetchResult:
             if not own_delay:  # this host's request is over: its pause starts now
                 own_delay.append(self.frontier.complete(lease, took))
@@ -632,8 +630,15 @@ class Crawler(CrawlHooks, RobotsHops):
             )
             self.store.add_fetch(
                 FetchRecord(
-                    answer.url, host, lease.address, "robots", res.started, answer.took,
-                    res.status, policy.state, delay,
+                    answer.url,
+                    host,
+                    lease.address,
+                    "robots",
+                    res.started,
+                    answer.took,
+                    res.status,
+                    policy.state,
+                    delay,
                 )  # fmt: skip
             )
         if items:
@@ -839,60 +844,6 @@ class Crawler(CrawlHooks, RobotsHops):
                 entry.level, entry.attempts = level, 0
                 self.frontier.add(entry, address)
         self._wake.set()
-
-    # -- reporting --------------------------------------------------------------------
-    def progress(self) -> CrawlProgress:
-        elapsed = time.monotonic() - self._t0
-        pages = self._counts["pages"]
-        return CrawlProgress(
-            elapsed=elapsed,
-            pages=pages,
-            pages_per_second=pages / elapsed if elapsed > 0 else 0.0,
-            requests=self._counts["requests"],
-            hosts_active=self.frontier.active_hosts(),
-            frontier=len(self.frontier),
-            in_flight=len(self._tasks),
-            events=self._counts["events"],
-            duplicates=self._counts["duplicate"],
-            traps_cut=self._counts["cut"],
-            blocked=self._counts["blocked"],
-            errors=self._counts["errors"] + sum(self._counts[k] for k in FAILED),
-            soft_404s=self._counts["soft-404"],
-            cycle=self.cycle,
-            hosts=[
-                {**h, "ready_at": self._ready_wall(float(h["ready_at"]))}  # type: ignore[arg-type]
-                for h in self.frontier.snapshot()
-            ],
-        )
-
-    def report(self, reason: str) -> CrawlReport:
-        elapsed = time.monotonic() - self._t0
-        s = self.seen.stats
-        return CrawlReport(
-            stop_reason=reason,
-            elapsed=elapsed,
-            pages=self._counts["pages"],
-            requests=self._counts["requests"],
-            robots_fetches=self._counts["robots"],
-            events=self._counts["events"],
-            pages_per_second=self._counts["pages"] / elapsed if elapsed > 0 else 0.0,
-            outcomes=self.store.count_outcomes(),
-            # As stored, like the outcomes: a declared canonical fetched late turns the
-            # cluster's first original into a duplicate (and a promoted one back into a page).
-            duplicates=self.store.count_duplicate_kinds(),
-            traps=self.store.count_cuts(),
-            states=self.store.count_states(),
-            frontier=len(self.frontier),
-            hosts=len(self.frontier.hosts),
-            seen={
-                "definitely_new": s.definitely_new,
-                "maybe_seen": s.maybe_seen,
-                "false_positives": s.false_positives,
-            },
-            resumed_leases=self.resumed_leases,
-            cycle=self.cycle,
-            soft_404s=self._counts["soft-404"],
-        )
 
 
 def crawl(config: CrawlConfig) -> CrawlReport:

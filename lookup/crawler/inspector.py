@@ -169,7 +169,10 @@ def host_probes(out_dir: Path | str) -> dict[str, HostProbe]:
         rows = reader.host_probes()
     return {
         r.host: HostProbe(
-            r.host, r.probe_url or "", r.probe_status or None, r.probe_title or "",
+            r.host,
+            r.probe_url or "",
+            r.probe_status or None,
+            r.probe_title or "",
             r.probe_text or "",
         )  # fmt: skip
         for r in rows

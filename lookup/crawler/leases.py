@@ -87,8 +87,13 @@ class PartitionLeases:
         self._owned: dict[int, int] = {}  # partition -> epoch
         self._draining: set[int] = set()
         self._lease = KeptLease(
-            client, self.ttl, on_renewed=self._renewed, on_failure=self._renewal_failed,
-            on_lost=self._lost, monotonic=monotonic, name="crawl-leases",
+            client,
+            self.ttl,
+            on_renewed=self._renewed,
+            on_failure=self._renewal_failed,
+            on_lost=self._lost,
+            monotonic=monotonic,
+            name="crawl-leases",
         )
 
     # -- the worker's questions -------------------------------------------------------

@@ -89,8 +89,16 @@ class RobotsHops:
                     host, record, self._pause(host, delay), self._probe_urls.get(host)
                 )
             self.store.add_fetch(
-                FetchRecord(url, host, hop.address, "robots", res.started, res.took, res.status,
-                            policy.state if own else "robots-redirect-hop", delay)  # fmt: skip
+                FetchRecord(
+                    url,
+                    host,
+                    hop.address,
+                    "robots",
+                    res.started,
+                    res.took,
+                    res.status,
+                    policy.state if own else "robots-redirect-hop",
+                    delay,
+                )  # fmt: skip
             )
         return res
-

@@ -213,8 +213,14 @@ class RobotsCache:
             assert h.robots_expires_at is not None
             self.put(
                 RobotsPolicy(
-                    h.host, h.robots_state, self.agent, h.robots_status, h.robots_body or "",
-                    h.robots_reason or "", h.robots_fetched_at or now, h.robots_expires_at,
+                    h.host,
+                    h.robots_state,
+                    self.agent,
+                    h.robots_status,
+                    h.robots_body or "",
+                    h.robots_reason or "",
+                    h.robots_fetched_at or now,
+                    h.robots_expires_at,
                 )  # fmt: skip
             )
 

@@ -119,7 +119,7 @@ class ProbeSignature:
         if self.status is None:
             return "no answer"
         if self.status in (404, 410):
-            return f"HTTP {self.status}: the host says \"not found\" properly"
+            return f'HTTP {self.status}: the host says "not found" properly'
         if self.status == 200:
             return "HTTP 200: the host answers every unknown URL with a page"
         if self.location:

@@ -105,11 +105,15 @@ def register(sub: Any) -> None:
     )
     build.add_argument("--missing", action="store_true", help="only those not built yet")
     build.add_argument(
-        "--count", type=_positive_count, default=None,
+        "--count",
+        type=_positive_count,
+        default=None,
         help="places: how many businesses to generate (default 200,000; up to 5,000,000)",
     )
     build.add_argument(
-        "--events", type=_positive_events, default=None,
+        "--events",
+        type=_positive_events,
+        default=None,
         help="typeahead: how many query-log events to generate (default 2,000,000; up to 50M)",
     )
     build.add_argument("--seed", type=int, default=None, help="random seed (default per data set)")

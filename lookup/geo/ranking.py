@@ -65,14 +65,19 @@ def bayesian_rating(
 def bayesian_rating(
     stars: float, count: float, prior_mean: float, prior_weight: float = ...
 ) -> float: ...
-def bayesian_rating(stars: np.ndarray | float, count: np.ndarray | float, prior_mean: float,
-                    prior_weight: float = PRIOR_WEIGHT) -> np.ndarray | float:
+def bayesian_rating(
+    stars: np.ndarray | float,
+    count: np.ndarray | float,
+    prior_mean: float,
+    prior_weight: float = PRIOR_WEIGHT,
+) -> np.ndarray | float:
     """The rating score in 0..1: ``(C × m + stars) / (C + count) / 5``."""
     return (prior_weight * prior_mean + stars) / (prior_weight + count) / 5.0
 
 
-def score(distance_m: np.ndarray, radius_m: float, rating: np.ndarray,
-          relevance: np.ndarray) -> np.ndarray:
+def score(
+    distance_m: np.ndarray, radius_m: float, rating: np.ndarray, relevance: np.ndarray
+) -> np.ndarray:
     """The blended score of each candidate (higher is better)."""
     distance_score = np.clip(1.0 - distance_m / radius_m, 0.0, 1.0)
     return W_DISTANCE * distance_score + W_RATING * rating + W_RELEVANCE * relevance
@@ -142,16 +147,20 @@ class TextIndex:
     def _codes(self, name: str, category: str, tags: str) -> list[int]:
         codes: dict[int, int] = {}
         # lowest weight first, so a word found in a better field keeps that field
-        for code in self._field(category, _CATEGORY) + self._field(tags, _TAGS) + self._field(
-            name, _NAME
+        for code in (
+            self._field(category, _CATEGORY) + self._field(tags, _TAGS) + self._field(name, _NAME)
         ):
             codes[code >> 2] = code
         return sorted(codes.values())
 
     @classmethod
-    def build(cls, nums: Sequence[int], names: Sequence[str | None],
-              categories: Sequence[str | None],
-              tags: Sequence[Sequence[str] | str | None]) -> TextIndex:
+    def build(
+        cls,
+        nums: Sequence[int],
+        names: Sequence[str | None],
+        categories: Sequence[str | None],
+        tags: Sequence[Sequence[str] | str | None],
+    ) -> TextIndex:
         """Index places numbered ``0..max(nums)`` (absent numbers get no words).
 
         ``tags`` holds each place's tags, or their JSON list text as stored in the
@@ -162,8 +171,11 @@ class TextIndex:
         index = cls()
         nums_a = np.asarray(nums, dtype=np.int64).reshape(-1)
         size = int(nums_a.max()) + 1 if len(nums_a) else 0
-        columns = [(_NAME, *factorize(names)), (_TAGS, *_factorize_tags(tags)),
-                   (_CATEGORY, *factorize(categories))]
+        columns = [
+            (_NAME, *factorize(names)),
+            (_TAGS, *_factorize_tags(tags)),
+            (_CATEGORY, *factorize(categories)),
+        ]
         texts: list[str] = []
         offsets: list[int] = []
         for field, distinct, _ in columns:
@@ -221,8 +233,10 @@ class TextIndex:
         raw, raw_id = factorize(_WORD_OR_SEPARATOR.findall(joined))
         vocab = self.vocab
         setdefault = vocab.setdefault
-        ids = np.array([-1 if w == _SEPARATOR else setdefault(normalize_word(w), len(vocab))
-                        for w in raw], dtype=np.int64)
+        ids = np.array(
+            [-1 if w == _SEPARATOR else setdefault(normalize_word(w), len(vocab)) for w in raw],
+            dtype=np.int64,
+        )
         token = ids[raw_id]
         is_word = token >= 0
         owner = np.cumsum(~is_word)[is_word]
@@ -313,26 +327,48 @@ def _tag_text(tags: Sequence[str] | str | None) -> str:
 PLACE_FEATURES = ("distanceScore", "logDistance", "rating", "relevance", "openNow", "price")
 
 
-def place_features(distance_m: np.ndarray, radius_m: float, rating: np.ndarray,
-                   relevance: np.ndarray, open_now: np.ndarray, price: np.ndarray) -> np.ndarray:
+def place_features(
+    distance_m: np.ndarray,
+    radius_m: float,
+    rating: np.ndarray,
+    relevance: np.ndarray,
+    open_now: np.ndarray,
+    price: np.ndarray,
+) -> np.ndarray:
     """The feature matrix (candidates × :data:`PLACE_FEATURES`)."""
     d = np.asarray(distance_m, dtype=np.float64)
-    return np.column_stack([
-        np.clip(1.0 - d / radius_m, 0.0, 1.0), np.log1p(d / 100.0),
-        np.asarray(rating, dtype=np.float64), np.asarray(relevance, dtype=np.float64),
-        np.asarray(open_now, dtype=np.float64), np.asarray(price, dtype=np.float64),
-    ]).reshape(len(d), len(PLACE_FEATURES))
+    return np.column_stack(
+        [
+            np.clip(1.0 - d / radius_m, 0.0, 1.0),
+            np.log1p(d / 100.0),
+            np.asarray(rating, dtype=np.float64),
+            np.asarray(relevance, dtype=np.float64),
+            np.asarray(open_now, dtype=np.float64),
+            np.asarray(price, dtype=np.float64),
+        ]
+    ).reshape(len(d), len(PLACE_FEATURES))
 
 
-def blend(distance_m: np.ndarray, radius_m: float, rating: np.ndarray, relevance: np.ndarray,
-          model: Any = None, open_now: np.ndarray | None = None,
-          price: np.ndarray | None = None) -> np.ndarray:
+def blend(
+    distance_m: np.ndarray,
+    radius_m: float,
+    rating: np.ndarray,
+    relevance: np.ndarray,
+    model: Any = None,
+    open_now: np.ndarray | None = None,
+    price: np.ndarray | None = None,
+) -> np.ndarray:
     """The one place final scores are made: today's constants, or a learned
     :class:`~lookup.kit.ltr.LinearRanker` over :func:`place_features` when ``model`` is given."""
     if model is None:
         return score(distance_m, radius_m, rating, relevance)
     n = len(distance_m)
-    x = place_features(distance_m, radius_m, rating, relevance,
-                       np.zeros(n) if open_now is None else open_now,
-                       np.zeros(n) if price is None else price)
+    x = place_features(
+        distance_m,
+        radius_m,
+        rating,
+        relevance,
+        np.zeros(n) if open_now is None else open_now,
+        np.zeros(n) if price is None else price,
+    )
     return np.asarray(model.score(x), dtype=np.float64)

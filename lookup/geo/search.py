@@ -73,8 +73,12 @@ class Filters:
     q: str = ""
 
     def key(self) -> tuple[Any, ...]:
-        return (tuple(sorted(self.categories)), self.open_now, tuple(sorted(self.prices)),
-                self.q.strip().casefold())
+        return (
+            tuple(sorted(self.categories)),
+            self.open_now,
+            tuple(sorted(self.prices)),
+            self.q.strip().casefold(),
+        )
 
 
 @dataclass
@@ -227,8 +231,9 @@ def _digest(model: Any) -> str:
         return str(model.digest())
 
 
-def _fingerprint(lat: float, lng: float, radius: float, filters: Filters, widen: bool,
-                 planner: str) -> str:
+def _fingerprint(
+    lat: float, lng: float, radius: float, filters: Filters, widen: bool, planner: str
+) -> str:
     raw = json.dumps([round(lat, 9), round(lng, 9), radius, filters.key(), widen, planner])
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
@@ -268,8 +273,10 @@ def decode_cursor(cursor: str, key: bytes = PROCESS_CURSOR_KEY) -> dict[str, Any
             isinstance(data, dict)
             and data.get("v") == 1
             and isinstance(data.get("f"), str)
-            and all(isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
-                    for k in ("s", "d", "n", "t"))
+            and all(
+                isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
+                for k in ("s", "d", "n", "t")
+            )
             and isinstance(data.get("r"), (int, float))
             and not isinstance(data.get("r"), bool)
             and MIN_RADIUS_M <= float(data["r"]) <= MAX_RADIUS_M
@@ -321,8 +328,11 @@ class ProximitySearch:
     # ----------------------------------------------------------- filters
 
     def check_filters(
-        self, category: str | Sequence[str] | None = None, open_now: bool = False,
-        price: int | Sequence[int] | str | None = None, q: str | None = None,
+        self,
+        category: str | Sequence[str] | None = None,
+        open_now: bool = False,
+        price: int | Sequence[int] | str | None = None,
+        q: str | None = None,
     ) -> Filters:
         """Validated :class:`Filters` (unknown category or bad price → ``SearchError``)."""
         cats: list[str] = []
@@ -334,13 +344,17 @@ class ProximitySearch:
                     continue
                 if self.places.vocab.category_id(c) is None:
                     known = ", ".join(sorted(self.places.vocab.categories))
-                    raise SearchError("INVALID_PARAMETER",
-                                      f"unknown category {c!r}; known: {known}")
+                    raise SearchError(
+                        "INVALID_PARAMETER", f"unknown category {c!r}; known: {known}"
+                    )
                 cats.append(c)
         prices: list[int] = []
         if price is not None and price != "":
-            levels: list[str] | list[int] = price.split(",") if isinstance(price, str) else (
-                [price] if isinstance(price, int) else list(price))
+            levels: list[str] | list[int] = (
+                price.split(",")
+                if isinstance(price, str)
+                else ([price] if isinstance(price, int) else list(price))
+            )
             for p in levels:
                 try:
                     level = int(str(p).strip())
@@ -415,16 +429,18 @@ class ProximitySearch:
 
     # ------------------------------------------------------------ matching
 
-    def _candidates(self, lat: float, lng: float, radius: float, filters: Filters
-                    ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int]:
+    def _candidates(
+        self, lat: float, lng: float, radius: float, filters: Filters
+    ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int]:
         """Places within ``radius`` passing the static filters: columns, distance, relevance."""
         plan = self.planner.plan_radius(lat, lng, radius)
         cols, dist, read = self.places.within_radius(plan.ranges, lat, lng, radius)
         keep, rel = self._static_mask(cols, filters)
         return cols.take(keep), dist[keep], rel[keep], plan, read
 
-    def _cached_candidates(self, lat: float, lng: float, radius: float, filters: Filters
-                           ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int, bool]:
+    def _cached_candidates(
+        self, lat: float, lng: float, radius: float, filters: Filters
+    ) -> tuple[PlaceColumns, np.ndarray, np.ndarray, Plan, int, bool]:
         """As :meth:`_candidates`, through the per-cell cache (exact for any user in the cell)."""
         assert self.cache is not None
         places = self.places
@@ -433,11 +449,16 @@ class ProximitySearch:
         entry = self.cache.get(key)
         hit = entry is not MISSING
         if not hit:
+
             def load() -> Any:
                 c = gh.decode(cell)
                 clat, clng = c.center
-                corners = haversine_m(clat, clng, np.array([c.south, c.south, c.north, c.north]),
-                                      np.array([c.west, c.east, c.west, c.east]))
+                corners = haversine_m(
+                    clat,
+                    clng,
+                    np.array([c.south, c.south, c.north, c.north]),
+                    np.array([c.west, c.east, c.west, c.east]),
+                )
                 reach = radius + float(corners.max()) * 1.01 + 1.0
                 cols, _, rel, plan, read = self._candidates(clat, clng, reach, filters)
                 value = (cols, rel, plan, read)
@@ -450,8 +471,17 @@ class ProximitySearch:
         keep = dist <= radius
         return cols.take(keep), dist[keep], rel[keep], plan, read, hit
 
-    def matches(self, lat: float, lng: float, radius: float, filters: Filters, now: float,
-                *, use_cache: bool = False, model: Any = None) -> tuple[Matches, Plan, int, bool]:
+    def matches(
+        self,
+        lat: float,
+        lng: float,
+        radius: float,
+        filters: Filters,
+        now: float,
+        *,
+        use_cache: bool = False,
+        model: Any = None,
+    ) -> tuple[Matches, Plan, int, bool]:
         """Every match of one query at one radius, scored (unsorted); ``model``: a learned
         ranker (:func:`~lookup.geo.ranking.blend`) instead of the hand-set constants."""
         if use_cache and self.cache is not None:
@@ -465,7 +495,10 @@ class ProximitySearch:
         open_now = self.open_mask(cols, now) if model is not None else None
         s = blend(dist, radius, cols.rating.astype(np.float64), rel, model, open_now, cols.price)
         m = Matches(
-            cols=cols, dist=dist, score=s, relevance=rel,
+            cols=cols,
+            dist=dist,
+            score=s,
+            relevance=rel,
             score_key=np.rint(s * _SCORE_SCALE).astype(np.int64),
             dist_key=np.rint(dist * _DIST_SCALE).astype(np.int64),
         )
@@ -492,9 +525,19 @@ class ProximitySearch:
         ``features=True`` adds each result's ranking features (for training). The same as
         :meth:`rank` then :meth:`finish` with the profiles of :attr:`profiles`.
         """
-        ranked = self.rank(lat, lng, radius_m, filters=filters, limit=limit, cursor=cursor,
-                           widen=widen, now=now, use_cache=use_cache, model=model,
-                           features=features)
+        ranked = self.rank(
+            lat,
+            lng,
+            radius_m,
+            filters=filters,
+            limit=limit,
+            cursor=cursor,
+            widen=widen,
+            now=now,
+            use_cache=use_cache,
+            model=model,
+            features=features,
+        )
         nums = ranked.nums
         profiles = self.profiles(nums) if self.profiles is not None and nums else None
         return self.finish(ranked, profiles)
@@ -526,8 +569,10 @@ class ProximitySearch:
         if cursor:
             data = decode_cursor(cursor, self.cursor_key)
             if data["f"] != fp:
-                raise SearchError("INVALID_PARAMETER",
-                                  "cursor belongs to a different search; repeat the same query")
+                raise SearchError(
+                    "INVALID_PARAMETER",
+                    "cursor belongs to a different search; repeat the same query",
+                )
             radii = [float(data["r"])]
             now = float(data["t"])
             after = (int(data["s"]), int(data["d"]), int(data["n"]))
@@ -539,8 +584,9 @@ class ProximitySearch:
         tried: list[float] = []
         for r in radii:
             tried.append(r)
-            m, plan, read, hit = self.matches(lat, lng, r, filters, now, use_cache=use_cache,
-                                              model=model)
+            m, plan, read, hit = self.matches(
+                lat, lng, r, filters, now, use_cache=use_cache, model=model
+            )
             if len(m) >= limit:
                 break
         rows = None  # every match
@@ -552,14 +598,23 @@ class ProximitySearch:
         next_cursor = None
         if (len(m) if rows is None else len(rows)) > limit:
             last = page[-1]
-            next_cursor = encode_cursor({
-                "v": 1, "f": fp, "r": r, "t": int(now), "s": int(m.score_key[last]),
-                "d": int(m.dist_key[last]), "n": int(m.cols.num[last]),
-            }, self.cursor_key)
+            next_cursor = encode_cursor(
+                {
+                    "v": 1,
+                    "f": fp,
+                    "r": r,
+                    "t": int(now),
+                    "s": int(m.score_key[last]),
+                    "d": int(m.dist_key[last]),
+                    "n": int(m.cols.num[last]),
+                },
+                self.cursor_key,
+            )
         return RankedPage(m, page, r, next_cursor, plan, read, hit, now, tried, started, features)
 
-    def finish(self, ranked: RankedPage, profiles: Mapping[int, dict[str, Any]] | None
-               ) -> SearchResult:
+    def finish(
+        self, ranked: RankedPage, profiles: Mapping[int, dict[str, Any]] | None
+    ) -> SearchResult:
         """The :class:`SearchResult` of a :meth:`rank`-ed page, hydrated from ``profiles``
         (place number → profile fields; None: no hydration). A place of the page without a
         profile was deleted since the index saw it, and is left out."""
@@ -567,19 +622,36 @@ class ProximitySearch:
         results = self._render(m, page, now, profiles)
         if ranked.features and results:
             rows = m.cols.take(page)
-            x = place_features(m.dist[page], r, rows.rating, m.relevance[page],
-                               self.open_mask(rows, now), rows.price)
+            x = place_features(
+                m.dist[page],
+                r,
+                rows.rating,
+                m.relevance[page],
+                self.open_mask(rows, now),
+                rows.price,
+            )
             by_num = dict(zip(rows.num.tolist(), x.tolist(), strict=True))
             for item in results:
                 item["features"] = dict(zip(PLACE_FEATURES, by_num[item["num"]], strict=True))
         return SearchResult(
-            results=results, radius_used_m=r, next_cursor=ranked.next_cursor, total=len(m),
-            plan=ranked.plan, read=ranked.read, cache_hit=ranked.cache_hit,
-            took_ms=(time.perf_counter() - ranked.started) * 1000.0, widened=ranked.widened,
+            results=results,
+            radius_used_m=r,
+            next_cursor=ranked.next_cursor,
+            total=len(m),
+            plan=ranked.plan,
+            read=ranked.read,
+            cache_hit=ranked.cache_hit,
+            took_ms=(time.perf_counter() - ranked.started) * 1000.0,
+            widened=ranked.widened,
         )
 
-    def _render(self, m: Matches, page: np.ndarray, now: float,
-                profiles: Mapping[int, dict[str, Any]] | None) -> list[dict[str, Any]]:
+    def _render(
+        self,
+        m: Matches,
+        page: np.ndarray,
+        now: float,
+        profiles: Mapping[int, dict[str, Any]] | None,
+    ) -> list[dict[str, Any]]:
         if not len(page):
             return []
         cols = m.cols.take(page)
@@ -592,13 +664,23 @@ class ProximitySearch:
         dists = np.rint(m.dist[page]).astype(np.int64).tolist()
         scores = m.score[page].tolist()
         out = []
-        for num, lat, lng, dist, is_open, sc in zip(nums, lats, lngs, dists, open_now, scores,
-                                                    strict=True):
+        for num, lat, lng, dist, is_open, sc in zip(
+            nums, lats, lngs, dists, open_now, scores, strict=True
+        ):
             prof = profiles.get(num)
             if hydrate and prof is None:
                 continue  # deleted since the index saw it
-            out.append({"num": num, **(prof or {}), "lat": lat, "lng": lng, "distanceM": dist,
-                        "openNow": is_open, "score": round(sc, 4)})
+            out.append(
+                {
+                    "num": num,
+                    **(prof or {}),
+                    "lat": lat,
+                    "lng": lng,
+                    "distanceM": dist,
+                    "openNow": is_open,
+                    "score": round(sc, 4),
+                }
+            )
         return out
 
     # ------------------------------------------------------------ map area
@@ -641,24 +723,37 @@ class ProximitySearch:
             cols, rel = cols.take(keep), rel[keep]
         total = len(cols)
         body: dict[str, Any] = {
-            "total": total, "precision": plan.precision, "cells": plan.cells,
-            "read": read, "results": [], "clusters": [],
+            "total": total,
+            "precision": plan.precision,
+            "cells": plan.cells,
+            "read": read,
+            "results": [],
+            "clusters": [],
         }
         if total > max_pins:
             precision = self._cluster_precision(box)
             shift = gh.CODE_BITS - 5 * precision
-            cells, inverse, counts = np.unique(cols.code >> shift, return_inverse=True,
-                                               return_counts=True)
+            cells, inverse, counts = np.unique(
+                cols.code >> shift, return_inverse=True, return_counts=True
+            )
             mean_lat = np.bincount(inverse, weights=cols.lat) / counts
             # average longitudes as unit vectors so a cluster astride ±180 stays there
             ang = np.radians(cols.lng)
-            mean_lng = np.degrees(np.arctan2(np.bincount(inverse, weights=np.sin(ang)),
-                                             np.bincount(inverse, weights=np.cos(ang))))
+            mean_lng = np.degrees(
+                np.arctan2(
+                    np.bincount(inverse, weights=np.sin(ang)),
+                    np.bincount(inverse, weights=np.cos(ang)),
+                )
+            )
             body["mode"] = "clusters"
             body["clusterPrecision"] = precision
             body["clusters"] = [
-                {"geohash": gh.to_string(int(c), precision), "count": int(n),
-                 "lat": float(a), "lng": float(b)}
+                {
+                    "geohash": gh.to_string(int(c), precision),
+                    "count": int(n),
+                    "lat": float(a),
+                    "lng": float(b),
+                }
                 for c, n, a, b in zip(cells, counts, mean_lat, mean_lng, strict=True)
             ]
         else:
@@ -668,8 +763,14 @@ class ProximitySearch:
             dist = haversine_m(clat, clng, cols.lat, cols.lng)
             half_diag = float(haversine_m(clat, clng, np.array([north]), np.array([west]))[0])
             s = score(dist, max(half_diag, 1.0), cols.rating.astype(np.float64), rel)
-            m = Matches(cols, dist, s, rel, np.rint(s * _SCORE_SCALE).astype(np.int64),
-                        np.rint(dist * _DIST_SCALE).astype(np.int64))
+            m = Matches(
+                cols,
+                dist,
+                s,
+                rel,
+                np.rint(s * _SCORE_SCALE).astype(np.int64),
+                np.rint(dist * _DIST_SCALE).astype(np.int64),
+            )
             page = m.first(limit)
             hydrate = profiles or self.profiles
             nums = m.cols.num[page].tolist()

@@ -49,8 +49,20 @@ CURSOR_KEY_FILE = "cursor.key"
 MODEL_RECHECK_S = 1.0
 #: Profiles kept in memory; the oldest loaded go first beyond this.
 PROFILE_CACHE_SIZE = 200_000
-_PROFILE_COLUMNS = ("num", "id", "name", "category", "kind", "tags", "price", "review_count",
-                    "review_stars", "country", "timezone", "generated")
+_PROFILE_COLUMNS = (
+    "num",
+    "id",
+    "name",
+    "category",
+    "kind",
+    "tags",
+    "price",
+    "review_count",
+    "review_stars",
+    "country",
+    "timezone",
+    "generated",
+)
 
 
 class NotInMemory(LookupError):
@@ -166,8 +178,9 @@ class PlacesService:
 
     def _swap(self, index: GeohashIndex) -> None:
         searchers = {
-            "geohash": ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl,
-                                        cursor_key=self.cursor_key),
+            "geohash": ProximitySearch(
+                index, profiles=self.profiles, cache_ttl=self.cache_ttl, cursor_key=self.cursor_key
+            ),
         }
         # one assignment each: a reader holds either the old or the new version, never a mix
         self._searchers = searchers
@@ -228,11 +241,16 @@ class PlacesService:
             return found
         key = self.cursor_key
         if planner == "geohash":
-            search = ProximitySearch(index, profiles=self.profiles, cache_ttl=self.cache_ttl,
-                                     cursor_key=key)
+            search = ProximitySearch(
+                index, profiles=self.profiles, cache_ttl=self.cache_ttl, cursor_key=key
+            )
         elif planner == "quadtree":
-            search = ProximitySearch(QuadtreeIndex(index), profiles=self.profiles,
-                                     cache_ttl=self.cache_ttl, cursor_key=key)
+            search = ProximitySearch(
+                QuadtreeIndex(index),
+                profiles=self.profiles,
+                cache_ttl=self.cache_ttl,
+                cursor_key=key,
+            )
         elif planner == "scan":
             search = ProximitySearch(ScanIndex(index), profiles=self.profiles, cursor_key=key)
         else:

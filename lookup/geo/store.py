@@ -73,14 +73,41 @@ CREATE TABLE IF NOT EXISTS changes (
 
 #: The columns of a place row, in table order.
 COLUMNS = (
-    "id", "num", "name", "lat", "lng", "category", "kind", "geohash", "country", "timezone",
-    "population", "tags", "hours", "price", "review_count", "review_stars", "generated",
-    "near_city", "updated_at",
+    "id",
+    "num",
+    "name",
+    "lat",
+    "lng",
+    "category",
+    "kind",
+    "geohash",
+    "country",
+    "timezone",
+    "population",
+    "tags",
+    "hours",
+    "price",
+    "review_count",
+    "review_stars",
+    "generated",
+    "near_city",
+    "updated_at",
 )
 
 #: What owners may set on add or edit (the rest is derived or owned by other services).
-EDITABLE = ("name", "lat", "lng", "category", "timezone", "tags", "hours", "price",
-            "review_count", "review_stars", "country")
+EDITABLE = (
+    "name",
+    "lat",
+    "lng",
+    "category",
+    "timezone",
+    "tags",
+    "hours",
+    "price",
+    "review_count",
+    "review_stars",
+    "country",
+)
 
 
 def create_schema(conn: sqlite3.Connection) -> None:
@@ -181,7 +208,10 @@ class PlaceDatabaseWriter:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._conn = kit_sqlite.connect(
-            self.path, wal=False, synchronous="OFF", pragmas=("journal_mode = OFF",),
+            self.path,
+            wal=False,
+            synchronous="OFF",
+            pragmas=("journal_mode = OFF",),
             autocommit=False,
         )
         create_schema(self._conn)
@@ -280,8 +310,9 @@ class PlaceStore(Protocol):
         """Every place row as a dict."""
         ...
 
-    def rows_of_kinds(self, kinds: tuple[str, ...], columns: tuple[str, ...]) -> list[
-            dict[str, Any]]:
+    def rows_of_kinds(
+        self, kinds: tuple[str, ...], columns: tuple[str, ...]
+    ) -> list[dict[str, Any]]:
         """The rows (as dicts of ``columns``) whose ``kind`` is one of ``kinds`` — e.g. the
         cities and airports a name lookup needs, without reading every business."""
         ...
@@ -454,9 +485,19 @@ class SqlitePlaceStore:
             if self._conn.execute("SELECT 1 FROM places WHERE id = ?", (pid,)).fetchone():
                 raise PlaceError("ALREADY_EXISTS", f"a place with id {pid!r} already exists")
             row: dict[str, Any] = {
-                "id": pid, "num": num, "kind": "business", "population": None, "generated": 0,
-                "near_city": None, "country": None, "tags": "[]", "hours": None, "price": None,
-                "review_count": 0, "review_stars": 0, "timezone": "UTC",
+                "id": pid,
+                "num": num,
+                "kind": "business",
+                "population": None,
+                "generated": 0,
+                "near_city": None,
+                "country": None,
+                "tags": "[]",
+                "hours": None,
+                "price": None,
+                "review_count": 0,
+                "review_stars": 0,
+                "timezone": "UTC",
             }
             row.update(clean)
             row["geohash"] = geohash.encode(row["lat"], row["lng"])
@@ -546,8 +587,7 @@ class SqlitePlaceStore:
         # replacing (deleting) the place that holds it.
         verb = "INSERT" if new else "INSERT OR REPLACE"
         self._conn.execute(
-            f"{verb} INTO places({', '.join(COLUMNS)}) "
-            f"VALUES ({', '.join('?' for _ in COLUMNS)})",
+            f"{verb} INTO places({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})",
             tuple(row[c] for c in COLUMNS),
         )
 
@@ -571,8 +611,9 @@ class SqlitePlaceStore:
         for row in rows:
             yield row_dict(row)
 
-    def rows_of_kinds(self, kinds: tuple[str, ...], columns: tuple[str, ...]) -> list[
-            dict[str, Any]]:
+    def rows_of_kinds(
+        self, kinds: tuple[str, ...], columns: tuple[str, ...]
+    ) -> list[dict[str, Any]]:
         """The rows (as dicts of ``columns``) whose ``kind`` is one of ``kinds``."""
         bad = set(columns) - set(COLUMNS)
         if bad or not kinds:
@@ -633,9 +674,11 @@ def _validate(fields: dict[str, Any], *, partial: bool) -> dict[str, Any]:
                 raise PlaceError("INVALID_PARAMETER", str(exc)) from None
             out[key] = value
         elif key == "tags":
-            if not isinstance(value, list) or not all(
-                isinstance(t, str) and 0 < len(t) <= 40 for t in value
-            ) or len(value) > 30:
+            if (
+                not isinstance(value, list)
+                or not all(isinstance(t, str) and 0 < len(t) <= 40 for t in value)
+                or len(value) > 30
+            ):
                 raise PlaceError("INVALID_PARAMETER", "tags must be a list of short strings")
             out[key] = json.dumps([t.strip().lower() for t in value])
         elif key == "hours":

@@ -85,8 +85,12 @@ def train_places_model(
         f"model {version} " + ("now ranks places" if live else
                                "did not beat the hand-set constants: kept aside")
     )  # fmt: skip
-    return {"version": version, "live": live, "figures": f,
-            "weights": dict(zip(report.ranker.features, report.ranker.weights, strict=True))}
+    return {
+        "version": version,
+        "live": live,
+        "figures": f,
+        "weights": dict(zip(report.ranker.features, report.ranker.weights, strict=True)),
+    }
 
 
 def mount_training(mounts: Any, service: PlacesService, guarded: list[Any]) -> Job:

@@ -45,6 +45,7 @@ from lookup.kit.threads import ThreadLane
 
 log = logging.getLogger("lookup.server")
 
+
 def _sent_a_body(request: Request) -> bool:
     headers = request.headers
     return headers.get("content-length", "0") != "0" or "transfer-encoding" in headers
@@ -290,5 +291,3 @@ def build_app(
     api.router.routes.extend(fallbacks)
 
     return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)))
-
-

@@ -28,7 +28,6 @@ from lookup.kit.ports import free_port
 __all__ = ["EtcdServer", "etcd_available", "etcd_client"]
 
 
-
 def etcd_available() -> bool:
     """True when the etcd binary throw-away servers are started from is installed."""
     return Path(settings.get("etcd_bin")).is_file()
@@ -40,8 +39,11 @@ def etcd_client(url: str, timeout: float = 5.0) -> etcd3gw.Etcd3Client:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not an etcd URL: {url!r}")
     return etcd3gw.Etcd3Client(
-        host=parts.hostname, port=parts.port or 2379, protocol=parts.scheme,
-        timeout=timeout, api_path="/v3/",
+        host=parts.hostname,
+        port=parts.port or 2379,
+        protocol=parts.scheme,
+        timeout=timeout,
+        api_path="/v3/",
     )
 
 
@@ -69,14 +71,37 @@ class EtcdServer:
             log = open(self.data_dir / "etcd.log", "ab")  # noqa: SIM115 - the child owns it
             self.proc = subprocess.Popen(
                 [
-                    self.binary, "--name", "drill", "--data-dir", str(self.data_dir / "member"),
-                    "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
-                    "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                    "--initial-cluster", f"drill={peer}", "--initial-cluster-state", "new",
-                    "--logger", "zap", "--log-level", "error", "--snapshot-count", "1000000",
-                    "--heartbeat-interval", "100", "--election-timeout", "1000",
+                    self.binary,
+                    "--name",
+                    "drill",
+                    "--data-dir",
+                    str(self.data_dir / "member"),
+                    "--listen-client-urls",
+                    self.url,
+                    "--advertise-client-urls",
+                    self.url,
+                    "--listen-peer-urls",
+                    peer,
+                    "--initial-advertise-peer-urls",
+                    peer,
+                    "--initial-cluster",
+                    f"drill={peer}",
+                    "--initial-cluster-state",
+                    "new",
+                    "--logger",
+                    "zap",
+                    "--log-level",
+                    "error",
+                    "--snapshot-count",
+                    "1000000",
+                    "--heartbeat-interval",
+                    "100",
+                    "--election-timeout",
+                    "1000",
                 ],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
             )
             log.close()
             if self._wait_ready(timeout_s):

@@ -101,8 +101,8 @@ class SystemGuard:
         try:
             mount(m)
         except Exception as exc:
-            del m.fast_routes[marks[0]:], routes[marks[1]:]
-            del m.on_startup[marks[2]:], m.on_shutdown[marks[3]:]
+            del m.fast_routes[marks[0] :], routes[marks[1] :]
+            del m.on_startup[marks[2] :], m.on_shutdown[marks[3] :]
             for key in set(m.health) - health:
                 del m.health[key]
             damage = self._fail(exc)
@@ -110,9 +110,9 @@ class SystemGuard:
         added = set(m.health) - health
         if len(added) == 1:  # report a later failure under the name the system reports as
             self.name = added.pop()
-        self._fast = m.fast_routes[marks[0]:]
-        self._api = routes[marks[1]:]
-        m.on_startup[marks[2]:] = [self._guarded(h) for h in m.on_startup[marks[2]:]]
+        self._fast = m.fast_routes[marks[0] :]
+        self._api = routes[marks[1] :]
+        m.on_startup[marks[2] :] = [self._guarded(h) for h in m.on_startup[marks[2] :]]
         return None
 
     def _guarded(self, hook: Callable[[], Awaitable[None] | None]) -> Callable[[], Any]:

@@ -51,7 +51,6 @@ def postgres_available() -> bool:
     return postgres_bin() is not None
 
 
-
 class PostgresServer:
     """One PostgreSQL cluster on 127.0.0.1; ``url`` is ``postgresql://postgres@127.0.0.1:PORT/postgres``.
 
@@ -91,21 +90,48 @@ class PostgresServer:
         if self.as_postgres:
             shutil.chown(self.root, "postgres")
         if not (self.data / "PG_VERSION").is_file():
-            done = self._run(str(self.bindir / "initdb"), "-D", str(self.data), "-A", "trust",
-                             "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8")
+            done = self._run(
+                str(self.bindir / "initdb"),
+                "-D",
+                str(self.data),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            )
             if done.returncode != 0:
                 raise Unavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-400:]}")
         if not self.port:
             self.port = free_port()
-        opts = [f"-p {self.port}", f"-k {self.root}", "-c listen_addresses=127.0.0.1",
-                "-c max_connections=200", "-c shared_buffers=64MB"]
+        opts = [
+            f"-p {self.port}",
+            f"-k {self.root}",
+            "-c listen_addresses=127.0.0.1",
+            "-c max_connections=200",
+            "-c shared_buffers=64MB",
+        ]
         if not self.durable:
             opts += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
-        done = self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", " ".join(opts),
-                         "-l", str(self.root / "server.log"), "-w", "-t", str(int(timeout)),
-                         "start", timeout=timeout + 10)
+        done = self._run(
+            str(self.bindir / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            " ".join(opts),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            str(int(timeout)),
+            "start",
+            timeout=timeout + 10,
+        )
         if done.returncode != 0:
-            log = (self.root / "server.log")
+            log = self.root / "server.log"
             tail = log.read_text(errors="replace")[-600:] if log.is_file() else ""
             raise Unavailable(f"PostgreSQL did not start on port {self.port}: {tail}")
         return self

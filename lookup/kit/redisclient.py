@@ -21,7 +21,10 @@ UNAVAILABLE: tuple[type[Exception], ...] = (redis.ConnectionError, redis.Timeout
 
 
 def redis_client(
-    url: str, *, timeout_s: float, socket_timeout_s: float | None = None,
+    url: str,
+    *,
+    timeout_s: float,
+    socket_timeout_s: float | None = None,
     max_connections: int | None = None,
 ) -> redis.Redis:
     """A client for ``url`` that gives up after ``timeout_s`` (connect and each reply,

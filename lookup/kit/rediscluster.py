@@ -210,11 +210,14 @@ class RedisCluster:
         while time.monotonic() - start < timeout:
             live = [n for n in self.nodes if n.alive()]
             infos = [self.info(n.port) for n in live]
-            if infos and all(i.get("cluster_state") == "ok"
-                             and i.get("cluster_slots_ok") == str(SLOTS) for i in infos):
+            if infos and all(
+                i.get("cluster_state") == "ok" and i.get("cluster_slots_ok") == str(SLOTS)
+                for i in infos
+            ):
                 repl = [self.replication(n.port) for n in live]
-                if all(r.get("role") == "master" or r.get("master_link_status") == "up"
-                       for r in repl):
+                if all(
+                    r.get("role") == "master" or r.get("master_link_status") == "up" for r in repl
+                ):
                     return time.monotonic() - start
             time.sleep(0.05)
         raise Unavailable(f"the cluster was not ok within {timeout} s")
@@ -231,14 +234,19 @@ class RedisCluster:
 
     def masters(self) -> list[int]:
         """Ports of the nodes that are masters serving slots now (failed ones excluded)."""
-        return sorted(r["port"] for r in self.topology()
-                      if r["role"] == "master" and r["slots"] and "fail" not in r["flags"])
+        return sorted(
+            r["port"]
+            for r in self.topology()
+            if r["role"] == "master" and r["slots"] and "fail" not in r["flags"]
+        )
 
     def master_of_slot(self, slot: int) -> int | None:
         """The port of the live master serving ``slot`` now, if any."""
         for r in self.topology():
-            if r["role"] == "master" and "fail" not in r["flags"] and any(
-                lo <= slot <= hi for lo, hi in r["slots"]
+            if (
+                r["role"] == "master"
+                and "fail" not in r["flags"]
+                and any(lo <= slot <= hi for lo, hi in r["slots"])
             ):
                 return int(r["port"])
         return None

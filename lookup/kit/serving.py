@@ -118,7 +118,8 @@ class PublicBindGuard:
 
                 logging.getLogger("lookup.server").error(
                     "refusing requests that arrive on %s (not a loopback address): no "
-                    "admin token is configured (set LOOKUP_ADMIN_TOKEN)", host
+                    "admin token is configured (set LOOKUP_ADMIN_TOKEN)",
+                    host,
                 )
         return verdict
 

@@ -51,12 +51,17 @@ def connect(
     isolation: Literal["DEFERRED"] | None = None if autocommit else "DEFERRED"
     if readonly:
         conn = sqlite3.connect(
-            f"file:{Path(path)}?mode=ro", uri=True, timeout=busy_timeout_ms / 1000.0,
-            isolation_level=isolation, check_same_thread=False,
+            f"file:{Path(path)}?mode=ro",
+            uri=True,
+            timeout=busy_timeout_ms / 1000.0,
+            isolation_level=isolation,
+            check_same_thread=False,
         )
         return conn
     conn = sqlite3.connect(
-        str(path), isolation_level=isolation, check_same_thread=False,
+        str(path),
+        isolation_level=isolation,
+        check_same_thread=False,
         timeout=busy_timeout_ms / 1000.0,
     )
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")

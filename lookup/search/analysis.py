@@ -187,9 +187,7 @@ def analyze(text: str, first_position: int = 0) -> Analyzed:
     kept: list[str] = []
     positions: list[int] = []
     for i, word in enumerate(raw):
-        if len(word) > MAX_TERM_CHARS or (
-            word in stop if stop is not None else is_stop_word(word)
-        ):
+        if len(word) > MAX_TERM_CHARS or (word in stop if stop is not None else is_stop_word(word)):
             continue
         kept.append(word)
         positions.append(first_position + i)

@@ -123,8 +123,9 @@ def rebuild_remedy(index_dir: str | Path, crawl_dir: str | None = None) -> str:
     )
 
 
-def damaged(file: str | Path, problem: str, index_dir: str | Path,
-            crawl_dir: str | None = None) -> Damaged:
+def damaged(
+    file: str | Path, problem: str, index_dir: str | Path, crawl_dir: str | None = None
+) -> Damaged:
     """The :class:`~lookup.errors.Damaged` error for a file of the search index."""
     return Damaged(
         f"the search index file {file} is damaged ({problem}); web search answers 503 "
@@ -238,8 +239,7 @@ def next_free_segment(index_dir: str | Path) -> int:
     """One past the highest segment number on disk (a rebuild over a damaged manifest must
     not reuse a name still present)."""
     numbers = [
-        int(p.name[4:10]) for p in Path(index_dir).glob("shard-*/seg-*")
-        if p.name[4:10].isdigit()
+        int(p.name[4:10]) for p in Path(index_dir).glob("shard-*/seg-*") if p.name[4:10].isdigit()
     ]
     return max(numbers, default=0) + 1
 
@@ -262,9 +262,7 @@ def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
     unmapped); a reader that opens a manifest this old simply retries on the newer one.
     """
     index_dir = Path(index_dir)
-    versions = sorted(
-        int(m.group(1)) for p in index_dir.iterdir() if (m := MANIFEST.match(p.name))
-    )
+    versions = sorted(int(m.group(1)) for p in index_dir.iterdir() if (m := MANIFEST.match(p.name)))
     keep = versions[-keep_versions:]
     wanted: set[Path] = set()
     for v in keep:

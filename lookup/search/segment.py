@@ -264,7 +264,11 @@ def write_segment(
 
     _write_atomic_dir(path, fill)
     return SegmentInfo(
-        path.name, int(len(doclen)), len(terms), int(len(doc_ids)), _dir_bytes(path),
+        path.name,
+        int(len(doclen)),
+        len(terms),
+        int(len(doc_ids)),
+        _dir_bytes(path),
         checksum_file(path / "meta.json"),
     )
 

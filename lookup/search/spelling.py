@@ -1,4 +1,4 @@
-""""Did you mean": spelling suggestions from the index's own term dictionary.
+""" "Did you mean": spelling suggestions from the index's own term dictionary.
 
 A query word is corrected to the index term nearest to it in edit distance (optimal
 string alignment: insertions, deletions, substitutions and swaps of two neighbours each

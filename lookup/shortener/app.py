@@ -242,8 +242,10 @@ class Shortener:
         self.blocklist.write_template()
         addresses = AddressPolicy(config.allowed_ranges)
         self.urls = UrlPolicy([self.base_url], self.blocklist, addresses=addresses)
-        tier = config.shared if config.shared is not None else open_shared_cache(
-            config.cache_url or "none:"
+        tier = (
+            config.shared
+            if config.shared is not None
+            else open_shared_cache(config.cache_url or "none:")
         )
         self.resolver = Resolver(
             self.store,

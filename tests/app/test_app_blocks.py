@@ -58,8 +58,14 @@ def test_the_seeds_table_and_capacity(page: AppTest) -> None:
     text = _text(page)
     assert "Building blocks" in text and "The design notes' table" in text
     table = _frame(page, "coordination")
-    assert list(table["approach"]) == ["sequential int", "UUIDv4", "UUIDv7", "ULID",
-                                       "ticket server", "Snowflake"]
+    assert list(table["approach"]) == [
+        "sequential int",
+        "UUIDv4",
+        "UUIDv7",
+        "ULID",
+        "ticket server",
+        "Snowflake",
+    ]
     metrics = {m.label: m.value for m in page.metric}
     assert metrics["Ids per ms, fleet-wide"] == "4,194,304"
     assert metrics["Range"] == "69.7 years"
@@ -161,8 +167,13 @@ def test_all_algorithms_side_by_side(page: AppTest) -> None:
     page.selectbox(key="rl-pattern").set_value("boundary attack")
     _ok(page.button(key="rl-compare-go").click().run())
     table = _frame(page, "worst window ÷ limit").set_index("algorithm")
-    assert list(table.index) == ["token_bucket", "fixed_window", "sliding_log",
-                                 "sliding_counter", "leaky_bucket"]
+    assert list(table.index) == [
+        "token_bucket",
+        "fixed_window",
+        "sliding_log",
+        "sliding_counter",
+        "leaky_bucket",
+    ]
     assert table.loc["fixed_window", "admitted"] == 198
     assert table.loc["sliding_counter", "admitted"] == 100
     assert table.loc["sliding_log", "worst window ÷ limit"] == 1.0

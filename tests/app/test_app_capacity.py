@@ -85,8 +85,15 @@ SEED_FIGURES = {
 
 
 def test_page_runs_and_shows_the_seed_figures(fresh: AppTest) -> None:
-    assert [t.label for t in fresh.tabs] == ["Shortener", "Typeahead", "Proximity", "Crawler",
-                                             "Search", "IDs", "Cache"]
+    assert [t.label for t in fresh.tabs] == [
+        "Shortener",
+        "Typeahead",
+        "Proximity",
+        "Crawler",
+        "Search",
+        "IDs",
+        "Cache",
+    ]
     drivers = []
     for system in planner.SYSTEMS:
         show(fresh, system)
@@ -228,14 +235,19 @@ def test_every_assumption_has_an_input_at_the_seed_value(fresh: AppTest) -> None
             w = widget(fresh, planner.widget_key(system, f.name))
             knob = system.knob(f.name)
             assert math.isclose(w.value * knob.scale, f.default, rel_tol=1e-12), (
-                system.name, f.name, w.value, f.default)
+                system.name,
+                f.name,
+                w.value,
+                f.default,
+            )
 
 
 def test_the_worked_out_table_lists_every_figure_with_its_formula(fresh: AppTest) -> None:
     table = fresh.dataframe[0].value
     assert list(table.columns) == ["Figure", "Value", "Worked out as"]
-    rows = dict(zip(table["Figure"], zip(table["Value"], table["Worked out as"], strict=True),
-                    strict=True))
+    rows = dict(
+        zip(table["Figure"], zip(table["Value"], table["Worked out as"], strict=True), strict=True)
+    )
     assert rows["Fill at 6 characters"][0] == "21.1%"
     assert rows["Fill at 7 characters"][0] == "0.341%"
     assert rows["Key space at 7 characters"][1] == "62^7"

@@ -38,8 +38,9 @@ def test_home_shows_the_damaged_system_its_file_and_the_remedy(damaged_api: Path
     assert "lookup index" in text and "--rebuild" in text, text
     cards = [m.value for m in at.markdown if "red-badge[damaged]" in m.value]
     assert cards and "Rebuild the index" in cards[0], cards
-    assert not any("green-badge[ready]" in m.value and "Search the crawled" in m.value
-                   for m in at.markdown)
+    assert not any(
+        "green-badge[ready]" in m.value and "Search the crawled" in m.value for m in at.markdown
+    )
 
 
 def test_the_search_page_says_damaged_not_unbuilt(damaged_api: Path) -> None:

@@ -35,11 +35,11 @@ class Oracle:
     def __init__(self, db: Path) -> None:
         conn = sqlite3.connect(db)
         rows = conn.execute(
-            "SELECT id, name, category, tags, lat, lng, price FROM places").fetchall()
+            "SELECT id, name, category, tags, lat, lng, price FROM places"
+        ).fetchall()
         conn.close()
         self.ids = [r[0] for r in rows]
-        self.words = [_words(f"{r[1]} {r[2]} {' '.join(json.loads(r[3] or '[]'))}")
-                      for r in rows]
+        self.words = [_words(f"{r[1]} {r[2]} {' '.join(json.loads(r[3] or '[]'))}") for r in rows]
         self.category = [r[2] for r in rows]
         self.lat = np.array([r[4] for r in rows])
         self.lng = np.array([r[5] for r in rows])
@@ -47,12 +47,21 @@ class Oracle:
 
     def distances(self, lat: float, lng: float) -> np.ndarray:
         p1, p2 = math.radians(lat), np.radians(self.lat)
-        a = (np.sin((p2 - p1) / 2) ** 2
-             + math.cos(p1) * np.cos(p2) * np.sin(np.radians(self.lng - lng) / 2) ** 2)
+        a = (
+            np.sin((p2 - p1) / 2) ** 2
+            + math.cos(p1) * np.cos(p2) * np.sin(np.radians(self.lng - lng) / 2) ** 2
+        )
         return 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
 
-    def within(self, lat: float, lng: float, radius: float, *, word: str | None = None,
-               categories: set[str] | None = None) -> dict[str, float]:
+    def within(
+        self,
+        lat: float,
+        lng: float,
+        radius: float,
+        *,
+        word: str | None = None,
+        categories: set[str] | None = None,
+    ) -> dict[str, float]:
         """id → distance of every place within ``radius`` passing the filters."""
         dist = self.distances(lat, lng)
         out = {}
@@ -132,8 +141,14 @@ def table_with(at: AppTest, column: str) -> Any:
 
 
 def widget(at: AppTest, key: str) -> Any:
-    for kind in (at.number_input, at.text_input, at.select_slider, at.toggle, at.multiselect,
-                 at.selectbox):
+    for kind in (
+        at.number_input,
+        at.text_input,
+        at.select_slider,
+        at.toggle,
+        at.multiselect,
+        at.selectbox,
+    ):
         for w in kind:
             if w.key == key:
                 return w
@@ -145,13 +160,22 @@ def parse_m(text: str) -> float:
     return float(value.replace(",", "")) * (1000.0 if unit == "km" else 1.0)
 
 
-def check_page_against_oracle(at: AppTest, oracle: Oracle, lat: float, lng: float,
-                              asked: float, *, widen: bool, word: str | None = None) -> float:
+def check_page_against_oracle(
+    at: AppTest,
+    oracle: Oracle,
+    lat: float,
+    lng: float,
+    asked: float,
+    *,
+    widen: bool,
+    word: str | None = None,
+) -> float:
     """The radius used, the count and every listed place agree with a full scan."""
     if widen:
         radii = [asked] + [r for r in WIDEN_STEPS if r > asked]
-        used = next((r for r in radii if len(oracle.within(lat, lng, r, word=word)) >= 20),
-                    radii[-1])
+        used = next(
+            (r for r in radii if len(oracle.within(lat, lng, r, word=word)) >= 20), radii[-1]
+        )
     else:
         used = asked
     truth = oracle.within(lat, lng, used, word=word)
@@ -234,8 +258,10 @@ def test_a_click_on_the_map_moves_you_there(page: AppTest, oracle: Oracle) -> No
     london = (51.5074, -0.1278)
     page.session_state["places.map"] = {
         "last_clicked": {"lat": london[0], "lng": london[1]},
-        "bounds": {"_southWest": {"lat": 51.45, "lng": -0.25},
-                   "_northEast": {"lat": 51.56, "lng": 0.0}},
+        "bounds": {
+            "_southWest": {"lat": 51.45, "lng": -0.25},
+            "_northEast": {"lat": 51.56, "lng": 0.0},
+        },
         "zoom": 12,
     }
     page.run()
@@ -254,8 +280,10 @@ def test_a_click_on_the_map_moves_you_there(page: AppTest, oracle: Oracle) -> No
 def test_zoomed_out_map_view_shows_clusters(page: AppTest) -> None:
     page.session_state["places.map"] = {
         "last_clicked": None,
-        "bounds": {"_southWest": {"lat": -60.0, "lng": -170.0},
-                   "_northEast": {"lat": 75.0, "lng": 170.0}},
+        "bounds": {
+            "_southWest": {"lat": -60.0, "lng": -170.0},
+            "_northEast": {"lat": 75.0, "lng": 170.0},
+        },
         "zoom": 2,
     }
     page.run()
@@ -309,14 +337,16 @@ def _find_box(at: AppTest) -> dict[str, Any]:
 def test_a_city_found_by_name_is_where_you_stand(page: AppTest, oracle: Oracle) -> None:
     """Typing "Pun" suggests Pune (from the data set's own cities); choosing it moves you
     there, names it in "Jump to", and the search runs around it."""
-    page.session_state["_searchbox_places-find"] = {"box": {"text": "Pun", "submitted": "",
-                                                           "seq": 0}}
+    page.session_state["_searchbox_places-find"] = {
+        "box": {"text": "Pun", "submitted": "", "seq": 0}
+    }
     page.run()
     assert not page.exception
     labels = [i["s"] for i in _find_box(page)["items"]]
     assert labels and labels[0].startswith("Pune · city in IN")
-    page.session_state["_searchbox_places-find"] = {"box": {"text": labels[0],
-                                                           "submitted": labels[0], "seq": 1}}
+    page.session_state["_searchbox_places-find"] = {
+        "box": {"text": labels[0], "submitted": labels[0], "seq": 1}
+    }
     page.run()
     assert not page.exception
     lat, lng = widget(page, "places.lat").value, widget(page, "places.lng").value
@@ -329,8 +359,10 @@ def test_after_a_map_click_jump_to_names_the_new_place(page: AppTest) -> None:
     pune_ish = (18.53, 73.86)
     page.session_state["places.map"] = {
         "last_clicked": {"lat": pune_ish[0], "lng": pune_ish[1]},
-        "bounds": {"_southWest": {"lat": 18.4, "lng": 73.7},
-                   "_northEast": {"lat": 18.6, "lng": 74.0}},
+        "bounds": {
+            "_southWest": {"lat": 18.4, "lng": 73.7},
+            "_northEast": {"lat": 18.6, "lng": 74.0},
+        },
         "zoom": 12,
     }
     page.run()
@@ -352,6 +384,7 @@ def test_the_comparison_runs_the_query_the_page_shows(page: AppTest) -> None:
     used = metric(page, "Radius used").value
     table = table_with(page, "Same results as brute force")
     assert set(table["Results"]) == {total}
-    assert any(f"{total:,} places within {used} of where you stand" in c.value
-               for c in page.caption)
+    assert any(
+        f"{total:,} places within {used} of where you stand" in c.value for c in page.caption
+    )
     assert page.get("plotly_chart")  # the three timings drawn, not only tabulated

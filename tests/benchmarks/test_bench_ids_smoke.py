@@ -15,15 +15,14 @@ from benchmarks import bench_ids
 from lookup.blocks.ids import ID_KINDS
 
 
-def test_the_benchmark_runs_end_to_end_at_toy_size(tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_benchmark_runs_end_to_end_at_toy_size(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "ids.json"
-    code = bench_ids.main(["--rows", "600", "--rate-ids", "300", "--runs", "1",
-                           "--json", str(out)])
+    code = bench_ids.main(["--rows", "600", "--rate-ids", "300", "--runs", "1", "--json", str(out)])
     assert code == 0
     figures = json.loads(out.read_text())
-    assert set(figures["rates"]) >= {"uuid.uuid4() (anchor)", "uuid6.uuid7()",
-                                     "python-ulid ULID()"}
+    assert set(figures["rates"]) >= {"uuid.uuid4() (anchor)", "uuid6.uuid7()", "python-ulid ULID()"}
     assert all(r > 0 for r in figures["rates"].values())
     kinds = [r["kind"] for r in figures["sqlite"]["rows"]]
     assert kinds == list(ID_KINDS)

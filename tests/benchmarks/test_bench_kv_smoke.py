@@ -24,15 +24,32 @@ def test_the_benchmark_runs_end_to_end_at_toy_size(
             pytest.fail("redis-server is missing and LOOKUP_REQUIRE_SERVERS is set")
         pytest.skip("redis-server is missing (the anchor)")
     out = tmp_path / "kv.json"
-    code = bench_kv.main(["--seconds", "0.5", "--runs", "1", "--samples", "5",
-                          "--lookups", "500", "--concurrency", "4", "--json", str(out)])
+    code = bench_kv.main(
+        [
+            "--seconds",
+            "0.5",
+            "--runs",
+            "1",
+            "--samples",
+            "5",
+            "--lookups",
+            "500",
+            "--concurrency",
+            "4",
+            "--json",
+            str(out),
+        ]
+    )
     assert code == 0
     figures = json.loads(out.read_text())
     assert figures["kv"]["ops/s"] > 0 and figures["redis"]["ops/s"] > 0
     assert figures["kv"]["errors"] == 0 and figures["redis"]["errors"] == 0
     assert len(figures["layers"]) == 6 and all(v > 0 for v in figures["layers"].values())
-    assert set(figures["ring"]) == {"ours node_for", "uhashring get_node (anchor)",
-                                    "ours preference_list(3)",
-                                    "uhashring range(size=3) (anchor)"}
+    assert set(figures["ring"]) == {
+        "ours node_for",
+        "uhashring get_node (anchor)",
+        "ours preference_list(3)",
+        "uhashring range(size=3) (anchor)",
+    }
     text = capsys.readouterr().out
     assert "Where the time goes" in text and "× uhashring" in text

@@ -18,8 +18,9 @@ from benchmarks import bench_places
 from benchmarks.common import free_port, wrk_path
 from lookup.datasets import places
 
-needs_wrk = pytest.mark.skipif(wrk_path() is None,
-                               reason="wrk is not installed (apt-get install wrk)")
+needs_wrk = pytest.mark.skipif(
+    wrk_path() is None, reason="wrk is not installed (apt-get install wrk)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,13 +49,15 @@ def test_user_points_stand_beside_places() -> None:
     pts = bench_places.user_points(lat, lng, np.arange(3), 500, seed=1)
     assert pts.shape == (500, 2)
     assert np.all(np.abs(pts[:, 0]) <= 90) and np.all(np.abs(pts[:, 1]) <= 180)
-    nearest = np.min(np.stack([bench_places.haversine_m(a, b, lat, lng)
-                               for a, b in pts.tolist()]), axis=1)
+    nearest = np.min(
+        np.stack([bench_places.haversine_m(a, b, lat, lng) for a, b in pts.tolist()]), axis=1
+    )
     assert np.all(nearest < 10 * bench_places.USER_JITTER_M)
 
 
-def test_inprocess_comparison_agrees_and_reports(data_dir: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_inprocess_comparison_agrees_and_reports(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     result = bench_places.bench_inprocess(data_dir, queries=12, brute_queries=4, runs=1)
     assert result["places"] > 60_000  # the real cities and airports are always there
     for radius in bench_places.RADII_M:
@@ -64,7 +67,12 @@ def test_inprocess_comparison_agrees_and_reports(data_dir: Path,
         assert check["balltree_mismatch"] == 0
         assert check["quadtree_mismatch"] == 0
         assert set(result["radii"][radius]) == {
-            "geohash index", "quadtree", "BallTree", "brute force", "search() ranked page"}
+            "geohash index",
+            "quadtree",
+            "BallTree",
+            "brute force",
+            "search() ranked page",
+        }
     assert result["memory"]["narrow_bytes_per_place"] < bench_places.NARROW_TARGET_B
     text = bench_places.report({"inprocess": result})
     assert "geohash index" in text and "BallTree" in text and "bytes/place" in text
@@ -80,8 +88,15 @@ def test_anchor_server_answers_the_given_body_and_stops(tmp_path: Path) -> None:
     body = tmp_path / "body.json"
     body.write_bytes(b'{"results":[],"radiusUsedM":2000,"nextCursor":null}')
     port = free_port()
-    argv = [sys.executable, str(bench_places.THIS_FILE), "serve-anchor", "--port", str(port),
-            "--body", str(body)]
+    argv = [
+        sys.executable,
+        str(bench_places.THIS_FILE),
+        "serve-anchor",
+        "--port",
+        str(port),
+        "--body",
+        str(body),
+    ]
     with bench_places.server(argv, port, "/healthz", timeout_s=60) as url:
         answer = httpx.get(f"{url}/v1/search?lat=1&lng=2", timeout=10)
         assert answer.status_code == 200

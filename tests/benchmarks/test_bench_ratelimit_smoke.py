@@ -21,8 +21,18 @@ def test_the_benchmark_runs_end_to_end_at_toy_size(
 ) -> None:
     out = tmp_path / "ratelimit.json"
     code = bench_ratelimit.main(
-        ["--decisions", "300", "--redis-decisions", "30", "--runs", "1", "--json", str(out),
-         "--memory", "50"]  # fmt: skip
+        [
+            "--decisions",
+            "300",
+            "--redis-decisions",
+            "30",
+            "--runs",
+            "1",
+            "--json",
+            str(out),
+            "--memory",
+            "50",
+        ]  # fmt: skip
     )
     assert code == 0
     figures = json.loads(out.read_text())

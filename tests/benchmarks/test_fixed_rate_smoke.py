@@ -37,7 +37,8 @@ class StallingServer:
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._serve, "127.0.0.1", self.port))
+            asyncio.start_server(self._serve, "127.0.0.1", self.port)
+        )
         self._ready.set()
         self._loop.run_forever()
         server.close()
@@ -48,8 +49,10 @@ class StallingServer:
                 self.answered += 1
                 if self.stall_after is not None and self.answered == self.stall_after:
                     await asyncio.sleep(self.stall_s)  # the whole server stalls
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                             b"content-length: %d\r\n\r\n%s" % (len(BODY), BODY))
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(BODY), BODY)
+                )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -73,24 +76,37 @@ def steady() -> Iterator[StallingServer]:
 
 
 def test_every_request_offered_is_answered_once(steady: StallingServer) -> None:
-    result = run_fixed_rate(f"http://127.0.0.1:{steady.port}", ["/a", "/b?x=1"],
-                            rate=200, seconds=1.0, connections=4)
+    result = run_fixed_rate(
+        f"http://127.0.0.1:{steady.port}", ["/a", "/b?x=1"], rate=200, seconds=1.0, connections=4
+    )
     assert result.sent == 200 == result.completed == steady.answered
     assert result.errors == 0 and result.late == 0
     assert 0 < result.p50_ms <= result.p90_ms <= result.p99_ms <= result.p999_ms
     assert result.p999_ms <= result.max_ms
     assert result.achieved == pytest.approx(200.0)
     figures = result.as_dict()
-    assert set(figures) >= {"rate", "sent", "completed", "errors", "late", "p50_ms", "p99_ms",
-                            "max_ms", "send_lag_p99_ms", "load_average", "achieved"}
+    assert set(figures) >= {
+        "rate",
+        "sent",
+        "completed",
+        "errors",
+        "late",
+        "p50_ms",
+        "p99_ms",
+        "max_ms",
+        "send_lag_p99_ms",
+        "load_average",
+        "achieved",
+    }
 
 
 def test_a_stall_shows_in_the_requests_due_during_it() -> None:
     """The requests due while the server stalls wait in line and count their wait: the
     maximum is at least most of the stall (a closed loop would hide it)."""
     with StallingServer(stall_after=20, stall_s=0.4) as server:
-        result = run_fixed_rate(f"http://127.0.0.1:{server.port}", ["/"], rate=100,
-                                seconds=1.0, connections=1)
+        result = run_fixed_rate(
+            f"http://127.0.0.1:{server.port}", ["/"], rate=100, seconds=1.0, connections=1
+        )
     assert result.completed == result.sent == 100
     assert result.max_ms >= 300.0
     assert result.p99_ms >= 100.0  # more than one request was due during the stall

@@ -36,11 +36,14 @@ def test_blocks_import_only_the_foundation() -> None:
 
 
 def test_importing_the_ids_block_pulls_in_no_system_and_no_streamlit() -> None:
-    code = ("import sys, lookup.blocks.ids, lookup.blocks.ids.drill, lookup.blocks.ids.locality\n"
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('lookup.', "
-            "'streamlit')))))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
+    code = (
+        "import sys, lookup.blocks.ids, lookup.blocks.ids.drill, lookup.blocks.ids.locality\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith(('lookup.', "
+        "'streamlit')))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     systems = ("shortener", "typeahead", "geo", "crawler", "search")
     assert not [m for m in out if m.startswith("streamlit")]
     assert not [m for m in out if m.split(".")[1] in systems], out
@@ -52,8 +55,11 @@ def test_every_public_name_resolves_and_the_snowflake_alone_stays_light() -> Non
     assert sorted(ids.__all__) == sorted(set(ids.__all__))
     for name in ids.__all__:
         assert getattr(ids, name) is not None, name
-    code = ("import sys, lookup.blocks.ids.snowflake, lookup.blocks.ids.formats\n"
-            "print('etcd3gw' in sys.modules, 'lookup.blocks.ids.workers' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
+    code = (
+        "import sys, lookup.blocks.ids.snowflake, lookup.blocks.ids.formats\n"
+        "print('etcd3gw' in sys.modules, 'lookup.blocks.ids.workers' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["False", "False"]

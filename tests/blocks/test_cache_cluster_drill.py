@@ -47,8 +47,10 @@ def test_a_lagging_replica_loses_only_writes_acknowledged_during_its_lag() -> No
         print({k: v for k, v in report.items() if k != "timeline"})
         assert report["errors reaching the caller"] == 0
         assert report["lost on the victim"] == report["acknowledged writes lost"]
-        assert (report["acknowledged writes lost"]
-                <= report["acknowledged on the victim while its replica lagged"])
+        assert (
+            report["acknowledged writes lost"]
+            <= report["acknowledged on the victim while its replica lagged"]
+        )
         if report["acknowledged writes lost"]:
             assert report["lost acknowledged within (s) before the kill"] <= 0.8 + 0.2
         assert len(cluster.masters()) == 3

@@ -55,9 +55,10 @@ def test_bounded_and_never_beats_belady(name: str, trace: list[int], capacity: i
     for key in trace:
         policy.access(key)
         assert len(policy) <= capacity
-    assert hit_ratio(make_policy(name, capacity), trace) <= hit_ratio(
-        Belady(capacity, trace), trace
-    ) + 1e-12
+    assert (
+        hit_ratio(make_policy(name, capacity), trace)
+        <= hit_ratio(Belady(capacity, trace), trace) + 1e-12
+    )
 
 
 @settings(max_examples=80, deadline=None)
@@ -71,9 +72,11 @@ def test_belady_matches_brute_force(trace: list[int], capacity: int) -> None:
             hits += 1
             continue
         if len(resident) >= capacity:
+
             def next_use(k: int, i: int = i) -> int:
                 rest = trace[i + 1 :]
                 return rest.index(k) if k in rest else len(trace) + k
+
             resident.remove(max(resident, key=next_use))
         resident.add(key)
     assert hit_ratio(Belady(capacity, trace), trace) == hits / len(trace)
@@ -113,7 +116,7 @@ def test_w_tinylfu_survives_a_scan_that_flushes_lru() -> None:
     for cls in (LRU, WTinyLFU):
         policy = cls(60)
         hits = [policy.access(k) for k in trace]
-        results[cls.name] = sum(hits[-len(after):]) / len(after)
+        results[cls.name] = sum(hits[-len(after) :]) / len(after)
     assert results["W-TinyLFU"] > results["LRU"]
     assert results["W-TinyLFU"] > 0.95
 
@@ -121,7 +124,11 @@ def test_w_tinylfu_survives_a_scan_that_flushes_lru() -> None:
 def test_curves_rows_and_bad_input() -> None:
     rows = hit_ratio_curves([1, 2, 1, 3, 1], [1, 2], ["LRU"])
     assert [(r["policy"], r["size"]) for r in rows] == [
-        ("LRU", 1), ("LRU", 2), ("Belady (optimal)", 1), ("Belady (optimal)", 2)]
+        ("LRU", 1),
+        ("LRU", 2),
+        ("Belady (optimal)", 1),
+        ("Belady (optimal)", 2),
+    ]
     with pytest.raises(ValueError, match="unknown policy"):
         make_policy("ARC", 3)
     with pytest.raises(ValueError, match="capacity"):

@@ -97,8 +97,12 @@ def test_jitter_flattens_the_expiry_spike(own_redis: Any, store: BackingStore) -
     """Identical TTLs: no store load, then every key at once; ±50 % jitter: reloads start
     half a TTL early and the peak is lower. Loads are binned at their copy's expiry (the
     schedule Redis keeps), so a reader starved by a loaded machine cannot blur the spike."""
-    runs = {j: ex.synchronised_expiry(own_redis.url, store, keys=150, ttl_ms=1000, jitter=j,
-                                      duration_s=2.5, readers=2) for j in (0.0, 0.5)}
+    runs = {
+        j: ex.synchronised_expiry(
+            own_redis.url, store, keys=150, ttl_ms=1000, jitter=j, duration_s=2.5, readers=2
+        )
+        for j in (0.0, 0.5)
+    }
 
     def early(run: dict[str, Any]) -> int:  # loads before the identical TTL runs out
         return sum(b["store loads"] for b in run["bins"] if b["t"] < 0.9)
@@ -143,8 +147,10 @@ def test_refresh_ahead_keeps_hot_keys_hit(own_redis: Any, store: BackingStore) -
 
 
 def test_killed_write_behind_writer_loses_acked_writes(own_redis: Any, tmp_path: Path) -> None:
-    rows = {r["pattern"]: r for r in ex.write_behind_crash(own_redis.url, tmp_path,
-                                                           acks=1_000, flush_interval_s=30)}
+    rows = {
+        r["pattern"]: r
+        for r in ex.write_behind_crash(own_redis.url, tmp_path, acks=1_000, flush_interval_s=30)
+    }
     print(rows)
     assert rows["write-behind"]["acknowledged"] == 1_000
     assert rows["write-behind"]["acknowledged but lost"] > 0

@@ -24,5 +24,4 @@ def test_the_planner_knows_ids_by_name() -> None:
     assert p.workers == 256 and p.ids_per_ms_per_worker == 16_384
     assert p.repartition_sequence_bits == 11
     assert "leased" in p.driver()
-    assert [r.key for r in p.rows()][:3] == ["ids_per_ms_per_worker", "workers",
-                                             "ids_per_ms_fleet"]
+    assert [r.key for r in p.rows()][:3] == ["ids_per_ms_per_worker", "workers", "ids_per_ms_fleet"]

@@ -22,8 +22,10 @@ MARGIN_MS = 15_000  # two shared cores: a generous allowance for a starved proce
 
 def test_eight_processes_through_etcd_leases_never_duplicate(etcd: EtcdServer) -> None:
     result = fleet_drill(etcd.url, processes=8, count=100_000, ttl=5)
-    print(f"\nfleet: {result.total:,} ids, {result.duplicates} duplicates, "
-          f"{result.ids_per_s:,.0f} ids/s, workers {sorted(result.workers)}")
+    print(
+        f"\nfleet: {result.total:,} ids, {result.duplicates} duplicates, "
+        f"{result.ids_per_s:,.0f} ids/s, workers {sorted(result.workers)}"
+    )
     assert result.total == 800_000
     assert result.duplicates == 0 and result.distinct == 800_000
     assert all(result.strictly_increasing)
@@ -32,8 +34,10 @@ def test_eight_processes_through_etcd_leases_never_duplicate(etcd: EtcdServer) -
 
 def test_two_processes_on_one_worker_id_without_leases_duplicate() -> None:
     result = shared_worker_drill(processes=2, count=200_000, worker=7)
-    print(f"\nshared worker id: {result.duplicates:,} duplicates in {result.total:,} ids, "
-          f"{result.shared_ms} milliseconds in which both issued")
+    print(
+        f"\nshared worker id: {result.duplicates:,} duplicates in {result.total:,} ids, "
+        f"{result.shared_ms} milliseconds in which both issued"
+    )
     assert result.workers == [7, 7]
     assert all(result.strictly_increasing)  # each process alone is fine ...
     assert result.duplicates > 0  # ... together they collide
@@ -47,10 +51,12 @@ def test_a_lost_lease_stops_the_stream_and_the_next_holder_repeats_nothing(
 ) -> None:
     ttl = 2.0
     r = lease_loss_drill(own_etcd, how=how, ttl=ttl)
-    print(f"\nlease loss by {how}: stopped {r['time_to_stop_ms']} ms after the loss "
-          f"({r['stopped_because']}); last id {r['last_id_after_loss_ms']} ms after; "
-          f"{r['issued_before_stop']:,} ids before; new holder {r['new_holder_issued']:,} ids, "
-          f"{r['duplicates_old_vs_new']} duplicates")
+    print(
+        f"\nlease loss by {how}: stopped {r['time_to_stop_ms']} ms after the loss "
+        f"({r['stopped_because']}); last id {r['last_id_after_loss_ms']} ms after; "
+        f"{r['issued_before_stop']:,} ids before; new holder {r['new_holder_issued']:,} ids, "
+        f"{r['duplicates_old_vs_new']} duplicates"
+    )
     assert r["issued_before_stop"] > 0 and r["stopped_at_ms"] is not None
     assert r["last_id_ms"] <= r["reserved_ms"]  # never past what it reserved in etcd
     assert r["last_id_ms"] <= r["deadline_ms"] or how == "revoke"

@@ -24,8 +24,13 @@ def test_a_read_overlapping_the_write_may_miss_it() -> None:
 
 
 def test_a_newer_unacknowledged_write_or_a_sibling_counts_as_fresh() -> None:
-    ops = [put("k", 1, 0, 1), put("k", 2, 2, 3, "info"), put("k", 3, 3.5, 3.9),
-           get("k", [2, 3], 4, 5), get("k", [2], 6, 7)]
+    ops = [
+        put("k", 1, 0, 1),
+        put("k", 2, 2, 3, "info"),
+        put("k", 3, 3.5, 3.9),
+        get("k", [2, 3], 4, 5),
+        get("k", [2], 6, 7),
+    ]
     assert stale_reads(ops) == [ops[4]]
 
 

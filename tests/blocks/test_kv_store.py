@@ -26,8 +26,9 @@ def test_put_keeps_siblings_and_drops_ancestors(tmp_path: Path) -> None:
 
 
 def test_last_write_wins_keeps_the_highest_timestamp() -> None:
-    kept = merge_versions([v({"a": 1}, "old", ts=10, lww=True)],
-                          [v({"b": 1}, "new-but-slow-clock", ts=5, lww=True)])
+    kept = merge_versions(
+        [v({"a": 1}, "old", ts=10, lww=True)], [v({"b": 1}, "new-but-slow-clock", ts=5, lww=True)]
+    )
     assert [x["value"] for x in kept] == ["old"]
 
 
@@ -40,7 +41,7 @@ def test_hints_and_data_survive_reopening(tmp_path: Path) -> None:
     again = open_node_store(url)
     assert again.get("k")[0]["value"] == "x"
     assert again.hint_targets() == {"n2": 1}
-    (hint_id, key, versions), = again.hints_for("n2")
+    ((hint_id, key, versions),) = again.hints_for("n2")
     again.drop_hint(hint_id)
     assert again.hint_targets() == {} and key == "k" and versions[0]["value"] == "x"
     assert set(again.digests()) == {"k"} and again.count() == 1
@@ -57,8 +58,18 @@ def test_a_node_without_its_cluster_file_exits_with_a_clear_message(tmp_path: Pa
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "lookup.blocks.kv.node", "--name", "n1",
-         "--cluster", str(tmp_path / "missing.json")],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "lookup.blocks.kv.node",
+            "--name",
+            "n1",
+            "--cluster",
+            str(tmp_path / "missing.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "cannot read node 'n1'" in proc.stderr and "Traceback" not in proc.stderr

@@ -51,12 +51,16 @@ def test_increment_is_strictly_after(c: dict[str, int], actor: str) -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(clocks, st.sampled_from("xyz")), max_size=6), st.randoms())
 def test_reconcile_keeps_exactly_the_maximal_versions(
-        raw: list[tuple[dict[str, int], str]], rnd) -> None:  # noqa: ANN001
+    raw: list[tuple[dict[str, int], str]], rnd
+) -> None:  # noqa: ANN001
     versions = [{"clock": c, "value": v, "ts": 0.0} for c, v in raw]
     kept = reconcile(versions)
     # brute force: a version survives unless another's events strictly contain its own
-    maximal = {frozenset(events(v["clock"])) for v in versions
-               if not any(events(v["clock"]) < events(o["clock"]) for o in versions)}
+    maximal = {
+        frozenset(events(v["clock"]))
+        for v in versions
+        if not any(events(v["clock"]) < events(o["clock"]) for o in versions)
+    }
     assert {frozenset(events(v["clock"])) for v in kept} == maximal
     assert len(kept) == len(maximal)  # one version per distinct clock
     for a, b in itertools.combinations(kept, 2):

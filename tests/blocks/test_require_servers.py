@@ -16,7 +16,10 @@ ONE_DRILL = "tests/blocks/test_workers.py::test_ids_never_run_past_the_reservati
 def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", ONE_DRILL],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env=settings.child_environ(LOOKUP_ETCD_BIN=str(tmp_path / "no-etcd"), **env),
     )
 

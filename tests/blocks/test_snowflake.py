@@ -36,7 +36,10 @@ class Script:
 
 def test_the_layout_is_the_seeds() -> None:
     assert (SEED_LAYOUT.timestamp_bits, SEED_LAYOUT.worker_bits, SEED_LAYOUT.sequence_bits) == (
-        41, 10, 12)
+        41,
+        10,
+        12,
+    )
     assert SEED_LAYOUT.epoch_ms == SEED_EPOCH_MS == 1_700_000_000_000
     assert SEED_LAYOUT.max_worker == 1023 and SEED_LAYOUT.max_sequence == 4095
     value = SEED_LAYOUT.encode(SEED_EPOCH_MS + 5, 7, 3)
@@ -50,8 +53,12 @@ def test_the_layout_is_the_seeds() -> None:
 
 
 def test_out_of_range_parts_are_refused() -> None:
-    for args in [(SEED_EPOCH_MS - 1, 0, 0), (SEED_EPOCH_MS, 1024, 0), (SEED_EPOCH_MS, 0, 4096),
-                 (SEED_EPOCH_MS + (1 << 41), 0, 0)]:
+    for args in [
+        (SEED_EPOCH_MS - 1, 0, 0),
+        (SEED_EPOCH_MS, 1024, 0),
+        (SEED_EPOCH_MS, 0, 4096),
+        (SEED_EPOCH_MS + (1 << 41), 0, 0),
+    ]:
         with pytest.raises(InvalidInput):
             SEED_LAYOUT.encode(*args)
     with pytest.raises(InvalidInput):
@@ -64,7 +71,11 @@ def test_ids_in_one_ms_count_up_and_the_next_ms_starts_over() -> None:
     gen = Snowflake(9, clock=Script([BASE, BASE, BASE, BASE + 1]))
     parts = [SEED_LAYOUT.decode(gen.next_id()) for _ in range(4)]
     assert [(p.unix_ms - BASE, p.worker, p.sequence) for p in parts] == [
-        (0, 9, 0), (0, 9, 1), (0, 9, 2), (1, 9, 0)]
+        (0, 9, 0),
+        (0, 9, 1),
+        (0, 9, 2),
+        (1, 9, 0),
+    ]
 
 
 def test_a_backwards_step_is_refused_never_a_duplicate() -> None:
@@ -136,11 +147,16 @@ def test_encode_decode_round_trip(offset: int, worker: int, sequence: int) -> No
     assert 0 <= value < 1 << 63
     parts = SEED_LAYOUT.decode(value)
     assert (parts.unix_ms - SEED_EPOCH_MS, parts.worker, parts.sequence) == (
-        offset, worker, sequence)
+        offset,
+        worker,
+        sequence,
+    )
 
 
-@given(a=st.tuples(st.integers(0, (1 << 41) - 1), st.integers(0, 1023), st.integers(0, 4095)),
-       b=st.tuples(st.integers(0, (1 << 41) - 1), st.integers(0, 1023), st.integers(0, 4095)))
+@given(
+    a=st.tuples(st.integers(0, (1 << 41) - 1), st.integers(0, 1023), st.integers(0, 4095)),
+    b=st.tuples(st.integers(0, (1 << 41) - 1), st.integers(0, 1023), st.integers(0, 4095)),
+)
 def test_integer_order_is_time_order_across_the_fleet(
     a: tuple[int, int, int], b: tuple[int, int, int]
 ) -> None:

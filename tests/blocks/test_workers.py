@@ -62,8 +62,7 @@ def test_a_crashed_holders_reservation_is_waited_out(etcd: EtcdServer) -> None:
     finally:
         new.release()
         old.release()
-    assert SEED_LAYOUT.decode(again[0]).unix_ms > reserved >= SEED_LAYOUT.decode(
-        issued[-1]).unix_ms
+    assert SEED_LAYOUT.decode(again[0]).unix_ms > reserved >= SEED_LAYOUT.decode(issued[-1]).unix_ms
     assert any(e.kind == "waited" for e in new.events)
     assert not set(issued) & set(again)
 

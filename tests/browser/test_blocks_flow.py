@@ -19,7 +19,8 @@ EXCEPTION = '[data-testid="stException"]'
 
 
 def test_make_ids_then_kill_a_generator_and_watch_its_lease_expire(
-    page, dashboard: Service  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -52,7 +53,8 @@ def test_make_ids_then_kill_a_generator_and_watch_its_lease_expire(
 
 
 def test_fire_a_boundary_attack_and_compare_every_algorithm(
-    page, dashboard: Service  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 

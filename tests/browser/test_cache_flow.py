@@ -21,7 +21,9 @@ EXCEPTION = '[data-testid="stException"]'
 
 
 def test_replay_a_trace_then_run_the_stampede(
-    page, dashboard: Service, tmp_path: Path  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 

@@ -32,7 +32,9 @@ def _settled(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_home_introduces_the_systems_and_sees_the_api(
-    page, dashboard: Service, api: Service  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    api: Service,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -49,7 +51,9 @@ def test_home_introduces_the_systems_and_sees_the_api(
 
 
 def test_capacity_planner_figures_follow_the_inputs(
-    page, dashboard: Service, tmp_path: Path  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 

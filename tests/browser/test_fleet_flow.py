@@ -20,9 +20,12 @@ def test_stop_and_start_the_cache_tier_of_a_fleet(page) -> None:  # type: ignore
 
     _need_postgres()
     _need_redis()
-    with reachable_dir() as data_dir, running_fleet(
-        data_dir, "--backend", "postgres,redis", "--workers", "2", dashboard=True
-    ) as fleet:
+    with (
+        reachable_dir() as data_dir,
+        running_fleet(
+            data_dir, "--backend", "postgres,redis", "--workers", "2", dashboard=True
+        ) as fleet,
+    ):
         page.goto(f"{fleet['dashboard']}/shortener")
         expect(page.get_by_role("heading", name="Backends")).to_be_visible(timeout=60_000)
         expect(page.get_by_text("2 API processes")).to_be_visible()

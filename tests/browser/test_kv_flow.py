@@ -15,7 +15,9 @@ EXCEPTION = '[data-testid="stException"]'
 
 
 def test_ring_moves_then_kill_a_node_and_run_a_checked_workload(
-    page, dashboard: Service, tmp_path: Path  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -30,7 +32,8 @@ def test_ring_moves_then_kill_a_node_and_run_a_checked_workload(
     expect(page.get_by_role("button", name="Restart")).to_be_enabled(timeout=30_000)
     page.get_by_role("button", name="Run workload").click()
     expect(page.get_by_text("Last workload, as the history checker judged it")).to_be_visible(
-        timeout=120_000)
+        timeout=120_000
+    )
     expect(page.locator('[data-testid="stDataFrame"]').last).to_contain_text("killed")
     expect(page.locator(EXCEPTION)).to_have_count(0)
     page.screenshot(path=str(tmp_path / "blocks_kv.png"), full_page=True)  # to look at

@@ -117,10 +117,10 @@ def bound(page, dashboard: Service) -> float:  # type: ignore[no-untyped-def]
     from playwright.sync_api import expect
 
     def shown() -> None:
-        expect(page.get_by_role("heading", name="Lookup Workbench")).to_be_visible(
+        expect(page.get_by_role("heading", name="Lookup Workbench")).to_be_visible(timeout=60_000)
+        expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(
             timeout=60_000
         )
-        expect(page.get_by_role("heading", name="Explore", exact=True)).to_be_visible(timeout=60_000)
 
     home = _visits(page, f"{dashboard.url}/", "Home (the baseline)", shown)
     return max(BOUND_S, RELATIVE * home)
@@ -134,7 +134,10 @@ def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
 
 
 def test_places_visit_and_search_are_quick(
-    page, dashboard: Service, places_built: Service, bound: float  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    places_built: Service,
+    bound: float,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -191,7 +194,10 @@ def test_capacity_visit_and_input_are_quick(page, dashboard: Service, bound: flo
 
 
 def test_crawler_visit_after_a_crawl_is_quick(
-    page, dashboard: Service, a_finished_crawl: Path, bound: float  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    a_finished_crawl: Path,
+    bound: float,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -203,8 +209,9 @@ def test_crawler_visit_after_a_crawl_is_quick(
     assert _visits(page, f"{dashboard.url}/crawler", "Crawler after a crawl", shown) < bound
 
     def duplicates() -> None:
-        expect(_metric_value(page, "SimHash distance")).to_contain_text("of 64 bits",
-                                                                        timeout=60_000)
+        expect(_metric_value(page, "SimHash distance")).to_contain_text(
+            "of 64 bits", timeout=60_000
+        )
 
     tab = page.get_by_role("tab", name="Duplicates")
     assert _timed("Crawler, the duplicates tab", tab.click, duplicates) < bound

@@ -65,7 +65,9 @@ def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
 
 
 def test_places_near_me_on_an_offline_map(
-    page, dashboard: Service, places_built: Service  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    places_built: Service,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 
@@ -78,8 +80,10 @@ def test_places_near_me_on_an_offline_map(
         except Exception:  # a request without a frame (a service worker) is not the map's
             in_map = False
         parts = urlsplit(request.url)
-        if in_map and parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in (
-            "127.0.0.1", "localhost"
+        if (
+            in_map
+            and parts.scheme in ("http", "https", "ws", "wss")
+            and parts.hostname not in ("127.0.0.1", "localhost")
         ):
             outside.append(request.url)
 
@@ -103,9 +107,16 @@ def test_places_near_me_on_an_offline_map(
     # what the page shows is what the API answers for the same question
     used = _metric_value(page, "Radius used").inner_text()
     radius_m = float(used.split()[0]) * (1000 if used.endswith("km") else 1)
-    truth = httpx.get(f"{places_built.url}/v1/search", params={
-        "lat": "12.935200", "lng": "77.624500", "radius": "2000", "explain": "true",
-    }, timeout=30).json()
+    truth = httpx.get(
+        f"{places_built.url}/v1/search",
+        params={
+            "lat": "12.935200",
+            "lng": "77.624500",
+            "radius": "2000",
+            "explain": "true",
+        },
+        timeout=30,
+    ).json()
     assert truth["radiusUsedM"] == radius_m
     expect(_metric_value(page, "Results survived")).to_have_text(f"{truth['total']:,}")
 
@@ -127,9 +138,16 @@ def test_places_near_me_on_an_offline_map(
     query.fill("pharmacy")
     query.press("Enter")
     _settled(page)
-    answer = httpx.get(f"{places_built.url}/v1/search", params={
-        "lat": f"{lat:.6f}", "lng": f"{lng:.6f}", "radius": "2000", "q": "pharmacy",
-    }, timeout=30).json()
+    answer = httpx.get(
+        f"{places_built.url}/v1/search",
+        params={
+            "lat": f"{lat:.6f}",
+            "lng": f"{lng:.6f}",
+            "radius": "2000",
+            "q": "pharmacy",
+        },
+        timeout=30,
+    ).json()
     expect(_metric_value(page, "Results survived")).to_have_text(f"{answer['total']:,}")
 
     # the switch compares the three indexes on the same query
@@ -164,9 +182,15 @@ def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
     expect(lat).to_have_value("18.51957")
     expect(page.get_by_role("combobox", name="Jump to")).to_have_value("Pune")
     _settled(page)
-    answer = httpx.get(f"{places_built.url}/v1/search", params={
-        "lat": "18.519570", "lng": "73.855350", "radius": "2000",
-    }, timeout=30).json()
+    answer = httpx.get(
+        f"{places_built.url}/v1/search",
+        params={
+            "lat": "18.519570",
+            "lng": "73.855350",
+            "radius": "2000",
+        },
+        timeout=30,
+    ).json()
     expect(_metric_value(page, "Results survived")).to_have_text(f"{answer['total']:,}")
 
     page.get_by_text("Compare geohash, quadtree and brute force").click()

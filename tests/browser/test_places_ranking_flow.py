@@ -45,8 +45,11 @@ def learned_api(api: Service) -> Iterator[Service]:
     assert publish(store, report)[1]
     deadline = time.monotonic() + 60
     while True:  # the API loads the index and then the model on the next requests
-        r = httpx.get(f"{api.url}/v1/search", params={"lat": 12.93, "lng": 77.62,
-                                                      "ranking": "learned"}, timeout=30)
+        r = httpx.get(
+            f"{api.url}/v1/search",
+            params={"lat": 12.93, "lng": 77.62, "ranking": "learned"},
+            timeout=30,
+        )
         if r.status_code == 200 or time.monotonic() > deadline:
             break
         time.sleep(0.3)
@@ -58,7 +61,10 @@ def learned_api(api: Service) -> Iterator[Service]:
 
 
 def test_the_ranking_switch_shows_where_the_order_changes(
-    page, dashboard: Service, learned_api: Service, tmp_path: Path  # type: ignore[no-untyped-def]
+    page,
+    dashboard: Service,
+    learned_api: Service,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     from playwright.sync_api import expect
 

@@ -152,8 +152,12 @@ def test_search_explain_and_break_a_shard(
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 10_000
     page.get_by_role("button", name="Heal every shard").click()
-    _until("every shard healed", lambda: all(  # the module's next tests need them healthy
-        r["fault"]["mode"] == "ok" for g in _shards(api)["shards"] for r in g["replicas"]))
+    _until(
+        "every shard healed",
+        lambda: all(  # the module's next tests need them healthy
+            r["fault"]["mode"] == "ok" for g in _shards(api)["shards"] for r in g["replicas"]
+        ),
+    )
     _settled(page)
 
 

@@ -89,10 +89,9 @@ def _settled(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def _metric(page, label: str):  # type: ignore[no-untyped-def]
-    card = page.locator('[data-testid="stElementContainer"]:not([data-stale="true"]) '
-                        '[data-testid="stMetric"]').filter(
-        has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
-    )
+    card = page.locator(
+        '[data-testid="stElementContainer"]:not([data-stale="true"]) [data-testid="stMetric"]'
+    ).filter(has=page.locator('[data-testid="stMetricLabel"]', has_text=label))
     return card.locator('[data-testid="stMetricValue"]')
 
 
@@ -414,7 +413,7 @@ def test_a_suggestion_is_chosen_by_mouse_and_by_keyboard(
     assert outside == []
 
 
-_GLYPH_WIDTHS = """async el => {
+_GLYPH_WIDTHS = r"""async el => {
   const style = getComputedStyle(el);
   const text = el.textContent;
   const ctx = document.createElement("canvas").getContext("2d");
@@ -484,7 +483,7 @@ def test_hindi_suggestions_are_drawn_with_the_served_font(
     assert abs(widths["rendered"] - widths["page"]) <= 2.0, widths
     assert abs(widths["pageLetters"] - widths["servedLetters"]) <= 1.0, widths
     # ...and the served file has a glyph for every character of the row: no boxes.
-    served = (tmp_path / "served.ttf")
+    served = tmp_path / "served.ttf"
     served.write_bytes(font.content)
     cmap = TTFont(served).getBestCmap()
     assert all(ord(ch) in cmap for ch in widths["text"] if not ch.isspace()), widths

@@ -180,8 +180,9 @@ def test_the_factory_refuses_other_schemes(tmp_path: Path) -> None:
 def test_rows_of_kinds_reads_only_those_kinds(store: PlaceStore) -> None:
     """What the name lookup reads: only the kinds asked for (businesses here), by num."""
     rows = store.rows_of_kinds(("business",), ("id", "name", "kind"))
-    assert rows == [{"id": r["id"], "name": r["name"], "kind": "business"}
-                    for r in store.iter_rows()]
+    assert rows == [
+        {"id": r["id"], "name": r["name"], "kind": "business"} for r in store.iter_rows()
+    ]
     assert store.rows_of_kinds(("city", "airport"), ("id",)) == []
     with pytest.raises(ValueError):
         store.rows_of_kinds(("business",), ("id", "password"))

@@ -170,11 +170,7 @@ def test_sigkill_mid_crawl_then_resume_loses_nothing_and_refetches_nothing(
     resumed_at = time.monotonic()
     assert main(_crawl_args(web, out, "--resume")) == 0
     after = [e for e in web.log.entries() if e.start >= resumed_at]
-    refetched = {
-        normalize_url(request_url(e))
-        for e in after
-        if e.path != "/robots.txt"
-    }
+    refetched = {normalize_url(request_url(e)) for e in after if e.path != "/robots.txt"}
     # Nothing committed as done before the kill was asked for again ...
     assert not refetched & done_at_kill
     # ... and everything that was queued (or in flight) at the kill was settled.

@@ -46,8 +46,9 @@ def _used(out: Path) -> dict[int, int]:
     try:
         return {
             r["cycle"]: r["admitted"]
-            for r in db.execute("SELECT cycle, admitted FROM host_budget WHERE host LIKE ?",
-                                (CALENDAR + "%",))  # fmt: skip
+            for r in db.execute(
+                "SELECT cycle, admitted FROM host_budget WHERE host LIKE ?", (CALENDAR + "%",)
+            )  # fmt: skip
         }
     finally:
         db.close()

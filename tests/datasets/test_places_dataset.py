@@ -100,14 +100,22 @@ def test_businesses_follow_population(rows: list[dict[str, Any]]) -> None:
     # dense centres: most of a big city's businesses sit within a few km of its centre
     blr = cities["city:1277333"]
     mine = [r for r in rows if r["near_city"] == "city:1277333"]
-    d = np.hypot(np.array([m["lat"] for m in mine]) - blr["lat"],
-                 np.array([m["lng"] for m in mine]) - blr["lng"]) * 111.0
+    d = (
+        np.hypot(
+            np.array([m["lat"] for m in mine]) - blr["lat"],
+            np.array([m["lng"] for m in mine]) - blr["lng"],
+        )
+        * 111.0
+    )
     assert len(mine) > 10 and np.median(d) < 12
 
 
 def test_restaurants_carry_local_dishes(rows: list[dict[str, Any]]) -> None:
-    indian = [json.loads(r["tags"]) for r in rows
-              if r["category"] == "restaurant" and r["country"] == "IN"]
+    indian = [
+        json.loads(r["tags"])
+        for r in rows
+        if r["category"] == "restaurant" and r["country"] == "IN"
+    ]
     assert indian and sum("biryani" in t for t in indian) > len(indian) / 10
 
 

@@ -36,7 +36,8 @@ class Oracle:
         self.category = np.array([self._category_ids[r["category"]] for r in self.rows])
         self.price = np.array([r.get("price") or 0 for r in self.rows], dtype=np.int64)
         self.words = [
-            set(tokenize(r["name"])) | set(tokenize(r["category"]))
+            set(tokenize(r["name"]))
+            | set(tokenize(r["category"]))
             | set(tokenize(" ".join(json.loads(r.get("tags") or "[]"))))
             for r in self.rows
         ]
@@ -48,8 +49,10 @@ class Oracle:
     def distances(self, lat: float, lng: float) -> np.ndarray:
         """Haversine, written out independently of the package."""
         p1, p2 = np.radians(lat), np.radians(self.lat)
-        a = (np.sin((p2 - p1) / 2) ** 2
-             + np.cos(p1) * np.cos(p2) * np.sin(np.radians(self.lng - lng) / 2) ** 2)
+        a = (
+            np.sin((p2 - p1) / 2) ** 2
+            + np.cos(p1) * np.cos(p2) * np.sin(np.radians(self.lng - lng) / 2) ** 2
+        )
         return 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
 
     def open_at(self, ts: float) -> np.ndarray:
@@ -65,9 +68,18 @@ class Oracle:
             self._open[ts] = out
         return self._open[ts]
 
-    def mask(self, lat: float, lng: float, radius: float, *, categories: tuple[str, ...] = (),
-             prices: tuple[int, ...] = (), q: str = "", open_now: bool = False,
-             now: float = NOW) -> tuple[np.ndarray, np.ndarray]:
+    def mask(
+        self,
+        lat: float,
+        lng: float,
+        radius: float,
+        *,
+        categories: tuple[str, ...] = (),
+        prices: tuple[int, ...] = (),
+        q: str = "",
+        open_now: bool = False,
+        now: float = NOW,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(which places match, their distances)."""
         d = self.distances(lat, lng)
         keep = d <= radius
@@ -85,8 +97,11 @@ class Oracle:
         """Places having at least one of the query's words in name, category or tags."""
         if q not in self._text:
             wanted = set(tokenize(q))
-            self._text[q] = (np.array([bool(w & wanted) for w in self.words]) if wanted
-                             else np.ones(len(self.rows), dtype=bool))
+            self._text[q] = (
+                np.array([bool(w & wanted) for w in self.words])
+                if wanted
+                else np.ones(len(self.rows), dtype=bool)
+            )
         return self._text[q]
 
     def within(self, lat: float, lng: float, radius: float, **filters: Any) -> set[int]:
@@ -123,11 +138,11 @@ def synthetic_rows(seed: int = 3) -> list[dict[str, Any]]:
     rng = np.random.default_rng(seed)
     groups = [
         # (count, lat centre, lng centre, spread in degrees, tz)
-        (12000, 12.9716, 77.5946, 0.08, "Asia/Kolkata"),     # a dense city centre
-        (3000, 89.9, 0.0, 0.08, "UTC"),                       # at the north pole
-        (3000, -89.93, 0.0, 0.05, "Antarctica/McMurdo"),      # at the south pole
-        (4000, -17.7, 180.0, 0.3, "Pacific/Fiji"),            # astride the antimeridian
-        (3000, 64.0, -179.9, 0.2, "America/Adak"),            # far north, by ±180
+        (12000, 12.9716, 77.5946, 0.08, "Asia/Kolkata"),  # a dense city centre
+        (3000, 89.9, 0.0, 0.08, "UTC"),  # at the north pole
+        (3000, -89.93, 0.0, 0.05, "Antarctica/McMurdo"),  # at the south pole
+        (4000, -17.7, 180.0, 0.3, "Pacific/Fiji"),  # astride the antimeridian
+        (3000, 64.0, -179.9, 0.2, "America/Adak"),  # far north, by ±180
     ]
     lat_parts, lng_parts, tzs = [], [], []
     for n, clat, clng, spread, tz in groups:
@@ -150,16 +165,29 @@ def synthetic_rows(seed: int = 3) -> list[dict[str, Any]]:
     rows = []
     for i in range(len(lat)):
         count = int(rng.integers(0, 400))
-        rows.append({
-            "id": f"s:{i}", "num": i, "name": f"Place {i} {['Golden', 'Royal', 'Spice'][i % 3]}",
-            "lat": float(lat[i]), "lng": float(lng[i]), "category": cats[i % 5],
-            "kind": "business", "geohash": "", "country": None, "timezone": tzs[i],
-            "population": None, "tags": json.dumps(tags[(i // 5) % 5]),
-            "hours": json.dumps(hours[i % len(hours)]) if i % 7 else None,
-            "price": int(rng.integers(1, 5)) if i % 4 else None,
-            "review_count": count, "review_stars": int(count * rng.uniform(1, 5)),
-            "generated": 1, "near_city": None, "updated_at": 0.0,
-        })
+        rows.append(
+            {
+                "id": f"s:{i}",
+                "num": i,
+                "name": f"Place {i} {['Golden', 'Royal', 'Spice'][i % 3]}",
+                "lat": float(lat[i]),
+                "lng": float(lng[i]),
+                "category": cats[i % 5],
+                "kind": "business",
+                "geohash": "",
+                "country": None,
+                "timezone": tzs[i],
+                "population": None,
+                "tags": json.dumps(tags[(i // 5) % 5]),
+                "hours": json.dumps(hours[i % len(hours)]) if i % 7 else None,
+                "price": int(rng.integers(1, 5)) if i % 4 else None,
+                "review_count": count,
+                "review_stars": int(count * rng.uniform(1, 5)),
+                "generated": 1,
+                "near_city": None,
+                "updated_at": 0.0,
+            }
+        )
     return rows
 
 
@@ -167,7 +195,8 @@ def synthetic_rows(seed: int = 3) -> list[dict[str, Any]]:
 def built_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data directory with the places data set built small (5,000 businesses)."""
     return shared_build(
-        tmp_path_factory, "geo-data",
+        tmp_path_factory,
+        "geo-data",
         lambda data_dir: places_dataset.build(data_dir, count=5000, seed=11, progress=False),
     )
 

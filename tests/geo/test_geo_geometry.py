@@ -20,16 +20,18 @@ from lookup.geo.ranking import TextIndex, haversine_m
 R = 6_371_000.0
 
 
-def _destinations(lat: float, lng: float, dist: np.ndarray, bearing: np.ndarray
-                  ) -> tuple[np.ndarray, np.ndarray]:
+def _destinations(
+    lat: float, lng: float, dist: np.ndarray, bearing: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Points at ``dist`` metres along ``bearing`` (the spherical direct problem)."""
     p1, l1, d = math.radians(lat), math.radians(lng), dist / R
     # atan2 rather than arcsin: well-conditioned next to the poles
     z = np.sin(p1) * np.cos(d) + np.cos(p1) * np.sin(d) * np.cos(bearing)
     x = np.cos(p1) * np.cos(d) - np.sin(p1) * np.sin(d) * np.cos(bearing)
     p2 = np.arctan2(z, np.hypot(x, np.sin(d) * np.sin(bearing)))
-    l2 = l1 + np.arctan2(np.sin(bearing) * np.sin(d) * np.cos(p1),
-                         np.cos(d) - np.sin(p1) * np.sin(p2))
+    l2 = l1 + np.arctan2(
+        np.sin(bearing) * np.sin(d) * np.cos(p1), np.cos(d) - np.sin(p1) * np.sin(p2)
+    )
     lng2 = (np.degrees(l2) + 180.0) % 360.0 - 180.0
     return np.degrees(p2), lng2
 
@@ -118,8 +120,15 @@ def test_week_bitmap_wraps_sunday_into_monday() -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    ['{"mon": "9-5"}', "[1]", '{"funday": []}', '{"mon": ["25:00-26:00"]}',
-     '{"mon": ["09:00-24:30"]}', "not json", '{"mon": [9]}'],
+    [
+        '{"mon": "9-5"}',
+        "[1]",
+        '{"funday": []}',
+        '{"mon": ["25:00-26:00"]}',
+        '{"mon": ["09:00-24:30"]}',
+        "not json",
+        '{"mon": [9]}',
+    ],
 )
 def test_bad_schedules_are_rejected(bad: str) -> None:
     with pytest.raises(ValueError):
@@ -143,8 +152,12 @@ def test_columns_and_vocab_are_narrow() -> None:
 
 
 def test_text_index_words_and_relevance() -> None:
-    text = TextIndex.build([0, 1, 3], ["Biryani House", "Café Olé", "Golden Pizzas"],
-                           ["restaurant", "cafe", "restaurant"], [["dosa"], [], ["pizza"]])
+    text = TextIndex.build(
+        [0, 1, 3],
+        ["Biryani House", "Café Olé", "Golden Pizzas"],
+        ["restaurant", "cafe", "restaurant"],
+        [["dosa"], [], ["pizza"]],
+    )
     assert ("biryani", "name") in text.words_of(0)
     assert ("cafe", "name") in text.words_of(1)  # accents folded, name beats category
     assert text.words_of(2) == []

@@ -63,8 +63,9 @@ def test_search_answers_the_seed_contract(client: TestClient) -> None:
         assert "num" not in item
 
 
-def test_search_equals_brute_force_over_http(client: TestClient, oracle: Oracle,
-                                             built_rows: list[dict[str, Any]]) -> None:
+def test_search_equals_brute_force_over_http(
+    client: TestClient, oracle: Oracle, built_rows: list[dict[str, Any]]
+) -> None:
     by_num = {r["num"]: r["id"] for r in built_rows}
     rng = np.random.default_rng(31)
     for _ in range(25):
@@ -72,8 +73,13 @@ def test_search_equals_brute_force_over_http(client: TestClient, oracle: Oracle,
         lat, lng = float(oracle.lat[i]), float(oracle.lng[i])
         radius = float(rng.uniform(200, 20_000))
         seen: list[str] = []
-        params: dict[str, Any] = {"lat": lat, "lng": lng, "radius": radius, "limit": 7,
-                                  "widen": "false"}
+        params: dict[str, Any] = {
+            "lat": lat,
+            "lng": lng,
+            "radius": radius,
+            "limit": 7,
+            "widen": "false",
+        }
         for _page in range(200):
             body = client.get("/v1/search", params=params).json()
             assert body["radiusUsedM"] == pytest.approx(radius, abs=1e-3)
@@ -86,7 +92,8 @@ def test_search_equals_brute_force_over_http(client: TestClient, oracle: Oracle,
 
 
 def test_distances_are_recomputed_for_each_user_sharing_a_cached_cell(
-        client: TestClient, oracle: Oracle, built_rows: list[dict[str, Any]]) -> None:
+    client: TestClient, oracle: Oracle, built_rows: list[dict[str, Any]]
+) -> None:
     by_num = {r["num"]: r["id"] for r in built_rows}
     cell = gh.decode(gh.encode(12.9352, 77.6245, 6))
     a = {"lat": cell.south + 0.0001, "lng": cell.west + 0.0001}
@@ -110,12 +117,15 @@ def test_distances_are_recomputed_for_each_user_sharing_a_cached_cell(
 
 
 def test_explain_shows_the_cells_searched(client: TestClient) -> None:
-    body = client.get("/v1/search", params={**KORAMANGALA, "radius": 2000, "widen": "false",
-                                            "explain": "1", "cache": "0"}).json()
+    body = client.get(
+        "/v1/search",
+        params={**KORAMANGALA, "radius": 2000, "widen": "false", "explain": "1", "cache": "0"},
+    ).json()
     ex = body["explain"]
     assert ex["strategy"] == "block" and ex["precision"] == 5
-    assert sorted(ex["cells"]) == sorted(["tdr1w", "tdr1v", "tdr1y", "tdr1z", "tdr1t", "tdr1x",
-                                          "tdr1m", "tdr1q", "tdr1r"])
+    assert sorted(ex["cells"]) == sorted(
+        ["tdr1w", "tdr1v", "tdr1y", "tdr1z", "tdr1t", "tdr1x", "tdr1m", "tdr1q", "tdr1r"]
+    )
     assert len(ex["boxes"]) == 9 and ex["read"] >= ex["matched"]
 
 
@@ -133,8 +143,9 @@ def _walk(client: TestClient, params: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("index", ["geohash", "quadtree", "scan"])
-def test_every_index_gives_the_same_answer(client: TestClient, index: str, oracle: Oracle,
-                                           built_rows: list[dict[str, Any]]) -> None:
+def test_every_index_gives_the_same_answer(
+    client: TestClient, index: str, oracle: Oracle, built_rows: list[dict[str, Any]]
+) -> None:
     """Each planner's whole answer is the brute-force one, in one shared order."""
     by_num = {r["num"]: r["id"] for r in built_rows}
     radius = 15000.0
@@ -153,8 +164,9 @@ def test_every_index_gives_the_same_answer(client: TestClient, index: str, oracl
 
 
 def test_radius_is_capped_at_20_km(client: TestClient) -> None:
-    body = client.get("/v1/search", params={**KORAMANGALA, "radius": 900000,
-                                            "widen": "false"}).json()
+    body = client.get(
+        "/v1/search", params={**KORAMANGALA, "radius": 900000, "widen": "false"}
+    ).json()
     assert body["radiusUsedM"] == 20000
 
 
@@ -192,8 +204,9 @@ def test_nonsense_is_a_400(client: TestClient, params: dict[str, Any]) -> None:
 
 
 def test_a_cursor_from_another_query_is_refused(client: TestClient) -> None:
-    first = client.get("/v1/search", params={**KORAMANGALA, "radius": 20000, "limit": 1,
-                                             "widen": "false"}).json()
+    first = client.get(
+        "/v1/search", params={**KORAMANGALA, "radius": 20000, "limit": 1, "widen": "false"}
+    ).json()
     assert first["nextCursor"]
     r = client.get("/v1/search", params={"lat": 48.85, "lng": 2.35, "cursor": first["nextCursor"]})
     assert r.status_code == 400 and r.json()["error"] == "INVALID_PARAMETER"
@@ -211,16 +224,22 @@ def _forge(cursor: str, **changes: Any) -> str:
     return raw.decode().rstrip("=") + dot + signature
 
 
-def test_a_tampered_cursor_is_a_400(client: TestClient, http_data: Path, built_data_dir: Path,
-                                    tmp_path: Path) -> None:
+def test_a_tampered_cursor_is_a_400(
+    client: TestClient, http_data: Path, built_data_dir: Path, tmp_path: Path
+) -> None:
     params = {**KORAMANGALA, "radius": 20000, "limit": 1, "widen": "false"}
     first = client.get("/v1/search", params=params).json()
     cursor = first["nextCursor"]
     assert cursor and first["radiusUsedM"] == 20000
     assert client.get("/v1/search", params={**params, "cursor": cursor}).status_code == 200
-    for forged in (_forge(cursor, r=2000), _forge(cursor, r=500), _forge(cursor, s=10**9),
-                   _forge(cursor, n=0), cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"),
-                   cursor.split(".")[0]):
+    for forged in (
+        _forge(cursor, r=2000),
+        _forge(cursor, r=500),
+        _forge(cursor, s=10**9),
+        _forge(cursor, n=0),
+        cursor[:-2] + ("AA" if cursor[-2:] != "AA" else "BB"),
+        cursor.split(".")[0],
+    ):
         r = client.get("/v1/search", params={**params, "cursor": forged})
         assert r.status_code == 400, (forged, r.text)
         assert r.json()["error"] == "INVALID_PARAMETER"
@@ -238,33 +257,46 @@ def test_a_tampered_cursor_is_a_400(client: TestClient, http_data: Path, built_d
 
 
 def test_filters_over_http(client: TestClient) -> None:
-    body = client.get("/v1/search", params={**KORAMANGALA, "radius": 20000, "limit": 100,
-                                            "price": "1,2", "openNow": "true",
-                                            "category": "restaurant,cafe"}).json()
+    body = client.get(
+        "/v1/search",
+        params={
+            **KORAMANGALA,
+            "radius": 20000,
+            "limit": 100,
+            "price": "1,2",
+            "openNow": "true",
+            "category": "restaurant,cafe",
+        },
+    ).json()
     for item in body["results"]:
         assert item["price"] in (1, 2) and item["openNow"] is True
         assert item["category"] in ("restaurant", "cafe")
     q = client.get("/v1/search", params={**KORAMANGALA, "q": "biryani", "limit": 100}).json()
     assert q["results"]
-    assert all("biryani" in item["tags"] or "biryani" in item["name"].lower()
-               for item in q["results"])
+    assert all(
+        "biryani" in item["tags"] or "biryani" in item["name"].lower() for item in q["results"]
+    )
 
 
 def test_area_search_pins_and_clusters(client: TestClient, oracle: Oracle) -> None:
     box = {"south": 12.85, "west": 77.5, "north": 13.05, "east": 77.75}
     pins = client.get("/v1/places/area", params=box).json()
-    inside = ((oracle.lat >= 12.85) & (oracle.lat <= 13.05) & (oracle.lng >= 77.5)
-              & (oracle.lng <= 77.75))
+    inside = (
+        (oracle.lat >= 12.85) & (oracle.lat <= 13.05) & (oracle.lng >= 77.5) & (oracle.lng <= 77.75)
+    )
     assert pins["mode"] == "pins" and pins["total"] == int(inside.sum())
-    world = client.get("/v1/places/area", params={"south": -90, "west": -180, "north": 90,
-                                                  "east": 180}).json()
+    world = client.get(
+        "/v1/places/area", params={"south": -90, "west": -180, "north": 90, "east": 180}
+    ).json()
     assert world["mode"] == "clusters"
     assert sum(c["count"] for c in world["clusters"]) == world["total"] == len(oracle.lat)
     # a rectangle across the antimeridian (Fiji)
-    fiji = client.get("/v1/places/area", params={"south": -19, "west": 177, "north": -16,
-                                                 "east": -179}).json()
-    in_fiji = ((oracle.lat >= -19) & (oracle.lat <= -16)
-               & ((oracle.lng >= 177) | (oracle.lng <= -179)))
+    fiji = client.get(
+        "/v1/places/area", params={"south": -19, "west": 177, "north": -16, "east": -179}
+    ).json()
+    in_fiji = (
+        (oracle.lat >= -19) & (oracle.lat <= -16) & ((oracle.lng >= 177) | (oracle.lng <= -179))
+    )
     assert fiji["total"] == int(in_fiji.sum()) > 0
     bad = client.get("/v1/places/area", params={**box, "north": "x"})
     assert bad.status_code == 400 and bad.json()["error"] == "INVALID_PARAMETER"
@@ -273,16 +305,23 @@ def test_area_search_pins_and_clusters(client: TestClient, oracle: Oracle) -> No
 
 
 def test_owner_writes_reach_search(client: TestClient) -> None:
-    new = client.post("/v1/places", json={"name": "Hyderabadi Biryani Corner", "lat": 12.9353,
-                                          "lng": 77.6247, "category": "restaurant",
-                                          "tags": ["biryani"], "timezone": "Asia/Kolkata"},
-                      headers=ADMIN)
+    new = client.post(
+        "/v1/places",
+        json={
+            "name": "Hyderabadi Biryani Corner",
+            "lat": 12.9353,
+            "lng": 77.6247,
+            "category": "restaurant",
+            "tags": ["biryani"],
+            "timezone": "Asia/Kolkata",
+        },
+        headers=ADMIN,
+    )
     assert new.status_code == 201, new.text
     pid = new.json()["id"]
     params = {**KORAMANGALA, "radius": 100, "widen": "false", "q": "hyderabadi"}
     assert _ids(client.get("/v1/search", params=params).json()) == [pid]
-    moved = client.patch(f"/v1/places/{pid}", json={"lat": 48.8566, "lng": 2.3522},
-                         headers=ADMIN)
+    moved = client.patch(f"/v1/places/{pid}", json={"lat": 48.8566, "lng": 2.3522}, headers=ADMIN)
     assert moved.status_code == 200 and moved.json()["geohash"].startswith("u09")
     assert _ids(client.get("/v1/search", params=params).json()) == []
     paris = {"lat": 48.8566, "lng": 2.3522, "radius": 100, "widen": "false", "q": "hyderabadi"}
@@ -291,22 +330,29 @@ def test_owner_writes_reach_search(client: TestClient) -> None:
     assert client.delete(f"/v1/places/{pid}", headers=ADMIN).status_code == 200
     assert _ids(client.get("/v1/search", params=paris).json()) == []
     assert client.get(f"/v1/places/{pid}").status_code == 404
-    bad = client.post("/v1/places", json={"name": "x", "lat": 100, "lng": 0, "category": "cafe"},
-                      headers=ADMIN)
+    bad = client.post(
+        "/v1/places", json={"name": "x", "lat": 100, "lng": 0, "category": "cafe"}, headers=ADMIN
+    )
     assert bad.status_code == 400 and bad.json()["error"] == "INVALID_PARAMETER"
-    assert client.patch("/v1/places/biz:none", json={"name": "y"},
-                        headers=ADMIN).status_code == 404
+    assert client.patch("/v1/places/biz:none", json={"name": "y"}, headers=ADMIN).status_code == 404
 
 
-@pytest.mark.parametrize(("method", "path", "body"), [
-    ("POST", "/v1/places", {"name": "Intruder Cafe", "lat": 12.9353, "lng": 77.6247,
-                            "category": "cafe"}),
-    ("PATCH", "/v1/places/{pid}", {"name": "Renamed by a stranger"}),
-    ("DELETE", "/v1/places/{pid}", None),
-    ("POST", "/v1/places/index/rebuild", None),
-])
-def test_place_writes_need_the_admin_token(client: TestClient, method: str, path: str,
-                                           body: dict[str, Any] | None) -> None:
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        (
+            "POST",
+            "/v1/places",
+            {"name": "Intruder Cafe", "lat": 12.9353, "lng": 77.6247, "category": "cafe"},
+        ),
+        ("PATCH", "/v1/places/{pid}", {"name": "Renamed by a stranger"}),
+        ("DELETE", "/v1/places/{pid}", None),
+        ("POST", "/v1/places/index/rebuild", None),
+    ],
+)
+def test_place_writes_need_the_admin_token(
+    client: TestClient, method: str, path: str, body: dict[str, Any] | None
+) -> None:
     near = client.get("/v1/search", params={**KORAMANGALA, "radius": 2000}).json()
     pid = near["results"][0]["id"]
     before = client.get(f"/v1/places/{pid}").json()
@@ -330,15 +376,18 @@ def test_health_and_index_stats(client: TestClient) -> None:
     stats = client.get("/v1/places/index").json()
     rebuilt = client.post("/v1/places/index/rebuild", headers=ADMIN).json()
     assert rebuilt["indexVersion"] == stats["indexVersion"] + 1
-    assert client.get("/healthz").json()["systems"]["places"]["indexVersion"] == (
-        rebuilt["indexVersion"]
+    assert (
+        client.get("/healthz").json()["systems"]["places"]["indexVersion"]
+        == (rebuilt["indexVersion"])
     )
 
 
 def test_not_built_is_a_503_naming_the_command(tmp_path: Path) -> None:
     with TestClient(create_app(_with_admin_token(tmp_path / "empty"))) as c:
-        for path, params in (("/v1/search", KORAMANGALA),
-                             ("/v1/places/area", {"south": 0, "west": 0, "north": 1, "east": 1})):
+        for path, params in (
+            ("/v1/search", KORAMANGALA),
+            ("/v1/places/area", {"south": 0, "west": 0, "north": 1, "east": 1}),
+        ):
             r = c.get(path, params=params)
             assert r.status_code == 503
             body = r.json()
@@ -346,8 +395,14 @@ def test_not_built_is_a_503_naming_the_command(tmp_path: Path) -> None:
             assert "lookup datasets build places" in body["message"]
         assert c.get("/healthz").json()["systems"]["places"]["status"] == "NOT_BUILT"
         assert c.get("/v1/places/index").status_code == 503
-        assert c.post("/v1/places", json={"name": "x", "lat": 1, "lng": 1, "category": "cafe"},
-                      headers=ADMIN).status_code == 503
+        assert (
+            c.post(
+                "/v1/places",
+                json={"name": "x", "lat": 1, "lng": 1, "category": "cafe"},
+                headers=ADMIN,
+            ).status_code
+            == 503
+        )
 
 
 def test_named_places_as_one_types(client: TestClient) -> None:
@@ -356,11 +411,12 @@ def test_named_places_as_one_types(client: TestClient) -> None:
     assert r.status_code == 200, r.text
     results = r.json()["results"]
     assert results and results[0]["name"] == "Pune" and results[0]["kind"] == "city"
-    assert all(p["name"].lower().startswith("pun") or " pun" in p["name"].lower()
-               for p in results)
+    assert all(p["name"].lower().startswith("pun") or " pun" in p["name"].lower() for p in results)
     assert {"id", "name", "kind", "country", "lat", "lng", "population"} <= set(results[0])
-    assert client.get("/v1/places/named", params={"q": "pun", "limit": 3}).json()[
-        "results"] == results[:3]
+    assert (
+        client.get("/v1/places/named", params={"q": "pun", "limit": 3}).json()["results"]
+        == results[:3]
+    )
     assert client.get("/v1/places/named", params={"q": "x" * 101}).status_code == 400
     assert client.get("/v1/places/named", params={"q": "pun", "limit": 0}).status_code == 400
     assert client.get("/v1/places/named").status_code == 400

@@ -40,8 +40,11 @@ def _oracle(store: PlaceStore) -> Oracle:
     return Oracle(row_dict(r) for r in rows)
 
 
-def _check_against_oracle(service: PlacesService, points: list[tuple[float, float]],
-                          radii: tuple[float, ...] = (300.0, 3000.0, 20_000.0)) -> int:
+def _check_against_oracle(
+    service: PlacesService,
+    points: list[tuple[float, float]],
+    radii: tuple[float, ...] = (300.0, 3000.0, 20_000.0),
+) -> int:
     assert service.store is not None
     oracle = _oracle(service.store)
     checked = 0
@@ -61,9 +64,18 @@ def _check_against_oracle(service: PlacesService, points: list[tuple[float, floa
 def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
     store = SqlitePlaceStore(places_dataset.db_path(data_dir), clock=lambda: 1000.0)
     start = store.last_seq()
-    added = store.add({"name": "Dosa Point", "lat": 12.93, "lng": 77.62, "category": "restaurant",
-                       "tags": ["dosa", "Idli"], "hours": HOURS, "price": 2,
-                       "timezone": "Asia/Kolkata"})
+    added = store.add(
+        {
+            "name": "Dosa Point",
+            "lat": 12.93,
+            "lng": 77.62,
+            "category": "restaurant",
+            "tags": ["dosa", "Idli"],
+            "hours": HOURS,
+            "price": 2,
+            "timezone": "Asia/Kolkata",
+        }
+    )
     assert added["geohash"].startswith("tdr1") and added["kind"] == "business"
     assert json.loads(added["tags"]) == ["dosa", "idli"]
     moved = store.move(added["id"], 12.95, 77.65)
@@ -91,12 +103,25 @@ def test_store_writes_append_to_the_change_stream(data_dir: Path) -> None:
         ({"name": "", "lat": 1, "lng": 1, "category": "cafe"}, "INVALID_PARAMETER"),
         ({"name": "x", "lat": 1, "lng": 1}, "INVALID_PARAMETER"),
         ({"name": "x", "lat": 1, "lng": 1, "category": "cafe", "price": 7}, "INVALID_PARAMETER"),
-        ({"name": "x", "lat": 1, "lng": 1, "category": "cafe", "hours": {"mon": ["9-5"]}},
-         "INVALID_PARAMETER"),
-        ({"name": "x", "lat": 1, "lng": 1, "category": "cafe", "timezone": "Mars/Base"},
-         "INVALID_PARAMETER"),
-        ({"name": "x", "lat": 1, "lng": 1, "category": "cafe", "review_count": 2,
-          "review_stars": 11}, "INVALID_PARAMETER"),
+        (
+            {"name": "x", "lat": 1, "lng": 1, "category": "cafe", "hours": {"mon": ["9-5"]}},
+            "INVALID_PARAMETER",
+        ),
+        (
+            {"name": "x", "lat": 1, "lng": 1, "category": "cafe", "timezone": "Mars/Base"},
+            "INVALID_PARAMETER",
+        ),
+        (
+            {
+                "name": "x",
+                "lat": 1,
+                "lng": 1,
+                "category": "cafe",
+                "review_count": 2,
+                "review_stars": 11,
+            },
+            "INVALID_PARAMETER",
+        ),
         ({"name": "x", "lat": 1, "lng": 1, "category": "cafe", "num": 5}, "INVALID_PARAMETER"),
     ],
 )
@@ -127,10 +152,18 @@ def test_live_updates_match_the_database(service: PlacesService) -> None:
         lat = float(np.clip(12.97 + rng.normal(0, 0.05), -90, 90))
         lng = float(77.59 + rng.normal(0, 0.05))
         if op == "add" or not ids:
-            row = store.add({"name": f"New {step}", "lat": lat, "lng": lng,
-                             "category": str(rng.choice(["restaurant", "cafe", "pharmacy"])),
-                             "tags": ["biryani"] if step % 2 else [], "hours": HOURS,
-                             "timezone": "Asia/Kolkata", "price": int(rng.integers(1, 5))})
+            row = store.add(
+                {
+                    "name": f"New {step}",
+                    "lat": lat,
+                    "lng": lng,
+                    "category": str(rng.choice(["restaurant", "cafe", "pharmacy"])),
+                    "tags": ["biryani"] if step % 2 else [],
+                    "hours": HOURS,
+                    "timezone": "Asia/Kolkata",
+                    "price": int(rng.integers(1, 5)),
+                }
+            )
             ids.append(row["id"])
         else:
             pid = ids[int(rng.integers(0, len(ids)))]
@@ -219,8 +252,9 @@ def test_rebuild_swaps_in_a_new_version_and_corrects_misses(service: PlacesServi
     stats = service.rebuild()
     assert stats["indexVersion"] == index.version + 1 and stats["deltaPlaces"] == 0
     assert service.index is not index
-    assert row["num"] in service.searcher().matches(51.5074, -0.1278, 100, Filters(), NOW)[0] \
-        .cols.num
+    assert (
+        row["num"] in service.searcher().matches(51.5074, -0.1278, 100, Filters(), NOW)[0].cols.num
+    )
     assert _check_against_oracle(service, [(51.5074, -0.1278), (row["lat"], row["lng"])]) > 0
 
 
@@ -239,8 +273,9 @@ def test_readers_never_see_a_half_swapped_index(service: PlacesService) -> None:
         # they have searched across the swaps.
         while not stop.wait(0.002):
             try:
-                totals.add(service.searcher().search(12.97, 77.59, 20_000, widen=False,
-                                                     now=NOW).total)
+                totals.add(
+                    service.searcher().search(12.97, 77.59, 20_000, widen=False, now=NOW).total
+                )
                 searches[0] += 1
             except BaseException as exc:  # noqa: BLE001 - the test reports any failure
                 errors.append(exc)

@@ -40,10 +40,16 @@ def _near_pole(lat: float, radius_m: float) -> bool:
 
 @settings(max_examples=400, deadline=None)
 @given(
-    st.one_of(st.floats(min_value=-90, max_value=90),
-              st.floats(min_value=88, max_value=90), st.floats(min_value=-90, max_value=-88)),
-    st.one_of(st.floats(min_value=-180, max_value=180),
-              st.floats(min_value=179, max_value=180), st.floats(min_value=-180, max_value=-179)),
+    st.one_of(
+        st.floats(min_value=-90, max_value=90),
+        st.floats(min_value=88, max_value=90),
+        st.floats(min_value=-90, max_value=-88),
+    ),
+    st.one_of(
+        st.floats(min_value=-180, max_value=180),
+        st.floats(min_value=179, max_value=180),
+        st.floats(min_value=-180, max_value=-179),
+    ),
     st.floats(min_value=1, max_value=20_000),
 )
 def test_circle_box_equals_s2_cap_rect_bound(lat: float, lng: float, radius: float) -> None:
@@ -71,12 +77,16 @@ def test_circle_box_equals_s2_cap_rect_bound(lat: float, lng: float, radius: flo
 
 
 def _leaf_ids(lat: np.ndarray, lng: np.ndarray) -> np.ndarray:
-    return np.array([s2.S2CellId(s2.S2LatLng.FromDegrees(a, b)).id()
-                     for a, b in zip(lat.tolist(), lng.tolist(), strict=True)], dtype=np.uint64)
+    return np.array(
+        [
+            s2.S2CellId(s2.S2LatLng.FromDegrees(a, b)).id()
+            for a, b in zip(lat.tolist(), lng.tolist(), strict=True)
+        ],
+        dtype=np.uint64,
+    )
 
 
-def test_s2_covering_and_our_plan_both_hold_every_hit(built_rows: list[dict[str, Any]]
-                                                      ) -> None:
+def test_s2_covering_and_our_plan_both_hold_every_hit(built_rows: list[dict[str, Any]]) -> None:
     index, oracle = GeohashIndex.from_rows(built_rows), Oracle(built_rows)
     leaves = _leaf_ids(oracle.lat, oracle.lng)
     coverer = s2.S2RegionCoverer()

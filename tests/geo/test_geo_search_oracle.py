@@ -43,13 +43,16 @@ def _searcher(index: GeohashIndex, planner: str) -> ProximitySearch:
     return ProximitySearch(ScanIndex(index))
 
 
-def _random_point(rng: np.random.Generator, oracle: Oracle, near: float = 1 / 6
-                  ) -> tuple[float, float]:
+def _random_point(
+    rng: np.random.Generator, oracle: Oracle, near: float = 1 / 6
+) -> tuple[float, float]:
     kind = 0 if rng.random() < near else rng.integers(1, 6)
     if kind == 0:  # next to a place (dense areas get most of these)
         i = int(rng.integers(0, len(oracle.lat)))
-        return (float(np.clip(oracle.lat[i] + rng.normal(0, 0.02), -90, 90)),
-                float((oracle.lng[i] + rng.normal(0, 0.02) + 180) % 360 - 180))
+        return (
+            float(np.clip(oracle.lat[i] + rng.normal(0, 0.02), -90, 90)),
+            float((oracle.lng[i] + rng.normal(0, 0.02) + 180) % 360 - 180),
+        )
     if kind == 1:  # anywhere (mostly countryside and ocean)
         return float(np.degrees(np.arcsin(rng.uniform(-1, 1)))), float(rng.uniform(-180, 180))
     if kind == 2:  # near a pole
@@ -64,8 +67,9 @@ def _random_point(rng: np.random.Generator, oracle: Oracle, near: float = 1 / 6
 def _random_filters(rng: np.random.Generator) -> dict[str, Any]:
     f: dict[str, Any] = {}
     if rng.random() < 0.3:
-        f["categories"] = tuple(rng.choice(CATEGORIES, size=int(rng.integers(1, 3)),
-                                           replace=False).tolist())
+        f["categories"] = tuple(
+            rng.choice(CATEGORIES, size=int(rng.integers(1, 3)), replace=False).tolist()
+        )
     if rng.random() < 0.2:
         f["prices"] = tuple(sorted({int(x) for x in rng.integers(1, 5, size=2)}))
     if rng.random() < 0.2:
@@ -86,8 +90,9 @@ def test_radius_search_equals_brute_force(planner: str, data: str, request: Any)
         lat, lng = _random_point(rng, oracle, near=0.5 if data == "built" else 1 / 6)
         radius = float(math.exp(rng.uniform(math.log(100), math.log(20_000))))
         f = _random_filters(rng)
-        filters = Filters(f.get("categories", ()), f.get("open_now", False),
-                          f.get("prices", ()), f.get("q", ""))
+        filters = Filters(
+            f.get("categories", ()), f.get("open_now", False), f.get("prices", ()), f.get("q", "")
+        )
         m, plan, read, _ = search.matches(lat, lng, radius, filters, NOW)
         got = m.cols.num.tolist()
         expected = oracle.within(lat, lng, radius, now=NOW, **f)
@@ -115,14 +120,22 @@ def test_scan_planner_equals_brute_force(dense: tuple[GeohashIndex, Oracle]) -> 
 @pytest.mark.parametrize(
     "lat, lng, radius",
     [
-        (90.0, 0.0, 20_000), (-90.0, 123.0, 20_000), (89.999, 45.0, 100), (-89.95, -170.0, 5_000),
-        (0.0, 180.0, 20_000), (0.0, -180.0, 3_000), (-17.7, 179.999, 20_000),
-        (-17.7, -179.999, 800), (64.0, 180.0, 15_000), (45.0, -180.0, 20_000),
+        (90.0, 0.0, 20_000),
+        (-90.0, 123.0, 20_000),
+        (89.999, 45.0, 100),
+        (-89.95, -170.0, 5_000),
+        (0.0, 180.0, 20_000),
+        (0.0, -180.0, 3_000),
+        (-17.7, 179.999, 20_000),
+        (-17.7, -179.999, 800),
+        (64.0, 180.0, 15_000),
+        (45.0, -180.0, 20_000),
     ],
 )
 @pytest.mark.parametrize("planner", ["geohash", "quadtree"])
-def test_awkward_places_equal_brute_force(dense: tuple[GeohashIndex, Oracle], planner: str,
-                                          lat: float, lng: float, radius: float) -> None:
+def test_awkward_places_equal_brute_force(
+    dense: tuple[GeohashIndex, Oracle], planner: str, lat: float, lng: float, radius: float
+) -> None:
     index, oracle = dense
     m, *_ = _searcher(index, planner).matches(lat, lng, radius, Filters(), NOW)
     expected = oracle.within(lat, lng, radius)
@@ -134,8 +147,9 @@ def test_awkward_places_equal_brute_force(dense: tuple[GeohashIndex, Oracle], pl
 def test_balltree_haversine_agrees(built: tuple[GeohashIndex, Oracle]) -> None:
     sklearn_neighbors = pytest.importorskip("sklearn.neighbors")
     index, oracle = built
-    tree = sklearn_neighbors.BallTree(np.radians(np.stack([oracle.lat, oracle.lng], 1)),
-                                      metric="haversine")
+    tree = sklearn_neighbors.BallTree(
+        np.radians(np.stack([oracle.lat, oracle.lng], 1)), metric="haversine"
+    )
     search = ProximitySearch(index)
     rng = np.random.default_rng(9)
     for _ in range(60):
@@ -172,22 +186,49 @@ def test_ranking_matches_scores_worked_by_hand() -> None:
     * B, 500 m, 480★ over 100:  0.5×0.50 + 0.35×(100+480)/125/5      + 0.15 = 0.7248
     * C, 900 m, one 5★ review:  0.5×0.10 + 0.35×(100+5)/26/5         + 0.15 = 0.48269…
     """
-    base = {"category": "restaurant", "tags": "[]", "timezone": "UTC", "hours": None,
-            "price": None}
+    base = {"category": "restaurant", "tags": "[]", "timezone": "UTC", "hours": None, "price": None}
     rows = [
-        {**base, "num": 1, "name": "A", "lat": _north_of(10.0, 250), "lng": 20.0,
-         "review_count": 0, "review_stars": 0},
-        {**base, "num": 2, "name": "B", "lat": _north_of(10.0, 500), "lng": 20.0,
-         "review_count": 100, "review_stars": 480},
-        {**base, "num": 3, "name": "C", "lat": _north_of(10.0, 900), "lng": 20.0,
-         "review_count": 1, "review_stars": 5},
-        {**base, "num": 4, "name": "Far", "lat": -40.0, "lng": -60.0,
-         "review_count": 399, "review_stars": 1515},
+        {
+            **base,
+            "num": 1,
+            "name": "A",
+            "lat": _north_of(10.0, 250),
+            "lng": 20.0,
+            "review_count": 0,
+            "review_stars": 0,
+        },
+        {
+            **base,
+            "num": 2,
+            "name": "B",
+            "lat": _north_of(10.0, 500),
+            "lng": 20.0,
+            "review_count": 100,
+            "review_stars": 480,
+        },
+        {
+            **base,
+            "num": 3,
+            "name": "C",
+            "lat": _north_of(10.0, 900),
+            "lng": 20.0,
+            "review_count": 1,
+            "review_stars": 5,
+        },
+        {
+            **base,
+            "num": 4,
+            "name": "Far",
+            "lat": -40.0,
+            "lng": -60.0,
+            "review_count": 399,
+            "review_stars": 1515,
+        },
     ]
-    result = ProximitySearch(GeohashIndex.from_rows(rows)).search(10.0, 20.0, 1000,
-                                                                  widen=False, now=NOW)
-    assert [(r["num"], r["distanceM"]) for r in result.results] == [(1, 250), (2, 500),
-                                                                     (3, 900)]
+    result = ProximitySearch(GeohashIndex.from_rows(rows)).search(
+        10.0, 20.0, 1000, widen=False, now=NOW
+    )
+    assert [(r["num"], r["distanceM"]) for r in result.results] == [(1, 250), (2, 500), (3, 900)]
     assert [r["score"] for r in result.results] == [0.805, 0.7248, 0.4827]
 
 
@@ -219,13 +260,37 @@ def test_ranking_follows_the_formula(built: tuple[GeohashIndex, Oracle]) -> None
 def test_bayesian_average_keeps_one_review_from_winning() -> None:
     rows = []
     for i, (count, stars) in enumerate([(1, 5), (1000, 4600), (0, 0)]):
-        rows.append({"num": i, "name": f"P{i}", "lat": 12.0, "lng": 77.0 + i * 1e-6,
-                     "category": "restaurant", "tags": "[]", "timezone": "UTC", "hours": None,
-                     "price": None, "review_count": count, "review_stars": stars})
+        rows.append(
+            {
+                "num": i,
+                "name": f"P{i}",
+                "lat": 12.0,
+                "lng": 77.0 + i * 1e-6,
+                "category": "restaurant",
+                "tags": "[]",
+                "timezone": "UTC",
+                "hours": None,
+                "price": None,
+                "review_count": count,
+                "review_stars": stars,
+            }
+        )
     for j in range(20):  # elsewhere, the ordinary 3.5-star places that set the prior
-        rows.append({"num": 3 + j, "name": "Far", "lat": -30.0, "lng": float(j),
-                     "category": "cafe", "tags": "[]", "timezone": "UTC", "hours": None,
-                     "price": None, "review_count": 100, "review_stars": 350})
+        rows.append(
+            {
+                "num": 3 + j,
+                "name": "Far",
+                "lat": -30.0,
+                "lng": float(j),
+                "category": "cafe",
+                "tags": "[]",
+                "timezone": "UTC",
+                "hours": None,
+                "price": None,
+                "review_count": 100,
+                "review_stars": 350,
+            }
+        )
     search = ProximitySearch(GeohashIndex.from_rows(rows))
     result = search.search(12.0, 77.0, 500, widen=False, now=NOW)
     assert [r["num"] for r in result.results] == [1, 0, 2]
@@ -235,8 +300,7 @@ def test_text_query_filters_and_ranks(dense: tuple[GeohashIndex, Oracle]) -> Non
     index, oracle = dense
     search = ProximitySearch(index)
     filters = search.check_filters(q="Royal biryani")
-    result = search.search(12.9716, 77.5946, 2000, filters=filters, limit=100, widen=False,
-                           now=NOW)
+    result = search.search(12.9716, 77.5946, 2000, filters=filters, limit=100, widen=False, now=NOW)
     assert result.total == len(oracle.within(12.9716, 77.5946, 2000, q="Royal biryani"))
     words = [oracle.words[int(np.searchsorted(oracle.num, r["num"]))] for r in result.results]
     assert all(w & {"royal", "biryani"} for w in words)
@@ -259,8 +323,9 @@ def test_widening_follows_the_ladder(dense: tuple[GeohashIndex, Oracle], planner
         radius = float(rng.choice([100.0, 500.0, 1500.0, 3000.0]))
         limit = int(rng.integers(1, 40))
         f = _random_filters(rng)
-        filters = Filters(f.get("categories", ()), f.get("open_now", False),
-                          f.get("prices", ()), f.get("q", ""))
+        filters = Filters(
+            f.get("categories", ()), f.get("open_now", False), f.get("prices", ()), f.get("q", "")
+        )
         result = search.search(lat, lng, radius, filters=filters, limit=limit, now=NOW)
         ladder = [radius] + [r for r in WIDEN_STEPS_M if r > radius]
         expected_r = ladder[-1]
@@ -277,8 +342,9 @@ def test_widening_follows_the_ladder(dense: tuple[GeohashIndex, Oracle], planner
 # ------------------------------------------------------------------ pagination
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     i=st.integers(min_value=0, max_value=30_000),
     radius=st.floats(min_value=100, max_value=20_000),
@@ -287,7 +353,11 @@ def test_widening_follows_the_ladder(dense: tuple[GeohashIndex, Oracle], planner
     category=st.sampled_from([None, "restaurant", "cafe"]),
 )
 def test_cursor_walk_yields_each_match_exactly_once(
-    dense: tuple[GeohashIndex, Oracle], i: int, radius: float, limit: int, planner: str,
+    dense: tuple[GeohashIndex, Oracle],
+    i: int,
+    radius: float,
+    limit: int,
+    planner: str,
     category: str | None,
 ) -> None:
     index, oracle = dense
@@ -302,8 +372,9 @@ def test_cursor_walk_yields_each_match_exactly_once(
     cursor = first.next_cursor
     pages = 1
     while cursor and pages < 1000:
-        page = search.search(lat, lng, radius, filters=filters, limit=limit, cursor=cursor,
-                             widen=False)
+        page = search.search(
+            lat, lng, radius, filters=filters, limit=limit, cursor=cursor, widen=False
+        )
         assert page.results, "a cursor led to an empty page"
         seen += [r["num"] for r in page.results]
         cursor = page.next_cursor
@@ -322,8 +393,9 @@ def test_cursor_pins_the_radius_used_and_the_clock(dense: tuple[GeohashIndex, Or
     first = search.search(-17.7, 179.99, 100, limit=5, filters=Filters(open_now=True))
     assert first.radius_used_m > 100 and first.next_cursor
     later = ProximitySearch(index, clock=lambda: NOW + 6 * 3600)  # a different hour
-    page = later.search(-17.7, 179.99, 100, limit=5, filters=Filters(open_now=True),
-                        cursor=first.next_cursor)
+    page = later.search(
+        -17.7, 179.99, 100, limit=5, filters=Filters(open_now=True), cursor=first.next_cursor
+    )
     assert page.radius_used_m == first.radius_used_m
     ids = {r["num"] for r in first.results}
     assert not ids & {r["num"] for r in page.results}
@@ -350,8 +422,11 @@ def test_cached_results_are_exact_for_every_user_in_the_cell(
             a = cached.search(ulat, ulng, radius, limit=30, now=NOW, use_cache=True)
             b = plain.search(ulat, ulng, radius, limit=30, now=NOW)
             assert a.results == b.results
-            assert (a.total, a.radius_used_m, a.next_cursor) == (b.total, b.radius_used_m,
-                                                                 b.next_cursor)
+            assert (a.total, a.radius_used_m, a.next_cursor) == (
+                b.total,
+                b.radius_used_m,
+                b.next_cursor,
+            )
             hits += a.cache_hit
     assert hits >= 40  # users in the same cell shared entries
 
@@ -372,10 +447,12 @@ def test_area_search_equals_brute_force(dense: tuple[GeohashIndex, Oracle], plan
         west = (lng - w + 180) % 360 - 180
         east = (lng + w + 180) % 360 - 180
         f = _random_filters(rng)
-        filters = Filters(f.get("categories", ()), f.get("open_now", False),
-                          f.get("prices", ()), f.get("q", ""))
-        body = search.area(south, west, north, east, filters=filters, limit=500, max_pins=400,
-                           now=NOW)
+        filters = Filters(
+            f.get("categories", ()), f.get("open_now", False), f.get("prices", ()), f.get("q", "")
+        )
+        body = search.area(
+            south, west, north, east, filters=filters, limit=500, max_pins=400, now=NOW
+        )
         keep, _ = oracle.mask(lat, lng, 1e9, now=NOW, **f)
         if west <= east:
             in_lng = (oracle.lng >= west) & (oracle.lng <= east)
@@ -427,8 +504,10 @@ def test_cell_counts_are_per_cell_density(dense: tuple[GeohashIndex, Oracle]) ->
     cells = ["tdr1", "tdr", "b", "zzzz", gh.encode(-17.7, 179.9, 3)]
     counts = index.cell_counts(cells)
     for cell, count in zip(cells, counts, strict=True):
-        expected = sum(gh.encode(float(a), float(b), len(cell)) == cell
-                       for a, b in zip(oracle.lat, oracle.lng, strict=True))
+        expected = sum(
+            gh.encode(float(a), float(b), len(cell)) == cell
+            for a, b in zip(oracle.lat, oracle.lng, strict=True)
+        )
         assert count == expected
 
 
@@ -437,8 +516,9 @@ def test_narrow_index_is_under_40_bytes_per_place(built: tuple[GeohashIndex, Ora
     memory = index.memory()
     assert memory["narrowBytesPerPlace"] < 40
     assert memory["narrowBytes"] == sum(
-        getattr(index.base, k).nbytes for k in ("code", "lat", "lng", "num", "rating",
-                                                "category", "price", "tz", "hours"))
+        getattr(index.base, k).nbytes
+        for k in ("code", "lat", "lng", "num", "rating", "category", "price", "tz", "hours")
+    )
 
 
 def test_quadtree_leaves_partition_the_rows(dense: tuple[GeohashIndex, Oracle]) -> None:

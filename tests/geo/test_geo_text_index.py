@@ -19,8 +19,25 @@ from lookup.geo.index import GeohashIndex
 from lookup.geo.ranking import TextIndex
 from lookup.geo.store import COLUMNS
 
-WORDS = ["biryani", "Biryanis", "café", "CAFE", "dosa", "pizza", "Pizzas", "golden", "ōsaka",
-         "naïve", "x", "42", "under_score", "दिल्ली", "north-east", "a\x00b", ""]
+WORDS = [
+    "biryani",
+    "Biryanis",
+    "café",
+    "CAFE",
+    "dosa",
+    "pizza",
+    "Pizzas",
+    "golden",
+    "ōsaka",
+    "naïve",
+    "x",
+    "42",
+    "under_score",
+    "दिल्ली",
+    "north-east",
+    "a\x00b",
+    "",
+]
 CATEGORIES = ["restaurant", "cafe", "pizza", "fuel", ""]
 
 texts = st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join)
@@ -37,12 +54,21 @@ def _one_by_one(name: str, category: str, tags: list[str]) -> set[tuple[str, str
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(texts, st.sampled_from(CATEGORIES), tag_lists,
-                          st.sampled_from(["list", "tuple", "json"])),
-                max_size=25),
-       st.randoms(use_true_random=False))
-def test_build_matches_the_per_place_path(places: list[tuple[str, str, list[str], str]],
-                                           rnd: Any) -> None:
+@given(
+    st.lists(
+        st.tuples(
+            texts,
+            st.sampled_from(CATEGORIES),
+            tag_lists,
+            st.sampled_from(["list", "tuple", "json"]),
+        ),
+        max_size=25,
+    ),
+    st.randoms(use_true_random=False),
+)
+def test_build_matches_the_per_place_path(
+    places: list[tuple[str, str, list[str], str]], rnd: Any
+) -> None:
     nums = list(range(0, 3 * len(places), 3))  # gaps: numbers no place has
     rnd.shuffle(nums)
     tags: list[Any] = []
@@ -52,7 +78,7 @@ def test_build_matches_the_per_place_path(places: list[tuple[str, str, list[str]
     assert len(index.indptr) == (max(nums) + 2 if nums else 1)
     for num, (name, category, tg, _) in zip(nums, places, strict=True):
         assert set(index.words_of(num)) == _one_by_one(name, category, tg)
-        row = index.data[index.indptr[num]:index.indptr[num + 1]]
+        row = index.data[index.indptr[num] : index.indptr[num + 1]]
         assert (np.diff(row) > 0).all()  # sorted by word, one entry per word
     absent = sorted(set(range(max(nums, default=-1) + 1)) - set(nums))
     assert all(index.words_of(n) == [] for n in absent)
@@ -69,11 +95,31 @@ def test_build_matches_the_per_place_path(places: list[tuple[str, str, list[str]
 def test_from_rows_accepts_dicts_tuples_and_nulls() -> None:
     base: dict[str, Any] = dict.fromkeys(COLUMNS)
     rows = [
-        {**base, "num": 0, "name": "Biryani House", "lat": 12.9, "lng": 77.6,
-         "category": "restaurant", "tags": '["dum biryani", "kebab"]', "price": 2,
-         "review_count": 10, "review_stars": 45, "timezone": "Asia/Kolkata"},
-        {**base, "num": 2, "name": "Café Olé", "lat": -33.9, "lng": 151.2, "category": "cafe",
-         "tags": None, "price": None, "review_count": None, "review_stars": None},
+        {
+            **base,
+            "num": 0,
+            "name": "Biryani House",
+            "lat": 12.9,
+            "lng": 77.6,
+            "category": "restaurant",
+            "tags": '["dum biryani", "kebab"]',
+            "price": 2,
+            "review_count": 10,
+            "review_stars": 45,
+            "timezone": "Asia/Kolkata",
+        },
+        {
+            **base,
+            "num": 2,
+            "name": "Café Olé",
+            "lat": -33.9,
+            "lng": 151.2,
+            "category": "cafe",
+            "tags": None,
+            "price": None,
+            "review_count": None,
+            "review_stars": None,
+        },
     ]
     from_dicts = GeohashIndex.from_rows(rows)
     from_tuples = GeohashIndex.from_rows(iter([tuple(r[c] for c in COLUMNS) for r in rows]))

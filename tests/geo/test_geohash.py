@@ -19,8 +19,13 @@ geohashes = st.text(alphabet=gh.BASE32, min_size=1, max_size=12)
 
 # pygeohash's direction names for our compass points, composed for the diagonals
 _PYGEOHASH_STEPS = {
-    "n": ["top"], "s": ["bottom"], "e": ["right"], "w": ["left"],
-    "ne": ["top", "right"], "nw": ["top", "left"], "se": ["bottom", "right"],
+    "n": ["top"],
+    "s": ["bottom"],
+    "e": ["right"],
+    "w": ["left"],
+    "ne": ["top", "right"],
+    "nw": ["top", "left"],
+    "se": ["bottom", "right"],
     "sw": ["bottom", "left"],
 }
 
@@ -29,9 +34,14 @@ def test_seed_koramangala_cell_and_its_eight_neighbours() -> None:
     assert gh.encode(12.9352, 77.6245, 5) == "tdr1w"
     # the seed's 3×3 picture: tdr1v tdr1y tdr1z / tdr1t [tdr1w] tdr1x / tdr1m tdr1q tdr1r
     assert gh.neighbours("tdr1w") == {
-        "nw": "tdr1v", "n": "tdr1y", "ne": "tdr1z",
-        "w": "tdr1t", "e": "tdr1x",
-        "sw": "tdr1m", "s": "tdr1q", "se": "tdr1r",
+        "nw": "tdr1v",
+        "n": "tdr1y",
+        "ne": "tdr1z",
+        "w": "tdr1t",
+        "e": "tdr1x",
+        "sw": "tdr1m",
+        "s": "tdr1q",
+        "se": "tdr1r",
     }
 
 
@@ -151,8 +161,10 @@ def test_cell_is_a_code_range(lat: float, lng: float, precision: int) -> None:
     assert lo <= code < hi
     assert gh.to_string(cell, precision) == gh.encode(lat, lng, precision)
     assert gh.cell_bounds(cell, precision) == pytest.approx(
-        tuple(getattr(gh.decode(gh.to_string(cell, precision)), k)
-              for k in ("south", "west", "north", "east"))
+        tuple(
+            getattr(gh.decode(gh.to_string(cell, precision)), k)
+            for k in ("south", "west", "north", "east")
+        )
     )
 
 

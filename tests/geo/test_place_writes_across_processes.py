@@ -65,7 +65,10 @@ def test_two_processes_adding_places_at_once_never_collide(tmp_path: Path) -> No
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(path), str(go), str(n), f"writer{w}"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for w in range(writers)
     ]
@@ -102,4 +105,3 @@ def test_two_processes_adding_places_at_once_never_collide(tmp_path: Path) -> No
         assert counts == list(range(1, n * writers + 1))  # each review saw the one before
     finally:
         store.close()
-

@@ -67,8 +67,9 @@ def test_a_search_whose_places_are_in_memory_takes_no_thread(
     again = client.get("/v1/search", params=KORAMANGALA)
     assert _ids(again.json()) == _ids(first.json())
     assert lane_calls == []
-    page_two = client.get("/v1/search", params={**KORAMANGALA,
-                                                "cursor": again.json()["nextCursor"]})
+    page_two = client.get(
+        "/v1/search", params={**KORAMANGALA, "cursor": again.json()["nextCursor"]}
+    )
     assert page_two.status_code == 200
     assert not set(_ids(page_two.json())) & set(_ids(first.json()))
     assert lane_calls == ["profiles"]  # the second page's places were not in memory yet

@@ -31,12 +31,27 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     out = tmp_path_factory.mktemp("schema-crawl")
     try:
         seeds = [web.url("docs", "/"), web.url("moved", "/")]
-        cfg = dict(hosts=web.hosts(), strict_hosts=True, min_delay=0.01, delay_factor=1.0,
-                   timeout=1.5, connect_timeout=1.0, recrawl_initial=0.2, recrawl_min=0.1)
-        crawl(CrawlConfig(out, seeds=seeds, max_pages=60, max_seconds=30,
-                          traps=TrapPolicy(host_budget=30, max_depth=5), **cfg))  # type: ignore[arg-type]
-        crawl(CrawlConfig(out, resume=True, new_cycle=True, recrawl=True, max_seconds=4,
-                          **cfg))  # type: ignore[arg-type]
+        cfg = dict(
+            hosts=web.hosts(),
+            strict_hosts=True,
+            min_delay=0.01,
+            delay_factor=1.0,
+            timeout=1.5,
+            connect_timeout=1.0,
+            recrawl_initial=0.2,
+            recrawl_min=0.1,
+        )
+        crawl(
+            CrawlConfig(
+                out,
+                seeds=seeds,
+                max_pages=60,
+                max_seconds=30,
+                traps=TrapPolicy(host_budget=30, max_depth=5),
+                **cfg,
+            )
+        )  # type: ignore[arg-type]
+        crawl(CrawlConfig(out, resume=True, new_cycle=True, recrawl=True, max_seconds=4, **cfg))  # type: ignore[arg-type]
     finally:
         web.stop()
     return [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]

@@ -67,7 +67,8 @@ def index_1(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
 def index_4(tmp_path_factory: pytest.TempPathFactory, base_crawl: Path) -> Path:
     """The crawl indexed into four shards, small segments so shards hold several."""
     return shared_build(
-        tmp_path_factory, "search-idx4",
+        tmp_path_factory,
+        "search-idx4",
         lambda out: build_index(base_crawl, out, shards=4, segment_docs=40),
     )
 

@@ -32,7 +32,9 @@ def test_hindi_words_take_hindi_stems_and_stop_words() -> None:
 
 
 def test_documents_of_each_script_are_analysed_alike() -> None:
-    doc = analyze_document("東京の電車", "山手線は環状線です。", "http://intl.sandbox.test/ja/t.html")
+    doc = analyze_document(
+        "東京の電車", "山手線は環状線です。", "http://intl.sandbox.test/ja/t.html"
+    )
     assert "title:東京" in doc.fields and "site:intl.sandbox.test" in doc.fields
     assert "環状" in doc.terms and "山手" in doc.terms
 

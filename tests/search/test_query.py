@@ -222,9 +222,7 @@ def expansions(world: World, prefix: str) -> list[str]:
     counts: Counter[str] = Counter()
     for d in world.docs:
         counts.update(t for t in d.terms if t.startswith(prefix))
-    return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][
-        :MAX_PREFIX_TERMS
-    ]
+    return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PREFIX_TERMS]
 
 
 def matches(world: World, tree: tuple, d: Doc) -> bool:

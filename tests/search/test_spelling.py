@@ -1,4 +1,4 @@
-""""Did you mean": the edit distance against rapidfuzz, the speller against a brute-force
+""" "Did you mean": the edit distance against rapidfuzz, the speller against a brute-force
 scan of its vocabulary, and ``hepq`` → ``heapq`` through the search service and HTTP."""
 
 from __future__ import annotations

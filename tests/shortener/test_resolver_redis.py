@@ -207,8 +207,7 @@ def test_an_invalidation_outlives_a_process_that_crashed_during_a_redis_outage(
         started = time.monotonic()
         # the row leaves the outbox a moment before the sender counts it: wait for both
         _wait(
-            lambda: not store.deferred_invalidations(10)
-            and tier_b.stats()["sentFromOutbox"] == 1
+            lambda: not store.deferred_invalidations(10) and tier_b.stats()["sentFromOutbox"] == 1
         )
         took = time.monotonic() - started
         print(f"\nthe crashed process's invalidation sent by another {took:.2f} s after Redis")

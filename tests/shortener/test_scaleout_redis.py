@@ -68,7 +68,9 @@ def test_a_change_through_one_process_reaches_the_others_within_a_second(
 def _creates(base: str, n: int) -> list[int]:
     with httpx.Client(timeout=30) as client:
         return [
-            client.post(f"{base}/v1/links", json={"longUrl": f"https://example.com/{i}"}).status_code
+            client.post(
+                f"{base}/v1/links", json={"longUrl": f"https://example.com/{i}"}
+            ).status_code
             for i in range(n)
         ]
 

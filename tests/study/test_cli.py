@@ -145,8 +145,20 @@ def test_an_interactive_session_in_the_terminal(tmp_path: Path) -> None:
             lines += ["lots", "1"]  # an error first: the question is asked again
         else:
             lines += ["a short answer", "hard"]
-    args = ("--learner", "ana", "--system", "shortener", "--minutes", "10", "--seed", "5",
-            "--kind", "estimate", "--kind", "concept")
+    args = (
+        "--learner",
+        "ana",
+        "--system",
+        "shortener",
+        "--minutes",
+        "10",
+        "--seed",
+        "5",
+        "--kind",
+        "estimate",
+        "--kind",
+        "concept",
+    )
     out = study("session", *args, "--no-drills", data_dir=tmp_path, stdin="\n".join(lines) + "\n")
     assert out.returncode == 0, out.stderr
     assert "not a number" in out.stdout

@@ -72,14 +72,15 @@ def test_a_build_started_over_http_publishes_a_second_version(data_dir: Path) ->
         assert new != first
 
         # the poller deploys it; the old version is the rollback target
-        _until(http, "/v1/typeahead/snapshots",
-               lambda b: (b["markets"]["en-IN"].get("current") or {}).get("version") == new)
+        _until(
+            http,
+            "/v1/typeahead/snapshots",
+            lambda b: (b["markets"]["en-IN"].get("current") or {}).get("version") == new,
+        )
         info = http.get("/v1/typeahead/snapshots").json()["markets"]["en-IN"]
         assert info["previous"] == first
         assert {first, new} <= set(info["stored"])
-        assert http.get("/v1/suggest", params={"q": "ip", "market": "en-IN"}).json()[
-            "suggestions"
-        ]
+        assert http.get("/v1/suggest", params={"q": "ip", "market": "en-IN"}).json()["suggestions"]
 
 
 def test_a_build_without_a_query_log_fails_saying_how_to_make_one(tmp_path: Path) -> None:

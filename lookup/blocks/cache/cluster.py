@@ -184,8 +184,9 @@ def failover_drill(
         c.close()
     last_failure = max((t for t, o, v in events if o == "write failed" and v and t > kill_t),
                        default=kill_t)  # fmt: skip
-    first_write_after = min((t for t, o, v in events
-                             if o == "write ok" and v and t > last_failure), default=None)
+    first_write_after = min(
+        (t for t, o, v in events if o == "write ok" and v and t > last_failure), default=None
+    )
     cluster.wait_ok(timeout_s)
     check = ClusterCache(cluster.startup_nodes, timeout_s=2.0)
     keys = list(acked)
@@ -205,7 +206,8 @@ def failover_drill(
         "node timeout (ms)": cluster.node_timeout_ms,
         "killed at (s)": round(kill_t, 3),
         "failover (s)": None if promoted_at is None else round(promoted_at - kill_t, 3),
-        "client recovered (s)": None if first_write_after is None
+        "client recovered (s)": None
+        if first_write_after is None
         else round(first_write_after - kill_t, 3),
         "reads": dict(reads),
         "writes": dict(writes),
@@ -213,12 +215,15 @@ def failover_drill(
         "acknowledged writes": len(acked),
         "acknowledged writes lost": len(lost),
         "lost on the victim": sum(on_victim(k) for k, _ in lost),
-        "lost acknowledged within (s) before the kill": None if not lost_times
+        "lost acknowledged within (s) before the kill": None
+        if not lost_times
         else round(kill_t - lost_times[0], 4),
         "replica lag (s)": replica_lag_s,
         "acknowledged on the victim while its replica lagged": sum(
-            1 for k, (_, w) in acked.items() if lag_t <= w <= kill_t and on_victim(k))
-        if replica_lag_s > 0 else 0,
+            1 for k, (_, w) in acked.items() if lag_t <= w <= kill_t and on_victim(k)
+        )
+        if replica_lag_s > 0
+        else 0,
         "timeline": _timeline(events, bin_s),
     }
 
@@ -228,5 +233,6 @@ def _timeline(events: list[tuple[float, str, bool]], bin_s: float) -> list[dict[
     bins: dict[int, Counter[str]] = {}
     for t, outcome, victim in events:
         bins.setdefault(int(t / bin_s), Counter())[
-            f"{outcome} ({'victim' if victim else 'others'})"] += 1
+            f"{outcome} ({'victim' if victim else 'others'})"
+        ] += 1
     return [{"t": round(i * bin_s, 3), **bins[i]} for i in sorted(bins)]

@@ -156,13 +156,16 @@ def stampede(url: str, store: BackingStore, *, callers: int = 500,
     rows = []
     for mode in ("unprotected", "single-flight", "lease"):
         n = clients if mode == "lease" else 1
-        tiers = [RedisTier(url, prefix="stampede:", timeout_s=5.0, max_connections=callers)
-                 for _ in range(n)]
+        tiers = [
+            RedisTier(url, prefix="stampede:", timeout_s=5.0, max_connections=callers)
+            for _ in range(n)
+        ]
         tiers[0].flush()
         caches = [ReadThrough(t, store.get, 60_000, protect=mode != "unprotected")
                   for t in tiers]  # fmt: skip
         store.reset_counts()
         answers: list[str | None] = [None] * callers
+
         def call(i: int, answers: list[str | None] = answers,
                  caches: list[ReadThrough] = caches, n: int = n) -> None:  # fmt: skip
             answers[i] = caches[i % n].read("hot")
@@ -449,7 +452,14 @@ def write_behind_crash(url: str, directory: str | Path, *, acks: int = 3_000,
         tier.flush()
         tier.close()
         lost = [k for k in acked if k not in stored]
-        rows.append({"pattern": mode, "acknowledged": len(acked), "in the store": len(stored),
-                     "acknowledged but lost": len(lost), "still in the cache": in_tier,
-                     "flush interval (s)": flush_interval_s if mode == "write-behind" else 0})
+        rows.append(
+            {
+                "pattern": mode,
+                "acknowledged": len(acked),
+                "in the store": len(stored),
+                "acknowledged but lost": len(lost),
+                "still in the cache": in_tier,
+                "flush interval (s)": flush_interval_s if mode == "write-behind" else 0,
+            }
+        )
     return rows

@@ -43,7 +43,9 @@ class BackingStore:
         with self._lock:
             self._conn.execute(
                 "INSERT INTO items (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
             self.writes += 1
 
     def put_many(self, items: list[tuple[str, str]]) -> None:
@@ -52,7 +54,9 @@ class BackingStore:
             self._conn.execute("BEGIN")
             self._conn.executemany(
                 "INSERT INTO items (key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", items)
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                items,
+            )
             self._conn.execute("COMMIT")
             self.writes += len(items)
 

@@ -94,8 +94,9 @@ def _generate(args: argparse.Namespace) -> int:
                 time.sleep(0.0005)  # transient: the clock or the next renewal catches up
                 continue
             except Unavailable as exc:  # lease lost, or its deadline passed
-                summary.update(stopped=type(exc).__name__, stopped_wall_ms=_wall_ms(),
-                               reason=str(exc))
+                summary.update(
+                    stopped=type(exc).__name__, stopped_wall_ms=_wall_ms(), reason=str(exc)
+                )
                 if lease is not None:
                     summary["deadline_wall_ms"] = lease.deadline_wall_ms()
                 break
@@ -109,8 +110,10 @@ def _generate(args: argparse.Namespace) -> int:
             ids.tofile(fh)
         summary.update(issued=len(ids), seconds=seconds, waits=gen.waits)
         if ids:
-            summary.update(first_ms=gen.layout.decode(ids[0]).unix_ms,
-                           last_ms=gen.layout.decode(ids[-1]).unix_ms)
+            summary.update(
+                first_ms=gen.layout.decode(ids[0]).unix_ms,
+                last_ms=gen.layout.decode(ids[-1]).unix_ms,
+            )
         Path(f"{out}.json").write_text(json.dumps(summary))
     return 0
 
@@ -138,19 +141,42 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def spawn_generator(
-    out: Path, *, etcd: str = "", worker: int = -1, count: int = 100_000,
-    ttl: float = 2.0, go: Path | None = None, wait_s: float = 0.0, rate: float = 0.0,
+    out: Path,
+    *,
+    etcd: str = "",
+    worker: int = -1,
+    count: int = 100_000,
+    ttl: float = 2.0,
+    go: Path | None = None,
+    wait_s: float = 0.0,
+    rate: float = 0.0,
 ) -> subprocess.Popen[bytes]:
     """Start one generator process (this checkout's ``lookup``, whatever is installed)."""
-    cmd = [sys.executable, "-m", "lookup.blocks.ids.drill", "generate", "--out", str(out),
-           "--worker", str(worker), "--count", str(count), "--ttl", str(ttl),
-           "--wait", str(wait_s), "--rate", str(rate)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "lookup.blocks.ids.drill",
+        "generate",
+        "--out",
+        str(out),
+        "--worker",
+        str(worker),
+        "--count",
+        str(count),
+        "--ttl",
+        str(ttl),
+        "--wait",
+        str(wait_s),
+        "--rate",
+        str(rate),
+    ]
     if etcd:
         cmd += ["--etcd", etcd]
     if go is not None:
         cmd += ["--go", str(go)]
-    return subprocess.Popen(cmd, cwd=ROOT, env=settings.child_environ(PYTHONPATH=str(ROOT)),
-                            stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=settings.child_environ(PYTHONPATH=str(ROOT)), stdin=subprocess.DEVNULL
+    )
 
 
 def read_ids(out: Path) -> tuple[array[int], dict[str, Any]]:
@@ -161,8 +187,9 @@ def read_ids(out: Path) -> tuple[array[int], dict[str, Any]]:
     return ids, json.loads(Path(f"{out}.json").read_text())
 
 
-def _wait_ready(paths: Sequence[Path], procs: Sequence[subprocess.Popen[bytes]],
-                timeout_s: float = 60.0) -> None:
+def _wait_ready(
+    paths: Sequence[Path], procs: Sequence[subprocess.Popen[bytes]], timeout_s: float = 60.0
+) -> None:
     deadline = time.monotonic() + timeout_s
     for path, proc in zip(paths, procs, strict=True):
         while not Path(f"{path}.ready").exists():
@@ -217,15 +244,26 @@ def _collect(outs: Sequence[Path], per_process: int) -> DrillResult:
         summaries.append(summary)
         seconds = max(seconds, float(summary["seconds"]))
     shared = sum(1 for n in ms_seen.values() if n > 1)
-    return DrillResult(len(outs), per_process, total, len(every), total - len(every),
-                       increasing, workers, seconds, summaries, shared)
+    return DrillResult(
+        len(outs),
+        per_process,
+        total,
+        len(every),
+        total - len(every),
+        increasing,
+        workers,
+        seconds,
+        summaries,
+        shared,
+    )
 
 
 def _fleet(work: Path, n: int, count: int, *, etcd: str, worker: int, ttl: float) -> DrillResult:
     outs = [work / f"gen{i}.ids" for i in range(n)]
     go = work / "go"
-    procs = [spawn_generator(o, etcd=etcd, worker=worker, count=count, ttl=ttl, go=go)
-             for o in outs]
+    procs = [
+        spawn_generator(o, etcd=etcd, worker=worker, count=count, ttl=ttl, go=go) for o in outs
+    ]
     try:
         _wait_ready(outs, procs)
         go.touch()  # every process issues at the same time
@@ -238,8 +276,9 @@ def _fleet(work: Path, n: int, count: int, *, etcd: str, worker: int, ttl: float
     return _collect(outs, count)
 
 
-def fleet_drill(etcd_url: str, processes: int = 8, count: int = 100_000,
-                ttl: float = 4.0) -> DrillResult:
+def fleet_drill(
+    etcd_url: str, processes: int = 8, count: int = 100_000, ttl: float = 4.0
+) -> DrillResult:
     """``processes`` generators each leasing a worker id from etcd, ``count`` ids each."""
     with tempfile.TemporaryDirectory(prefix="lookup-drill-") as tmp:
         return _fleet(Path(tmp), processes, count, etcd=etcd_url, worker=-1, ttl=ttl)
@@ -251,8 +290,9 @@ def shared_worker_drill(processes: int = 2, count: int = 100_000, worker: int = 
         return _fleet(Path(tmp), processes, count, etcd="", worker=worker, ttl=2.0)
 
 
-def lease_loss_drill(etcd: EtcdServer, how: str = "revoke", ttl: float = 2.0,
-                     worker: int = 5) -> dict[str, Any]:
+def lease_loss_drill(
+    etcd: EtcdServer, how: str = "revoke", ttl: float = 2.0, worker: int = 5
+) -> dict[str, Any]:
     """Stream ids, lose the lease (``revoke`` it, or ``pause`` etcd), then a new holder.
 
     Returns when the loss happened, when the stream stopped, the last id's timestamp
@@ -283,8 +323,9 @@ def lease_loss_drill(etcd: EtcdServer, how: str = "revoke", ttl: float = 2.0,
                 proc.kill()
                 proc.wait()
         old_ids, summary = read_ids(old)
-        taker = spawn_generator(new, etcd=etcd.url, worker=worker, count=20_000, ttl=ttl,
-                                wait_s=ttl * 3 + 10)
+        taker = spawn_generator(
+            new, etcd=etcd.url, worker=worker, count=20_000, ttl=ttl, wait_s=ttl * 3 + 10
+        )
         _run_all([taker], timeout_s=ttl * 5 + 60)
         new_ids, new_summary = read_ids(new)
     both = set(old_ids) | set(new_ids)
@@ -295,7 +336,8 @@ def lease_loss_drill(etcd: EtcdServer, how: str = "revoke", ttl: float = 2.0,
         "lost_at_ms": lost_at,
         "stopped_at_ms": summary.get("stopped_wall_ms"),
         "time_to_stop_ms": (summary["stopped_wall_ms"] - lost_at)
-        if "stopped_wall_ms" in summary else None,
+        if "stopped_wall_ms" in summary
+        else None,
         "last_id_ms": summary.get("last_ms"),
         "deadline_ms": summary.get("deadline_wall_ms"),
         "reserved_ms": summary.get("reserved_ms"),
@@ -354,10 +396,15 @@ def duplicate_causes(per_ms: int = 100, span_ms: int = 50) -> list[dict[str, Any
     a = Snowflake(7, clock=_StepClock(ticks)).take(len(ticks))
     b = Snowflake(7, clock=_StepClock(ticks)).take(len(ticks))
     c = Snowflake(8, clock=_StepClock(ticks)).take(len(ticks))
-    rows.append({"cause": "two live processes on one worker id",
-                 "guard": "worker ids leased from etcd (create-if-absent)",
-                 "ids": 2 * len(ticks), "duplicates without guard": _dupes(a, b),
-                 "duplicates with guard": _dupes(a, c)})
+    rows.append(
+        {
+            "cause": "two live processes on one worker id",
+            "guard": "worker ids leased from etcd (create-if-absent)",
+            "ids": 2 * len(ticks),
+            "duplicates without guard": _dupes(a, b),
+            "duplicates with guard": _dupes(a, c),
+        }
+    )
 
     # 2. the clock steps back (NTP step) and the generator does not check
     half = len(ticks) // 2
@@ -370,10 +417,16 @@ def duplicate_causes(per_ms: int = 100, span_ms: int = 50) -> list[dict[str, Any
             issued.append(guarded.next_id())
         except ClockMovedBackwards:
             refused += 1
-    rows.append({"cause": "clock stepped back, not checked",
-                 "guard": "refuse while the clock is behind the last issued ms",
-                 "ids": len(back), "duplicates without guard": _dupes(naive),
-                 "duplicates with guard": _dupes(issued), "refused": refused})
+    rows.append(
+        {
+            "cause": "clock stepped back, not checked",
+            "guard": "refuse while the clock is behind the last issued ms",
+            "ids": len(back),
+            "duplicates without guard": _dupes(naive),
+            "duplicates with guard": _dupes(issued),
+            "refused": refused,
+        }
+    )
 
     # 3. a restart (or a new holder of the lease) reuses ms the old process used
     first = Snowflake(7, clock=_StepClock(ticks)).take(len(ticks))
@@ -382,20 +435,30 @@ def duplicate_causes(per_ms: int = 100, span_ms: int = 50) -> list[dict[str, Any
     mark = SEED_LAYOUT.decode(first[-1]).unix_ms  # what the old run left in etcd
     waited_out = [t + (mark - restart[0]) + 1 for t in restart]  # its clock once past it
     after = Snowflake(7, clock=_StepClock(waited_out), not_before_ms=mark).take(len(restart))
-    rows.append({"cause": "restart re-uses ms of the previous run on the same worker id",
-                 "guard": "the high-water mark in etcd: wait until the clock passes it",
-                 "ids": 2 * len(ticks), "duplicates without guard": _dupes(first, again),
-                 "duplicates with guard": _dupes(first, after)})
+    rows.append(
+        {
+            "cause": "restart re-uses ms of the previous run on the same worker id",
+            "guard": "the high-water mark in etcd: wait until the clock passes it",
+            "ids": 2 * len(ticks),
+            "duplicates without guard": _dupes(first, again),
+            "duplicates with guard": _dupes(first, after),
+        }
+    )
 
     # 4. more than 4,096 ids in one ms with the sequence wrapping instead of waiting
     burst = 4096 + 1000
     one_ms = [base] * burst + [base + 1] * burst
     wrapped = [SEED_LAYOUT.encode(base, 7, i & 4095) for i in range(burst)]
     waited = Snowflake(7, clock=_StepClock(one_ms)).take(burst)
-    rows.append({"cause": "sequence wraps past 4,095 within one ms",
-                 "guard": "wait for the next ms once 4,096 are used",
-                 "ids": burst, "duplicates without guard": _dupes(wrapped),
-                 "duplicates with guard": _dupes(waited)})
+    rows.append(
+        {
+            "cause": "sequence wraps past 4,095 within one ms",
+            "guard": "wait for the next ms once 4,096 are used",
+            "ids": burst,
+            "duplicates without guard": _dupes(wrapped),
+            "duplicates with guard": _dupes(waited),
+        }
+    )
     return rows
 
 

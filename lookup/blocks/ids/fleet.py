@@ -52,8 +52,7 @@ class GeneratorFleet:
         """One more generator; returns its number once it holds a worker id."""
         number = max(self.procs, default=-1) + 1
         out = self.work / f"gen{number}.ids"
-        proc = spawn_generator(out, etcd=self.etcd_url, count=0, ttl=self.ttl_s,
-                               rate=self.rate)
+        proc = spawn_generator(out, etcd=self.etcd_url, count=0, ttl=self.ttl_s, rate=self.rate)
         self.procs[number] = proc
         deadline = time.monotonic() + 60
         while not Path(f"{out}.ready").exists():
@@ -85,16 +84,24 @@ class GeneratorFleet:
             held = keys.get(worker)
             ttl_left = -1
             if held is not None and held["lease"] == int(info["lease"]):
-                ttl_left = int(client.post(client.get_url("/kv/lease/timetolive"),
-                                           json={"ID": held["lease"]}).get("TTL", -1))
-            rows.append({
-                "generator": number, "pid": proc.pid, "worker id": worker,
-                "process": "running" if proc.poll() is None else "killed",
-                "lease": "held" if ttl_left >= 0 else "expired",
-                "TTL left s": max(ttl_left, 0),
-                "since kill s": round(time.time() - self.killed[number], 1)
-                if number in self.killed else None,
-            })
+                ttl_left = int(
+                    client.post(
+                        client.get_url("/kv/lease/timetolive"), json={"ID": held["lease"]}
+                    ).get("TTL", -1)
+                )
+            rows.append(
+                {
+                    "generator": number,
+                    "pid": proc.pid,
+                    "worker id": worker,
+                    "process": "running" if proc.poll() is None else "killed",
+                    "lease": "held" if ttl_left >= 0 else "expired",
+                    "TTL left s": max(ttl_left, 0),
+                    "since kill s": round(time.time() - self.killed[number], 1)
+                    if number in self.killed
+                    else None,
+                }
+            )
         return rows
 
     def stop(self) -> None:

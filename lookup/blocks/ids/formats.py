@@ -65,7 +65,7 @@ class UUIDv7Generator:
         with self._lock:
             if self._at + 10 > len(self._pool):
                 self._pool, self._at = self._random(self.POOL_BYTES), 0
-            rand = int.from_bytes(self._pool[self._at:self._at + 10], "big")
+            rand = int.from_bytes(self._pool[self._at : self._at + 10], "big")
             self._at += 10
             ms = self._clock() & _MS_MASK
             if ms > self._last_ms:

@@ -21,8 +21,15 @@ from lookup.blocks.ids.snowflake import SEED_LAYOUT, Snowflake
 from lookup.kit.idblocks import open_id_allocator
 from lookup.kit.storeurl import sqlite_url
 
-__all__ = ["ID_KINDS", "LAYOUTS", "IdKind", "bit_fields", "library_uuid4", "make_kind",
-           "timestamp_ms"]
+__all__ = [
+    "ID_KINDS",
+    "LAYOUTS",
+    "IdKind",
+    "bit_fields",
+    "library_uuid4",
+    "make_kind",
+    "timestamp_ms",
+]
 
 Key = int | bytes
 
@@ -38,22 +45,26 @@ class IdKind:
     weakness: str
 
 
-ID_KINDS: dict[str, IdKind] = {k.name: k for k in [
-    IdKind("sequential int", "every insert", True, 64, "single writer, write ceiling"),
-    IdKind("UUIDv4", "none", False, 128, "index fragmentation, size"),
-    IdKind("UUIDv7", "none", True, 128, "size; still index-friendly"),
-    IdKind("ULID", "none", True, 128, "size; still index-friendly"),
-    IdKind("ticket server", "every batch", True, 64, "central dependency"),
-    IdKind("Snowflake", "worker id only", True, 64, "clock dependency"),
-]}
+ID_KINDS: dict[str, IdKind] = {
+    k.name: k
+    for k in [
+        IdKind("sequential int", "every insert", True, 64, "single writer, write ceiling"),
+        IdKind("UUIDv4", "none", False, 128, "index fragmentation, size"),
+        IdKind("UUIDv7", "none", True, 128, "size; still index-friendly"),
+        IdKind("ULID", "none", True, 128, "size; still index-friendly"),
+        IdKind("ticket server", "every batch", True, 64, "central dependency"),
+        IdKind("Snowflake", "worker id only", True, 64, "clock dependency"),
+    ]
+}
 
 
 def _uuid4_key() -> bytes:
     return uuid4_by_hand().to_bytes(16, "big")
 
 
-def make_kind(name: str, *, workdir: str | Path | None = None, worker: int = 1,
-              block_size: int = 1_000) -> Callable[[], Key]:
+def make_kind(
+    name: str, *, workdir: str | Path | None = None, worker: int = 1, block_size: int = 1_000
+) -> Callable[[], Key]:
     """A zero-argument maker of keys for id kind ``name``.
 
     ``sequential int`` stands for the database's auto-increment (a counter here: the
@@ -80,8 +91,13 @@ def make_kind(name: str, *, workdir: str | Path | None = None, worker: int = 1,
 #: Each kind's fields, high bits first: (name, width in bits).
 LAYOUTS: dict[str, list[tuple[str, int]]] = {
     "Snowflake": [("sign", 1), ("timestamp", 41), ("worker", 10), ("sequence", 12)],
-    "UUIDv7": [("unix ms", 48), ("version", 4), ("rand_a / counter", 12), ("variant", 2),
-               ("rand_b", 62)],
+    "UUIDv7": [
+        ("unix ms", 48),
+        ("version", 4),
+        ("rand_a / counter", 12),
+        ("variant", 2),
+        ("rand_b", 62),
+    ],
     "ULID": [("unix ms", 48), ("randomness", 80)],
     "UUIDv4": [("random", 48), ("version", 4), ("random", 12), ("variant", 2), ("random", 62)],
     "sequential int": [("counter", 64)],
@@ -97,7 +113,7 @@ def bit_fields(kind: str, key: int | bytes) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     at = 0
     for name, w in LAYOUTS[kind]:
-        chunk = bits[at:at + w]
+        chunk = bits[at : at + w]
         out.append({"field": name, "bits": w, "binary": chunk, "value": int(chunk, 2)})
         at += w
     return out

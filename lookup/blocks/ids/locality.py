@@ -61,15 +61,18 @@ def _insert(conn: Any, keys: Sequence[int | bytes], batch: int, payload: bytes) 
         conn.execute("BEGIN")
         conn.executemany(
             "INSERT INTO t(id, created, payload) VALUES (?, ?, ?)",
-            ((k, lo + i, payload) for i, k in enumerate(keys[lo:lo + batch])),
+            ((k, lo + i, payload) for i, k in enumerate(keys[lo : lo + batch])),
         )
         conn.execute("COMMIT")
     return time.perf_counter() - started
 
 
 def _newest(conn: Any, sortable: bool) -> list[Any]:
-    sql = ("SELECT id FROM t ORDER BY id DESC LIMIT 100" if sortable
-           else "SELECT id FROM t ORDER BY created DESC LIMIT 100")
+    sql = (
+        "SELECT id FROM t ORDER BY id DESC LIMIT 100"
+        if sortable
+        else "SELECT id FROM t ORDER BY created DESC LIMIT 100"
+    )
     return [r[0] for r in conn.execute(sql)]
 
 
@@ -98,8 +101,10 @@ def sqlite_locality(
         conn = connect(path, synchronous="OFF")
         try:
             key_type = "INTEGER" if isinstance(keys[0], int) else "BLOB"
-            conn.execute(f"CREATE TABLE t(id {key_type} PRIMARY KEY, created INTEGER NOT NULL,"
-                         " payload BLOB) WITHOUT ROWID")
+            conn.execute(
+                f"CREATE TABLE t(id {key_type} PRIMARY KEY, created INTEGER NOT NULL,"
+                " payload BLOB) WITHOUT ROWID"
+            )
             if progress:
                 progress(f"{kind}: inserting")
             insert_s = _insert(conn, keys, batch, payload)
@@ -120,9 +125,19 @@ def sqlite_locality(
                 timings.append((time.perf_counter() - started) * 1000)
         finally:
             conn.close()
-        out.append(LocalityRow(kind, rows, insert_s, int(pages), int(leaves), float(used),
-                               path.stat().st_size, statistics.median(timings),
-                               found == truth))
+        out.append(
+            LocalityRow(
+                kind,
+                rows,
+                insert_s,
+                int(pages),
+                int(leaves),
+                float(used),
+                path.stat().st_size,
+                statistics.median(timings),
+                found == truth,
+            )
+        )
         path.unlink(missing_ok=True)
     return out
 

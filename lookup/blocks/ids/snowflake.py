@@ -127,8 +127,12 @@ class SnowflakeLayout:
         """The id's 64 bits cut into (field name, bit string), high bits first."""
         bits = format(value, "064b")
         t, w = 1 + self.timestamp_bits, 1 + self.timestamp_bits + self.worker_bits
-        return [("sign", bits[0]), ("timestamp", bits[1:t]), ("worker", bits[t:w]),
-                ("sequence", bits[w:])]
+        return [
+            ("sign", bits[0]),
+            ("timestamp", bits[1:t]),
+            ("worker", bits[t:w]),
+            ("sequence", bits[w:]),
+        ]
 
     def min_id_at(self, unix_ms: int) -> int:
         """The smallest id any worker can issue in ``unix_ms`` (for range scans by time)."""

@@ -105,8 +105,13 @@ class WorkerLease:
         self.client = client
         ttl = settings.get("snowflake_lease_ttl") if ttl_s is None else ttl_s
         self._lease = KeptLease(
-            client, ttl, on_renewed=self._renewed, on_failure=self._renewal_failed,
-            on_lost=self._gone, monotonic=monotonic, name="snowflake-lease",
+            client,
+            ttl,
+            on_renewed=self._renewed,
+            on_failure=self._renewal_failed,
+            on_lost=self._gone,
+            monotonic=monotonic,
+            name="snowflake-lease",
         )
         self.ttl = self._lease.ttl  # etcd's lease TTL is whole seconds, at least 2
         self.layout = layout
@@ -132,8 +137,10 @@ class WorkerLease:
         holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname()})
         while True:
             self._lease.grant()
-            found = next(((w, f) for w in self.candidates
-                          if (f := self._try_create(w, holder)) is not None), None)
+            found = next(
+                ((w, f) for w in self.candidates if (f := self._try_create(w, holder)) is not None),
+                None,
+            )
             if found is not None:
                 self.worker_id, (self.epoch, high) = found
                 break
@@ -150,14 +157,24 @@ class WorkerLease:
 
     def _try_create(self, worker: int, holder: str) -> tuple[int, int] | None:
         key = _encode(f"{WORKERS_PREFIX}{worker}")
-        result = self.client.transaction({
-            "compare": [{"key": key, "result": "EQUAL", "target": "CREATE",
-                         "create_revision": 0}],
-            "success": [{"request_put": {"key": key, "value": _encode(holder),
-                                         "lease": self._lease.id}},
-                        {"request_range": {"key": _encode(f"{HIGH_PREFIX}{worker}")}}],
-            "failure": [],
-        })
+        result = self.client.transaction(
+            {
+                "compare": [
+                    {"key": key, "result": "EQUAL", "target": "CREATE", "create_revision": 0}
+                ],
+                "success": [
+                    {
+                        "request_put": {
+                            "key": key,
+                            "value": _encode(holder),
+                            "lease": self._lease.id,
+                        }
+                    },
+                    {"request_range": {"key": _encode(f"{HIGH_PREFIX}{worker}")}},
+                ],
+                "failure": [],
+            }
+        )
         if not result.get("succeeded"):
             return None
         kvs = result["responses"][1]["response_range"].get("kvs", [])
@@ -183,13 +200,27 @@ class WorkerLease:
     def _reserve(self) -> None:
         """Move the mark to ``now + TTL``, only while this epoch still owns the key."""
         target = max(self._state.reserved_ms, self.clock() + self.ttl * 1000)
-        result = self.client.transaction({
-            "compare": [{"key": _encode(f"{WORKERS_PREFIX}{self.worker_id}"),
-                         "result": "EQUAL", "target": "CREATE", "create_revision": self.epoch}],
-            "success": [{"request_put": {"key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
-                                         "value": _encode(str(target))}}],
-            "failure": [],
-        })
+        result = self.client.transaction(
+            {
+                "compare": [
+                    {
+                        "key": _encode(f"{WORKERS_PREFIX}{self.worker_id}"),
+                        "result": "EQUAL",
+                        "target": "CREATE",
+                        "create_revision": self.epoch,
+                    }
+                ],
+                "success": [
+                    {
+                        "request_put": {
+                            "key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
+                            "value": _encode(str(target)),
+                        }
+                    }
+                ],
+                "failure": [],
+            }
+        )
         if not result.get("succeeded"):
             self._mark_lost("the worker key is no longer this holder's")
             return
@@ -243,8 +274,13 @@ class WorkerLease:
         """A Snowflake for the leased worker id that asks :meth:`permit` before each id."""
         if self.worker_id < 0:
             self.acquire()
-        return Snowflake(self.worker_id, layout=self.layout, clock=self.clock,
-                         permit=self.permit, not_before_ms=self._state.floor_ms)
+        return Snowflake(
+            self.worker_id,
+            layout=self.layout,
+            clock=self.clock,
+            permit=self.permit,
+            not_before_ms=self._state.floor_ms,
+        )
 
     @property
     def lost(self) -> str:
@@ -284,15 +320,27 @@ class WorkerLease:
         if live and self.worker_id >= 0:
             final = max(self.last_issued_ms, self._state.floor_ms)
             try:
-                self.client.transaction({
-                    "compare": [{"key": _encode(f"{WORKERS_PREFIX}{self.worker_id}"),
-                                 "result": "EQUAL", "target": "CREATE",
-                                 "create_revision": self.epoch}],
-                    "success": [{"request_put": {
-                        "key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
-                        "value": _encode(str(final))}}],
-                    "failure": [],
-                })
+                self.client.transaction(
+                    {
+                        "compare": [
+                            {
+                                "key": _encode(f"{WORKERS_PREFIX}{self.worker_id}"),
+                                "result": "EQUAL",
+                                "target": "CREATE",
+                                "create_revision": self.epoch,
+                            }
+                        ],
+                        "success": [
+                            {
+                                "request_put": {
+                                    "key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
+                                    "value": _encode(str(final)),
+                                }
+                            }
+                        ],
+                        "failure": [],
+                    }
+                )
             except Exception:  # noqa: BLE001 - the higher reservation then stands
                 pass
         try:

@@ -61,8 +61,9 @@ class History:
         return op
 
     @staticmethod
-    def complete(op: Op, outcome: str, siblings: Iterable[str] = (), coordinator: str = "",
-                 note: str = "") -> Op:
+    def complete(
+        op: Op, outcome: str, siblings: Iterable[str] = (), coordinator: str = "", note: str = ""
+    ) -> Op:
         if outcome not in ("ok", "fail", "info"):
             raise ValueError(f"unknown outcome {outcome!r}")
         op.complete = time.monotonic()
@@ -96,15 +97,21 @@ def stale_reads(ops: Iterable[Op], seq: Callable[[str | None], int] = seq_of) ->
     return stale
 
 
-def lost_writes(ops: Iterable[Op], final: Mapping[str, Iterable[str | None]],
-                seq: Callable[[str | None], int] = seq_of) -> list[Op]:
+def lost_writes(
+    ops: Iterable[Op],
+    final: Mapping[str, Iterable[str | None]],
+    seq: Callable[[str | None], int] = seq_of,
+) -> list[Op]:
     """Acknowledged writes nothing in ``final[key]`` (what a replica holds at the end) covers.
 
     Pass one ``final`` per replica to check every copy, not just one.
     """
     newest = {key: max((seq(v) for v in values), default=-1) for key, values in final.items()}
-    return [op for op in ops if op.kind == "put" and op.outcome == "ok"
-            and newest.get(op.key, -1) < seq(op.value)]
+    return [
+        op
+        for op in ops
+        if op.kind == "put" and op.outcome == "ok" and newest.get(op.key, -1) < seq(op.value)
+    ]
 
 
 def summary(ops: Iterable[Op], seq: Callable[[str | None], int] = seq_of) -> dict[str, Any]:

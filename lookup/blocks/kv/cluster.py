@@ -33,13 +33,20 @@ from lookup.kit.secrets.file import read_or_create_secret
 __all__ = ["KvCluster", "KvClient", "OpResult"]
 
 
-
 class KvCluster:
     """``size`` storage nodes named ``n1..n<size>``, replicating each key ``n`` times."""
 
-    def __init__(self, size: int = 4, n: int = 3, *, vnodes: int = 64,
-                 anti_entropy_s: float | None = None, heartbeat_s: float | None = None,
-                 down_after_s: float | None = None, timeout_s: float | None = None) -> None:
+    def __init__(
+        self,
+        size: int = 4,
+        n: int = 3,
+        *,
+        vnodes: int = 64,
+        anti_entropy_s: float | None = None,
+        heartbeat_s: float | None = None,
+        down_after_s: float | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
         if size < 1 or not 1 <= n <= size:
             raise ValueError(f"need 1 <= n <= size, got n={n}, size={size}")
         self.size, self.n, self.vnodes = size, n, vnodes
@@ -48,11 +55,18 @@ class KvCluster:
         self.urls = {name: f"http://127.0.0.1:{free_port()}" for name in self.names}
         self.token = read_or_create_secret(self.work / "admin.token")
         self.config: dict[str, Any] = {
-            "nodes": self.urls, "n": n, "vnodes": vnodes, "data_dir": str(self.work),
+            "nodes": self.urls,
+            "n": n,
+            "vnodes": vnodes,
+            "data_dir": str(self.work),
             "token_file": str(self.work / "admin.token"),
         }
-        for key, value in (("anti_entropy_s", anti_entropy_s), ("heartbeat_s", heartbeat_s),
-                           ("down_after_s", down_after_s), ("timeout_s", timeout_s)):
+        for key, value in (
+            ("anti_entropy_s", anti_entropy_s),
+            ("heartbeat_s", heartbeat_s),
+            ("down_after_s", down_after_s),
+            ("timeout_s", timeout_s),
+        ):
             if value is not None:
                 self.config[key] = value
         (self.work / "cluster.json").write_text(json.dumps(self.config, indent=1))
@@ -81,9 +95,18 @@ class KvCluster:
     def _spawn(self, name: str) -> None:
         log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
         self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "lookup.blocks.kv.node", "--name", name,
-             "--cluster", str(self.work / "cluster.json")],
-            stdout=log, stderr=subprocess.STDOUT, env=settings.child_environ(),
+            [
+                sys.executable,
+                "-m",
+                "lookup.blocks.kv.node",
+                "--name",
+                name,
+                "--cluster",
+                str(self.work / "cluster.json"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=settings.child_environ(),
         )
         log.close()
 
@@ -167,8 +190,9 @@ class KvCluster:
         self._mark(f"SIGCONT {name}")
 
     def _post_admin(self, name: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        resp = self._http.post(self.urls[name] + path, json=body,
-                               headers={"Authorization": f"Bearer {self.token}"})
+        resp = self._http.post(
+            self.urls[name] + path, json=body, headers={"Authorization": f"Bearer {self.token}"}
+        )
         resp.raise_for_status()
         return resp.json()
 
@@ -210,8 +234,10 @@ class KvCluster:
                 out[name] = {"name": name, "process": "stopped (SIGSTOP)"}
             else:
                 try:
-                    out[name] = {"process": "running",
-                                 **self._http.get(self.urls[name] + "/stats", timeout=2).json()}
+                    out[name] = {
+                        "process": "running",
+                        **self._http.get(self.urls[name] + "/stats", timeout=2).json(),
+                    }
                 except httpx.HTTPError as exc:
                     out[name] = {"name": name, "process": f"unreachable ({exc})"}
         return out
@@ -252,8 +278,15 @@ class OpResult:
 class KvClient:
     """Sends each operation to a coordinator; retries the next home replica if one is gone."""
 
-    def __init__(self, urls: dict[str, str], *, n: int = 3, vnodes: int = 64,
-                 timeout_s: float = 5.0, actor: str = "") -> None:
+    def __init__(
+        self,
+        urls: dict[str, str],
+        *,
+        n: int = 3,
+        vnodes: int = 64,
+        timeout_s: float = 5.0,
+        actor: str = "",
+    ) -> None:
         self.urls = dict(urls)
         self.n = n
         self.ring = HashRing(self.urls, vnodes=vnodes)
@@ -278,30 +311,71 @@ class KvClient:
                 last = OpResult(False, 0, coordinator=name, error=type(exc).__name__)
                 continue
             body = resp.json()
-            return OpResult(resp.status_code == 200, resp.status_code,
-                            list(body.get("siblings", [])), dict(body.get("context", {})),
-                            name, str(body.get("error", "")), body)
+            return OpResult(
+                resp.status_code == 200,
+                resp.status_code,
+                list(body.get("siblings", [])),
+                dict(body.get("context", {})),
+                name,
+                str(body.get("error", "")),
+                body,
+            )
         return last
 
-    def get(self, key: str, *, r: int = 2, n: int | None = None, mode: str = "vclock",
-            via: str | None = None) -> OpResult:
+    def get(
+        self,
+        key: str,
+        *,
+        r: int = 2,
+        n: int | None = None,
+        mode: str = "vclock",
+        via: str | None = None,
+    ) -> OpResult:
         """Read ``key`` with ``r`` replies out of ``n`` (siblings and the context to write with)."""
         params = {"r": str(r), "n": str(n or self.n), "mode": mode}
         return self._send("GET", key, via, params=params)
 
-    def put(self, key: str, value: str, *, context: dict[str, int] | None = None, w: int = 2,
-            n: int | None = None, mode: str = "vclock", via: str | None = None,
-            actor: str | None = None) -> OpResult:
+    def put(
+        self,
+        key: str,
+        value: str,
+        *,
+        context: dict[str, int] | None = None,
+        w: int = 2,
+        n: int | None = None,
+        mode: str = "vclock",
+        via: str | None = None,
+        actor: str | None = None,
+    ) -> OpResult:
         """Write ``value``, descending from ``context`` (what a read returned)."""
         self.counter += 1
-        body = {"value": value, "context": context or {}, "w": w, "n": n or self.n,
-                "mode": mode, "actor": actor or self.actor, "counter": self.counter}
+        body = {
+            "value": value,
+            "context": context or {},
+            "w": w,
+            "n": n or self.n,
+            "mode": mode,
+            "actor": actor or self.actor,
+            "counter": self.counter,
+        }
         return self._send("PUT", key, via, json=body)
 
-    def delete(self, key: str, *, context: dict[str, int] | None = None, w: int = 2,
-               n: int | None = None, via: str | None = None) -> OpResult:
+    def delete(
+        self,
+        key: str,
+        *,
+        context: dict[str, int] | None = None,
+        w: int = 2,
+        n: int | None = None,
+        via: str | None = None,
+    ) -> OpResult:
         """Delete ``key`` (a tombstone descending from ``context``)."""
         self.counter += 1
-        body = {"context": context or {}, "w": w, "n": n or self.n, "actor": self.actor,
-                "counter": self.counter}
+        body = {
+            "context": context or {},
+            "w": w,
+            "n": n or self.n,
+            "actor": self.actor,
+            "counter": self.counter,
+        }
         return self._send("DELETE", key, via, json=body)

@@ -87,15 +87,20 @@ async def _replica_get(node: Node, replica: str, key: str) -> list[dict]:
     return (await node.call(replica, "GET", "/replica/get", params={"key": key}))["versions"]
 
 
-async def _leave_hint(node: Node, target: str, key: str, versions: list[dict],
-                      fallbacks: list[str]) -> None:
+async def _leave_hint(
+    node: Node, target: str, key: str, versions: list[dict], fallbacks: list[str]
+) -> None:
     """Hand ``target``'s copy to the first healthy fallback (else keep it here)."""
     for holder in fallbacks:
         if holder == node.name or not node.alive(holder):
             continue
         try:
-            await node.call(holder, "POST", "/replica/hint",
-                            {"target": target, "key": key, "versions": versions})
+            await node.call(
+                holder,
+                "POST",
+                "/replica/hint",
+                {"target": target, "key": key, "versions": versions},
+            )
             node.stats["hints handed to a fallback"] += 1
             return
         except PeerUnreachable:
@@ -104,8 +109,9 @@ async def _leave_hint(node: Node, target: str, key: str, versions: list[dict],
     node.stats["hints stored"] += 1
 
 
-async def handle_put(node: Node, key: str, body: Any, query: Mapping[str, Any],
-                     *, delete: bool = False) -> JSONResponse:
+async def handle_put(
+    node: Node, key: str, body: Any, query: Mapping[str, Any], *, delete: bool = False
+) -> JSONResponse:
     """Coordinate a write (``PUT``) or a delete (a tombstone, ``DELETE``)."""
     try:
         _check_key(key)
@@ -118,7 +124,8 @@ async def handle_put(node: Node, key: str, body: Any, query: Mapping[str, Any],
             raise BadRequest("value must be a string")
         context = body.get("context") or {}
         if not isinstance(context, dict) or not all(
-                isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in context.items()):
+            isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in context.items()
+        ):
             raise BadRequest("context must be a vector clock {actor: count}")
         actor = str(params.get("actor") or node.name)
         counter = body.get("counter", 0) if params.get("actor") else node.next_counter()
@@ -153,11 +160,23 @@ async def handle_put(node: Node, key: str, body: Any, query: Mapping[str, Any],
     if acks < w:
         # the rest may still land: an unacknowledged write is indeterminate, not undone
         node.stats["writes refused (no quorum)"] += 1
-        return JSONResponse({"error": "unavailable", "message":
-                             f"{acks} of the {w} acknowledgements needed", "acks": acks},
-                            status_code=503)
-    return JSONResponse({"ok": True, "clock": version["clock"], "acks": acks,
-                         "coordinator": node.name, "ts": version["ts"]})
+        return JSONResponse(
+            {
+                "error": "unavailable",
+                "message": f"{acks} of the {w} acknowledgements needed",
+                "acks": acks,
+            },
+            status_code=503,
+        )
+    return JSONResponse(
+        {
+            "ok": True,
+            "clock": version["clock"],
+            "acks": acks,
+            "coordinator": node.name,
+            "ts": version["ts"],
+        }
+    )
 
 
 async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResponse:
@@ -172,8 +191,10 @@ async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResp
     node.stats["reads coordinated"] += 1
     if len(asked) < r:
         node.stats["reads refused (no quorum)"] += 1
-        return JSONResponse({"error": "unavailable", "message":
-                             f"{len(asked)} of the {r} replicas needed are up"}, status_code=503)
+        return JSONResponse(
+            {"error": "unavailable", "message": f"{len(asked)} of the {r} replicas needed are up"},
+            status_code=503,
+        )
 
     async def fetch(replica: str) -> tuple[str, list[dict] | None]:
         try:
@@ -192,24 +213,35 @@ async def handle_get(node: Node, key: str, query: Mapping[str, Any]) -> JSONResp
                 replies[replica] = versions
     if len(replies) < r:
         node.stats["reads refused (no quorum)"] += 1
-        return JSONResponse({"error": "unavailable", "message":
-                             f"{len(replies)} of the {r} replies needed"}, status_code=503)
+        return JSONResponse(
+            {"error": "unavailable", "message": f"{len(replies)} of the {r} replies needed"},
+            status_code=503,
+        )
     merged = merge_versions([], [v for vs in replies.values() for v in vs])
     node.spawn(_read_repair(node, key, dict(replies), pending))
     live = [v for v in merged if v["value"] is not None]
-    body = {"key": key, "siblings": [v["value"] for v in live],
-            "context": merge(v["clock"] for v in merged), "replies": sorted(replies),
-            "coordinator": node.name}
+    body = {
+        "key": key,
+        "siblings": [v["value"] for v in live],
+        "context": merge(v["clock"] for v in merged),
+        "replies": sorted(replies),
+        "coordinator": node.name,
+    }
     if mode == "lww" and live:
         body["siblings"] = [max(live, key=lambda v: (v["ts"], v["value"]))["value"]]
     if not live:
-        return JSONResponse({**body, "error": "not_found", "message": "no such key"},
-                            status_code=404)
+        return JSONResponse(
+            {**body, "error": "not_found", "message": "no such key"}, status_code=404
+        )
     return JSONResponse(body)
 
 
-async def _read_repair(node: Node, key: str, replies: dict[str, list[dict]],
-                       pending: set[asyncio.Task[tuple[str, list[dict] | None]]]) -> None:
+async def _read_repair(
+    node: Node,
+    key: str,
+    replies: dict[str, list[dict]],
+    pending: set[asyncio.Task[tuple[str, list[dict] | None]]],
+) -> None:
     """Wait for the slower replicas, then push the merged versions to every stale one."""
     if pending:
         done, _ = await asyncio.wait(pending, timeout=node.timeout_s)

@@ -55,9 +55,13 @@ class MerkleTree:
         levels = [tuple(leaves)]
         while len(levels[0]) > 1:
             below = levels[0]
-            levels.insert(0, tuple(
-                hashlib.sha256(below[i] + below[i + 1]).digest() for i in range(0, len(below), 2)
-            ))
+            levels.insert(
+                0,
+                tuple(
+                    hashlib.sha256(below[i] + below[i + 1]).digest()
+                    for i in range(0, len(below), 2)
+                ),
+            )
         return cls(depth, tuple(levels))
 
     @property

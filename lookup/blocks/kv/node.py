@@ -69,7 +69,8 @@ class Node:
         self.heartbeat_s = float(cluster.get("heartbeat_s", settings.get("kv_heartbeat_s")))
         self.down_after_s = float(cluster.get("down_after_s", settings.get("kv_down_after_s")))
         self.anti_entropy_s = float(
-            cluster.get("anti_entropy_s", settings.get("kv_anti_entropy_s")))
+            cluster.get("anti_entropy_s", settings.get("kv_anti_entropy_s"))
+        )
         self.merkle_depth = int(cluster.get("merkle_depth", 8))
         self.blocked: set[str] = set()
         self.skew_s = 0.0
@@ -112,8 +113,14 @@ class Node:
             return time.monotonic() - self.started < self.down_after_s
         return time.monotonic() - seen < self.down_after_s
 
-    async def call(self, peer: str, method: str, path: str, body: Any = None,
-                   params: dict[str, str] | None = None) -> Any:
+    async def call(
+        self,
+        peer: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
         """One request to ``peer``; :class:`PeerUnreachable` on any failure or a partition."""
         if peer in self.blocked:
             self.stats["dropped by partition"] += 1
@@ -121,7 +128,10 @@ class Node:
         assert self.session is not None
         try:
             async with self.session.request(
-                method, self.urls[peer] + path, json=body, params=params,
+                method,
+                self.urls[peer] + path,
+                json=body,
+                params=params,
                 headers={FROM_HEADER: self.name},
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s),
             ) as resp:
@@ -136,9 +146,11 @@ class Node:
     # -- replica operations (local) --------------------------------------------------------
     def shared_keys(self, peer: str):  # noqa: ANN201 - a predicate
         """Keys whose home replicas (default N) include both this node and ``peer``."""
+
         def keep(key: str) -> bool:
             home = self.home(key)
             return self.name in home and peer in home
+
         return keep
 
     def home(self, key: str) -> tuple[str, ...]:
@@ -149,8 +161,9 @@ class Node:
         return home
 
     # -- loops -------------------------------------------------------------------------
-    async def _forever(self, name: str, round_: Callable[[], Awaitable[None]],
-                       pause_s: float) -> None:
+    async def _forever(
+        self, name: str, round_: Callable[[], Awaitable[None]], pause_s: float
+    ) -> None:
         """Run ``round_`` every ``pause_s``; a failing round is counted, the loop goes on."""
         while True:
             await asyncio.sleep(pause_s)
@@ -163,9 +176,11 @@ class Node:
 
     def loops(self) -> list[Coroutine[Any, Any, None]]:
         """The heartbeat, hinted-handoff and anti-entropy loops, to run beside the server."""
-        return [self._forever("heartbeat", self.heartbeat_round, self.heartbeat_s),
-                self._forever("handoff", self.handoff_round, self.heartbeat_s),
-                self._forever("anti-entropy", self.anti_entropy_round, self.anti_entropy_s)]
+        return [
+            self._forever("heartbeat", self.heartbeat_round, self.heartbeat_s),
+            self._forever("handoff", self.handoff_round, self.heartbeat_s),
+            self._forever("anti-entropy", self.anti_entropy_round, self.anti_entropy_s),
+        ]
 
     async def heartbeat_round(self) -> None:
         await asyncio.gather(*(self._ping(p) for p in self.urls if p != self.name))
@@ -183,8 +198,9 @@ class Node:
                 continue
             for hint_id, key, versions in self.store.hints_for(target):
                 try:
-                    await self.call(target, "POST", "/replica/put",
-                                    {"key": key, "versions": versions})
+                    await self.call(
+                        target, "POST", "/replica/put", {"key": key, "versions": versions}
+                    )
                 except PeerUnreachable:
                     break
                 self.store.drop_hint(hint_id)
@@ -202,9 +218,13 @@ class Node:
         """One anti-entropy exchange with ``peer``; the number of keys that changed here."""
         keep = self.shared_keys(peer)
         depth = self.merkle_depth
-        theirs = MerkleTree.from_json((await self.call(
-            peer, "GET", "/replica/merkle", params={"peer": self.name, "depth": str(depth)}
-        ))["levels"])
+        theirs = MerkleTree.from_json(
+            (
+                await self.call(
+                    peer, "GET", "/replica/merkle", params={"peer": self.name, "depth": str(depth)}
+                )
+            )["levels"]
+        )
         mine = MerkleTree.build(self.store.digests(keep), depth)
         buckets, compared = diff_buckets(mine, theirs)
         self.stats["anti-entropy rounds"] += 1
@@ -212,18 +232,24 @@ class Node:
         if not buckets:
             return 0
         ours = self.store.in_buckets(set(buckets), depth, keep)
-        answer = await self.call(peer, "POST", "/replica/sync", {
-            "peer": self.name, "depth": depth, "buckets": buckets, "versions": ours})
+        answer = await self.call(
+            peer,
+            "POST",
+            "/replica/sync",
+            {"peer": self.name, "depth": depth, "buckets": buckets, "versions": ours},
+        )
         changed = sum(self.store.put(k, v) for k, v in answer["versions"].items())
         self.stats["anti-entropy keys repaired"] += changed + int(answer["changed"])
         return changed
 
     def status(self) -> dict[str, Any]:
         return {
-            "name": self.name, "keys": self.store.count(),
+            "name": self.name,
+            "keys": self.store.count(),
             "hints pending": self.store.hint_targets(),
             "down (as seen here)": sorted(p for p in self.urls if not self.alive(p)),
-            "partitioned from": sorted(self.blocked), "skew s": self.skew_s,
+            "partitioned from": sorted(self.blocked),
+            "skew s": self.skew_s,
             **{k: v for k, v in sorted(self.stats.items())},
         }
 
@@ -282,8 +308,12 @@ def build_app(node: Node) -> Starlette:
         """Every key's digest and values here (what convergence and loss checks compare)."""
         if (r := refused(request)) is not None:
             return r
-        return JSONResponse({k: {"digest": versions_digest(v), "values": [x["value"] for x in v]}
-                             for k, v in node.store.in_buckets({0}, 0).items()})
+        return JSONResponse(
+            {
+                k: {"digest": versions_digest(v), "values": [x["value"] for x in v]}
+                for k, v in node.store.in_buckets({0}, 0).items()
+            }
+        )
 
     async def replica_merkle(request: Request) -> JSONResponse:
         if (r := refused(request)) is not None:
@@ -317,8 +347,9 @@ def build_app(node: Node) -> Starlette:
         body = await body_of(request)
         peers = body.get("block") if isinstance(body, dict) else None
         if not isinstance(peers, list) or any(p not in node.urls for p in peers):
-            return _error(400, "bad_request",
-                          f"expected {{block: [names among {sorted(node.urls)}]}}")
+            return _error(
+                400, "bad_request", f"expected {{block: [names among {sorted(node.urls)}]}}"
+            )
         node.blocked = set(peers) - {node.name}
         return JSONResponse({"partitioned from": sorted(node.blocked)})
 
@@ -339,8 +370,9 @@ def build_app(node: Node) -> Starlette:
         body = await body_of(request)
         if request.method == "DELETE" and body is None:
             body = {}
-        return await coordinator.handle_put(node, key, body, request.query_params,
-                                            delete=request.method == "DELETE")
+        return await coordinator.handle_put(
+            node, key, body, request.query_params, delete=request.method == "DELETE"
+        )
 
     @asynccontextmanager
     async def lifespan(app: Starlette):  # noqa: ANN202
@@ -354,16 +386,22 @@ def build_app(node: Node) -> Starlette:
             await node.session.close()
             node.store.close()
 
-    return Starlette(routes=[
-        Route("/ping", ping), Route("/stats", stats),
-        Route("/replica/get", replica_get), Route("/replica/put", replica_put, methods=["POST"]),
-        Route("/replica/hint", replica_hint, methods=["POST"]),
-        Route("/replica/merkle", replica_merkle), Route("/replica/dump", replica_dump),
-        Route("/replica/sync", replica_sync, methods=["POST"]),
-        Route("/admin/partition", admin_partition, methods=["POST"]),
-        Route("/admin/skew", admin_skew, methods=["POST"]),
-        Route("/kv/{key:path}", kv_route, methods=["GET", "PUT", "DELETE"]),
-    ], lifespan=lifespan)
+    return Starlette(
+        routes=[
+            Route("/ping", ping),
+            Route("/stats", stats),
+            Route("/replica/get", replica_get),
+            Route("/replica/put", replica_put, methods=["POST"]),
+            Route("/replica/hint", replica_hint, methods=["POST"]),
+            Route("/replica/merkle", replica_merkle),
+            Route("/replica/dump", replica_dump),
+            Route("/replica/sync", replica_sync, methods=["POST"]),
+            Route("/admin/partition", admin_partition, methods=["POST"]),
+            Route("/admin/skew", admin_skew, methods=["POST"]),
+            Route("/kv/{key:path}", kv_route, methods=["GET", "PUT", "DELETE"]),
+        ],
+        lifespan=lifespan,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,8 +421,14 @@ def main(argv: list[str] | None = None) -> int:
     token = Path(cluster["token_file"]).read_text().strip()
     node = Node(args.name, cluster, data_dir, token)
     host, port = url.removeprefix("http://").rsplit(":", 1)
-    uvicorn.run(build_app(node), host=host, port=int(port), log_level="warning",
-                access_log=False, lifespan="on")
+    uvicorn.run(
+        build_app(node),
+        host=host,
+        port=int(port),
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+    )
     return 0
 
 

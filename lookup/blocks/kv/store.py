@@ -70,8 +70,9 @@ class NodeStore(Protocol):
     def get(self, key: str) -> list[Version]: ...
     def put(self, key: str, versions: list[Version]) -> bool: ...
     def digests(self, keep: Callable[[str], bool] | None = None) -> dict[str, str]: ...
-    def in_buckets(self, buckets: set[int], depth: int,
-                   keep: Callable[[str], bool] | None = None) -> dict[str, list[Version]]: ...
+    def in_buckets(
+        self, buckets: set[int], depth: int, keep: Callable[[str], bool] | None = None
+    ) -> dict[str, list[Version]]: ...
     def add_hint(self, target: str, key: str, versions: list[Version]) -> None: ...
     def hints_for(self, target: str, limit: int = 100) -> list[tuple[int, str, list[Version]]]: ...
     def drop_hint(self, hint_id: int) -> None: ...
@@ -100,7 +101,8 @@ class SqliteNodeStore:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 row = self._conn.execute(
-                    "SELECT versions, digest FROM versions WHERE key = ?", (key,)).fetchone()
+                    "SELECT versions, digest FROM versions WHERE key = ?", (key,)
+                ).fetchone()
                 old = json.loads(row[0]) if row else []
                 merged = merge_versions(old, versions)
                 digest = versions_digest(merged)
@@ -110,7 +112,8 @@ class SqliteNodeStore:
                         "INSERT INTO versions (key, versions, digest) VALUES (?, ?, ?) "
                         "ON CONFLICT (key) DO UPDATE SET versions = excluded.versions, "
                         "digest = excluded.digest",
-                        (key, json.dumps(merged, sort_keys=True), digest))
+                        (key, json.dumps(merged, sort_keys=True), digest),
+                    )
                 self._conn.execute("COMMIT")
             except BaseException:
                 self._conn.execute("ROLLBACK")
@@ -121,8 +124,9 @@ class SqliteNodeStore:
         rows = self._conn.execute("SELECT key, digest FROM versions").fetchall()
         return {k: d for k, d in rows if keep is None or keep(k)}
 
-    def in_buckets(self, buckets: set[int], depth: int,
-                   keep: Callable[[str], bool] | None = None) -> dict[str, list[Version]]:
+    def in_buckets(
+        self, buckets: set[int], depth: int, keep: Callable[[str], bool] | None = None
+    ) -> dict[str, list[Version]]:
         out = {}
         for key, text in self._conn.execute("SELECT key, versions FROM versions"):
             if bucket_of(key, depth) in buckets and (keep is None or keep(key)):
@@ -131,13 +135,16 @@ class SqliteNodeStore:
 
     def add_hint(self, target: str, key: str, versions: list[Version]) -> None:
         with self._lock:
-            self._conn.execute("INSERT INTO hints (target, key, versions) VALUES (?, ?, ?)",
-                               (target, key, json.dumps(versions, sort_keys=True)))
+            self._conn.execute(
+                "INSERT INTO hints (target, key, versions) VALUES (?, ?, ?)",
+                (target, key, json.dumps(versions, sort_keys=True)),
+            )
 
     def hints_for(self, target: str, limit: int = 100) -> list[tuple[int, str, list[Version]]]:
         rows = self._conn.execute(
             "SELECT id, key, versions FROM hints WHERE target = ? ORDER BY id LIMIT ?",
-            (target, limit)).fetchall()
+            (target, limit),
+        ).fetchall()
         return [(i, k, json.loads(v)) for i, k, v in rows]
 
     def drop_hint(self, hint_id: int) -> None:

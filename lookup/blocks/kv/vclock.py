@@ -78,8 +78,10 @@ def reconcile(versions: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     kept: list[dict[str, Any]] = []
     for version in versions:
         clock = normal(version["clock"])
-        if any(descends(k["clock"], clock) and (k["clock"] != clock or _rank(k) >= _rank(version))
-               for k in kept):
+        if any(
+            descends(k["clock"], clock) and (k["clock"] != clock or _rank(k) >= _rank(version))
+            for k in kept
+        ):
             continue  # covered by a descendant, or by an equal clock that ranks higher
         kept = [k for k in kept if not descends(clock, k["clock"])]
         kept.append({**version, "clock": clock})

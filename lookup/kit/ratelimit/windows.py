@@ -62,8 +62,7 @@ class _KeyedLimiter(PerIdentity, ABC):
 
     # -- what an algorithm supplies -------------------------------------------------
     @abstractmethod
-    def _new(self, now: float) -> Any:
-        ...
+    def _new(self, now: float) -> Any: ...
 
     @abstractmethod
     def _advance(self, state: Any, now: float) -> None:
@@ -76,12 +75,10 @@ class _KeyedLimiter(PerIdentity, ABC):
         ...
 
     @abstractmethod
-    def _add(self, state: Any, now: float, cost: float) -> None:
-        ...
+    def _add(self, state: Any, now: float, cost: float) -> None: ...
 
     @abstractmethod
-    def _remove(self, state: Any, now: float, cost: float) -> None:
-        ...
+    def _remove(self, state: Any, now: float, cost: float) -> None: ...
 
     @abstractmethod
     def _wait(self, state: Any, now: float, cost: float) -> float:

@@ -288,8 +288,7 @@ class ClickAnalytics:
                 self._process_down_since = now
                 self._restart_at = now + self._backoff_s
                 _logger.warning(
-                    "the click aggregator process (pid %s) exited with %s; restarting it in "
-                    "%.0f s",
+                    "the click aggregator process (pid %s) exited with %s; restarting it in %.0f s",
                     process.pid,
                     process.exitcode,
                     self._backoff_s,
@@ -434,7 +433,6 @@ class ClickAnalytics:
             },
         }
 
-
     def _lost_to_reset(self, marks: dict[str, int]) -> int:
         """Clicks this process shipped into a stream that was then lost (Redis restarted
         empty) and that were never counted: for each producer, the sequence numbers below
@@ -520,9 +518,7 @@ def run_aggregator(
         "the click stream" if grouped else "the click log", _logger, shared=shared_outage
     )
     while (
-        not stop.is_set()
-        and not terminated
-        and (parent_pid is None or os.getppid() == parent_pid)
+        not stop.is_set() and not terminated and (parent_pid is None or os.getppid() == parent_pid)
     ):
         try:
             busy = aggregator.step()

@@ -16,6 +16,7 @@ import cannot hide a dependency.
 from __future__ import annotations
 
 import ast
+import graphlib
 import importlib
 import subprocess
 import sys
@@ -198,3 +199,47 @@ def test_a_light_module_imports_light(module: str, heavy: tuple[str, ...]) -> No
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == "", f"importing {module} loaded {out.stdout.strip()}"
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The modules of ``lookup`` that ``path`` imports when it runs (function-level
+    imports included, ``if TYPE_CHECKING:`` blocks left out), as module names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []
+    names: set[str] = set()
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = ".".join([*base, node.module or ""]) if node.level else node.module or ""
+            # ``from a.b import c`` needs a.b.c when c is a module, else a.b (module_of)
+            names.update(f"{module.rstrip('.')}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_import_cycle_in_lookup() -> None:
+    """No two modules of ``lookup/`` import each other, however indirectly — lazy imports
+    included: a seam's factory names its adapters in a registry (``kit/registry.py``)
+    instead of importing the modules that import it back."""
+    modules = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in _sources("lookup")
+    }
+
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {
+        m: {d for n in _runtime_imports(p) if (d := module_of(n)) not in (None, m)}
+        for m, p in modules.items()
+    }
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail(f"an import cycle in lookup/: {' → '.join(exc.args[1])}")

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from lookup.kit.registry import load_backend
 from lookup.kit.sqlite import ConnectionPool
 from lookup.kit.storeurl import parse_store_url, sqlite_url
 from lookup.kit.urlnorm import normalize_url
@@ -368,12 +369,14 @@ def controls_url(store_url: str) -> str:
     return parsed.url
 
 
+#: The backends that live in modules of their own, by scheme.
+REMOTE_BACKENDS = {"postgresql": "lookup.crawler.controls_pg:PostgresCrawlControls"}
+
+
 def open_crawl_controls(url: str) -> CrawlControls:
     """The controls named by ``url`` (``sqlite:///…/controls.sqlite`` or ``postgresql://…``)."""
     parsed = parse_store_url(url, ("sqlite", "postgresql"))
-    if parsed.scheme == "postgresql":
-        from lookup.crawler.controls_pg import PostgresCrawlControls
-
-        return PostgresCrawlControls(parsed.url)
+    if parsed.scheme == "postgresql":  # by name: the port never imports its adapter
+        return load_backend(REMOTE_BACKENDS, "postgresql")(parsed.url)  # type: ignore[no-any-return]
     assert parsed.path is not None
     return SqliteCrawlControls(parsed.path)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from lookup.kit.registry import load_backend
 from lookup.kit.storeurl import parse_store_url, sqlite_url
 
 __all__ = [
@@ -480,6 +481,17 @@ class CrawlReader(Protocol):
 # ---------------------------------------------------------------------------- factory
 
 
+#: The backends by scheme, named (imported when a URL asks: the port imports no adapter).
+WRITERS = {
+    "sqlite": "lookup.crawler.store_sqlite:SqliteCrawlStore",
+    "postgresql": "lookup.crawler.store_pg:PgCrawlStore",
+}
+READERS = {
+    "sqlite": "lookup.crawler.store_sqlite:SqliteCrawlReader",
+    "postgresql": "lookup.crawler.store_pg:PgCrawlReader",
+}
+
+
 def crawl_state_url(out_dir: str | os.PathLike[str]) -> str:
     """The store URL of the crawl state in a crawl directory (``DIR/crawl.sqlite``)."""
     return sqlite_url(Path(out_dir) / STATE_FILE)
@@ -489,14 +501,9 @@ def open_crawl_store(url: str) -> CrawlWriter:
     """The crawl state named by ``url`` (``sqlite:///DIR/crawl.sqlite`` or
     ``postgresql://…``, the fleet's shared store), opened for writing."""
     parsed = parse_store_url(url, _ACCEPTED)
-    if parsed.scheme == "postgresql":
-        from lookup.crawler.store_pg import PgCrawlStore
-
-        return PgCrawlStore(parsed.url)
-    from lookup.crawler.store_sqlite import SqliteCrawlStore
-
-    assert parsed.path is not None
-    return SqliteCrawlStore(parsed.path)
+    return load_backend(WRITERS, parsed.scheme)(  # type: ignore[no-any-return]
+        parsed.url if parsed.scheme == "postgresql" else parsed.path
+    )
 
 
 def open_crawl_reader(url: str) -> CrawlReader:
@@ -505,11 +512,6 @@ def open_crawl_reader(url: str) -> CrawlReader:
     Raises ``FileNotFoundError`` when there is no crawl state there.
     """
     parsed = parse_store_url(url, _ACCEPTED)
-    if parsed.scheme == "postgresql":
-        from lookup.crawler.store_pg import PgCrawlReader
-
-        return PgCrawlReader(parsed.url)
-    from lookup.crawler.store_sqlite import SqliteCrawlReader
-
-    assert parsed.path is not None
-    return SqliteCrawlReader(parsed.path)
+    return load_backend(READERS, parsed.scheme)(  # type: ignore[no-any-return]
+        parsed.url if parsed.scheme == "postgresql" else parsed.path
+    )

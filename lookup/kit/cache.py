@@ -437,6 +437,10 @@ class MemorySharedCache:
         return len(self._cache)
 
 
+#: The shared cache tier's backends that live in modules of their own, by scheme.
+REMOTE_BACKENDS = {"redis": "lookup.kit.cache_redis:RedisSharedCache"}
+
+
 def open_shared_cache(
     url: str | None = "", *, clock: Callable[[], float] = time.monotonic
 ) -> SharedCache:
@@ -461,8 +465,8 @@ def open_shared_cache(
         ) from None
     if parsed.scheme == "memory":
         return MemorySharedCache(clock=clock)
-    if parsed.scheme == "redis":
-        from lookup.kit.cache_redis import RedisSharedCache
+    if parsed.scheme == "redis":  # by name: the port never imports its adapter (no cycle)
+        from lookup.kit.registry import load_backend
 
-        return RedisSharedCache.from_url(text)
+        return load_backend(REMOTE_BACKENDS, "redis").from_url(text)  # type: ignore[no-any-return]
     raise ValueError(f"unsupported shared cache URL {url!r}")  # pragma: no cover

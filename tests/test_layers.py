@@ -243,3 +243,34 @@ def test_no_import_cycle_in_lookup() -> None:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
         pytest.fail(f"an import cycle in lookup/: {' → '.join(exc.args[1])}")
+
+
+def _registries() -> dict[str, dict[str, str]]:
+    """Every seam registry in ``lookup/``: a module-level ``BACKENDS`` dict of
+    ``scheme → "module:Class"`` strings, by the module holding it."""
+    found: dict[str, dict[str, str]] = {}
+    for path in _sources("lookup"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            target = node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+            if not (isinstance(target, ast.Name) and target.id == "BACKENDS"):
+                continue
+            value = ast.literal_eval(node.value) if node.value is not None else None
+            if isinstance(value, dict) and all(":" in v for v in value.values()):
+                found[_rel(path)] = value
+    return found
+
+
+def test_a_seam_port_imports_none_of_its_adapters() -> None:
+    """A seam's port names its adapters in ``BACKENDS`` and imports none of them, not even
+    lazily: the registry does (``kit/registry.py``), when a URL asks."""
+    registries = _registries()
+    assert len(registries) >= 6, sorted(registries)
+    bad = [
+        f"{port} imports {adapter}"
+        for port, backends in registries.items()
+        for adapter in (v.partition(":")[0] for v in backends.values())
+        if any(_within(name, (adapter,)) for name in _imports(ROOT / port))
+    ]
+    assert not bad, "\n".join(bad)

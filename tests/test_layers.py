@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sourcetree import parse_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("shortener", "typeahead", "geo", "crawler", "search")
 #: The consumers: they may import every system; no system, block or kit module imports them.
@@ -75,7 +77,7 @@ def _sources(*dirs: str) -> list[Path]:
 
 def _imports(path: Path) -> list[str]:
     """Every module name ``path`` imports (absolute; relative ones resolved)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_file(path)
     package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
     names: list[str] = []
     for node in ast.walk(tree):
@@ -136,7 +138,7 @@ def test_only_settings_reads_the_environment() -> None:
     for path in _sources("lookup", "app"):
         if _rel(path) == "lookup/settings.py":
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
                 if isinstance(node.value, ast.Name) and node.value.id == "os":
@@ -204,7 +206,7 @@ def test_a_light_module_imports_light(module: str, heavy: tuple[str, ...]) -> No
 def _runtime_imports(path: Path) -> set[str]:
     """The modules of ``lookup`` that ``path`` imports when it runs (function-level
     imports included, ``if TYPE_CHECKING:`` blocks left out), as module names."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = parse_file(path)
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             node.body = []
@@ -250,7 +252,7 @@ def _registries() -> dict[str, dict[str, str]]:
     ``scheme → "module:Class"`` strings, by the module holding it."""
     found: dict[str, dict[str, str]] = {}
     for path in _sources("lookup"):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        for node in parse_file(path).body:
             target = node.target if isinstance(node, ast.AnnAssign) else None
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target = node.targets[0]

@@ -501,9 +501,14 @@ def results_table(results: list[dict[str, Any]], moves: list[str] | None = None)
 
 
 def hand_moves(params: dict[str, str], results: list[dict[str, Any]]) -> list[str] | None:
-    """Each learned result's move against the hand-set ranking of the same search."""
-    hand = memo_get("/v1/search", {**params, "ranking": "hand", "limit": str(HAND_DEPTH)})
-    return rank_changes(results, hand.body.get("results", [])) if hand.ok else None
+    """Each learned result's move against the hand-set ranking of the same search (asked
+    twice before giving up with a note: on a busy machine a search can time out)."""
+    asked = {**params, "ranking": "hand", "limit": str(HAND_DEPTH)}
+    hand = memo_get("/v1/search", asked)
+    if not (hand := hand if hand.ok else memo_get("/v1/search", asked)).ok:
+        st.caption(f"The hand-set order to compare with did not come: {hand.message()}")
+        return None
+    return rank_changes(results, hand.body.get("results", []))
 
 
 def show_metrics(first: Answer) -> None:

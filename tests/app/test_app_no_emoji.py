@@ -15,6 +15,8 @@ from pathlib import Path
 
 from dashboard_testing import APP_DIR
 
+from tests.sourcetree import parse_file
+
 #: Characters below U+1F000 that are drawn as emoji by default (Unicode's
 #: Emoji_Presentation), plus the variation selector that turns text into emoji.
 BMP_EMOJI = set(
@@ -28,7 +30,7 @@ def _emoji(text: str) -> list[str]:
 
 def _drawn_strings(path: Path) -> list[tuple[int, str]]:
     """(line, text) of every string constant, except the browser tab's icon."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     icons = {
         id(kw.value)
         for node in ast.walk(tree)

@@ -9,12 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.sourcetree import parse_file
+
 ROOT = Path(__file__).resolve().parents[2]
 ALLOWED = ("lookup.kit", "lookup.settings", "lookup.errors", "lookup.blocks")
 
 
 def _lookup_imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     names = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

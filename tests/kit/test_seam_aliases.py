@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 from tests.aliases import check_alias
+from tests.sourcetree import parse_file
 
 OLD_TO_NEW = {
     "lookup.kit.secretstore": {
@@ -69,7 +70,7 @@ def test_no_module_of_lookup_imports_an_old_path() -> None:
         rel = path.relative_to(root).as_posix()
         if rel.removesuffix(".py").replace("/", ".") in old:
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(parse_file(path)):
             if isinstance(node, ast.ImportFrom) and node.module in old:
                 names = {a.name for a in node.names}
                 moved = {n for ns in IDS_MOVED.values() for n in ns}

@@ -14,6 +14,7 @@ import pytest
 
 from lookup.kit.ids import load_or_create_secret
 from lookup.kit.secrets.file import FileSecretStore, create_once, read_or_create_secret
+from tests.sourcetree import parse_file
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,7 +61,7 @@ def test_the_atomic_secret_file_is_written_in_one_place() -> None:
     """``O_EXCL`` + hard link is the secret-file recipe; it lives in ``create_once`` only."""
     makers = []
     for path in sorted((ROOT / "lookup").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_file(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and node.attr in ("O_EXCL", "link"):
                 if isinstance(node.value, ast.Name) and node.value.id == "os":

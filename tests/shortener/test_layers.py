@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import lookup.shortener
+from tests.sourcetree import parse_file
 
 PACKAGE = Path(lookup.shortener.__file__).parent
 
@@ -28,7 +29,7 @@ def _module_name(path: Path) -> str:
 
 def _imports(path: Path) -> set[str]:
     """Every ``lookup.shortener`` module ``path`` imports anywhere (TYPE_CHECKING too)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parse_file(path)
     here = _module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found: set[str] = set()

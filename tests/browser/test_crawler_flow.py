@@ -43,9 +43,11 @@ def _settled(page) -> None:  # type: ignore[no-untyped-def]
 
 
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
-    card = page.locator('[data-testid="stMetric"]').filter(
-        has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
-    )
+    # the current run's tiles only: while the page reruns, the last run's stay on screen
+    # (marked stale) beside the new ones
+    card = page.locator(
+        '[data-testid="stElementContainer"]:not([data-stale="true"]) [data-testid="stMetric"]'
+    ).filter(has=page.locator('[data-testid="stMetricLabel"]', has_text=label))
     return card.locator('[data-testid="stMetricValue"]')
 
 

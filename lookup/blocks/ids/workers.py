@@ -197,9 +197,8 @@ class WorkerLease:
 
     # ------------------------------------------------------------------- keeping it
 
-    def _reserve(self) -> None:
-        """Move the mark to ``now + TTL``, only while this epoch still owns the key."""
-        target = max(self._state.reserved_ms, self.clock() + self.ttl * 1000)
+    def _put_mark(self, mark_ms: int) -> bool:
+        """Write the worker's high-water mark, only while this epoch still owns the key."""
         result = self.client.transaction(
             {
                 "compare": [
@@ -214,14 +213,19 @@ class WorkerLease:
                     {
                         "request_put": {
                             "key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
-                            "value": _encode(str(target)),
+                            "value": _encode(str(mark_ms)),
                         }
                     }
                 ],
                 "failure": [],
             }
         )
-        if not result.get("succeeded"):
+        return bool(result.get("succeeded"))
+
+    def _reserve(self) -> None:
+        """Move the mark to ``now + TTL``, only while this epoch still owns the key."""
+        target = max(self._state.reserved_ms, self.clock() + self.ttl * 1000)
+        if not self._put_mark(target):
             self._mark_lost("the worker key is no longer this holder's")
             return
         self._state.reserved_ms = target
@@ -320,27 +324,7 @@ class WorkerLease:
         if live and self.worker_id >= 0:
             final = max(self.last_issued_ms, self._state.floor_ms)
             try:
-                self.client.transaction(
-                    {
-                        "compare": [
-                            {
-                                "key": _encode(f"{WORKERS_PREFIX}{self.worker_id}"),
-                                "result": "EQUAL",
-                                "target": "CREATE",
-                                "create_revision": self.epoch,
-                            }
-                        ],
-                        "success": [
-                            {
-                                "request_put": {
-                                    "key": _encode(f"{HIGH_PREFIX}{self.worker_id}"),
-                                    "value": _encode(str(final)),
-                                }
-                            }
-                        ],
-                        "failure": [],
-                    }
-                )
+                self._put_mark(final)
             except Exception:  # noqa: BLE001 - the higher reservation then stands
                 pass
         try:

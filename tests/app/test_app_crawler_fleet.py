@@ -54,7 +54,11 @@ def fresh_page_state() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[Sandbox]:
-    sandbox = Sandbox(SandboxConfig.small(crawl_delay=0.3)).start()
+    # The hung host and the stall page wait well past the panel's 2 s fetch timeout:
+    # with a tie (small()'s 2 s) the sandbox sometimes finished the answer just as
+    # the worker gave up on it, logged it as answered, and judged the worker's next
+    # request by a pause counted from a moment the worker never saw (CI: 1 in 369).
+    sandbox = Sandbox(SandboxConfig.small(crawl_delay=0.3, hang_seconds=8.0)).start()
     try:
         yield sandbox
     finally:

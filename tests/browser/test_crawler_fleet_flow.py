@@ -28,7 +28,11 @@ def fleet_stack(
 ) -> Iterator[tuple[Service, Service, Sandbox]]:
     if not (etcd_available() and postgres_available()):
         pytest.skip("needs etcd and PostgreSQL")
-    web = Sandbox(SandboxConfig.small(crawl_delay=0.3)).start()
+    # The hung host and the stall page wait well past the panel's 2 s fetch timeout:
+    # with a tie (small()'s 2 s) the sandbox sometimes finished the answer just as
+    # the worker gave up on it, logged it as answered, and judged the worker's next
+    # request by a pause counted from a moment the worker never saw (CI: 1 in 369).
+    web = Sandbox(SandboxConfig.small(crawl_delay=0.3, hang_seconds=8.0)).start()
     try:
         workdir = tmp_path_factory.mktemp("crawler-fleet-stack")
         env = {"LOOKUP_SANDBOX_URL": web.control_url}

@@ -221,3 +221,21 @@ def take_screenshot(
     expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=30_000)
     out.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(out), full_page=full_page)
+
+
+def settled(page: Page, rounds: int = 2) -> None:
+    """Wait until the page's script run is over, and the runs it set off too: a map that
+    loads reports its view and a chart reports back, each running the script once more,
+    and a click made while such a run is starting can be lost. On a page with a map, its
+    Leaflet pane is drawn first (then it has reported)."""
+    from playwright.sync_api import expect
+
+    maps = page.locator('iframe[title*="streamlit_folium"]')
+    for i in range(maps.count()):
+        pane = maps.nth(i).content_frame.locator(".leaflet-container")
+        expect(pane).to_be_visible(timeout=60_000)
+    for _ in range(rounds):
+        time.sleep(0.5)
+        app = page.locator('[data-testid="stApp"]')
+        expect(app).to_have_attribute("data-test-script-state", "notRunning", timeout=60_000)
+        expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=60_000)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from browser_harness import Service
+from browser_harness import Service, settled
 
 pytestmark = pytest.mark.browser
 
@@ -55,17 +55,6 @@ def places_built(api: Service) -> Service:
     return api
 
 
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect
-
-    for _ in range(2):  # a map or chart that reports back runs the script once more
-        time.sleep(0.5)
-        expect(page.locator('[data-testid="stApp"]')).to_have_attribute(
-            "data-test-script-state", "notRunning"
-        )
-        expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
-
-
 def test_places_tiles_are_not_cut(
     page,
     dashboard: Service,
@@ -76,7 +65,7 @@ def test_places_tiles_are_not_cut(
     page.set_viewport_size(VIEWPORT)
     page.goto(f"{dashboard.url}/places")
     expect(page.get_by_role("heading", name="Ranked results")).to_be_visible(timeout=60_000)
-    _settled(page)
+    settled(page)
     tiles = page.locator('[data-testid="stMetric"]')
     expect(tiles.filter(has_text="Time taken")).to_have_count(1)
     assert tiles.count() >= 5
@@ -89,7 +78,7 @@ def test_capacity_tiles_are_not_cut_on_any_tab(page, dashboard: Service) -> None
     page.set_viewport_size(VIEWPORT)
     page.goto(f"{dashboard.url}/capacity")
     expect(page.get_by_role("heading", name="Capacity planner")).to_be_visible()
-    _settled(page)
+    settled(page)
     tabs = page.get_by_role("tab")
     names = [tabs.nth(i).inner_text() for i in range(tabs.count())]
     assert "Shortener" in names and "IDs" in names

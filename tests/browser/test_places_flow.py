@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from browser_harness import Service
+from browser_harness import Service, settled
 
 pytestmark = pytest.mark.browser
 
@@ -46,15 +46,6 @@ def places_built(api: Service) -> Service:
         time.sleep(0.5)
     assert response.status_code == 200, response.text
     return api
-
-
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    """Wait until Streamlit has finished the current script run (and any it triggered)."""
-    from playwright.sync_api import expect
-
-    for _ in range(2):  # the map reports its view once drawn, which runs the script again
-        time.sleep(0.5)
-        expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
 
 
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
@@ -94,7 +85,7 @@ def test_places_near_me_on_an_offline_map(
     page.get_by_role("link", name="Places near me").first.click()
     expect(page.get_by_role("heading", name="Places near me")).to_be_visible()
     expect(page.get_by_role("heading", name="Ranked results")).to_be_visible(timeout=60_000)
-    _settled(page)
+    settled(page)
 
     # the map drew with Leaflet from the package: land, the cells read, numbered pins, you
     frame = page.frame_locator(MAP_FRAME)
@@ -128,7 +119,7 @@ def test_places_near_me_on_an_offline_map(
     assert box is not None
     leaflet.click(position={"x": box["width"] * 0.3, "y": box["height"] * 0.25})
     expect(lat_input).not_to_have_value(before)
-    _settled(page)
+    settled(page)
     lat = float(lat_input.input_value())
     lng = float(page.get_by_role("spinbutton", name="Longitude").input_value())
     assert lat > float(before)  # clicked above the middle: further north
@@ -137,7 +128,7 @@ def test_places_near_me_on_an_offline_map(
     query = page.get_by_role("textbox", name="Looking for")
     query.fill("pharmacy")
     query.press("Enter")
-    _settled(page)
+    settled(page)
     answer = httpx.get(
         f"{places_built.url}/v1/search",
         params={
@@ -154,7 +145,7 @@ def test_places_near_me_on_an_offline_map(
     page.get_by_text("Compare geohash, quadtree and brute force").click()
     expect(page.get_by_role("heading", name="Geohash vs quadtree vs brute force")).to_be_visible()
     expect(page.get_by_text("All three return the same")).to_be_visible(timeout=60_000)
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     assert not outside, f"the map fetched from outside the machine: {outside[:5]}"
 
@@ -170,7 +161,7 @@ def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
     page.set_viewport_size({"width": 1400, "height": 1400})
     page.goto(f"{dashboard.url}/places")
     expect(page.get_by_role("heading", name="Ranked results")).to_be_visible(timeout=60_000)
-    _settled(page)
+    settled(page)
     box = page.locator("input.ta-box")
     box.click()
     page.keyboard.type("Pun", delay=30)
@@ -181,7 +172,7 @@ def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
     lat = page.get_by_role("spinbutton", name="Latitude")
     expect(lat).to_have_value("18.51957")
     expect(page.get_by_role("combobox", name="Jump to")).to_have_value("Pune")
-    _settled(page)
+    settled(page)
     answer = httpx.get(
         f"{places_built.url}/v1/search",
         params={
@@ -197,6 +188,6 @@ def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
     expect(page.get_by_text("All three return the same")).to_be_visible(timeout=60_000)
     expect(page.get_by_text(f"{answer['total']:,} places within")).to_have_count(2)
     expect(page.locator(".st-key-places-compare-chart .js-plotly-plot")).to_be_visible()
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     page.screenshot(path=str(tmp_path / "places-pune.png"), full_page=True)

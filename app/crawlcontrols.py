@@ -27,7 +27,7 @@ from lookup.crawler.controls import (
     open_crawl_controls,
 )
 from lookup.crawler.health import HostHealth, host_health
-from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
+from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 
 __all__ = ["Issuer", "control_form", "controls_in_force", "controls_tab", "health_frame"]
 

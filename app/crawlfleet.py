@@ -40,7 +40,7 @@ from lookup.crawler.fleetview import FleetView, coordinator_owner, fleet_view
 from lookup.crawler.health import host_health
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.session import SandboxProbe, read_request_log, too_close
-from lookup.crawler.store import open_crawl_reader
+from lookup.crawler.state import open_crawl_reader
 from lookup.kit.etcd import EtcdServer, etcd_available, etcd_client
 from lookup.kit.pgserver import PostgresServer, postgres_available
 

@@ -11,7 +11,7 @@ import streamlit as st
 from crawlruns import ROW_PX
 
 from lookup.crawler.session import CrawlSession, CrawlSnapshot
-from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
+from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 
 # ------------------------------------------------------------------- robots and traps
 

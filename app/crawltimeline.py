@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 
 from lookup.crawler.sandbox import LoggedRequest
 from lookup.crawler.session import CrawlSession, CrawlSnapshot
-from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
+from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 
 __all__ = [
     "STATUS_COLORS",

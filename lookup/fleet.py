@@ -52,10 +52,10 @@ import httpx
 from lookup import settings
 from lookup.errors import Unavailable
 from lookup.kit.admin import load_admin_token_in
-from lookup.kit.etcd import EtcdServer
-from lookup.kit.pgserver import PostgresServer
-from lookup.kit.ports import free_port
-from lookup.kit.redisserver import RedisServer
+from lookup.kit.engines.etcdserver import EtcdServer
+from lookup.kit.engines.pgserver import PostgresServer
+from lookup.kit.engines.ports import free_port
+from lookup.kit.engines.redisserver import RedisServer
 from lookup.kit.serverlock import shares_state
 
 __all__ = [

@@ -13,7 +13,7 @@ per address at a time, each after the host's delay. A page's outcome and the lin
 it found are committed in one transaction after its WARC record and event are
 written. What an answer means is decided by the ordered outcome rules of
 :mod:`lookup.crawler.outcomes`; every write goes through the crawl-state writer
-(:class:`~lookup.crawler.store.CrawlWriter`), in typed records.
+(:class:`~lookup.crawler.state.CrawlWriter`), in typed records.
 
 The crawl runs in **cycles**: a host's page budget counts the URLs admitted for it
 in the current cycle (kept in the store, so a restart within a cycle does not
@@ -72,8 +72,7 @@ from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK, CrawlScope
 from lookup.crawler.seen import SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
-from lookup.crawler.steering import Steering
-from lookup.crawler.store import (
+from lookup.crawler.state import (
     STATE_FILE,
     CrawlStateError,
     CrawlWriter,
@@ -88,6 +87,7 @@ from lookup.crawler.store import (
     crawl_state_url,
     open_crawl_store,
 )
+from lookup.crawler.steering import Steering
 from lookup.crawler.traps import TrapGuard
 from lookup.kit.urlnorm import host_of, normalize_url, url_hash
 

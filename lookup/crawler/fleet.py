@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from lookup.errors import Unavailable
 
 if TYPE_CHECKING:
-    from lookup.crawler.store_pg import PgCrawlStore
+    from lookup.crawler.state.postgres import PgCrawlStore
 
 __all__ = ["CrawlFleet", "FleetOutcome", "export_events", "judge_fleet", "worker_name"]
 
@@ -229,7 +229,7 @@ class CrawlFleet:
         if not self.store_url:
             return None
         if self._store is None:
-            from lookup.crawler.store_pg import PgCrawlStore
+            from lookup.crawler.state.postgres import PgCrawlStore
 
             self._store = PgCrawlStore(self.store_url)
         return self._store

@@ -1,6 +1,6 @@
 """Per-host health of a crawl: what it asked each host, what came back, and what holds it.
 
-One row per host from the crawl's own records (:class:`~lookup.crawler.store.CrawlReader`)
+One row per host from the crawl's own records (:class:`~lookup.crawler.state.CrawlReader`)
 and its controls: requests by kind, errors by kind (network failures by name, HTTP
 answers by class), 429/503 answers and the back-off now in force, robots.txt's state and
 the URLs it refused, trap cuts by rule, the cycle's budget used, the next time the host
@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lookup.crawler.controls import ControlState
-from lookup.crawler.store import ANSWER_FAILURES, CrawlReader
+from lookup.crawler.state import ANSWER_FAILURES, CrawlReader
 
 __all__ = ["HostHealth", "LeaseInfo", "host_health"]
 

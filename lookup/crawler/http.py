@@ -36,7 +36,7 @@ from lookup.crawler.controls import (
 from lookup.crawler.fleetview import store_owner
 from lookup.crawler.health import host_health
 from lookup.crawler.session import list_crawls
-from lookup.crawler.store import CrawlStateError, crawl_state_url, open_crawl_reader
+from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError
 

@@ -33,7 +33,7 @@ from lookup.crawler.dedup import (
 )
 from lookup.crawler.output import read_record
 from lookup.crawler.parse import parse_html
-from lookup.crawler.store import CrawlReader, crawl_state_url, open_crawl_reader
+from lookup.crawler.state import CrawlReader, crawl_state_url, open_crawl_reader
 
 __all__ = [
     "ClusterMember",

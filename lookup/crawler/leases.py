@@ -7,7 +7,7 @@ transaction that succeeds only while the key is absent. The key's create revisio
 the grant's **epoch**: etcd's revision only grows, so a later grant always has a larger
 epoch (the fencing token the store checks, :mod:`lookup.crawler.partitions`).
 
-A :class:`~lookup.kit.etcdlease.KeptLease` renews the lease every TTL/3 (a balance
+A :class:`~lookup.kit.engines.etcdlease.KeptLease` renews the lease every TTL/3 (a balance
 round that runs longer, as a join's grants on a loaded machine do, renews on its way) and
 keeps a *local deadline* — the monotonic time the renewal was sent + TTL, never later
 than etcd's own expiry. :meth:`PartitionLeases.permits` is asked before every request:
@@ -36,7 +36,7 @@ from typing import Any
 import etcd3gw
 from etcd3gw.utils import _encode
 
-from lookup.kit.etcdlease import KeptLease
+from lookup.kit.engines.etcdlease import KeptLease
 
 __all__ = ["LeaseLog", "PartitionLeases", "preferred_owner"]
 

@@ -15,7 +15,7 @@ permanent redirect gets a ``PageRemoved`` event with its reason (:func:`removal`
 
 Each rule is a function ``(FetchContext) -> Outcome | None`` that can be called alone;
 an :class:`Outcome` is typed: its name, whether to try again, the host counter to bump,
-the :class:`~lookup.crawler.store.UrlFacts` the writer stores, the links found, the
+the :class:`~lookup.crawler.state.UrlFacts` the writer stores, the links found, the
 sitemap hints and the ``PageFetched`` event. The page rules write WARC records and
 update the duplicate detector and trap memory through :class:`RuleKit`.
 """
@@ -43,7 +43,7 @@ from lookup.crawler.frontier import FrontierEntry
 from lookup.crawler.output import WarcStore, iso
 from lookup.crawler.parse import ParsedPage, RobotsDirectives, parse_html, parse_robots_directives
 from lookup.crawler.soft404 import ProbeSignature, classify
-from lookup.crawler.store import (
+from lookup.crawler.state import (
     ContentFacts,
     HostCounter,
     PageFacts,

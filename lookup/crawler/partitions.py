@@ -20,7 +20,7 @@ import hashlib
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from lookup.crawler.store import CrawlStateError
+from lookup.crawler.state import CrawlStateError
 
 __all__ = ["Fence", "FencedOut", "current_fence", "partition_of"]
 

@@ -11,7 +11,7 @@ from lookup.crawler.config import CrawlProgress, CrawlReport
 from lookup.crawler.frontier import Frontier
 from lookup.crawler.outcomes import FAILED
 from lookup.crawler.seen import SeenUrls
-from lookup.crawler.store import CrawlWriter
+from lookup.crawler.state import CrawlWriter
 
 
 class CrawlReporting:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from lookup.crawler.fetcher import FetchResult
 from lookup.crawler.robots import MAX_ROBOTS_BYTES, RobotsAnswer, RobotsPolicy
 from lookup.crawler.soft404 import probe_path
-from lookup.crawler.store import FetchRecord, HostPause
+from lookup.crawler.state import FetchRecord, HostPause
 from lookup.kit.urlnorm import host_of
 
 __all__ = ["RobotsHops"]

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from lookup.crawler.store import HostRecord, RobotsRecord
+from lookup.crawler.state import HostRecord, RobotsRecord
 from lookup.kit.urlnorm import host_of, normalize_url
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lookup.crawler.store import CrawlWriter, UrlRecord
+from lookup.crawler.state import CrawlWriter, UrlRecord
 from lookup.kit.bloom import BloomFilter
 
 __all__ = ["SeenStats", "SeenUrls"]

@@ -7,7 +7,7 @@ What a dashboard (or a notebook) needs around :func:`lookup.crawler.engine`:
 - :class:`CrawlSession` runs ``lookup crawl`` as a child process writing into a
   crawl directory, bounded by seconds and pages, and samples its progress.
 - :func:`read_snapshot` reads any crawl directory — running or finished — through
-  the crawl state's reader (:func:`lookup.crawler.store.open_crawl_reader`): pages,
+  the crawl state's reader (:func:`lookup.crawler.state.open_crawl_reader`): pages,
   frontier, the crawl cycle, each host's queue, budget, soft-404 probe and the time its
   next request is allowed — the frontier's own ready time (its heap of host ready
   times), which the crawler writes into its state twice a second.
@@ -44,7 +44,7 @@ import httpx
 
 from lookup import settings
 from lookup.crawler.sandbox.web import LoggedRequest, iter_log_json
-from lookup.crawler.store import (
+from lookup.crawler.state import (
     ANSWER_FAILURES,
     STATE_FILE,
     CrawlStateError,
@@ -446,7 +446,7 @@ def read_snapshot(out_dir: Path | str, now: float | None = None) -> CrawlSnapsho
     """Read the state of the crawl in ``out_dir`` (its crawl state and ``report.json``).
 
     Raises ``FileNotFoundError`` when there is no crawl state there, and
-    :class:`~lookup.crawler.store.CrawlStateError` when it is not a crawl's state.
+    :class:`~lookup.crawler.state.CrawlStateError` when it is not a crawl's state.
     """
     out = Path(out_dir)
     if not (out / STATE_FILE).is_file():

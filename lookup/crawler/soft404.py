@@ -35,7 +35,7 @@ from lookup.crawler.dedup import (
     shingle_hashes,
     simhash_from_hashes,
 )
-from lookup.crawler.store import HostRecord, ProbeAnswer
+from lookup.crawler.state import HostRecord, ProbeAnswer
 
 __all__ = [
     "NOT_FOUND_WORDING",

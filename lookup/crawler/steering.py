@@ -37,7 +37,7 @@ from lookup.crawler.controls import (
     controls_url,
     open_crawl_controls,
 )
-from lookup.crawler.store import CutRecord
+from lookup.crawler.state import CutRecord
 from lookup.kit.urlnorm import host_of, url_hash
 
 if TYPE_CHECKING:

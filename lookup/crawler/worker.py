@@ -3,7 +3,7 @@
 A :class:`FleetWorker` is the embedded crawl loop (:class:`lookup.crawler.engine.Crawler`)
 with its fleet seams (:mod:`lookup.crawler.hooks`) filled in:
 
-- **State** is the shared PostgreSQL store (:mod:`lookup.crawler.store_pg`); the worker's
+- **State** is the shared PostgreSQL store (:mod:`lookup.crawler.state.postgres`); the worker's
   WARC files and event log go to ``OUT/<worker>/``.
 - **Leases.** :class:`~lookup.crawler.leases.PartitionLeases` holds its partitions in
   etcd. Every turn of the loop the worker syncs: a newly granted partition is recorded
@@ -60,12 +60,12 @@ from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK
 from lookup.crawler.seen import SeenStats, SeenUrls
 from lookup.crawler.soft404 import ProbeSignature
+from lookup.crawler.state import CrawlStateError, CrawlWriter, CycleRecord, HostRecord, UrlRecord
+from lookup.crawler.state.postgres import PgCrawlStore
 from lookup.crawler.steering import Steering
-from lookup.crawler.store import CrawlStateError, CrawlWriter, CycleRecord, HostRecord, UrlRecord
-from lookup.crawler.store_pg import PgCrawlStore
 from lookup.crawler.traps import TrapGuard
 from lookup.errors import Unavailable
-from lookup.kit.etcd import etcd_client
+from lookup.kit.engines.etcd import etcd_client
 from lookup.kit.urlnorm import host_of, url_hash
 
 from lookup.crawler.engine import Crawler  # isort: skip - the loop this worker extends

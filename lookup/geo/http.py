@@ -26,7 +26,7 @@ place whose profile is not in memory reads it in a worker thread of the routes' 
 brute-force scan. The management routes are plain ``def`` (FastAPI runs them in its thread
 pool). A write that waits out SQLite's busy timeout (another process holding
 the write lock) answers ``503 UNAVAILABLE`` with ``Retry-After``
-(:func:`lookup.kit.sqlite.busy_error`) and stalls nothing else.
+(:func:`lookup.kit.engines.sqlite.busy_error`) and stalls nothing else.
 """
 
 from __future__ import annotations

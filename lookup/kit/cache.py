@@ -452,7 +452,7 @@ def open_shared_cache(
     shares (:class:`~lookup.kit.cache_redis.RedisSharedCache`, entries timed by Redis, so
     ``clock`` does not apply). An unknown scheme raises ValueError naming the accepted ones.
     """
-    from lookup.kit.storeurl import parse_store_url
+    from lookup.kit.engines.storeurl import parse_store_url
 
     text = (url or "").strip()
     if not text or text.lower() in ("none", "none:"):

@@ -53,7 +53,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 from lookup import settings
 from lookup.kit.breaker import CircuitBreaker
 from lookup.kit.cache import CacheRead, InvalidationOutbox
-from lookup.kit.redisclient import UNAVAILABLE, describe_redis_url, redis_client
+from lookup.kit.engines.redis import UNAVAILABLE, describe_redis_url, redis_client
 
 __all__ = ["FILL_SCRIPT", "INVALIDATE_SCRIPT", "RedisSharedCache"]
 

@@ -99,13 +99,13 @@ def api_error_of(exc: BaseException) -> ApiError | None:
 
     An :class:`ApiError` as it is, a domain error by :data:`STATUS_OF`, and a store that
     stayed busy past its timeout — SQLite's "database is locked"
-    (:func:`lookup.kit.sqlite.busy_error`) — as ``Unavailable`` (503, ``Retry-After``):
+    (:func:`lookup.kit.engines.sqlite.busy_error`) — as ``Unavailable`` (503, ``Retry-After``):
     the one place that translation is made, for every route of every system."""
     if isinstance(exc, ApiError):
         return exc
     if isinstance(exc, errors.WorkbenchError):
         return api_error_for(exc)
-    from lookup.kit.sqlite import busy_error  # only on an error: keeps this module light
+    from lookup.kit.engines.sqlite import busy_error  # only on an error: keeps this module light
 
     busy = busy_error(exc)
     return None if busy is None else api_error_for(busy)

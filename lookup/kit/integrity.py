@@ -17,7 +17,7 @@ import zlib
 from pathlib import Path
 
 from lookup.errors import Damaged
-from lookup.kit.sqlite import is_read_only_error
+from lookup.kit.engines.sqlite import is_read_only_error
 
 __all__ = [
     "CHECKSUM_PREFIX",

@@ -4,8 +4,8 @@ A seam's package keeps ``BACKENDS = {scheme: "module:Class"}`` next to its port 
 a store from a URL with :func:`open_backend` (each class of ``BACKENDS`` has a ``from_url``
 classmethod: :class:`Backend`) — so the port never imports an adapter (nor
 its driver) until a URL names it, and adding a backend is one file plus one line there.
-An unknown scheme is refused with the same words as :func:`~lookup.kit.storeurl.parse_store_url`,
-naming the accepted ones.
+An unknown scheme is refused with the same words as
+:func:`~lookup.kit.engines.storeurl.parse_store_url`, naming the accepted ones.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol, TypeVar
 
-from lookup.kit.storeurl import StoreUrl, parse_store_url, spellings
+from lookup.kit.engines.storeurl import StoreUrl, parse_store_url, spellings
 
 __all__ = ["Backend", "backend_for", "load_backend", "open_backend"]
 

@@ -38,12 +38,12 @@ from typing import Any
 from lookup import settings
 from lookup.kit.cache import NullSharedCache, SharedCache, open_shared_cache
 from lookup.kit.clients import Trust
+from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.idblocks import open_id_allocator
 from lookup.kit.ids import FeistelPermutation, load_or_create_secret
 from lookup.kit.leadership import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.kit.secrets import SecretStore, open_secret_store, random_bytes
-from lookup.kit.storeurl import sqlite_url
 from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.clickcounts import open_click_counts
 from lookup.shortener.analytics.clicklog import open_click_log

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
-from lookup.kit.storeurl import parse_store_url
+from lookup.kit.engines.storeurl import parse_store_url
 
 __all__ = ["BlocklistSource", "FileBlocklistSource", "open_blocklist_source"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-from lookup.kit.postgres import PgPool, describe_url, ensure_schema
+from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
 
 #: How a raw entry becomes a host (``blocklist.Clean``; not imported: that module opens this one).
 Clean = Callable[[str], str]

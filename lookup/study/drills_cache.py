@@ -162,7 +162,7 @@ def _redirect_drill(tier: str, *, links: int, processes: int, l1_size: int, skew
             keys = _make_links(store, links)
             if tier == "redis":
                 from lookup.kit.cache_redis import RedisSharedCache
-                from lookup.kit.redisserver import RedisServer
+                from lookup.kit.engines.redisserver import RedisServer
 
                 server = RedisServer().start()
                 tiers = [RedisSharedCache(server.url, prefix="drill:") for _ in range(processes)]
@@ -371,7 +371,7 @@ def ring_node_killed(nodes: int = 4, keys: int = 2000, placement: str = "ring") 
     """``nodes`` redis-servers behind client-side hashing; one is killed with SIGKILL, then
     the clients drop it; the share of reads that miss, measured both times."""
     need("redis", drill="ring_node_killed")
-    from lookup.kit.redisserver import RedisServer
+    from lookup.kit.engines.redisserver import RedisServer
 
     nodes, keys = int(nodes), int(keys)
     if nodes < 2 or keys < 100 or placement not in ("ring", "mod"):
@@ -432,7 +432,7 @@ def write_behind_crash(mode: str = "write-behind", run_s: float = 1.5,
     """A writer process acknowledges writes for ``run_s``, then is killed with SIGKILL;
     the acknowledged writes missing from the database are counted."""
     need("redis", drill="write_behind_crash")
-    from lookup.kit.redisserver import RedisServer
+    from lookup.kit.engines.redisserver import RedisServer
 
     if mode not in ("write-behind", "write-through") or run_s <= 0 or flush_interval_s <= 0:
         raise ValueError("mode is write-behind or write-through; run_s and the interval > 0")

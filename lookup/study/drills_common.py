@@ -40,15 +40,15 @@ SERVERS: dict[str, str] = {
 def server_available(name: str) -> bool:
     """Whether the binary throw-away ``name`` servers are started from is installed."""
     if name == "redis":
-        from lookup.kit.redisserver import redis_available
+        from lookup.kit.engines.redisserver import redis_available
 
         return redis_available()
     if name == "postgres":
-        from lookup.kit.pgserver import postgres_available
+        from lookup.kit.engines.pgserver import postgres_available
 
         return postgres_available()
     if name == "etcd":
-        from lookup.kit.etcd import etcd_available
+        from lookup.kit.engines.etcdserver import etcd_available
 
         return etcd_available()
     raise ValueError(f"unknown server {name!r}; drills know {', '.join(SERVERS)}")

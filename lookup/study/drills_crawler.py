@@ -56,7 +56,7 @@ def _worker(args: argparse.Namespace) -> int:
     from lookup.crawler.leases import PartitionLeases
     from lookup.crawler.partitions import Fence, FencedOut, current_fence
     from lookup.crawler.store_pg import PgCrawlStore
-    from lookup.kit.etcd import etcd_client
+    from lookup.kit.engines.etcd import etcd_client
 
     out = open(args.out, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - closed below
     stop = [False]
@@ -170,8 +170,9 @@ def frozen_crawler_worker(
     from lookup.crawler.leases import PartitionLeases
     from lookup.crawler.partitions import Fence, current_fence
     from lookup.crawler.store_pg import PgCrawlStore
-    from lookup.kit.etcd import EtcdServer, etcd_client
-    from lookup.kit.pgserver import PostgresServer
+    from lookup.kit.engines.etcd import etcd_client
+    from lookup.kit.engines.etcdserver import EtcdServer
+    from lookup.kit.engines.pgserver import PostgresServer
 
     partitions, ttl_s = int(partitions), int(ttl_s)
     if partitions < 1 or ttl_s < 2 or fetch_ms <= 0 or after_s <= 0:

@@ -124,7 +124,7 @@ def snowflake_lease_lost(lease: bool = True, how: str = "revoke", ttl_s: float =
         )
     if lease:
         need("etcd", drill="snowflake_lease_lost")
-        from lookup.kit.etcd import EtcdServer
+        from lookup.kit.engines.etcdserver import EtcdServer
 
         with EtcdServer() as etcd:
             got = lease_loss_drill(etcd, how=how, ttl=float(ttl_s))

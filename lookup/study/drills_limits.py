@@ -33,7 +33,7 @@ def ratelimit_store_down(on_unavailable: str = "local", instances: int = 3, limi
     """``attempts`` abusive requests before and after Redis is killed, spread over
     ``instances`` limiters that share ``limit`` per minute per client."""
     need("redis", drill="ratelimit_store_down")
-    from lookup.kit.redisserver import RedisServer
+    from lookup.kit.engines.redisserver import RedisServer
 
     instances, limit, attempts = int(instances), int(limit), int(attempts)
     if on_unavailable not in ON_UNAVAILABLE:

@@ -147,7 +147,7 @@ def seen_dedup(
     turns away as already known (``normalize=False`` checks the links as written)."""
     from lookup.crawler.seen import SeenUrls
     from lookup.crawler.store import UrlRecord, open_crawl_store
-    from lookup.kit.storeurl import sqlite_url
+    from lookup.kit.engines.storeurl import sqlite_url
     from lookup.kit.urlnorm import host_of, normalize_url, url_hash
 
     if not (

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from lookup.kit.sqlite import connect
+from lookup.kit.engines.sqlite import connect
 from lookup.study.schedule import SCORE, VERDICT_RATING, review
 
 _SCHEMA = """

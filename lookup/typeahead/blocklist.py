@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
-from lookup.kit.storeurl import parse_store_url
+from lookup.kit.engines.storeurl import parse_store_url
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
 
 __all__ = ["FileHotTermSource", "HotTermSource", "clean_term", "open_hot_term_source"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from lookup.kit.postgres import PgPool, describe_url, ensure_schema
+from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
 
 __all__ = ["PostgresHotTermSource"]
 

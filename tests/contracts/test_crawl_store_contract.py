@@ -1,20 +1,23 @@
 """The crawl-state contract: what the crawl loop, ``--resume`` and the readers rely on.
 
-Written once and run against every implementation of the writer/reader pair (today the
-embedded SQLite one and the fleet's PostgreSQL one, on a throw-away server). Each
-test writes through :class:`~lookup.crawler.store.CrawlWriter` and reads back through
-:class:`~lookup.crawler.store.CrawlReader`, opened separately as the dashboard does.
+Written once and run against every implementation of the writer/reader pair. Each test
+writes through :class:`~lookup.crawler.state.CrawlWriter` and reads back through
+:class:`~lookup.crawler.state.CrawlReader`, opened separately as the dashboard does. The
+backends come from the seam's registry (:data:`lookup.crawler.state.BACKENDS`): a new
+backend registers its scheme there, says below how to get a fresh, empty store of it
+(``FRESH``), and must pass unchanged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from lookup.crawler.store import (
+from lookup.crawler.state import (
+    BACKENDS,
     ContentFacts,
     CrawlReader,
     CrawlStateError,
@@ -33,16 +36,21 @@ from lookup.crawler.store import (
     UrlFacts,
     UrlRecord,
     Validators,
+    backend,
     crawl_state_url,
     open_crawl_reader,
     open_crawl_store,
 )
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
-#: name → a function making a fresh store URL in a temporary directory.
-BACKENDS: dict[str, Callable[[Path], str]] = {
-    "sqlite": crawl_state_url,
-    "postgresql": lambda _tmp: "",  # a fresh database from the postgres_db fixture
-}
+#: scheme -> how to get the URL of a fresh, empty store: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Fresh] = {"sqlite": crawl_state_url, "postgresql": "postgres_db"}
 
 
 @dataclass
@@ -54,17 +62,31 @@ class Crawl:
         return open_crawl_reader(self.url)
 
 
-@pytest.fixture(params=sorted(BACKENDS))
+@pytest.fixture(params=list(BACKENDS))
 def crawl(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Crawl]:
-    if request.param == "postgresql":
-        url = request.getfixturevalue("postgres_db")
-    else:
-        url = BACKENDS[request.param](tmp_path)
+    url = fresh_url(request, tmp_path, FRESH)
     writer = open_crawl_store(url)
     try:
         yield Crawl(url, writer)
     finally:
         writer.close()
+
+
+def test_every_registered_backend_is_a_writer_with_a_reader() -> None:
+    check_registered(BACKENDS, backend, CrawlWriter)
+    for scheme in BACKENDS:
+        assert callable(getattr(backend(scheme), "open_reader", None)), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.crawler.state`` names its backends; it imports one only when a URL asks."""
+    check_port_imports_no_backend("lookup.crawler.state")
+
+
+def test_the_factories_give_a_writer_and_a_reader(crawl: Crawl) -> None:
+    assert isinstance(crawl.writer, CrawlWriter)
+    with crawl.reader() as r:
+        assert isinstance(r, CrawlReader)
 
 
 def _url(n: int, state: str = "queued", host: str = "a.test", **kw: object) -> UrlRecord:

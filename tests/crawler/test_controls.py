@@ -1,4 +1,9 @@
-"""The crawl controls log (SQLite and PostgreSQL), its fold, and the frontier's hold."""
+"""The crawl controls log, its fold, and the frontier's hold.
+
+The log's contract runs against every backend of the seam's registry
+(:data:`lookup.crawler.controls.BACKENDS`): a new backend registers its scheme there, says
+below how to get a fresh, empty log of it (``FRESH``), and must pass unchanged.
+"""
 
 from __future__ import annotations
 
@@ -12,30 +17,58 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lookup.crawler.controls import (
+    BACKENDS,
     ControlCommand,
     ControlError,
     ControlRecord,
     ControlState,
-    SqliteCrawlControls,
+    CrawlControls,
+    backend,
     controls_url,
     open_crawl_controls,
     validate,
 )
+from lookup.crawler.controls.sqlite import SqliteCrawlControls
 from lookup.crawler.frontier import Frontier, FrontierEntry, PolitenessPolicy
-from lookup.crawler.store import crawl_state_url
+from lookup.crawler.state import crawl_state_url
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+def _sqlite(tmp_path: Path) -> str:
+    return controls_url(crawl_state_url(tmp_path))
+
+
+#: scheme -> how to get the URL of a fresh, empty log: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Fresh] = {"sqlite": _sqlite, "postgresql": "postgres_db"}
+
+
+@pytest.fixture(params=list(BACKENDS))
 def controls(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "sqlite":
-        url = controls_url(crawl_state_url(tmp_path))
-    else:
-        url = request.getfixturevalue("postgres_db")
-    ctl = open_crawl_controls(url)
+    ctl = open_crawl_controls(fresh_url(request, tmp_path, FRESH))
     try:
         yield ctl
     finally:
         ctl.close()
+
+
+def test_every_registered_backend_is_a_controls_log() -> None:
+    check_registered(BACKENDS, backend, CrawlControls)
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.crawler.controls`` names its backends; it imports one only when a URL asks."""
+    check_port_imports_no_backend("lookup.crawler.controls")
+
+
+def test_unknown_schemes_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="sqlite"):
+        open_crawl_controls("redis://localhost/0")
 
 
 def test_log_versions_grow_and_since_reads_in_order(controls: Any) -> None:

@@ -14,8 +14,9 @@ from urllib.parse import urlsplit
 import etcd3gw
 import pytest
 
-from lookup.kit.etcd import EtcdServer, etcd_client
-from lookup.kit.etcdlease import KeptLease
+from lookup.kit.engines.etcd import etcd_client
+from lookup.kit.engines.etcdlease import KeptLease
+from lookup.kit.engines.etcdserver import EtcdServer
 from tests.crawler.fleet_support import etcd_server, wait_for
 
 

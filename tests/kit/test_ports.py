@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lookup.kit.ports import BUS_OFFSET, BUS_PORT_RANGE, PORT_RANGE, free_port, port_free
+from lookup.kit.engines.ports import BUS_OFFSET, BUS_PORT_RANGE, PORT_RANGE, free_port, port_free
 
 
 def _ephemeral_range() -> tuple[int, int]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from lookup.errors import Unavailable
-from lookup.kit.postgres import PgPool, describe_url
+from lookup.kit.engines.postgres import PgPool, describe_url
 from lookup.shortener.store import open_link_store
 from tests.conftest import free_port
 

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.blocks.limits.experiments import excess_over_bucket
+from lookup.kit.engines.redisserver import RedisServer
 from lookup.kit.ratelimit import (
     HybridRateLimiter,
     MemoryRateLimiter,
@@ -27,7 +28,6 @@ from lookup.kit.ratelimit import (
     RatePolicy,
     open_rate_limiter,
 )
-from lookup.kit.redisserver import RedisServer
 
 SLOW = 1e-6
 

@@ -15,8 +15,8 @@ import textwrap
 
 import pytest
 
+from lookup.kit.engines.redisserver import RedisServer
 from lookup.kit.ratelimit import ALGORITHM_NAMES, RatePolicy, open_rate_limiter
-from lookup.kit.redisserver import RedisServer
 
 SLOW = 1e-6  # refill per second per unit of capacity: a window of 10**6 s
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from lookup.kit.engines.redisserver import RedisServer
 from lookup.kit.ratelimit import RateLimiter, TieredRateLimiter, TierTable
 from lookup.kit.ratelimit.tiers import Tiers, write_tier_table
-from lookup.kit.redisserver import RedisServer
 
 TIERS = {"free": "2/1000000", "pro": "5/1000000", "enterprise": "9/1000000"}
 

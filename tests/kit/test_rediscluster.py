@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from lookup import settings
-from lookup.kit.rediscluster import SLOTS, RedisCluster, cluster_available
+from lookup.kit.engines.rediscluster import SLOTS, RedisCluster, cluster_available
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_a_node_whose_bus_port_was_taken_starts_again_on_fresh_ports(
         pytest.skip("redis-server/redis-cli missing (apt-get install redis-server)")
     import socket
 
-    from lookup.kit import rediscluster
+    from lookup.kit.engines import rediscluster
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

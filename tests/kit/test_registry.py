@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.registry import backend_for, load_backend
-from lookup.kit.storeurl import StoreUrl
 
 BACKENDS = {
-    "sqlite": "lookup.kit.storeurl:StoreUrl",  # any importable "module:Class" will do
+    "sqlite": "lookup.kit.engines.storeurl:StoreUrl",  # any importable "module:Class" will do
     "postgresql": "lookup.kit.no_such_module:Nothing",
 }
 
@@ -35,10 +35,10 @@ def test_nothing_is_imported_until_a_scheme_is_asked_for() -> None:
         "import sys\n"
         "from lookup.kit.registry import backend_for\n"
         "try:\n"
-        "    backend_for({'sqlite': 'lookup.kit.sqlite:connect'}, 'memory:')\n"
+        "    backend_for({'sqlite': 'lookup.kit.engines.sqlite:connect'}, 'memory:')\n"
         "except ValueError:\n"
         "    pass\n"
-        "print('lookup.kit.sqlite' in sys.modules, 'sqlite3' in sys.modules)"
+        "print('lookup.kit.engines.sqlite' in sys.modules, 'sqlite3' in sys.modules)"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

@@ -4,7 +4,7 @@ cluster client, and measure what the seed says a cache costs when a node dies.
 :class:`ClusterCache` is the cache as an application uses it: ``get`` answers a value or
 a miss — never an exception — so a dead master costs misses (counted apart: the calls
 that failed and were answered as misses). :func:`failover_drill` runs writer and reader
-threads against a :class:`~lookup.kit.rediscluster.RedisCluster`, kills the master that
+threads against a :class:`~lookup.kit.engines.rediscluster.RedisCluster`, kills the master that
 owns a chosen slot with ``SIGKILL``, and reports:
 
 - **failover time**: from the kill until a replica serves that master's slots (seen in
@@ -36,7 +36,7 @@ from redis.cluster import ClusterNode as PyClusterNode
 from redis.cluster import RedisCluster as PyRedisCluster
 from redis.retry import Retry
 
-from lookup.kit.rediscluster import RedisCluster
+from lookup.kit.engines.rediscluster import RedisCluster
 
 __all__ = ["ClusterCache", "failover_drill", "key_slot"]
 

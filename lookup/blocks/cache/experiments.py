@@ -38,7 +38,7 @@ from typing import Any
 from lookup.blocks.cache.patterns import CacheAside, ReadThrough, RefreshAhead
 from lookup.blocks.cache.store import BackingStore
 from lookup.blocks.cache.tier import RedisTier, RingCache
-from lookup.kit.redisserver import RedisServer
+from lookup.kit.engines.redisserver import RedisServer
 
 __all__ = [
     "at_once",

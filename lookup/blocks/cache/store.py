@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from lookup.kit.sqlite import connect
+from lookup.kit.engines.sqlite import connect
 
 __all__ = ["BackingStore"]
 

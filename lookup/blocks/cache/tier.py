@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import redis
 
-from lookup.kit.redisclient import UNAVAILABLE, redis_client
+from lookup.kit.engines.redis import UNAVAILABLE, redis_client
 from lookup.kit.ring import HashRing
 
 __all__ = ["CacheTier", "MemoryTier", "RedisTier", "RingCache", "open_cache_tier"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from lookup.blocks.ids.formats import ULIDGenerator, UUIDv7Generator, uuid4_by_hand
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Snowflake
+from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.idblocks import open_id_allocator
-from lookup.kit.storeurl import sqlite_url
 
 __all__ = [
     "ID_KINDS",

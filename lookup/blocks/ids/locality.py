@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup.blocks.ids.kinds import ID_KINDS, make_kind
-from lookup.kit.sqlite import connect
+from lookup.kit.engines.sqlite import connect
 
 __all__ = ["ANCHOR", "LocalityRow", "make_keys", "ratios", "sqlite_locality"]
 

@@ -5,7 +5,7 @@ with a lease, in one transaction that succeeds only if the key is absent ("creat
 absent": ``compare create_revision == 0``). The key's create revision is the holder's
 *epoch*, a fencing token: every later write by the holder is conditional on it.
 
-**Stops the moment the lease is gone.** A :class:`~lookup.kit.etcdlease.KeptLease`
+**Stops the moment the lease is gone.** A :class:`~lookup.kit.engines.etcdlease.KeptLease`
 renews the lease every TTL/3 and records the *local deadline* ``monotonic time the
 renewal was sent + TTL`` (etcd counts the TTL from when it *received* the renewal, so
 this is never later than the server's expiry). :meth:`WorkerLease.permit` runs before
@@ -40,7 +40,7 @@ from lookup import settings
 from lookup.blocks.ids.snowflake import SEED_LAYOUT, Clock, Snowflake, SnowflakeLayout
 from lookup.blocks.ids.snowflake import wall_clock_ms as _wall_ms
 from lookup.errors import Unavailable
-from lookup.kit.etcdlease import KeptLease
+from lookup.kit.engines.etcdlease import KeptLease
 
 __all__ = [
     "HIGH_PREFIX",

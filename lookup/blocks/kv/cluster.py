@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 
 from lookup import settings
-from lookup.kit.ports import free_port
+from lookup.kit.engines.ports import free_port
 from lookup.kit.ring import HashRing
 from lookup.kit.secrets.file import read_or_create_secret
 

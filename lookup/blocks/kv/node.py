@@ -44,8 +44,8 @@ from lookup.blocks.kv.coordinator import PeerUnreachable
 from lookup.blocks.kv.merkle import MerkleTree, diff_buckets
 from lookup.blocks.kv.store import NodeStore, open_node_store, versions_digest
 from lookup.kit.admin import is_admin
+from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.ring import HashRing
-from lookup.kit.storeurl import sqlite_url
 
 __all__ = ["Node", "PeerUnreachable", "build_app", "main"]
 

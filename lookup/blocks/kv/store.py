@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 from lookup.blocks.kv.merkle import bucket_of
 from lookup.blocks.kv.vclock import reconcile
-from lookup.kit import sqlite
-from lookup.kit.storeurl import parse_store_url
+from lookup.kit.engines import sqlite
+from lookup.kit.engines.storeurl import parse_store_url
 
 __all__ = ["NodeStore", "SqliteNodeStore", "merge_versions", "open_node_store", "versions_digest"]
 

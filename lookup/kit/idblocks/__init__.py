@@ -26,8 +26,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Protocol, cast, runtime_checkable
 
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.registry import load_backend, open_backend
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = [
     "BACKENDS",

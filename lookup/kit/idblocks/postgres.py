@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.idblocks import BlockSpender, IdBlock
-from lookup.kit.postgres import PgPool, describe_url, ensure_schema
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["PostgresIdAllocator"]
 

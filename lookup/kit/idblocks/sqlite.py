@@ -11,10 +11,10 @@ import sqlite3
 import threading
 from typing import Any
 
-from lookup.kit.dblock import writer_lock
+from lookup.kit.engines.sqlite import connect
+from lookup.kit.engines.sqlitewriter import writer_lock
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.idblocks import BlockSpender, IdBlock
-from lookup.kit.sqlite import connect
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["SqliteIdAllocator"]
 

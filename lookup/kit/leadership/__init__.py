@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Protocol, cast, runtime_checkable
 
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.registry import load_backend, open_backend
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["BACKENDS", "Backend", "Leadership", "backend", "open_leadership"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import psycopg
 
-from lookup.kit.postgres import connect, describe_url
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.postgres import connect, describe_url
+from lookup.kit.engines.storeurl import StoreUrl
 
 __all__ = ["PostgresLeadership"]
 

@@ -5,7 +5,7 @@ that could run the job, so it always leads.
 
 from __future__ import annotations
 
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.storeurl import StoreUrl
 
 __all__ = ["SoloLeadership"]
 

@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from lookup.kit.engines.storeurl import parse_store_url
 from lookup.kit.ratelimit.bucket import MemoryRateLimiter, RateLimiter, RatePolicy
 from lookup.kit.ratelimit.windows import ALGORITHMS
-from lookup.kit.storeurl import parse_store_url
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_ALGORITHM", "open_rate_limiter", "url_algorithm"]
 

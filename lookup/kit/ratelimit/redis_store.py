@@ -24,9 +24,9 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
 from lookup import settings
+from lookup.kit.engines.redis import UNAVAILABLE, describe_redis_url, redis_client
 from lookup.kit.ratelimit.bucket import MemoryRateLimiter, RateDecision, RateLimiter, RatePolicy
 from lookup.kit.ratelimit.windows import ALGORITHMS
-from lookup.kit.redisclient import UNAVAILABLE, describe_redis_url, redis_client
 
 __all__ = ["ON_UNAVAILABLE", "RedisRateLimiter", "SCRIPTS"]
 

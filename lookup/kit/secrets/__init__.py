@@ -28,8 +28,8 @@ import secrets
 from collections.abc import Callable
 from typing import Protocol, cast, runtime_checkable
 
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.registry import load_backend, open_backend
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = [
     "BACKENDS",

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.secrets import check_name
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["FileSecretStore", "create_once", "read_or_create_secret"]
 

@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import psycopg
 
-from lookup.kit.postgres import connect, describe_url, ensure_schema, unavailable
+from lookup.kit.engines.postgres import connect, describe_url, ensure_schema, unavailable
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.kit.secrets import check_name
-from lookup.kit.storeurl import StoreUrl
 
 __all__ = ["PostgresSecretStore"]
 

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
+from lookup.kit.engines.redis import describe_redis_url
 from lookup.kit.ids import load_or_create_secret
-from lookup.kit.redisclient import describe_redis_url
 from lookup.shortener.analytics import run_aggregator
 from lookup.shortener.analytics.aggregate import ClickAggregator
 from lookup.shortener.analytics.clicklog.sqlite import SqliteClickLog

@@ -13,7 +13,7 @@ each uniqueness decision still one conditional write; what PostgreSQL does its o
   audit row are a single statement, outside any transaction;
 * updates lock the row (``SELECT ... FOR UPDATE``) before they read it.
 
-Connections come from a :class:`~lookup.kit.postgres.PgPool` with short timeouts: while
+Connections come from a :class:`~lookup.kit.engines.postgres.PgPool` with short timeouts: while
 the server is down every call raises :class:`~lookup.errors.Unavailable` within the pool
 timeout instead of hanging. The schema is created on open under an advisory lock.
 """
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from lookup.kit.postgres import PgPool, describe_url, ensure_schema
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.links import IdempotencyClaim
 from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStore
 

@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lookup.kit.dialects import Connection, SqlDialect, executemany
+from lookup.kit.engines.dialects import Connection, SqlDialect, executemany
 from lookup.shortener.links import (
     UPDATABLE,
     CreateResult,

@@ -2,7 +2,7 @@
 
 One file in WAL mode (readers never block the writer), one connection per thread, an
 in-process writer lock so the threads of one process queue without SQLite's busy-handler
-sleeps (:mod:`lookup.kit.dblock`), ``busy_timeout`` so writers of different processes
+sleeps (:mod:`lookup.kit.engines.sqlitewriter`), ``busy_timeout`` so writers of different processes
 queue instead of failing, and ``BEGIN IMMEDIATE`` for every multi-statement write so a
 transaction takes the write lock before it reads — which is also why a create needs no
 lock of its own on its Idempotency-Key: there is one writer at a time. With
@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from lookup.kit.dblock import WalCheckpointer, writer_lock
-from lookup.kit.sqlite import SYNCHRONOUS_LEVELS, ConnectionPool, connect
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.sqlite import SYNCHRONOUS_LEVELS, ConnectionPool, connect
+from lookup.kit.engines.sqlitewriter import WalCheckpointer, writer_lock
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStore
 
 __all__ = ["SQLITE", "SqliteLinkStore"]
@@ -119,9 +119,10 @@ class SqliteLinkStore(SqlLinkStore):
         """A write transaction that holds the write lock from its first statement.
 
         The threads of this process queue on an in-process lock first (see
-        :mod:`lookup.kit.dblock`), so only writers of *other* processes ever meet
+        :mod:`lookup.kit.engines.sqlitewriter`), so only writers of *other* processes ever meet
         SQLite's busy handler and its sleeps; the WAL is checkpointed by a background
-        thread, never inside a commit (see :class:`lookup.kit.dblock.WalCheckpointer`).
+        thread, never inside a commit (see
+        :class:`lookup.kit.engines.sqlitewriter.WalCheckpointer`).
         """
         conn = self._conn()
         with self._writer:

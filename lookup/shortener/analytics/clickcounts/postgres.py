@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from lookup.kit.postgres import PgPool, describe_url, ensure_schema
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.analytics.clickcounts.sql import (
     Connection,
     CountsSql,

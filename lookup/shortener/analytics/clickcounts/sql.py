@@ -28,7 +28,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from lookup.kit.dialects import Connection, SqlDialect, executemany
+from lookup.kit.engines.dialects import Connection, SqlDialect, executemany
 from lookup.shortener.analytics.clickcounts import CountRow
 
 __all__ = ["SCHEMA", "TABLES", "Connection", "CountsSql", "Dialect", "SqlClickCounts"]

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
-from lookup.kit.sqlite import ConnectionPool
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.sqlite import ConnectionPool
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.analytics.clickcounts.sql import (
     Connection,
     CountsSql,

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.analytics.batches import LogRecord
 from lookup.shortener.analytics.events import record_from_row
 

@@ -64,8 +64,8 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 import redis
 
 from lookup.errors import Unavailable
-from lookup.kit.redisclient import describe_redis_url, redis_client
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.redis import describe_redis_url, redis_client
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
 
 __all__ = ["RedisClickLog", "offset_of", "stream_id"]

@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from lookup.kit.sqlite import ConnectionPool, connect
-from lookup.kit.storeurl import StoreUrl
+from lookup.kit.engines.sqlite import ConnectionPool, connect
+from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.analytics.batches import LogRecord, decode_batch, encode_batch
 
 __all__ = ["PAGE_SIZE", "WAL_CHECKPOINT_PAGES", "SqliteClickLog"]

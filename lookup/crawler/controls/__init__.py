@@ -8,11 +8,23 @@ least once a second (:mod:`lookup.crawler.steering`) and folds the new rows into
 :class:`ControlState`, then writes an acknowledgement (worker, version, time), so the
 page shows which version each worker has applied.
 
-- :class:`CrawlControls` is the seam; :class:`SqliteCrawlControls` keeps the log in
-  ``DIR/controls.sqlite`` next to the crawl's own state (a separate file, so the API
-  never takes the crawl writer's lock), :mod:`lookup.crawler.controls_pg` in the
-  fleet's PostgreSQL database.
-- :func:`open_crawl_controls` picks one from the crawl store's URL.
+This package is the seam. Its ``__init__`` is the port and imports no backend: the
+commands (:class:`ControlCommand`, :func:`validate`), the log's records
+(:class:`ControlRecord`, :class:`Ack`), their fold (:class:`ControlState`), the
+protocol :class:`CrawlControls`, :data:`BACKENDS` (the registry ``scheme →
+"module:Class"``) and :func:`open_crawl_controls`, which imports the backend a URL names
+when it is called; :func:`controls_url` names a crawl's controls from its store's URL.
+The backends:
+
+* :mod:`.sqlite` — ``DIR/controls.sqlite`` next to the crawl's own state (a separate
+  file, so the API never takes the crawl writer's lock);
+* :mod:`.postgres` — tables in the fleet's PostgreSQL database, next to its crawl state.
+
+Adding a backend is one file with a class that has ``from_url`` plus one line in
+:data:`BACKENDS`; ``tests/crawler/test_controls.py`` then runs the log's contract
+against it. This package was the module ``lookup/crawler/controls.py``: every name it
+had is still here, :class:`~.sqlite.SqliteCrawlControls` (now in :mod:`.sqlite`)
+imported on first use, for one release.
 
 A host target matches the crawl's ``host[:port]`` exactly, or every port when given
 without one; a pattern is a shell glob over the whole normalised URL
@@ -23,32 +35,44 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import time
 from collections.abc import Iterable
-from contextlib import closing
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast, runtime_checkable
 
-from lookup.kit.registry import load_backend
-from lookup.kit.sqlite import ConnectionPool
-from lookup.kit.storeurl import parse_store_url, sqlite_url
+from lookup.kit.engines.storeurl import StoreUrl, parse_store_url, sqlite_url
+from lookup.kit.lazy import lazy_exports
+from lookup.kit.registry import load_backend, open_backend
 from lookup.kit.urlnorm import normalize_url
 
 __all__ = [
+    "BACKENDS",
     "COMMANDS",
     "CONTROLS_FILE",
+    "MAX_DELAY_S",
     "Ack",
+    "Backend",
     "ControlCommand",
     "ControlError",
     "ControlRecord",
     "ControlState",
     "CrawlControls",
-    "SqliteCrawlControls",
+    "backend",
     "controls_url",
+    "host_matches",
     "open_crawl_controls",
     "validate",
 ]
+
+#: Each URL scheme and the class that serves it, imported when a URL names the scheme.
+BACKENDS: dict[str, str] = {
+    "sqlite": "lookup.crawler.controls.sqlite:SqliteCrawlControls",
+    "postgresql": "lookup.crawler.controls.postgres:PostgresCrawlControls",
+}
+
+#: Names this module had before it was a package, now in a backend's module: imported
+#: the first time they are used (kept for one release).
+_MOVED = {"SqliteCrawlControls": "lookup.crawler.controls.sqlite"}
+__getattr__, __dir__ = lazy_exports(__name__, _MOVED)
 
 #: The controls' file inside a crawl directory.
 CONTROLS_FILE = "controls.sqlite"
@@ -274,6 +298,7 @@ class _Index:
         return cls(_HostIndex(state.blocked_hosts), _HostIndex(exact), rx, names)
 
 
+@runtime_checkable
 class CrawlControls(Protocol):
     """The controls log of one crawl: append commands, read them back, record who applied."""
 
@@ -293,67 +318,18 @@ class CrawlControls(Protocol):
     def close(self) -> None: ...
 
 
-_SQLITE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS controls (
-    version INTEGER PRIMARY KEY AUTOINCREMENT,
-    at      REAL NOT NULL,
-    command TEXT NOT NULL,
-    target  TEXT NOT NULL,
-    value   REAL,
-    note    TEXT NOT NULL DEFAULT ''
-);
-CREATE TABLE IF NOT EXISTS control_acks (
-    worker  TEXT PRIMARY KEY,
-    version INTEGER NOT NULL,
-    at      REAL NOT NULL
-);
-"""
+class Backend(Protocol):
+    """What :data:`BACKENDS` names: a class that opens its controls from a parsed URL."""
+
+    def from_url(self, url: StoreUrl) -> CrawlControls:
+        """The controls ``url`` names."""
+        ...
 
 
-class SqliteCrawlControls:
-    """The controls log in one SQLite file (WAL: the API writes while the crawler reads)."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._pool = ConnectionPool(self.path)
-        with closing(self._pool.get().cursor()) as cur:
-            cur.executescript(_SQLITE_SCHEMA)
-
-    def issue(self, cmd: ControlCommand) -> ControlRecord:
-        cmd = validate(cmd)
-        at = time.time()
-        cur = self._pool.get().execute(
-            "INSERT INTO controls (at, command, target, value, note) VALUES (?, ?, ?, ?, ?)",
-            (at, cmd.command, cmd.target, cmd.value, cmd.note),
-        )
-        assert cur.lastrowid is not None
-        return ControlRecord(int(cur.lastrowid), at, cmd.command, cmd.target, cmd.value, cmd.note)
-
-    def since(self, version: int) -> list[ControlRecord]:
-        rows = self._pool.get().execute(
-            "SELECT version, at, command, target, value, note FROM controls"
-            " WHERE version > ? ORDER BY version",
-            (int(version),),
-        )
-        return [ControlRecord(*row) for row in rows]
-
-    def acknowledge(self, worker: str, version: int) -> None:
-        self._pool.get().execute(
-            "INSERT INTO control_acks (worker, version, at) VALUES (?, ?, ?)"
-            " ON CONFLICT (worker) DO UPDATE SET version = max(version, excluded.version),"
-            " at = excluded.at",
-            (worker, int(version), time.time()),
-        )
-
-    def acks(self) -> list[Ack]:
-        rows = self._pool.get().execute(
-            "SELECT worker, version, at FROM control_acks ORDER BY worker"
-        )
-        return [Ack(*row) for row in rows]
-
-    def close(self) -> None:
-        self._pool.close()
+def backend(scheme: str) -> Backend:
+    """The class registered for ``scheme`` in :data:`BACKENDS`, imported now (ValueError
+    naming the registered schemes for another)."""
+    return cast(Backend, load_backend(BACKENDS, scheme))
 
 
 def controls_url(store_url: str) -> str:
@@ -369,14 +345,9 @@ def controls_url(store_url: str) -> str:
     return parsed.url
 
 
-#: The backends that live in modules of their own, by scheme.
-REMOTE_BACKENDS = {"postgresql": "lookup.crawler.controls_pg:PostgresCrawlControls"}
-
-
 def open_crawl_controls(url: str) -> CrawlControls:
-    """The controls named by ``url`` (``sqlite:///…/controls.sqlite`` or ``postgresql://…``)."""
-    parsed = parse_store_url(url, ("sqlite", "postgresql"))
-    if parsed.scheme == "postgresql":  # by name: the port never imports its adapter
-        return load_backend(REMOTE_BACKENDS, "postgresql")(parsed.url)  # type: ignore[no-any-return]
-    assert parsed.path is not None
-    return SqliteCrawlControls(parsed.path)
+    """The controls named by ``url`` (``sqlite:///…/controls.sqlite`` or ``postgresql://…``).
+
+    An unknown scheme raises ValueError naming the registered ones.
+    """
+    return cast(CrawlControls, open_backend(BACKENDS, url))

@@ -405,7 +405,7 @@ def controls() -> None:
     right.toggle(
         "Widen if few",
         key=WIDEN,
-        help="When the first page would be short, try 2, 5, 10, then 20 km.",
+        help="When fewer than 20 places match, try 2, 5, 10, then 20 km.",
     )
     st.segmented_control(
         "Index",

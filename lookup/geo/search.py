@@ -7,8 +7,8 @@ closed, the text query keeps places whose name, category or tags match, and the
 score orders what is left. Pages follow an opaque cursor over the sort key
 ``(score desc, distance asc, place number asc)``, signed with HMAC-SHA256 (the
 service's key lives in the data directory), so a forged radius or position is a 400.
-When a first page would be short, the radius widens (2 km, 5 km, 10 km, 20 km) and the
-answer says which was used.
+When fewer than :data:`WIDEN_UNTIL` places match, the radius widens (2 km, 5 km, 10 km,
+20 km) and the answer says which was used; the page size plays no part in it.
 
 The result cache is keyed by the user's geohash-6 cell (plus filters, radius and the
 index version): its entry holds every candidate within the radius *plus the cell's
@@ -45,6 +45,10 @@ MIN_RADIUS_M = 1.0
 #: Radii tried in turn when a first page comes back short.
 WIDEN_STEPS_M = (2_000.0, 5_000.0, 10_000.0, 20_000.0)
 DEFAULT_LIMIT = 20
+#: Widening stops at the first radius where this many places match (after the filters),
+#: whatever the page size: a search's answer (its radius, total and order) is one, and
+#: ``limit`` only cuts it into pages.
+WIDEN_UNTIL = 20
 MAX_LIMIT = 100
 #: Geohash precision of the result-cache key (≈1.2 km × 0.6 km cells).
 CACHE_PRECISION = 6
@@ -587,7 +591,7 @@ class ProximitySearch:
             m, plan, read, hit = self.matches(
                 lat, lng, r, filters, now, use_cache=use_cache, model=model
             )
-            if len(m) >= limit:
+            if len(m) >= WIDEN_UNTIL:  # never the page size: the answer must not depend on it
                 break
         rows = None  # every match
         if after is not None:

@@ -31,10 +31,10 @@ from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
 from lookup.geo.store import PlaceStore, check_database, damage_of, open_place_store
 from lookup.kit.background import BackgroundTask
+from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.integrity import DamageLog, file_signature
 from lookup.kit.models import ModelStore
 from lookup.kit.secrets.file import read_or_create_secret
-from lookup.kit.storeurl import sqlite_url
 
 log = logging.getLogger("lookup.geo")
 #: One line in the server log per damaged places database (as the file is now).
@@ -195,9 +195,11 @@ class PlacesService:
         """Build a new index version from the whole table and swap it in atomically."""
         old = self.require()
         with self._write_lock:
+            # the nightly correction: rows from before zones were derived get theirs
+            assigned = self.store.assign_zones() if self.store is not None else 0
             fresh = self._build(version=old.version + 1)
             self._swap(fresh)
-        return self.index_status()
+        return {**self.index_status(), "zonesAssigned": assigned}
 
     def sync(self) -> int:
         """Apply every change since the index's position in the stream; returns how many."""

@@ -30,9 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 from lookup.errors import Damaged
 from lookup.geo import geohash
 from lookup.geo.hours import canonical_json, parse_hours, zone
-from lookup.kit import sqlite as kit_sqlite
+from lookup.geo.zones import UNSET_ZONES, zone_at
+from lookup.kit.engines import sqlite as kit_sqlite
+from lookup.kit.engines.storeurl import parse_store_url
 from lookup.kit.integrity import is_not_writable, not_writable
-from lookup.kit.storeurl import parse_store_url
 
 #: Bumped when the table layout changes; stored in ``meta``.
 SCHEMA_VERSION = "1"
@@ -333,6 +334,10 @@ class PlaceStore(Protocol):
         """Record one 1–5 star review on the place's totals; returns the new row."""
         ...
 
+    def assign_zones(self) -> int:
+        """Give the places stored without a time zone the zone of their point; how many."""
+        ...
+
     def delete(self, place_id: str) -> dict[str, Any]:
         """Remove a place; returns the row it had."""
         ...
@@ -497,9 +502,10 @@ class SqlitePlaceStore:
                 "price": None,
                 "review_count": 0,
                 "review_stars": 0,
-                "timezone": "UTC",
             }
             row.update(clean)
+            if "timezone" not in clean:  # the zone of its point: openNow reads local hours
+                row["timezone"] = zone_at(row["lat"], row["lng"])
             row["geohash"] = geohash.encode(row["lat"], row["lng"])
             row["updated_at"] = self._clock()
             self._write(row, new=True)
@@ -509,8 +515,30 @@ class SqlitePlaceStore:
     def edit(self, place_id: str, fields: dict[str, Any]) -> dict[str, Any]:
         """Change some fields of a place (a new lat/lng is a move); returns the new row."""
         clean = _validate(fields, partial=True)
+
+        def change(before: dict[str, Any]) -> dict[str, Any]:
+            moved = ("lat" in clean or "lng" in clean) and "timezone" not in clean
+            if not moved:
+                return clean
+            lat, lng = clean.get("lat", before["lat"]), clean.get("lng", before["lng"])
+            return {**clean, "timezone": zone_at(lat, lng)}  # a moved place keeps local time
+
         with self._writing():
-            return self._edit_locked(place_id, lambda _before: clean)
+            return self._edit_locked(place_id, change)
+
+    def assign_zones(self) -> int:
+        """Give every place stored without a zone (or with the old default, UTC) the zone of
+        its point, each as an edit on the change stream; returns how many changed."""
+        with self._writing():
+            unset = [z for z in UNSET_ZONES if z is not None]
+            rows = self._conn.execute(
+                "SELECT id, lat, lng FROM places WHERE timezone IS NULL OR timezone IN "
+                f"({', '.join('?' * len(unset))})",
+                unset,
+            ).fetchall()
+            for pid, lat, lng in rows:
+                self._edit_locked(pid, _set_zone(zone_at(lat, lng)))
+        return len(rows)
 
     def _edit_locked(
         self, place_id: str, change: Callable[[dict[str, Any]], dict[str, Any]]
@@ -625,6 +653,11 @@ class SqlitePlaceStore:
                 list(kinds),
             ).fetchall()
         return [dict(zip(columns, tuple(r), strict=True)) for r in rows]
+
+
+def _set_zone(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The edit that sets a row's time zone to ``name``."""
+    return lambda _before: {"timezone": name}
 
 
 def _validate(fields: dict[str, Any], *, partial: bool) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lookup import __version__, settings
 from lookup.errors import WorkbenchError
+from lookup.kit.engines.sqlite import STORE_ERRORS
 from lookup.kit.failsafe import SystemGuard
 from lookup.kit.http import (
     ApiError,
@@ -40,7 +41,6 @@ from lookup.kit.http import (
     unsupported_media_type,
 )
 from lookup.kit.mounts import Mounts, resolve_data_dir
-from lookup.kit.sqlite import STORE_ERRORS
 from lookup.kit.threads import ThreadLane
 
 log = logging.getLogger("lookup.server")
@@ -291,3 +291,30 @@ def build_app(
     api.router.routes.extend(fallbacks)
 
     return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)))
+
+
+def known_query_only(request: Request) -> None:
+    """A route dependency: refuse a query parameter the route does not declare, with a 400
+    ``UNKNOWN_PARAMETER`` naming the accepted ones (as unknown JSON fields are refused).
+
+    Silently ignored, a misspelt ``limt=5`` or ``size=4`` answers a question the client did
+    not ask, and it cannot tell.
+    """
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return
+    accepted: set[str] = set()
+    todo = [dependant]
+    while todo:  # the route's own parameters and its dependencies'
+        d = todo.pop()
+        accepted.update(p.alias for p in d.query_params)
+        todo.extend(d.dependencies)
+    unknown = sorted(set(request.query_params) - accepted)
+    if unknown:
+        raise ApiError(
+            400,
+            "UNKNOWN_PARAMETER",
+            f"unknown query parameter(s): {', '.join(unknown)}; this endpoint accepts: "
+            f"{', '.join(sorted(accepted)) or 'none'}",
+        )

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import segno
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.responses import HTMLResponse
 from starlette.routing import BaseRoute, Match, NoMatchFound
@@ -39,6 +39,7 @@ from starlette.types import Receive, Scope, Send
 
 from lookup import errors
 from lookup.kit import admin
+from lookup.kit.asgi import known_query_only
 from lookup.kit.cache import MISSING
 from lookup.kit.clients import client_address
 from lookup.kit.http import error_response, parse_json_object
@@ -50,7 +51,7 @@ from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
 from lookup.shortener.resolver import STORE_LANE
-from lookup.shortener.urls import UrlRejected
+from lookup.shortener.urls import UrlRejected, location_form
 
 log = logging.getLogger("lookup.shortener.http")
 _new_tuple = tuple.__new__
@@ -217,12 +218,15 @@ class RedirectHandler:
             cache = b"no-store"
         else:
             cache = CACHE_302
+        location = link.long_url
+        if "\\" in location:  # stored before backslashes were normalised at creation
+            location = location_form(location)
         await send(
             {
                 "type": "http.response.start",
                 "status": status,
                 "headers": [
-                    (b"location", link.long_url.encode("ascii")),
+                    (b"location", location.encode("ascii")),
                     (b"cache-control", cache),
                     (b"content-length", b"0"),
                 ],
@@ -373,6 +377,10 @@ class RedirectRoute(BaseRoute):
         raise NoMatchFound(name, path_params)
 
 
+#: The GET routes that refuse a query parameter they do not declare.
+KNOWN_QUERY_ONLY = [Depends(known_query_only)]
+
+
 def _qr(shortener: Shortener, key: str) -> segno.QRCode:
     link = shortener.service.get(key)
     if link.is_tombstone:
@@ -519,6 +527,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     @router.get(
         "/v1/links",
         response_model=schemas.LinkPage,
+        dependencies=KNOWN_QUERY_ONLY,
         responses=_ERRORS,
         summary="List my links (newest first)",
     )
@@ -536,6 +545,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/links/export.csv",
+        dependencies=KNOWN_QUERY_ONLY,
         response_class=Response,
         responses={200: {"content": {"text/csv": {}}}, **_ERRORS},
         summary="Export my links as CSV",
@@ -627,6 +637,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/links/{key}/history",
+        dependencies=KNOWN_QUERY_ONLY,
         response_model=list[schemas.AuditEntry],
         responses=_ERRORS,
         summary="Audit trail of my link (who changed what, when; old and new URL)",
@@ -637,6 +648,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/links/{key}/qr.png",
+        dependencies=KNOWN_QUERY_ONLY,
         response_class=Response,
         responses={200: {"content": {"image/png": {}}}, **_ERRORS},
         summary="QR code of the short URL (PNG)",
@@ -646,6 +658,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
     @router.get(
         "/v1/links/{key}/qr.svg",
+        dependencies=KNOWN_QUERY_ONLY,
         response_class=Response,
         responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS},
         summary="QR code of the short URL (SVG)",

@@ -320,6 +320,15 @@ class ShortenerService:
         if patch.long_url is not UNSET:
             changes["long_url"] = patch.long_url
             if patch.long_url != link.long_url:
+                if link.status is Status.DISABLED and link.status_reason != "owner":
+                    # Else a clean scan of the new destination would bring it back to life:
+                    # a bad link could hop to a decoy and back. It waits for the scanner to
+                    # find its own destination clean again, or is deleted.
+                    raise errors.Conflict(
+                        "a link the safety scanner disabled keeps its destination: delete "
+                        "it and create a new one",
+                        code="DISABLED_BY_SCANNER",
+                    )
                 changes["scan_verdict"] = "PENDING"
                 changes["scan_reasons"] = ()
                 action = "retarget"

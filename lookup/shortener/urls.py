@@ -66,11 +66,31 @@ DEFAULT_BLOCKED_DOMAINS: frozenset[str] = frozenset(
     }
 )
 
-_PRINTABLE_ASCII = "".join(chr(c) for c in range(0x21, 0x7F))
+#: What a normalised URL keeps unencoded: printable ASCII but the backslash.
+_URL_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "\\")
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 _NUMERIC_LABEL = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)")
 _LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0", "::"})
 _BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
+
+
+def location_form(url: str) -> str:
+    """``url`` as it may go into a ``Location`` header: ASCII, no raw backslash.
+
+    A browser reads a backslash in an http(s) path as "/" (WHATWG URL), so the path keeps
+    what it would visit; in the query and the fragment a backslash is data, percent-encoded.
+    Other characters outside printable ASCII are percent-encoded as UTF-8.
+    """
+    parts = urlsplit(url)
+    return urlunsplit(
+        (
+            parts.scheme,
+            parts.netloc,
+            quote(parts.path.replace("\\", "/"), safe=_URL_SAFE),
+            quote(parts.query, safe=_URL_SAFE),
+            quote(parts.fragment, safe=_URL_SAFE),
+        )
+    )
 
 
 class UrlRejected(ValueError):
@@ -518,10 +538,7 @@ class UrlPolicy:
         netloc = f"[{host}]" if ":" in host else host
         if port is not None and port != _DEFAULT_PORTS[scheme]:
             netloc = f"{netloc}:{port}"
-        path = quote(parts.path, safe=_PRINTABLE_ASCII)
-        query = quote(parts.query, safe=_PRINTABLE_ASCII)
-        fragment = quote(parts.fragment, safe=_PRINTABLE_ASCII)
-        url = urlunsplit((scheme, netloc, path, query, fragment))
+        url = location_form(urlunsplit((scheme, netloc, parts.path, parts.query, parts.fragment)))
         if len(url) > self.max_length:
             raise _invalid(f"longUrl is longer than {self.max_length} characters once encoded")
         return url

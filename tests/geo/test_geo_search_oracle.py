@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from lookup.geo import geohash as gh
 from lookup.geo.index import GeohashIndex, ScanIndex, merge_cells
 from lookup.geo.quadtree import QuadtreeIndex
-from lookup.geo.search import WIDEN_STEPS_M, Filters, ProximitySearch
+from lookup.geo.search import WIDEN_STEPS_M, WIDEN_UNTIL, Filters, ProximitySearch
 from tests.geo.conftest import NOW, Oracle
 
 CATEGORIES = ("restaurant", "cafe", "pharmacy", "fuel", "hotel")
@@ -330,7 +330,7 @@ def test_widening_follows_the_ladder(dense: tuple[GeohashIndex, Oracle], planner
         ladder = [radius] + [r for r in WIDEN_STEPS_M if r > radius]
         expected_r = ladder[-1]
         for r in ladder:
-            if len(oracle.within(lat, lng, r, now=NOW, **f)) >= limit:
+            if len(oracle.within(lat, lng, r, now=NOW, **f)) >= WIDEN_UNTIL:  # not limit
                 expected_r = r
                 break
         assert result.radius_used_m == expected_r

@@ -24,6 +24,8 @@ TOKEN_COOKIE = "lookup_owner_token"
 #: Set after a link is made: the next run empties the form's boxes.
 CLEAR_FORM = "shortener.clear_form"
 FORM_KEYS = {"create-url": "", "create-alias": "", "create-password": ""}
+#: The forwarding switches of a new link, as the API defaults them (Shlink's defaults).
+FORWARD_DEFAULTS = {"create-forward-query": True, "create-forward-path": False}
 CREATED = "shortener.created"
 PROBE = "shortener.probe"
 SELECTED = "shortener.selected"
@@ -81,6 +83,9 @@ def create_form() -> None:
         st.session_state.update(FORM_KEYS)  # before the boxes are drawn: they start empty
         st.session_state["create-max-clicks"] = 0
         st.session_state["create-expiry"] = None
+        st.session_state.update(FORWARD_DEFAULTS)
+    for name, default in FORWARD_DEFAULTS.items():
+        st.session_state.setdefault(name, default)
     with st.form("shortener-create", border=True):
         st.markdown("**Shorten a link**")
         long_url = st.text_input(
@@ -115,6 +120,18 @@ def create_form() -> None:
             step=1,
             key="create-max-clicks",
         )
+        left, right = st.columns(2)
+        forward_query = left.toggle(
+            "Forward the visitor's query",
+            key="create-forward-query",
+            help="/key?utm_source=x goes on to the destination with utm_source=x merged into "
+            "its own query (the visitor's value wins).",
+        )
+        forward_path = right.toggle(
+            "Forward an extra path",
+            key="create-forward-path",
+            help="/key/more/path goes on to the destination's path + /more/path.",
+        )
         submitted = st.form_submit_button(
             "Shorten", type="primary", icon=":material/link:", key="create-submit"
         )
@@ -129,6 +146,10 @@ def create_form() -> None:
         body["expiresAt"] = expires.replace(tzinfo=UTC).isoformat().replace("+00:00", "Z")
     if max_clicks:
         body["maxClicks"] = int(max_clicks)
+    if not forward_query:
+        body["forwardQuery"] = False
+    if forward_path:
+        body["forwardPath"] = True
     answer = call("POST", "/v1/links", json=body)
     if answer.ok:
         st.session_state[CREATED] = answer.body

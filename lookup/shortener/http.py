@@ -51,7 +51,7 @@ from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
 from lookup.shortener.resolver import STORE_LANE
-from lookup.shortener.urls import UrlRejected, location_form
+from lookup.shortener.urls import UrlRejected, forward_onto, location_form
 
 log = logging.getLogger("lookup.shortener.http")
 _new_tuple = tuple.__new__
@@ -91,6 +91,31 @@ def is_link_preview(user_agent: str | bytes | None) -> bool:
         return False
     raw = user_agent.encode("latin-1", "replace") if isinstance(user_agent, str) else user_agent
     return _PREVIEW_AGENT.search(raw[:512]) is not None
+
+
+def _wants_html(scope: Scope) -> bool:
+    """A browser's request: it accepts HTML and does not ask for JSON (an API client's
+    ``Accept: application/json``, or ``*/*`` as curl and httpx send, keeps the JSON)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"accept":
+            return b"text/html" in value and b"application/json" not in value
+    return False
+
+
+def _forwarded(scope: Scope, link: Link) -> str:
+    """Where this request goes: the destination, with the visitor's query merged in and the
+    extra path appended when the link forwards them. The usual redirect (no query, no extra
+    path) pays one check of each."""
+    query: bytes = scope["query_string"] if link.forward_query else b""
+    extra: str | None = scope["path_params"].get("extra")
+    if not query and not extra:
+        if "\\" in link.long_url:  # stored before backslashes were normalised at creation
+            return location_form(link.long_url)
+        return link.long_url
+    if extra:  # the raw path keeps the visitor's percent-encoding
+        raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+        extra = raw.decode("latin-1").split("/", 2)[2]
+    return forward_onto(link.long_url, query, extra)
 
 
 def _is_preview_request(scope: Scope) -> bool:
@@ -177,6 +202,14 @@ class RedirectHandler:
         if link is None or outcome in (Outcome.EXPIRED, Outcome.DELETED, Outcome.NOT_FOUND):
             await self._gone_or_missing(scope, receive, send, key, outcome)
             return
+        if params["extra"] is not None and not link.forward_path:
+            if _wants_html(scope):
+                html = pages.dead_link_page(self.views.short_url(key) + "/…", "NOT_FOUND")
+                await _send_html(scope, receive, send, html, 404)
+            else:
+                message = f"the link {key!r} does not forward extra paths"
+                await _send_error(scope, receive, send, 404, "NOT_FOUND", message, _NO_STORE)
+            return
         if params["preview"]:
             state = "DISABLED" if outcome is Outcome.DISABLED else "ACTIVE"
             html = pages.preview_page(link, self.views.short_url(key), state)
@@ -207,20 +240,17 @@ class RedirectHandler:
                 await self._after_refusal(scope, receive, send, link, outcome)
                 return
         status = 303 if scope["method"] == "POST" else link.redirect_type
-        await self._redirect(send, link, status)
+        await self._redirect(send, link, status, _forwarded(scope, link))
         if scope["method"] != "HEAD":  # HEAD reads the headers; nobody visited
             self._emit(scope, key, now, status)
 
-    async def _redirect(self, send: Send, link: Link, status: int) -> None:
+    async def _redirect(self, send: Send, link: Link, status: int, location: str) -> None:
         if status == 301:
             cache = f"public, max-age={link.max_age or 0}".encode()
         elif status == 303:
             cache = b"no-store"
         else:
             cache = CACHE_302
-        location = link.long_url
-        if "\\" in location:  # stored before backslashes were normalised at creation
-            location = location_form(location)
         await send(
             {
                 "type": "http.response.start",
@@ -258,10 +288,13 @@ class RedirectHandler:
         self, scope: Scope, receive: Receive, send: Send, key: str, outcome: Outcome
     ) -> None:
         gone = _GONE.get(outcome)
-        if gone is not None:
-            code, what = gone
+        code, status = (gone[0], 410) if gone is not None else ("NOT_FOUND", 404)
+        if _wants_html(scope):  # a person in a browser: a page that says why
+            html = pages.dead_link_page(self.views.short_url(key), code)
+            await _send_html(scope, receive, send, html, status)
+        elif gone is not None:
             await _send_error(
-                scope, receive, send, 410, code, f"the link {key!r} {what}", _GONE_CACHE
+                scope, receive, send, 410, code, f"the link {key!r} {gone[1]}", _GONE_CACHE
             )
         else:
             await _send_error(
@@ -315,7 +348,7 @@ class RedirectHandler:
         if outcome is not Outcome.REDIRECT:
             await self._after_refusal(scope, receive, send, fresh, outcome)
             return
-        await self._redirect(send, fresh, 303)
+        await self._redirect(send, fresh, 303, _forwarded(scope, fresh))
         self._emit(scope, link.key, now, 303)
 
 
@@ -361,6 +394,12 @@ class RedirectRoute(BaseRoute):
         if method != "GET" and method != "HEAD" and method != "POST":
             return Match.NONE, {}
         segment: str = scope["path"][1:]
+        extra = ""
+        if "/" in segment:  # /{key}/more/path: for a link that forwards extra paths
+            segment, extra = segment.split("/", 1)
+            if method == "POST" or not KEY_SHAPE.fullmatch(segment) or segment in self.reserved:
+                return Match.NONE, {}
+            return Match.FULL, {"path_params": {"key": segment, "preview": False, "extra": extra}}
         preview = segment.endswith("+")
         if preview:
             if method == "POST":
@@ -368,7 +407,7 @@ class RedirectRoute(BaseRoute):
             segment = segment[:-1]
         if not KEY_SHAPE.fullmatch(segment) or segment in self.reserved:
             return Match.NONE, {}
-        return Match.FULL, {"path_params": {"key": segment, "preview": preview}}
+        return Match.FULL, {"path_params": {"key": segment, "preview": preview, "extra": None}}
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.handler(scope, receive, send)

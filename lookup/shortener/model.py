@@ -66,6 +66,10 @@ class Link:
     alias: bool = False
     #: Why the scanner gave its verdict: the rules and blocklist entries that fired.
     scan_reasons: tuple[str, ...] = ()
+    #: The visitor's query string goes onto the destination (merged; the visitor's wins).
+    forward_query: bool = True
+    #: ``/{key}/more/path`` redirects to the destination's path + ``/more/path``.
+    forward_path: bool = False
 
     @property
     def is_tombstone(self) -> bool:

@@ -70,6 +70,28 @@ def warning_page(link: Link, short_url: str) -> str:
     )
 
 
+#: A dead link's page: its title and what it says, by the JSON error code it stands for.
+_DEAD = {
+    "NOT_FOUND": ("This short link does not exist", "No link has this address. Check for a typo."),
+    "LINK_EXPIRED": (
+        "This short link has expired",
+        "It reached its end date or its last allowed visit, and no longer redirects.",
+    ),
+    "LINK_DELETED": ("This short link was deleted", "Its owner deleted it."),
+}
+
+
+def dead_link_page(short_url: str, code: str) -> str:
+    """What a person following a missing, expired or deleted short link reads (a browser's
+    answer; an API client gets the JSON error with the same ``code``)."""
+    title, why = _DEAD.get(code, _DEAD["NOT_FOUND"])
+    return _page(
+        title,
+        f'<h1 id="dead">{escape(title)}</h1>'
+        f"<p>The short link <code>{escape(short_url)}</code> goes nowhere. {escape(why)}</p>",
+    )
+
+
 def password_page(link: Link, short_url: str, *, error: str | None = None) -> str:
     """The form a password-protected link shows first; it posts back to the short URL."""
     message = f'<p class="err" id="error">{escape(error)}</p>' if error else ""

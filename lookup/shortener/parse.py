@@ -44,11 +44,26 @@ CREATE_FIELDS = frozenset(
         "redirectType",
         "maxAge",
         "tags",
+        "forwardQuery",
+        "forwardPath",
     }
 )
 PATCH_FIELDS = frozenset(
-    {"longUrl", "expiresAt", "maxClicks", "password", "redirectType", "maxAge", "tags", "status"}
+    {
+        "longUrl",
+        "expiresAt",
+        "maxClicks",
+        "password",
+        "redirectType",
+        "maxAge",
+        "tags",
+        "status",
+        "forwardQuery",
+        "forwardPath",
+    }
 )
+#: The forwarding switches: API field → ``Link`` attribute.
+FORWARD_FIELDS = {"forwardQuery": "forward_query", "forwardPath": "forward_path"}
 MAX_TAGS = 10
 MAX_CLICKS_LIMIT = 1_000_000_000
 _TAG = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
@@ -132,6 +147,17 @@ def _redirect_type(value: object) -> int:
     if isinstance(value, bool) or value not in (301, 302):
         raise _bad("INVALID_REDIRECT_TYPE", "redirectType must be 301 or 302")
     return value  # type: ignore[return-value]
+
+
+def _forward_switches(body: dict[str, Any]) -> dict[str, bool]:
+    """The forwarding switches ``body`` sets (``forwardQuery``, ``forwardPath``): booleans."""
+    out = {}
+    for name, attr in FORWARD_FIELDS.items():
+        if name in body and body[name] is not None:
+            if not isinstance(body[name], bool):
+                raise _bad("INVALID_FORWARD", f"{name} must be true or false")
+            out[attr] = body[name]
+    return out
 
 
 def _unknown(body: dict[str, Any], allowed: frozenset[str]) -> None:
@@ -261,7 +287,15 @@ class RequestParser:
         if body.get("tags") is not None:
             tags = parse_tags(body["tags"])
         return CreateRequest(
-            long_url, alias, expires_at, max_clicks, password, redirect_type, max_age, tags
+            long_url,
+            alias,
+            expires_at,
+            max_clicks,
+            password,
+            redirect_type,
+            max_age,
+            tags,
+            **_forward_switches(body),
         )
 
     def claim(self, owner: str | None, key: str, body: dict[str, Any]) -> IdempotencyClaim:
@@ -331,11 +365,13 @@ class RequestParser:
                     "INVALID_STATUS", "status may be set to ACTIVE or DISABLED (DELETE to delete)"
                 )
             fields["status"] = Status(wanted)
+        fields.update(_forward_switches(patch))
         return LinkPatch(**fields)
 
 
 __all__ = [
     "CREATE_FIELDS",
+    "FORWARD_FIELDS",
     "MAX_CLICKS_LIMIT",
     "MAX_TAGS",
     "PATCH_FIELDS",

@@ -38,6 +38,15 @@ class CreateLink(BaseModel):
         default=None, ge=0, le=86_400, description="301 only: browser cache seconds"
     )
     tags: list[str] | None = Field(default=None, max_length=10)
+    forwardQuery: bool | None = Field(
+        default=True,
+        description="the visitor's query string goes onto the destination, merged with its "
+        "own (the visitor's value wins a conflict), as Shlink does by default",
+    )
+    forwardPath: bool | None = Field(
+        default=False,
+        description="/{key}/more/path redirects to the destination's path + /more/path",
+    )
 
 
 class PatchLink(BaseModel):
@@ -53,6 +62,8 @@ class PatchLink(BaseModel):
     maxAge: int | None = Field(default=None, ge=0, le=86_400)
     tags: list[str] | None = Field(default=None, max_length=10)
     status: Literal["ACTIVE", "DISABLED"] | None = None
+    forwardQuery: bool | None = None
+    forwardPath: bool | None = None
 
 
 class LinkCreated(BaseModel):
@@ -69,6 +80,8 @@ class LinkCreated(BaseModel):
     passwordProtected: bool
     tags: list[str]
     status: str
+    forwardQuery: bool = True
+    forwardPath: bool = False
     previewUrl: str
     qrPng: str
     qrSvg: str
@@ -96,6 +109,8 @@ class LinkView(BaseModel):
     tags: list[str] | None = None
     statusReason: str | None = None
     previewUrl: str | None = None
+    forwardQuery: bool | None = None
+    forwardPath: bool | None = None
 
 
 class LinkPage(BaseModel):

@@ -89,6 +89,8 @@ class CreateRequest:
     redirect_type: int = 302
     max_age: int | None = None
     tags: tuple[str, ...] = ()
+    forward_query: bool = True
+    forward_path: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,8 @@ class LinkPatch:
     redirect_type: Any = UNSET
     max_age: int | None = None
     status: Any = UNSET
+    forward_query: Any = UNSET
+    forward_path: Any = UNSET
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,8 @@ class ShortenerService:
                 max_age=req.max_age,
                 password_hash=password_hash,
                 tags=req.tags,
+                forward_query=req.forward_query,
+                forward_path=req.forward_path,
             )
             try:
                 result = self.store.create(link, idempotency=claim, render=self.render, actor=owner)
@@ -334,6 +340,9 @@ class ShortenerService:
                 action = "retarget"
         if patch.tags is not UNSET:
             changes["tags"] = patch.tags
+        for switch in ("forward_query", "forward_path"):
+            if getattr(patch, switch) is not UNSET:
+                changes[switch] = getattr(patch, switch)
         if patch.expires_at is not UNSET:
             changes["expires_at"] = patch.expires_at
         if patch.max_clicks is not UNSET:

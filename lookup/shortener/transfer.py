@@ -33,6 +33,8 @@ CSV_COLUMNS = (
     "maxAge",
     "passwordProtected",
     "tags",
+    "forwardQuery",
+    "forwardPath",
 )
 _PAGE = 500
 
@@ -65,6 +67,8 @@ def export_csv(service: ShortenerService, views: LinkViews, owner: str) -> str:
                     "maxAge": "" if link.max_age is None else link.max_age,
                     "passwordProtected": "true" if link.password_hash else "false",
                     "tags": ";".join(link.tags),
+                    "forwardQuery": "true" if link.forward_query else "false",
+                    "forwardPath": "true" if link.forward_path else "false",
                 }
             )
         if not more:
@@ -76,7 +80,8 @@ def export_csv(service: ShortenerService, views: LinkViews, owner: str) -> str:
 def parse_import(text: str) -> list[dict[str, Any]]:
     """CSV rows → create bodies. Needs a header with ``longUrl``; optional columns
     ``customAlias``, ``expiresAt``, ``maxClicks``, ``redirectType``, ``maxAge``, ``tags``
-    (separated by ``;``). Other columns (such as an export's ``key``) are ignored —
+    (separated by ``;``), ``forwardQuery`` and ``forwardPath`` (``true``/``false``).
+    Other columns (such as an export's ``key``) are ignored —
     keys are never reissued, so each row gets a new key unless it names an alias.
     Passwords are never exported (only their hashes exist), so they do not round-trip."""
     try:
@@ -113,6 +118,13 @@ def parse_import(text: str) -> list[dict[str, Any]]:
                     problems.append(f"{name} must be an integer")
         if cell("tags"):
             body["tags"] = [t for t in re.split(r"[;\s]+", cell("tags")) if t]
+        for name in ("forwardQuery", "forwardPath"):
+            if cell(name):
+                flag = cell(name).lower()
+                if flag not in ("true", "false"):
+                    problems.append(f"{name} must be true or false")
+                else:
+                    body[name] = flag == "true"
         if body.get("redirectType") == 302 and "maxAge" in body:
             del body["maxAge"]
         bodies.append({"body": body, "errors": problems})

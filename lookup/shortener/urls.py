@@ -39,7 +39,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import idna
 
@@ -91,6 +91,29 @@ def location_form(url: str) -> str:
             quote(parts.fragment, safe=_URL_SAFE),
         )
     )
+
+
+def forward_onto(long_url: str, query: bytes, extra_path: str | None = None) -> str:
+    """``long_url`` with a visitor's query string merged in and ``extra_path`` appended to
+    its path, in :func:`location_form`.
+
+    The merge is Shlink's and Dub's: the destination's parameters stay in their order,
+    except those the visitor also sent, whose values the visitor's replace; the visitor's
+    follow in theirs. Everything is re-encoded (``+`` for spaces, UTF-8 percent escapes),
+    so no byte of the visitor's reaches the header raw. The host never changes: the extra
+    path is appended under the destination's own path.
+    """
+    parts = urlsplit(long_url)
+    path = parts.path
+    if extra_path:
+        path = path.rstrip("/") + "/" + extra_path
+    pairs = parts.query
+    if query:
+        visitor = parse_qsl(query.decode("utf-8", "replace"), keep_blank_values=True)
+        sent = {name for name, _ in visitor}
+        own = parse_qsl(parts.query, keep_blank_values=True)
+        pairs = urlencode([(n, v) for n, v in own if n not in sent] + visitor)
+    return location_form(urlunsplit((parts.scheme, parts.netloc, path, pairs, parts.fragment)))
 
 
 class UrlRejected(ValueError):

@@ -61,6 +61,8 @@ class LinkViews:
                 "tags": list(link.tags),
                 "statusReason": link.status_reason,
                 "previewUrl": self.short_url(link.key) + "+",
+                "forwardQuery": link.forward_query,
+                "forwardPath": link.forward_path,
             }
         )
         return view
@@ -79,6 +81,8 @@ class LinkViews:
             "passwordProtected": bool(link.password_hash),
             "tags": list(link.tags),
             "status": link.status.value,
+            "forwardQuery": link.forward_query,
+            "forwardPath": link.forward_path,
             "previewUrl": self.short_url(link.key) + "+",
             "qrPng": f"{self.base_url}/v1/links/{link.key}/qr.png",
             "qrSvg": f"{self.base_url}/v1/links/{link.key}/qr.svg",

@@ -250,3 +250,19 @@ def test_a_local_address_says_why_it_is_suspicious(page: AppTest) -> None:
     infos = " ".join(i.value for i in at.info)
     assert "Why a local address scores SUSPICIOUS" in infos and "still redirects" in infos
     assert list(_frame(at, "Short URL")["Status"]) == ["ACTIVE"]
+
+
+def test_the_form_sets_the_forwarding_switches(page: AppTest, threaded_api: str) -> None:
+    """Off for the query, on for the extra path: the created link redirects accordingly."""
+    at = page
+    at.text_input(key="create-url").input("https://example.com/docs/")
+    at.text_input(key="create-alias").input("fwd-docs")
+    at.toggle(key="create-forward-query").set_value(False)
+    at.toggle(key="create-forward-path").set_value(True)
+    ok(at.button(key="create-submit").click().run())
+    assert "Your short link" in page_text(at)
+    with httpx.Client(base_url=threaded_api) as client:
+        r = client.get("/fwd-docs/guide?utm_source=x", follow_redirects=False)
+    assert r.status_code == 302 and r.headers["location"] == "https://example.com/docs/guide"
+    assert at.toggle(key="create-forward-query").value is True  # the form starts afresh
+    assert at.toggle(key="create-forward-path").value is False

@@ -138,3 +138,34 @@ def test_a_link_the_scanner_disabled_keeps_its_destination(live: Live) -> None:
     retarget = {"longUrl": "https://example.com/moved"}
     r = live.client.patch(f"/v1/links/{mine}", json=retarget, headers=live.owner)
     assert r.status_code == 200, r.text
+
+
+#: What a browser sends, and what an API client does.
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+API_CLIENT = {"Accept": "application/json"}
+
+
+def test_a_browser_gets_a_page_for_a_missing_or_gone_key_and_a_client_json(live: Live) -> None:
+    """Issue 27, item 3 (its page half): a person who follows a dead short link reads why;
+    an API client keeps the JSON error (and so does ``Accept: */*``)."""
+    r = live.client.get("/NoSuchKey", headers=BROWSER)
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert "does not exist" in r.text and "/NoSuchKey" in r.text
+    assert r.headers["cache-control"] == "no-store"
+    for headers in (API_CLIENT, {"Accept": "*/*"}, {}):
+        r = live.client.get("/NoSuchKey", headers=headers)
+        assert r.status_code == 404 and r.json()["error"] == "NOT_FOUND"
+
+    used = live.client.post(
+        "/v1/links", json={"longUrl": "https://example.com/once", "maxClicks": 1},
+        headers=live.owner,
+    ).json()["key"]  # fmt: skip
+    assert live.client.get(f"/{used}", follow_redirects=False).status_code == 302
+    r = live.client.get(f"/{used}", headers=BROWSER)
+    assert r.status_code == 410 and "has expired" in r.text
+    assert live.client.get(f"/{used}", headers=API_CLIENT).json()["error"] == "LINK_EXPIRED"
+
+    gone = live.create("https://example.com/gone")
+    assert live.client.delete(f"/v1/links/{gone}", headers=live.owner).status_code == 200
+    r = live.client.get(f"/{gone}", headers=BROWSER)
+    assert r.status_code == 410 and "was deleted" in r.text

@@ -67,6 +67,8 @@ UPDATABLE = frozenset(
         "status_reason",
         "scan_verdict",
         "scan_reasons",
+        "forward_query",
+        "forward_path",
     }
 )
 

@@ -32,6 +32,12 @@ from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStor
 
 __all__ = ["POSTGRES", "PostgresLinkStore"]
 
+#: Columns added after the first release: a database from before gets them on open.
+_ADDED_COLUMNS = """
+ALTER TABLE links ADD COLUMN IF NOT EXISTS forward_query BOOLEAN NOT NULL DEFAULT TRUE;
+ALTER TABLE links ADD COLUMN IF NOT EXISTS forward_path BOOLEAN NOT NULL DEFAULT FALSE;
+"""
+
 POSTGRES = Dialect(
     name="postgresql",
     types={
@@ -39,6 +45,7 @@ POSTGRES = Dialect(
         "bigint": "BIGINT",
         "boolean": "BOOLEAN",
         "false": "FALSE",
+        "true": "TRUE",
         "real": "DOUBLE PRECISION",
         "json": "JSONB",
         "serial": "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY",
@@ -72,7 +79,9 @@ class PostgresLinkStore(SqlLinkStore):
     ) -> None:
         super().__init__(idempotency_ttl_s=idempotency_ttl_s, clock=clock)
         self.url = url
-        ensure_schema(url, "lookup.shortener.links", self.sql.schema, "the link store")
+        ensure_schema(
+            url, "lookup.shortener.links", self.sql.schema + _ADDED_COLUMNS, "the link store"
+        )
         self._pool = PgPool(
             url, what="the link store", max_size=pool_size, pool_timeout_s=pool_timeout_s
         )

@@ -60,13 +60,13 @@ __all__ = [
 COLUMNS = (
     "key, id, alias, long_url, owner, created_at, updated_at, expires_at, max_clicks, clicks, "
     "status, redirect_type, max_age, password_hash, tags, scan_verdict, status_reason, "
-    "scan_reasons"
+    "scan_reasons, forward_query, forward_path"
 )
 #: The columns that hold a JSON list.
 JSON_COLUMNS = ("tags", "scan_reasons")
 
 #: Every table, with the column types an engine spells its own way in braces:
-#: ``key`` (byte-ordered text), ``bigint``, ``boolean``/``false``, ``real``, ``json``
+#: ``key`` (byte-ordered text), ``bigint``, ``boolean``/``false``/``true``, ``real``, ``json``
 #: and ``serial`` (an increasing integer primary key).
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS links (
@@ -88,7 +88,9 @@ CREATE TABLE IF NOT EXISTS links (
     tags           {json} NOT NULL DEFAULT '[]',
     scan_verdict   TEXT NOT NULL DEFAULT 'PENDING',
     status_reason  TEXT,
-    scan_reasons   {json} NOT NULL DEFAULT '[]'
+    scan_reasons   {json} NOT NULL DEFAULT '[]',
+    forward_query  {boolean} NOT NULL DEFAULT {true},
+    forward_path   {boolean} NOT NULL DEFAULT {false}
 );
 CREATE INDEX IF NOT EXISTS links_by_owner ON links(owner, created_at, key);
 CREATE INDEX IF NOT EXISTS links_due_by_date ON links(expires_at)
@@ -292,6 +294,8 @@ def row_to_link(row: Sequence[Any]) -> Link:
         scan_verdict=row[15],
         status_reason=row[16],
         scan_reasons=tuple(json.loads(row[17] or "[]")),
+        forward_query=bool(row[18]),
+        forward_path=bool(row[19]),
     )
 
 
@@ -316,6 +320,8 @@ def link_values(link: Link) -> tuple[Any, ...]:
         link.scan_verdict,
         link.status_reason,
         json.dumps(list(link.scan_reasons)),
+        link.forward_query,
+        link.forward_path,
     )
 
 

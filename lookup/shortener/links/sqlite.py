@@ -37,6 +37,7 @@ SQLITE = Dialect(
         "bigint": "INTEGER",
         "boolean": "INTEGER",
         "false": "0",
+        "true": "1",
         "real": "REAL",
         "json": "TEXT",
         "serial": "INTEGER PRIMARY KEY AUTOINCREMENT",
@@ -50,7 +51,11 @@ SQLITE = Dialect(
 )
 
 #: Columns added after the first release, with their definitions (added on open).
-_ADDED_COLUMNS = {"scan_reasons": "TEXT NOT NULL DEFAULT '[]'"}
+_ADDED_COLUMNS = {
+    "scan_reasons": "TEXT NOT NULL DEFAULT '[]'",
+    "forward_query": "INTEGER NOT NULL DEFAULT 1",
+    "forward_path": "INTEGER NOT NULL DEFAULT 0",
+}
 
 
 class SqliteLinkStore(SqlLinkStore):

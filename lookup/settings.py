@@ -113,6 +113,20 @@ def _hosts(raw: str) -> tuple[str, ...]:
     return names
 
 
+def _origins(raw: str) -> tuple[str, ...]:
+    """``https://app.example,http://localhost:3000`` → the origins; ``*`` allows any."""
+    origins = tuple(part.strip().rstrip("/") for part in raw.split(",") if part.strip())
+    for origin in origins:
+        scheme, sep, rest = origin.partition("://")
+        bad_host = not rest or any(c in rest for c in "/ @?#")
+        if origin != "*" and (not sep or scheme not in ("http", "https") or bad_host):
+            raise ValueError(
+                f"{origin!r} is not an origin (write scheme://host[:port], such as "
+                "https://app.example, or * for any)"
+            )
+    return origins
+
+
 def _byte_count(raw: str) -> int:
     value = raw.strip()
     if not value.isdigit() or not 1024 <= int(value) <= 1024 * 1024:
@@ -414,6 +428,16 @@ SETTINGS: dict[str, Setting] = {
             "CPU priority of the aggregator process: 19 yields to the redirect path.",
         ),
         # -- typeahead -------------------------------------------------------------------------
+        Setting(
+            "suggest_cors_origins",
+            "LOOKUP_SUGGEST_CORS_ORIGINS",
+            (),
+            _origins,
+            "origins",
+            "ORIGIN[,ORIGIN...] | *",
+            "web origins whose pages may call GET /v1/suggest from the browser (CORS): "
+            "https://app.example,http://localhost:3000; * allows any; empty (default): none.",
+        ),
         Setting(
             "typeahead_rate_searches",
             "LOOKUP_TYPEAHEAD_RATE_SEARCHES",

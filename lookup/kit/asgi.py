@@ -289,8 +289,23 @@ def build_app(
         if fallback is not None:
             fallbacks.append(fallback)
     api.router.routes.extend(fallbacks)
+    _document_fast_routes(api, mounts.fast_route_docs)
 
     return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)))
+
+
+def _document_fast_routes(api: FastAPI, docs: dict[str, dict[str, Any]]) -> None:
+    """``/openapi.json`` with the hot-path routes' path items added to FastAPI's own."""
+    framework_openapi = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            schema = framework_openapi()
+            for path, item in docs.items():
+                schema["paths"].setdefault(path, {}).update(item)
+        return api.openapi_schema  # type: ignore[return-value]  # set by the call above
+
+    api.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented override
 
 
 def known_query_only(request: Request) -> None:

@@ -24,6 +24,26 @@ def resolve_data_dir(value: str | os.PathLike[str] | None = None) -> Path:
     return Path(chosen).expanduser().resolve()
 
 
+#: The app-wide error body, for documenting routes the framework does not see.
+ERROR_BODY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
+    "required": ["error", "message"],
+}
+
+
+def json_doc(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An OpenAPI response object with a JSON body (the error body by default)."""
+    body = schema if schema is not None else ERROR_BODY_SCHEMA
+    return {"description": description, "content": {"application/json": {"schema": body}}}
+
+
+def query_doc(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI query parameter object (optional)."""
+    return {"name": name, "in": "query", "required": False, "description": description,
+            "schema": schema}  # fmt: skip
+
+
 @dataclass
 class Mounts:
     """What a subsystem's ``mount`` function receives and fills in."""
@@ -35,3 +55,6 @@ class Mounts:
     on_startup: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
     on_shutdown: list[Callable[[], Awaitable[None] | None]] = field(default_factory=list)
     health: dict[str, Callable[[], dict[str, Any]]] = field(default_factory=dict)
+    #: OpenAPI path items of the hot-path routes, which the framework does not see:
+    #: merged into ``/openapi.json`` so a client finds them documented with the rest.
+    fast_route_docs: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -27,9 +27,15 @@ from lookup import settings
 from lookup.kit.admin import admin_token_of
 from lookup.kit.clients import Trust, client_address
 from lookup.kit.http import ApiError, parse_query_string
+from lookup.kit.mounts import json_doc, query_doc
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.building import mount_build
-from lookup.typeahead.manage import mount_serve_time, mount_snapshots, unknown_market
+from lookup.typeahead.manage import (
+    canonical_market,
+    mount_serve_time,
+    mount_snapshots,
+    unknown_market,
+)
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
 
@@ -50,13 +56,50 @@ MAX_QUERY_STRING = 4096
 
 
 class SuggestEndpoint:
-    """``GET /v1/suggest?q=&market=&limit=`` as a plain ASGI app (no framework per request)."""
+    """``GET /v1/suggest?q=&market=&limit=`` as a plain ASGI app (no framework per request).
 
-    def __init__(self, service: SuggestService) -> None:
+    ``cors_origins`` are the web origins whose pages may call it from a browser: their
+    answers carry ``Access-Control-Allow-Origin`` and a preflight ``OPTIONS`` is answered
+    (``*``: any origin). With none, nothing of CORS costs the hot path anything.
+    """
+
+    def __init__(self, service: SuggestService, cors_origins: tuple[str, ...] = ()) -> None:
         self.service = service
+        self.cors = frozenset(cors_origins)
+
+    def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]] | None:
+        """The CORS headers of an answer to this request (``Vary: Origin`` whatever the
+        origin, so a shared cache keeps the answers apart); None for a refused origin."""
+        origin = next((v for n, v in scope.get("headers", ()) if n == b"origin"), None)
+        headers = [(b"vary", b"Origin")]
+        if origin is None:
+            return headers
+        if "*" in self.cors:
+            return headers + [(b"access-control-allow-origin", b"*")]
+        if origin.decode("latin-1") in self.cors:
+            return headers + [(b"access-control-allow-origin", origin)]
+        return None
+
+    async def _preflight(self, scope: Scope, send: Send) -> None:
+        headers = self._cors_headers(scope)
+        if headers is None:
+            body = error_body("ORIGIN_NOT_ALLOWED", "this origin may not call /v1/suggest")
+            await send_json(send, 403, body, "OPTIONS")
+            return
+        headers += [
+            (b"access-control-allow-methods", b"GET, HEAD"),
+            (b"access-control-allow-headers", b"X-Client-Id, Authorization"),
+            (b"access-control-max-age", b"600"),
+            (b"content-length", b"0"),
+        ]
+        await send({"type": "http.response.start", "status": 204, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         method = scope.get("method", "GET")
+        if method == "OPTIONS" and self.cors:
+            await self._preflight(scope, send)
+            return
         if method not in ("GET", "HEAD"):
             await send_json(
                 send,
@@ -79,6 +122,7 @@ class SuggestEndpoint:
             method,
             cache=True,
             cache_control=CANARY_CACHE_CONTROL if canary else None,
+            extra=(self._cors_headers(scope) or [(b"vary", b"Origin")]) if self.cors else None,
         )
 
     def answer(self, raw: bytes, client: str | None = None) -> tuple[bytes, str]:
@@ -114,7 +158,8 @@ def suggest_params(raw: bytes) -> tuple[str, str, int]:
         raise ApiError(400, "QUERY_TOO_LONG", f"q is limited to {MAX_QUERY_CHARS} characters")
     if has_control_chars(q):
         raise ApiError(400, "INVALID_QUERY", "q may not contain control characters")
-    market = params.get("market", "en-IN")
+    market = params.get("market")
+    market = "en-IN" if market is None else canonical_market(market)
     limit_raw = params.get("limit")
     limit = MAX_LIMIT if limit_raw is None else count_param(limit_raw, "limit", MAX_LIMIT)
     return q, market, limit
@@ -197,6 +242,43 @@ NOT_GET = ApiError(405, "METHOD_NOT_ALLOWED", "use GET", headers={"Allow": "GET,
 # --------------------------------------------------------------------------- mounting
 
 
+#: ``GET /v1/suggest`` as ``/openapi.json`` shows it (the route is a raw ASGI endpoint).
+SUGGEST_DOC = {
+    "get": {
+        "tags": ["typeahead"],
+        "summary": "Suggestions for a prefix (the hot path)",
+        "description": "The top suggestions for what was typed so far, from the market's "
+        "current snapshot and its trending set. Cacheable for 5 minutes (less during a "
+        "canary). CORS: origins listed in LOOKUP_SUGGEST_CORS_ORIGINS may call it from a "
+        "browser.",
+        "parameters": [
+            query_doc("q", "what was typed so far",
+                      {"type": "string", "maxLength": MAX_QUERY_CHARS}),
+            query_doc("market", "the market, case-insensitive (en-IN, hi-IN)",
+                      {"type": "string", "default": "en-IN"}),
+            query_doc("limit", "how many suggestions at most",
+                      {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                       "default": MAX_LIMIT}),
+        ],
+        "responses": {
+            "200": json_doc("the suggestions", {
+                "type": "object",
+                "properties": {
+                    "q": {"type": "string"},
+                    "version": {"type": "string"},
+                    "complete": {"type": "boolean"},
+                    "suggestions": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["q", "version", "complete", "suggestions"],
+            }),
+            "400": json_doc("bad input: INVALID_LIMIT, QUERY_TOO_LONG, INVALID_QUERY, "
+                            "UNKNOWN_MARKET (naming the known markets)"),
+            "405": json_doc("a method other than GET or HEAD"),
+        },
+    }
+}  # fmt: skip
+
+
 def mount(mounts: Mounts) -> None:
     """Mount typeahead over ``mounts.data_dir / "typeahead"`` (what ``lookup serve`` does)."""
     install(mounts, SuggestService.from_data_dir(mounts.data_dir))
@@ -253,7 +335,9 @@ def install(
     ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``: the proxies trusted)
     takes the client address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
     per-client limit of ``POST /v1/searches`` and ``search_clock`` its time source."""
-    mounts.fast_routes.append(Route("/v1/suggest", SuggestEndpoint(service)))
+    endpoint = SuggestEndpoint(service, settings.get("suggest_cors_origins"))
+    mounts.fast_routes.append(Route("/v1/suggest", endpoint))
+    mounts.fast_route_docs["/v1/suggest"] = SUGGEST_DOC
     api = mounts.api
     api.state.typeahead = service
     admin_token = admin_token_of(mounts)

@@ -81,6 +81,17 @@ class ServeTimePolicy(Protocol):
         ...
 
 
+def canonical_market(raw: str) -> str:
+    """A market code as the snapshots name it, whatever its case or separator: ``EN-in``,
+    ``en_in`` and `` en-IN`` are ``en-IN`` (BCP 47's spelling: language lower case, region
+    upper case). Anything else is returned trimmed, to be refused as unknown."""
+    code = raw.strip()
+    language, sep, region = code.replace("_", "-").partition("-")
+    if not sep or not language.isalpha() or not region.isalnum():
+        return code
+    return f"{language.lower()}-{region.upper()}"
+
+
 def unknown_market(market: object, known: list[str], status: int = 400) -> ApiError:
     """``UNKNOWN_MARKET`` naming the known ones."""
     return ApiError(
@@ -129,6 +140,7 @@ def search_payload(
         raise ApiError(400, "INVALID_QUERY", "q must be a non-empty string")
     if not isinstance(market, str):
         raise ApiError(400, "UNKNOWN_MARKET", "market must be a string such as en-IN")
+    market = canonical_market(market)
     if len(q) > MAX_QUERY_CHARS or has_control_chars(q):
         raise ApiError(
             400,
@@ -215,6 +227,7 @@ def mount_serve_time(
 
     @api.get("/v1/typeahead/trending", tags=TAGS, summary="The current trending set of a market")
     async def trending(market: str = Query("en-IN")) -> dict[str, Any]:
+        market = canonical_market(market)
         known = policy.known_markets()
         if market not in known:
             raise unknown_market(market, known, 404)

@@ -51,7 +51,7 @@ STORE_MODULES = {
     "lookup/kit/idblocks/postgres.py",  # the fleet's id_blocks row on PostgreSQL
     "lookup/kit/secrets/postgres.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
-    "lookup/kit/cache_redis.py",  # the shared cache tier on Redis
+    "lookup/kit/sharedcache/redis.py",  # the shared cache tier on Redis
     "lookup/shortener/analytics/clicklog/redis.py",  # the click stream on Redis Streams
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/blocks/cache/store.py",  # the cache experiments' source of truth (SQLite)
@@ -270,6 +270,8 @@ def test_a_seam_port_imports_none_of_its_adapters() -> None:
     assert len(registries) >= 6, sorted(registries)
     crawler_seams = {"lookup/crawler/state/__init__.py", "lookup/crawler/controls/__init__.py"}
     assert crawler_seams <= set(registries), sorted(registries)
+    kit_seams = {"lookup/kit/sharedcache/__init__.py", "lookup/kit/modelstore/__init__.py"}
+    assert kit_seams <= set(registries), sorted(registries)
     bad = [
         f"{port} imports {adapter}"
         for port, backends in registries.items()

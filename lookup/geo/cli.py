@@ -14,7 +14,7 @@ def _say(message: str) -> None:
 def _cmd_train(args: argparse.Namespace) -> int:
     from lookup.geo.learned import publish, train
     from lookup.geo.service import PlacesService
-    from lookup.kit.models import ModelStore
+    from lookup.kit.modelstore.file import FileModelStore
     from lookup.kit.mounts import resolve_data_dir
 
     if args.seeds < 1 or args.sessions < 10 or args.clicks < 1:
@@ -59,7 +59,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.dry_run:
         print("dry run: no model stored")
         return 0
-    store = ModelStore(Path(args.models) if args.models else data / "models")
+    store = FileModelStore(Path(args.models) if args.models else data / "models")
     version, live = publish(store, report, require_gain=not args.force)
     if live:
         print(f"model {version} is now current in {store.root / 'places'}")

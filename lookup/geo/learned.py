@@ -15,7 +15,7 @@ is relative to the radius asked::
 The model learns from the clicks, and is compared with today's constants
 (``0.5 distance + 0.35 rating + 0.15 relevance``) on held-out sessions by MRR (first
 grade ≥ 2) and NDCG@10 with bootstrap intervals and the spread over seeds. The served
-model is ``DATA_DIR/models/places`` (:class:`~lookup.kit.models.ModelStore`).
+model is ``DATA_DIR/models/places`` (:class:`~lookup.kit.modelstore.ModelStore`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from lookup.kit.ltr import (
     simulate_clicks,
     train_pairwise,
 )
-from lookup.kit.models import ModelSlot, ModelStore
+from lookup.kit.modelstore import ModelStore
+from lookup.kit.modelstore.slot import ModelSlot
 
 MODEL_NAME = "places"
 #: Results a training session looks at (the first page is the first ``shown`` of them).

@@ -33,7 +33,7 @@ from lookup.geo.store import PlaceStore, check_database, damage_of, open_place_s
 from lookup.kit.background import BackgroundTask
 from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.integrity import DamageLog, file_signature
-from lookup.kit.models import ModelStore
+from lookup.kit.modelstore.file import FileModelStore
 from lookup.kit.secrets.file import read_or_create_secret
 
 log = logging.getLogger("lookup.geo")
@@ -93,7 +93,7 @@ class PlacesService:
         self._damage: tuple[object, Damaged] | None = None
         self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
         # the learned ranking (lookup places train); hand-set constants without one
-        self.models = places_model_slot(ModelStore(self.data_dir / "models"))
+        self.models = places_model_slot(FileModelStore(self.data_dir / "models"))
         self._model_checked = 0.0  # when model() last read the store (monotonic)
 
     # ------------------------------------------------------------ lifecycle
@@ -266,9 +266,9 @@ class PlacesService:
         return time.monotonic() - self._model_checked > MODEL_RECHECK_S
 
     def model(self, ranking: str = "auto") -> Any:
-        """The learned model (an :class:`~lookup.kit.models.ActiveModel`, None: the hand-set
-        constants) for ``ranking`` = ``auto`` (the model if there is one), ``hand`` or
-        ``learned`` (LookupError without). One read, so a request ranks by and reports the
+        """The learned model (an :class:`~lookup.kit.modelstore.slot.ActiveModel`, None: the
+        hand-set constants) for ``ranking`` = ``auto`` (the model if there is one), ``hand``
+        or ``learned`` (LookupError without). One read, so a request ranks by and reports the
         same model even while the store swaps it; the store itself is read only when
         :meth:`model_due`."""
         if ranking == "hand":

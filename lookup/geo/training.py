@@ -4,7 +4,7 @@
 sessions over the live index, fit the model, compare it with the hand-set constants on
 held-out sessions, publish it to ``DATA_DIR/models/places`` when it wins — and
 ``GET /v1/places/model/train`` shows its progress and figures. The served model swaps
-within a second of publishing (:class:`~lookup.kit.models.ModelSlot`), so
+within a second of publishing (:class:`~lookup.kit.modelstore.slot.ModelSlot`), so
 ``ranking=learned`` works as soon as the run has succeeded.
 """
 
@@ -55,7 +55,7 @@ def train_places_model(
 ) -> dict[str, Any]:  # fmt: skip
     """One training run over ``service``'s live index; its figures and whether it serves."""
     from lookup.geo.learned import publish, train
-    from lookup.kit.models import ModelStore
+    from lookup.kit.modelstore.file import FileModelStore
 
     service.require()  # NotBuilt (503 in the job's error) without a places data set
     fitted = 0
@@ -77,7 +77,7 @@ def train_places_model(
                        per_session=clicks, progress=say)  # fmt: skip
     except ValueError as exc:  # too few sessions found a relevant place
         raise errors.Unprocessable(str(exc), code="TRAINING_FAILED") from None
-    store = ModelStore(service.data_dir / "models")
+    store = FileModelStore(service.data_dir / "models")
     version, live = publish(store, report)
     service.models.get(max_age=0.0)  # serve it now, not within the second
     f = report.figures

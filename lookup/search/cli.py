@@ -110,7 +110,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 # --- lookup search train: the learned ranker -------------------------------------------------
 def _cmd_train(args: argparse.Namespace) -> int:
     from lookup.errors import NotBuilt
-    from lookup.kit.models import ModelStore
+    from lookup.kit.modelstore.file import FileModelStore
     from lookup.kit.mounts import resolve_data_dir
     from lookup.search.learned import publish, train
     from lookup.search.service import SearchService
@@ -127,7 +127,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"lookup search train: {exc}", file=sys.stderr)
         svc.close()
         return 1
-    store = ModelStore(Path(args.models) if args.models else data / "models")
+    store = FileModelStore(Path(args.models) if args.models else data / "models")
     print(f"training a search model on {index} (seed {args.seed})", file=sys.stderr, flush=True)
     try:
         report = train(

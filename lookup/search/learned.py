@@ -5,7 +5,7 @@ Serving: the coordinator's hand-set blend (BM25F × links × freshness) picks th
 features and reorders them by the active :class:`~lookup.kit.ltr.LinearRanker`
 (Elasticsearch's ``rescore`` window: rescored hits first, the rest after in their
 hand-set order). The model is a JSON file in ``DATA_DIR/models/search``
-(:class:`~lookup.kit.models.ModelStore`); :class:`ModelSlot` keeps the current one and
+(:class:`~lookup.kit.modelstore.ModelStore`); :class:`ModelSlot` keeps the current one and
 falls back to the hand-set weights — saying why — when it is missing or broken.
 
 Training (:func:`train`, ``lookup search train``): known-item queries from the index's
@@ -34,7 +34,8 @@ from lookup.kit.ltr import (
     simulate_clicks,
     train_pairwise,
 )
-from lookup.kit.models import ActiveModel, ModelSlot, ModelStore
+from lookup.kit.modelstore import ModelStore
+from lookup.kit.modelstore.slot import ActiveModel, ModelSlot
 from lookup.search.bm25 import idf
 from lookup.search.clicksim import (
     MAX_GRADE,
@@ -296,5 +297,5 @@ def publish(
     store: ModelStore, report: TrainReport, *, require_gain: bool = True
 ) -> tuple[str, bool]:
     """Store the model as a new version; current only if it beat the hand weights held
-    out (:meth:`~lookup.kit.models.ModelStore.publish_model`). Returns (version, current)."""
+    out (:meth:`~lookup.kit.modelstore.ModelStore.publish_model`). Returns (version, current)."""
     return store.publish_model(MODEL_NAME, report.ranker, report.figures, require_gain)

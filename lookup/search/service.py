@@ -21,7 +21,7 @@ from lookup import settings
 from lookup.errors import Damaged, NotBuilt
 from lookup.kit.background import BackgroundTask
 from lookup.kit.integrity import DamageLog
-from lookup.kit.models import open_model_store
+from lookup.kit.modelstore import open_model_store
 from lookup.search.coordinator import Coordinator, QueryError
 from lookup.search.events import url_hash_of
 from lookup.search.extract import comparable_url

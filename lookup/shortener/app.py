@@ -6,7 +6,7 @@
 (:func:`~lookup.shortener.analytics.clicklog.open_click_log`) and the click counts
 (:func:`~lookup.shortener.analytics.clickcounts.open_click_counts`), from URLs derived from
 the data directory; the rate limiters (:func:`~lookup.kit.ratelimit.open_rate_limiter`, in-process
-token buckets) and the shared cache tier (:func:`~lookup.kit.cache.open_shared_cache`,
+token buckets) and the shared cache tier (:func:`~lookup.kit.sharedcache.open_shared_cache`,
 none unless the config hands one in) likewise — and builds the parts in dependency order,
 each given what it talks to:
 
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
-from lookup.kit.cache import NullSharedCache, SharedCache, open_shared_cache
 from lookup.kit.clients import Trust
 from lookup.kit.engines.storeurl import sqlite_url
 from lookup.kit.idblocks import open_id_allocator
@@ -44,6 +43,8 @@ from lookup.kit.ids import FeistelPermutation, load_or_create_secret
 from lookup.kit.leadership import open_leadership
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.kit.secrets import SecretStore, open_secret_store, random_bytes
+from lookup.kit.sharedcache import SharedCache, open_shared_cache
+from lookup.kit.sharedcache.null import NullSharedCache
 from lookup.shortener.analytics import ClickAnalytics
 from lookup.shortener.analytics.clickcounts import open_click_counts
 from lookup.shortener.analytics.clicklog import open_click_log

@@ -43,7 +43,6 @@ from lookup.kit.asgi import known_query_only
 from lookup.kit.cache import MISSING
 from lookup.kit.clients import client_address
 from lookup.kit.http import error_response, parse_json_object
-from lookup.kit.mounts import json_doc
 from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
 from lookup.shortener.analytics.events import LINK_PREVIEW_AGENTS
@@ -51,6 +50,7 @@ from lookup.shortener.app import Shortener, ShortenerConfig
 from lookup.shortener.keys import KEY_SHAPE
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
+from lookup.shortener.redirectdocs import REDIRECT_DOCS
 from lookup.shortener.resolver import STORE_LANE
 from lookup.shortener.urls import UrlRejected, forward_onto, location_form
 
@@ -371,67 +371,6 @@ def _password_from_body(scope: Scope, body: bytes) -> str | None:
     if not isinstance(value, str) or not 0 < len(value) <= 128:
         return None
     return value
-
-
-_KEY_PARAM = {
-    "name": "key", "in": "path", "required": True, "description": "the short key or alias",
-    "schema": {"type": "string", "pattern": KEY_SHAPE.pattern},
-}  # fmt: skip
-_HTML = {"text/html": {"schema": {"type": "string"}}}
-#: The redirect routes as ``/openapi.json`` shows them (they are raw ASGI, on the hot path).
-REDIRECT_DOCS = {
-    "/{key}": {
-        "get": {
-            "tags": ["shortener"],
-            "summary": "Follow a short link (the hot path)",
-            "description": "Redirects to the destination, with the visitor's query string "
-            "merged in unless the link's forwardQuery is false. A disabled link answers its "
-            "warning page (403), a password-protected one its password form; a browser "
-            "(Accept: text/html) gets a page for a missing, expired or deleted key, any "
-            "other client the JSON error. HEAD answers the same without spending a click.",
-            "parameters": [_KEY_PARAM],
-            "responses": {
-                "301": {"description": "permanent redirect (Location), cacheable for maxAge"},
-                "302": {"description": "redirect (Location)"},
-                "200": {"description": "the password form", "content": _HTML},
-                "403": {"description": "the link is disabled: a warning page", "content": _HTML},
-                "404": json_doc("no link has this key (NOT_FOUND)"),
-                "410": json_doc("the link expired or was deleted (LINK_EXPIRED, LINK_DELETED)"),
-                "429": json_doc("too many lookups of unknown keys (RATE_LIMITED)"),
-            },
-        },
-        "post": {
-            "tags": ["shortener"],
-            "summary": "Unlock a password-protected link (the form posts here)",
-            "parameters": [_KEY_PARAM],
-            "responses": {
-                "303": {"description": "the right password: see the destination"},
-                "403": {"description": "a wrong password: the form again", "content": _HTML},
-                "429": json_doc("too many password attempts (RATE_LIMITED)"),
-            },
-        },
-    },
-    "/{key}/{path}": {
-        "get": {
-            "tags": ["shortener"],
-            "summary": "Follow a short link with an extra path (links with forwardPath)",
-            "parameters": [
-                _KEY_PARAM,
-                {
-                    "name": "path",
-                    "in": "path",
-                    "required": True,
-                    "schema": {"type": "string"},
-                    "description": "appended to the destination's path",
-                },
-            ],  # fmt: skip
-            "responses": {
-                "302": {"description": "redirect to the destination's path + /{path}"},
-                "404": json_doc("no such key, or the link does not forward extra paths"),
-            },
-        }
-    },
-}
 
 
 class RedirectRoute(BaseRoute):

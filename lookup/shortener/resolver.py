@@ -4,10 +4,10 @@
    a hit touches no lock but the cache's own, no thread and no SQLite;
 2. a negative cache (≈30 s) of keys the store does not have, kept apart from the LRU
    so a scraper guessing keys cannot evict the hot set;
-3. a pluggable shared tier (:class:`~lookup.kit.cache.SharedCache`; none by default,
+3. a pluggable shared tier (:class:`~lookup.kit.sharedcache.SharedCache`; none by default,
    ``redis://`` for a fleet) and finally the :class:`~lookup.shortener.links.LinkStore`.
 
-A tier shared by processes (:class:`~lookup.kit.cache.VersionedSharedCache`: Redis) adds
+A tier shared by processes (:class:`~lookup.kit.sharedcache.VersionedSharedCache`: Redis) adds
 two guarantees. A fill is a compare-and-set inside the tier — refused if the key was
 invalidated anywhere since this load read the tier, or if a newer version of the link
 (its ``updated_at``) is already there — so a slow load never puts an old record back.
@@ -43,16 +43,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from typing import Any
 
-from lookup.kit.cache import (
-    MISSING,
-    AsyncSingleFlight,
-    InvalidationOutbox,
-    NullSharedCache,
-    SharedCache,
-    SingleFlight,
-    TTLCache,
-    VersionedSharedCache,
-)
+from lookup.kit.cache import MISSING, AsyncSingleFlight, SingleFlight, TTLCache
+from lookup.kit.sharedcache import InvalidationOutbox, SharedCache, VersionedSharedCache
+from lookup.kit.sharedcache.null import NullSharedCache
 from lookup.kit.threads import ThreadLane
 from lookup.shortener.links import LinkStore
 from lookup.shortener.model import Link, Status

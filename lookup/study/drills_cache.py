@@ -26,7 +26,7 @@ from lookup.blocks.cache.patterns import ReadThrough
 from lookup.blocks.cache.store import BackingStore
 from lookup.blocks.cache.tier import MemoryTier, RedisTier
 from lookup.blocks.kv.experiments import mod_node
-from lookup.kit.cache import MemorySharedCache
+from lookup.kit.sharedcache.memory import MemorySharedCache
 from lookup.shortener.links.sqlite import SqliteLinkStore
 from lookup.shortener.model import Link
 from lookup.shortener.resolver import Resolver
@@ -161,8 +161,8 @@ def _redirect_drill(tier: str, *, links: int, processes: int, l1_size: int, skew
         try:
             keys = _make_links(store, links)
             if tier == "redis":
-                from lookup.kit.cache_redis import RedisSharedCache
                 from lookup.kit.engines.redisserver import RedisServer
+                from lookup.kit.sharedcache.redis import RedisSharedCache
 
                 server = RedisServer().start()
                 tiers = [RedisSharedCache(server.url, prefix="drill:") for _ in range(processes)]

@@ -1,9 +1,14 @@
 """The shared-cache contract, run against every tier behind ``open_shared_cache``.
 
 Two kinds of tier share the interface: ones that hold values (``memory:``, ``redis://``)
-and the null tier that holds nothing. Both must accept every call without raising; a
-holding tier must return what was set, forget what was deleted, keep keys apart and let
-an entry expire after its TTL (with the injected clock).
+and the null tier that holds nothing (``HOLDS_NOTHING``). Both must accept every call
+without raising; a holding tier must return what was set, forget what was deleted, keep
+keys apart and let an entry expire after its TTL (with the injected clock).
+
+The tiers come from the seam's registry (:data:`lookup.kit.sharedcache.BACKENDS`): a new
+backend registers its scheme there, says below how to get a fresh, empty tier of it
+(``FRESH``) — and, if its server keeps time, how to move that time (``SERVER_CLOCKS``) —
+and must pass unchanged.
 
 Redis keeps time itself, so its tier's "clock" is a time machine on the server: moving it
 forward by ``d`` shortens the remaining TTL of every key of the test by ``d`` (what the
@@ -16,12 +21,26 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from lookup.kit.cache import SharedCache, VersionedSharedCache, open_shared_cache
+from lookup.kit.sharedcache import (
+    BACKENDS,
+    SharedCache,
+    VersionedSharedCache,
+    backend,
+    open_shared_cache,
+)
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
 class FakeClock:
@@ -68,23 +87,55 @@ class RedisClock:
         return self._now
 
 
-#: (URL, whether the tier holds values) for every implementation; ``redis`` stands for
-#: the session's throw-away redis-server.
-TIERS = [("none:", False), ("memory:", True), ("redis", True)]
+@pytest.fixture
+def redis_tier(redis_server: Any) -> str:
+    """A fresh key prefix on the session's redis-server: the tier's URL."""
+    return f"{redis_server.url}?prefix=contract-{uuid.uuid4().hex[:8]}:"
 
 
-@pytest.fixture(params=TIERS, ids=[url for url, _ in TIERS])
-def tier(request: pytest.FixtureRequest) -> Any:
-    url, holds = request.param
-    if url == "redis":
-        server = request.getfixturevalue("redis_server")
-        prefix = f"contract-{uuid.uuid4().hex[:8]}:"
-        cache = open_shared_cache(f"{server.url}?prefix={prefix}")
-        yield Tier(cache, RedisClock(server.url, prefix), holds)  # type: ignore[arg-type]
-        cache.close()  # type: ignore[attr-defined]
-        return
+#: scheme -> how to get the URL of a fresh, empty tier: a function of a temp dir, or the
+#: name of the fixture that gives one on a real server.
+FRESH: dict[str, Fresh] = {
+    "none": lambda tmp: "none:",
+    "memory": lambda tmp: "memory:",
+    "redis": "redis_tier",
+}
+
+#: The tiers that hold nothing: every ``get`` misses.
+HOLDS_NOTHING = {"none"}
+
+#: scheme -> the clock of a tier timed by its own server (the others take a FakeClock).
+SERVER_CLOCKS: dict[str, Callable[[Any], Any]] = {
+    "redis": lambda cache: RedisClock(cache.url, cache.prefix),
+}
+
+
+@pytest.fixture(params=list(BACKENDS))
+def tier(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    url = fresh_url(request, tmp_path, FRESH)
+    holds = request.param not in HOLDS_NOTHING
+    server_clock = SERVER_CLOCKS.get(request.param)
     clock = FakeClock()
-    yield Tier(open_shared_cache(url, clock=clock), clock, holds)
+    cache = open_shared_cache(url, clock=clock)
+    yield Tier(cache, server_clock(cache) if server_clock else clock, holds)
+    close = getattr(cache, "close", None)
+    if close is not None:
+        close()
+
+
+def test_every_registered_backend_opens_from_a_url() -> None:
+    """Each class of the registry has ``from_url``; what it opens is checked below (the
+    port has a data member, ``name``, so it is checked on instances, not classes)."""
+    check_registered(BACKENDS, backend)
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.kit.sharedcache`` names its tiers; it imports one only when a URL asks."""
+    check_port_imports_no_backend("lookup.kit.sharedcache", ("redis",))
+
+
+def test_the_factory_gives_a_versioned_shared_cache(tier: Tier) -> None:
+    assert isinstance(tier.cache, VersionedSharedCache)
 
 
 def test_it_has_a_name(tier: Tier) -> None:

@@ -1,9 +1,13 @@
 """The contract of :class:`lookup.kit.snapshots.SnapshotStore`, run against every implementation.
 
 Written once; an implementation joins by adding a :class:`Harness` factory to
-``IMPLEMENTATIONS`` (today: the typeahead's directory of trie files). A harness knows
-how to build a candidate snapshot for its system, which names and versions are valid
-there, and how to open the store again from its URL.
+``IMPLEMENTATIONS`` (the typeahead's directory of trie files, and every backend of the
+model store). A harness knows how to build a candidate snapshot for its system, which
+names and versions are valid there, and how to open the store again from its URL.
+
+The model store's backends come from its registry (:data:`lookup.kit.modelstore.BACKENDS`):
+a new backend registers its scheme there, says in ``MODEL_FRESH`` how to get a fresh,
+empty store of it, and must pass this contract and the model half at the end unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lookup.kit import modelstore
 from lookup.kit.snapshots import SnapshotStore
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
 @dataclass
@@ -35,7 +46,12 @@ class Harness:
     versions: tuple[str, ...]  # valid versions, ascending, at least six
 
 
-def typeahead_directory(tmp_path: Path) -> Harness:
+#: How an implementation's harness is made: from the test's request (for the fixtures of a
+#: real server) and a temp dir.
+MakeHarness = Callable[[pytest.FixtureRequest, Path], Harness]
+
+
+def typeahead_directory(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
     from lookup.typeahead.snapshot import Snapshot, open_snapshot_store, write_snapshot
     from lookup.typeahead.trie import RadixTrie
 
@@ -67,40 +83,50 @@ def typeahead_directory(tmp_path: Path) -> Harness:
     )
 
 
-def model_directory(tmp_path: Path) -> Harness:
-    """The ranking models' store (``kit/models.py``): one JSON file per version."""
-    import json
-
-    from lookup.kit.models import open_model_store
-
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    url = (tmp_path / "models").as_uri()
-
-    def candidate(name: str, version: str) -> Path:
-        path = staging / f"{name}-{version}.json"
-        path.write_text(json.dumps({"version": version}))
-        return path
-
-    return Harness(
-        store=open_model_store(url),
-        candidate=candidate,
-        version_of=lambda data: data["version"],
-        reopen=lambda: open_model_store(url),
-        names=("places", "search"),
-        versions=tuple(f"v{d:06d}" for d in range(1, 9)),
-    )
+#: scheme -> how to get the URL of a fresh, empty model store: a function of a temp dir,
+#: or the name of the fixture that gives one on a real server.
+MODEL_FRESH: dict[str, Fresh] = {"file": lambda tmp: (tmp / "models").as_uri()}
 
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], Harness]] = {
+def model_store(scheme: str) -> MakeHarness:
+    """The harness of the model store's ``scheme`` backend: one JSON file per version."""
+
+    def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
+        import json
+
+        recipe = MODEL_FRESH.get(scheme)
+        if recipe is None:
+            pytest.fail(f"{scheme!r} is registered: say in MODEL_FRESH how to get a fresh one")
+        url = str(request.getfixturevalue(recipe)) if isinstance(recipe, str) else recipe(tmp_path)
+        staging = tmp_path / "staging"
+        staging.mkdir()
+
+        def candidate(name: str, version: str) -> Path:
+            path = staging / f"{name}-{version}.json"
+            path.write_text(json.dumps({"version": version}))
+            return path
+
+        return Harness(
+            store=modelstore.open_model_store(url),
+            candidate=candidate,
+            version_of=lambda data: data["version"],
+            reopen=lambda: modelstore.open_model_store(url),
+            names=("places", "search"),
+            versions=tuple(f"v{d:06d}" for d in range(1, 9)),
+        )
+
+    return harness
+
+
+IMPLEMENTATIONS: dict[str, MakeHarness] = {
     "typeahead-directory": typeahead_directory,
-    "model-directory": model_directory,
+    **{f"model-{scheme}": model_store(scheme) for scheme in modelstore.BACKENDS},
 }
 
 
 @pytest.fixture(params=sorted(IMPLEMENTATIONS))
 def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    yield IMPLEMENTATIONS[request.param](tmp_path)
+    yield IMPLEMENTATIONS[request.param](request, tmp_path)
 
 
 def publish(h: Harness, name: str, version: str) -> None:
@@ -232,3 +258,66 @@ def test_an_unknown_url_scheme_is_refused_naming_the_accepted_ones(tmp_path: Pat
     for bad in ("memory:", "sqlite:///x.db", "redis://localhost/0", "file:///"):
         with pytest.raises(ValueError, match="file:///"):
             snapshot_directory(bad)
+
+
+# -- the model store: its registry, and what it adds to the snapshot store ----------------
+
+
+@pytest.fixture(params=list(modelstore.BACKENDS))
+def models(request: pytest.FixtureRequest, tmp_path: Path) -> modelstore.ModelStore:
+    return modelstore.open_model_store(fresh_url(request, tmp_path, MODEL_FRESH))
+
+
+def test_every_registered_backend_is_a_model_store() -> None:
+    check_registered(modelstore.BACKENDS, modelstore.backend, modelstore.ModelStore)
+
+
+def test_the_model_store_port_imports_no_backend() -> None:
+    """``lookup.kit.modelstore`` names its backends; it imports one only when a URL asks
+    (nor the learner, numpy with it)."""
+    check_port_imports_no_backend("lookup.kit.modelstore", ("lookup.kit.ltr", "numpy"))
+
+
+def test_the_model_store_factory_takes_a_plain_path_and_refuses_other_schemes(
+    tmp_path: Path,
+) -> None:
+    store = modelstore.open_model_store(tmp_path / "models")
+    assert isinstance(store, modelstore.ModelStore)
+    for bad in ("memory:", "redis://localhost/0"):
+        with pytest.raises(ValueError, match="file:///"):
+            modelstore.open_model_store(bad)
+
+
+def _model_file(tmp_path: Path, version: str) -> Path:
+    import json
+
+    path = tmp_path / f"candidate-{version}.json"
+    path.write_text(json.dumps({"version": version}))
+    return path
+
+
+def test_the_current_token_names_the_served_version_after_every_swap(
+    models: modelstore.ModelStore, tmp_path: Path
+) -> None:
+    assert models.current_token("places") is None
+    for v in ("v000001", "v000002"):
+        models.publish("places", v, _model_file(tmp_path, v))
+        token = models.current_token("places")
+        assert token is not None and token[0] == v
+    assert models.rollback("places") == "v000001"
+    token = models.current_token("places")
+    assert token is not None and token[0] == "v000001"
+    models.activate("places", "v000002")
+    token = models.current_token("places")
+    assert token is not None and token[0] == "v000002"
+
+
+def test_the_next_version_follows_every_stored_and_rejected_one(
+    models: modelstore.ModelStore, tmp_path: Path
+) -> None:
+    assert models.next_version("search") == "v000001"
+    models.publish("search", "v000001", _model_file(tmp_path, "v000001"))
+    assert models.next_version("search") == "v000002"
+    models.reject("search", "v000002", _model_file(tmp_path, "v000002"), {"why": "worse"})
+    assert models.next_version("search") == "v000003"
+    assert models.current("search") == "v000001"

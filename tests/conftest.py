@@ -143,14 +143,20 @@ def wait_http(url: str, proc: subprocess.Popen | None = None, timeout: float = 6
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
-@pytest.fixture
-def live_api(tmp_path: Path) -> Iterator[str]:
-    """A real ``lookup serve`` process on a free loopback port; yields its base URL."""
+@contextmanager
+def running_lookup(
+    data_dir: Path, env: dict[str, str] | None = None, timeout: float = 60.0
+) -> Iterator[str]:
+    """A real ``lookup serve`` over ``data_dir`` on a free loopback port (``env`` added to
+    this process's environment), stopped on exit; yields its base URL."""
     port = free_port()
-    proc = lookup_serve(tmp_path / "data", port)
+    popen: dict[str, Any] = {"stdout": subprocess.DEVNULL}
+    if env:
+        popen["env"] = {**os.environ, **env}
+    proc = lookup_serve(data_dir, port, **popen)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_http(f"{url}/healthz", proc)
+        wait_http(f"{url}/healthz", proc, timeout)
         yield url
     finally:
         proc.terminate()
@@ -158,6 +164,13 @@ def live_api(tmp_path: Path) -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture
+def live_api(tmp_path: Path) -> Iterator[str]:
+    """A real ``lookup serve`` process on a free loopback port; yields its base URL."""
+    with running_lookup(tmp_path / "data") as url:
+        yield url
 
 
 #: Fixtures that start a real server, and the marker a test that uses one gets.

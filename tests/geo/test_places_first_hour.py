@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-import subprocess
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,7 +26,7 @@ import pytest
 from lookup.datasets import places as places_dataset
 from lookup.geo.zones import zone_at
 from lookup.kit.admin import admin_token_path
-from tests.conftest import free_port, lookup_serve, wait_http
+from tests.conftest import running_lookup
 
 ADMIN = {"Authorization": "Bearer places-zones-admin-token"}
 #: Koramangala, Bengaluru (Asia/Kolkata, UTC+05:30); Paris; the middle of the Pacific.
@@ -44,18 +43,8 @@ def served(
     shutil.copytree(built_data_dir, data_dir)
     admin_token_path(data_dir).parent.mkdir(parents=True, exist_ok=True)
     admin_token_path(data_dir).write_text(ADMIN["Authorization"].split()[1] + "\n")
-    port = free_port()
-    proc = lookup_serve(data_dir, port, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/healthz", proc, timeout=120)
+    with running_lookup(data_dir, timeout=120) as url:
         yield url, data_dir
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ brought back to life by its owner's retarget.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ import httpx
 import pytest
 
 from lookup.kit.admin import load_admin_token_in
-from tests.conftest import free_port, lookup_serve, wait_http
+from tests.conftest import running_lookup
 
 #: The scanner follows blocklist edits within a second or two; the test waits this long.
 SCANNER_WAIT_S = 60.0
@@ -41,21 +39,10 @@ class Live:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data_dir = tmp_path_factory.mktemp("first-hour") / "data"
-    port = free_port()
-    env = {**os.environ, "LOOKUP_SHORTENER_RATE_OWNER": "100000/1"}
-    proc = lookup_serve(data_dir, port, env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/healthz", proc)
+    with running_lookup(data_dir, {"LOOKUP_SHORTENER_RATE_OWNER": "100000/1"}) as url:
         server = Live(url, data_dir)
         yield server
         server.client.close()
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,6 @@ a path is a 404.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
@@ -22,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.shortener.urls import forward_onto
-from tests.conftest import free_port, lookup_serve, wait_http
+from tests.conftest import running_lookup
 
 
 class Live:
@@ -46,19 +44,8 @@ class Live:
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     data_dir = tmp_path_factory.mktemp("forwarding") / "data"
-    port = free_port()
-    env = {**os.environ, "LOOKUP_SHORTENER_RATE_OWNER": "100000/1"}
-    proc = lookup_serve(data_dir, port, env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/healthz", proc)
+    with running_lookup(data_dir, {"LOOKUP_SHORTENER_RATE_OWNER": "100000/1"}) as url:
         yield Live(url)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_the_visitors_query_is_merged_into_the_destinations(live: Live) -> None:

@@ -7,34 +7,22 @@ case-insensitive (``EN-in`` is ``en-IN``); and the hot routes the framework does
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import free_port, lookup_serve, wait_http
+from tests.conftest import running_lookup
 
 ALLOWED = "https://app.example"
 
 
 @pytest.fixture
 def live(data_dir: Path) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "LOOKUP_SUGGEST_CORS_ORIGINS": f"{ALLOWED}, https://other.example"}
-    proc = lookup_serve(data_dir, port, env=env, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_http(f"{url}/healthz", proc, timeout=120)
+    env = {"LOOKUP_SUGGEST_CORS_ORIGINS": f"{ALLOWED}, https://other.example"}
+    with running_lookup(data_dir, env, timeout=120) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_an_allowed_origin_may_call_suggest_and_others_may_not(live: str) -> None:

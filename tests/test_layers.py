@@ -59,7 +59,7 @@ STORE_MODULES = {
     "lookup/blocks/cache/cluster.py",  # redis-py's cluster client for the failover drill
     "lookup/shortener/links/sqlite.py",  # the link store's backends (links/sql.py: no driver)
     "lookup/shortener/links/postgres.py",
-    "lookup/shortener/blocklist_pg.py",  # the fleet's domain blocklist on PostgreSQL
+    "lookup/shortener/blocklist/postgres.py",  # the fleet's domain blocklist on PostgreSQL
     "lookup/kit/leadership/postgres.py",  # leader election by an advisory lock on PostgreSQL
     "lookup/shortener/analytics/clicklog/sqlite.py",  # (clicklog/memory.py: no driver)
     "lookup/shortener/analytics/clickcounts/sqlite.py",  # (clickcounts/sql.py: no driver)
@@ -272,6 +272,11 @@ def test_a_seam_port_imports_none_of_its_adapters() -> None:
     assert crawler_seams <= set(registries), sorted(registries)
     kit_seams = {"lookup/kit/sharedcache/__init__.py", "lookup/kit/modelstore/__init__.py"}
     assert kit_seams <= set(registries), sorted(registries)
+    blocklist_seams = {
+        "lookup/shortener/blocklist/__init__.py",
+        "lookup/typeahead/blocklist/__init__.py",
+    }
+    assert blocklist_seams <= set(registries), sorted(registries)
     bad = [
         f"{port} imports {adapter}"
         for port, backends in registries.items()

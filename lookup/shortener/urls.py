@@ -43,7 +43,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import idna
 
-from lookup.shortener.blocklist import BlocklistSource, FileBlocklistSource
+from lookup.shortener.blocklist import BlocklistSource
+from lookup.shortener.blocklist.file import FileBlocklistSource
 
 log = logging.getLogger("lookup.shortener.urls")
 

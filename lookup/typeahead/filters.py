@@ -22,7 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lookup.typeahead.blocklist import FileHotTermSource, HotTermSource, clean_term
+from lookup.typeahead.blocklist import HotTermSource, clean_term
+from lookup.typeahead.blocklist.file import FileHotTermSource
 from lookup.typeahead.normalize import normalize_query
 
 if TYPE_CHECKING:

@@ -3,8 +3,10 @@
 What the shortener's :class:`~lookup.shortener.urls.Blocklist` relies on: edits report
 what they changed, the stamp moves on every real edit (and only then may a reader skip
 re-reading), a second opener — another process of the fleet — sees an edit after its
-next check, and concurrent editors lose nothing. A new backend adds its URL to
-``IMPLEMENTATIONS`` (or ``SERVERS``) and must pass unchanged.
+next check, and concurrent editors lose nothing. The backends come from the seam's
+registry (:data:`lookup.shortener.blocklist.BACKENDS`): a new backend registers its scheme
+there, says below how to get a fresh, empty list of it (``FRESH``), and must pass
+unchanged.
 """
 
 from __future__ import annotations
@@ -15,25 +17,47 @@ from pathlib import Path
 
 import pytest
 
-from lookup.shortener.blocklist import BlocklistSource, open_blocklist_source
+from lookup.shortener.blocklist import (
+    BACKENDS,
+    BlocklistSource,
+    backend,
+    open_blocklist_source,
+)
 from lookup.shortener.urls import Blocklist
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
-    "file": lambda tmp: (tmp / "blocklist.txt").resolve().as_uri(),
-}
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+
+def _file(tmp_path: Path) -> str:
+    return (tmp_path / "blocklist.txt").resolve().as_uri()
+
+
+#: scheme -> how to get the URL of a fresh, empty list: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Fresh] = {"file": _file, "postgresql": "postgres_db"}
 
 
 def clean(line: str) -> str:
     return line.split("#", 1)[0].strip().lower()
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
+
+
+def test_every_registered_backend_is_a_blocklist_source() -> None:
+    check_registered(BACKENDS, backend, BlocklistSource)
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.shortener.blocklist`` names its backends; it imports one only when a URL
+    asks."""
+    check_port_imports_no_backend("lookup.shortener.blocklist")
 
 
 @pytest.fixture

@@ -4,7 +4,9 @@ What the typeahead :class:`~lookup.typeahead.filters.HotBlocklist` relies on: ed
 to what is stored now and report what they changed, the stamp moves on every real edit
 (and only then may a reader skip re-reading), a second opener — another process — sees
 an edit at its next check, and concurrent editors, threads or processes, lose nothing.
-A new backend adds its URL to ``IMPLEMENTATIONS`` (or ``SERVERS``) and must pass unchanged.
+The backends come from the seam's registry (:data:`lookup.typeahead.blocklist.BACKENDS`):
+a new backend registers its scheme there, says below how to get a fresh, empty list of it
+(``FRESH``), and must pass unchanged.
 """
 
 from __future__ import annotations
@@ -17,23 +19,40 @@ from pathlib import Path
 
 import pytest
 
-from lookup.typeahead.blocklist import HotTermSource, open_hot_term_source
+from lookup.typeahead.blocklist import BACKENDS, HotTermSource, backend, open_hot_term_source
 from lookup.typeahead.filters import DEFAULT_BLOCKLIST, HotBlocklist
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
-IMPLEMENTATIONS: dict[str, Callable[[Path], str]] = {
-    "file": lambda tmp: (tmp / "typeahead" / "blocklist.txt").resolve().as_uri(),
-}
-#: name -> the fixture that gives the URL of a fresh, empty database on a real server.
-SERVERS: dict[str, str] = {"postgresql": "postgres_db"}
+
+def _file(tmp_path: Path) -> str:
+    return (tmp_path / "typeahead" / "blocklist.txt").resolve().as_uri()
 
 
-@pytest.fixture(params=sorted(IMPLEMENTATIONS) + sorted(SERVERS))
+#: scheme -> how to get the URL of a fresh, empty list: a function of a temp dir, or the
+#: name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Fresh] = {"file": _file, "postgresql": "postgres_db"}
+
+
+@pytest.fixture(params=list(BACKENDS))
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param in SERVERS:
-        return str(request.getfixturevalue(SERVERS[request.param]))
-    return IMPLEMENTATIONS[request.param](tmp_path)
+    return fresh_url(request, tmp_path, FRESH)
+
+
+def test_every_registered_backend_is_a_hot_term_source() -> None:
+    check_registered(BACKENDS, backend, HotTermSource)
+
+
+def test_the_port_imports_no_backend() -> None:
+    """``lookup.typeahead.blocklist`` names its backends; it imports one only when a URL
+    asks."""
+    check_port_imports_no_backend("lookup.typeahead.blocklist")
 
 
 @pytest.fixture

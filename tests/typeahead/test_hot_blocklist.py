@@ -16,7 +16,8 @@ import pytest
 
 from lookup.errors import Unavailable
 from lookup.server import create_app
-from lookup.typeahead.blocklist import FileHotTermSource, open_hot_term_source
+from lookup.typeahead.blocklist import open_hot_term_source
+from lookup.typeahead.blocklist.file import FileHotTermSource
 from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.http import install
 from lookup.typeahead.pipeline import blocklist_path, open_hot_blocklist

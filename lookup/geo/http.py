@@ -4,14 +4,24 @@
   radius search (seed contract), a plain Starlette route. Extras: ``widen=false`` keeps
   the radius as asked, ``index=geohash|quadtree|scan`` picks the planner (to compare),
   ``explain=true`` adds the cells searched, rows read vs matched and the time taken,
-  ``cache=false`` bypasses the per-cell result cache;
-* ``GET /v1/places/area`` — map-area search with pins or clusters;
+  ``cache=false`` bypasses the per-cell result cache, ``sort=distance`` orders by
+  distance instead of the score — and, with no ``radius``, asks for the ``limit``
+  nearest places however far (nearest-k: PostGIS ``ORDER BY geom <-> point LIMIT k``,
+  Elasticsearch's ``_geo_distance`` sort with no distance filter), paged by the cursor;
+* ``GET /v1/places/area`` — map-area search with pins or clusters; pins cut at ``limit``
+  say ``truncated: true`` and give a ``nextCursor`` to the rest;
 * ``GET /v1/places/named?q=pun`` — cities and airports by name, as one types;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
   every write needs the admin token (:mod:`lookup.kit.admin`);
 * ``POST``/``GET /v1/places/model/train`` — train the learned ranking in the background
   (:mod:`lookup.geo.training`).
+
+Both hot routes refuse a query parameter they do not know (``400 UNKNOWN_PARAMETER``
+naming the accepted ones, as ``kit/asgi.py:known_query_only`` does for FastAPI routes):
+a misspelt ``limt=5`` would otherwise answer a question the client did not ask. Their
+parameters are declared once (:data:`SEARCH_QUERY`, :data:`AREA_QUERY`): the check and the
+OpenAPI document (:func:`places_docs`) read the same table.
 
 A missing data set answers ``503 {"error": "NOT_BUILT"}`` naming the command that
 builds it. Writes go to the database and its change stream; the service's tailer (a
@@ -22,11 +32,12 @@ No route reads or writes the database on the event loop. The hot routes rank on 
 (the index, the result cache and the profiles held in memory: CPU work, which a worker
 thread would only slow down with its GIL hand-offs, ≈2× the CPU per search); a page with a
 place whose profile is not in memory reads it in a worker thread of the routes' own lane
-(:data:`SEARCH_LANE`), as does a request that must load the index first or asks for the
-brute-force scan. The management routes are plain ``def`` (FastAPI runs them in its thread
-pool). A write that waits out SQLite's busy timeout (another process holding
-the write lock) answers ``503 UNAVAILABLE`` with ``Retry-After``
-(:func:`lookup.kit.engines.sqlite.busy_error`) and stalls nothing else.
+(:data:`SEARCH_LANE`), as does a request that must load the index first, asks for the
+brute-force scan or for the k nearest (whose work grows with how far they are). The
+management routes are plain ``def`` (FastAPI runs them in its thread pool). A write that
+waits out SQLite's busy timeout (another process holding the write lock) answers
+``503 UNAVAILABLE`` with ``Retry-After`` (:func:`lookup.kit.engines.sqlite.busy_error`)
+and stalls nothing else.
 """
 
 from __future__ import annotations
@@ -43,6 +54,8 @@ from starlette.routing import Route
 
 from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
+from lookup.geo.paging import MAX_LIMIT as MAX_SEARCH_LIMIT
+from lookup.geo.paging import MAX_RADIUS_M, SORTS
 from lookup.geo.search import ProximitySearch, RankedPage, SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, NotInMemory, PlacesService
 from lookup.geo.store import PlaceError
@@ -57,6 +70,97 @@ log = logging.getLogger(__name__)
 #: The worker threads of the hot read routes (``/v1/search``, ``/v1/places/area``): profile
 #: reads, index loads and scans.
 SEARCH_LANE = ThreadLane("places-search", 8)
+
+
+#: ``GET /v1/search``'s query parameters: (name, JSON schema, what it does) — the accepted
+#: set and the OpenAPI document both come from here.
+SEARCH_QUERY: list[tuple[str, dict[str, Any], str]] = [
+    ("lat", {"type": "number", "minimum": -90, "maximum": 90}, "latitude of the user"),
+    ("lng", {"type": "number", "minimum": -180, "maximum": 180}, "longitude of the user"),
+    (
+        "radius",
+        {"type": "number", "minimum": 1, "default": 2000},
+        f"metres (capped at {MAX_RADIUS_M:,.0f}); widens while fewer than 20 match. Left out "
+        "with sort=distance: no radius at all (nearest-k)",
+    ),
+    (
+        "sort",
+        {"type": "string", "enum": list(SORTS), "default": "score"},
+        "score: the hand-set or learned score. distance: by distance, then place number "
+        "(Redis GEOSEARCH ASC, Elasticsearch's _geo_distance sort) — with a radius, the "
+        "same matches in that order; with no radius, the limit nearest places passing "
+        "the filters however far (PostGIS ORDER BY geom <-> point LIMIT k), paged by "
+        "nextCursor, score null",
+    ),
+    ("category", {"type": "string"}, "categories, comma-separated (restaurant,cafe)"),
+    ("price", {"type": "string"}, "price levels 1-4, comma-separated (1,2)"),
+    ("openNow", {"type": "boolean", "default": False}, "only places open now"),
+    ("q", {"type": "string", "maxLength": 200}, "words in the name, category or tags"),
+    (
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 20},
+        "page size (nearest-k: the k of each page)",
+    ),
+    ("cursor", {"type": "string"}, "nextCursor of the previous page (same query)"),
+    ("widen", {"type": "boolean", "default": True}, "widen a short answer's radius"),
+    (
+        "index",
+        {"type": "string", "enum": list(PLANNERS), "default": "geohash"},
+        "the cell structure (scan: brute force, to compare)",
+    ),
+    ("explain", {"type": "boolean", "default": False}, "add how the answer was found"),
+    ("cache", {"type": "boolean", "default": True}, "use the per-cell result cache"),
+    (
+        "ranking",
+        {"type": "string", "enum": ["auto", "hand", "learned"], "default": "auto"},
+        "the ranker (ignored by nearest-k, which ranks by distance alone)",
+    ),
+]
+#: ``GET /v1/places/area``'s query parameters.
+AREA_QUERY: list[tuple[str, dict[str, Any], str]] = [
+    *[
+        (edge, {"type": "number", "minimum": -lim, "maximum": lim}, f"{edge} edge of the view")
+        for edge, lim in (("south", 90), ("west", 180), ("north", 90), ("east", 180))
+    ],
+    ("category", {"type": "string"}, "categories, comma-separated"),
+    ("price", {"type": "string"}, "price levels 1-4, comma-separated"),
+    ("openNow", {"type": "boolean", "default": False}, "only places open now"),
+    ("q", {"type": "string", "maxLength": 200}, "words in the name, category or tags"),
+    (
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+        "pins per answer",
+    ),
+    (
+        "maxPins",
+        {"type": "integer", "minimum": 1, "maximum": 5000, "default": 300},
+        "more matches than this answer with clusters",
+    ),
+    ("cursor", {"type": "string"}, "nextCursor of a truncated answer (same view)"),
+    (
+        "index",
+        {"type": "string", "enum": list(PLANNERS), "default": "geohash"},
+        "the cell structure",
+    ),
+    ("cache", {"type": "boolean", "default": True}, "accepted as on /v1/search (no area cache)"),
+]
+SEARCH_PARAMS = frozenset(name for name, _, _ in SEARCH_QUERY)
+AREA_PARAMS = frozenset(name for name, _, _ in AREA_QUERY)
+
+
+def known_only(params: Any, accepted: frozenset[str]) -> None:
+    """Refuse a query parameter not in ``accepted``: 400 ``UNKNOWN_PARAMETER`` naming the
+    accepted ones. A loop over the handful of names given (no set built on the hot path)."""
+    for name in params:
+        if name not in accepted:
+            unknown = sorted(set(params) - accepted)
+            raise ApiError(
+                400,
+                "UNKNOWN_PARAMETER",
+                f"unknown query parameter(s): {', '.join(unknown)}; this endpoint accepts: "
+                f"{', '.join(sorted(accepted))}",
+                extra={"accepted": sorted(accepted)},
+            )
 
 
 class Ranked(NamedTuple):
@@ -98,10 +202,17 @@ def mount(mounts: Any) -> None:
         planner = planner_of(params)
         return None if planner == "scan" else service.searcher_in_memory(planner)
 
+    def nearest_k(params: Any) -> bool:
+        """Whether a search asks for the k nearest (``sort=distance``, no radius): its work
+        grows with how far those are — a filter matching little reads much of the index —
+        so, like the scan, it runs in the lane and never holds the event loop."""
+        return params.get("sort") == "distance" and not (params.get("radius") or "").strip()
+
     async def search(request: StarletteRequest) -> Response:
         params = request.query_params
+        known_only(params, SEARCH_PARAMS)
         s = in_memory(params)
-        if s is None:
+        if s is None or nearest_k(params):
             return await SEARCH_LANE.run(search_answer, params)
         # Ranking is memory and CPU only: on the loop (a worker thread would add its GIL
         # hand-offs to every request). What reads a store goes to the lane: the model
@@ -126,12 +237,16 @@ def mount(mounts: Any) -> None:
         """The request's page ranked (by the model read once here), before hydration."""
         lat = float_param(params, "lat", required=True)
         lng = float_param(params, "lng", required=True)
-        radius = float_param(params, "radius", 2000.0)
+        radius = float_param(params, "radius")
+        sort = choice_param(params, "sort", SORTS, "score")
         ranking = choice_param(params, "ranking", ("auto", "hand", "learned"), "auto")
-        try:
-            active = service.model(ranking)
-        except LookupError as exc:
-            raise ApiError(400, "NO_MODEL", str(exc)) from None
+        nearest = sort == "distance" and radius is None  # nearest-k: no radius, no score
+        active = None
+        if not nearest:
+            try:
+                active = service.model(ranking)
+            except LookupError as exc:
+                raise ApiError(400, "NO_MODEL", str(exc)) from None
         model = active.ranker if active is not None else None
         try:
             filters = s.check_filters(
@@ -140,17 +255,24 @@ def mount(mounts: Any) -> None:
                 price=params.get("price"),
                 q=params.get("q"),
             )
+            limit, cursor = params.get("limit", "20"), params.get("cursor") or None
+            widen = bool_param(params, "widen", True)  # checked by nearest-k too, unused there
+            use_cache = bool_param(params, "cache", True)
+            if nearest:
+                found = s.rank_nearest(lat, lng, filters=filters, limit=limit, cursor=cursor)
+                return Ranked(found, None, "distance")
             page = s.rank(
                 lat,
                 lng,
-                radius,
+                2000.0 if radius is None else radius,
                 filters=filters,
-                limit=params.get("limit", "20"),
-                cursor=params.get("cursor") or None,
-                widen=bool_param(params, "widen", True),
-                use_cache=bool_param(params, "cache", True),
+                limit=limit,
+                cursor=cursor,
+                widen=widen,
+                use_cache=use_cache,
                 model=model,
                 features=model is not None and bool(bool_param(params, "explain")),
+                sort=sort,
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
@@ -171,7 +293,12 @@ def mount(mounts: Any) -> None:
                 x = [[item["features"][f] for f in model.features]]
                 parts = model.contributions(x)[0]
                 item["contributions"] = dict(zip(model.features, map(float, parts), strict=True))
-        if body.get("explain") is not None:
+        if body.get("explain") is not None and ranking == "distance":
+            body["explain"]["ranking"] = {
+                "ranking": "distance",
+                "reason": "sort=distance without a radius: the nearest, by distance alone",
+            }
+        elif body.get("explain") is not None:
             why = "asked for" if ranking == "hand" else service.models.fallback
             body["explain"]["ranking"] = (
                 ModelSlot.describe(active)
@@ -189,6 +316,7 @@ def mount(mounts: Any) -> None:
 
     async def area(request: StarletteRequest) -> Response:
         params = request.query_params
+        known_only(params, AREA_PARAMS)
         s = in_memory(params)
         if s is not None:
             try:  # on the loop while every pin's profile is in memory (as a search)
@@ -201,6 +329,7 @@ def mount(mounts: Any) -> None:
         params: Any, s: ProximitySearch | None = None, profiles: Any = None
     ) -> Response:
         bounds = [float_param(params, k, required=True) for k in ("south", "west", "north", "east")]
+        bool_param(params, "cache", True)  # accepted (and checked) as on /v1/search
         s = s or searcher(params)
         try:
             filters = s.check_filters(
@@ -212,7 +341,12 @@ def mount(mounts: Any) -> None:
             limit = int_param(params, "limit", 100, low=1, high=500)
             max_pins = int_param(params, "maxPins", 300, low=1, high=5000)
             body = s.area(
-                *bounds, filters=filters, limit=limit, max_pins=max_pins, profiles=profiles
+                *bounds,
+                filters=filters,
+                limit=limit,
+                max_pins=max_pins,
+                profiles=profiles,
+                cursor=params.get("cursor") or None,
             )
         except SearchError as exc:
             raise ApiError(400, exc.code, exc.message) from None
@@ -223,6 +357,7 @@ def mount(mounts: Any) -> None:
 
     mounts.fast_routes.append(Route("/v1/search", search, methods=["GET"]))
     mounts.fast_routes.append(Route("/v1/places/area", area, methods=["GET"]))
+    mounts.fast_route_docs.update(places_docs())
 
     # ---------------------------------------------------------- management
 
@@ -372,3 +507,81 @@ def _public(row: dict[str, Any]) -> dict[str, Any]:
     count, stars = row.get("review_count") or 0, row.get("review_stars") or 0
     out["rating"] = round(stars / count, 1) if count else None
     return out
+
+
+def _parameters(table: list[tuple[str, dict[str, Any], str]], required: set[str]) -> list[Any]:
+    return [
+        {
+            "name": name,
+            "in": "query",
+            "required": name in required,
+            "schema": schema,
+            "description": text,
+        }
+        for name, schema, text in table
+    ]
+
+
+_ERRORS = {
+    "400": {
+        "description": 'a bad or unknown parameter: {"error", "message"} (INVALID_PARAMETER, '
+        "UNKNOWN_PARAMETER with the accepted names in accepted)"
+    },
+    "503": {"description": "the places data set is not built (NOT_BUILT) or damaged"},
+}
+
+SEARCH_DESCRIPTION = """\
+Places near a point, best first (the seed contract: results, radiusUsedM, nextCursor, \
+total).
+
+* **Radius search** (default): places within radius metres (capped at 20 km, widened \
+2 → 5 → 10 → 20 km while fewer than 20 match; widen=false keeps it), ordered by the \
+hand-set or learned score; sort=distance orders the same matches by distance, then \
+place number (Redis GEOSEARCH … ASC, Elasticsearch's _geo_distance sort).
+* **Nearest-k**: sort=distance and no radius — the limit nearest places passing the \
+filters, however far (PostGIS ORDER BY geom <-> point LIMIT k): from the middle of the \
+Pacific too, where a radius search finds nothing. Found by a best-first walk over the \
+index's cells; ties at equal distance by place number; the filters apply before the k \
+are counted. nextCursor pages on by distance; total counts the places of this and the \
+earlier pages and is a lower bound (totalRelation: gte) while a next page exists; \
+radiusUsedM is the distance of the page's farthest place; score is null (no radius to \
+score distance against).
+
+Unknown query parameters are refused (400 UNKNOWN_PARAMETER)."""
+
+AREA_DESCRIPTION = """\
+Places inside a map rectangle (west > east crosses ±180). Up to maxPins matches: pins, \
+ranked from the rectangle's centre; more: clusters (counts per geohash cell, never \
+truncated). Pins cut at limit say truncated: true and give nextCursor to the next ones \
+in the same order (total is every match in view); the last page says truncated: false. \
+Unknown query parameters are refused (400 UNKNOWN_PARAMETER)."""
+
+
+def places_docs() -> dict[str, dict[str, Any]]:
+    """The two hot routes (plain Starlette, unknown to FastAPI) as OpenAPI path items, from
+    the same parameter tables the handlers check against (``Mounts.fast_route_docs``)."""
+    return {
+        "/v1/search": {
+            "get": {
+                "tags": ["places"],
+                "summary": "Places near a point: radius search, or the k nearest however far",
+                "description": SEARCH_DESCRIPTION,
+                "operationId": "places_search_get",
+                "parameters": _parameters(SEARCH_QUERY, {"lat", "lng"}),
+                "responses": {"200": {"description": "one page of places"}, **_ERRORS},
+            }
+        },
+        "/v1/places/area": {
+            "get": {
+                "tags": ["places"],
+                "summary": "Places in a map view: pins (paged when cut) or clusters",
+                "description": AREA_DESCRIPTION,
+                "operationId": "places_area_get",
+                "parameters": _parameters(AREA_QUERY, {"south", "west", "north", "east"}),
+                "responses": {
+                    "200": {"description": "pins (truncated, nextCursor) or clusters"},
+                    **_ERRORS,
+                },
+            }
+        },
+    }

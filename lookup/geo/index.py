@@ -579,6 +579,20 @@ class GeohashIndex:
             d = d[box.contains(delta.lat[d], delta.lng[d])]
         return PlaceColumns.concat(self.base.take(b), delta.take(d)), read
 
+    @property
+    def delta(self) -> PlaceColumns:
+        """The live delta's columns (replaced whole on each change, never edited in place)."""
+        return self._delta_cols
+
+    def range_counts(self, bounds: np.ndarray) -> np.ndarray:
+        """Rows between each two consecutive codes of the sorted ``bounds`` (base rows, dead
+        ones included, plus the delta): which child cells a nearest walk may skip."""
+        counts = np.diff(np.searchsorted(self.base.code, bounds))
+        delta = self._delta_cols
+        if len(delta):
+            counts = counts + np.diff(np.searchsorted(delta.code, bounds))
+        return counts
+
     def count_in(self, ranges: np.ndarray) -> int:
         """Base rows in ``ranges`` (dead rows included): the planner's density estimate."""
         if not len(ranges):

@@ -9,6 +9,18 @@ score orders what is left. Pages follow an opaque cursor over the sort key
 service's key lives in the data directory), so a forged radius or position is a 400.
 When fewer than :data:`WIDEN_UNTIL` places match, the radius widens (2 km, 5 km, 10 km,
 20 km) and the answer says which was used; the page size plays no part in it.
+``sort="distance"`` orders the same matches by ``(distance, place number)`` instead
+(Redis ``GEOSEARCH … ASC``, Elasticsearch's ``_geo_distance`` sort).
+
+Nearest-k (:meth:`ProximitySearch.nearest`): no radius at all — the k nearest places
+passing the filters, however far (PostGIS ``ORDER BY geom <-> point LIMIT k``), found
+by a best-first walk over the planner's own cells (:mod:`lookup.geo.nearest`); pages
+continue by ``(distance, place number)``, and ``total`` counts the places seen so far
+(a lower bound, ``totalRelation: gte``, until the last page). The signed cursors and
+the request checks live in :mod:`lookup.geo.paging`.
+
+A map area answers pins (ranked from the rectangle's centre) or, past ``max_pins``,
+clusters; pins cut by ``limit`` say ``truncated`` and carry a ``nextCursor`` to the rest.
 
 The result cache is keyed by the user's geohash-6 cell (plus filters, radius and the
 index version): its entry holds every candidate within the radius *plus the cell's
@@ -19,16 +31,10 @@ exact.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import json
 import math
-import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -36,35 +42,43 @@ import numpy as np
 from lookup.geo import geohash as gh
 from lookup.geo.hours import minute_of_week
 from lookup.geo.index import Box, GeohashIndex, PlaceColumns, Plan, Planner
+from lookup.geo.nearest import DIST_SCALE, nearest_rows
+from lookup.geo.paging import (
+    DEFAULT_LIMIT,
+    DEFAULT_RADIUS_M,
+    PROCESS_CURSOR_KEY,
+    SearchError,
+    check_limit,
+    check_point,
+    check_radius,
+    check_sort,
+    decode_cursor,
+    encode_cursor,
+    fingerprint,
+    model_digest,
+)
+
+# the limits and checks moved to lookup.geo.paging; these names stay importable from here
+from lookup.geo.paging import MAX_LIMIT as MAX_LIMIT
+from lookup.geo.paging import MAX_RADIUS_M as MAX_RADIUS_M
+from lookup.geo.paging import MIN_RADIUS_M as MIN_RADIUS_M
 from lookup.geo.ranking import PLACE_FEATURES, blend, haversine_m, place_features, score
 from lookup.kit.cache import MISSING, SingleFlight, TTLCache
 
-MAX_RADIUS_M = 20_000.0
-DEFAULT_RADIUS_M = 2_000.0
-MIN_RADIUS_M = 1.0
 #: Radii tried in turn when a first page comes back short.
 WIDEN_STEPS_M = (2_000.0, 5_000.0, 10_000.0, 20_000.0)
-DEFAULT_LIMIT = 20
 #: Widening stops at the first radius where this many places match (after the filters),
 #: whatever the page size: a search's answer (its radius, total and order) is one, and
 #: ``limit`` only cuts it into pages.
 WIDEN_UNTIL = 20
-MAX_LIMIT = 100
 #: Geohash precision of the result-cache key (≈1.2 km × 0.6 km cells).
 CACHE_PRECISION = 6
 #: A map view with more matches than this answers with clusters instead of pins.
 MAX_PINS = 300
 _SCORE_SCALE = 1e9  # sort keys are integers: score in 1e-9, distance in micrometres
-_DIST_SCALE = 1e6
-
-
-class SearchError(ValueError):
-    """A search request that cannot be answered as asked (→ HTTP 400)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+_DIST_SCALE = DIST_SCALE
+#: Where a nearest-k answer with no place says it looked: the whole sphere (πR).
+WHOLE_EARTH_M = math.pi * gh.EARTH_RADIUS_M
 
 
 @dataclass(frozen=True)
@@ -103,16 +117,36 @@ class Matches:
         """Row order: score desc, then distance, then place number."""
         return np.lexsort((self.cols.num, self.dist_key, -self.score_key))
 
-    def first(self, limit: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """The first ``limit`` of ``rows`` (default: all) in :meth:`order`'s order, without
-        sorting the rest: only rows scoring at least the ``limit``-th best are sorted."""
+    def first(
+        self, limit: int, rows: np.ndarray | None = None, *, sort: str = "score"
+    ) -> np.ndarray:
+        """The first ``limit`` of ``rows`` (default: all) in :meth:`order`'s order (with
+        ``sort="distance"``: by distance, then place number), without sorting the rest:
+        only rows at least as good as the ``limit``-th best are sorted."""
         rows = np.arange(len(self)) if rows is None else rows
+        by_distance = sort == "distance"
         if len(rows) > 4 * limit:
-            key = self.score_key[rows]
-            kth = np.partition(key, len(key) - limit)[len(key) - limit]
-            rows = rows[key >= kth]  # every row above the limit-th best, and its ties
-        best = np.lexsort((self.cols.num[rows], self.dist_key[rows], -self.score_key[rows]))
+            if by_distance:
+                key = self.dist_key[rows]
+                rows = rows[key <= np.partition(key, limit - 1)[limit - 1]]
+            else:
+                key = self.score_key[rows]
+                kth = np.partition(key, len(key) - limit)[len(key) - limit]
+                rows = rows[key >= kth]  # every row above the limit-th best, and its ties
+        if by_distance:
+            best = np.lexsort((self.cols.num[rows], self.dist_key[rows]))
+        else:
+            best = np.lexsort((self.cols.num[rows], self.dist_key[rows], -self.score_key[rows]))
         return rows[best[:limit]]
+
+    def after(self, cursor: tuple[int, int, int], sort: str = "score") -> np.ndarray:
+        """Rows that come after a cursor's ``(score key, distance key, place number)``."""
+        s, d, n = cursor
+        sk, dk, nk = self.score_key, self.dist_key, self.cols.num
+        later = (dk > d) | ((dk == d) & (nk > n))
+        if sort == "distance":
+            return np.flatnonzero(later)
+        return np.flatnonzero((sk < s) | ((sk == s) & later))
 
 
 @dataclass
@@ -134,6 +168,10 @@ class RankedPage:
     widened: list[float]
     started: float
     features: bool = False
+    #: None: every match (``len(matches)``); nearest-k: the places of this and earlier pages
+    total: int | None = None
+    total_exact: bool = True
+    scored: bool = True  # False for nearest-k: no radius, so no score; ordered by distance
 
     @property
     def nums(self) -> list[int]:
@@ -154,6 +192,8 @@ class SearchResult:
     cache_hit: bool
     took_ms: float
     widened: list[float] = field(default_factory=list)
+    #: False when :attr:`total` is a lower bound (nearest-k before its last page)
+    total_exact: bool = True
 
     def to_json(self, *, explain: bool = False) -> dict[str, Any]:
         """The HTTP body (``explain`` adds how the answer was found)."""
@@ -163,6 +203,8 @@ class SearchResult:
             "nextCursor": self.next_cursor,
             "total": self.total,
         }
+        if not self.total_exact:  # as Elasticsearch's hits.total.relation
+            body["totalRelation"] = "gte"
         if explain:
             body["explain"] = {
                 **self.plan.describe(),
@@ -177,119 +219,6 @@ class SearchResult:
 
 def _num(x: float) -> float | int:
     return int(x) if float(x).is_integer() else round(float(x), 3)
-
-
-# ------------------------------------------------------------------ validation
-
-
-def check_point(lat: Any, lng: Any) -> tuple[float, float]:
-    """Validated (lat, lng) as floats; ``SearchError`` for nonsense."""
-    out = []
-    for name, value, limit in (("lat", lat, 90.0), ("lng", lng, 180.0)):
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise SearchError("INVALID_PARAMETER", f"{name} must be a number") from None
-        if not math.isfinite(v) or not -limit <= v <= limit:
-            raise SearchError("INVALID_PARAMETER", f"{name} must be within ±{limit:g}, got {value}")
-        out.append(v)
-    return out[0], out[1]
-
-
-def check_radius(radius: Any) -> float:
-    """A radius in metres, capped at 20 km; ``SearchError`` for nonsense or ≤ 0."""
-    try:
-        r = float(radius)
-    except (TypeError, ValueError):
-        raise SearchError("INVALID_PARAMETER", "radius must be a number of metres") from None
-    if not math.isfinite(r) or r < MIN_RADIUS_M:
-        raise SearchError("INVALID_PARAMETER", f"radius must be at least {MIN_RADIUS_M:g} m")
-    return min(r, MAX_RADIUS_M)
-
-
-def check_limit(limit: Any) -> int:
-    """A page size from 1 to 100."""
-    if isinstance(limit, bool):
-        limit = None
-    if isinstance(limit, str) and limit.strip().isdigit():
-        limit = int(limit.strip())
-    if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise SearchError("INVALID_PARAMETER", f"limit must be an integer from 1 to {MAX_LIMIT}")
-    return limit
-
-
-# ----------------------------------------------------------------------- cursor
-
-
-@lru_cache(maxsize=8)
-def _kept_digest(model: Any) -> str:
-    return str(model.digest())
-
-
-def _digest(model: Any) -> str:
-    """A learned ranker's content hash (in the cursor's fingerprint), made once per model
-    rather than on every request: a ranker is frozen, equal rankers hash alike."""
-    try:
-        return _kept_digest(model)
-    except TypeError:  # not hashable: hash its content each time
-        return str(model.digest())
-
-
-def _fingerprint(
-    lat: float, lng: float, radius: float, filters: Filters, widen: bool, planner: str
-) -> str:
-    raw = json.dumps([round(lat, 9), round(lng, 9), radius, filters.key(), widen, planner])
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-
-#: Signs cursors when no key is given (one process's searchers agree; a restart does not).
-PROCESS_CURSOR_KEY = secrets.token_bytes(32)
-_SIG_BYTES = 16
-
-
-def _b64(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _sign(key: bytes, payload: str) -> str:
-    return _b64(hmac.digest(key, payload.encode("ascii"), "sha256")[:_SIG_BYTES])
-
-
-def encode_cursor(payload: dict[str, Any], key: bytes = PROCESS_CURSOR_KEY) -> str:
-    """``payload.signature``: the page position, HMAC-SHA256-signed so it cannot be forged
-    (a client could otherwise widen the radius or jump the clock it pins)."""
-    body = _b64(json.dumps(payload, separators=(",", ":")).encode())
-    return f"{body}.{_sign(key, body)}"
-
-
-def decode_cursor(cursor: str, key: bytes = PROCESS_CURSOR_KEY) -> dict[str, Any]:
-    """The cursor's payload; ``SearchError`` if it is not one of ours or was altered."""
-    try:
-        body, _, signature = cursor.partition(".")
-        if not hmac.compare_digest(signature.encode("ascii"), _sign(key, body).encode("ascii")):
-            raise ValueError("bad signature")
-        data = json.loads(_unb64(body))
-        ok = (
-            isinstance(data, dict)
-            and data.get("v") == 1
-            and isinstance(data.get("f"), str)
-            and all(
-                isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
-                for k in ("s", "d", "n", "t")
-            )
-            and isinstance(data.get("r"), (int, float))
-            and not isinstance(data.get("r"), bool)
-            and MIN_RADIUS_M <= float(data["r"]) <= MAX_RADIUS_M
-        )
-    except (ValueError, UnicodeDecodeError, TypeError):
-        ok = False
-    if not ok:
-        raise SearchError("INVALID_PARAMETER", "cursor is not a valid nextCursor from this API")
-    return data
 
 
 # ------------------------------------------------------------------------ search
@@ -522,11 +451,13 @@ class ProximitySearch:
         use_cache: bool = False,
         model: Any = None,
         features: bool = False,
+        sort: str = "score",
     ) -> SearchResult:
         """One page of places near (lat, lng); see the module docstring for the rules.
 
         ``model`` ranks by a learned :class:`~lookup.kit.ltr.LinearRanker` (its own cursors);
-        ``features=True`` adds each result's ranking features (for training). The same as
+        ``features=True`` adds each result's ranking features (for training);
+        ``sort="distance"`` orders by distance instead of the score. The same as
         :meth:`rank` then :meth:`finish` with the profiles of :attr:`profiles`.
         """
         ranked = self.rank(
@@ -541,10 +472,106 @@ class ProximitySearch:
             use_cache=use_cache,
             model=model,
             features=features,
+            sort=sort,
         )
+        return self._hydrated(ranked)
+
+    def nearest(
+        self,
+        lat: float,
+        lng: float,
+        *,
+        filters: Filters | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        now: float | None = None,
+    ) -> SearchResult:
+        """The ``limit`` nearest places passing ``filters``, however far: :meth:`rank_nearest`
+        then :meth:`finish` with the profiles of :attr:`profiles`."""
+        ranked = self.rank_nearest(lat, lng, filters=filters, limit=limit, cursor=cursor, now=now)
+        return self._hydrated(ranked)
+
+    def _hydrated(self, ranked: RankedPage) -> SearchResult:
         nums = ranked.nums
         profiles = self.profiles(nums) if self.profiles is not None and nums else None
         return self.finish(ranked, profiles)
+
+    def _same_query(self, data: dict[str, Any], fp: str) -> None:
+        if data["f"] != fp:
+            raise SearchError(
+                "INVALID_PARAMETER", "cursor belongs to a different search; repeat the same query"
+            )
+
+    def keep_filter(self, filters: Filters, now: float) -> Callable[[PlaceColumns], np.ndarray]:
+        """Which of some places pass ``filters`` at ``now`` (what a nearest walk counts)."""
+        if filters == Filters():
+            return lambda cols: np.ones(len(cols), dtype=bool)
+
+        def keep(cols: PlaceColumns) -> np.ndarray:
+            mask, _ = self._static_mask(cols, filters)
+            if filters.open_now and mask.any():
+                idx = np.flatnonzero(mask)
+                mask[idx] = self.open_mask(cols.take(idx), now)
+            return mask
+
+        return keep
+
+    def rank_nearest(
+        self,
+        lat: float,
+        lng: float,
+        *,
+        filters: Filters | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: str | None = None,
+        now: float | None = None,
+    ) -> RankedPage:
+        """The page of :meth:`nearest` before hydration (memory only): the filters apply
+        before the k are counted; ties at equal distance go by place number; the radius
+        used is the page's farthest place (the whole sphere when nothing matches)."""
+        started = time.perf_counter()
+        lat, lng = check_point(lat, lng)
+        limit = check_limit(limit)
+        filters = filters or Filters()
+        fp = fingerprint(lat, lng, "nearest", filters.key(), self.planner.name)
+        after: tuple[int, int] | None = None
+        seen = 0  # places on the earlier pages
+        if cursor:
+            data = decode_cursor(cursor, self.cursor_key, "nearest")
+            self._same_query(data, fp)
+            now, after, seen = float(data["t"]), (int(data["d"]), int(data["n"])), int(data["c"])
+        else:
+            now = float(int(self.clock() if now is None else now))
+        # one more than the page: whether a next page exists is then known, not guessed
+        walk = nearest_rows(
+            self.planner, lat, lng, limit + 1, self.keep_filter(filters, now), after
+        )
+        found = len(walk.dist)
+        zeros = np.zeros(found)
+        m = Matches(walk.cols, walk.dist, zeros, zeros + 1.0, zeros.astype(np.int64), walk.dist_key)
+        page = np.arange(min(found, limit))
+        next_cursor = None
+        if found > limit:
+            last = page[-1]
+            payload = {"v": 1, "k": "nearest", "f": fp, "t": int(now)}
+            payload |= {"d": int(walk.dist_key[last]), "n": int(walk.cols.num[last])}
+            next_cursor = encode_cursor({**payload, "c": seen + limit}, self.cursor_key)
+        reach = float(walk.dist[page[-1]]) if len(page) else WHOLE_EARTH_M
+        return RankedPage(
+            m,
+            page,
+            reach,
+            next_cursor,
+            walk.plan,
+            walk.read,
+            False,
+            now,
+            [],
+            started,
+            total=seen + len(page),
+            total_exact=next_cursor is None,
+            scored=False,
+        )
 
     def rank(
         self,
@@ -560,23 +587,23 @@ class ProximitySearch:
         use_cache: bool = False,
         model: Any = None,
         features: bool = False,
+        sort: str = "score",
     ) -> RankedPage:
         """The page of :meth:`search` before hydration: in-memory work only (no store)."""
         started = time.perf_counter()
         lat, lng = check_point(lat, lng)
         radius = check_radius(radius_m)
         limit = check_limit(limit)
+        sort = check_sort(sort)
         filters = filters or Filters()
-        ranked_by = self.planner.name if model is None else f"{self.planner.name}:{_digest(model)}"
-        fp = _fingerprint(lat, lng, radius, filters, widen, ranked_by)
+        planner = self.planner.name
+        ranked_by = planner if model is None else f"{planner}:{model_digest(model)}"
+        asked = (lat, lng, radius, filters.key(), widen, ranked_by)
+        fp = fingerprint(*asked) if sort == "score" else fingerprint(*asked, sort)
         after: tuple[int, int, int] | None = None
         if cursor:
             data = decode_cursor(cursor, self.cursor_key)
-            if data["f"] != fp:
-                raise SearchError(
-                    "INVALID_PARAMETER",
-                    "cursor belongs to a different search; repeat the same query",
-                )
+            self._same_query(data, fp)
             radii = [float(data["r"])]
             now = float(data["t"])
             after = (int(data["s"]), int(data["d"]), int(data["n"]))
@@ -593,12 +620,8 @@ class ProximitySearch:
             )
             if len(m) >= WIDEN_UNTIL:  # never the page size: the answer must not depend on it
                 break
-        rows = None  # every match
-        if after is not None:
-            s, d, n = after
-            sk, dk, nk = m.score_key, m.dist_key, m.cols.num
-            rows = np.flatnonzero((sk < s) | ((sk == s) & ((dk > d) | ((dk == d) & (nk > n)))))
-        page = m.first(limit, rows)
+        rows = None if after is None else m.after(after, sort)  # None: every match
+        page = m.first(limit, rows, sort=sort)
         next_cursor = None
         if (len(m) if rows is None else len(rows)) > limit:
             last = page[-1]
@@ -623,7 +646,7 @@ class ProximitySearch:
         (place number → profile fields; None: no hydration). A place of the page without a
         profile was deleted since the index saw it, and is left out."""
         m, page, now, r = ranked.matches, ranked.page, ranked.now, ranked.radius_used_m
-        results = self._render(m, page, now, profiles)
+        results = self._render(m, page, now, profiles, scored=ranked.scored)
         if ranked.features and results:
             rows = m.cols.take(page)
             x = place_features(
@@ -641,12 +664,13 @@ class ProximitySearch:
             results=results,
             radius_used_m=r,
             next_cursor=ranked.next_cursor,
-            total=len(m),
+            total=len(m) if ranked.total is None else ranked.total,
             plan=ranked.plan,
             read=ranked.read,
             cache_hit=ranked.cache_hit,
             took_ms=(time.perf_counter() - ranked.started) * 1000.0,
             widened=ranked.widened,
+            total_exact=ranked.total_exact,
         )
 
     def _render(
@@ -655,6 +679,8 @@ class ProximitySearch:
         page: np.ndarray,
         now: float,
         profiles: Mapping[int, dict[str, Any]] | None,
+        *,
+        scored: bool = True,
     ) -> list[dict[str, Any]]:
         if not len(page):
             return []
@@ -666,7 +692,7 @@ class ProximitySearch:
         # whole columns to Python at once (``tolist``) rather than a numpy scalar per cell
         lats, lngs = cols.lat.tolist(), cols.lng.tolist()
         dists = np.rint(m.dist[page]).astype(np.int64).tolist()
-        scores = m.score[page].tolist()
+        scores = [round(x, 4) for x in m.score[page].tolist()] if scored else [None] * len(page)
         out = []
         for num, lat, lng, dist, is_open, sc in zip(
             nums, lats, lngs, dists, open_now, scores, strict=True
@@ -682,7 +708,7 @@ class ProximitySearch:
                     "lng": lng,
                     "distanceM": dist,
                     "openNow": is_open,
-                    "score": round(sc, 4),
+                    "score": sc,
                 }
             )
         return out
@@ -701,13 +727,16 @@ class ProximitySearch:
         max_pins: int = MAX_PINS,
         now: float | None = None,
         profiles: Profiles | None = None,
+        cursor: str | None = None,
     ) -> dict[str, Any]:
         """Places inside a map rectangle (``west > east`` crosses ±180): pins, or clusters.
 
         Pins are ranked like a radius search from the rectangle's centre (radius = its
         half-diagonal). With more than ``max_pins`` matches the answer is clusters:
-        counts per geohash cell, each at the mean position of its places. ``profiles``
-        hydrates the pins instead of :attr:`profiles`.
+        counts per geohash cell, each at the mean position of its places (complete: never
+        truncated). Pins cut at ``limit`` say ``truncated: true`` and give a ``nextCursor``
+        to the next ones in the same order (Elasticsearch's ``search_after``); a cursor
+        always answers pins. ``profiles`` hydrates the pins instead of :attr:`profiles`.
         """
         started = time.perf_counter()
         south, west = check_point(south, west)
@@ -716,7 +745,14 @@ class ProximitySearch:
             raise SearchError("INVALID_PARAMETER", "south must not be greater than north")
         limit = max(1, min(int(limit), 500))
         filters = filters or Filters()
-        now = float(int(self.clock() if now is None else now))
+        asked = (south, west, north, east, filters.key(), self.planner.name, "area")
+        after: tuple[int, int, int] | None = None
+        if cursor:
+            data = decode_cursor(cursor, self.cursor_key, "area")
+            self._same_query(data, fingerprint(*asked))
+            now, after = float(data["t"]), (int(data["s"]), int(data["d"]), int(data["n"]))
+        else:
+            now = float(int(self.clock() if now is None else now))
         box = Box.rect(south, west, north, east)
         plan = self.planner.plan_box(box)
         cols, read = self.places.in_box(plan.ranges, box)
@@ -733,8 +769,10 @@ class ProximitySearch:
             "read": read,
             "results": [],
             "clusters": [],
+            "truncated": False,
+            "nextCursor": None,
         }
-        if total > max_pins:
+        if total > max_pins and after is None:
             precision = self._cluster_precision(box)
             shift = gh.CODE_BITS - 5 * precision
             cells, inverse, counts = np.unique(
@@ -775,7 +813,16 @@ class ProximitySearch:
                 np.rint(s * _SCORE_SCALE).astype(np.int64),
                 np.rint(dist * _DIST_SCALE).astype(np.int64),
             )
-            page = m.first(limit)
+            rows = None if after is None else m.after(after)
+            page = m.first(limit, rows)
+            if (total if rows is None else len(rows)) > limit:
+                last = page[-1]
+                payload = {"v": 1, "k": "area", "f": fingerprint(*asked), "t": int(now)}
+                payload |= {"s": int(m.score_key[last]), "d": int(m.dist_key[last])}
+                body["nextCursor"] = encode_cursor(
+                    {**payload, "n": int(m.cols.num[last])}, self.cursor_key
+                )
+                body["truncated"] = True
             hydrate = profiles or self.profiles
             nums = m.cols.num[page].tolist()
             found = hydrate(nums) if hydrate is not None and nums else None

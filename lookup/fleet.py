@@ -28,15 +28,27 @@ must agree on (links, ids, the key secret, limits, the click stream, both blockl
 lives in the servers when a backend is chosen. ``$LOOKUP_DATA_DIR/servers/fleet.json``
 says what runs where while the fleet is up. SIGINT (Ctrl-C) and SIGTERM stop everything,
 newest first.
+
+The workers, the sandbox web and the dashboard are handed a port *number* (streamlit and
+the sandbox bind their own sockets; the sandbox binds one port on many addresses), so
+another process can take a port between the allocator's check and the child's bind. They
+follow the launchers' rule (:mod:`lookup.kit.engines.launch`) through a small adapter:
+their output goes to this terminal, not to a log the fleet could read, so a child that
+exits before it answers *while another process holds its port* lost the race —
+:class:`~lookup.kit.engines.launch.PortTaken` — and is started again on a fresh port
+(the workers as a batch: each one's environment names worker 1); any other failure is a
+:class:`FleetError` at once, and a port the caller named never moves.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import hmac
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -44,7 +56,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -53,6 +65,7 @@ from lookup import settings
 from lookup.errors import Unavailable
 from lookup.kit.admin import load_admin_token_in
 from lookup.kit.engines.etcdserver import EtcdServer
+from lookup.kit.engines.launch import PortTaken, start_on_fresh_ports
 from lookup.kit.engines.pgserver import PostgresServer
 from lookup.kit.engines.ports import free_port
 from lookup.kit.engines.redisserver import RedisServer
@@ -71,6 +84,8 @@ __all__ = [
     "run_fleet",
     "state_path",
 ]
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DASHBOARD = REPO_ROOT / "app" / "Home.py"
@@ -131,6 +146,29 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _held_elsewhere(host: str, port: int) -> bool:
+    """Whether another process holds ``port`` on ``host`` now (a bind there fails with
+    ``EADDRINUSE``). With ``SO_REUSEADDR``, so the ``TIME_WAIT`` connections of a child of
+    ours that did bind the port and then died do not count; a listener does."""
+    name = host.strip().strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((name, port))
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
+
+
+def _on_port(named: int, attempt: Callable[[int], T], what: str) -> T:
+    """``attempt(port)`` on the port the caller ``named`` (taken: an error, it never moves),
+    else on one from the allocator, drawn again while another process takes it first."""
+    if named:
+        return attempt(named)
+    return start_on_fresh_ports(lambda _n: attempt(free_port()), what)
 
 
 def _wait_http(
@@ -387,9 +425,62 @@ class ServingFleet:
         self.procs.append((name, proc))
         return proc
 
-    def _ready(self, name: str, proc: subprocess.Popen[bytes], url: str) -> None:
-        if not _wait_http(url, proc, 90, self.stopping) and not self.stopping.is_set():
-            raise FleetError(f"the {name} did not start on {url.rsplit('/', 1)[0]}")
+    def _ready(
+        self, name: str, proc: subprocess.Popen[bytes], url: str, *, port: int = 0,
+        host: str | None = None, batch: list[subprocess.Popen[bytes]] | None = None,
+    ) -> None:  # fmt: skip
+        """Wait until ``url`` answers. A child that exited while another process holds its
+        ``port`` (on ``host``) lost the race for it: :class:`PortTaken`, after its ``batch``
+        (default: itself) is stopped and forgotten. Any other failure: :class:`FleetError`."""
+        if _wait_http(url, proc, 90, self.stopping) or self.stopping.is_set():
+            return
+        where = url.rsplit("/", 1)[0]
+        if port and proc.poll() is not None and _held_elsewhere(host or self.host, port):
+            self._discard(batch or [proc])
+            raise PortTaken(f"the {name} did not start on {where}: another process holds its port")
+        raise FleetError(f"the {name} did not start on {where}")
+
+    def _discard(self, procs: list[subprocess.Popen[bytes]]) -> None:
+        """Stop ``procs`` (a start that lost its port) and forget them: a new start replaces
+        them, and :meth:`dead` must not report them."""
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs = [(n, p) for n, p in self.procs if all(p is not q for q in procs)]
+
+    def _start_workers(self, env: dict[str, str], cli: list[str]) -> None:
+        """Start the API workers and wait until each answers. Every worker's environment
+        names worker 1 (``LOOKUP_API_URL``, ``LOOKUP_PUBLIC_URL`` unless set), so a worker
+        that lost its drawn port starts the batch again on fresh ports (sets ``env``)."""
+        public_given = "LOOKUP_PUBLIC_URL" in env
+
+        def attempt(_n: int) -> None:
+            ports = [self.api_port + i if self.api_port else free_port()
+                     for i in range(self.workers)]  # fmt: skip
+            self.worker_urls = [f"http://{self.host}:{p}" for p in ports]
+            env["LOOKUP_API_URL"] = self.worker_urls[0]
+            if not public_given:
+                env["LOOKUP_PUBLIC_URL"] = self.worker_urls[0]
+            started = []
+            for i, port in enumerate(ports):
+                argv = [*cli, "serve", "--host", self.host, "--port", str(port),
+                        "--data-dir", str(self.data_dir)]  # fmt: skip
+                name = f"API worker {i + 1}"
+                started.append((name, self._spawn(name, argv, env), port))
+            batch = [proc for _name, proc, _port in started]
+            for (name, proc, port), url in zip(started, self.worker_urls, strict=True):
+                self._ready(name, proc, f"{url}/healthz", port=port, batch=batch)
+
+        if self.api_port:
+            attempt(0)  # ports the caller named never move
+        else:
+            start_on_fresh_ports(attempt, "the API workers")
 
     def shares_state(self) -> bool:
         """Whether the workers' state is shared (links in PostgreSQL, or a Redis cache tier
@@ -410,19 +501,9 @@ class ServingFleet:
             )
         self._start_servers()
         self.admin_token = load_admin_token_in(self.servers_dir)
-        ports = [self.api_port + i if self.api_port else free_port() for i in range(self.workers)]
-        self.worker_urls = [f"http://{self.host}:{p}" for p in ports]
         env = self.environment()
-        env["LOOKUP_API_URL"] = self.worker_urls[0]
-        env.setdefault("LOOKUP_PUBLIC_URL", self.worker_urls[0])
         cli = [sys.executable, "-m", "lookup.cli"]
-        started = []
-        for i, port in enumerate(ports):
-            argv = [*cli, "serve", "--host", self.host, "--port", str(port),
-                    "--data-dir", str(self.data_dir)]  # fmt: skip
-            started.append((f"API worker {i + 1}", self._spawn(f"API worker {i + 1}", argv, env)))
-        for (name, proc), url in zip(started, self.worker_urls, strict=True):
-            self._ready(name, proc, f"{url}/healthz")
+        self._start_workers(env, cli)
         on_streams = str(self.urls.get("clicks_url", "")).startswith("redis")
         for i in range((2 if on_streams else 1) if self.aggregators else 0):
             argv = [sys.executable, "-m", "lookup.shortener.analytics",
@@ -431,19 +512,28 @@ class ServingFleet:
                 argv += ["--consumer", f"aggregator-{i + 1}"]
             self._spawn(f"click aggregator {i + 1}", argv, env)
         if self.sandbox_port is not None:
-            sandbox_port = self.sandbox_port or free_port()
-            self.sandbox_url = f"http://127.0.0.1:{sandbox_port}"
-            env["LOOKUP_SANDBOX_URL"] = self.sandbox_url
-            proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(sandbox_port)], env)
-            self._ready("sandbox web", proc, f"{self.sandbox_url}/_sandbox/hosts")
+
+            def sandbox(port: int) -> None:
+                self.sandbox_url = f"http://127.0.0.1:{port}"
+                env["LOOKUP_SANDBOX_URL"] = self.sandbox_url
+                proc = self._spawn("sandbox web", [*cli, "sandbox", "--port", str(port)], env)
+                # it binds the port on 127.0.0.1 and on every host's own loopback address
+                self._ready("sandbox web", proc, f"{self.sandbox_url}/_sandbox/hosts",
+                            port=port, host="0.0.0.0")  # fmt: skip
+
+            _on_port(self.sandbox_port, sandbox, "the sandbox web")
         if self.dashboard:
-            port = self.app_port or free_port()
-            self.app_url = f"http://{self.host}:{port}"
-            argv = [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
-                    "--server.address", self.host, "--server.port", str(port),
-                    "--server.headless", "true", "--browser.gatherUsageStats", "false"]  # fmt: skip
-            proc = self._spawn("dashboard", argv, env)
-            self._ready("dashboard", proc, f"{self.app_url}/_stcore/health")
+
+            def dashboard(port: int) -> None:
+                self.app_url = f"http://{self.host}:{port}"
+                argv = [sys.executable, "-m", "streamlit", "run", str(DASHBOARD),
+                        "--server.address", self.host, "--server.port", str(port),
+                        "--server.headless", "true",
+                        "--browser.gatherUsageStats", "false"]  # fmt: skip
+                proc = self._spawn("dashboard", argv, env)
+                self._ready("dashboard", proc, f"{self.app_url}/_stcore/health", port=port)
+
+            _on_port(self.app_port, dashboard, "the dashboard")
         self.control = FleetControl(self, port=self.control_port).start()
         self.write_state()
         return self

@@ -7,13 +7,26 @@ drop each other's traffic in their transports), :meth:`skew` (offset a node's wa
 It only ever signals the processes it started. :class:`KvClient` sends each operation to
 a coordinator — the key's first home replica that answers, or one named — and returns
 what it said, never raising for an unavailable quorum.
+
+Every node's port is bound *here*, before the cluster file names it, and each node
+process inherits its listening socket (``--fd``): no other process can take a port
+between the choice and the bind, so the cluster never has to start again elsewhere
+(every node reads every member's URL when it starts; a node that moved would be
+unreachable to the rest). Only a race this process loses itself — a port that passed the
+allocator's check and is gone by the bind a moment later — draws again, by the
+launchers' rule (:func:`~lookup.kit.engines.launch.start_on_fresh_ports`). Once a node
+holds its socket this process closes its copy, so a killed node's port refuses
+connections at once; :meth:`KvCluster.restart` binds the same port again (a taken one is
+:class:`~lookup.kit.engines.launch.PortTaken`, never a move: the ring names the URL).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,11 +39,39 @@ from typing import Any
 import httpx
 
 from lookup import settings
+from lookup.kit.engines.launch import PortTaken, start_on_fresh_ports
 from lookup.kit.engines.ports import free_port
 from lookup.kit.ring import HashRing
 from lookup.kit.secrets.file import read_or_create_secret
 
 __all__ = ["KvCluster", "KvClient", "OpResult"]
+
+#: Where the nodes listen.
+HOST = "127.0.0.1"
+#: The listen backlog of a node's socket (uvicorn's default, which bound it before).
+BACKLOG = 2048
+
+
+def _listen(port: int) -> socket.socket:
+    """A listening socket on ``HOST:port`` for a node to inherit; :class:`PortTaken` when
+    another process holds the port."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        # as uvicorn's own bind: a restarted node binds over its old connections' TIME_WAIT
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((HOST, port))
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortTaken(f"port {port} on {HOST} is taken: {exc}") from exc
+        raise
+    return sock
+
+
+def _listen_on_a_fresh_port(name: str) -> socket.socket:
+    """:func:`_listen` on a port from the allocator, drawn again if it is gone by the bind."""
+    return start_on_fresh_ports(lambda _n: _listen(free_port(HOST)), f"KV node {name}")
 
 
 class KvCluster:
@@ -52,7 +93,17 @@ class KvCluster:
         self.size, self.n, self.vnodes = size, n, vnodes
         self.work = Path(tempfile.mkdtemp(prefix="lookup-kv-"))
         self.names = [f"n{i + 1}" for i in range(size)]
-        self.urls = {name: f"http://127.0.0.1:{free_port()}" for name in self.names}
+        #: Each node's listening socket until its process holds it (see the module doc).
+        self._sockets: dict[str, socket.socket] = {}
+        try:
+            for name in self.names:
+                self._sockets[name] = _listen_on_a_fresh_port(name)
+        except BaseException:
+            self._close_sockets()
+            raise
+        self.urls = {
+            name: f"http://{HOST}:{sock.getsockname()[1]}" for name, sock in self._sockets.items()
+        }
         self.token = read_or_create_secret(self.work / "admin.token")
         self.config: dict[str, Any] = {
             "nodes": self.urls,
@@ -93,22 +144,37 @@ class KvCluster:
         self.stop()
 
     def _spawn(self, name: str) -> None:
+        """Start node ``name`` on its socket (bound in ``__init__``, or again on its port for
+        a restart); this process's copy is closed once the child holds it."""
+        sock = self._sockets.pop(name, None) or _listen(int(self.urls[name].rsplit(":", 1)[1]))
         log = open(self.work / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
-        self.procs[name] = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "lookup.blocks.kv.node",
-                "--name",
-                name,
-                "--cluster",
-                str(self.work / "cluster.json"),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=settings.child_environ(),
-        )
-        log.close()
+        try:
+            self.procs[name] = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "lookup.blocks.kv.node",
+                    "--name",
+                    name,
+                    "--cluster",
+                    str(self.work / "cluster.json"),
+                    "--fd",
+                    str(sock.fileno()),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=settings.child_environ(),
+                pass_fds=(sock.fileno(),),
+            )
+        finally:
+            log.close()
+            sock.close()
+
+    def _close_sockets(self) -> None:
+        """Close the sockets of nodes that were never started."""
+        for sock in self._sockets.values():
+            sock.close()
+        self._sockets.clear()
 
     def _wait_up(self, name: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
@@ -140,6 +206,7 @@ class KvCluster:
                 proc.kill()
                 proc.wait(timeout=10)
         self.procs.clear()
+        self._close_sockets()
         self._http.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -161,7 +228,8 @@ class KvCluster:
         self._mark(f"kill -9 {name}")
 
     def restart(self, name: str, timeout_s: float = 60.0) -> None:
-        """Start a killed node again on its port and data file; wait until it answers."""
+        """Start a killed node again on its port and data file; wait until it answers
+        (:class:`PortTaken` if another process took the port meanwhile)."""
         if self.running(name):
             raise RuntimeError(f"{name} is still running")
         self._spawn(name)

@@ -3,6 +3,9 @@
 Run as ``python -m lookup.blocks.kv.node --name n1 --cluster cluster.json``. The cluster
 file names every member and its URL (membership is static, as the ring is: a node that
 is down is still on the ring, which is what makes hinted handoff and repair possible).
+With ``--fd N`` the node serves on a listening socket it inherited instead of binding its
+URL's port itself: :class:`~lookup.blocks.kv.cluster.KvCluster` binds every node's port
+before it writes the cluster file, so no other process can take one in between.
 
 Endpoints (JSON):
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Coroutine
@@ -405,12 +409,18 @@ def build_app(node: Node) -> Starlette:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve one node until SIGTERM/SIGINT."""
+    """Serve one node until SIGTERM/SIGINT (on the inherited socket ``--fd`` when given)."""
     import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
 
     parser = argparse.ArgumentParser(prog="python -m lookup.blocks.kv.node")
     parser.add_argument("--name", required=True)
     parser.add_argument("--cluster", required=True, type=Path, help="the cluster JSON file")
+    parser.add_argument(
+        "--fd", type=int, default=None,
+        help="serve on this inherited listening socket (bound to the node's URL by the "
+        "cluster) instead of binding the URL's port here",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     try:
         cluster = json.loads(args.cluster.read_text())
@@ -421,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     token = Path(cluster["token_file"]).read_text().strip()
     node = Node(args.name, cluster, data_dir, token)
     host, port = url.removeprefix("http://").rsplit(":", 1)
-    uvicorn.run(
+    config = uvicorn.Config(
         build_app(node),
         host=host,
         port=int(port),
@@ -429,7 +439,14 @@ def main(argv: list[str] | None = None) -> int:
         access_log=False,
         lifespan="on",
     )
-    return 0
+    server = uvicorn.Server(config)
+    # socket(fileno=) reads the family and protocol from the descriptor (TCP: no Nagle delay)
+    sockets = None if args.fd is None else [socket.socket(fileno=args.fd)]
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        pass
+    return 0 if server.started else STARTUP_FAILURE  # as uvicorn.run exits
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -46,6 +48,29 @@ def _up(tmp_path: Path, *flags: str) -> subprocess.Popen[str]:
         text=True,
         start_new_session=True,  # its own process group: a Ctrl-C is sent to the group
     )  # fmt: skip
+
+
+class Banner:
+    """Reads ``lookup up``'s standard output as it comes and says when the banner came: a
+    signal sent before it is a stop while starting, answered without it."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        self.up = threading.Event()
+        assert proc.stdout is not None
+        self._reader = threading.Thread(target=self._read, args=(proc.stdout,), daemon=True)
+        self._reader.start()
+
+    def _read(self, stream: Any) -> None:
+        for line in stream:
+            self.lines.append(line)
+            if "Lookup Workbench is up" in line:
+                self.up.set()
+
+    def text(self) -> str:
+        """Everything printed, once the process has ended."""
+        self._reader.join(timeout=10)
+        return "".join(self.lines)
 
 
 def test_a_busy_port_gets_one_line_and_nothing_starts(tmp_path: Path, busy_port: int) -> None:
@@ -181,12 +206,16 @@ def test_up_stops_every_child_quietly(tmp_path: Path, sig: signal.Signals) -> No
     api, app, sandbox = free_port(), free_port(), free_port()
     proc = _up(tmp_path, "--api-port", str(api), "--app-port", str(app),
                "--sandbox-port", str(sandbox))  # fmt: skip
+    banner = Banner(proc)
     try:
         deadline = time.monotonic() + 120
         while not all(not port_free("127.0.0.1", p) for p in (api, app, sandbox)):
-            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            assert proc.poll() is None and time.monotonic() < deadline, banner.lines
             time.sleep(0.2)
         wait_http(f"http://127.0.0.1:{app}/_stcore/health", proc, timeout=120)
+        # The supervisor asks the dashboard's health on its own schedule: on a loaded
+        # machine the test saw it healthy first and stopped a launcher still starting (CI).
+        assert banner.up.wait(timeout=120), banner.lines
         family = psutil.Process(proc.pid).children(recursive=True)
         _click(f"http://127.0.0.1:{api}")
         deadline = time.monotonic() + 30
@@ -198,11 +227,13 @@ def test_up_stops_every_child_quietly(tmp_path: Path, sig: signal.Signals) -> No
             os.killpg(proc.pid, signal.SIGINT)
         else:
             proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    out = banner.text()
+    err = proc.stderr.read() if proc.stderr else ""
     assert "Lookup Workbench is up" in out
     assert not any(mark in out + err for mark in TRACEBACK_MARKS), err
     assert proc.returncode == 0, err

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from lookup.errors import Unavailable
-from lookup.kit.engines.ports import free_port
 
 __all__ = [
     "LAUNCH_TRIES",
@@ -34,7 +33,6 @@ __all__ = [
     "log_size",
     "start_failure",
     "start_on_fresh_ports",
-    "start_on_port",
 ]
 
 log = logging.getLogger(__name__)
@@ -95,19 +93,3 @@ def start_on_fresh_ports(attempt: Callable[[int], T], what: str, tries: int = LA
             last = exc
             log.info("%s lost its port (%s); starting it again on a fresh one", what, exc)
     raise Unavailable(f"{what} did not start: its port was taken {tries} times ({last})") from last
-
-
-def start_on_port(
-    port: int, start_on: Callable[[int], T], what: str, forget: Callable[[], None]
-) -> T:
-    """``start_on(port)`` for a port the server keeps (a restart: its URL is known; a port
-    the caller named), never moved; with no port yet (0), :func:`start_on_fresh_ports` over
-    ports :func:`~lookup.kit.engines.ports.free_port` draws, and ``forget()`` after a failure
-    so that the next start draws again."""
-    if port:
-        return start_on(port)
-    try:
-        return start_on_fresh_ports(lambda _n: start_on(free_port()), what)
-    except BaseException:
-        forget()
-        raise

@@ -26,7 +26,8 @@ from types import TracebackType
 
 from lookup import settings
 from lookup.errors import Unavailable
-from lookup.kit.engines.launch import log_since, log_size, start_failure, start_on_port
+from lookup.kit.engines.launch import log_since, log_size, start_failure, start_on_fresh_ports
+from lookup.kit.engines.ports import free_port
 
 __all__ = ["PostgresServer", "postgres_available", "postgres_bin"]
 
@@ -107,12 +108,15 @@ class PostgresServer:
             )
             if done.returncode != 0:
                 raise Unavailable(f"initdb failed: {done.stderr.decode(errors='replace')[-400:]}")
-        return start_on_port(
-            self.port, lambda port: self._start_on(port, timeout), "PostgreSQL", self._forget_port
-        )
-
-    def _forget_port(self) -> None:
-        self.port = 0  # a port it never got: the next start draws again
+        if self.port:
+            return self._start_on(self.port, timeout)
+        try:
+            return start_on_fresh_ports(
+                lambda _n: self._start_on(free_port(), timeout), "PostgreSQL"
+            )
+        except BaseException:
+            self.port = 0  # a port it never got: the next start draws again
+            raise
 
     def _start_on(self, port: int, timeout: float) -> PostgresServer:
         """``pg_ctl start`` on ``port``, waiting until the server accepts connections."""

@@ -20,7 +20,8 @@ from types import TracebackType
 
 from lookup import settings
 from lookup.errors import Unavailable
-from lookup.kit.engines.launch import log_since, log_size, start_failure, start_on_port
+from lookup.kit.engines.launch import log_since, log_size, start_failure, start_on_fresh_ports
+from lookup.kit.engines.ports import free_port
 
 __all__ = ["RedisServer", "redis_available"]
 
@@ -54,12 +55,15 @@ class RedisServer:
         if self._dir is None:
             self._dir = tempfile.mkdtemp(prefix="lookup-redis-")
         Path(self._dir).mkdir(parents=True, exist_ok=True)
-        return start_on_port(
-            self.port, lambda port: self._start_on(port, timeout), "redis-server", self._forget_port
-        )
-
-    def _forget_port(self) -> None:
-        self.port = 0  # a port it never got: the next start draws again
+        if self.port:
+            return self._start_on(self.port, timeout)
+        try:
+            return start_on_fresh_ports(
+                lambda _n: self._start_on(free_port(), timeout), "redis-server"
+            )
+        except BaseException:
+            self.port = 0  # a port it never got: the next start draws again
+            raise
 
     def _start_on(self, port: int, timeout: float) -> RedisServer:
         """Start on ``port`` and wait for its ``PONG``; a server that exited says why."""

@@ -9,6 +9,11 @@ Grammar (Lucene's classic query syntax, the parts a search box needs)::
     primary := "(" or ")" | PHRASE | FIELD ":" value | WORD | WORD "*"
     FIELD   := title | site | after | before
 
+An exclusion (``-x`` or ``NOT x``) written in a group applies to the whole group, as
+Lucene's MUST_NOT does: ``json OR pickle -mirror`` is ``(json OR pickle) AND NOT mirror``;
+parentheses make a group of their own. Boosts (``term^2``), fuzzy terms (``term~1``) and
+phrase slop (``"a b"~3``) are refused at their position rather than read as other words.
+
 ``OR``, ``AND`` and ``NOT`` are operators only in capitals (``or`` is a word). ``title:``
 takes a word, a prefix or a quoted phrase (every word in the title); ``site:`` a host
 (``site:docs.example`` also matches its subdomains); ``after:``/``before:`` a date
@@ -209,28 +214,44 @@ class _Parser:
         return j > 0 and self.tokens[j - 1].kind not in ("lparen", "or", "and", "not", "minus")
 
     def or_expr(self) -> Node | None:
+        """One group: its alternatives, with every exclusion written in the group applied
+        to all of them (Lucene's MUST_NOT; Google reads ``a OR b -c`` the same way)."""
         self._skip_dangling()
-        parts = [self.and_expr()]
+        branches = [self.and_expr()]
         while (tok := self.peek()) is not None and tok.kind == "or":
             self.take()
             self._skip_dangling()
-            parts.append(self.and_expr())
-        return _join(Or, parts)
+            branches.append(self.and_expr())
+        if len(branches) == 1:
+            return _join(And, branches[0][0])
+        positives: list[Node | None] = []
+        excluded: list[Node | None] = []
+        for parts, negated in branches:
+            positives.append(_join(And, [p for p, n in zip(parts, negated, strict=True) if not n]))
+            excluded += [p for p, n in zip(parts, negated, strict=True) if n]
+        if not any(excluded):
+            return _join(Or, positives)
+        return _join(And, [_join(Or, positives), *excluded])
 
-    def and_expr(self) -> Node | None:
+    def and_expr(self) -> tuple[list[Node | None], list[bool]]:
+        """One alternative's parts, each flagged when it is a written ``-x``/``NOT x``."""
         self._skip_dangling()
         tok = self.peek()
         if tok is None or tok.kind == "rparen":
-            return None  # nothing here (only dangling operators): the caller decides
-        parts = [self.unary()]
+            return [], []  # nothing here (only dangling operators): the caller decides
+        parts: list[Node | None] = []
+        negated: list[bool] = []
         while (tok := self.peek()) is not None and tok.kind not in ("or", "rparen"):
-            if tok.kind == "and":
+            if tok.kind == "and" and parts:
                 self.take()
                 self._skip_dangling()
                 if (nxt := self.peek()) is None or nxt.kind in ("or", "rparen"):
                     break
-            parts.append(self.unary())
-        return _join(And, parts)
+                tok = nxt
+            node = self.unary()
+            parts.append(node)
+            negated.append(tok.kind in ("not", "minus") and isinstance(node, Not))
+        return parts, negated
 
     def unary(self) -> Node | None:
         tok = self.peek()
@@ -267,8 +288,13 @@ class _Parser:
             self.take()
             return node
         if tok.kind == "phrase":
+            nxt = self.peek()
+            if nxt is not None and nxt.kind == "word" and nxt.text.startswith("~"):
+                if nxt.pos == tok.pos + len(tok.text) + 2:
+                    raise QuerySyntaxError(nxt.pos, 'phrase slop ("a b"~N) is not supported')
             return _phrase(tok.text)
         if tok.kind == "word":
+            _refuse_unsupported(tok)
             return self.word(tok)
         raise QuerySyntaxError(tok.pos, f"unexpected {tok.text!r}")  # pragma: no cover
 
@@ -309,6 +335,20 @@ class _Parser:
             return FieldPrefix("title", stem)
         terms = analyze(value).terms
         return _join(And, [FieldTerm("title", t) for t in dict.fromkeys(terms)])
+
+
+#: Classic-syntax suffixes the engine does not run: a boost ``term^2`` and a fuzzy
+#: ``term~`` / ``term~1``. Read as words they would search for something else.
+_UNSUPPORTED = re.compile(r"(\^[\d.]*|~\d*)$")
+
+
+def _refuse_unsupported(tok: Token) -> None:
+    """Refuse ``term^N`` and ``term~N`` where they start (a 400 naming the operator)."""
+    m = _UNSUPPORTED.search(tok.text)
+    if m is None or m.start() == 0:
+        return
+    what = "boosts (term^N)" if m.group(1).startswith("^") else "fuzzy terms (term~N)"
+    raise QuerySyntaxError(tok.pos + m.start(), f"{what} are not supported")
 
 
 def _prefix_text(word: str, pos: int) -> str:
@@ -356,7 +396,7 @@ def _join(kind: type[And] | type[Or], parts: list[Node | None]) -> Node | None:
 
 #: Characters and words that make a query more than words: without one, the parse is
 #: the plain words themselves (checked with one regex search, not a parse).
-_OPERATORS = re.compile(r'[()*:"\u201c\u201d\u201e\u00ab\u00bb]|(?:^|\s)-|\b(?:OR|AND|NOT)\b')
+_OPERATORS = re.compile(r'[()*:^~"\u201c\u201d\u201e\u00ab\u00bb]|(?:^|\s)-|\b(?:OR|AND|NOT)\b')
 
 
 def has_operators(text: str) -> bool:

@@ -70,6 +70,20 @@ def test_parse_operators() -> None:
     assert q.parse("json (OR heapq)") == q.parse("json heapq")
 
 
+def test_an_exclusion_applies_to_its_whole_group() -> None:
+    """``-term`` / ``NOT term`` is Lucene's MUST_NOT: it excludes from every alternative
+    of the group it stands in, not only from the word next to it (issue 28 item 6)."""
+    json, pickle, mirror = q.Term("json"), q.Term("pickl"), q.Term("mirror")
+    assert q.parse("json OR pickle -mirror") == q.And((q.Or((json, pickle)), q.Not(mirror)))
+    assert q.parse("json OR -mirror") == q.And((json, q.Not(mirror)))
+    assert q.parse("-mirror json OR pickle") == q.parse("json OR pickle -mirror")
+    # one alternative only: as before, in the order written
+    assert q.parse("-mirror json") == q.And((q.Not(mirror), json))
+    # parentheses make a group of their own: the exclusion stays inside them
+    assert q.parse("json OR (pickle -mirror)") == q.Or((json, q.And((pickle, q.Not(mirror)))))
+    assert q.parse("-json OR -mirror") == q.And((q.Not(json), q.Not(mirror)))
+
+
 @pytest.mark.parametrize(
     ("text", "position", "words"),
     [
@@ -81,6 +95,13 @@ def test_parse_operators() -> None:
         ("json ()", 5, "empty"),
         ("title: heap", 6, "value right after"),
         ("(" * 40 + "json" + ")" * 40, 32, "deeper"),
+        # operators of the classic syntax the engine does not run are refused where they
+        # start, never searched for as other words (issue 28 item 5)
+        ("json^2", 4, "boost"),
+        ("json^", 4, "boost"),
+        ('"python library"~3', 16, "slop"),
+        ("pickle~", 6, "fuzzy"),
+        ("heap pickle~1", 11, "fuzzy"),
     ],
 )
 def test_syntax_errors_say_where(text: str, position: int, words: str) -> None:
@@ -225,6 +246,22 @@ def expansions(world: World, prefix: str) -> list[str]:
     return [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))][:MAX_PREFIX_TERMS]
 
 
+def grouped(tree: tuple) -> tuple:
+    """The tree as the query language reads its text: a NOT standing directly in an OR
+    group (``a OR -b``, rendered without parentheses) excludes from the whole group."""
+    kind, arg = tree
+    if kind == "not":
+        return ("not", grouped(arg))
+    if kind not in ("and", "or"):
+        return tree
+    kids = [grouped(c) for c in arg]
+    if kind == "or" and any(c[0] == "not" for c in kids):
+        pos = [c for c in kids if c[0] != "not"]
+        nots = [c for c in kids if c[0] == "not"]
+        return ("and", ([("or", pos)] if pos else []) + nots)
+    return (kind, kids)
+
+
 def matches(world: World, tree: tuple, d: Doc) -> bool:
     kind, arg = tree
     if kind == "word":
@@ -330,9 +367,10 @@ def bm25(world: World, terms: set[str], d: Doc) -> float:
 @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_every_operator_equals_a_brute_force_scan(world: World, data: st.DataObject) -> None:
-    tree = data.draw(trees(world))
-    text = render(tree, dash=data.draw(st.booleans()))
+    written = data.draw(trees(world))
+    text = render(written, dash=data.draw(st.booleans()))
     assume(len(text) <= 500)
+    tree = grouped(written)
     if not findable(tree):
         with pytest.raises(QueryError) as err:
             world.svc.search(text, limit=LIMIT, now=NOW)
@@ -366,6 +404,9 @@ def test_operators_people_type(world: World) -> None:
     assert n_a > 0 and n_b > 0 and either == n_a + n_b - both
     without = svc.search(f"{a} -{b}", limit=LIMIT, now=NOW)
     assert without["estimatedTotal"] == n_a - both
+    # the exclusion reaches every alternative of its group (Lucene's MUST_NOT)
+    grouped_out = svc.search(f"{a} OR {b} -{b}", limit=LIMIT, now=NOW)
+    assert grouped_out["estimatedTotal"] == n_a - both
     prefix = svc.search("iterto*", limit=LIMIT, now=NOW)
     assert prefix["estimatedTotal"] >= n_a
     assert svc.search("jso*", limit=1, now=NOW)["estimatedTotal"] > 0
@@ -397,6 +438,8 @@ def test_parse_errors_answer_400_with_position(world: World, tmp_path: Path) -> 
         assert "never closed" in body["message"]
         r = c.get("/search", params={"q": "json after:2026-02-30"})
         assert r.status_code == 400 and r.json()["position"] == 11
+        r = c.get("/search", params={"q": "json^2"})  # a boost, not the digit 2
+        assert r.status_code == 400 and r.json()["position"] == 4
         r = c.get("/search", params={"q": "-json"})
         assert r.status_code == 400 and r.json()["error"] == "ONLY_NEGATIVE"
         r = c.get("/search", params={"q": "itertools OR chainmap"})

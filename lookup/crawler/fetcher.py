@@ -36,6 +36,7 @@ import certifi
 import httpx
 
 from lookup.crawler.scope import LOOPBACK, address_permitted
+from lookup.kit.htmlcharset import decode_html, has_bom
 
 __all__ = [
     "DEFAULT_USER_AGENT",
@@ -162,15 +163,8 @@ class FetchResult:
         return self.headers.get(name.lower())
 
     def text(self) -> str:
-        """The body decoded by its declared charset, falling back to UTF-8 with replacement."""
-        for enc in (self.charset, "utf-8"):
-            if not enc:
-                continue
-            try:
-                return self.body.decode(enc)
-            except (LookupError, UnicodeDecodeError):
-                continue
-        return self.body.decode("utf-8", errors="replace")
+        """The body decoded as a browser would (BOM, header, ``<meta>``, detection)."""
+        return decode_html(self.body, self.header("content-type")).text
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -378,6 +372,6 @@ class Fetcher:
                 result.error, result.detail = "not-html", "no content type and no HTML"
                 return
             result.content_type = "text/html"
-        if accept is not None and looks_binary(result.body):
+        if accept is not None and not has_bom(result.body) and looks_binary(result.body):
             result.error, result.detail = "binary", "binary content served as text"
             result.body = b""

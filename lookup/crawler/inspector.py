@@ -18,7 +18,6 @@
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from lookup.crawler.dedup import (
 from lookup.crawler.output import read_record
 from lookup.crawler.parse import parse_html
 from lookup.crawler.state import CrawlReader, crawl_state_url, open_crawl_reader
+from lookup.kit.htmlcharset import decode_html
 
 __all__ = [
     "ClusterMember",
@@ -195,20 +195,9 @@ class PageText:
         return len(self.text.split())
 
 
-_CHARSET = re.compile(r"charset=([\w.:-]+)", re.I)
-
-
 def _decode(body: bytes, headers: dict[str, str]) -> str:
-    ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), "")
-    m = _CHARSET.search(ctype)
-    for enc in (m.group(1) if m else None, "utf-8"):
-        if not enc:
-            continue
-        try:
-            return body.decode(enc)
-        except (LookupError, UnicodeDecodeError):
-            continue
-    return body.decode("utf-8", errors="replace")
+    ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+    return decode_html(body, ctype).text
 
 
 def page_text(out_dir: Path | str, url: str) -> PageText:

@@ -32,8 +32,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from warcio.archiveiterator import ArchiveIterator
 
 from lookup.errors import InvalidInput, NotFound
+from lookup.kit.htmlcharset import decode_html
 from lookup.kit.urlnorm import normalize_url
-from lookup.search.extract import decode_html
 
 __all__ = [
     "CACHED_PATH",
@@ -315,7 +315,7 @@ def render_copy(
     title = copy.url
     note = ""
     if ctype in ("text/html", "application/xhtml+xml", ""):
-        parser = LexborHTMLParser(decode_html(body, content_type)[:MAX_CHARS])
+        parser = LexborHTMLParser(decode_html(body, content_type).text[:MAX_CHARS])
         found = parser.css_first("title")
         if found is not None and found.text(strip=True):
             title = found.text(strip=True)
@@ -330,7 +330,7 @@ def render_copy(
             f"{counts['removed']} removed (not http)."
         )
     elif ctype.startswith("text/"):
-        content = f"<pre>{esc(decode_html(body, content_type)[:MAX_CHARS])}</pre>"
+        content = f"<pre>{esc(decode_html(body, content_type).text[:MAX_CHARS])}</pre>"
     else:
         content = (
             f"<p>The stored answer is <code>{esc(ctype)}</code>, {len(body):,} bytes: "

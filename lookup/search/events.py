@@ -27,7 +27,8 @@ from typing import Any
 from warcio.archiveiterator import ArchiveIterator
 
 from lookup.kit.crawlevents import event_errors
-from lookup.search.extract import ExtractedPage, decode_html, extract_page
+from lookup.kit.htmlcharset import decode_html
+from lookup.search.extract import ExtractedPage, extract_page
 
 EVENTS_FILE = "events.jsonl"
 
@@ -299,8 +300,8 @@ def page_from_payload(
     """Extract a stored page, or None for content that is not text."""
     ctype = (content_type or "text/html").split(";")[0].strip().lower()
     if ctype in ("text/html", "application/xhtml+xml", ""):
-        return extract_page(decode_html(body, content_type), url, with_links)
+        return extract_page(decode_html(body, content_type).text, url, with_links)
     if ctype.startswith("text/"):
-        text = decode_html(body, content_type)
+        text = decode_html(body, content_type).text
         return ExtractedPage(title="", text=" ".join(text.split())[:100_000])
     return None

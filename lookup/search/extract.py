@@ -39,7 +39,6 @@ MAX_TEXT_CHARS = 100_000
 MAX_TITLE_CHARS = 300
 
 _SPACE = re.compile(r"\s+")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9._:-]+)""", re.I)
 
 
 @dataclass
@@ -50,24 +49,6 @@ class ExtractedPage:
     text: str
     links: list[str] = field(default_factory=list)
     noindex: bool = False
-
-
-def decode_html(body: bytes, content_type: str | None = None) -> str:
-    """Decode page bytes using the HTTP charset, else ``<meta charset>``, else UTF-8."""
-    candidates: list[str] = []
-    if content_type:
-        m = re.search(r"charset\s*=\s*\"?([A-Za-z0-9._:-]+)", content_type, re.I)
-        if m:
-            candidates.append(m.group(1))
-    m2 = _META_CHARSET.search(body[:4096])
-    if m2:
-        candidates.append(m2.group(1).decode("ascii", "ignore"))
-    for name in candidates:
-        try:
-            return body.decode(name, errors="replace")
-        except LookupError:
-            continue
-    return body.decode("utf-8", errors="replace")
 
 
 def _clean(text: str) -> str:

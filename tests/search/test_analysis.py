@@ -91,9 +91,9 @@ def test_noindex_title_fallback_and_charsets() -> None:
     page = extract_page("<meta name='ROBOTS' content='NOINDEX'><h1>Only heading</h1><p>x</p>")
     assert page.noindex and page.title == "Only heading"
     latin = "<meta charset='iso-8859-1'><title>Café</title>".encode("latin-1")
-    assert "Café" in decode_html(latin)
-    assert decode_html("naïve".encode(), "text/html; charset=utf-8") == "naïve"
-    assert decode_html(b"\xff\xfe bad", None)  # undecodable bytes are replaced, not fatal
+    assert "Café" in decode_html(latin).text
+    assert decode_html("naïve".encode(), "text/html; charset=utf-8").text == "naïve"
+    assert decode_html(b"\xff\xfe bad", None).text  # undecodable bytes are replaced, not fatal
     assert page_from_payload(b"\x89PNG", "image/png", "http://x/") is None
     plain = page_from_payload(b"plain  text\nfile", "text/plain", "http://x/")
     assert plain is not None and plain.text == "plain text file"

@@ -122,12 +122,14 @@ class CrawlReport:
     resumed_leases: int = 0
     cycle: int = 1
     soft_404s: int = 0
+    robots_unparseable: int = 0  # 2xx robots.txt answers that were not rules files
 
     def lines(self) -> list[str]:
         out = [
             f"stopped: {self.stop_reason} after {self.elapsed:.1f} s (crawl cycle {self.cycle})",
             f"pages fetched {self.pages} ({self.pages_per_second:.1f}/s), requests {self.requests}"
-            f" (robots.txt {self.robots_fetches}), events {self.events}",
+            f" (robots.txt {self.robots_fetches}, not a rules file {self.robots_unparseable}),"
+            f" events {self.events}",
             f"frontier left {self.frontier}, hosts {self.hosts}",
             "outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())),
             "duplicates: "

@@ -621,6 +621,7 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
         else:
             delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
         self._counts["robots"] += 1
+        self._counts["robots-unparseable"] += policy.reason.startswith("unparseable")
         self._counts["requests"] += 1 + answer.hops
         sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
         items = [(n, 0, answer.url, "sitemap", 0) for n in map(normalize_url, sitemaps) if n]

@@ -81,4 +81,5 @@ class CrawlReporting:
             resumed_leases=self.resumed_leases,
             cycle=self.cycle,
             soft_404s=self._counts["soft-404"],
+            robots_unparseable=self._counts["robots-unparseable"],
         )

@@ -80,6 +80,7 @@ class RobotsHops:
         if own:  # the target is that host's own robots.txt: its policy too, read once
             self._counts["robots"] += 1
             policy = self.robots.from_response(host, res.status or 0, res.body)
+            self._counts["robots-unparseable"] += policy.reason.startswith("unparseable")
             self._robots_known(host, scheme, policy)
         with self.store.transaction():
             if own:

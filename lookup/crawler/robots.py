@@ -18,6 +18,7 @@ Meta robots tags and ``X-Robots-Tag`` headers (page-level) are handled by
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from protego import Protego
+from w3lib.encoding import read_bom
 
 from lookup.crawler.state import HostRecord, RobotsRecord
 from lookup.kit.urlnorm import host_of, normalize_url
@@ -77,7 +79,8 @@ class RobotsPolicy:
         if self.state == "allow-all":
             return f"allowed: robots.txt answered {self.status} (no restrictions)"
         if self.state == "disallow-all":
-            return f"disallowed: robots.txt unreachable ({self.reason}); failing closed"
+            what = "not a rules file" if self.reason.startswith("unparseable") else "unreachable"
+            return f"disallowed: robots.txt {what} ({self.reason}); failing closed"
         verdict = "allowed" if self.allows(url) else "disallowed"
         path = urlsplit(url).path or "/"
         return f"{verdict} by robots.txt rules for {self.agent} ({path})"
@@ -113,7 +116,10 @@ class RobotsPolicy:
         now = time.time() if now is None else now
         ttl = min(ttl, DAY)
         if 200 <= status < 300:
-            text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace")
+            text, problem = read_rules_file(body[:MAX_ROBOTS_BYTES])
+            if problem is not None:  # seed 003: an unparseable file is never permission
+                reason = f"unparseable: {problem}"
+                return cls(host, "disallow-all", agent, status, "", reason, now, now + retry)
             return cls(host, "rules", agent, status, text, "", now, now + ttl)
         if status == 429 or status >= 500:
             return cls(host, "disallow-all", agent, status, "", f"HTTP {status}", now, now + retry)
@@ -129,6 +135,42 @@ class RobotsPolicy:
         """The policy when robots.txt could not be fetched at all: disallow everything."""
         now = time.time() if now is None else now
         return cls(host, "disallow-all", agent, None, "", reason, now, now + retry)
+
+
+#: Lines of a rules file (RFC 9309 §2.2 and the common extensions): a file with text
+#: but none of these is not a rules file.
+_DIRECTIVE = re.compile(
+    r"\s*(user-agent|allow|disallow|sitemap|crawl-delay|host|request-rate|visit-time"
+    r"|clean-param|noindex)\s*:",
+    re.I,
+)
+_HTML = re.compile(rb"<\s*(!doctype\s+html|html|head|body|title|form)\b", re.I)
+
+
+def read_rules_file(raw: bytes) -> tuple[str, str | None]:
+    """A 2xx robots.txt body as text, or why it is not a rules file.
+
+    A byte-order mark says how to read it (UTF-8 or UTF-16); otherwise it is UTF-8 (RFC
+    9309 §2.3), with undecodable bytes replaced. Refused: bytes that are not text (NULs,
+    control characters — UTF-16 without a mark looks like this), an HTML page (a login
+    or error page served for every path) and text with no rule line at all. Empty and
+    comment-only files are valid: they restrict nothing.
+    """
+    bom, mark = read_bom(raw)
+    if bom is not None:
+        return raw[len(mark) :].decode(bom, errors="replace"), None
+    head = raw[:2048]
+    controls = sum(1 for b in head if b < 9 or 13 < b < 32)
+    if b"\x00" in head or (head and controls / len(head) > 0.05):
+        return "", "binary content (NUL or control bytes; UTF-16 needs a byte-order mark)"
+    if head.lstrip()[:1] == b"<" and _HTML.search(head):
+        return "", "an HTML page, not a rules file"
+    text = raw.decode("utf-8", errors="replace")
+    lines = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    content = [line for line in lines if line]
+    if content and not any(_DIRECTIVE.match(line) for line in content):
+        return "", "no rule lines (user-agent, allow, disallow, sitemap)"
+    return text, None
 
 
 class RobotsCache:

@@ -88,3 +88,41 @@ def test_only_the_first_500_kib_is_parsed() -> None:
 def test_sitemaps_are_listed() -> None:
     p = policy(ROBOTS + b"Sitemap: http://a.test/sitemap.xml\n")
     assert p.sitemaps == ["http://a.test/sitemap.xml"]
+
+
+LOGIN_PAGE = b"""<!DOCTYPE html>
+<html><head><title>Sign in</title></head>
+<body><form action="/login"><input name="user"><input name="pass" type="password"></form></body>
+</html>"""
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (LOGIN_PAGE, "HTML"),  # a login page answered 200 for every path
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "binary"),
+        ("User-agent: *\nDisallow: /private/\n".encode("utf-16-le"), "binary"),  # no BOM
+        (b"Welcome to our site! Nothing to see here.\nPlease come back later.\n", "no rule"),
+    ],
+)
+def test_a_file_that_is_not_a_rules_file_disallows_everything(body: bytes, why: str) -> None:
+    """Seed 003: an unparseable rules file is never permission (issue 28 item 16)."""
+    p = policy(body)
+    assert p.state == "disallow-all" and p.status == 200
+    assert p.reason.startswith("unparseable") and why in p.reason
+    assert not p.allows("http://a.test/public/page.html")
+    assert p.expires_at == 1000.0 + 600.0  # retried as soon as an unreachable file
+
+
+def test_utf16_with_a_byte_order_mark_and_a_utf8_bom_are_read() -> None:
+    rules = "User-agent: *\nDisallow: /private/\n"
+    for raw in ("\ufeff" + rules).encode("utf-16-le"), ("\ufeff" + rules).encode("utf-8"):
+        p = policy(raw)
+        assert p.state == "rules"
+        assert not p.allows("http://a.test/private/x") and p.allows("http://a.test/open")
+
+
+def test_an_empty_or_comment_only_file_is_a_valid_file_with_no_rules() -> None:
+    for body in (b"", b"\n\n", b"# nothing here for now\n"):
+        p = policy(body)
+        assert p.state == "rules" and p.allows("http://a.test/anything")

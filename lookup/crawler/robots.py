@@ -11,6 +11,12 @@ The rules that matter (RFC 9309 §2.3.1):
   disallow until the file can be read. Scrapy's default fails open here; we do not —
   a struggling server is the last one to crawl.
 - Cache a good answer for at most 24 hours; retry an unreachable one sooner.
+- While the file is unreachable for a network reason (timeout, refused connection,
+  DNS), the last parsed copy stands in for up to 30 days after it was fetched
+  (RFC 9309 §2.4 allows a cached copy then). It is never an "allow-all" from a 4xx and
+  never stands in for a 5xx or 429: a server that says it is struggling is not crawled.
+- A 2xx answer that is not a rules file (binary, an HTML page, no rule line) is
+  disallow-all, retried like an unreachable file (seed 003: never permission).
 
 Meta robots tags and ``X-Robots-Tag`` headers (page-level) are handled by
 :mod:`lookup.crawler.parse`.
@@ -41,6 +47,8 @@ MAX_ROBOTS_BYTES = 500 * 1024
 #: RFC 9309 §2.3.1.2: follow at least five consecutive redirects.
 MAX_ROBOTS_REDIRECTS = 5
 DAY = 24 * 3600.0
+#: How long after it was fetched the last parsed copy may stand in for an unreachable file.
+LAST_GOOD_COPY = 30 * DAY
 
 
 @dataclass
@@ -203,8 +211,20 @@ class RobotsCache:
         self.put(policy)
         return policy
 
-    def unreachable(self, host: str, reason: str) -> RobotsPolicy:
-        policy = RobotsPolicy.unreachable(host, self.agent, reason, retry=self.retry)
+    def unreachable(self, host: str, reason: str, now: float | None = None) -> RobotsPolicy:
+        """The policy while ``host``'s robots.txt cannot be fetched: its last parsed copy
+        if that is at most 30 days old (asked again after ``retry``), else disallow-all."""
+        now = time.time() if now is None else now
+        last = self._policies.get(host)
+        if last is not None and last.state == "rules" and now - last.fetched_at <= LAST_GOOD_COPY:
+            age = (now - last.fetched_at) / DAY
+            policy = RobotsPolicy(
+                host, "rules", self.agent, last.status, last.body,
+                f"unreachable ({reason}); obeying the copy fetched {age:.1f} days ago",
+                last.fetched_at, now + self.retry,
+            )  # fmt: skip
+        else:
+            policy = RobotsPolicy.unreachable(host, self.agent, reason, retry=self.retry, now=now)
         self.put(policy)
         return policy
 
@@ -249,9 +269,13 @@ class RobotsCache:
     def restore(self, h: HostRecord, now: float) -> None:
         """Put back a host's stored policy after a restart, if it was readable and is fresh.
 
-        A failing robots.txt is re-read at once after a restart: fail closed, retry.
+        A failing robots.txt is re-read at once after a restart: fail closed, retry. An
+        expired parsed copy younger than 30 days is kept too, only to stand in if the
+        file turns out to be unreachable (it is re-read first, as it has expired).
         """
-        if h.robots_state in ("rules", "allow-all") and (h.robots_expires_at or 0) > now:
+        fresh = (h.robots_expires_at or 0) > now
+        last_good = h.robots_state == "rules" and now - (h.robots_fetched_at or 0) <= LAST_GOOD_COPY
+        if h.robots_state in ("rules", "allow-all") and (fresh or last_good):
             assert h.robots_expires_at is not None
             self.put(
                 RobotsPolicy(

@@ -126,3 +126,25 @@ def test_an_empty_or_comment_only_file_is_a_valid_file_with_no_rules() -> None:
     for body in (b"", b"\n\n", b"# nothing here for now\n"):
         p = policy(body)
         assert p.state == "rules" and p.allows("http://a.test/anything")
+
+
+def test_the_last_parsed_copy_stands_in_while_unreachable_for_30_days() -> None:
+    """RFC 9309 §2.4: a cached copy may be used while the file is unreachable; fail-closed
+    still holds when there is no copy, when it is older than 30 days, for a 5xx, and
+    for a 4xx's allow-all (which is no copy of any rules)."""
+    cache = RobotsCache(AGENT, retry=600.0)
+    first = RobotsPolicy.from_response("a.test", AGENT, 200, ROBOTS, now=1000.0)
+    cache.put(first)
+    p = cache.unreachable("a.test", "timeout", now=1000.0 + 10 * DAY)
+    assert p.state == "rules" and "copy fetched 10.0 days ago" in p.reason
+    assert p.fetched_at == 1000.0 and p.expires_at == 1000.0 + 10 * DAY + 600.0
+    assert p.allows("http://a.test/ok") and not p.allows("http://a.test/drafts/x.html")
+    # past 30 days: fail closed
+    assert cache.unreachable("a.test", "timeout", now=1000.0 + 31 * DAY).state == "disallow-all"
+    # a 5xx is the server saying it struggles: no stand-in
+    cache.put(first)
+    assert cache.from_response("a.test", 503, b"").state == "disallow-all"
+    # a 4xx's allow-all is not a copy of rules
+    cache.put(RobotsPolicy.from_response("b.test", AGENT, 404, b"", now=1000.0))
+    assert cache.unreachable("b.test", "timeout", now=2000.0).state == "disallow-all"
+    assert cache.unreachable("new.test", "refused", now=2000.0).state == "disallow-all"

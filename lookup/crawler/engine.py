@@ -238,7 +238,7 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
             self.store.set_meta("cycle_started_at", now)
             self.store.add_cycle(CycleRecord(1, now, "start"))
             self.cycle, self._cycle_started = 1, now
-        self.warc = WarcStore(self.out)
+        self.warc = WarcStore(self.out, agent=c.user_agent)
         self.events = EventLogWriter(self.out / "events.jsonl")
         self.steering = Steering.open(self, crawl_state_url(self.out), "crawl")
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
@@ -611,6 +611,11 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
 
         answer = await self.robots.read(self.fetcher, host, scheme, hop)
         policy, res = answer.policy, answer.result
+        if res.status is not None:  # archived as it was answered, whatever it said
+            self.warc.write_response(
+                res.url, res.status, res.raw_headers, res.body,
+                fetched_at=res.started, address=res.address, request=res.sent,
+            )  # fmt: skip
         failing = self._robots_known(host, scheme, policy)
         extra_wait = c.robots_retry if failing else 0.0
         if own_delay:

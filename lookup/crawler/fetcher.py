@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import certifi
 import httpx
 
+from lookup.crawler.output import SentRequest
 from lookup.crawler.scope import LOOPBACK, address_permitted
 from lookup.kit.htmlcharset import decode_html, has_bom
 
@@ -154,6 +155,7 @@ class FetchResult:
     error: str | None = None  # timeout | connect | tls | too-large | not-html | protocol
     detail: str = ""
     http_version: str = "HTTP/1.1"
+    sent: SentRequest | None = None  # the request as it went out (for the WARC request record)
 
     @property
     def ok(self) -> bool:
@@ -306,6 +308,8 @@ class Fetcher:
                 request = self.client.build_request(
                     "GET", target, headers=headers, extensions=extensions
                 )
+                path = request.url.raw_path.decode("ascii", "replace")
+                result.sent = SentRequest(path, list(request.headers.multi_items()))
                 response = await self.client.send(request, stream=True)
                 try:
                     await self._read(response, result, accept, cap)

@@ -203,8 +203,9 @@ class FetchContext:
         """Store the raw answer as a WARC response record; its storage key."""
         r = self.result
         return self.kit.warc.write_response(
-            self.entry.url, 200, r.raw_headers, r.body, fetched_at=r.started, address=r.address
-        )
+            self.entry.url, 200, r.raw_headers, r.body,
+            fetched_at=r.started, address=r.address, request=r.sent,
+        )  # fmt: skip
 
 
 OutcomeRule = Callable[[FetchContext], Outcome | None]
@@ -293,6 +294,12 @@ def not_modified(ctx: FetchContext) -> Outcome | None:
     """304 to a conditional recrawl: unchanged, due again later."""
     if ctx.result.status != 304:
         return None
+    r = ctx.result
+    ctx.kit.warc.write_not_modified(
+        ctx.entry.url, r.raw_headers,
+        refers_to_date=ctx.row.fetched_at if ctx.row is not None else None,
+        fetched_at=r.started, address=r.address, request=r.sent,
+    )  # fmt: skip
     return Outcome("not-modified", UrlFacts(schedule=ctx.schedule(changed=False)))
 
 

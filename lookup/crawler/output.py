@@ -5,7 +5,11 @@
   Originals and near-duplicates are ``response`` records; an exact duplicate is a
   ``revisit`` record (WARC's identical-payload-digest profile) pointing at the
   original, so the same content is never stored twice. A page's ``storageKey`` is
-  ``warc/<file>#<offset>``; :func:`read_record` reads it back.
+  ``warc/<file>#<offset>``; :func:`read_record` reads it back. Each file starts with a
+  ``warcinfo`` record (software, user agent, robots policy); each response is followed by
+  the ``request`` record that asked for it (``WARC-Concurrent-To``); a 304 to a
+  conditional recrawl is a ``revisit`` with the server-not-modified profile; robots.txt
+  answers are archived as responses too (the Heritrix and StormCrawler layout).
 - ``DIR/events.jsonl`` — one ``PageFetched`` event per new or changed page, written
   with a single ``write`` call per line; ``(urlHash, contentHash)`` is its
   idempotency key, so a page fetched again after a crash repeats harmlessly.
@@ -16,6 +20,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,11 +29,20 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from lookup.kit.crawlevents import check_event
+from lookup.kit.crawlevents import SERVER_NOT_MODIFIED, check_event
 
-__all__ = ["EventLogWriter", "WarcStore", "read_record"]
+__all__ = ["EventLogWriter", "SentRequest", "WarcStore", "read_record"]
 
 _REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 304: "Not Modified"}
+
+
+@dataclass(frozen=True)
+class SentRequest:
+    """The HTTP request a response answered, as it went on the wire (for the request record)."""
+
+    target: str  # path and query
+    headers: list[tuple[str, str]]
+    method: str = "GET"
 
 
 def iso(ts: float) -> str:
@@ -39,9 +53,10 @@ def iso(ts: float) -> str:
 class WarcStore:
     """Appends WARC records to this run's file under ``DIR/warc``."""
 
-    def __init__(self, out_dir: Path, key_prefix: str = "") -> None:
+    def __init__(self, out_dir: Path, key_prefix: str = "", agent: str = "") -> None:
         """``key_prefix``: where ``out_dir`` is, relative to the directory the storage keys
-        are read from (a fleet worker's ``WORKER/`` under the fleet's ``OUT``)."""
+        are read from (a fleet worker's ``WORKER/`` under the fleet's ``OUT``); ``agent``
+        goes into the file's ``warcinfo`` record."""
         self.key_prefix = key_prefix
         self.dir = out_dir / "warc"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -53,6 +68,14 @@ class WarcStore:
         self._file = open(self.dir / self.name, "ab")  # noqa: SIM115 - closed in close()
         self._writer = WARCWriter(self._file, gzip=True)
         self.records = 0
+        info = {
+            "software": "Lookup Workbench crawler",
+            "format": "WARC File Format 1.0",
+            "robots": "obey (RFC 9309; unreachable or unparseable files fail closed)",
+        }
+        if agent:
+            info["http-header-user-agent"] = agent
+        self._write(self._writer.create_warcinfo_record(self.name, info))
 
     def _key(self, offset: int) -> str:
         return f"{self.key_prefix}warc/{self.name}#{offset}"
@@ -66,8 +89,9 @@ class WarcStore:
         *,
         fetched_at: float,
         address: str = "",
+        request: SentRequest | None = None,
     ) -> str:
-        """Store one HTTP response; returns its storage key."""
+        """Store one HTTP response (and the request that asked for it); its storage key."""
         # The body is stored decoded, so drop the headers that described its encoding.
         kept = [
             (k, v)
@@ -88,7 +112,55 @@ class WarcStore:
             http_headers=http_headers,
             warc_headers_dict=warc_headers,
         )
-        return self._write(record)
+        key = self._write(record)
+        if request is not None:
+            self._write_request(url, request, record, warc_headers)
+        return key
+
+    def _write_request(
+        self, url: str, request: SentRequest, response: Any, warc_headers: dict[str, str]
+    ) -> None:
+        http_headers = StatusAndHeaders(
+            f"{request.method} {request.target} HTTP/1.1",
+            request.headers,
+            protocol="HTTP/1.1",
+            is_http_request=True,
+        )
+        record = self._writer.create_warc_record(
+            url, "request", http_headers=http_headers, warc_headers_dict=dict(warc_headers)
+        )
+        record.rec_headers.add_header(
+            "WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID")
+        )
+        self._write(record)
+
+    def write_not_modified(
+        self,
+        url: str,
+        headers: list[tuple[str, str]],
+        *,
+        refers_to_date: str | None,
+        fetched_at: float,
+        address: str = "",
+        request: SentRequest | None = None,
+    ) -> str:
+        """Store a 304 to a conditional recrawl: a revisit of this URL's last stored copy
+        with the server-not-modified profile (no payload)."""
+        http_headers = StatusAndHeaders("304 Not Modified", headers, protocol="HTTP/1.1")
+        warc_headers = {"WARC-Date": iso(fetched_at)}
+        if address:
+            warc_headers["WARC-IP-Address"] = address
+        record = self._writer.create_warc_record(
+            url, "revisit", http_headers=http_headers, warc_headers_dict=dict(warc_headers)
+        )
+        record.rec_headers.add_header("WARC-Profile", SERVER_NOT_MODIFIED)
+        record.rec_headers.add_header("WARC-Refers-To-Target-URI", url)
+        if refers_to_date:
+            record.rec_headers.add_header("WARC-Refers-To-Date", refers_to_date)
+        key = self._write(record)
+        if request is not None:
+            self._write_request(url, request, record, warc_headers)
+        return key
 
     def write_revisit(
         self, url: str, *, refers_to: str, refers_to_date: str, digest: str, fetched_at: float

@@ -193,7 +193,7 @@ class FleetWorker(Crawler):
         self._learn_fleet_pages(initial=True)  # the fleet's duplicate and trap memory so far
         # Storage keys name the worker's directory: the store's keys are read fleet-wide (a
         # duplicate of another worker's page refers to that worker's record).
-        self.warc = WarcStore(self.out, key_prefix=f"{self.fleet.worker}/")
+        self.warc = WarcStore(self.out, key_prefix=f"{self.fleet.worker}/", agent=c.user_agent)
         self._rules = RuleKit(c, self.dedup, self.warc, self.traps, self._probes, self.store.url,
                               self.store.names_canonical)  # fmt: skip
         self.steering = Steering.open(self, self.fleet.store_url, self.fleet.worker)

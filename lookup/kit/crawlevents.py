@@ -25,11 +25,16 @@ from typing import Any
 __all__ = [
     "EVENT_FIELDS",
     "REMOVAL_REASONS",
+    "SERVER_NOT_MODIFIED",
     "InvalidEvent",
     "check_event",
     "event_errors",
     "json_schema",
 ]
+
+#: The WARC revisit profile of a 304 to a conditional recrawl (WARC 1.0 §6.7.2): the
+#: crawler writes it, the cached view skips it (the URL's last stored copy still stands).
+SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.0/revisit/server-not-modified"
 
 #: Why a page leaves the index (``PageRemoved.reason``).
 REMOVAL_REASONS = ("gone", "noindex", "soft-404", "duplicate", "moved")

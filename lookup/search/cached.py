@@ -32,6 +32,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from warcio.archiveiterator import ArchiveIterator
 
 from lookup.errors import InvalidInput, NotFound
+from lookup.kit.crawlevents import SERVER_NOT_MODIFIED
 from lookup.kit.htmlcharset import decode_html
 from lookup.kit.urlnorm import normalize_url
 
@@ -114,6 +115,8 @@ class StoredPages:
                 for record in it:
                     if record.rec_type not in ("response", "revisit"):
                         continue
+                    if record.rec_headers.get_header("WARC-Profile") == SERVER_NOT_MODIFIED:
+                        continue  # a 304: the URL's last stored copy still stands
                     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
                     if not uri:
                         continue

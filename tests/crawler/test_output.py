@@ -30,7 +30,11 @@ def test_warc_response_and_revisit_round_trip(tmp_path: Path) -> None:
         records = [
             (r.rec_type, r.rec_headers.get_header("WARC-Target-URI")) for r in ArchiveIterator(f)
         ]
-    assert records == [("response", "http://a.test/"), ("revisit", "http://b.test/")]
+    assert records == [
+        ("warcinfo", None),
+        ("response", "http://a.test/"),
+        ("revisit", "http://b.test/"),
+    ]
     # A second run writes a new file, never after a possibly torn record.
     assert WarcStore(tmp_path).name != warc.name
 

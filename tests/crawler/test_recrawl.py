@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from warcio.archiveiterator import ArchiveIterator
+
 from lookup.crawler import CrawlConfig, Sandbox, SandboxConfig, crawl, read_events
 
 
@@ -54,6 +56,37 @@ def test_recrawl_adapts_to_how_often_pages_change(tmp_path: Path) -> None:
     # Each (urlHash, contentHash) is sent once: an idempotent stream for the indexer.
     keys = [(e["urlHash"], e["contentHash"]) for e in events]
     assert len(keys) == len(set(keys))
+    # The archive holds what Heritrix and StormCrawler users look for (issue 28 item 18).
+    records = _warc_records(out)
+    assert records[0][0] == "warcinfo" and "LookupBot" in records[0][3]
+    by_id = {r[4]: r for r in records}
+    responses = [r for r in records if r[0] == "response"]
+    not_modified = [r for r in records if r[0] == "revisit" and r[2] and "not-modified" in r[2]]
+    assert sum(r[1] == never for r in not_modified) == answers.count(304)
+    requests = [r for r in records if r[0] == "request"]
+    # every answer (a 304 too) with the request that asked for it
+    assert len(requests) == len(responses) + len(not_modified)
+    for _, url, _, _, _, concurrent in requests:
+        assert by_id[concurrent][0] in ("response", "revisit") and by_id[concurrent][1] == url
+    assert any(url.endswith("/robots.txt") for _, url, *_ in responses)  # robots archived
+
+
+def _warc_records(out: Path) -> list[tuple[str, str, str | None, str, str, str | None]]:
+    """(type, target URI, profile, warcinfo text, record id, concurrent-to) of every record."""
+    found = []
+    for path in sorted((out / "warc").glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for r in ArchiveIterator(f):
+                h = r.rec_headers
+                text = r.content_stream().read().decode() if r.rec_type == "warcinfo" else ""
+                found.append(
+                    (
+                        r.rec_type, h.get_header("WARC-Target-URI") or "",
+                        h.get_header("WARC-Profile"), text, h.get_header("WARC-Record-ID"),
+                        h.get_header("WARC-Concurrent-To"),
+                    )
+                )  # fmt: skip
+    return found
 
 
 def test_robots_txt_is_read_again_when_its_copy_expires(tmp_path: Path) -> None:
@@ -66,13 +99,16 @@ def test_robots_txt_is_read_again_when_its_copy_expires(tmp_path: Path) -> None:
                 hosts=web.hosts(),
                 strict_hosts=True,
                 min_delay=0.01,
-                robots_ttl=0.5,  # a copy is trusted for half a second only
-                max_seconds=2.5,
+                robots_ttl=0.3,  # a copy is trusted for 0.3 s only
+                # 8 pages at the file's Crawl-delay of 0.1 s take at least 0.7 s, so the
+                # copy expires during the crawl however fast or loaded the machine is
+                max_pages=8,
+                max_seconds=120,
             )
         )
         log = [e for e in web.log.entries() if e.host == "docs.sandbox.test"]
     finally:
         web.stop()
-    assert report.pages > 5
+    assert report.stop_reason == "max-pages" and report.pages == 8
     robots = [e for e in log if e.path == "/robots.txt"]
     assert len(robots) >= 2 and log[0].path == "/robots.txt"

@@ -165,7 +165,7 @@ def read_rules_file(raw: bytes) -> tuple[str, str | None]:
     comment-only files are valid: they restrict nothing.
     """
     bom, mark = read_bom(raw)
-    if bom is not None:
+    if bom is not None and mark is not None:
         return raw[len(mark) :].decode(bom, errors="replace"), None
     head = raw[:2048]
     controls = sum(1 for b in head if b < 9 or 13 < b < 32)

@@ -70,18 +70,19 @@ def _codec(label: str | None) -> str | None:
 def decode_html(body: bytes, content_type: str | None = None) -> Decoded:
     """Decode page bytes as a browser would (see the module docstring for the order)."""
     bom, mark = read_bom(body)
-    if bom is not None:
+    if bom is not None and mark is not None:
         codec = codecs.lookup(bom).name
         return Decoded(body[len(mark) :].decode(codec, errors="replace"), codec, "bom")
-    for source, label in (
+    declared: tuple[tuple[str, str | None], ...] = (
         ("header", http_content_type_encoding(content_type) if content_type else None),
         ("meta", html_body_declared_encoding(body)),
-    ):
-        codec = _codec(label)
-        if codec is not None:
-            if source == "meta" and codec.startswith("utf-16"):
-                codec = "utf-8"  # a page cannot declare UTF-16 from inside itself
-            return Decoded(body.decode(codec, errors="replace"), codec, source)
+    )
+    for source, label in declared:
+        found = _codec(label)
+        if found is not None:
+            if source == "meta" and found.startswith("utf-16"):
+                found = "utf-8"  # a page cannot declare UTF-16 from inside itself
+            return Decoded(body.decode(found, errors="replace"), found, source)
     try:
         return Decoded(body.decode("utf-8"), "utf-8", "utf-8")
     except UnicodeDecodeError:

@@ -23,10 +23,8 @@ update the duplicate detector and trap memory through :class:`RuleKit`.
 from __future__ import annotations
 
 import time
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cached_property
 from typing import Any
 
@@ -42,6 +40,7 @@ from lookup.crawler.fetcher import FetchResult
 from lookup.crawler.frontier import FrontierEntry
 from lookup.crawler.output import WarcStore, iso
 from lookup.crawler.parse import ParsedPage, RobotsDirectives, parse_html, parse_robots_directives
+from lookup.crawler.sitemaps import SitemapError, parse_sitemap
 from lookup.crawler.soft404 import ProbeSignature, classify
 from lookup.crawler.state import (
     ContentFacts,
@@ -326,36 +325,25 @@ def other_status(ctx: FetchContext) -> Outcome | None:
 
 
 def sitemap(ctx: FetchContext) -> Outcome | None:
-    """A sitemap (or sitemap index): the URLs it lists, and their ``lastmod`` times."""
+    """A sitemap, sitemap index or feed (XML, gzip, text, RSS, Atom): the URLs it lists and
+    their ``lastmod`` times. One that cannot be read is its own outcome, with the reason."""
     if ctx.entry.kind != "sitemap" or ctx.result.error is not None or ctx.result.status != 200:
         return None
     e = ctx.entry
+    try:
+        doc = parse_sitemap(ctx.result.body)
+    except SitemapError as exc:
+        return Outcome("sitemap-unparseable", UrlFacts(reason=str(exc)))
     links: list[Link] = []
     hints: list[tuple[str, float]] = []
-    try:
-        root = ET.fromstring(ctx.result.body)
-    except ET.ParseError:
-        return Outcome("sitemap")
-    is_index = root.tag.endswith("sitemapindex")
-    for node in root:
-        loc = lastmod = None
-        for child in node:
-            if child.tag.endswith("loc"):
-                loc = (child.text or "").strip()
-            elif child.tag.endswith("lastmod"):
-                lastmod = (child.text or "").strip()
-        url = normalize_url(loc) if loc else None
+    kind = "sitemap" if doc.lists_sitemaps else "page"
+    for loc, lastmod in doc.entries:
+        url = normalize_url(loc, e.url)
         if url is None:
             continue
-        links.append((url, e.depth + 1, e.url, "sitemap" if is_index else "page", 0))
-        if lastmod and not is_index:
-            try:
-                stamp = datetime.fromisoformat(lastmod.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            if stamp.tzinfo is None:
-                stamp = stamp.replace(tzinfo=UTC)
-            hints.append((url, stamp.timestamp()))
+        links.append((url, e.depth + 1, e.url, kind, 0))
+        if lastmod is not None and not doc.lists_sitemaps:
+            hints.append((url, lastmod))
     return Outcome("sitemap", links=links, hints=hints)
 
 

@@ -128,10 +128,10 @@ export default function({ parentElement, data, setStateValue }) {
       rest.textContent = it.s.slice(cut);
       text.appendChild(rest);
       row.append(icon, text);
-      if (it.hot) {
+      if (it.hot || it.tag) {
         const hot = document.createElement("span");
         hot.className = "ta-hot";
-        hot.textContent = "trending";
+        hot.textContent = it.tag || "trending";
         row.appendChild(hot);
       }
       list.appendChild(row);
@@ -252,7 +252,7 @@ def searchbox(
     max_chars: int = 0,
     label: str = "Search",
 ) -> BoxState:
-    """Draw the box with ``items`` (``{"s", "typed", "hot"}``) as its dropdown; return
+    """Draw the box with ``items`` (``{"s", "typed", "hot", "tag"}``) as its dropdown; return
     its state. ``empty`` is what the list says when ``items`` is empty ("" hides it)."""
     now = box_state(key)
     _component(

@@ -17,6 +17,7 @@ import streamlit as st
 from common import Answer
 from common import call as api_call
 from cookies import read_cookie, remember_cookie
+from linkdomains import domain_params, domain_picker
 
 TOKEN = "shortener.token"
 #: The browser cookie that keeps the owner token across reloads.
@@ -132,6 +133,7 @@ def create_form() -> None:
             key="create-forward-path",
             help="/key/more/path goes on to the destination's path + /more/path.",
         )
+        domain = domain_picker()
         submitted = st.form_submit_button(
             "Shorten", type="primary", icon=":material/link:", key="create-submit"
         )
@@ -150,6 +152,8 @@ def create_form() -> None:
         body["forwardQuery"] = False
     if forward_path:
         body["forwardPath"] = True
+    if domain:
+        body["domain"] = domain
     answer = call("POST", "/v1/links", json=body)
     if answer.ok:
         st.session_state[CREATED] = answer.body
@@ -186,7 +190,8 @@ def created_card() -> None:
             )
             if created.get("expiresAt"):
                 st.caption(f"Expires {created['expiresAt']}")
-        answer = call("GET", f"/v1/links/{created['key']}/qr.png", params={"scale": 6})
+        params = {"scale": 6, **domain_params(created)}
+        answer = call("GET", f"/v1/links/{created['key']}/qr.png", params=params)
         if answer.ok:
             qr.image(answer.content, caption="Scan to open", width="stretch")  # within the card
         else:
@@ -215,6 +220,11 @@ def scan_why(link: dict[str, Any]) -> str:
     return "no rule fired"
 
 
+def _when(text: str | None) -> Any:
+    """An ISO time from the API as a pandas time (None stays None)."""
+    return pd.to_datetime(text) if text else None
+
+
 def links_table(links: list[dict[str, Any]]) -> None:
     """A table of the owner's links with status, scan verdict and the reasons for it."""
     rows = [
@@ -226,6 +236,8 @@ def links_table(links: list[dict[str, Any]]) -> None:
             "Why": scan_why(link),
             "Created": pd.to_datetime(link["createdAt"]),
             "Expires": pd.to_datetime(link["expiresAt"]) if link.get("expiresAt") else None,
+            "Clicks": (link.get("clicks") or {}).get("total"),
+            "Last click": _when((link.get("clicks") or {}).get("lastClickAt")),
             "Clicks left": link.get("clicksRemaining"),
             "Tags": ", ".join(link.get("tags") or []),
         }
@@ -244,5 +256,11 @@ def links_table(links: list[dict[str, Any]]) -> None:
             ),
             "Created": st.column_config.DatetimeColumn("Created", format="YYYY-MM-DD HH:mm"),
             "Expires": st.column_config.DatetimeColumn("Expires", format="YYYY-MM-DD HH:mm"),
+            "Clicks": st.column_config.NumberColumn(
+                "Clicks", help="Every click so far, bots and link previews included"
+            ),
+            "Last click": st.column_config.DatetimeColumn(
+                "Last click", format="YYYY-MM-DD HH:mm", help="To the minute (an hour if older)"
+            ),
         },
     )

@@ -27,6 +27,8 @@ import streamlit as st
 from chartstyle import log_axis
 from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
 from mapview import MAP_HEIGHT, api_bounds, view_bounds, zoom_for_radius, zoom_to_fit
+from placereviews import place_card
+from placesdraw import draw_panel, place_label  # drawn areas; what a name matched
 from placesmap import (
     BLUE,
     GREEN,
@@ -233,17 +235,8 @@ def _typed_coordinates() -> None:
 
 def nearest_city(lat: float, lng: float) -> str | None:
     """``"near Pune (3.2 km)"`` for the closest city within 20 km, from the places index."""
-    answer = get(
-        "/v1/search",
-        {
-            "lat": f"{lat:.6f}",
-            "lng": f"{lng:.6f}",
-            "radius": "20000",
-            "category": "city",
-            "limit": "1",
-            "widen": "false",
-        },
-    )
+    near = {"lat": f"{lat:.6f}", "lng": f"{lng:.6f}", "radius": "20000", "category": "city"}
+    answer = get("/v1/search", {**near, "limit": "1", "widen": "false"})
     hits = answer.body.get("results") if answer.ok and isinstance(answer.body, dict) else None
     if not hits:
         return None
@@ -258,13 +251,6 @@ def named_places(text: str) -> list[dict[str, Any]]:
         "/v1/places/named", {"q": text.strip()[:100], "limit": "8"}, timeout=COMPARE_TIMEOUT
     )  # the first lookup may build the name index
     return list(answer.body.get("results", [])) if answer.ok else []
-
-
-def place_label(p: dict[str, Any]) -> str:
-    """``Pune · city in IN · 3,124,458 people`` — one suggestion line."""
-    where = f" in {p['country']}" if p.get("country") else ""
-    people = f" · {int(p['population']):,} people" if p.get("population") else ""
-    return f"{p['name']} · {p['kind']}{where}{people}"
 
 
 def _take_found_place() -> None:
@@ -888,6 +874,7 @@ with main:
                 )
             elif not last.ok:
                 st.warning(f"The next page failed: {last.message()}", icon=":material/warning:")
+            place_card(results)  # rating, latest reviews, a form to add one
         else:
             st.info(
                 "Nothing here matches. Try a larger radius, fewer filters, turn on "
@@ -898,3 +885,6 @@ with main:
 if first.ok and st.session_state[COMPARE]:
     st.subheader("Geohash vs quadtree vs brute force, same query")
     compare_indexes(first)
+
+view = (tuple(st.session_state[VIEW_CENTER]), int(st.session_state[VIEW_ZOOM]))
+draw_panel(map_assets(), *view, filter_params())  # GET /v1/places/within

@@ -17,8 +17,11 @@ import streamlit as st
 from common import LOOKUP, show_api_status
 from linkbackends import backends_panel
 from linkclicks import link_panel
+from linkfinder import bulk_paste, filtering, find_controls, find_links
+from linkrules import rules_panel
 from linktraffic import simulator
-from shortlinks import create_form, created_card, ensure_token, links_table, my_links
+from linkwebhooks import webhooks_panel
+from shortlinks import SELECTED, create_form, created_card, ensure_token, links_table
 
 st.title("URL shortener")
 st.markdown(
@@ -45,15 +48,24 @@ with card_col:
 
 links_tab, sim_tab = st.tabs(["My links and their clicks", "Traffic simulator"])
 with links_tab:
-    mine = my_links()
-    if not mine:
+    bulk_paste()
+    wanted = find_controls()
+    mine = find_links(wanted)
+    if not mine and filtering(wanted):
+        st.caption("No link matches this search or these dates.")
+    elif not mine:
         st.caption("No links yet: shorten one above, or run the traffic simulator.")
     else:
         links_table(mine)
         st.subheader("Clicks")
         link_panel(mine)
+        st.subheader("Redirect rules")
+        rules_panel(st.session_state.get(SELECTED))
 with sim_tab:
     simulator()
+
+st.subheader("Webhooks")
+webhooks_panel()
 
 st.subheader("Backends")
 backends_panel()

@@ -37,6 +37,8 @@ from common import (
 from common import call as api_call
 from searchbox import box_state, searchbox
 from snapshotpanel import PageHooks, snapshots_panel
+from suggestmine import recent_controls, search_request, usage_tab, with_recent
+from typomarks import lookup_marks, matches_panel, tag_items
 
 from lookup.kit.admin import server_admin_token
 from lookup.typeahead import normalize_prefix
@@ -143,10 +145,12 @@ def dropdown(shown: Shown, trending: set[str]) -> tuple[list[dict[str, Any]], st
     ], ""
 
 
-def submit_search(q: str, market: str) -> None:
+def submit_search(q: str, market: str, before: Shown | None = None) -> None:
     """``POST /v1/searches``: the chosen query is searched — trending's window counts it,
-    and the next build folds it in. Remembered for the line under the box."""
-    answer = call("POST", "/v1/searches", json={"q": q, "market": market})
+    and the next build folds it in (with this device's token, and whether it was picked
+    from ``before``, the list on screen: app/suggestmine.py). Remembered for the line
+    under the box."""
+    answer = call("POST", "/v1/searches", **search_request(q, market, before))
     if answer.ok and isinstance(answer.body, dict):
         st.session_state[SEARCHED] = ("success", answer.body.get("q", q), market)
     else:
@@ -222,6 +226,7 @@ def trending_set(base_url: str, market: str) -> set[str]:
 def search_panel(market: str, debounce: int) -> None:
     """The box, the dropdown, the counters and the trie walk; reruns alone on each keystroke."""
     c = client()
+    before = c.shown  # the list on screen before this rerun: what a pick was made from
     box, walk = st.columns([1.1, 1], gap="large")
     with box, st.container(border=True, key="ta-search"):
         st.markdown("**Search**")
@@ -238,6 +243,9 @@ def search_panel(market: str, debounce: int) -> None:
             shown = c.resolve(value, market, fetch_suggest, typed=changed)
             c.note_local(shown)
         items, empty = dropdown(shown, trending_set(api_url(), market))
+        marks = lookup_marks(shown.prefix, market, shown.version) if items else {}
+        items = tag_items(items, marks)  # corrected suggestions, marked (app/typomarks.py)
+        items = with_recent(items, shown, market)  # this device's recent first, infix marked
         searchbox(
             BOX,
             items,
@@ -248,7 +256,7 @@ def search_panel(market: str, debounce: int) -> None:
         )
         if picked:
             st.session_state[SUBMITTED] = state.seq
-            submit_search(state.submitted, market)
+            submit_search(state.submitted, market, before)
         if shown.source == "error":
             if shown.code == "NOT_BUILT":
                 not_built_message(market)
@@ -258,7 +266,9 @@ def search_panel(market: str, debounce: int) -> None:
             line = source_line(shown)
             if line:
                 st.markdown(line)
+            matches_panel(shown.suggestions, marks)
         searched_line(market)
+        recent_controls(market)
         counters(c)
     with walk, st.container(border=True, key="ta-walk"):
         trie_walk(shown)
@@ -813,12 +823,15 @@ if notice:
 
 search_panel(market, debounce)
 
-trending, snapshots, blocklist = st.tabs(
-    [":material/trending_up: Trending", ":material/layers: Snapshots", ":material/block: Blocklist"]
-)
+trending, snapshots, blocklist, usage = st.tabs(
+    [":material/trending_up: Trending", ":material/layers: Snapshots", ":material/block: Blocklist",
+     ":material/insights: Usage"]
+)  # fmt: skip
 with trending:
     trending_tab(market)
 with snapshots:
     snapshots_tab(market)
 with blocklist:
     blocklist_tab(market)
+with usage:
+    usage_tab(market)

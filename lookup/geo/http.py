@@ -10,6 +10,8 @@
   Elasticsearch's ``_geo_distance`` sort with no distance filter), paged by the cursor;
 * ``GET /v1/places/area`` — map-area search with pins or clusters; pins cut at ``limit``
   say ``truncated: true`` and give a ``nextCursor`` to the rest;
+* ``GET /v1/places/within?polygon=…|bbox=…`` — places inside a drawn polygon or a box
+  (:mod:`lookup.geo.within`);
 * ``GET /v1/places/named?q=pun`` — cities and airports by name, as one types;
 * ``GET/POST/PATCH/DELETE /v1/places...`` — owners' writes and profile reads, and
   ``GET /v1/places/index`` / ``POST /v1/places/index/rebuild`` for the index itself;
@@ -56,10 +58,12 @@ from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.paging import MAX_LIMIT as MAX_SEARCH_LIMIT
 from lookup.geo.paging import MAX_RADIUS_M, SORTS
+from lookup.geo.reviewhttp import mount_reviews
 from lookup.geo.search import ProximitySearch, RankedPage, SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, NotInMemory, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.geo.training import mount_training
+from lookup.geo.within import mount_within
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 from lookup.kit.models import ModelSlot
@@ -358,6 +362,7 @@ def mount(mounts: Any) -> None:
     mounts.fast_routes.append(Route("/v1/search", search, methods=["GET"]))
     mounts.fast_routes.append(Route("/v1/places/area", area, methods=["GET"]))
     mounts.fast_route_docs.update(places_docs())
+    mount_within(mounts, service, known_only)  # GET /v1/places/within (polygon, bbox)
 
     # ---------------------------------------------------------- management
 
@@ -370,6 +375,7 @@ def mount(mounts: Any) -> None:
 
     guarded = [Depends(admin)]
     mount_training(mounts, service, guarded)  # POST/GET /v1/places/model/train
+    mount_reviews(mounts, service, guarded)  # POST/GET /v1/places/{id}/reviews
 
     def store() -> Any:
         service.require()
@@ -401,14 +407,18 @@ def mount(mounts: Any) -> None:
 
     def named_index() -> Gazetteer:
         if not gazetteer:
-            columns = ("id", "name", "kind", "country", "lat", "lng", "population")
-            gazetteer.append(Gazetteer.from_rows(store().rows_of_kinds(NAMED_KINDS, columns)))
+            columns = ("id", "name", "kind", "country", "lat", "lng", "population", "tags")
+            rows = store().rows_of_kinds(NAMED_KINDS, columns)
+            gazetteer.append(Gazetteer.from_rows(rows, alternate_names=True))
         return gazetteer[0]
 
     @api.get(
         "/v1/places/named",
         tags=["places"],
         summary="Cities and airports whose name (or a word of it) starts with q",
+        description="Also by GeoNames' other names (Latin, Devanagari) and airport codes, "
+        "with typos (one from 5 characters, two from 9; the first letter as typed); "
+        "each result's matched says which name, its field and the typos.",
     )
     def named(request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -418,7 +428,8 @@ def mount(mounts: Any) -> None:
         limit = int_param(params, "limit", 8, low=1, high=MAX_LIMIT)
         assert limit is not None
         index = named_index()
-        return {"q": q, "results": [p.to_dict() for p in index.lookup(q, limit)]}
+        found = index.search(q, limit)  # each with what it matched: another name, a code
+        return {"q": q, "results": [{**p.to_dict(), "matched": m} for p, m in found]}
 
     @api.get("/v1/places/{place_id}", tags=["places"], summary="One place's profile")
     def get_place(place_id: str) -> dict[str, Any]:

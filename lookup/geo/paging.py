@@ -4,13 +4,14 @@ Every request is checked here before any work (a bad point, radius, page size or
 order is a :class:`SearchError`, a 400). A page's ``nextCursor`` is the sort key of its
 last place and the query's fingerprint, HMAC-SHA256-signed with the service's key
 (``places/cursor.key``), so a forged radius, position or clock is refused. There are
-three kinds, each with its sort key:
+four kinds, each with its sort key:
 
 * ``radius`` — a radius search: ``(score, distance, place number)`` (or, with
   ``sort=distance``, ``(distance, place number)``), the radius used and the clock pinned;
 * ``nearest`` — nearest-k without a radius: ``(distance, place number)`` and how many
   places the earlier pages held (the lower bound ``total`` reports);
 * ``area`` — a map area's pins: ``(score, distance, place number)``.
+* ``within`` — a polygon's or a box's places: the same key as ``area``.
 
 Cursors made before the kinds existed carry none and are ``radius`` ones.
 """
@@ -34,7 +35,12 @@ MAX_LIMIT = 100
 #: Orders of a search: the hand-set or learned score (the default), or distance alone.
 SORTS = ("score", "distance")
 #: The kinds of cursor, and the integer fields each carries besides d, n and t.
-CURSOR_KINDS: dict[str, tuple[str, ...]] = {"radius": ("s",), "nearest": ("c",), "area": ("s",)}
+CURSOR_KINDS: dict[str, tuple[str, ...]] = {
+    "radius": ("s",),
+    "nearest": ("c",),
+    "area": ("s",),
+    "within": ("s",),  # a polygon's or a box's places (lookup/geo/within.py)
+}
 
 
 class SearchError(ValueError):

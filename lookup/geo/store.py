@@ -30,6 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 from lookup.errors import Damaged
 from lookup.geo import geohash
 from lookup.geo.hours import canonical_json, parse_hours, zone
+from lookup.geo.reviews import ReviewStore
+from lookup.geo.reviewstore import SqliteReviews, create_review_schema
 from lookup.geo.zones import UNSET_ZONES, zone_at
 from lookup.kit.engines import sqlite as kit_sqlite
 from lookup.kit.engines.storeurl import parse_store_url
@@ -114,6 +116,7 @@ EDITABLE = (
 def create_schema(conn: sqlite3.Connection) -> None:
     """Create the places tables if they do not exist."""
     conn.executescript(SCHEMA)
+    create_review_schema(conn)  # the reviews tables: added to older databases on open
     conn.execute(
         "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
     )
@@ -274,7 +277,7 @@ def row_dict(row: sqlite3.Row | tuple[Any, ...]) -> dict[str, Any]:
 
 
 @runtime_checkable
-class PlaceStore(Protocol):
+class PlaceStore(ReviewStore, Protocol):
     """The places database as the places service, its routes and the tailer use it.
 
     Reads: one place, the count, profile columns for a page of place numbers, the whole
@@ -360,7 +363,7 @@ def open_place_store(
     return SqlitePlaceStore(parsed.path, clock=clock)
 
 
-class SqlitePlaceStore:
+class SqlitePlaceStore(SqliteReviews):
     """Add, edit, move and delete places in a SQLite file; every write appends to the stream.
 
     Thread-safe: writes share one connection behind a lock, short reads another behind
@@ -577,6 +580,7 @@ class SqlitePlaceStore:
             if before is None:
                 raise PlaceError("NOT_FOUND", f"no place with id {place_id!r}")
             self._conn.execute("DELETE FROM places WHERE id = ?", (place_id,))
+            self._forget_reviews(place_id)
             self._append(place_id, "delete", before, None)
         return before
 

@@ -15,14 +15,9 @@ from typing import Any, Protocol
 
 from lookup import errors
 from lookup.shortener import transfer
+from lookup.shortener.listing import CursorSigner, LinkLister, owner_items, parse_list_request
 from lookup.shortener.model import Link
-from lookup.shortener.parse import (
-    RequestParser,
-    decode_cursor,
-    encode_cursor,
-    parse_status_filter,
-    stats_range,
-)
+from lookup.shortener.parse import RequestParser, stats_range
 from lookup.shortener.service import Created, ShortenerService
 from lookup.shortener.views import LinkViews
 
@@ -32,6 +27,10 @@ class ClickStats(Protocol):
 
     def click_stats(self, key: str, start: float, end: float, granularity: str) -> dict[str, Any]:
         """Counts of ``key`` in ``[start, end)`` with every click made so far folded in."""
+        ...
+
+    def link_totals(self, keys: list[str]) -> dict[str, tuple[int, int, int]]:
+        """All-time ``(clicks, human clicks, newest bucket)`` of each clicked key."""
         ...
 
 
@@ -52,6 +51,8 @@ class LinkApi:
         self.views = views
         self.stats = stats
         self.clock = clock
+        self.lister = LinkLister(service.store, None if stats is None else stats.link_totals)
+        self.cursors = CursorSigner(parser.cursor_key)
 
     # -- create ------------------------------------------------------------------------
 
@@ -85,7 +86,7 @@ class LinkApi:
         """One link: every field for its owner, the public ones for anybody else."""
         link = self.service.get(key)
         if owner is not None and link.owner == owner:
-            return self.views.owner(link)
+            return self.views.owner(self.service.with_rules(link))
         return self.views.public(link)
 
     def list_links(
@@ -96,21 +97,31 @@ class LinkApi:
         cursor: str | None = None,
         tag: str | None = None,
         status: str | None = None,
+        search: str | None = None,
+        sort: str | None = None,
+        order: str | None = None,
+        created_from: str | None = None,
+        created_to: str | None = None,
+        domain: str | None = None,
     ) -> dict[str, Any]:
-        """One page of an owner's links (newest first) and the cursor of the next page."""
-        if not 1 <= limit <= 500:
-            raise errors.InvalidInput("limit must be between 1 and 500", code="INVALID_LIMIT")
-        before = decode_cursor(cursor) if cursor else None
-        status_filter = parse_status_filter(status)
-        links, more = self.service.owner_links(
-            owner,
+        """One page of an owner's links (newest first unless ``sort``/``order`` say
+        otherwise), each with its click counts, and the signed cursor of the next page
+        (see :mod:`~lookup.shortener.listing`)."""
+        request = parse_list_request(
             limit=limit,
-            before=before,
-            tag=tag.lower() if tag is not None else None,
-            status=status_filter,
+            tag=tag,
+            status=status,
+            search=search,
+            sort=sort,
+            order=order,
+            created_from=created_from,
+            created_to=created_to,
+            domain=domain,
         )
-        next_cursor = encode_cursor(links[-1]) if more and links else None
-        return {"links": [self.views.owner(link) for link in links], "nextCursor": next_cursor}
+        after = self.cursors.decode(cursor, request) if cursor else None
+        page = self.lister.page(owner, request, after)
+        next_cursor = None if page.after is None else self.cursors.encode(request, page.after)
+        return {"links": owner_items(page, self.views.owner), "nextCursor": next_cursor}
 
     def audit(self, key: str, owner: str | None) -> list[dict[str, Any]]:
         """A link's change history (owner only); times as ISO 8601."""
@@ -172,7 +183,7 @@ class LinkApi:
         if link.owner is not None:
             self.service.require_owner(key, owner)
         start_ts, end_ts = stats_range(start, end, granularity, self.clock())
-        stats = self.stats.click_stats(key, start_ts, end_ts, granularity)
+        stats = self.stats.click_stats(link.key, start_ts, end_ts, granularity)
         return self.views.stats(stats, link)
 
 

@@ -50,15 +50,18 @@ from lookup.shortener.analytics.clickcounts import open_click_counts
 from lookup.shortener.analytics.clicklog import open_click_log
 from lookup.shortener.api import LinkApi
 from lookup.shortener.blocklist import open_blocklist_source
+from lookup.shortener.domains import Domains
 from lookup.shortener.keys import KEY_SPACE, KeyMinter, ReservedWords
 from lookup.shortener.links import open_link_store
 from lookup.shortener.model import Link
 from lookup.shortener.parse import RequestParser
 from lookup.shortener.resolver import Resolver
+from lookup.shortener.rules import RuleStore, open_rule_store
 from lookup.shortener.scanner import Scanner
 from lookup.shortener.service import ShortenerService
 from lookup.shortener.urls import AddressPolicy, Blocklist, UrlPolicy
 from lookup.shortener.views import LinkViews
+from lookup.shortener.webhooks.options import SenderOptions
 
 log = logging.getLogger("lookup.shortener")
 
@@ -136,6 +139,10 @@ class ShortenerConfig:
     clicks_url: str = ""
     #: The part of each limit a process keeps to itself while ``limits_url`` is unreachable.
     limits_local_share: float = 1.0
+    #: Webhook delivery: timeouts, retries, click batches (``shortener_webhook_*``).
+    webhook_options: SenderOptions = field(default_factory=SenderOptions)
+    #: Short domains a link may live on besides the base URL's host (issue 27 item 3).
+    domains: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, data_dir: Path, base_url: str) -> ShortenerConfig:
@@ -163,11 +170,13 @@ class ShortenerConfig:
             limits_url=settings.get("limits_url"),
             clicks_url=settings.get("clicks_url"),
             limits_local_share=settings.get("limits_local_share"),
+            webhook_options=SenderOptions.from_settings(),
+            domains=tuple(settings.get("shortener_domains")),
         )
 
 
 class LinkEvents:
-    """Fan-out of the service's link events (``created``, ``retargeted``, ``deleted``,
+    """Fan-out of the service's link events (``created``, ``updated``, ``retargeted``, ``deleted``,
     ``disabled``, ``enabled``, ``expired``) to whoever subscribed; a failing subscriber
     is logged and never stops the others or the change."""
 
@@ -226,6 +235,8 @@ class Shortener:
         else:
             links_url = sqlite_url(self.dir / "links.sqlite3")
             self.store = open_link_store(links_url, synchronous=config.synchronous, clock=clock)
+        # Redirect rules: their own table (link_rules) in the links' database.
+        self.rules: RuleStore = open_rule_store(links_url)
         self.allocator = open_id_allocator(
             links_url, "links", block_size=config.block_size, limit=KEY_SPACE
         )
@@ -258,6 +269,7 @@ class Shortener:
             # a fleet on PostgreSQL without Redis: other workers change links unheard
             unheard_writers=bool(shared_store) and isinstance(tier, NullSharedCache),
             clock=mono,
+            rules=self.rules,
         )
         limits = config.limits
 
@@ -275,14 +287,29 @@ class Shortener:
         self.limit_ip = limiter(limits.ip, "ip", "local")
         self.limit_misses = limiter(limits.misses, "misses", "local")
         self.limit_passwords = limiter(limits.passwords, "passwords", "closed")
-        self.views = LinkViews(self.base_url, clock=clock)
+        self.domains = Domains(self.base_url, config.domains, self.store, clock=mono)
+        self.views = LinkViews(self.base_url, clock=clock, domains=self.domains)
 
+        # Webhooks: their own tables in the links' database; clicks reach them through the
+        # click shipper (after the click log), never through the redirect.
+        from lookup.shortener.webhooks.hub import Webhooks, open_webhooks
+
+        self.webhooks: Webhooks = open_webhooks(
+            links_url,
+            self.urls,
+            render=self.views.owner,
+            short_url=self.views.short_url,
+            options=config.webhook_options,
+            clock=clock,
+            resolve=config.resolve_host,
+        )
         self.analytics: ClickAnalytics | None = None
         if config.analytics:
             options: dict[str, Any] = {
                 "aggregator": config.aggregator,
                 "aggregator_nice": config.aggregator_nice,
                 "clock": clock,
+                "on_shipped": self.webhooks.on_clicks,
                 **(analytics_options or {}),
             }
             own_log = options.get("click_log") is None and not config.clicks_url
@@ -302,6 +329,7 @@ class Shortener:
             self.analytics = ClickAnalytics(self.dir, secret, **options)
 
         self.events = LinkEvents()
+        self.events.subscribe(self.webhooks.on_link_event)
         self.service = ShortenerService(
             self.store,
             self.minter,
@@ -333,6 +361,7 @@ class Shortener:
             self.reserved,
             hmac.new(secret, b"idempotency-body", hashlib.sha256).digest(),
             clock=clock,
+            domains=self.domains.check,
         )
         self.api = LinkApi(self.service, self.parser, self.views, stats=self.analytics, clock=clock)
 
@@ -344,9 +373,12 @@ class Shortener:
             self.analytics.start()
         if self.scanner is not None:
             self.scanner.start()
+        self.webhooks.start()
 
     def stop(self) -> None:
-        """Stop the scanner, then analytics (shipping what is still buffered)."""
+        """Stop the webhook sender, the scanner, then analytics (shipping what is still
+        buffered)."""
+        self.webhooks.stop()
         if self.scanner is not None:
             self.scanner.stop()
         if self.analytics is not None:
@@ -360,6 +392,8 @@ class Shortener:
         if self.analytics is not None:
             self.analytics.close()
         self.service.close()
+        self.webhooks.close()
+        self.rules.close()
         self.blocklist.close()
 
     # -- observability -----------------------------------------------------------------
@@ -415,6 +449,7 @@ class Shortener:
             "blocklistVersion": self.blocklist.version,
             "analytics": None if self.analytics is None else self.analytics.stats(),
             "scanner": None if self.scanner is None else self.scanner.stats(),
+            "webhooks": self.webhooks.stats(),
         }
 
     def status(self) -> dict[str, Any]:
@@ -430,6 +465,8 @@ class Shortener:
             "storeReads": cache["store"]["reads"],
             "backends": self.backends(),
         }
+        if self.resolver.exact_only:  # keys from before the case rule that differ by case
+            report["caseCollisions"] = sorted(self.resolver.exact_only)
         if self.analytics is not None:
             aggregator = self.analytics.aggregator_health()
             report["aggregator"] = aggregator

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import logging
 import re
@@ -30,7 +29,6 @@ import secrets
 from typing import Any
 from urllib.parse import parse_qs
 
-import segno
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.responses import HTMLResponse
@@ -47,12 +45,19 @@ from lookup.kit.ratelimit import RateDecision, check_all
 from lookup.shortener import pages, schemas
 from lookup.shortener.analytics.events import LINK_PREVIEW_AGENTS
 from lookup.shortener.app import Shortener, ShortenerConfig
-from lookup.shortener.keys import KEY_SHAPE
+from lookup.shortener.bulk import add_bulk_route
+from lookup.shortener.domains import send_fallback
+from lookup.shortener.domainshttp import DOMAIN_QUERY, build_domains_router
+from lookup.shortener.keys import KEY_SHAPE, storage_key
 from lookup.shortener.model import ClickContext, Link, Outcome, verdict
 from lookup.shortener.parse import owner_from_header, owner_id, require_owner_header
+from lookup.shortener.qrcodes import build_qr_router
 from lookup.shortener.redirectdocs import REDIRECT_DOCS
 from lookup.shortener.resolver import STORE_LANE
+from lookup.shortener.rules.http import build_rules_router
+from lookup.shortener.rules.redirect import pick
 from lookup.shortener.urls import UrlRejected, forward_onto, location_form
+from lookup.shortener.webhooks.api import webhook_router
 
 log = logging.getLogger("lookup.shortener.http")
 _new_tuple = tuple.__new__
@@ -165,6 +170,8 @@ class RedirectHandler:
         self.trust_forwarded_for = shortener.config.trust_forwarded_for
         # limits kept on Redis are a round trip each: off the loop; in-process ones stay
         self.remote_limits = bool(shortener.config.limits_url)
+        self.domains = shortener.domains
+        self.lookup_key = shortener.resolver.lookup_key
 
     async def _limit(self, call: Any, *args: Any) -> Any:
         """A rate limiter's ``call(*args)``: in place for in-process limits, in a worker
@@ -177,7 +184,10 @@ class RedirectHandler:
         params = scope["path_params"]
         key: str = params["key"]
         svc = self.service
-        found = self.resolver.cached(key)
+        # Keys are case-insensitive and live on the domain the Host names (issue 27).
+        domain = self.domains.of_scope(scope) if self.domains.extra else ""
+        lookup = self.lookup_key(f"{key}@{domain}" if domain else key)
+        found = self.resolver.cached(lookup)
         if found is MISSING:
             ip = client_address(scope, self.trust_forwarded_for)
             budget = await self._limit(self.limit_misses.peek, ip)
@@ -194,15 +204,16 @@ class RedirectHandler:
                     headers,
                 )
                 return
-            found = await self.resolver.load(key)
+            found = await self.resolver.load(lookup)
             if found is None:
                 await self._limit(self.limit_misses.charge, ip)
         link: Link | None = found
         now = svc.clock()
         outcome = verdict(link, now)
         if link is None or outcome in (Outcome.EXPIRED, Outcome.DELETED, Outcome.NOT_FOUND):
-            await self._gone_or_missing(scope, receive, send, key, outcome)
+            await self._gone_or_missing(scope, receive, send, key, outcome, domain)
             return
+        key = link.key  # as stored: clicks, pages and limits name the link, not the spelling
         if params["extra"] is not None and not link.forward_path:
             if _wants_html(scope):
                 html = pages.dead_link_page(self.views.short_url(key) + "/…", "NOT_FOUND")
@@ -241,12 +252,15 @@ class RedirectHandler:
                 await self._after_refusal(scope, receive, send, link, outcome)
                 return
         status = 303 if scope["method"] == "POST" else link.redirect_type
+        link, rule = pick(scope, link, now, self) if link.rules else (link, None)
         await self._redirect(send, link, status, _forwarded(scope, link))
         if scope["method"] != "HEAD":  # HEAD reads the headers; nobody visited
-            self._emit(scope, key, now, status)
+            self._emit(scope, key, now, status, rule)
 
     async def _redirect(self, send: Send, link: Link, status: int, location: str) -> None:
-        if status == 301:
+        if link.rules:  # the answer depends on who asks, and when: no copy anywhere
+            cache = b"no-store"
+        elif status == 301:
             cache = f"public, max-age={link.max_age or 0}".encode()
         elif status == 303:
             cache = b"no-store"
@@ -265,7 +279,7 @@ class RedirectHandler:
         )
         await send({"type": "http.response.body", "body": b""})
 
-    def _emit(self, scope: Scope, key: str, now: float, status: int) -> None:
+    def _emit(self, scope: Scope, key: str, now: float, status: int, rule: Any = None) -> None:
         user_agent = referer = country = language = None
         for name, value in scope.get("headers", ()):
             if name == b"user-agent":
@@ -278,16 +292,26 @@ class RedirectHandler:
                 language = value.decode("latin-1")
         ip = client_address(scope, self.trust_forwarded_for)
         # One tuple.__new__: the named tuple's keyword constructor costs twice as much.
-        self.service.emit_click(
-            _new_tuple(
-                ClickContext,
-                (key, now, ip, user_agent, referer, country, language, scope["method"], status),
-            )
-        )
+        method = scope["method"]
+        ctx = (key, now, ip, user_agent, referer, country, language, method, status, rule)
+        self.service.emit_click(_new_tuple(ClickContext, ctx))
 
     async def _gone_or_missing(
-        self, scope: Scope, receive: Receive, send: Send, key: str, outcome: Outcome
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        key: str,
+        outcome: Outcome,
+        domain: str = "",
     ) -> None:
+        fallback = await self.domains.fallback(domain)  # the domain's own page, if it has one
+        if fallback is not None:
+            await send_fallback(send, fallback)
+            return
+        key = key.partition("@")[0]
+        if domain:
+            key = storage_key(key, domain)
         gone = _GONE.get(outcome)
         code, status = (gone[0], 410) if gone is not None else ("NOT_FOUND", 404)
         if _wants_html(scope):  # a person in a browser: a page that says why
@@ -314,7 +338,7 @@ class RedirectHandler:
                 403,
             )
         else:
-            await self._gone_or_missing(scope, receive, send, link.key, outcome)
+            await self._gone_or_missing(scope, receive, send, link.key, outcome, link.domain)
 
     async def _password_attempt(
         self, scope: Scope, receive: Receive, send: Send, link: Link, now: float
@@ -349,8 +373,9 @@ class RedirectHandler:
         if outcome is not Outcome.REDIRECT:
             await self._after_refusal(scope, receive, send, fresh, outcome)
             return
+        fresh, rule = pick(scope, fresh, now, self) if fresh.rules else (fresh, None)
         await self._redirect(send, fresh, 303, _forwarded(scope, fresh))
-        self._emit(scope, link.key, now, 303)
+        self._emit(scope, link.key, now, 303, rule)
 
 
 def _password_from_body(scope: Scope, body: bytes) -> str | None:
@@ -421,31 +446,6 @@ class RedirectRoute(BaseRoute):
 KNOWN_QUERY_ONLY = [Depends(known_query_only)]
 
 
-def _qr(shortener: Shortener, key: str) -> segno.QRCode:
-    link = shortener.service.get(key)
-    if link.is_tombstone:
-        raise errors.Gone(f"the link {key!r} is {link.status.value.lower()}", code="LINK_GONE")
-    return segno.make(shortener.views.short_url(key), error="m", micro=False)
-
-
-#: Per QR format: its media type and segno's options beyond scale and quiet zone.
-_QR_FORMATS: dict[str, tuple[str, dict[str, Any]]] = {
-    "png": ("image/png", {}),
-    "svg": ("image/svg+xml", {"xmldecl": False}),
-}
-
-
-async def _qr_image(shortener: Shortener, key: str, scale: int, kind: str) -> Response:
-    """The QR code of ``key``'s short URL as a ``kind`` image (cached for an hour)."""
-    media_type, options = _QR_FORMATS[kind]
-    qr = await STORE_LANE.run(_qr, shortener, key)
-    out = io.BytesIO()
-    qr.save(out, kind=kind, scale=scale, border=4, **options)
-    return Response(
-        out.getvalue(), media_type=media_type, headers={"Cache-Control": "public, max-age=3600"}
-    )
-
-
 def _domain_list(body: dict[str, Any], name: str) -> list[str]:
     value = body.get(name, [])
     if not isinstance(value, list) or not all(isinstance(d, str) for d in value):
@@ -465,6 +465,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
     api = shortener.api
     service = shortener.service
     views = shortener.views
+    stored = shortener.domains.stored  # {key} and ?domain= → the key as stored
 
     def write_budget(request: Request, owner: str | None, cost: float = 1.0) -> RateDecision:
         """Spend the write limits (a store call when they are kept on Redis: call it in
@@ -559,7 +560,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
 
         decision, created = await STORE_LANE.run(create)
         headers = decision.headers()
-        headers["Location"] = f"/v1/links/{created.body['key']}"
+        headers["Location"] = shortener.domains.api_path(created.body)
         if created.replayed:
             headers["Idempotent-Replayed"] = "true"
         return JSONResponse(created.body, status_code=201, headers=headers)
@@ -569,7 +570,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         response_model=schemas.LinkPage,
         dependencies=KNOWN_QUERY_ONLY,
         responses=_ERRORS,
-        summary="List my links (newest first)",
+        summary="List my links: search, sort by clicks, last click or creation, a date range",
+        description=schemas.LIST_DESCRIPTION,
     )
     async def list_links(
         request: Request,
@@ -577,11 +579,20 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         cursor: str | None = Query(None, max_length=512),
         tag: str | None = Query(None, max_length=32),
         status: str | None = Query(None, max_length=16),
+        search: str | None = Query(None, max_length=200),
+        sort: str | None = Query(None, max_length=16, description="created, clicks, lastClick"),
+        order: str | None = Query(None, max_length=8, description="asc or desc (default)"),
+        created_from: str | None = Query(None, alias="createdFrom", max_length=64),
+        created_to: str | None = Query(None, alias="createdTo", max_length=64),
+        domain: str | None = DOMAIN_QUERY,
     ) -> Any:
         owner = await require_token(request)
+        on = None if domain is None else shortener.domains.check(domain)  # "": the default
         return await STORE_LANE.run(
-            api.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status
-        )
+            api.list_links, owner, limit=limit, cursor=cursor, tag=tag, status=status,
+            search=search, sort=sort, order=order, created_from=created_from,
+            created_to=created_to, domain=on,
+        )  # fmt: skip
 
     @router.get(
         "/v1/links/export.csv",
@@ -603,7 +614,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         "/v1/links/import",
         response_model=schemas.ImportResult,
         responses=_ERRORS,
-        summary="Import links from CSV (header row with longUrl; per-row results)",
+        summary="Import links from CSV: this API's export, Shlink's or Bitly's (per-row results)",
         openapi_extra={
             "requestBody": {
                 "required": True,
@@ -627,6 +638,8 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         decision, result = await STORE_LANE.run(import_rows)
         return JSONResponse(result, headers=decision.headers())
 
+    add_bulk_route(router, api, require_token, write_budget, _ERRORS)
+
     @router.get(
         "/v1/links/{key}",
         response_model=schemas.LinkView,
@@ -634,9 +647,9 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         responses=_ERRORS,
         summary="One link (its owner sees every field)",
     )
-    async def get_link(key: str, request: Request) -> Any:
+    async def get_link(key: str, request: Request, domain: str | None = DOMAIN_QUERY) -> Any:
         owner = await optional_owner(request)
-        return await STORE_LANE.run(api.view, key, owner)
+        return await STORE_LANE.run(api.view, stored(key, domain), owner)
 
     @router.patch(
         "/v1/links/{key}",
@@ -650,8 +663,9 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
             }
         },
     )
-    async def patch_link(key: str, request: Request) -> Response:
+    async def patch_link(key: str, request: Request, domain: str | None = DOMAIN_QUERY) -> Response:
         owner = await require_token(request)
+        key = stored(key, domain)
         patch = parse_json_object(await request.body(), request.headers.get("content-type"))
 
         def update() -> tuple[RateDecision, Link]:
@@ -666,8 +680,11 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         responses=_ERRORS,
         summary="Delete my link (a tombstone: 410 from now on, key never reused)",
     )
-    async def delete_link(key: str, request: Request) -> Response:
+    async def delete_link(
+        key: str, request: Request, domain: str | None = DOMAIN_QUERY
+    ) -> Response:
         owner = await require_token(request)
+        key = stored(key, domain)
 
         def delete() -> tuple[RateDecision, Link]:
             return write_budget(request, owner), service.delete(key, owner=owner)
@@ -682,29 +699,11 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         responses=_ERRORS,
         summary="Audit trail of my link (who changed what, when; old and new URL)",
     )
-    async def link_history(key: str, request: Request) -> Any:
+    async def link_history(key: str, request: Request, domain: str | None = DOMAIN_QUERY) -> Any:
         owner = await require_token(request)
-        return await STORE_LANE.run(api.audit, key, owner)
+        return await STORE_LANE.run(api.audit, stored(key, domain), owner)
 
-    @router.get(
-        "/v1/links/{key}/qr.png",
-        dependencies=KNOWN_QUERY_ONLY,
-        response_class=Response,
-        responses={200: {"content": {"image/png": {}}}, **_ERRORS},
-        summary="QR code of the short URL (PNG)",
-    )
-    async def qr_png(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        return await _qr_image(shortener, key, scale, "png")
-
-    @router.get(
-        "/v1/links/{key}/qr.svg",
-        dependencies=KNOWN_QUERY_ONLY,
-        response_class=Response,
-        responses={200: {"content": {"image/svg+xml": {}}}, **_ERRORS},
-        summary="QR code of the short URL (SVG)",
-    )
-    async def qr_svg(key: str, scale: int = Query(8, ge=1, le=40)) -> Response:
-        return await _qr_image(shortener, key, scale, "svg")
+    router.include_router(build_qr_router(shortener, _ERRORS))  # qr.png, qr.svg
 
     @router.get(
         "/v1/links/{key}/stats",
@@ -723,10 +722,16 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         start: str | None = Query(None, alias="from", max_length=64),
         end: str | None = Query(None, alias="to", max_length=64),
         granularity: str = Query("hour", max_length=16),
+        domain: str | None = DOMAIN_QUERY,
     ) -> Any:
         owner = await optional_owner(request)
         return await STORE_LANE.run(
-            api.click_stats, key, owner=owner, start=start, end=end, granularity=granularity
+            api.click_stats,
+            stored(key, domain),
+            owner=owner,
+            start=start,
+            end=end,
+            granularity=granularity,
         )
 
     def require_admin(request: Request) -> None:
@@ -789,6 +794,7 @@ def build_router(shortener: Shortener, admin_token: str = "") -> APIRouter:
         require_admin(request)
         return await STORE_LANE.run(shortener.metrics)
 
+    router.include_router(webhook_router(shortener.webhooks, require_admin, _ERRORS))
     return router
 
 
@@ -828,6 +834,8 @@ def mount(
     mounts.fast_routes.append(RedirectRoute(shortener, mounts))
     mounts.fast_route_docs.update(REDIRECT_DOCS)
     mounts.api.include_router(build_router(shortener, shortener.admin_token))
+    mounts.api.include_router(build_rules_router(shortener))
+    mounts.api.include_router(build_domains_router(shortener, shortener.admin_token))
     service = shortener.service
     sweeper: dict[str, asyncio.Task[None]] = {}
 

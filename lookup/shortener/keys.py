@@ -1,11 +1,23 @@
 """Short keys: minted from leased ids through a keyed permutation, or claimed as aliases.
 
-**Generated keys** are exactly :data:`KEY_LENGTH` (7) base62 characters: the next id
-from an :class:`~lookup.kit.idblocks.IdAllocator` lease goes through a secret
-:class:`~lookup.kit.ids.FeistelPermutation` of ``[0, 62**7)`` and is base62-encoded
-with left padding. Distinct ids always give distinct keys, so no uniqueness check is
-needed, and consecutive ids give unrelated keys (volume is not leaked, neighbours
-cannot be enumerated). ``key → id`` inverts the permutation.
+**Keys are case-insensitive** (Shlink's "loose" mode): ``IPL-Final`` and ``ipl-final`` are
+one key, claimed once and resolved from any spelling; the owner's spelling is kept for
+display. :func:`fold` is the one rule (ASCII lower case: keys are ASCII). Links created
+before the rule whose keys differ only by case keep answering to their exact spelling
+(see :mod:`lookup.shortener.links.sql`, ``fold`` column).
+
+**Generated keys** are exactly :data:`KEY_LENGTH` (7) characters of ``0-9 a-z``: the
+next id from an :class:`~lookup.kit.idblocks.IdAllocator` lease goes through a secret
+:class:`~lookup.kit.ids.FeistelPermutation` of ``[0, 36**7)`` and is written in base 36
+with left padding. Lower case only, so folding takes nothing away: distinct ids give
+distinct keys under the case-insensitive rule too, and consecutive ids give unrelated
+keys (volume is not leaked, neighbours cannot be enumerated). ``key → id`` inverts the
+permutation. (Keys minted before were mixed-case base62; one of them may fold onto a new
+key, which the store's conditional insert refuses, and the service mints the next.)
+
+**Domains**: a link lives on one short domain. On the default domain its stored key is
+the key itself; on another domain it is ``key@domain`` (:func:`storage_key`), a shape
+no key can have, so every table keyed by a link's key needs no domain column.
 
 **Custom aliases** follow one rule that keeps the two namespaces disjoint:
 
@@ -23,10 +35,13 @@ import re
 from collections.abc import Iterable
 
 from lookup.kit.idblocks import IdAllocator
-from lookup.kit.ids import FeistelPermutation, decode_base62, encode_base62, is_base62
+from lookup.kit.ids import FeistelPermutation, is_base62
 
 KEY_LENGTH = 7
-KEY_SPACE = 62**KEY_LENGTH
+#: The alphabet of generated keys: digits and lower-case letters (base 36).
+KEY_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+KEY_SPACE = len(KEY_ALPHABET) ** KEY_LENGTH
+_KEY_INDEX = {ch: i for i, ch in enumerate(KEY_ALPHABET)}
 ALIAS_MIN, ALIAS_MAX = 3, 64
 
 #: Words that can never become a short key (compared case-insensitively). Routes of
@@ -115,8 +130,47 @@ class AliasRejected(ValueError):
         self.message = message
 
 
+def fold(key: str) -> str:
+    """The case-insensitive form of a key (or of a ``key@domain`` storage key)."""
+    return key.lower()
+
+
+def storage_key(key: str, domain: str = "") -> str:
+    """The key a link is stored under: ``key`` on the default domain (``""``), else
+    ``key@domain``."""
+    return f"{key}@{domain}" if domain else key
+
+
+def split_key(stored: str) -> tuple[str, str]:
+    """``(key, domain)`` of a storage key (domain ``""``: the default one)."""
+    key, _, domain = stored.partition("@")
+    return key, domain
+
+
+def encode_key(n: int) -> str:
+    """``n`` in base 36 (``0-9 a-z``), left-padded to :data:`KEY_LENGTH` characters."""
+    if not 0 <= n < KEY_SPACE:
+        raise ValueError(f"{n} is outside the key space")
+    digits = []
+    for _ in range(KEY_LENGTH):
+        n, r = divmod(n, 36)
+        digits.append(KEY_ALPHABET[r])
+    return "".join(reversed(digits))
+
+
+def decode_key(key: str) -> int:
+    """Inverse of :func:`encode_key`; ``ValueError`` for anything else."""
+    if len(key) != KEY_LENGTH or any(ch not in _KEY_INDEX for ch in key):
+        raise ValueError(f"{key!r} is not a generated key")
+    n = 0
+    for ch in key:
+        n = n * 36 + _KEY_INDEX[ch]
+    return n
+
+
 def is_generated_shape(key: str) -> bool:
-    """True for exactly seven base62 characters — the shape only generated keys have."""
+    """True for exactly seven letters and digits — the shape only generated keys have
+    (mixed case included: keys minted before keys were case-insensitive)."""
     return len(key) == KEY_LENGTH and is_base62(key)
 
 
@@ -163,13 +217,13 @@ def validate_alias(alias: object, reserved: ReservedWords) -> str:
 
 
 class KeyMinter:
-    """Generated keys: leased id → keyed permutation → 7 base62 characters."""
+    """Generated keys: leased id → keyed permutation → 7 base-36 characters."""
 
     def __init__(
         self, allocator: IdAllocator, permutation: FeistelPermutation, reserved: ReservedWords
     ) -> None:
         if permutation.domain != KEY_SPACE:
-            raise ValueError("the permutation must cover exactly 62**7 values")
+            raise ValueError("the permutation must cover exactly 36**7 values")
         self.allocator = allocator
         self.permutation = permutation
         self.reserved = reserved
@@ -177,13 +231,11 @@ class KeyMinter:
 
     def key_for(self, ident: int) -> str:
         """The key for id ``ident`` (pure function of the id and the secret)."""
-        return encode_base62(self.permutation.permute(ident), KEY_LENGTH)
+        return encode_key(self.permutation.permute(ident))
 
     def id_for(self, key: str) -> int:
         """The id a generated key came from; ``ValueError`` if ``key`` is not one's shape."""
-        if not is_generated_shape(key):
-            raise ValueError(f"{key!r} is not a generated key")
-        return self.permutation.invert(decode_base62(key))
+        return self.permutation.invert(decode_key(key))
 
     def mint(self) -> tuple[int, str]:
         """The next ``(id, key)``; skips the astronomically rare key that spells a reserved word."""

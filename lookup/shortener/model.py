@@ -12,7 +12,7 @@ import enum
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class Status(enum.StrEnum):
@@ -70,6 +70,20 @@ class Link:
     forward_query: bool = True
     #: ``/{key}/more/path`` redirects to the destination's path + ``/more/path``.
     forward_path: bool = False
+    #: Redirect rules (:class:`~lookup.shortener.rules.model.Rule` s, first match wins): kept
+    #: in their own table, attached by the resolver's load and cached with the link.
+    rules: tuple[Any, ...] = ()
+
+    @property
+    def short_key(self) -> str:
+        """The key as the owner spelled it, without its domain (``key`` is ``key@domain``
+        for a link on another domain than the default one)."""
+        return self.key.partition("@")[0]
+
+    @property
+    def domain(self) -> str:
+        """The short domain the link lives on; ``""`` for the default one."""
+        return self.key.partition("@")[2]
 
     @property
     def is_tombstone(self) -> bool:
@@ -135,6 +149,9 @@ class ClickContext(NamedTuple):
     accept_language: str | None = None
     method: str = "GET"
     status: int = 302
+    #: The redirect rule that chose the destination (its index); None: the link has no rules;
+    #: -1: it has rules and none matched (the link's own destination).
+    rule: int | None = None
 
 
 def format_time(ts: float | None) -> str | None:

@@ -46,6 +46,7 @@ CREATE_FIELDS = frozenset(
         "tags",
         "forwardQuery",
         "forwardPath",
+        "domain",
     }
 )
 PATCH_FIELDS = frozenset(
@@ -233,10 +234,15 @@ class RequestParser:
         idempotency_key: bytes,
         *,
         clock: Callable[[], float] = time.time,
+        domains: Callable[[object], str] | None = None,
     ) -> None:
         self.urls = urls
         self.reserved = reserved
+        #: The short domain a create names → its stored name ("" = default), or a refusal.
+        self.domain_of = domains
         self._idem_key = idempotency_key
+        #: Signs the link list's cursors (derived, so no new secret to keep).
+        self.cursor_key = hmac.new(idempotency_key, b"list-cursor", hashlib.sha256).digest()
         self.clock = clock
 
     def _url(self, value: object) -> str:
@@ -296,7 +302,15 @@ class RequestParser:
             max_age,
             tags,
             **_forward_switches(body),
+            domain=self._domain(body.get("domain")),
         )
+
+    def _domain(self, value: object) -> str:
+        if self.domain_of is not None:
+            return self.domain_of(value)
+        if value is None:
+            return ""
+        raise _bad("INVALID_DOMAIN", "this server has only its default short domain")
 
     def claim(self, owner: str | None, key: str, body: dict[str, Any]) -> IdempotencyClaim:
         """The Idempotency-Key claim of a create: scoped per owner (anonymous callers share

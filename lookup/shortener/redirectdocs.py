@@ -12,7 +12,8 @@ from lookup.shortener.keys import KEY_SHAPE
 __all__ = ["REDIRECT_DOCS"]
 
 _KEY_PARAM = {
-    "name": "key", "in": "path", "required": True, "description": "the short key or alias",
+    "name": "key", "in": "path", "required": True,
+    "description": "the short key or alias, in any letter case (IPL-Final finds ipl-final)",
     "schema": {"type": "string", "pattern": KEY_SHAPE.pattern},
 }  # fmt: skip
 _HTML = {"text/html": {"schema": {"type": "string"}}}
@@ -26,7 +27,10 @@ REDIRECT_DOCS: dict[str, dict[str, Any]] = {
             "merged in unless the link's forwardQuery is false. A disabled link answers its "
             "warning page (403), a password-protected one its password form; a browser "
             "(Accept: text/html) gets a page for a missing, expired or deleted key, any "
-            "other client the JSON error. HEAD answers the same without spending a click.",
+            "other client the JSON error. HEAD answers the same without spending a click. "
+            "The key is looked up on the short domain the Host header names (an unknown host: "
+            "the default domain); a domain with a fallback redirect sends a missing, expired "
+            "or deleted key there instead (302, no-store).",
             "parameters": [_KEY_PARAM],
             "responses": {
                 "301": {"description": "permanent redirect (Location), cacheable for maxAge"},

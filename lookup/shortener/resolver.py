@@ -23,6 +23,10 @@ a load that started before an invalidation *of its key* (or a :meth:`Resolver.cl
 does not put its possibly stale result back. Invalidations of other keys leave it
 alone: a scanner verdict on one link must not make every load in flight a wasted read.
 
+Keys are case-insensitive: every layer is keyed by the *lookup key*
+(:meth:`Resolver.lookup_key`: the fold of ``key`` or ``key@domain``), so ``IPL-Final`` and
+``ipl-final`` share one entry and one invalidation drops both.
+
 The resolver returns the stored record; the expiry rule (:func:`~lookup.shortener.model.verdict`)
 is applied by the caller on every read, so caching never delays an expiry.
 
@@ -40,7 +44,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from lookup.kit.cache import MISSING, AsyncSingleFlight, SingleFlight, TTLCache
@@ -48,7 +52,10 @@ from lookup.kit.sharedcache import InvalidationOutbox, SharedCache, VersionedSha
 from lookup.kit.sharedcache.null import NullSharedCache
 from lookup.kit.threads import ThreadLane
 from lookup.shortener.links import LinkStore
+from lookup.shortener.links.sqldomains import EXACT_ONLY
 from lookup.shortener.model import Link, Status
+from lookup.shortener.rules import RuleStore
+from lookup.shortener.rules.model import decode_rules, encode_rules
 
 log = logging.getLogger("lookup.shortener.resolver")
 
@@ -65,6 +72,7 @@ def encode_link(link: Link) -> bytes:
     data = asdict(link)
     data["status"] = link.status.value
     data["tags"] = list(link.tags)
+    data["rules"] = encode_rules(link.rules)
     return json.dumps(data, separators=(",", ":")).encode()
 
 
@@ -74,7 +82,14 @@ def decode_link(raw: bytes) -> Link:
     data["status"] = Status(data["status"])
     data["tags"] = tuple(data["tags"])
     data["scan_reasons"] = tuple(data.get("scan_reasons", ()))  # absent in older entries
+    data["rules"] = decode_rules(data.get("rules", ()))
     return Link(**data)
+
+
+def _exact_only_keys(store: LinkStore) -> list[str]:
+    """The store's exact-spelling-only keys (none for a store without the case rule)."""
+    keys = getattr(store, "exact_only_keys", None)
+    return [] if keys is None else list(keys())
 
 
 class _Load:
@@ -103,8 +118,13 @@ class Resolver:
         unwatched_ttl_s: float = 1.0,
         unheard_writers: bool = False,
         clock: Callable[[], float] = time.monotonic,
+        rules: RuleStore | None = None,
     ) -> None:
         self.store = store
+        #: Keys from before the case rule that answer to their exact spelling only.
+        self.exact_only: frozenset[str] = frozenset(_exact_only_keys(store))
+        #: Where links' redirect rules live; read with the link on a load, cached with it.
+        self.rules = rules
         #: Other processes write this store and no tier tells us (a shared store with no
         #: shared cache): a copy older than ``unwatched_ttl_s`` is served while the store is
         #: read again in the background (stale-while-revalidate), so another worker's change
@@ -152,8 +172,9 @@ class Resolver:
     # -- lookups -----------------------------------------------------------------------
 
     def cached(self, key: str) -> Any:
-        """What the in-process layers know without any I/O: a Link, None (known
-        missing) or :data:`~lookup.kit.cache.MISSING` (must load)."""
+        """What the in-process layers know of the lookup key ``key`` (:meth:`lookup_key`)
+        without any I/O: a Link, None (known missing) or :data:`~lookup.kit.cache.MISSING`
+        (must load)."""
         self.requests += 1
         link = self.cache.get(key)
         if link is not MISSING:
@@ -167,7 +188,9 @@ class Resolver:
         return MISSING
 
     def resolve(self, key: str) -> Link | None:
-        """The link for ``key`` (or None), from the nearest layer that has it. Thread-safe."""
+        """The link for ``key`` in any spelling (or None), from the nearest layer that has
+        it. Thread-safe."""
+        key = self.lookup_key(key)
         found = self.cached(key)
         if found is not MISSING:
             return found  # type: ignore[no-any-return]
@@ -176,13 +199,15 @@ class Resolver:
     async def aresolve(self, key: str) -> Link | None:
         """Like :meth:`resolve` for an event loop: a cache hit never leaves the loop; a miss
         loads in a worker thread, once per key however many requests wait for it."""
+        key = self.lookup_key(key)
         found = self.cached(key)
         if found is not MISSING:
             return found  # type: ignore[no-any-return]
         return await self.load(key)
 
     async def load(self, key: str) -> Link | None:
-        """Load ``key`` past the in-process layers (single-flight, in a worker thread)."""
+        """Load the lookup key ``key`` past the in-process layers (single-flight, in a
+        worker thread)."""
         return await self.aflight.do(key, lambda: STORE_LANE.run(self._load, key))
 
     def _load(self, key: str) -> Link | None:
@@ -198,9 +223,13 @@ class Resolver:
             else:
                 self.shared_misses += 1
                 self.store_reads += 1
-                link = self.store.get(key)
+                link = self.store.get_folded(key)
                 if link is None:
                     self.store_not_found += 1
+                elif self.rules is not None and not link.is_tombstone:
+                    rules = self.rules.get(link.key)
+                    if rules:
+                        link = replace(link, rules=rules)
                 if not ticket.stale:
                     self._shared_fill(key, link, token)
                     if ticket.stale:  # invalidated while we wrote: take our entry back
@@ -320,8 +349,18 @@ class Resolver:
 
     # -- writes ------------------------------------------------------------------------
 
+    def lookup_key(self, key: str) -> str:
+        """The cache's and :meth:`~lookup.shortener.links.LinkStore.get_folded`'s key for a
+        stored key or a visitor's spelling of one: its fold (keys are case-insensitive), or
+        ``'!' + key`` for a key from before the rule that only its exact spelling reaches."""
+        if self.exact_only and key in self.exact_only:
+            return EXACT_ONLY + key
+        return key.lower()
+
     def invalidate(self, key: str) -> None:
-        """Drop ``key`` from every layer now (after a create, retarget, delete or disable)."""
+        """Drop the stored key ``key`` from every layer now (after a create, retarget,
+        delete or disable)."""
+        key = self.lookup_key(key)
         with self._lock:
             for ticket in self._loading.get(key, ()):
                 ticket.stale = True
@@ -353,10 +392,11 @@ class Resolver:
 
     def remember(self, link: Link) -> None:
         """Put a record we just read or wrote into the in-process cache."""
-        self.negative.delete(link.key)
-        self.cache.set(link.key, link, self._l1_ttl(None))
+        key = self.lookup_key(link.key)
+        self.negative.delete(key)
+        self.cache.set(key, link, self._l1_ttl(None))
         if self.unheard_writers:
-            self.fresh.set(link.key, True)
+            self.fresh.set(key, True)
 
     def clear(self) -> None:
         """Empty the in-process layers (counters are kept); no load in flight fills them."""

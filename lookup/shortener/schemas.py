@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lookup.shortener.rules.schemas import RedirectRuleView
+
 
 class ErrorBody(BaseModel):
     """Every error: a machine code and a human message."""
@@ -47,6 +49,13 @@ class CreateLink(BaseModel):
         default=False,
         description="/{key}/more/path redirects to the destination's path + /more/path",
     )
+    domain: str | None = Field(
+        default=None,
+        max_length=253,
+        description="the short domain the link lives on (one of the server's; default: the "
+        "default domain); the same alias may exist on two domains",
+        examples=["go.example"],
+    )
 
 
 class PatchLink(BaseModel):
@@ -70,6 +79,7 @@ class LinkCreated(BaseModel):
     """``201`` from ``POST /v1/links`` (also replayed for a repeated Idempotency-Key)."""
 
     key: str
+    domain: str | None = Field(default=None, description="the short domain the link lives on")
     shortUrl: str
     longUrl: str
     expiresAt: str | None
@@ -87,10 +97,22 @@ class LinkCreated(BaseModel):
     qrSvg: str
 
 
+class ClickSummary(BaseModel):
+    """A list item's click counts, from the counters the stats endpoint reads."""
+
+    total: int = Field(description="every click, bots and link previews included")
+    human: int = Field(description="clicks by people (bots and previews left out)")
+    lastClickAt: str | None = Field(
+        description="the start of the minute of the newest click (of its hour once minute "
+        "counts are older than their retention, 7 days); null if never clicked"
+    )
+
+
 class LinkView(BaseModel):
     """A link as ``GET /v1/links/{key}`` shows it (owner-only fields omitted for others)."""
 
     key: str
+    domain: str | None = Field(default=None, description="the short domain the link lives on")
     shortUrl: str
     longUrl: str | None
     status: Literal["ACTIVE", "DISABLED", "DELETED", "EXPIRED"]
@@ -111,10 +133,14 @@ class LinkView(BaseModel):
     previewUrl: str | None = None
     forwardQuery: bool | None = None
     forwardPath: bool | None = None
+    redirectRules: list[RedirectRuleView] | None = None
+    clicks: ClickSummary | None = Field(
+        default=None, description="in list items: click counts (null with analytics off)"
+    )
 
 
 class LinkPage(BaseModel):
-    """``GET /v1/links``: newest first; pass ``nextCursor`` as ``cursor`` for the next page."""
+    """``GET /v1/links``: one page; pass ``nextCursor`` as ``cursor`` for the next page."""
 
     links: list[LinkView]
     nextCursor: str | None
@@ -137,6 +163,74 @@ class ImportResult(BaseModel):
     created: int
     failed: int
     rows: list[ImportRow]
+    format: str | None = Field(
+        default=None, description="the CSV's format, told by its header: lookup, shlink, bitly"
+    )
+
+
+LIST_DESCRIPTION = (
+    "Shlink's GET /short-urls in this API's words: `search` (Shlink's searchTerm; case-"
+    "insensitive, in the key and the destination, also as percent-encoded), `sort` = "
+    "`created` (default) | `clicks` | `lastClick` with `order` = `desc` (default) | `asc` "
+    "(Shlink's orderBy=field-DIR; links never clicked come last in a lastClick sort), "
+    "`createdFrom` (inclusive) and `createdTo` (exclusive; a bare date includes that whole UTC "
+    "day) as ISO 8601 (Shlink's startDate/endDate), besides `tag` and `status`. Each item "
+    "carries `clicks` (total, human, lastClickAt) from the counters the stats endpoint reads. "
+    "`nextCursor` is signed and holds the sort and the filters: a cursor used with another "
+    "sort or other filters is refused (400 CURSOR_MISMATCH). Unknown parameters: 400 "
+    "UNKNOWN_PARAMETER."
+)
+
+
+class BulkItem(BaseModel):
+    """One item's outcome in a bulk create."""
+
+    index: int
+    status: int = Field(description="201 made; 4xx refused as a single create would be; 0 not made")
+    key: str | None = None
+    shortUrl: str | None = None
+    error: str | None = None
+    message: str | None = None
+
+
+class BulkResult(BaseModel):
+    """``POST /v1/links/bulk``: what was made, item by item."""
+
+    atomic: bool
+    created: int
+    failed: int
+    items: list[BulkItem]
+
+
+BULK_DESCRIPTION = (
+    'A JSON array of create bodies (as POST /v1/links takes), or {"links": [...], '
+    '"atomic": true}. Every item is checked exactly as a single create is (URL policy, '
+    "blocklist, aliases; the scanner sees each new link). Per item (default): 200 with each "
+    "item's result. atomic: true — all or nothing: 201 when every link was made, else 400 or "
+    "409 BULK_REJECTED with each item's result and nothing made. More items than the setting "
+    "shortener_bulk_max (default 1000): 413 TOO_MANY_ITEMS. Needs an owner token."
+)
+#: One bulk item: an object, its fields checked as POST /v1/links checks them, item by item
+#: (a refused field is that item's result, not the request's).
+_BULK_ITEM = {
+    "type": "object",
+    "description": "a create body, as POST /v1/links takes (see CreateLink)",
+    "example": {"longUrl": "https://example.com/a"},
+}
+BULK_BODY_SCHEMA = {
+    "oneOf": [
+        {"type": "array", "items": _BULK_ITEM, "minItems": 1},
+        {
+            "type": "object",
+            "properties": {
+                "links": {"type": "array", "items": _BULK_ITEM, "minItems": 1},
+                "atomic": {"type": "boolean"},
+            },
+            "required": ["links"],
+            "additionalProperties": False,
+        },
+    ]
+}
 
 
 class AuditEntry(BaseModel):
@@ -163,3 +257,23 @@ class TokenRevoked(BaseModel):
 
     revoked: bool
     ownerId: str
+
+
+class DomainEntry(BaseModel):
+    """One short domain and its fallback redirect (``GET /v1/domains``)."""
+
+    domain: str
+    isDefault: bool
+    invalidShortUrlRedirect: str | None = None
+
+
+class DomainRedirect(BaseModel):
+    """``PUT /v1/shortener/domains/redirect`` body: a domain's fallback redirect, or null
+    to remove it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    domain: str = Field(max_length=253, examples=["go.example"])
+    invalidShortUrlRedirect: str | None = Field(
+        default=None, max_length=2048, examples=["https://go.example/not-found"]
+    )

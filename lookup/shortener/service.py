@@ -16,7 +16,7 @@ scanner; everything it talks to is handed in at construction
 * ``on_click`` — called by the redirect with a :class:`~lookup.shortener.model.ClickContext`
   for every redirect it serves (analytics' bounded buffer; must not block; if it raises,
   the error is counted and the redirect goes on);
-* ``notify`` — ``fn(event, link)`` after ``created``, ``retargeted``, ``deleted``,
+* ``notify`` — ``fn(event, link)`` after ``created``, ``updated``, ``retargeted``, ``deleted``,
   ``disabled``, ``enabled`` and ``expired`` commits (the scanner listens). Errors are
   logged, never raised.
 """
@@ -27,11 +27,11 @@ import hmac
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lookup import errors
-from lookup.shortener.keys import KeyMinter
+from lookup.shortener.keys import KeyMinter, storage_key
 from lookup.shortener.links import (
     Gone,
     IdempotencyClaim,
@@ -91,6 +91,8 @@ class CreateRequest:
     tags: tuple[str, ...] = ()
     forward_query: bool = True
     forward_path: bool = False
+    #: The short domain the link lives on (``""``: the default one).
+    domain: str = ""
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,7 @@ class ShortenerService:
                 ident, key = None, req.alias
             else:
                 ident, key = self.minter.mint()
+            key = storage_key(key, req.domain)
             link = Link(
                 key=key,
                 id=ident,
@@ -254,9 +257,10 @@ class ShortenerService:
                     raise errors.Conflict(
                         f"the alias {req.alias!r} is already taken", code="ALIAS_TAKEN"
                     ) from None
-                # Only possible if two processes shared a lease range: alarm, take the next id.
+                # A key minted before keys were lower case may fold onto a new one; else
+                # two processes shared a lease range: count it, take the next id.
                 self.generated_key_collisions += 1
-                log.error("generated key %s was already taken; check the id allocator", key)
+                log.warning("generated key %s was already taken; minting the next", key)
                 continue
             except IdempotencyMismatch:
                 raise _idempotency_reused() from None
@@ -277,6 +281,12 @@ class ShortenerService:
         if link is None:
             raise not_found(key)
         return link
+
+    def with_rules(self, link: Link) -> Link:
+        """``link`` with its redirect rules from the rule store (the owner's view of it)."""
+        store = self.resolver.rules
+        rules = () if store is None or link.is_tombstone else store.get(link.key)
+        return replace(link, rules=rules) if rules else link
 
     def require_owner(self, key: str, owner: str | None) -> Link:
         """The link if ``owner`` owns it: Unauthorized without one, NotFound, else Forbidden."""
@@ -305,8 +315,7 @@ class ShortenerService:
 
     def audit(self, key: str, owner: str | None) -> list[dict[str, Any]]:
         """A link's change history (owner only), oldest first."""
-        self.require_owner(key, owner)
-        return self.store.audit(key)
+        return self.store.audit(self.require_owner(key, owner).key)
 
     # -- change ------------------------------------------------------------------------
 
@@ -376,14 +385,15 @@ class ShortenerService:
         except (LinkMissing, NotOwner, Gone) as exc:  # raced with another change
             raise self._store_refusal(exc, key) from None
         self.resolver.invalidate(key)
-        event = {"retarget": "retargeted", "disable": "disabled", "enable": "enabled"}.get(action)
-        if event:
-            self._notify(event, new)
+        # any other change (tags, expiry, budget, ...) is "updated" (webhooks' link.updated)
+        event = {"retarget": "retargeted", "disable": "disabled", "enable": "enabled"}
+        self._notify(event.get(action, "updated"), new)
         return new
 
     def delete(self, key: str, *, owner: str | None) -> Link:
         """Tombstone an owner's link: 410 from the next click on, key never reissued."""
         link = self.require_owner(key, owner)
+        key = link.key  # as stored: ``key`` may be another spelling of it
         if link.is_tombstone:
             raise _link_gone(key, link.status, already=True)
         try:
@@ -523,12 +533,16 @@ class ShortenerService:
     def _admit(self, link: Link, now: float) -> tuple[Outcome, Link]:
         admitted = self.store.consume_click(link.key, now)
         if admitted is not None:
+            if link.rules:  # the store's row has none: keep what the cache had
+                admitted = replace(admitted, rules=link.rules)
             self.resolver.remember(admitted)
             return Outcome.REDIRECT, admitted
         fresh = self.store.get(link.key)
         self.resolver.invalidate(link.key)  # the shared tier too: a store call
         if fresh is None:
             return Outcome.NOT_FOUND, link
+        if link.rules:
+            fresh = replace(fresh, rules=link.rules)
         self.resolver.remember(fresh)
         outcome = verdict(fresh, now)
         if outcome in (Outcome.REDIRECT, Outcome.PASSWORD):  # raced: budget just ran out

@@ -14,6 +14,7 @@ from typing import Any
 
 from lookup import errors
 from lookup.kit.http import api_error_for
+from lookup.shortener.keys import AliasRejected, ReservedWords, validate_alias
 from lookup.shortener.model import format_time
 from lookup.shortener.service import Created, ShortenerService
 from lookup.shortener.views import LinkViews
@@ -35,6 +36,7 @@ CSV_COLUMNS = (
     "tags",
     "forwardQuery",
     "forwardPath",
+    "domain",
 )
 _PAGE = 500
 
@@ -54,10 +56,10 @@ def export_csv(service: ShortenerService, views: LinkViews, owner: str) -> str:
         for link in links:
             writer.writerow(
                 {
-                    "key": link.key,
+                    "key": link.short_key,
                     "shortUrl": views.short_url(link.key),
                     "longUrl": link.long_url,
-                    "customAlias": link.key if link.alias else "",
+                    "customAlias": link.short_key if link.alias else "",
                     "status": views.status(link).value,
                     "createdAt": format_time(link.created_at),
                     "expiresAt": format_time(link.expires_at) or "",
@@ -69,6 +71,7 @@ def export_csv(service: ShortenerService, views: LinkViews, owner: str) -> str:
                     "tags": ";".join(link.tags),
                     "forwardQuery": "true" if link.forward_query else "false",
                     "forwardPath": "true" if link.forward_path else "false",
+                    "domain": link.domain,  # empty: the default domain, whatever its name
                 }
             )
         if not more:
@@ -77,18 +80,88 @@ def export_csv(service: ShortenerService, views: LinkViews, owner: str) -> str:
     return out.getvalue()
 
 
+#: The CSV formats an import accepts, each told by the columns of its header row.
+#: ``lookup``: this API's export. ``shlink``: Shlink's web client export (``shortCode``,
+#: ``longUrl``, ``title``, ``tags`` joined by ``|``, ``visits``...) and the CSV of Shlink's
+#: importer (``Long URL``, ``Short code``, ``Domain``, ``Title``, ``Tags``). ``bitly``:
+#: Bitly's link export (``long_url``, ``link``, ``title``, ``created_at``, ``tags``).
+CSV_FORMATS = {
+    "lookup": "longUrl (this API's export)",
+    "shlink": "shortCode + longUrl, or Short code + Long URL (Shlink)",
+    "bitly": "long_url (Bitly)",
+}
+_FOREIGN_TAG = re.compile(r"[^a-z0-9_-]+")
+
+
+def detect_format(header: list[str]) -> str:
+    """Which of :data:`CSV_FORMATS` a header row is; 400 ``INVALID_CSV`` naming
+    them all for any other."""
+    names = {name.strip() for name in header if name}
+    if {"shortCode", "longUrl"} <= names or {"Short code", "Long URL"} <= names:
+        return "shlink"
+    if "longUrl" in names:
+        return "lookup"
+    if "long_url" in names:
+        return "bitly"
+    accepted = "; ".join(f"{name}: {columns}" for name, columns in CSV_FORMATS.items())
+    raise _bad(
+        "INVALID_CSV",
+        f"the header row names no format this import knows; accepted: {accepted}",
+    )
+
+
+def foreign_tags(text: str) -> list[str]:
+    """Another shortener's tags (split on ``|``, ``,`` or ``;``) as this API's: lower
+    case, other characters as ``-``, at most 32 characters each and 10 in all."""
+    tags: list[str] = []
+    for raw in re.split(r"[|,;]", text):
+        tag = _FOREIGN_TAG.sub("-", raw.strip().lower()).strip("-_")[:32]
+        if tag and tag not in tags:
+            tags.append(tag)
+    return tags[:10]
+
+
+def _foreign_body(row: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A create body from a Shlink or Bitly row: the destination, the tags, and for Shlink
+    the short code kept as the alias when the alias rule can take it (else a new key).
+    Titles, domains, dates and visit counts have no field here and are left out."""
+
+    def cell(*names: str) -> str:
+        for name in names:
+            value = row.get(name)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return ""
+
+    body: dict[str, Any] = {"longUrl": cell("longUrl", "Long URL", "long_url")}
+    tags = foreign_tags(cell("tags", "Tags"))
+    if tags:
+        body["tags"] = tags
+    if kind == "shlink":
+        code = cell("shortCode", "Short code")
+        try:
+            body["customAlias"] = validate_alias(code, ReservedWords())
+        except AliasRejected:
+            pass  # a code the alias rule refuses (its length, a generated key's shape)
+    return body
+
+
 def parse_import(text: str) -> list[dict[str, Any]]:
-    """CSV rows → create bodies. Needs a header with ``longUrl``; optional columns
+    """CSV rows → create bodies, in any of :data:`CSV_FORMATS` (told by the header row).
+    This API's format: ``longUrl``; optional columns
     ``customAlias``, ``expiresAt``, ``maxClicks``, ``redirectType``, ``maxAge``, ``tags``
-    (separated by ``;``), ``forwardQuery`` and ``forwardPath`` (``true``/``false``).
+    (separated by ``;``), ``forwardQuery`` and ``forwardPath`` (``true``/``false``),
+    ``domain`` (empty: the default one).
     Other columns (such as an export's ``key``) are ignored —
     keys are never reissued, so each row gets a new key unless it names an alias.
-    Passwords are never exported (only their hashes exist), so they do not round-trip."""
+    Passwords are never exported (only their hashes exist), so they do not round-trip.
+    Each item says its ``format``."""
     try:
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames
-        if not header or "longUrl" not in header:
+        if not header:
             raise _bad("INVALID_CSV", "the CSV needs a header row with a longUrl column")
+        kind = detect_format(list(header))
         rows: list[dict[str, Any]] = []
         for row in reader:
             if len(rows) >= MAX_IMPORT_ROWS:
@@ -96,6 +169,8 @@ def parse_import(text: str) -> list[dict[str, Any]]:
             rows.append(row)
     except csv.Error as exc:
         raise _bad("INVALID_CSV", f"the body is not valid CSV: {exc}") from None
+    if kind != "lookup":
+        return [{"body": _foreign_body(row, kind), "errors": [], "format": kind} for row in rows]
     bodies: list[dict[str, Any]] = []
     for row in rows:
         body: dict[str, Any] = {}
@@ -108,6 +183,8 @@ def parse_import(text: str) -> list[dict[str, Any]]:
         body["longUrl"] = cell("longUrl")
         if cell("customAlias"):
             body["customAlias"] = cell("customAlias")
+        if cell("domain"):
+            body["domain"] = cell("domain")
         if cell("expiresAt"):
             body["expiresAt"] = cell("expiresAt")
         for name in ("maxClicks", "redirectType", "maxAge"):
@@ -127,7 +204,7 @@ def parse_import(text: str) -> list[dict[str, Any]]:
                     body[name] = flag == "true"
         if body.get("redirectType") == 302 and "maxAge" in body:
             del body["maxAge"]
-        bodies.append({"body": body, "errors": problems})
+        bodies.append({"body": body, "errors": problems, "format": kind})
     return bodies
 
 
@@ -166,7 +243,17 @@ def import_rows(
                 "shortUrl": outcome.body["shortUrl"],
             }
         )
-    return {"created": created, "failed": len(results) - created, "rows": results}
+    kind = bodies[0].get("format", "lookup") if bodies else None
+    return {"created": created, "failed": len(results) - created, "rows": results, "format": kind}
 
 
-__all__ = ["CSV_COLUMNS", "MAX_IMPORT_ROWS", "export_csv", "import_rows", "parse_import"]
+__all__ = [
+    "CSV_COLUMNS",
+    "CSV_FORMATS",
+    "MAX_IMPORT_ROWS",
+    "detect_format",
+    "export_csv",
+    "foreign_tags",
+    "import_rows",
+    "parse_import",
+]

@@ -9,21 +9,45 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lookup.shortener.model import Link, Status, effective_status, format_time
+from lookup.shortener.rules.model import rules_view
+
+if TYPE_CHECKING:
+    from lookup.shortener.domains import Domains
 
 
 class LinkViews:
     """The JSON bodies of links, their history and their click stats."""
 
-    def __init__(self, base_url: str, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        clock: Callable[[], float] = time.time,
+        domains: Domains | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.clock = clock
+        self.domains = domains
 
     def short_url(self, key: str) -> str:
-        """The public short URL for ``key``."""
+        """The public short URL for the stored key ``key`` (on its own domain)."""
+        if self.domains is not None and "@" in key:
+            return self.domains.short_url(key)
         return f"{self.base_url}/{key}"
+
+    def _where(self, link: Link) -> dict[str, Any]:
+        """The key as shown (without its domain) and the domain it lives on."""
+        domain = link.domain
+        name = domain if self.domains is None else self.domains.name(domain)
+        return {"key": link.short_key, "domain": name}
+
+    def api_path(self, link: Link, tail: str = "") -> str:
+        """The management API's path of a link (``?domain=`` for another domain)."""
+        query = f"?domain={link.domain}" if link.domain else ""
+        return f"/v1/links/{link.short_key}{tail}{query}"
 
     def status(self, link: Link) -> Status:
         """The status a client sees now (see :func:`~lookup.shortener.model.effective_status`)."""
@@ -34,7 +58,7 @@ class LinkViews:
         status = self.status(link)
         hidden = bool(link.password_hash) or status is not Status.ACTIVE
         return {
-            "key": link.key,
+            **self._where(link),
             "shortUrl": self.short_url(link.key),
             "longUrl": None if hidden else link.long_url,
             "status": status.value,
@@ -65,12 +89,14 @@ class LinkViews:
                 "forwardPath": link.forward_path,
             }
         )
+        if link.rules:  # read with the link for GET /v1/links/{key} (Shlink's shape)
+            view["redirectRules"] = rules_view(link.rules)
         return view
 
     def created(self, link: Link) -> dict[str, Any]:
         """The body of ``201 Created`` (stored with an Idempotency-Key for replays)."""
         return {
-            "key": link.key,
+            **self._where(link),
             "shortUrl": self.short_url(link.key),
             "longUrl": link.long_url,
             "expiresAt": format_time(link.expires_at),
@@ -84,8 +110,8 @@ class LinkViews:
             "forwardQuery": link.forward_query,
             "forwardPath": link.forward_path,
             "previewUrl": self.short_url(link.key) + "+",
-            "qrPng": f"{self.base_url}/v1/links/{link.key}/qr.png",
-            "qrSvg": f"{self.base_url}/v1/links/{link.key}/qr.svg",
+            "qrPng": self.base_url + self.api_path(link, "/qr.png"),
+            "qrSvg": self.base_url + self.api_path(link, "/qr.svg"),
         }
 
     @staticmethod

@@ -71,6 +71,12 @@ class EventBatch:
     users: list[str]
     is_bot: np.ndarray  # bool
     dropped: int = 0  # rows whose query was empty, too long or held control characters
+    #: bool: picked from the suggestions (column ``picked``; False where absent or empty)
+    picked: np.ndarray | None = None
+
+    def picks(self) -> np.ndarray:
+        """The ``picked`` flags (all False for a log without the column)."""
+        return self.picked if self.picked is not None else np.zeros(len(self.ts), bool)
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -88,6 +94,7 @@ class EventBatch:
             self.users,
             self.is_bot[mask],
             self.dropped,
+            picked=self.picks()[mask],
         )
 
     def for_market(self, market: str) -> EventBatch:
@@ -114,6 +121,7 @@ class EventBatch:
             self.user[mask],
             self.users,
             self.is_bot[mask],
+            picked=self.picks()[mask],
         )
 
 
@@ -221,7 +229,7 @@ def read_table(path: str | os.PathLike[str]) -> Any:
                 path,
                 parse_options=pcsv.ParseOptions(delimiter="\t" if ".tsv" in suffix else ","),
                 convert_options=pcsv.ConvertOptions(
-                    column_types={c: pa.string() for c in ("market", "query", "user_id")},
+                    column_types={c: pa.string() for c in ("market", "query", "user_id", "prefix")},
                     strings_can_be_null=False,
                 ),
             )
@@ -250,6 +258,11 @@ def events_from_table(table: Any) -> EventBatch:
     is_bot = (
         _parse_bool(table.column("is_bot"))
         if "is_bot" in table.column_names
+        else np.zeros(len(ts), bool)
+    )
+    picked = (  # a search log's rows written before the column existed leave it empty
+        _parse_bool(table.column("picked"))
+        if "picked" in table.column_names
         else np.zeros(len(ts), bool)
     )
     # Normalise each distinct raw query once, then re-factorise the normalised forms.
@@ -282,6 +295,7 @@ def events_from_table(table: Any) -> EventBatch:
         users=[str(u) for u in u_values[:-1]],
         is_bot=is_bot[keep],
         dropped=dropped,
+        picked=picked[keep],
     )
 
 
@@ -355,8 +369,13 @@ class MarketScores:
             self.users = np.concatenate([self.users, np.zeros(added, np.int32)])
         return mapping[codes], added
 
-    def fold(self, batch: EventBatch, *, bot_weight: float = 0.0) -> FoldReport:
+    def fold(
+        self, batch: EventBatch, *, bot_weight: float = 0.0, picked_weight: float = 1.0
+    ) -> FoldReport:
         """Fold one market's new events in: decay, add counts, remember users and retypes.
+
+        A search picked from the suggestions counts ``picked_weight`` (a typed-out one 1,
+        a bot's ``bot_weight``): seed 000's feedback loop, softened.
 
         Events older than :attr:`as_of` were folded before and are skipped, so a log
         can be handed over again (or appended to) without counting anything twice.
@@ -373,7 +392,7 @@ class MarketScores:
             batch.is_bot[fresh],
         )
         ids, report.new_queries = self.ids_for(batch.queries, qc)
-        weights = np.where(bot, bot_weight, 1.0)
+        weights = np.where(bot, bot_weight, np.where(batch.picks()[fresh], picked_weight, 1.0))
         periods = ts // self.period_s
         order = np.argsort(periods, kind="stable")
         periods, ids_o, w_o = periods[order], ids[order], weights[order]
@@ -455,10 +474,15 @@ class ScoreBoard:
             self.markets[name] = MarketScores(name, self.period_s, self.half_life_s)
         return self.markets[name]
 
-    def fold(self, batch: EventBatch, *, bot_weight: float = 0.0) -> list[FoldReport]:
+    def fold(
+        self, batch: EventBatch, *, bot_weight: float = 0.0, picked_weight: float = 1.0
+    ) -> list[FoldReport]:
         """Fold a batch of events (any markets) into the running scores."""
         return [
-            self.market(m).fold(batch.for_market(m), bot_weight=bot_weight) for m in batch.markets
+            self.market(m).fold(
+                batch.for_market(m), bot_weight=bot_weight, picked_weight=picked_weight
+            )
+            for m in batch.markets
         ]
 
     # -- persistence: one .npz of plain arrays (strings as UTF-8 blobs), no pickles

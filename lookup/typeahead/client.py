@@ -117,6 +117,7 @@ class Cached:
     complete: bool
     version: str
     expires: float  # a deadline on the client's clock
+    match: list[str] = field(default_factory=list)  # the answer's marks (infix), if any
 
 
 @dataclass
@@ -134,6 +135,8 @@ class Shown:
     ms: float | None = None
     problem: str | None = None
     code: str | None = None
+    #: How each suggestion matched (``prefix``/``infix``/…), when the answer said so.
+    match: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -208,8 +211,9 @@ class SuggestClient:
         if hit is not None and hit.expires > now:
             self.from_cache += 1
             return Shown(
-                "", prefix, market, list(hit.suggestions), hit.complete, hit.version, "cache"
-            )
+                "", prefix, market, list(hit.suggestions), hit.complete, hit.version, "cache",
+                match=list(hit.match),
+            )  # fmt: skip
         for n in range(len(prefix) - 1, 0, -1):
             shorter = self.cache.get((market, prefix[:n]))
             if shorter is not None and shorter.complete and shorter.expires > now:
@@ -286,6 +290,7 @@ class SuggestClient:
             bool(body.get("complete")),
             version,
             ticket.sent_at + max_age(answer.headers),
+            [str(m) for m in body.get("match") or []],
         )
         if version == self.versions.get(market):  # an older cut's late answer is not kept
             self.cache[(market, served)] = entry
@@ -295,8 +300,9 @@ class SuggestClient:
             return None
         self._note(raw, f"request sent ({answer.ms:.1f} ms)")
         shown = Shown(
-            raw, served, market, entry.suggestions, entry.complete, version, "server", ms=answer.ms
-        )
+            raw, served, market, entry.suggestions, entry.complete, version, "server",
+            ms=answer.ms, match=list(entry.match),
+        )  # fmt: skip
         return self._show(shown, ticket.seq)
 
     def _show(self, shown: Shown, seq: int) -> Shown:

@@ -26,10 +26,11 @@ from starlette.types import Receive, Scope, Send
 from lookup import settings
 from lookup.kit.admin import admin_token_of
 from lookup.kit.clients import Trust, client_address
-from lookup.kit.http import ApiError, parse_query_string
+from lookup.kit.http import ApiError, bool_param, parse_query_string
 from lookup.kit.mounts import json_doc, query_doc
 from lookup.kit.ratelimit import RateLimiter, RatePolicy, open_rate_limiter
 from lookup.typeahead.building import mount_build
+from lookup.typeahead.insightshttp import mount_insights
 from lookup.typeahead.manage import (
     canonical_market,
     mount_serve_time,
@@ -37,6 +38,9 @@ from lookup.typeahead.manage import (
     unknown_market,
 )
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
+from lookup.typeahead.recent import open_recent_store
+from lookup.typeahead.recent.http import Recorder, mount_recent, recorder
+from lookup.typeahead.recent.tokens import DeviceTokens
 from lookup.typeahead.serving import MAX_LIMIT, SuggestService, UnknownMarket
 
 if TYPE_CHECKING:
@@ -44,7 +48,7 @@ if TYPE_CHECKING:
 
     from lookup.kit.mounts import Mounts
     from lookup.typeahead.filters import HotBlocklist
-    from lookup.typeahead.trending import TrendingPolicy, TrendingTerm
+    from lookup.typeahead.trending import Pick, TrendingPolicy, TrendingTerm
 
 log = logging.getLogger("lookup.typeahead")
 
@@ -127,12 +131,12 @@ class SuggestEndpoint:
 
     def answer(self, raw: bytes, client: str | None = None) -> tuple[bytes, str]:
         """The JSON body for a raw query string and its market, or ``ApiError``."""
-        q, market, limit = suggest_params(raw)
+        q, market, limit, marks = public_suggest_params(raw)
         try:
             result = self.service.lookup(q, market, limit, client)
         except UnknownMarket:
             raise unknown_market(market, self.service.known_markets()) from None
-        return encode_json(result.body()), market
+        return encode_json(result.body(marks)), market
 
 
 def client_identity(scope: Scope) -> str:
@@ -144,12 +148,41 @@ def client_identity(scope: Scope) -> str:
     return client_address(scope)
 
 
+#: The parameters ``GET /v1/suggest`` accepts; any other is refused (400 UNKNOWN_PARAMETER).
+SUGGEST_PARAMS = ("q", "market", "limit", "highlight")
+
+
+def public_suggest_params(raw: bytes) -> tuple[str, str, int, bool]:
+    """``(q, market, limit, highlight)`` of a public ``/v1/suggest`` request (the single
+    server and the shard router): :func:`suggest_params` plus ``highlight``, and a name
+    outside :data:`SUGGEST_PARAMS` refused as the places hot routes refuse one."""
+    q, market, limit, params = _suggest_fields(raw)
+    for name in params:
+        if name not in SUGGEST_PARAMS:
+            unknown = sorted(set(params) - set(SUGGEST_PARAMS))
+            raise ApiError(
+                400,
+                "UNKNOWN_PARAMETER",
+                f"unknown query parameter(s): {', '.join(unknown)}; this endpoint accepts: "
+                f"{', '.join(sorted(SUGGEST_PARAMS))}",
+                extra={"accepted": sorted(SUGGEST_PARAMS)},
+            )
+    marks = "highlight" in params and bool_param(params, "highlight", code="INVALID_PARAMETER")
+    return q, market, limit, marks
+
+
 def suggest_params(raw: bytes) -> tuple[str, str, int]:
     """``(q, market, limit)`` from a raw suggest query string, checked; else ``ApiError`` (400).
 
     Shared by ``/v1/suggest``, the shard servers and the shard router, so that all three
     refuse the same bad input with the same error.
     """
+    q, market, limit, _ = _suggest_fields(raw)
+    return q, market, limit
+
+
+def _suggest_fields(raw: bytes) -> tuple[str, str, int, dict[str, str]]:
+    """:func:`suggest_params` and the decoded parameters."""
     if len(raw) > MAX_QUERY_STRING:
         raise ApiError(400, "QUERY_TOO_LONG", f"the query string exceeds {MAX_QUERY_STRING} bytes")
     params = parse_query_string(raw)
@@ -162,7 +195,7 @@ def suggest_params(raw: bytes) -> tuple[str, str, int]:
     market = "en-IN" if market is None else canonical_market(market)
     limit_raw = params.get("limit")
     limit = MAX_LIMIT if limit_raw is None else count_param(limit_raw, "limit", MAX_LIMIT)
-    return q, market, limit
+    return q, market, limit, params
 
 
 def count_param(raw: str, name: str, most: int) -> int:
@@ -250,7 +283,10 @@ SUGGEST_DOC = {
         "description": "The top suggestions for what was typed so far, from the market's "
         "current snapshot and its trending set. Cacheable for 5 minutes (less during a "
         "canary). CORS: origins listed in LOOKUP_SUGGEST_CORS_ORIGINS may call it from a "
-        "browser.",
+        "browser. A prefix of 4 characters or more that finds fewer than `limit` is "
+        "completed with typo-tolerant matches (one typo from 4 characters, two from 8; "
+        "a Latin prefix also as Devanagari in a Hindi market), marked in `typos`. Unknown "
+        "parameters are refused.",
         "parameters": [
             query_doc("q", "what was typed so far",
                       {"type": "string", "maxLength": MAX_QUERY_CHARS}),
@@ -259,6 +295,8 @@ SUGGEST_DOC = {
             query_doc("limit", "how many suggestions at most",
                       {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                        "default": MAX_LIMIT}),
+            query_doc("highlight", "add `highlights`: per suggestion the ranges a client "
+                      "may bold", {"type": "boolean", "default": False}),
         ],
         "responses": {
             "200": json_doc("the suggestions", {
@@ -268,11 +306,32 @@ SUGGEST_DOC = {
                     "version": {"type": "string"},
                     "complete": {"type": "boolean"},
                     "suggestions": {"type": "array", "items": {"type": "string"}},
+                    "match": {"type": "array", "description": "only when word-anywhere "
+                              "matches were added after the prefix ones: how each "
+                              "suggestion matched",
+                              "items": {"type": "string",
+                                        "enum": ["prefix", "infix", "typo"]}},
+                    "scores": {"type": "array", "items": {"type": "number"},
+                               "description": "each suggestion's score (decayed popularity, "
+                               "plus its trending boost): what the list is ranked by, so a "
+                               "client can merge it with a list of its own"},
+                    "typos": {"type": "array", "items": {"type": "number", "minimum": 0},
+                              "description": "only when the typo-tolerant fallback filled a "
+                              "short page: the typos each suggestion needed (0: it starts "
+                              "with the prefix; a slip to a neighbouring key counts half). "
+                              "Corrected ones come after the exact ones"},
+                    "highlights": {"type": "array", "description": "with highlight=true: "
+                                   "per suggestion, [start, end) code-point ranges of the "
+                                   "typed prefix, or of the span a corrected one matched",
+                                   "items": {"type": "array", "items": {
+                                       "type": "array", "minItems": 2, "maxItems": 2,
+                                       "items": {"type": "integer", "minimum": 0}}}},
                 },
-                "required": ["q", "version", "complete", "suggestions"],
+                "required": ["q", "version", "complete", "suggestions", "scores"],
             }),
             "400": json_doc("bad input: INVALID_LIMIT, QUERY_TOO_LONG, INVALID_QUERY, "
-                            "UNKNOWN_MARKET (naming the known markets)"),
+                            "INVALID_PARAMETER, UNKNOWN_PARAMETER (naming the accepted "
+                            "ones), UNKNOWN_MARKET (naming the known markets)"),
             "405": json_doc("a method other than GET or HEAD"),
         },
     }
@@ -301,8 +360,9 @@ class ServicePolicy:
         network: str | None = None,
         *,
         is_bot: bool = False,
+        pick: Pick | None = None,
     ) -> str | None:
-        return self.service.record_search(query, market, user, network, is_bot=is_bot)
+        return self.service.record_search(query, market, user, network, is_bot=is_bot, pick=pick)
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         tracker = self.service.tracker
@@ -349,13 +409,27 @@ def install(
         admin_token,
         limiter=search_limiter(search_rate, search_clock),
         trust_forwarded_for=trust_forwarded_for,
+        recent=install_recent(mounts, admin_token, service.known_markets),
     )
+    mount_insights(api, service, mounts.data_dir)
     mount_snapshots(api, service, admin_token)
     mount_build(mounts, admin_token)  # POST/GET …/snapshots/build
     mount_poller(mounts, service.poll, "typeahead poll")
 
     mounts.health["typeahead"] = service.status
     return service
+
+
+def install_recent(
+    mounts: Mounts, admin_token: Callable[[], str], known_markets: Callable[[], list[str]]
+) -> Recorder:
+    """``/v1/suggest/recent`` over the store setting ``typeahead_recent`` names (closed with
+    the app); returns what ``POST /v1/searches`` calls to add to a sender's list."""
+    store = open_recent_store(settings.get("typeahead_recent"), mounts.data_dir)
+    tokens = DeviceTokens.from_data_dir(mounts.data_dir)
+    mount_recent(mounts.api, store, tokens, admin_token, known_markets)
+    mounts.on_shutdown.append(store.close)
+    return recorder(store, tokens, lambda: settings.get("typeahead_recent_per_user"))
 
 
 def mount_poller(mounts: Mounts, poll: Callable[[], object], what: str) -> None:
@@ -400,6 +474,7 @@ __all__ = [
     "mount",
     "mount_poller",
     "parse_query_string",
+    "public_suggest_params",
     "search_limiter",
     "send_answer",
     "send_json",

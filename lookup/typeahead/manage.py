@@ -35,8 +35,9 @@ from lookup.kit.clients import Trust, client_address, client_of, network_of
 from lookup.kit.http import ApiError
 from lookup.kit.ratelimit import RateLimiter
 from lookup.typeahead.canary import CanaryPolicy
-from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars
+from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_prefix
 from lookup.typeahead.serving import CanaryRefused, UnknownMarket
+from lookup.typeahead.trending import Pick
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from lookup.typeahead.filters import HotBlocklist
+    from lookup.typeahead.recent.http import Recorder
     from lookup.typeahead.serving import SuggestService
     from lookup.typeahead.trending import TrendingPolicy, TrendingTerm
 
@@ -65,11 +67,13 @@ class ServeTimePolicy(Protocol):
         network: str | None = None,
         *,
         is_bot: bool = False,
+        pick: Pick | None = None,
     ) -> str | None:
         """Count a submitted search (trending, the next build); its normalised form, or
         None if nothing is left once normalised. ``market`` is one of the known ones;
         ``user`` and ``network`` are the server's identity of the searcher; a bot's
-        search is logged for the build (flagged) and never trends."""
+        search is logged for the build (flagged) and never trends; ``pick`` says it was
+        picked from the suggestions (logged; it weighs less in the next build)."""
         ...
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
@@ -173,6 +177,36 @@ def search_payload(
     return q, market, Searcher(user, network_of(address), client_of(address), bot)
 
 
+def pick_of(payload: dict[str, Any]) -> Pick | None:
+    """The optional ``fromSuggestion``/``rank``/``prefix`` fields of a ``POST /v1/searches``
+    body, checked: a :class:`Pick` when the search was picked from the suggestions, else
+    None (400 INVALID_REQUEST on a bad value, or rank/prefix without ``fromSuggestion``)."""
+    picked, rank, prefix = (payload.get(k) for k in ("fromSuggestion", "rank", "prefix"))
+    if picked is not None and not isinstance(picked, bool):
+        raise ApiError(400, "INVALID_REQUEST", "fromSuggestion must be true or false")
+    if rank is not None and (
+        isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= 10
+    ):
+        raise ApiError(400, "INVALID_REQUEST", "rank must be an integer from 1 to 10")
+    if prefix is not None and (
+        not isinstance(prefix, str) or len(prefix) > MAX_QUERY_CHARS or has_control_chars(prefix)
+    ):
+        raise ApiError(
+            400,
+            "INVALID_REQUEST",
+            f"prefix must be a string of at most {MAX_QUERY_CHARS} characters",
+        )
+    if not picked:
+        if rank is not None or prefix is not None:
+            raise ApiError(
+                400,
+                "INVALID_REQUEST",
+                "rank and prefix describe a pick: send them with fromSuggestion: true",
+            )
+        return None
+    return Pick(rank, (normalize_prefix(prefix) or None) if prefix is not None else None)
+
+
 def mount_serve_time(
     api: FastAPI,
     policy: ServeTimePolicy,
@@ -180,6 +214,7 @@ def mount_serve_time(
     *,
     limiter: RateLimiter,
     trust_forwarded_for: Trust = False,
+    recent: Recorder | None = None,
 ) -> None:
     """``POST /v1/searches``, ``GET /v1/typeahead/trending`` and the hot-blocklist
     endpoints over ``policy`` (the single server and the shard router alike); the
@@ -197,12 +232,17 @@ def mount_serve_time(
     async def record_search(
         request: Request,
         payload: dict[str, Any] = Body(
-            ..., examples=[{"q": "ind vs pak live score", "market": "en-IN"}]
+            ...,
+            examples=[
+                {"q": "ind vs pak live score", "market": "en-IN"},
+                {"q": "ipl live score", "fromSuggestion": True, "rank": 2, "prefix": "ipl"},
+            ],
         ),
     ) -> JSONResponse:
         q, market, who = search_payload(
             request, payload, admin_token=admin_token, trust_forwarded_for=trust_forwarded_for
         )
+        pick = pick_of(payload)
         headers: dict[str, str] = {}
         if who.client is not None:
             decision = limiter.check(who.client)
@@ -216,9 +256,13 @@ def mount_serve_time(
         known = policy.known_markets()
         if market not in known:
             raise unknown_market(market, known)
-        normalized = await policy.record_search(q, market, who.user, who.network, is_bot=who.bot)
+        normalized = await policy.record_search(
+            q, market, who.user, who.network, is_bot=who.bot, pick=pick
+        )
         if normalized is None:
             raise ApiError(400, "INVALID_QUERY", "q is empty once normalised")
+        if recent is not None:  # the sender's own recent list, when it sent its token
+            await recent(request.headers.get("authorization"), market, normalized)
         return JSONResponse(
             {"q": normalized, "market": market, "recorded": True},
             status_code=202,

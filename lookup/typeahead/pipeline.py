@@ -30,6 +30,7 @@ from lookup.typeahead.filters import (
     TermBlocklist,
     select_queries,
 )
+from lookup.typeahead.insights import pick_report, pick_rows, write_pick_report
 from lookup.typeahead.normalize import script_of
 from lookup.typeahead.snapshot import (
     ValidationPolicy,
@@ -91,6 +92,8 @@ class BuildConfig:
     min_typo_users: int = 2
     translit_markets: tuple[str, ...] = TRANSLIT_MARKETS
     k: int = K
+    #: What a search picked from the suggestions counts (setting typeahead_picked_weight).
+    picked_weight: float = field(default_factory=lambda: settings.get("typeahead_picked_weight"))
 
     def filter_config(self) -> FilterConfig:
         """The filter thresholds."""
@@ -205,6 +208,8 @@ class BuildResult:
     log: str | None
     folded: list[FoldReport] = field(default_factory=list)
     markets: list[MarketResult] = field(default_factory=list)
+    #: Per market, the pick rate per prefix of the submitted searches (``picks.json``).
+    picks: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -218,6 +223,7 @@ class BuildResult:
             "ok": self.ok,
             "folded": [asdict(f) for f in self.folded],
             "markets": [asdict(m) for m in self.markets],
+            "picks": self.picks,
         }
 
 
@@ -263,7 +269,9 @@ def run(
             f"read {len(batch):,} events ({len(batch.queries):,} distinct queries) "
             f"in {time.perf_counter() - t0:.1f}s"
         )
-        result.folded = board.fold(batch, bot_weight=config.bot_weight)
+        result.folded = board.fold(
+            batch, bot_weight=config.bot_weight, picked_weight=config.picked_weight
+        )
         for f in result.folded:
             say(
                 f"{f.market}: folded {f.events:,} events ({f.bot_events:,} bot, "
@@ -273,7 +281,9 @@ def run(
     searches = searches_path(data_dir)
     if searches.exists():
         submitted = read_query_log(searches).before(int(clock()))
-        folded = board.fold(submitted, bot_weight=config.bot_weight)
+        folded = board.fold(
+            submitted, bot_weight=config.bot_weight, picked_weight=config.picked_weight
+        )
         result.folded += folded
         for f in folded:
             say(
@@ -281,6 +291,8 @@ def run(
                 f"{f.skipped_old:,} already folded)"
             )
         board.save(sp)
+        result.picks = pick_report(pick_rows(searches))
+        write_pick_report(data_dir, result.picks)
     if not board.markets:
         raise ValueError("no events folded yet: give a log with --log or build the query log")
     hot = open_hot_blocklist(data_dir)

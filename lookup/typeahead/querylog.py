@@ -100,7 +100,7 @@ THINGS_EN = (
     "washing machine", "cooler", "ceiling fan", "inverter battery", "solar panel",
     "cement", "tmt bar", "ipl tickets", "jio recharge", "airtel recharge", "vi recharge",
     "ps5", "xbox series x", "kindle", "dslr camera", "bicycle", "electric scooter",
-    "ola s1 pro", "ather 450x", "gas stove", "pressure cooker", "mixer grinder",
+    "ola s1 pro", "ather 450x", "gas stove", "pressure cooker", "mixer grinder", "biryani",
 )  # fmt: skip
 THINGS_HI = (
     "सोना", "चांदी", "पेट्रोल", "डीजल", "प्याज", "टमाटर", "आलू", "गेहूं", "चावल", "चीनी",

@@ -44,15 +44,17 @@ from lookup import settings
 from lookup.kit.admin import admin_token_of
 from lookup.kit.http import ApiError
 from lookup.typeahead.filters import HotBlocklist
+from lookup.typeahead.fuzzy import NEIGHBOURS, TypoPolicy, highlight, transliterations
 from lookup.typeahead.http import (
     NOT_GET,
     allows_get,
     encode_json,
+    install_recent,
     mount_poller,
+    public_suggest_params,
     search_limiter,
     send_answer,
     send_refusal,
-    suggest_params,
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize_prefix, normalize_query
@@ -61,6 +63,7 @@ from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SH
 from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
 from lookup.typeahead.trending import (
     Clock,
+    Pick,
     SearchLog,
     TrendingPolicy,
     TrendingTerm,
@@ -133,6 +136,7 @@ class ShardRouter:
         self.blocklist: HotBlocklist | None = None
         self.tracker: TrendingTracker | None = None
         self.search_log: SearchLog | None = None
+        self.typo = TypoPolicy.from_settings()
         # per market: the score a term leads to as a key and whether it is that very
         # suggestion, or None for an unknown key (fixed for the cut: never stale)
         self._exact: dict[str, dict[str, tuple[float, bool] | None]] = {m: {} for m in layouts}
@@ -185,6 +189,7 @@ class ShardRouter:
         network: str | None = None,
         *,
         is_bot: bool = False,
+        pick: Pick | None = None,
     ) -> str | None:
         """A submitted search: count it for trending, append it to the search log.
 
@@ -196,7 +201,7 @@ class ShardRouter:
         if is_bot:  # logged for the build (weighed as the log's bots), never trending
             bot_query = usable_query(query)
             if bot_query is not None and self.search_log is not None:
-                self.search_log.append(bot_query, market, user, True)
+                self.search_log.append(bot_query, market, user, True, pick)
             return bot_query
         layout = self.layouts[market]
         q = normalize_query(query)
@@ -212,7 +217,7 @@ class ShardRouter:
                 log.warning("no baseline for %r: %s", q, exc.message)
         recorded = self.tracker.record(query, market, user, network)
         if recorded is not None and self.search_log is not None:
-            self.search_log.append(recorded, market, user)
+            self.search_log.append(recorded, market, user, pick=pick)
         return recorded
 
     @classmethod
@@ -251,32 +256,91 @@ class ShardRouter:
 
     async def answer(self, raw: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
         """``(body, extra headers)`` for a raw ``/v1/suggest`` query string, or ``ApiError``."""
-        q, market, limit = suggest_params(raw)
+        q, market, limit, marks = public_suggest_params(raw)
         layout = self.layouts.get(market)
         if layout is None:
             raise unknown_market(market, self.markets())
         p = normalize_prefix(q)
         version = layout.source_version or ""
         boosted = self.tracker.matching(market, p) if self.tracker is not None else []
+        typos = self.typo.typos(len(p))
         if len(p) <= 1:
             page, complete = await self._head_page(layout, p, limit)
             header = b"head"
         else:
             shard = layout.plan.shard_of(p)
             header = str(shard).encode()
-            if self.blocklist is None and not boosted:  # the snapshot as built, byte for byte
+            if self.blocklist is None and not boosted and not marks:  # as built, byte for byte
                 body = await self._ask(shard, layout, f"q={quote(p, safe='')}&limit={limit}")
-                return body, [(SHARD_HEADER, header)]
+                if not typos or not self._short(json.loads(body)["suggestions"], limit):
+                    return body, [(SHARD_HEADER, header)]
             page, complete, as_built = await self._shard_page(
                 shard, layout, p, limit, bool(boosted)
             )
-            if as_built is not None and not boosted:
-                return as_built, [(SHARD_HEADER, header)]
+            if as_built is not None and not boosted and not marks:
+                if not typos or not self._short(page, limit):
+                    return as_built, [(SHARD_HEADER, header)]
         suggestions = [text for text, _, _ in page]
+        scores = [score for _, score, _ in page]
         if boosted:
-            suggestions, complete = await self._blend(layout, page, complete, boosted, limit)
-        reply = {"q": p, "version": version, "complete": complete, "suggestions": suggestions}
+            suggestions, complete, scores = await self._blend(
+                layout, page, complete, boosted, limit
+            )
+        reply: dict[str, Any] = {"q": p, "version": version, "complete": complete,
+                                 "suggestions": suggestions, "scores": scores}  # fmt: skip
+        if typos and len(suggestions) < limit and self._short(page, limit):
+            await self._corrected(layout, reply, limit)
+        if marks:
+            variants = transliterations(p)
+            reply["highlights"] = [highlight(p, s, variants) for s in reply["suggestions"]]
         return encode_json(reply), [(SHARD_HEADER, header)]
+
+    def _short(self, found: Sequence[object], limit: int) -> bool:
+        """Whether the prefix's own answers leave room for the typo fallback."""
+        return self.typo.wanted(len(found), limit, self.typo.one_typo_from)
+
+    async def _corrected(self, layout: ShardLayout, reply: dict[str, Any], limit: int) -> None:
+        """Fill a short page with typo-tolerant matches, as ``SuggestService`` does, merged
+        by typos, then global rank; blocked and shown ones left out. A typo may move a
+        prefix into another range: with one typo allowed the first character may only
+        become a QWERTY neighbour (an edit of it counts twice, a neighbour slip half), so
+        the shards spanning it, its neighbours and its transliteration's first letter are
+        asked (``typos=1``); with two, every shard. A shard that fails is left out (the
+        extras are best effort; the prefix's own shard has answered)."""
+        p = reply["q"]
+        n = limit + len(reply["suggestions"])  # some may be shown already
+        query = f"q={quote(p, safe='')}&limit=1&fetch={n}&typos=1"
+        if self.typo.typos(len(p)) >= 2:
+            shards = list(range(layout.plan.n))
+        else:
+            firsts = {p[0], *(b for a, b in NEIGHBOURS if a == p[0])}
+            firsts |= {v[0] for v in transliterations(p) if v}
+            shards = sorted({i for ch in firsts for i in shards_spanned(layout.plan, ch)})
+        answers = await asyncio.gather(
+            *(self._ask(i, layout, query) for i in shards), return_exceptions=True
+        )
+        found: dict[str, tuple[float, int, float]] = {}
+        for raw_body in answers:
+            if isinstance(raw_body, ApiError):
+                continue
+            if isinstance(raw_body, BaseException):
+                raise raw_body
+            got = json.loads(raw_body)
+            for text, typo, rank, score in zip(
+                got["suggestions"], got["typos"], got["ranks"], got["scores"], strict=True
+            ):
+                old = found.get(text)
+                if old is None or (typo, rank) < old[:2]:
+                    found[text] = (typo, rank, score)
+        shown = set(reply["suggestions"])
+        extra = sorted(
+            (t for t in found if t not in shown and not self._blocked(t)), key=found.__getitem__
+        )[: limit - len(shown)]
+        if extra:
+            reply["typos"] = [0.0] * len(reply["suggestions"]) + [found[t][0] for t in extra]
+            reply["suggestions"] = reply["suggestions"] + extra
+            reply["scores"] = reply["scores"] + [found[t][2] for t in extra]
+            reply["complete"] = False
 
     def _blocked(self, text: str) -> bool:
         return self.blocklist is not None and self.blocklist.blocks(text)
@@ -304,7 +368,8 @@ class ShardRouter:
             if len(page) >= limit or len(texts) < n or n >= MAX_FETCH:
                 return page[:limit], complete, None
             n = min(MAX_FETCH, max(layout.k, 2 * n, limit + 2 * (len(texts) - len(page))))
-            got = json.loads(await self._ask(shard, layout, f"{base}&fetch={n}"))
+            more = f"{base}&fetch={n}" + ("" if scored else "&scores=1")
+            got = json.loads(await self._ask(shard, layout, more))
 
     async def _head_page(
         self, layout: ShardLayout, p: str, limit: int
@@ -375,7 +440,7 @@ class ShardRouter:
         complete: bool,
         boosted: list[TrendingTerm],
         limit: int,
-    ) -> tuple[list[str], bool]:
+    ) -> tuple[list[str], bool, list[float]]:
         """``SuggestService._blend`` over the routed page: re-rank by score + boost.
 
         A trending term not on the page needs its snapshot score; it is usually known
@@ -395,7 +460,7 @@ class ShardRouter:
                 total[q] = known[0] if known is not None and known[1] else 0.0
             total[q] += term.boost
         ranked = sorted(total, key=lambda s: (-total[s], s))[:limit]
-        return ranked, complete and len(total) <= limit
+        return ranked, complete and len(total) <= limit, [total[s] for s in ranked]
 
     async def _ask(self, shard: int, layout: ShardLayout, query: str) -> bytes:
         stats = self.stats[shard]
@@ -520,8 +585,11 @@ class RouterPolicy:
         network: str | None = None,
         *,
         is_bot: bool = False,
+        pick: Pick | None = None,
     ) -> str | None:
-        return await self.router.record_search(query, market, user, network, is_bot=is_bot)
+        return await self.router.record_search(
+            query, market, user, network, is_bot=is_bot, pick=pick
+        )
 
     def trending_now(self, market: str) -> tuple[list[TrendingTerm], TrendingPolicy | None]:
         return self.tracker.trending(market), self.tracker.policy
@@ -556,6 +624,7 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
         admin_token_of(mounts),
         limiter=search_limiter(),
         trust_forwarded_for=settings.get("trust_forwarded_for"),
+        recent=install_recent(mounts, admin_token_of(mounts), router.markets),
     )
 
     mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server

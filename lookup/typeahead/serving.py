@@ -27,6 +27,8 @@ from lookup.kit.integrity import DamageLog
 from lookup.kit.snapshots import SnapshotStore
 from lookup.typeahead.canary import Canary, CanaryPolicy
 from lookup.typeahead.filters import HotBlocklist
+from lookup.typeahead.fuzzy import TYPO, TypoPolicy, corrections, highlight
+from lookup.typeahead.insights import ZeroHits
 from lookup.typeahead.normalize import normalize_prefix
 from lookup.typeahead.pipeline import open_hot_blocklist, searches_path, snapshot_root
 from lookup.typeahead.snapshot import (
@@ -40,6 +42,7 @@ from lookup.typeahead.snapshot import (
 )
 from lookup.typeahead.trending import (
     Clock,
+    Pick,
     SearchLog,
     TrendingPolicy,
     TrendingTerm,
@@ -54,6 +57,9 @@ DAMAGE_LOG = DamageLog(log, "typeahead")
 #: The markets this deployment serves (a snapshot for another market is served too).
 MARKETS = ("en-IN", "hi-IN")
 MAX_LIMIT = 10
+#: Prefixes shorter than this get no word-anywhere matches (one or two letters would
+#: match a word in nearly every suggestion; Meilisearch waits for a few as well).
+INFIX_MIN_CHARS = 3
 
 
 def not_built(market: str) -> NotBuilt:
@@ -63,6 +69,28 @@ def not_built(market: str) -> NotBuilt:
         "`lookup datasets build typeahead` then `lookup typeahead build`",
         command="lookup typeahead build",
     )
+
+
+def with_infix(
+    result: SuggestResult, snap: Snapshot, matches: list[int], limit: int
+) -> SuggestResult:
+    """``result`` with word-anywhere ``matches`` (ids, best first, none of the prefix's own
+    nor blocked) appended up to ``limit``; ``complete`` only if there were none."""
+    shown = set(result.suggestions)
+    need = limit - len(result.suggestions)
+    found = [s for s in snap.texts(matches) if s not in shown][:need]
+    if not found:
+        return result
+    return result._replace(suggestions=result.suggestions + found, complete=False, infix=len(found))
+
+
+def scores_by_text(snap: Snapshot, result: SuggestResult) -> list[float]:
+    """``result``'s scores, those of suggestions appended without one looked up by text."""
+    scores = list(result.scores or [])
+    for text in result.suggestions[len(scores) :]:
+        t = snap.exact(text)
+        scores.append(snap.score(t) if t >= 0 else 0.0)
+    return scores
 
 
 class UnknownMarket(LookupError):
@@ -96,15 +124,35 @@ class SuggestResult(NamedTuple):
     complete: bool
     suggestions: list[str]
     trending: tuple[str, ...] = ()
+    #: How many of the last suggestions are word-anywhere matches (after the prefix ones).
+    infix: int = 0
+    #: Each suggestion's score (its decayed popularity, plus a trending boost if blended).
+    scores: list[float] | None = None
+    #: Typos each suggestion needed (0: it starts with the prefix); empty if none was
+    #: corrected. ``variants``: other spellings of the prefix the correction walked.
+    typos: tuple[float, ...] = ()
+    variants: tuple[str, ...] = ()
 
-    def body(self) -> dict[str, Any]:
-        """The ``/v1/suggest`` response body."""
-        return {
+    def body(self, highlights: bool = False) -> dict[str, Any]:
+        """The ``/v1/suggest`` response body (``match`` only when infix answers are in it:
+        one ``prefix``/``infix`` per suggestion; ``typos`` only when some suggestion was
+        corrected); ``highlights`` adds the ranges a client may bold."""
+        body: dict[str, Any] = {
             "q": self.q,
             "version": self.version,
             "complete": self.complete,
             "suggestions": self.suggestions,
+            "scores": self.scores or [0.0] * len(self.suggestions),
         }
+        if self.infix:  # prefix matches, then the infix ones, then any typo-corrected ones
+            typo = sum(1 for t in self.typos if t > 0)
+            n = len(self.suggestions) - self.infix - typo
+            body["match"] = ["prefix"] * n + ["infix"] * self.infix + ["typo"] * typo
+        if self.typos:
+            body["typos"] = list(self.typos)
+        if highlights:
+            body["highlights"] = [highlight(self.q, s, self.variants) for s in self.suggestions]
+        return body
 
 
 @dataclass
@@ -137,6 +185,15 @@ class SuggestService:
     #: Per market, the latest canary (running or decided) and its candidate while it runs.
     _canaries: dict[str, Canary] = field(default_factory=dict, repr=False)
     _candidates: dict[str, Snapshot] = field(default_factory=dict, repr=False)
+    #: Whether a short page is filled with word-anywhere matches (when the snapshot has
+    #: the index). The shard router has none: an oracle for it turns this off.
+    infix: bool = True
+    #: Per market, the prefixes answered with nothing (issue 27 item 10's zero hits).
+    zero_hits: ZeroHits = field(default_factory=ZeroHits, repr=False)
+    #: The typo-tolerant fallback (settings ``typeahead_typo_*``), and the cache of its
+    #: answers and of the word-anywhere ones (bounded by ``typo.cache_entries``).
+    typo: TypoPolicy = field(default_factory=TypoPolicy.from_settings)
+    _typo_cache: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_data_dir(
@@ -425,7 +482,10 @@ class SuggestService:
             if candidate is not None and canary.takes(client):
                 return self._canary_answer(canary, candidate, snap, p, market, limit)
             canary.record_control()
-        return self._answer(snap, p, market, limit)
+        result = self._answer(snap, p, market, limit)
+        if not result.suggestions:
+            self.zero_hits.add(market, p)
+        return result
 
     def _canary_answer(
         self, canary: Canary, candidate: Snapshot, snap: Snapshot, p: str, market: str, limit: int
@@ -457,8 +517,88 @@ class SuggestService:
         tracker = self.tracker
         boosted = tracker.matching(market, p) if tracker is not None else None
         if not boosted:
-            return SuggestResult(p, market, snap.version, complete, snap.texts(ids))
-        return self._blend(p, market, snap, ids, complete, boosted, limit)
+            result = SuggestResult(
+                p, market, snap.version, complete, snap.texts(ids), scores=snap.scores_of(ids)
+            )
+        else:
+            result = self._blend(p, market, snap, ids, complete, boosted, limit)
+        if (
+            len(result.suggestions) < limit
+            and snap.infix is not None
+            and self.infix
+            and len(p) >= INFIX_MIN_CHARS
+        ):  # room left: words inside
+            matches = self._infix_matches(snap, p, ids, excluded, limit, version)
+            result = with_infix(result, snap, matches, limit)
+            if result.scores is not None and len(result.scores) < len(result.suggestions):
+                result = result._replace(scores=scores_by_text(snap, result))
+        if len(result.suggestions) < limit and self.typo.wanted(len(ids), limit, len(p)):
+            return self._corrected(snap, result, limit, excluded, version)
+        return result
+
+    def _infix_matches(
+        self,
+        snap: Snapshot,
+        p: str,
+        ids: list[int],
+        excluded: frozenset[int],
+        limit: int,
+        token: object,
+    ) -> list[int]:
+        """Word-anywhere ids for ``p`` (:mod:`~lookup.typeahead.infix`), cached like the typo
+        fallback per snapshot, prefix, page size and blocklist version: the walk over the
+        index costs ~0.3 ms, a repeated short page then costs a dictionary lookup."""
+        assert snap.infix is not None
+        key = ("infix", snap.version, p, limit, token)
+        found = self._typo_cache.get(key)
+        if found is None:
+            found = snap.infix.find(p, limit, excluded | set(ids))
+            if len(self._typo_cache) >= self.typo.cache_entries:
+                self._typo_cache.clear()  # a bound; entries are cheap to find again
+            self._typo_cache[key] = found
+        return list(found)
+
+    def _corrected(
+        self,
+        snap: Snapshot,
+        result: SuggestResult,
+        limit: int,
+        excluded: frozenset[int],
+        token: object,
+    ) -> SuggestResult:
+        """Fill a short page with typo-tolerant matches (:mod:`~lookup.typeahead.fuzzy`),
+        ranked after the exact ones and marked with their typos; the fallback's answer is
+        cached per snapshot, prefix, page size and blocklist version."""
+        p = result.q
+        n = limit + len(result.suggestions)  # some may be shown already
+        key = (snap.version, p, n, token)
+        found = self._typo_cache.get(key)
+        if found is None:
+            found = corrections(snap, p, n, excluded, self.typo)
+            if len(self._typo_cache) >= self.typo.cache_entries:
+                self._typo_cache.clear()  # a bound; entries are cheap to find again
+            self._typo_cache[key] = found
+        fixes, variants = found
+        texts = list(result.suggestions)
+        scores = scores_by_text(snap, result)
+        typos = [0.0] * len(texts)
+        have = set(texts)
+        for target, cost in fixes:
+            text = snap.string(target)
+            if len(texts) >= limit:
+                break
+            if text in have:
+                continue
+            have.add(text)
+            texts.append(text)
+            scores.append(snap.score(target))
+            typos.append(cost / TYPO)
+        if len(texts) == len(result.suggestions):
+            return result._replace(scores=scores)
+        return result._replace(
+            complete=False, suggestions=texts, scores=scores, typos=tuple(typos),
+            variants=variants,
+        )  # fmt: skip
 
     def _blend(
         self,
@@ -490,6 +630,7 @@ class SuggestService:
             complete and len(total) <= limit,
             ranked,
             tuple(q for q in used if q in ranked),
+            scores=[total[s] for s in ranked],
         )
 
     def baseline(self, market: str, query: str, now: float) -> float:
@@ -522,6 +663,7 @@ class SuggestService:
         network: str | None = None,
         *,
         is_bot: bool = False,
+        pick: Pick | None = None,
     ) -> str | None:
         """A submitted search: count it for trending and append it for the next build.
         A bot's search is only logged (flagged, as the query log flags them): it never
@@ -533,7 +675,7 @@ class SuggestService:
         else:
             q = self.tracker.record(query, market, user, network) if self.tracker else None
         if q is not None and self.search_log is not None:
-            self.search_log.append(q, market, user, is_bot)
+            self.search_log.append(q, market, user, is_bot, pick)
         return q
 
     def trace(self, prefix: str, market: str = "en-IN", repeat: int = 200) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup.kit.http import ApiError, parse_query_string
+from lookup.typeahead.fuzzy import TYPO, TypoPolicy, corrections
 from lookup.typeahead.http import (
     NOT_GET,
     allows_get,
@@ -120,6 +121,7 @@ class ShardServer:
         self.root = Path(root)
         self.shard = shard
         self.slices: dict[str, ShardSlice] = {}
+        self.typo = TypoPolicy.from_settings()
         if not self.root.is_dir():
             raise FileNotFoundError(f"no shard set at {self.root}")
         for market_dir in sorted(self.root.iterdir()):
@@ -142,7 +144,10 @@ class ShardServer:
         over-fetching past blocked ones), ``scores=1`` and ``ranks=1`` (each suggestion's
         score and global rank), ``exact=term`` (repeatable: the score of the suggestion a
         term leads to as a key, for the trending baseline and blend) and ``scatter=1``
-        (answer a prefix shorter than two characters from this shard's part of it).
+        (answer a prefix shorter than two characters from this shard's part of it), and
+        ``typos=1``: this shard's best typo-tolerant matches of any prefix (``typos`` per
+        suggestion, with scores and global ranks; the router asks every shard, since a
+        typo may move a prefix into another range).
         """
         q, market, limit = suggest_params(raw)
         part = self.slices.get(market)
@@ -153,8 +158,12 @@ class ShardServer:
             )
         p = normalize_prefix(q)
         extended = any(x in raw for x in (b"fetch=", b"scores=", b"ranks=", b"exact=",
-                                           b"scatter="))  # fmt: skip
+                                           b"scatter=", b"typos="))  # fmt: skip
         params = parse_query_string(raw) if extended else {}
+        if params.get("typos") == "1":
+            fetch_raw = params.get("fetch")
+            n = limit if fetch_raw is None else count_param(fetch_raw, "fetch", MAX_FETCH)
+            return self._corrections(part, market, p, n), part.source_version
         if len(p) < 2:
             if params.get("scatter") != "1":
                 raise ApiError(
@@ -172,7 +181,8 @@ class ShardServer:
         found = snap.find(p, limit)
         if not extended:
             body = {"q": p, "version": part.source_version, "complete": found.complete,
-                    "suggestions": snap.texts(found.ids)}  # fmt: skip
+                    "suggestions": snap.texts(found.ids),
+                    "scores": snap.scores_of(found.ids)}  # fmt: skip
             return encode_json(body), part.source_version
         fetch_raw = params.get("fetch")
         fetch = None if fetch_raw is None else count_param(fetch_raw, "fetch", MAX_FETCH)
@@ -203,6 +213,23 @@ class ShardServer:
                     exact[term] = [snap.score(t), snap.string(t) == term]
             out["exact"] = exact
         return encode_json(out), part.source_version
+
+    def _corrections(self, part: ShardSlice, market: str, p: str, limit: int) -> bytes:
+        """``typos=1``: the shard's best ``limit`` typo-tolerant matches of ``p`` (exact
+        ones, which the owning shard answers, left out), with typos, scores and ranks."""
+        if part.ranks is None:
+            raise ApiError(
+                409, "OLD_FORMAT",
+                f"shard {self.shard} of {market} was cut without global ranks; cut it again",
+            )  # fmt: skip
+        snap = part.snapshot
+        fixes, _ = corrections(snap, p, limit, frozenset(), self.typo)
+        ids = [c.target for c in fixes]
+        out = {"q": p, "version": part.source_version, "complete": False,
+               "suggestions": snap.texts(ids), "scores": snap.scores_of(ids),
+               "ranks": [int(part.ranks[i]) for i in ids],
+               "typos": [c.cost / TYPO for c in fixes]}  # fmt: skip
+        return encode_json(out)
 
     def status(self) -> dict[str, Any]:
         """What this server holds (for ``/healthz``)."""

@@ -207,9 +207,10 @@ def write_shards(
         ranks = base64.b64encode(np.asarray(used, dtype="<u4").tobytes()).decode("ascii")
         meta = {"shard": i, "of": plan.n, "range": list(ranges[i]),
                 "source_version": source_version, "ranks": ranks}  # fmt: skip
-        write_snapshot(
-            shard_file(d, i), market, trie.build(), [strings[t] for t in used], scores[used], meta
-        )
+        write_snapshot(  # no word-anywhere index: it would cover only this shard's range
+            shard_file(d, i), market, trie.build(), [strings[t] for t in used], scores[used], meta,
+            infix=False,
+        )  # fmt: skip
     table: dict[str, dict[str, Any]] = {}
     for prefix in ["", *sorted({key[0] for key in keys})]:
         suggestions, complete, head_scores = head(prefix)

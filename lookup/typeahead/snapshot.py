@@ -41,6 +41,7 @@ import numpy as np
 
 from lookup.errors import Damaged, NotFound
 from lookup.kit.snapshots import snapshot_directory
+from lookup.typeahead import infix as infix_index
 from lookup.typeahead.filters import TermBlocklist, private_ids
 from lookup.typeahead.trie import FLAG_COMPLETE, TrieArrays, TrieReader
 
@@ -61,6 +62,9 @@ SUFFIX = ".trie"
 _HEAD_DIVISOR = 10
 _HEAD_MIN = 1024
 _VERSION_RE = re.compile(r"^[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}$")
+#: The sections of the trie itself (what ``trieBytes`` counts beside ``infixBytes``).
+_TRIE_SECTIONS = ("first_child", "first_cp", "label_off", "top_off", "top_ids", "terminal",
+                  "flags", "labels")  # fmt: skip
 
 
 class SnapshotError(ValueError):
@@ -80,8 +84,12 @@ def write_snapshot(
     meta: dict[str, Any] | None = None,
     *,
     version: str | None = None,
+    infix: bool = True,
 ) -> Path:
-    """Write one market's snapshot atomically; returns the path (named by version if a dir)."""
+    """Write one market's snapshot atomically; returns the path (named by version if a dir).
+
+    ``infix`` adds the word-anywhere index (:mod:`~lookup.typeahead.infix`) as extra
+    sections; a snapshot without them loads the same, with that fallback off."""
     if any("\n" in s for s in strings):
         raise ValueError("suggestion strings may not contain newlines")
     joined = "".join(s + "\n" for s in strings)
@@ -99,6 +107,8 @@ def write_snapshot(
         ("labels", "utf8", trie.labels.encode()),
         ("strings", "utf8", joined.encode()),
     ]
+    if infix:
+        sections += infix_index.sections(infix_index.build(strings))
     index: dict[str, dict[str, Any]] = {}
     payload = bytearray()
     for name, kind, data in sections:
@@ -125,6 +135,8 @@ def write_snapshot(
         "checksum": "blake2b-256:" + checksum,
         "meta": meta or {},
     }
+    if infix:
+        header["infix"] = {"k": infix_index.TREE_K}
     head = json.dumps(header, ensure_ascii=False).encode()
     head += b" " * (_align(_HEAD.size + len(head)) - _HEAD.size - len(head))
     path = Path(path)
@@ -242,6 +254,11 @@ class Snapshot:
         )
         self.file_size = size
         self._blocked: tuple[object, frozenset[int]] | None = None
+        try:  # None for a snapshot written before the word-anywhere index (fallback off)
+            k = int(self.header.get("infix", {}).get("k", infix_index.TREE_K))
+            self.infix = infix_index.InfixIndex.of(views, k)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise SnapshotError(f"{self.path.name}: malformed infix index: {exc}") from None
 
     # -- reading
 
@@ -260,6 +277,11 @@ class Snapshot:
     def score(self, i: int) -> float:
         """The decayed popularity score of suggestion ``i``."""
         return float(self._scores[i])
+
+    def scores_of(self, ids: list[int]) -> list[float]:
+        """The scores of several suggestions (what ``/v1/suggest`` reports beside them)."""
+        sc = self._scores
+        return [sc[i] for i in ids]
 
     def strings(self) -> list[str]:
         """Every suggestion string, best first."""
@@ -316,9 +338,21 @@ class Snapshot:
             "plainTrieNodes": counts.get("plain_trie_nodes"),
             "keys": counts.get("keys"),
             "bytes": self.file_size,
-            "bytesPerQuery": round(self.file_size / max(1, self.n_strings), 1),
+            # the trie and the strings; the word-anywhere index is counted apart
+            "bytesPerQuery": round(
+                (self.file_size - self.section_bytes(infix_index.SECTIONS))
+                / max(1, self.n_strings),
+                1,
+            ),
+            "trieBytes": self.section_bytes(_TRIE_SECTIONS),
+            "infixBytes": self.infix.nbytes if self.infix is not None else 0,
             "checksum": self.header.get("checksum"),
         }
+
+    def section_bytes(self, names: Iterable[str]) -> int:
+        """The bytes the named sections take in the file (and in memory, mapped)."""
+        sections = self.header.get("sections", {})
+        return sum(int(sections[n]["nbytes"]) for n in names if n in sections)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The numeric sections as numpy views (zero-copy; for checks and notebooks)."""

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from lookup.typeahead.filters import DEFAULT_BLOCKLIST, TermBlocklist, looks_private
 from lookup.typeahead.normalize import MAX_QUERY_CHARS, has_control_chars, normalize_query
@@ -239,26 +239,67 @@ def _user_key(user: str) -> int:
     return int.from_bytes(hashlib.blake2b(user.encode(), digest_size=8).digest(), "little")
 
 
+class Pick(NamedTuple):
+    """A search picked from the suggestions: its 1-based rank in the list and the prefix
+    typed when it was picked (either may be unknown)."""
+
+    rank: int | None = None
+    prefix: str | None = None
+
+
 class SearchLog:
     """Submitted searches appended to a CSV the next ``lookup typeahead build`` folds in.
 
-    The columns are the pipeline's (``ts, market, query, user_id, is_bot``); user ids
-    are hashed before they are written.
+    The columns are the pipeline's (``ts, market, query, user_id, is_bot``) plus, for a
+    search picked from the suggestions, ``picked, rank, prefix`` (empty otherwise); user
+    ids are hashed before they are written. A file written before those three columns
+    existed gets them (empty on its old rows) on the first append.
     """
 
-    COLUMNS = ("ts", "market", "query", "user_id", "is_bot")
+    COLUMNS = ("ts", "market", "query", "user_id", "is_bot", "picked", "rank", "prefix")
+    OLD_COLUMNS = ("ts", "market", "query", "user_id", "is_bot")
 
     def __init__(self, path: str | os.PathLike[str], clock: Clock = time.time) -> None:
         self.path = Path(path)
         self.clock = clock
         self._lock = threading.Lock()
+        self._checked = False
 
-    def append(self, query: str, market: str, user: str | None, is_bot: bool = False) -> None:
+    def _widen_old_file(self) -> None:
+        """Give a file of the old five columns the new ones (caller holds the lock)."""
+        self._checked = True
+        if not self.path.exists():
+            return
+        with open(self.path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        if not rows or tuple(rows[0]) != self.OLD_COLUMNS:
+            return
+        tmp = self.path.with_name(self.path.name + ".widen")
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(self.COLUMNS)
+            w.writerows(r + ["", "", ""] for r in rows[1:])
+        os.replace(tmp, self.path)
+
+    def append(
+        self,
+        query: str,
+        market: str,
+        user: str | None,
+        is_bot: bool = False,
+        pick: Pick | None = None,
+    ) -> None:
         """Append one search (creating the file with its header)."""
         uid = hashlib.blake2b((user or "anonymous").encode(), digest_size=8).hexdigest()
-        row = [int(self.clock()), market, query, uid, int(is_bot)]
+        row: list[object] = [int(self.clock()), market, query, uid, int(is_bot)]
+        if pick is None:
+            row += ["", "", ""]
+        else:
+            row += [1, "" if pick.rank is None else pick.rank, pick.prefix or ""]
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self._checked:
+                self._widen_old_file()
             new = not self.path.exists()
             with open(self.path, "a", newline="", encoding="utf-8") as f:
                 w = csv.writer(f)
@@ -267,4 +308,4 @@ class SearchLog:
                 w.writerow(row)
 
 
-__all__ = ["SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker", "usable_query"]
+__all__ = ["Pick", "SearchLog", "TrendingPolicy", "TrendingTerm", "TrendingTracker", "usable_query"]

@@ -405,6 +405,11 @@ class TrieReader:
         """True if the node's stored list holds every completion of its prefix."""
         return bool(self._flags[node] & FLAG_COMPLETE)
 
+    def labels_of(self) -> tuple[str, Sequence[int], Sequence[int]]:
+        """``(labels, label offsets, first child)``: the raw buffers, for walks that visit
+        many nodes (the typo-tolerant fallback) and cannot pay a method call per node."""
+        return self._labels, self._lo, self._fc
+
     def children(self, node: int) -> range:
         """The node ids of a node's children."""
         return range(self._fc[node], self._fc[node + 1])

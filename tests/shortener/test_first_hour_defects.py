@@ -48,9 +48,12 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
 @pytest.mark.parametrize(
     ("path", "accepted"),
     [
-        ("/v1/links?limt=5", "cursor, limit, status, tag"),
-        ("/v1/links/{key}/qr.png?size=4", "scale"),
-        ("/v1/links/{key}/qr.svg?scale=4&colour=red", "scale"),
+        (
+            "/v1/links?limt=5",
+            "createdFrom, createdTo, cursor, domain, limit, order, search, sort, status, tag",
+        ),
+        ("/v1/links/{key}/qr.png?size=4", "domain, scale"),
+        ("/v1/links/{key}/qr.svg?scale=4&colour=red", "domain, scale"),
     ],
 )
 def test_an_unknown_query_parameter_is_refused_naming_the_accepted_ones(

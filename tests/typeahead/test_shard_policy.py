@@ -73,6 +73,7 @@ def dep(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Depl
         app = create_app(data_dir, subsystems=[lambda m: install_router(m, router)])
         with serve_in_thread(app) as url:
             oracle = SuggestService.from_data_dir(data_dir, clock=clock, trending=POLICY)
+            oracle.infix = False  # the router serves no word-anywhere matches
             yield Deployment(data_dir, root, router, oracle, clock, url)
 
 

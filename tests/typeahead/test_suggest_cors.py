@@ -66,7 +66,7 @@ def test_market_codes_are_case_insensitive(live: str) -> None:
 def test_the_hot_routes_are_in_the_openapi_document(live: str) -> None:
     paths = httpx.get(f"{live}/openapi.json").json()["paths"]
     suggest = paths["/v1/suggest"]["get"]
-    assert {p["name"] for p in suggest["parameters"]} == {"q", "market", "limit"}
+    assert {p["name"] for p in suggest["parameters"]} == {"q", "market", "limit", "highlight"}
     assert "200" in suggest["responses"] and "400" in suggest["responses"]
     redirect = paths["/{key}"]["get"]
     assert {"301", "302", "404", "410"} <= set(redirect["responses"])

@@ -46,7 +46,7 @@ def test_suggest_contract(client: TestClient, service: SuggestService) -> None:
     assert r.headers["cache-control"] == "public, max-age=300"
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
-    assert set(body) == {"q", "version", "complete", "suggestions"}
+    assert set(body) == {"q", "version", "complete", "suggestions", "scores"}
     assert body["q"] == "ip" and body["version"] == service.snapshot("en-IN").version
     assert body["suggestions"] == service.lookup("ip", "en-IN").suggestions
     assert body["suggestions"] and body["complete"] == service.lookup("ip", "en-IN").complete

@@ -103,7 +103,8 @@ def test_searches_feed_the_next_build(data_dir: Path) -> None:
     service = SuggestService.from_data_dir(data_dir, clock=clock)
     service.record_search("  New   Thing ", "hi-IN", "someone")
     log = (data_dir / "typeahead" / "searches.csv").read_text(encoding="utf-8").splitlines()
-    assert log[0] == "ts,market,query,user_id,is_bot"
-    ts, market, query, user, bot = log[1].split(",")
+    assert log[0] == "ts,market,query,user_id,is_bot,picked,rank,prefix"
+    ts, market, query, user, bot, *pick = log[1].split(",")
+    assert pick == ["", "", ""]  # typed, not picked from the suggestions
     assert (int(ts), market, query, bot) == (int(clock.t), "hi-IN", "new thing", "0")
     assert user != "someone"  # hashed

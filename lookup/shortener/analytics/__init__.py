@@ -118,6 +118,7 @@ class ClickAnalytics:
         aggregator: str = "thread",
         aggregator_nice: int = 19,
         clock: Callable[[], float] = time.time,
+        on_shipped: Callable[[Any], None] | None = None,
     ) -> None:
         # the embedded defaults, imported here: the package names its backends lazily
         from lookup.shortener.analytics.clickcounts.sqlite import SqliteClickCounts
@@ -137,7 +138,12 @@ class ClickAnalytics:
         self._shared_outage = SharedOutage() if aggregator == "process" else None
         self.outage = OutageLog(what, _logger, shared=self._shared_outage)
         self.shipper = ClickShipper(
-            self.buffer, self.log, self.enricher, batch_size=batch_size, outage=self.outage
+            self.buffer,
+            self.log,
+            self.enricher,
+            batch_size=batch_size,
+            outage=self.outage,
+            on_shipped=on_shipped,  # each shipped batch, after the log took it (webhooks)
         )
         counts = click_counts or SqliteClickCounts(self.dir / "clickstats.sqlite3")
         self.aggregator = ClickAggregator(
@@ -391,6 +397,18 @@ class ClickAnalytics:
         else:
             self.outage.ok()
         return {**self.aggregator.stats(key, start, end, granularity), "liveTail": tail}
+
+    def link_totals(self, keys: list[str]) -> dict[str, tuple[int, int, int]]:
+        """All-time ``(clicks, human clicks, newest bucket)`` of each clicked key of
+        ``keys``, from the counters the stats read, after folding every click made so far
+        (as :meth:`click_stats` does); the stored counts if the log is unreachable."""
+        try:
+            self.flush()
+        except Unavailable as exc:
+            self.outage.failed(exc)
+        else:
+            self.outage.ok()
+        return self.aggregator.counts.link_totals(keys)
 
     # -- observability -----------------------------------------------------------------
 

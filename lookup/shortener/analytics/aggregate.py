@@ -75,7 +75,22 @@ HLL_P = 12  # 4,096 registers: standard error 1.04 / 64 ≈ 1.6 %
 
 def event_dims(event: ClickEvent) -> list[tuple[str, str]]:
     """The ``(dim, value)`` counters one event adds 1 to."""
-    return _dims(event.agent, [getattr(event, dim) for dim in BREAKDOWNS])
+    dims = _dims(event.agent, [getattr(event, dim) for dim in BREAKDOWNS])
+    if event.agent == HUMAN and event.rule is not None:
+        dims.append((RULE_DIM, rule_value(event.rule)))
+    return dims
+
+
+#: The counter of the redirect rule a human click took (links with rules only): the rule's
+#: priority (its place from 1, as the API shows it), or ``default`` when none matched;
+#: shown as the ``rules`` breakdown.
+RULE_DIM = "rule"
+
+
+def rule_value(rule: int) -> str:
+    """A click's rule index as its counter's value: priority ``"1"``, ``"2"``, … or
+    ``"default"``."""
+    return "default" if rule < 0 else str(rule + 1)
 
 
 def _dims(agent: str, attributes: list[str]) -> list[tuple[str, str]]:
@@ -107,6 +122,12 @@ def count_rows(events: list[ClickEvent]) -> list[tuple[str, str, int, str, str, 
     human_keys = list(compress(keys, human))
     other_keys = list(compress(keys, other))
     other_agents = list(compress(agents, other))
+    rules = columns[_FIELD["rule"]]
+    ruled: list[bool] = []  # human clicks of links with rules (none at all: no work)
+    rule_values: list[str] = []
+    if rules.count(None) != len(rules):
+        ruled = [h and r is not None for h, r in zip(human, rules, strict=True)]
+        rule_values = [rule_value(r) for r in compress(rules, ruled)]
     rows: list[tuple[str, str, int, str, str, int]] = []
     for grain, buckets in (("m", minutes), ("h", hours)):
         human_buckets = list(compress(buckets, human))
@@ -120,6 +141,10 @@ def count_rows(events: list[ClickEvent]) -> list[tuple[str, str, int, str, str, 
             values = compress(columns[_FIELD[dim]], human)
             counted = Counter(zip(human_keys, human_buckets, values, strict=True))
             rows += [(k, grain, b, dim, v, n) for (k, b, v), n in counted.items()]
+        if ruled:
+            picked = zip(compress(keys, ruled), compress(buckets, ruled), rule_values, strict=True)
+            counted = Counter(picked)
+            rows += [(k, grain, b, RULE_DIM, v, n) for (k, b, v), n in counted.items()]
     return rows
 
 
@@ -370,6 +395,7 @@ class ClickAggregator:
         rows = self.counts.counts(key, grain, first, last)
         per_bucket: dict[int, Counter[str]] = defaultdict(Counter)
         breakdowns: dict[str, Counter[str]] = {name: Counter() for name in BREAKDOWNS.values()}
+        by_rule = breakdowns["rules"] = Counter()  # rule index or "default" (links with rules)
         totals: Counter[str] = Counter()
         for bucket, dim, value, n in rows:
             if dim == "all":
@@ -384,6 +410,8 @@ class ClickAggregator:
                 totals[name] += n
             elif dim in BREAKDOWNS:
                 breakdowns[BREAKDOWNS[dim]][value] += n
+            elif dim == RULE_DIM:
+                by_rule[value] += n
         series = [
             {
                 "t": t,

@@ -13,7 +13,13 @@ from typing import Any
 
 import orjson
 
-from lookup.shortener.analytics.events import ClickEvent, RawBatch, RawClick, record_from_row
+from lookup.shortener.analytics.events import (
+    RAW_COLUMNS,
+    ClickEvent,
+    RawBatch,
+    RawClick,
+    record_from_row,
+)
 
 __all__ = ["LogRecord", "decode_batch", "encode_batch"]
 
@@ -41,7 +47,10 @@ def encode_batch(
     """
     payload: Any
     if isinstance(events, RawBatch):  # the shipper's columns, stored as they are
-        payload = [events.producer, events.first_seq, *events.columns]
+        columns = events.columns
+        if len(columns) == len(RAW_COLUMNS) and columns[-1].count(None) == len(columns[-1]):
+            columns = columns[:-1]  # no click had a redirect rule: the form from before
+        payload = [events.producer, events.first_seq, *columns]
         stamps = events.columns[1]
     else:
         payload = events

@@ -113,6 +113,9 @@ class ClickEvent(NamedTuple):
     ip_hash: str
     visitor: str
     agent: str
+    #: The redirect rule that chose the destination (see ``ClickContext.rule``); absent in
+    #: events from before rules existed.
+    rule: int | None = None
 
     @property
     def is_human(self) -> bool:
@@ -230,6 +233,9 @@ class RawClick(NamedTuple):
     user_agent: str | None
     referer: str | None
     country: str | None
+    #: The redirect rule that chose the destination (``ClickContext.rule``); None in records
+    #: from before rules existed and for links without rules.
+    rule: int | None = None
 
 
 #: Longest referrer the shipper keeps (only its host is counted).
@@ -253,10 +259,13 @@ class RawBatch(Sequence[RawClick]):
     is; any other log simply iterates it.
     """
 
-    __slots__ = ("columns", "first_seq", "producer")
+    __slots__ = ("_pad", "columns", "first_seq", "producer")
 
     def __init__(self, producer: str, first_seq: int, columns: Sequence[Sequence[Any]]) -> None:
-        if len(columns) != len(RAW_COLUMNS):
+        # Without the last column (``rule``: a batch from before rules, or one none of whose
+        # clicks had a rule) every click's rule is None.
+        self._pad: tuple[None, ...] = (None,) if len(columns) == len(RAW_COLUMNS) - 1 else ()
+        if len(columns) != len(RAW_COLUMNS) - len(self._pad):
             raise ValueError(f"a raw batch has {len(RAW_COLUMNS)} columns, not {len(columns)}")
         if len({len(column) for column in columns}) > 1:
             raise ValueError("the columns of a raw batch differ in length")
@@ -266,14 +275,14 @@ class RawBatch(Sequence[RawClick]):
 
     @classmethod
     def from_rows(cls, producer: str, first_seq: int, rows: list[tuple[Any, ...]]) -> RawBatch:
-        """A batch from ``(key, ts, ip_hash, user_agent, referer, country)`` rows."""
+        """A batch from ``(key, ts, ip_hash, user_agent, referer, country[, rule])`` rows."""
         if not rows:
             return cls(producer, first_seq, [()] * len(RAW_COLUMNS))
         return cls(producer, first_seq, list(zip(*rows, strict=True)))
 
     @property
     def rows(self) -> list[tuple[Any, ...]]:
-        """The clicks as ``(key, ts, ip_hash, user_agent, referer, country)`` tuples."""
+        """The clicks as ``(key, ts, ip_hash, user_agent, referer, country[, rule])`` tuples."""
         return list(zip(*self.columns, strict=True))
 
     def __len__(self) -> int:
@@ -287,12 +296,12 @@ class RawBatch(Sequence[RawClick]):
         if not 0 <= index < len(self):
             raise IndexError("raw batch index out of range")
         row = (column[index] for column in self.columns)
-        return RawClick(f"{self.producer}-{self.first_seq + index:x}", *row)
+        return RawClick(f"{self.producer}-{self.first_seq + index:x}", *row, *self._pad)
 
     def __iter__(self) -> Iterator[RawClick]:
-        prefix, make, cls = f"{self.producer}-", tuple.__new__, RawClick
+        prefix, make, cls, pad = f"{self.producer}-", tuple.__new__, RawClick, self._pad
         for seq, row in enumerate(zip(*self.columns, strict=True), self.first_seq):
-            yield make(cls, (f"{prefix}{seq:x}", *row))
+            yield make(cls, (f"{prefix}{seq:x}", *row, *pad))
 
     def __repr__(self) -> str:
         return f"RawBatch({self.producer!r}, {self.first_seq}, <{len(self)} clicks>)"
@@ -375,19 +384,22 @@ class ClickEnricher:
             return RawBatch.from_rows(producer, first_seq, [])
         ua: Sequence[str | None]
         referer: Sequence[str | None]
-        key, ts, ip, ua, referer, country = list(zip(*clicks, strict=True))[:6]
+        columns = list(zip(*clicks, strict=True))
+        key, ts, ip, ua, referer, country = columns[:6]
         ip_hash = tuple(map(self.ip_hash, ip))
         ua = _capped(ua, MAX_UA_LENGTH)
         referer = _capped(referer, MAX_REFERER_LENGTH)
-        return RawBatch(producer, first_seq, (key, ts, ip_hash, ua, referer, country))
+        rule = columns[9] if len(columns) > 9 else (None,) * len(key)  # ClickContext.rule
+        return RawBatch(producer, first_seq, (key, ts, ip_hash, ua, referer, country, rule))
 
     # -- the aggregator's half (its own process) ---------------------------------------
 
     def event(self, raw: RawClick | tuple[Any, ...]) -> ClickEvent:
         """The counted event for one logged click: agent parsed, referrer host, visitor."""
-        event_id, key, ts, ip_hash, ua, referer, country = raw
+        event_id, key, ts, ip_hash, ua, referer, country, *rule = raw
         derived = self._derived(ua, referer, country, ip_hash)
-        return tuple.__new__(ClickEvent, (event_id, key, float(ts), *derived))
+        fields = (event_id, key, float(ts), *derived, rule[0] if rule else None)
+        return tuple.__new__(ClickEvent, fields)
 
     def events(self, raws: list[RawClick] | list[tuple[Any, ...]]) -> list[ClickEvent]:
         """:meth:`event` for a batch, with the per-event Python kept to a minimum."""
@@ -395,8 +407,17 @@ class ClickEnricher:
         make = tuple.__new__
         cls = ClickEvent
         return [
-            make(cls, (event_id, key, float(ts), *derived(ua, referer, country, ip_hash)))
-            for event_id, key, ts, ip_hash, ua, referer, country in raws
+            make(
+                cls,
+                (
+                    event_id,
+                    key,
+                    float(ts),
+                    *derived(ua, referer, country, ip_hash),
+                    rule[0] if rule else None,
+                ),
+            )
+            for event_id, key, ts, ip_hash, ua, referer, country, *rule in raws
         ]
 
     # -- both halves at once (tests, notebooks, in-memory pipelines) -------------------
@@ -423,15 +444,17 @@ def event_fields() -> tuple[str, ...]:
 
 
 def record_from_row(row: Sequence[Any]) -> RawClick | ClickEvent:
-    """A log record from its stored row: 7 fields are a :class:`RawClick`, 11 a
-    :class:`ClickEvent` (already enriched, e.g. by an edge that parses user agents)."""
+    """A log record from its stored row: 8 fields are a :class:`RawClick`, 12 a
+    :class:`ClickEvent` (already enriched, e.g. by an edge that parses user agents); 7 and
+    11, records from before clicks named their redirect rule, get ``rule`` None."""
     if type(row) is RawClick or type(row) is ClickEvent:
         return row  # type: ignore[return-value]
-    if len(row) == len(RawClick._fields):
-        return RawClick._make(row)
-    if len(row) == len(ClickEvent._fields):
-        return ClickEvent._make(row)
-    raise ValueError(f"a click log record has 7 or 11 fields, not {len(row)}")
+    size = len(row)
+    if size in (len(RawClick._fields), len(RawClick._fields) - 1):
+        return RawClick._make((*row, None) if size == len(RawClick._fields) - 1 else row)
+    if size in (len(ClickEvent._fields), len(ClickEvent._fields) - 1):
+        return ClickEvent._make((*row, None) if size == len(ClickEvent._fields) - 1 else row)
+    raise ValueError(f"a click log record has 7, 8, 11 or 12 fields, not {size}")
 
 
 def event_from_row(row: tuple[Any, ...]) -> ClickEvent:

@@ -44,8 +44,13 @@ class ClickShipper:
         max_backoff_s: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         outage: OutageLog | None = None,
+        on_shipped: Callable[[RawBatch], None] | None = None,
     ) -> None:
         self.buffer = buffer
+        #: Called with each batch once the log has it (webhooks' clicks); its failure is
+        #: logged and counted, never retried into the log.
+        self.on_shipped = on_shipped
+        self.hook_errors = 0
         self.log = click_log
         self.enricher = enricher
         self.batch_size = batch_size
@@ -96,6 +101,12 @@ class ClickShipper:
             self._failures = 0
             self.shipped += len(batch)
             self.batches += 1
+            if self.on_shipped is not None:
+                try:
+                    self.on_shipped(batch)
+                except Exception:
+                    self.hook_errors += 1
+                    log.exception("the shipped-clicks hook failed; the clicks are in the log")
             return len(batch)
 
     def flush(self) -> int:

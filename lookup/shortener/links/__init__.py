@@ -40,6 +40,7 @@ __all__ = [
     "IdempotencyMismatch",
     "KeyTaken",
     "LinkMissing",
+    "LinkQuery",
     "LinkStore",
     "NotOwner",
     "StoreError",
@@ -115,6 +116,25 @@ class CreateResult:
     replayed: bool
 
 
+@dataclass(frozen=True)
+class LinkQuery:
+    """Which of an owner's links a listing wants, and in which order of creation.
+
+    ``terms``: each is a lower-case piece of text the key or the destination must contain
+    (any of them; a search term and its percent-encoded spelling); ``created_from`` is
+    inclusive and ``created_to`` exclusive (epoch seconds); ``ascending`` lists oldest first.
+    """
+
+    tag: str | None = None
+    status: Status | None = None
+    terms: tuple[str, ...] = ()
+    created_from: float | None = None
+    created_to: float | None = None
+    ascending: bool = False
+    #: Only links on this short domain (``""``: the default one); None: every domain.
+    domain: str | None = None
+
+
 @runtime_checkable
 class LinkStore(Protocol):
     """The link store's operations: every uniqueness decision is one conditional write.
@@ -180,7 +200,26 @@ class LinkStore(Protocol):
         ...
 
     def get(self, key: str) -> Link | None:
-        """The link or tombstone stored under ``key``."""
+        """The link or tombstone stored under ``key``, else the one ``key`` folds to
+        (keys are case-insensitive: ``IPL-Final`` finds ``ipl-final``)."""
+        ...
+
+    def get_folded(self, folded: str) -> Link | None:
+        """The link whose case-folded key is ``folded`` (``'!' + key`` for a key from
+        before the case rule that answers to its exact spelling only)."""
+        ...
+
+    def exact_only_keys(self) -> list[str]:
+        """Keys from before the case rule that differ only by case from an older one:
+        each answers to its exact spelling only."""
+        ...
+
+    def domain_redirects(self) -> dict[str, str]:
+        """Each short domain's "invalid short URL" redirect (``""``: the default domain)."""
+        ...
+
+    def set_domain_redirect(self, domain: str, url: str | None) -> None:
+        """Set, or with None remove, where a missing key of ``domain`` sends a visitor."""
         ...
 
     def list_owner(
@@ -199,6 +238,26 @@ class LinkStore(Protocol):
         self, *, after: str = "", limit: int = 500, statuses: tuple[Status, ...] = (Status.ACTIVE,)
     ) -> list[Link]:
         """A page of links in key order after ``after`` (the scanner's sweep)."""
+        ...
+
+    def query_owner(
+        self,
+        owner: str,
+        query: LinkQuery,
+        *,
+        limit: int = 50,
+        after: tuple[float, str] | None = None,
+    ) -> list[Link]:
+        """An owner's links that match ``query``, by ``(created_at, key)`` in the query's
+        direction, strictly after the ``after`` position."""
+        ...
+
+    def owner_keys(self, owner: str, query: LinkQuery) -> list[tuple[str, float]]:
+        """``(key, created_at)`` of every link of ``owner`` that matches ``query``."""
+        ...
+
+    def get_many(self, keys: Sequence[str]) -> list[Link]:
+        """The links stored under ``keys`` (in no particular order; unknown keys left out)."""
         ...
 
     def audit(self, key: str) -> list[dict[str, Any]]:

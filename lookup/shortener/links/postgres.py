@@ -29,6 +29,7 @@ from lookup.kit.engines.postgres import PgPool, describe_url, ensure_schema
 from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.links import IdempotencyClaim
 from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStore
+from lookup.shortener.links.sqldomains import FILL_FOLDS, FOLD_SCHEMA
 
 __all__ = ["POSTGRES", "PostgresLinkStore"]
 
@@ -36,6 +37,8 @@ __all__ = ["POSTGRES", "PostgresLinkStore"]
 _ADDED_COLUMNS = """
 ALTER TABLE links ADD COLUMN IF NOT EXISTS forward_query BOOLEAN NOT NULL DEFAULT TRUE;
 ALTER TABLE links ADD COLUMN IF NOT EXISTS forward_path BOOLEAN NOT NULL DEFAULT FALSE;
+ALTER TABLE links ADD COLUMN IF NOT EXISTS fold TEXT;
+ALTER TABLE links ADD COLUMN IF NOT EXISTS domain TEXT NOT NULL DEFAULT '';
 """
 
 POSTGRES = Dialect(
@@ -56,6 +59,16 @@ POSTGRES = Dialect(
     has_tag="tags @> jsonb_build_array(?::text)",
     claim_with_audit=True,
     expire_in_one=True,
+)
+
+
+#: The case rule's index and tables, and the fold of rows from before it (once, under the
+#: schema's advisory lock, so concurrent openers fold each row once).
+_FOLDS = (
+    FOLD_SCHEMA.format(real="DOUBLE PRECISION")
+    + "DO $$ BEGIN IF EXISTS (SELECT 1 FROM links WHERE fold IS NULL) THEN "
+    + FILL_FOLDS
+    + "; END IF; END $$;\n"
 )
 
 
@@ -80,11 +93,16 @@ class PostgresLinkStore(SqlLinkStore):
         super().__init__(idempotency_ttl_s=idempotency_ttl_s, clock=clock)
         self.url = url
         ensure_schema(
-            url, "lookup.shortener.links", self.sql.schema + _ADDED_COLUMNS, "the link store"
+            url,
+            "lookup.shortener.links",
+            self.sql.schema + _ADDED_COLUMNS + _FOLDS,
+            "the link store",
         )
         self._pool = PgPool(
             url, what="the link store", max_size=pool_size, pool_timeout_s=pool_timeout_s
         )
+        #: Keys that answer to their exact spelling only (see ``sqldomains``).
+        self.case_collisions = self.exact_only_keys()
 
     @classmethod
     def from_url(cls, url: StoreUrl, **options: Any) -> PostgresLinkStore:

@@ -3,8 +3,10 @@ the operations over them in :class:`SqlLinkStore`.
 
 Every uniqueness decision is taken by one conditional write, never read-then-write:
 
-* a key (generated or alias) is claimed by ``INSERT ... ON CONFLICT (key) DO NOTHING``
-  and its row count — of many concurrent claims exactly one inserts a row;
+* a key (generated or alias) is claimed by ``INSERT ... ON CONFLICT DO NOTHING`` and its
+  row count — of many concurrent claims exactly one inserts a row; the key and its
+  case-insensitive ``fold`` are both unique, so ``IPL-Final`` loses to ``ipl-final``
+  (:mod:`lookup.shortener.links.sqldomains`);
 * a click on a link with ``max_clicks`` is admitted by one conditional ``UPDATE``
   (``clicks < max_clicks``), so exactly ``max_clicks`` redirects succeed;
 * keys are never deleted: deletion and expiry leave a tombstone (status DELETED or
@@ -41,8 +43,10 @@ from lookup.shortener.links import (
     IdempotencyMismatch,
     KeyTaken,
     LinkMissing,
+    LinkQuery,
     NotOwner,
 )
+from lookup.shortener.links.sqldomains import DomainSql, FoldedLinks, pick
 from lookup.shortener.model import Link, Status
 
 __all__ = [
@@ -90,7 +94,9 @@ CREATE TABLE IF NOT EXISTS links (
     status_reason  TEXT,
     scan_reasons   {json} NOT NULL DEFAULT '[]',
     forward_query  {boolean} NOT NULL DEFAULT {true},
-    forward_path   {boolean} NOT NULL DEFAULT {false}
+    forward_path   {boolean} NOT NULL DEFAULT {false},
+    fold           TEXT,
+    domain         TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS links_by_owner ON links(owner, created_at, key);
 CREATE INDEX IF NOT EXISTS links_due_by_date ON links(expires_at)
@@ -177,9 +183,13 @@ class LinkSql:
         self.schema = SCHEMA.format(**dialect.types)
         self.get = b(f"SELECT {cols} FROM links WHERE key = ?")
         self.get_locked = self.get + dialect.lock_rows
+        self.domains = DomainSql(dialect, cols)
         json_value = dialect.json_value
         values = ", ".join(json_value if c in JSON_COLUMNS else "?" for c in COLUMNS.split(", "))
-        claim = f"INSERT INTO links ({COLUMNS}) VALUES ({values}) ON CONFLICT (key) DO NOTHING"
+        claim = (
+            f"INSERT INTO links ({COLUMNS}, fold, domain) VALUES ({values}, ?, ?)"
+            " ON CONFLICT DO NOTHING"
+        )
         self.claim = b(claim)
         # What an engine cannot say in one statement it is never handed ("").
         claim_audited = (
@@ -272,6 +282,58 @@ class LinkSql:
             " ORDER BY created_at DESC, key DESC LIMIT ?"
         )
 
+    def owner_query(
+        self, owner: str, query: LinkQuery, after: tuple[float, str] | None, *, keys_only: bool
+    ) -> tuple[str, list[Any]]:
+        """The statement and parameters of an owner's links matching ``query`` (all
+        columns, or only ``key, created_at``), ordered by ``(created_at, key)`` in the
+        query's direction, after the ``after`` position; a ``LIMIT ?`` follows unless
+        ``keys_only``. A search term matches the key or the destination, lower-cased, as
+        a ``LIKE`` pattern with ``!`` escaping its wildcards."""
+        where: list[str] = ["owner = ?"]
+        params: list[Any] = [owner]
+        if query.tag is not None:
+            where.append(self.dialect.has_tag)
+            params.append(query.tag)
+        if query.status is not None:
+            where.append("status = ?")
+            params.append(query.status.value)
+        if query.terms:
+            either = "lower(key) LIKE ? ESCAPE '!' OR lower(long_url) LIKE ? ESCAPE '!'"
+            where.append("(" + " OR ".join([either] * len(query.terms)) + ")")
+            for term in query.terms:
+                pattern = "%" + _like_escape(term) + "%"
+                params += [pattern, pattern]
+        if query.domain is not None:
+            where.append("domain = ?")
+            params.append(query.domain)
+        if query.created_from is not None:
+            where.append("created_at >= ?")
+            params.append(query.created_from)
+        if query.created_to is not None:
+            where.append("created_at < ?")
+            params.append(query.created_to)
+        direction, beyond = ("ASC", ">") if query.ascending else ("DESC", "<")
+        if after is not None:
+            where.append(f"(created_at {beyond} ? OR (created_at = ? AND key {beyond} ?))")
+            params += [after[0], after[0], after[1]]
+        columns = "key, created_at" if keys_only else self.columns
+        statement = (
+            f"SELECT {columns} FROM links WHERE {' AND '.join(where)}"
+            f" ORDER BY created_at {direction}, key {direction}"
+        )
+        return self.dialect.bind(statement if keys_only else statement + " LIMIT ?"), params
+
+    def get_many(self) -> str:
+        """The links stored under any of a list of keys."""
+        any_key = self.dialect.any_of.format(column="key")
+        return self.dialect.bind(f"SELECT {self.columns} FROM links WHERE {any_key}")
+
+
+def _like_escape(text: str) -> str:
+    """``text`` as a literal inside a ``LIKE`` pattern that escapes with ``!``."""
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
 
 def row_to_link(row: Sequence[Any]) -> Link:
     """The link a row of :data:`COLUMNS` holds (tags and scan reasons as JSON text)."""
@@ -334,7 +396,7 @@ def to_db(column: str, value: Any) -> Any:
     return value
 
 
-class SqlLinkStore(ABC):
+class SqlLinkStore(FoldedLinks, ABC):
     """Every operation of :class:`~lookup.shortener.links.LinkStore`, over :class:`LinkSql`.
 
     A backend gives its statements (:attr:`sql`) and three ways to get a connection:
@@ -347,6 +409,7 @@ class SqlLinkStore(ABC):
     def __init__(self, *, idempotency_ttl_s: float, clock: Callable[[], float]) -> None:
         self.idempotency_ttl_s = idempotency_ttl_s
         self.clock = clock
+        self.domain_sql = self.sql.domains
 
     # -- what a backend provides ---------------------------------------------------------
 
@@ -425,7 +488,7 @@ class SqlLinkStore(ABC):
             yield conn
 
     def _claim(self, conn: Connection, link: Link, now: float, actor: str | None) -> bool:
-        values = link_values(link)
+        values = (*link_values(link), link.key.lower(), link.domain)
         if self.sql.dialect.claim_with_audit:
             return conn.execute(self.sql.claim_audited, (*values, now, actor)).rowcount == 1
         if conn.execute(self.sql.claim, values).rowcount != 1:
@@ -570,9 +633,17 @@ class SqlLinkStore(ABC):
     # -- reads -------------------------------------------------------------------------
 
     def get(self, key: str) -> Link | None:
-        """The link (or tombstone) for ``key``, or None if the key was never claimed."""
+        """The link (or tombstone) stored as ``key`` or, failing that, the one ``key``
+        folds to (keys are case-insensitive); None if neither was ever claimed."""
         with self._read() as conn:
-            row = conn.execute(self.sql.get, (key,)).fetchone()
+            rows = conn.execute(self.sql.domains.by_key_or_fold, (key, key.lower())).fetchall()
+        row = pick(rows, key)
+        return None if row is None else row_to_link(row)
+
+    def get_folded(self, folded: str) -> Link | None:
+        """The link whose fold is ``folded`` (what the resolver asks for), or None."""
+        with self._read() as conn:
+            row = conn.execute(self.sql.domains.by_fold, (folded,)).fetchone()
         return None if row is None else row_to_link(row)
 
     def list_owner(
@@ -607,6 +678,37 @@ class SqlLinkStore(ABC):
         with self._read() as conn:
             rows = conn.execute(self.sql.iter_links, (after, wanted, limit)).fetchall()
         return [row_to_link(r) for r in rows]
+
+    def query_owner(
+        self,
+        owner: str,
+        query: LinkQuery,
+        *,
+        limit: int = 50,
+        after: tuple[float, str] | None = None,
+    ) -> list[Link]:
+        """An owner's links matching ``query``, keyset-paged by ``(created_at, key)``."""
+        statement, params = self.sql.owner_query(owner, query, after, keys_only=False)
+        with self._read() as conn:
+            rows = conn.execute(statement, (*params, limit)).fetchall()
+        return [row_to_link(r) for r in rows]
+
+    def owner_keys(self, owner: str, query: LinkQuery) -> list[tuple[str, float]]:
+        """``(key, created_at)`` of every link of ``owner`` matching ``query``."""
+        statement, params = self.sql.owner_query(owner, query, None, keys_only=True)
+        with self._read() as conn:
+            rows = conn.execute(statement, params).fetchall()
+        return [(str(k), float(c)) for k, c in rows]
+
+    def get_many(self, keys: Sequence[str]) -> list[Link]:
+        """The links stored under ``keys`` (unknown keys left out), in chunks of 500."""
+        out: list[Link] = []
+        statement = self.sql.get_many()
+        with self._read() as conn:
+            for start in range(0, len(keys), 500):
+                wanted = self.sql.dialect.array(list(keys[start : start + 500]))
+                out += [row_to_link(r) for r in conn.execute(statement, (wanted,)).fetchall()]
+        return out
 
     def audit(self, key: str) -> list[dict[str, Any]]:
         """The change history of one link, oldest first."""

@@ -27,6 +27,7 @@ from lookup.kit.engines.sqlite import SYNCHRONOUS_LEVELS, ConnectionPool, connec
 from lookup.kit.engines.sqlitewriter import WalCheckpointer, writer_lock
 from lookup.kit.engines.storeurl import StoreUrl
 from lookup.shortener.links.sql import Connection, Dialect, LinkSql, SqlLinkStore
+from lookup.shortener.links.sqldomains import FOLD_COLUMNS, FOLD_SCHEMA, fill_folds
 
 __all__ = ["SQLITE", "SqliteLinkStore"]
 
@@ -55,6 +56,7 @@ _ADDED_COLUMNS = {
     "scan_reasons": "TEXT NOT NULL DEFAULT '[]'",
     "forward_query": "INTEGER NOT NULL DEFAULT 1",
     "forward_path": "INTEGER NOT NULL DEFAULT 0",
+    **FOLD_COLUMNS,
 }
 
 
@@ -88,6 +90,10 @@ class SqliteLinkStore(SqlLinkStore):
             for column, definition in _ADDED_COLUMNS.items():
                 if column not in have:  # a database from before the column existed
                     conn.execute(f"ALTER TABLE links ADD COLUMN {column} {definition}")
+            conn.executescript(FOLD_SCHEMA.format(**SQLITE.types))
+            fill_folds(conn)  # rows from before keys were case-insensitive
+        #: Keys that answer to their exact spelling only (see ``sqldomains``).
+        self.case_collisions = self.exact_only_keys()
 
     @classmethod
     def from_url(cls, url: StoreUrl, **options: Any) -> SqliteLinkStore:

@@ -120,6 +120,11 @@ class ClickCounts(Protocol):
         """All clicks per key of ``keys`` in hour buckets from ``hour`` on (unclicked: absent)."""
         ...
 
+    def link_totals(self, keys: list[str]) -> dict[str, tuple[int, int, int]]:
+        """``(all clicks, human clicks, newest minute or hour bucket)`` of each clicked key
+        of ``keys`` over all time (unclicked keys absent): the list's click counts."""
+        ...
+
     def top_keys(self, hour: int, limit: int) -> list[tuple[str, int]]:
         """The most clicked keys in hour buckets from ``hour`` on, most first (ties by key)."""
         ...

@@ -150,6 +150,11 @@ class CountsSql:
             f"SELECT key, SUM(n) FROM {counts} WHERE grain = 'h' AND dim = 'all'"
             f" AND bucket >= ? AND {dialect.any_of.format(column='key')} GROUP BY key"
         )
+        self.link_totals = b(
+            f"SELECT key, grain, dim, SUM(n), MAX(bucket) FROM {counts}"
+            f" WHERE {dialect.any_of.format(column='key')} AND dim IN ('all', 'human')"
+            " GROUP BY key, grain, dim"
+        )
         self.top_keys = b(
             f"SELECT key, SUM(n) AS c FROM {counts} WHERE grain = 'h' AND dim = 'all'"
             f" AND bucket >= ? GROUP BY key ORDER BY c DESC, key{dialect.byte_order} LIMIT ?"
@@ -321,6 +326,25 @@ class SqlClickCounts(ABC):
                 self.sql.clicks_since, (hour, self.sql.dialect.array(keys))
             ).fetchall()
         return {key: int(n) for key, n in rows}
+
+    def link_totals(self, keys: list[str]) -> dict[str, tuple[int, int, int]]:
+        """``(all clicks, human clicks, newest bucket)`` of each clicked key of ``keys``
+        (unclicked keys absent), in chunks of 500 keys. The sums are the hourly roll-up's
+        (what the stats' all-time totals add up); the newest bucket is the latest minute
+        row, or the latest hour row once the minutes were forgotten."""
+        out: dict[str, list[int]] = {}
+        with self._read() as conn:
+            for start in range(0, len(keys), 500):
+                wanted = self.sql.dialect.array(keys[start : start + 500])
+                for key, grain, dim, n, newest in conn.execute(
+                    self.sql.link_totals, (wanted,)
+                ).fetchall():
+                    row = out.setdefault(key, [0, 0, 0])
+                    if grain == "h":
+                        row[0 if dim == "all" else 1] += int(n)
+                    if dim == "all":
+                        row[2] = max(row[2], int(newest))
+        return {key: (row[0], row[1], row[2]) for key, row in out.items()}
 
     def top_keys(self, hour: int, limit: int) -> list[tuple[str, int]]:
         """The most clicked keys in hour buckets from ``hour`` on, most first (ties by key)."""

@@ -1,0 +1,97 @@
+"""Places' knobs (proximity search, reviews, areas)."""
+
+from __future__ import annotations
+
+from lookup.settings.base import (
+    Setting,
+    as_partitions,
+    as_positive_float,
+    as_rate,
+    as_review_chars,
+    as_seconds,
+    as_share,
+    as_stars,
+)
+
+KNOBS: list[Setting] = [
+    # -- places: reviews (lookup/geo/reviews.py) ------------------------------------------
+    Setting(
+        "places_review_rate",
+        "LOOKUP_PLACES_REVIEW_RATE",
+        "5/60:5",
+        as_rate,
+        "rate",
+        "COUNT/SECONDS[:BURST]",
+        "reviews (POST /v1/places/{id}/reviews) per user per server process: a person "
+        "reviews a few places in a sitting; a script posting for one user is cut off.",
+    ),
+    Setting(
+        "places_review_text_max",
+        "LOOKUP_PLACES_REVIEW_TEXT_MAX",
+        4000,
+        as_review_chars,
+        "int",
+        "characters",
+        "longest review text (Unicode characters after NFC normalisation).",
+    ),
+    Setting(
+        "places_review_new_account_s",
+        "LOOKUP_PLACES_REVIEW_NEW_ACCOUNT_S",
+        7 * 86400.0,
+        as_seconds,
+        "float",
+        "seconds",
+        "an account whose first review is younger than this writes new-account reviews, "
+        "which weigh less (a brigade is made of fresh accounts); 0: no account is new.",
+    ),
+    Setting(
+        "places_review_new_weight",
+        "LOOKUP_PLACES_REVIEW_NEW_WEIGHT",
+        0.25,
+        as_share,
+        "float",
+        "votes",
+        "how much of a vote a new-account review counts in the displayed rating.",
+    ),
+    Setting(
+        "places_review_prior_votes",
+        "LOOKUP_PLACES_REVIEW_PRIOR_VOTES",
+        5.0,
+        as_positive_float,
+        "float",
+        "votes",
+        "m of IMDb's weighted rating: phantom votes at the place's established rating "
+        "that new-account reviews must outweigh to move it.",
+    ),
+    Setting(
+        "places_review_prior",
+        "LOOKUP_PLACES_REVIEW_PRIOR",
+        3.5,
+        as_stars,
+        "float",
+        "stars",
+        "the rating new-account reviews are pulled toward at a place without an established one.",
+    ),
+    # -- places: polygon search (lookup/geo/within.py) ----------------------------------
+    Setting(
+        "places_polygon_max_vertices",
+        "LOOKUP_PLACES_POLYGON_MAX_VERTICES",
+        500,
+        as_partitions,
+        "int",
+        "1..65536",
+        "the most vertices (all rings together) GET /v1/places/within accepts in a polygon; "
+        "more is 400 INVALID_POLYGON. The exact test costs places x edges near the edge, "
+        "and 500 positions still fit the 32 KiB request head as a query parameter.",
+    ),
+    Setting(
+        "places_polygon_max_cells",
+        "LOOKUP_PLACES_POLYGON_MAX_CELLS",
+        256,
+        as_partitions,
+        "int",
+        "1..65536",
+        "the most geohash cells in a polygon's cover (lookup/geo/cover.py): more cells "
+        "cut the places checked one by one along the edge, each costs a range read.",
+    ),
+]

@@ -330,6 +330,21 @@ def test_the_allowed_hosts_setting_names_the_public_names(tmp_path: Path) -> Non
     assert log.count("refused a request for host 'evil.example'") == 1, log[-2000:]
 
 
+def test_the_short_domains_are_allowed_without_naming_them_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A domain listed for short links is served when no allow-list is set (issue 27 item 3)."""
+    from lookup.kit.hostguard import AllowedHosts
+
+    monkeypatch.delenv("LOOKUP_ALLOWED_HOSTS", raising=False)
+    monkeypatch.setenv("LOOKUP_SHORTENER_DOMAINS", "go.example,sh.example:8080")
+    allowed = AllowedHosts.from_settings("127.0.0.1", "http://127.0.0.1:8000")
+    assert allowed.allows("go.example") and allowed.allows("sh.example")
+    assert not allowed.allows("evil.example") and not allowed.allows("example")
+    monkeypatch.setenv("LOOKUP_ALLOWED_HOSTS", "api.example")  # an explicit list is the list
+    assert not AllowedHosts.from_settings("127.0.0.1").allows("go.example")
+
+
 def test_a_bad_allowed_hosts_value_stops_serve_with_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "lookup.cli", "serve", "--port", str(free_port()),

@@ -74,8 +74,9 @@ class AllowedHosts:
     def from_settings(
         cls, bind_host: str | None = None, public_url: str | None = None
     ) -> AllowedHosts:
-        """From ``LOOKUP_ALLOWED_HOSTS``; when empty, loopback names, ``bind_host`` and the
-        host of ``public_url`` (default: ``LOOKUP_PUBLIC_URL``)."""
+        """From ``LOOKUP_ALLOWED_HOSTS``; when empty, loopback names, ``bind_host``, the
+        host of ``public_url`` (default: ``LOOKUP_PUBLIC_URL``) and the short domains
+        (``LOOKUP_SHORTENER_DOMAINS``: names the operator already said this server answers)."""
         configured: tuple[str, ...] = settings.get("allowed_hosts")
         if configured:
             return cls(configured)
@@ -83,6 +84,7 @@ class AllowedHosts:
         public = public_url or settings.get("public_url")
         if public:
             names.append(urlsplit(public).hostname or "")
+        names += [host_name(domain) for domain in settings.get("shortener_domains")]
         wildcard = {"0.0.0.0", "::", ""}
         return cls([n for n in names if n not in wildcard])
 

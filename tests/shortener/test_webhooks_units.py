@@ -194,3 +194,37 @@ def test_a_name_is_sent_to_its_checked_address_with_its_host(tmp_path: Path) -> 
         assert [d.state for d in store.deliveries("wh_1", 5)] == ["delivered"]
         sender.close()
     store.close()
+
+
+def test_a_read_that_overlaps_a_registration_is_not_cached(tmp_path: Path) -> None:
+    """The shipper's thread reads the endpoints while an endpoint is being registered: its
+    old list must not be cached, or this process's next event (a link created right after
+    the registration) finds no endpoint for up to a second and is never delivered (CI:
+    ``test_link_events_and_batched_clicks_arrive_signed[postgresql]``, no link.created)."""
+    import threading
+
+    from lookup.shortener.webhooks.hub import Webhooks
+
+    store = open_webhook_store(sqlite_url(tmp_path / "links.sqlite3"))
+    reading, release = threading.Event(), threading.Event()
+    plain = store.endpoints
+
+    def slow_endpoints() -> list[Endpoint]:
+        found = plain()  # the list before the registration
+        if threading.current_thread().name == "shipper":
+            reading.set()
+            release.wait(10)
+        return found
+
+    store.endpoints = slow_endpoints  # type: ignore[method-assign]
+    hub = Webhooks(
+        store, _guard(("127.0.0.0/8",)), render=lambda link: {}, short_url=lambda k: k,
+        refresh_s=3600.0,
+    )  # fmt: skip
+    shipper = threading.Thread(target=hub.endpoints, name="shipper")
+    shipper.start()
+    assert reading.wait(10)
+    made = hub.register({"url": "http://127.0.0.1:9/hook"})
+    release.set()
+    shipper.join(10)
+    assert [e.id for e in hub.endpoints()] == [made.id]

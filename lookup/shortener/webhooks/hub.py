@@ -94,6 +94,8 @@ class Webhooks:
         self.refresh_s = refresh_s
         self.sender = WebhookSender(store, guard, self.endpoints, options=self.options, clock=clock)
         self._cached: tuple[float, list[Endpoint]] | None = None
+        #: Bumped by every change made here: a read that overlapped one is not cached.
+        self._generation = 0
         self._lock = threading.Lock()
         self._task: BackgroundTask | None = None
         self.queued = 0
@@ -102,13 +104,19 @@ class Webhooks:
     # -- endpoints ---------------------------------------------------------------------
 
     def endpoints(self) -> list[Endpoint]:
-        """The registered endpoints, as read from the store at most ``refresh_s`` ago."""
+        """The registered endpoints, as read from the store at most ``refresh_s`` ago.
+
+        A read that began before a registration here and ended after it (the shipper's
+        thread, say) is returned but not cached: caching it would hide the new endpoint
+        from this process's next events for up to ``refresh_s``."""
         cached = self._cached
         now = self.mono()
         if cached is not None and now - cached[0] < self.refresh_s:
             return cached[1]
+        generation = self._generation
         fresh = self.store.endpoints()
-        self._cached = (now, fresh)
+        if generation == self._generation:
+            self._cached = (now, fresh)
         return fresh
 
     def register(self, body: dict[str, Any]) -> Endpoint:
@@ -158,6 +166,7 @@ class Webhooks:
                 created_at=self.clock(),
             )
             self.store.add_endpoint(endpoint)
+            self._generation += 1
             self._cached = None
         return endpoint
 
@@ -172,6 +181,7 @@ class Webhooks:
         """Delete an endpoint with its outbox and log; 404 if unknown."""
         if not self.store.remove_endpoint(ident):
             raise errors.NotFound(f"no webhook has the id {ident!r}", code="WEBHOOK_NOT_FOUND")
+        self._generation += 1
         self._cached = None
 
     def deliveries(self, ident: str, limit: int, state: str | None) -> list[Delivery]:

@@ -40,6 +40,7 @@ from placesmap import (
     search_layer,
     wrap_lng,
 )
+from placesnearest import nearest_panel  # nearest-k with no radius
 from placestrain import training_panel
 from rankdiff import rank_changes
 from searchbox import box_state, searchbox
@@ -56,6 +57,7 @@ QUERY = "places.q"
 CATS = "places.categories"
 PRICES = "places.prices"
 OPEN_NOW = "places.open_now"
+MIN_STARS = "places.min_stars"
 WIDEN = "places.widen"
 INDEX = "places.index"
 COMPARE = "places.compare"
@@ -155,6 +157,7 @@ def _init_state() -> None:
         CATS: [],
         PRICES: [],
         OPEN_NOW: False,
+        MIN_STARS: None,
         WIDEN: True,
         INDEX: "geohash",
         COMPARE: False,
@@ -320,6 +323,8 @@ def filter_params() -> dict[str, str]:
         params["price"] = ",".join(str(p) for p in sorted(st.session_state[PRICES]))
     if st.session_state[OPEN_NOW]:
         params["openNow"] = "true"
+    if st.session_state[MIN_STARS]:
+        params["minRating"] = str(st.session_state[MIN_STARS])
     q = str(st.session_state[QUERY] or "").strip()
     if q:
         params["q"] = q
@@ -386,6 +391,7 @@ def controls() -> None:
     st.pills(
         "Price", [1, 2, 3, 4], selection_mode="multi", key=PRICES, format_func=lambda p: "$" * p
     )
+    st.pills("Rated at least", [3.0, 3.5, 4.0, 4.5], key=MIN_STARS, format_func=lambda s: f"{s}★")
     left, right = st.columns(2)
     left.toggle("Open now", key=OPEN_NOW, help="In each place's own time zone.")
     right.toggle(
@@ -887,4 +893,5 @@ if first.ok and st.session_state[COMPARE]:
     compare_indexes(first)
 
 view = (tuple(st.session_state[VIEW_CENTER]), int(st.session_state[VIEW_ZOOM]))
+nearest_panel(float(st.session_state[LAT]), float(st.session_state[LNG]), filter_params())
 draw_panel(map_assets(), *view, filter_params())  # GET /v1/places/within

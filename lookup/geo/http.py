@@ -98,6 +98,12 @@ SEARCH_QUERY: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("category", {"type": "string"}, "categories, comma-separated (restaurant,cafe)"),
     ("price", {"type": "string"}, "price levels 1-4, comma-separated (1,2)"),
+    (
+        "minRating",
+        {"type": "number", "minimum": 0, "maximum": 5},
+        "stars (0-5) of the rating the ranking uses: the review average pulled toward the "
+        "mean of all places by a few prior reviews (seed 004's minimum rating)",
+    ),
     ("openNow", {"type": "boolean", "default": False}, "only places open now"),
     ("q", {"type": "string", "maxLength": 200}, "words in the name, category or tags"),
     (
@@ -128,6 +134,12 @@ AREA_QUERY: list[tuple[str, dict[str, Any], str]] = [
     ],
     ("category", {"type": "string"}, "categories, comma-separated"),
     ("price", {"type": "string"}, "price levels 1-4, comma-separated"),
+    (
+        "minRating",
+        {"type": "number", "minimum": 0, "maximum": 5},
+        "stars (0-5) of the rating the ranking uses: the review average pulled toward the "
+        "mean of all places by a few prior reviews (seed 004's minimum rating)",
+    ),
     ("openNow", {"type": "boolean", "default": False}, "only places open now"),
     ("q", {"type": "string", "maxLength": 200}, "words in the name, category or tags"),
     (
@@ -258,6 +270,7 @@ def mount(mounts: Any) -> None:
                 open_now=bool_param(params, "openNow"),
                 price=params.get("price"),
                 q=params.get("q"),
+                min_rating=float_param(params, "minRating", low=0.0, high=5.0),
             )
             limit, cursor = params.get("limit", "20"), params.get("cursor") or None
             widen = bool_param(params, "widen", True)  # checked by nearest-k too, unused there
@@ -341,6 +354,7 @@ def mount(mounts: Any) -> None:
                 open_now=bool_param(params, "openNow"),
                 price=params.get("price"),
                 q=params.get("q"),
+                min_rating=float_param(params, "minRating", low=0.0, high=5.0),
             )
             limit = int_param(params, "limit", 100, low=1, high=500)
             max_pins = int_param(params, "maxPins", 300, low=1, high=5000)

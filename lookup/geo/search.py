@@ -89,6 +89,8 @@ class Filters:
     open_now: bool = False
     prices: tuple[int, ...] = ()
     q: str = ""
+    #: Stars (0-5) of the rating the ranking uses (a place's column ``rating`` × 5).
+    min_rating: float | None = None
 
     def key(self) -> tuple[Any, ...]:
         return (
@@ -96,6 +98,7 @@ class Filters:
             self.open_now,
             tuple(sorted(self.prices)),
             self.q.strip().casefold(),
+            self.min_rating,
         )
 
 
@@ -266,6 +269,7 @@ class ProximitySearch:
         open_now: bool = False,
         price: int | Sequence[int] | str | None = None,
         q: str | None = None,
+        min_rating: float | None = None,
     ) -> Filters:
         """Validated :class:`Filters` (unknown category or bad price → ``SearchError``)."""
         cats: list[str] = []
@@ -301,7 +305,15 @@ class ProximitySearch:
         text = (q or "").strip()
         if len(text) > 200:
             raise SearchError("INVALID_PARAMETER", "q is limited to 200 characters")
-        return Filters(tuple(dict.fromkeys(cats)), bool(open_now), tuple(sorted(set(prices))), text)
+        if min_rating is not None and not 0.0 <= min_rating <= 5.0:
+            raise SearchError("INVALID_PARAMETER", "minRating is 0 to 5 stars")
+        return Filters(
+            tuple(dict.fromkeys(cats)),
+            bool(open_now),
+            tuple(sorted(set(prices))),
+            text,
+            min_rating,
+        )
 
     def _static_mask(self, cols: PlaceColumns, filters: Filters) -> tuple[np.ndarray, np.ndarray]:
         """Category/price/text filters (independent of time and of the user): mask, relevance."""
@@ -312,6 +324,8 @@ class ProximitySearch:
             keep &= np.isin(cols.category, [i for i in ids if i is not None])
         if filters.prices:
             keep &= np.isin(cols.price, filters.prices)
+        if filters.min_rating is not None:
+            keep &= cols.rating.astype(np.float64) * 5.0 >= filters.min_rating
         if filters.q:
             qids = self.places.text.query_ids(filters.q)
             rel = self.places.text.relevance(cols.num.astype(np.int64), qids) if qids else None

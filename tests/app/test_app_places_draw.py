@@ -72,3 +72,19 @@ def test_a_suggestion_says_what_it_matched() -> None:
     typo = {**base, "matched": {"name": "Bengaluru", "field": "name", "typos": 2}}
     assert place_label(typo).endswith("people (2 typos)")
     assert place_label(base) == "Bengaluru · city in IN · 8,495,492 people"
+
+
+def test_the_nearest_places_however_far(
+    places_api: str, visit: Callable[[str, str], AppTest]
+) -> None:
+    """Issue 27 item 13 on the page: nearest-k with no radius, ordered by distance."""
+    at = visit(PLACES, places_api)
+    assert any(s.value == "The nearest places, however far" for s in at.subheader)
+    at = at.toggle(key="places.nearest-on").set_value(True).run()
+    assert not at.exception
+    at = at.number_input(key="places.nearest-k").set_value(7).run()
+    tables = [d.value for d in at.dataframe if {"Name", "Distance"} <= set(d.value.columns)]
+    assert tables and len(tables[0]) == 7
+    km = [float(v.split()[0].replace(",", "")) for v in tables[0]["Distance"]]
+    assert km == sorted(km)
+    assert any("7 nearest" in c.value for c in at.caption)

@@ -735,7 +735,7 @@ def test_openapi_documents_both_routes(client: TestClient) -> None:
     doc = client.get("/openapi.json").json()
     search = doc["paths"]["/v1/search"]["get"]
     names = {p["name"] for p in search["parameters"]}
-    assert names == set(DASHBOARD_SEARCH) | {"lat", "lng", "cursor", "sort"}
+    assert names == set(DASHBOARD_SEARCH) | {"lat", "lng", "cursor", "sort", "minRating"}
     sort = next(p for p in search["parameters"] if p["name"] == "sort")
     assert sort["schema"]["enum"] == ["score", "distance"]
     assert "nearest" in sort["description"] and "radius" in sort["description"]
@@ -824,3 +824,42 @@ def test_nearest_k_runs_in_the_lane_and_a_radius_search_on_the_loop(
     assert "search_answer" not in calls
     assert client.get("/v1/search", params={**KORAMANGALA, "sort": "distance"}).status_code == 200
     assert calls[-1] == "search_answer"
+
+
+# ----------------------------------------------------------- minimum rating (issue 27 item 14)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    stars=st.sampled_from([0.0, 2.5, 3.0, 3.5, 3.8, 4.0, 4.2, 4.5, 5.0]),
+    planner=st.sampled_from(["geohash", "quadtree", "scan"]),
+)
+def test_a_minimum_rating_keeps_exactly_the_places_rated_that_high(
+    dense: tuple[GeohashIndex, Oracle], searchers: dict[str, ProximitySearch],
+    stars: float, planner: str,
+) -> None:  # fmt: skip
+    """minRating filters by the rating the ranking uses, (C·m + stars) / (C + count) / 5
+    (C = 25 prior votes), written out here: a radius search and nearest-k both answer
+    exactly the brute-force set."""
+    index, oracle = dense
+    rated = ((25.0 * index.prior_mean + oracle.stars) / (25.0 + oracle.count) / 5.0).astype(
+        np.float32
+    )
+    good = rated.astype(np.float64) * 5.0 >= stars
+    s = searchers[planner]
+    f = s.check_filters(min_rating=stars)
+    lat, lng = 12.9716, 77.5946
+    got = s.search(lat, lng, 800, filters=f, limit=MAX_LIMIT, widen=False, now=NOW)
+    keep, _ = oracle.mask(lat, lng, 800, now=NOW)
+    assert got.total == int((keep & good).sum())
+    assert {r["num"] for r in got.results} <= set(oracle.num[keep & good].tolist())
+    near = s.nearest(lat, lng, filters=f, limit=10, now=NOW)
+    everywhere, d = oracle.mask(lat, lng, math.inf, now=NOW)
+    idx = np.flatnonzero(everywhere & good)
+    order = np.lexsort((oracle.num[idx], np.rint(d[idx] * 1e6).astype(np.int64)))
+    assert _nums(near) == oracle.num[idx][order][:10].tolist()
+
+
+def test_a_minimum_rating_out_of_range_is_refused(
+    searchers: dict[str, ProximitySearch],
+) -> None:
+    with pytest.raises(SearchError):
+        searchers["geohash"].check_filters(min_rating=5.5)

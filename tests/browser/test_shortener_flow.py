@@ -140,7 +140,8 @@ def test_my_links_survive_a_reload(  # type: ignore[no-untyped-def]
     short_url = f"{api.url}/kept-after-reload"
     expect(page.locator(".st-key-created-card").get_by_role("link", name=short_url)).to_be_visible()
     expect(box).to_have_value("")
-    table = page.locator('[data-testid="stDataFrame"]').filter(has_text="Destination")
+    # "My links" is the first table with a Destination column (the rules editor has one too)
+    table = page.locator('[data-testid="stDataFrame"]').filter(has_text="Destination").first
     expect(table).to_be_visible()
     _settled(page)
     cookies = {c["name"]: c for c in page.context.cookies()}

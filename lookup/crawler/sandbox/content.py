@@ -205,7 +205,7 @@ def wiki_pages(count: int) -> tuple[tuple[str, str], ...]:
     out = []
     for name, module in islice(_importable(WIKI_MODULES), count):
         with _lock:
-            # pydoc's plain-text documenter (typeshed's stub leaves it out, hence the ignore)
+            # pydoc.plaintext is the module's plain-text documenter; typeshed does not declare it
             text = pydoc.plaintext.document(module, name)  # type: ignore[attr-defined]
         out.append((name, html.escape(_SOURCE_PATH.sub("(source)", text))))
     return tuple(out)

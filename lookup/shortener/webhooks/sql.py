@@ -16,6 +16,7 @@ row a concurrent claimer changed, and skips rows locked by another claim).
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -133,22 +134,24 @@ def _chunks(items: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
         yield items[i : i + size]
 
 
-class SqlWebhookStore:
+class SqlWebhookStore(ABC):
     """The operations of :class:`~lookup.shortener.webhooks.WebhookStore` over SQL."""
 
     dialect: WebhookDialect
 
     # -- what a backend provides -------------------------------------------------------
 
+    @abstractmethod
     def _read(self) -> AbstractContextManager[Connection]:
-        raise NotImplementedError
+        """A connection for reads."""
 
+    @abstractmethod
     def _transaction(self) -> AbstractContextManager[Connection]:
-        raise NotImplementedError
+        """A connection inside one write transaction, committed on leaving."""
 
+    @abstractmethod
     def close(self) -> None:
         """Release connections (a backend's)."""
-        raise NotImplementedError
 
     def _q(self, sql: str) -> str:
         return sql if self.dialect.placeholder == "?" else sql.replace("?", "%s")

@@ -526,7 +526,8 @@ def bench_http(
     """
     paths = suggest_paths(corpus, 2_000)
     script = lua_get_script(paths)
-    names = ["bare", "ours"] + (["sharded"] if shards else [])
+    # "uncached": the same server with its answer cache off (what a unique prefix costs)
+    names = ["bare", "ours", "uncached"] + (["sharded"] if shards else [])
     with tempfile.TemporaryDirectory(prefix="bench-typeahead-http-") as tmp:
         data_dir = Path(tmp) / "data"
         target = data_dir / "typeahead" / "snapshots" / MARKET
@@ -549,13 +550,17 @@ def bench_http(
                 if name == "bare":
                     argv = [sys.executable, str(THIS_FILE), "serve-anchor", "--port", str(port),
                             "--body", body]  # fmt: skip
-                elif name == "ours":
+                elif name in ("ours", "uncached"):
                     argv = [*lookup_cli, "serve", "--host", "127.0.0.1", "--port", str(port),
                             "--data-dir", str(data_dir)]  # fmt: skip
                 else:
                     argv = [*lookup_cli, "typeahead", "serve-shards", "--shards", str(shards),
                             "--port", str(port), "--data-dir", str(data_dir)]  # fmt: skip
-                with spawned(argv, url, timeout_s=900.0 if name == "sharded" else 120.0):
+                env = {**os.environ}
+                if name == "uncached":
+                    env["LOOKUP_TYPEAHEAD_ANSWER_CACHE"] = "0"
+                timeout_s = 900.0 if name == "sharded" else 120.0
+                with spawned(argv, url, timeout_s=timeout_s, env=env):
                     probe = httpx.get(url + paths[0])
                     if probe.status_code != 200 or "suggestions" not in probe.json():
                         raise RuntimeError(f"{name} answered {probe.status_code}: {probe.text}")
@@ -597,6 +602,9 @@ def bench_http(
         }
     out["ratio"] = median(
         o.rate / b.rate for o, b in zip(results["ours"], results["bare"], strict=True)
+    )
+    out["uncached"]["ratio"] = median(
+        o.rate / b.rate for o, b in zip(results["uncached"], results["bare"], strict=True)
     )
     out["paths"] = len(paths)
     if shards:
@@ -821,6 +829,20 @@ def report(results: dict[str, Any]) -> str:
                 "yes" if met else "NO",
             ],
         ]
+        uncached = http.get("uncached")
+        if uncached:
+            rows.append(
+                [
+                    "  the same, its answer cache off",
+                    fmt_rate(uncached["rate"]),
+                    f"{uncached['p50_ms']:.2f} ms",
+                    f"{uncached['p99_ms']:.2f} ms",
+                    f"{uncached['ratio']:.2f}× bare",
+                    ", ".join(f"{r:,.0f}" for r in uncached["runs"]),
+                    "",
+                    "",
+                ]
+            )
         sharded = http.get("sharded")
         if sharded:
             rows.append(
@@ -852,6 +874,7 @@ def report(results: dict[str, Any]) -> str:
         for name, label in (
             ("bare", "bare Starlette constant body (anchor)"),
             ("ours", "GET /v1/suggest on lookup serve"),
+            ("uncached", "  the same, its answer cache off"),
             ("sharded", "via the router"),
         ):
             if name not in http:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any, NamedTuple
 
 import orjson
@@ -54,6 +55,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.routing import Route
 
+from lookup import settings
 from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.paging import MAX_LIMIT as MAX_SEARCH_LIMIT
@@ -63,8 +65,10 @@ from lookup.geo.search import ProximitySearch, RankedPage, SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, NotInMemory, PlacesService
 from lookup.geo.store import PlaceError
 from lookup.geo.training import mount_training
+from lookup.geo.units import UNITS, UnitError, check_unit, in_unit, parse_distance
 from lookup.geo.within import mount_within
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
+from lookup.kit.answercache import AnswerCache
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 from lookup.kit.models import ModelSlot
 from lookup.kit.threads import ThreadLane
@@ -83,9 +87,16 @@ SEARCH_QUERY: list[tuple[str, dict[str, Any], str]] = [
     ("lng", {"type": "number", "minimum": -180, "maximum": 180}, "longitude of the user"),
     (
         "radius",
-        {"type": "number", "minimum": 1, "default": 2000},
-        f"metres (capped at {MAX_RADIUS_M:,.0f}); widens while fewer than 20 match. Left out "
-        "with sort=distance: no radius at all (nearest-k)",
+        {"type": "string", "default": "2000", "examples": ["2000", "2km", "1.5mi"]},
+        f"metres, or a number with a unit ({', '.join(UNITS)}: 2km, 1.5mi, as Elasticsearch "
+        f"writes them; capped at {MAX_RADIUS_M:,.0f} m); widens while fewer than 20 match. "
+        "Left out with sort=distance: no radius at all (nearest-k)",
+    ),
+    (
+        "unit",
+        {"type": "string", "enum": list(UNITS), "default": "m"},
+        "also give each result's distance (distance) and the radius used (radiusUsed) in "
+        "this unit; distanceM and radiusUsedM stay in metres",
     ),
     (
         "sort",
@@ -164,6 +175,29 @@ SEARCH_PARAMS = frozenset(name for name, _, _ in SEARCH_QUERY)
 AREA_PARAMS = frozenset(name for name, _, _ in AREA_QUERY)
 
 
+def distance_param(params: Any, name: str) -> float | None:
+    """``name`` in metres: a number, or a number with a unit (:mod:`~lookup.geo.units`);
+    None when absent or empty."""
+    raw = params.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return parse_distance(raw)
+    except UnitError as exc:
+        raise ApiError(400, "INVALID_PARAMETER", f"{name}: {exc}") from None
+
+
+def unit_param(params: Any) -> str | None:
+    """The output unit asked for (``unit``), or None for metres only."""
+    raw = params.get("unit")
+    if raw is None:
+        return None
+    try:
+        return check_unit(raw)
+    except UnitError as exc:
+        raise ApiError(400, "INVALID_PARAMETER", f"unit: {exc}") from None
+
+
 def known_only(params: Any, accepted: frozenset[str]) -> None:
     """Refuse a query parameter not in ``accepted``: 400 ``UNKNOWN_PARAMETER`` naming the
     accepted ones. A loop over the handful of names given (no set built on the hot path)."""
@@ -224,12 +258,40 @@ def mount(mounts: Any) -> None:
         so, like the scan, it runs in the lane and never holds the event loop."""
         return params.get("sort") == "distance" and not (params.get("radius") or "").strip()
 
+    answers = AnswerCache(settings.get("places_answer_cache"))
+
+    def token_of(kept: tuple[bytes, str, str]) -> tuple[Any, ...] | None:
+        """What a kept answer (its body, planner and ranking) was computed from: the index
+        version and the changes applied to it, the model, the minute (``openNow``, the
+        hours). None when it cannot be said without I/O (the model store is due a read)."""
+        s = service.searcher_in_memory(kept[1])
+        if s is None:
+            return None
+        if kept[2] == "hand":  # the hand-set constants: no model involved
+            model = None
+        else:
+            if service.model_due():
+                return None
+            try:
+                active = service.model(kept[2])
+            except LookupError:
+                return None
+            model = None if active is None else active.version
+        return s.places.version, s.places.generation, model, int(time.time() // 60)
+
     async def search(request: StarletteRequest) -> Response:
+        raw = request.scope.get("query_string", b"")
+        kept = answers.get_with(raw, token_of)
+        if kept is not None:  # asked before, and nothing it was computed from has changed
+            return Response(kept[0], media_type="application/json")
         params = request.query_params
         known_only(params, SEARCH_PARAMS)
         s = in_memory(params)
         if s is None or nearest_k(params):
             return await SEARCH_LANE.run(search_answer, params)
+        ranking = str(choice_param(params, "ranking", ("auto", "hand", "learned"), "auto"))
+        cacheable = bool_param(params, "cache", True) and not bool_param(params, "explain")
+        token = token_of((b"", planner_of(params), ranking)) if cacheable else None
         # Ranking is memory and CPU only: on the loop (a worker thread would add its GIL
         # hand-offs to every request). What reads a store goes to the lane: the model
         # store's check (once a second) and the profiles not in memory.
@@ -241,7 +303,10 @@ def mount(mounts: Any) -> None:
         profiles = service.profiles_in_memory(nums)
         if profiles is None:
             profiles = await SEARCH_LANE.run(service.profiles, nums)
-        return answer(s, params, ranked, profiles)
+        response = answer(s, params, ranked, profiles)
+        if token is not None:
+            answers.put(raw, token, (bytes(response.body), planner_of(params), ranking))
+        return response
 
     def search_answer(params: Any) -> Response:
         """The whole search in a worker thread (loads the index first if need be)."""
@@ -253,7 +318,8 @@ def mount(mounts: Any) -> None:
         """The request's page ranked (by the model read once here), before hydration."""
         lat = float_param(params, "lat", required=True)
         lng = float_param(params, "lng", required=True)
-        radius = float_param(params, "radius")
+        radius = distance_param(params, "radius")
+        unit_param(params)  # refused before any work, not after it
         sort = choice_param(params, "sort", SORTS, "score")
         ranking = choice_param(params, "ranking", ("auto", "hand", "learned"), "auto")
         nearest = sort == "distance" and radius is None  # nearest-k: no radius, no score
@@ -327,8 +393,15 @@ def mount(mounts: Any) -> None:
             body["explain"]["index"] = s.planner.name
             body["explain"]["indexVersion"] = s.places.version
             body["explain"]["boxes"] = [list(b) for b in plan.boxes]
+        unit = unit_param(params)
         for item in body["results"]:
             item.pop("num", None)
+            if unit is not None:
+                item["distance"] = in_unit(item["distanceM"], unit)
+        if unit is not None:
+            body["unit"] = unit
+            if body.get("radiusUsedM") is not None:
+                body["radiusUsed"] = in_unit(body["radiusUsedM"], unit)
         return _json(body)
 
     async def area(request: StarletteRequest) -> Response:
@@ -519,7 +592,11 @@ def mount(mounts: Any) -> None:
 
     mounts.on_startup.append(start)
     mounts.on_shutdown.append(stop)
-    mounts.health["places"] = service.status
+
+    def status() -> dict[str, Any]:
+        return {**service.status(), "answerCache": answers.stats()}
+
+    mounts.health["places"] = status
 
 
 def _public(row: dict[str, Any]) -> dict[str, Any]:

@@ -184,6 +184,13 @@ def as_walk_rows(raw: str) -> int:
     return n
 
 
+def as_answer_entries(raw: str) -> int:
+    n = int(raw)
+    if not 0 <= n <= 1_000_000:
+        raise ValueError(f"must be between 0 (off) and 1000000, not {n}")
+    return n
+
+
 def as_lower(raw: str) -> str:
     return raw.strip().lower()
 

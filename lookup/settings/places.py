@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lookup.settings.base import (
     Setting,
+    as_answer_entries,
     as_partitions,
     as_positive_float,
     as_rate,
@@ -14,6 +15,19 @@ from lookup.settings.base import (
 )
 
 KNOBS: list[Setting] = [
+    # -- places: serving (lookup/geo/http.py) ---------------------------------------------
+    Setting(
+        "places_answer_cache",
+        "LOOKUP_PLACES_ANSWER_CACHE",
+        10000,
+        as_answer_entries,
+        "answers",
+        "0..1000000",
+        "finished GET /v1/search answers each API process keeps by query string, each "
+        "valid while the index version, the changes applied to it, the ranking model and "
+        "the minute it came from are current (a map asking again for the same view costs "
+        "a dictionary lookup); 0 turns it off.",
+    ),
     # -- places: reviews (lookup/geo/reviews.py) ------------------------------------------
     Setting(
         "places_review_rate",

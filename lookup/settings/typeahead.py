@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from lookup.settings.base import (
     Setting,
+    as_answer_entries,
     as_bulk_items,
     as_flag,
     as_origins,
@@ -56,6 +57,17 @@ KNOBS: list[Setting] = [
         "the typo fallback runs when the exact prefix finds fewer suggestions than this "
         "(and than the page holds): 1, as Typesense's typo_tokens_threshold, only when it "
         "finds none, which keeps it off the hot path; 10 also fills short pages.",
+    ),
+    Setting(
+        "typeahead_answer_cache",
+        "LOOKUP_TYPEAHEAD_ANSWER_CACHE",
+        20000,
+        as_answer_entries,
+        "answers",
+        "0..1000000",
+        "finished /v1/suggest answers each API process keeps by query string, each valid "
+        "while the snapshot, hot blocklist and trending sets it came from are current (a "
+        "repeated prefix then costs a dictionary lookup); 0 turns it off.",
     ),
     Setting(
         "typeahead_typo_budget",

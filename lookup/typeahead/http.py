@@ -20,11 +20,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from lookup import settings
 from lookup.kit.admin import admin_token_of
+from lookup.kit.answercache import AnswerCache
 from lookup.kit.clients import Trust, client_address
 from lookup.kit.http import ApiError, bool_param, parse_query_string
 from lookup.kit.mounts import json_doc, query_doc
@@ -67,9 +69,14 @@ class SuggestEndpoint:
     (``*``: any origin). With none, nothing of CORS costs the hot path anything.
     """
 
-    def __init__(self, service: SuggestService, cors_origins: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, service: SuggestService, cors_origins: tuple[str, ...] = (), answers: int = 0
+    ) -> None:
         self.service = service
         self.cors = frozenset(cors_origins)
+        #: Finished answers by raw query string (``answers`` of them; 0: none kept): the
+        #: shared, cacheable answer a CDN would keep, kept here too.
+        self.answers = AnswerCache(answers)
 
     def _cors_headers(self, scope: Scope) -> list[tuple[bytes, bytes]] | None:
         """The CORS headers of an answer to this request (``Vary: Origin`` whatever the
@@ -113,11 +120,18 @@ class SuggestEndpoint:
                 extra=[(b"allow", b"GET, HEAD")],
             )
             return
-        try:
-            body, market = self.answer(scope.get("query_string", b""), client_identity(scope))
-        except ApiError as exc:
-            await send_json(send, exc.status, error_body(exc.code, exc.message), method)
-            return
+        raw = scope.get("query_string", b"")
+        kept = self.answers.get_with(raw, self._token_of)
+        if kept is not None:  # asked before, and nothing it was computed from has changed
+            body, market, zero_hit = kept
+            if zero_hit is not None:  # still a prefix that finds nothing: count it again
+                self.service.zero_hits.add(market, zero_hit)
+        else:
+            try:
+                body, market = self.answer(raw, client_identity(scope))
+            except ApiError as exc:
+                await send_json(send, exc.status, error_body(exc.code, exc.message), method)
+                return
         canary = self.service.canary_running(market)
         await send_json(
             send,
@@ -130,13 +144,22 @@ class SuggestEndpoint:
         )
 
     def answer(self, raw: bytes, client: str | None = None) -> tuple[bytes, str]:
-        """The JSON body for a raw query string and its market, or ``ApiError``."""
+        """The JSON body for a raw query string and its market, or ``ApiError``; kept in
+        :attr:`answers` under the serving state it was computed from (read first: a swap
+        while it is computed leaves the entry out of date, never a stale one current)."""
         q, market, limit, marks = public_suggest_params(raw)
+        token = self.service.answer_token(market)
         try:
             result = self.service.lookup(q, market, limit, client)
         except UnknownMarket:
             raise unknown_market(market, self.service.known_markets()) from None
-        return encode_json(result.body(marks)), market
+        body = encode_json(result.body(marks))
+        if token is not None:
+            self.answers.put(raw, token, (body, market, None if result.suggestions else result.q))
+        return body, market
+
+    def _token_of(self, kept: tuple[bytes, str, str | None]) -> tuple[str, int, int] | None:
+        return self.service.answer_token(kept[1])
 
 
 def client_identity(scope: Scope) -> str:
@@ -243,8 +266,9 @@ async def send_json(
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
-    """The same JSON bytes ``/v1/suggest`` sends (compact, UTF-8 kept)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+    """The same JSON bytes ``/v1/suggest`` sends (compact, UTF-8 kept), by orjson: the
+    answer's scores are floats, which the standard encoder formats several times slower."""
+    return orjson.dumps(body)
 
 
 async def send_answer(
@@ -395,7 +419,9 @@ def install(
     ``trust_forwarded_for`` (default ``$LOOKUP_TRUST_FORWARDED_FOR``: the proxies trusted)
     takes the client address of searches from ``X-Forwarded-For``; ``search_rate`` overrides the
     per-client limit of ``POST /v1/searches`` and ``search_clock`` its time source."""
-    endpoint = SuggestEndpoint(service, settings.get("suggest_cors_origins"))
+    endpoint = SuggestEndpoint(
+        service, settings.get("suggest_cors_origins"), settings.get("typeahead_answer_cache")
+    )
     mounts.fast_routes.append(Route("/v1/suggest", endpoint))
     mounts.fast_route_docs["/v1/suggest"] = SUGGEST_DOC
     api = mounts.api
@@ -416,7 +442,10 @@ def install(
     mount_build(mounts, admin_token)  # POST/GET …/snapshots/build
     mount_poller(mounts, service.poll, "typeahead poll")
 
-    mounts.health["typeahead"] = service.status
+    def status() -> dict[str, Any]:
+        return {**service.status(), "answerCache": endpoint.answers.stats()}
+
+    mounts.health["typeahead"] = status
     return service
 
 

@@ -399,6 +399,19 @@ class SuggestService:
             out[market] = f"{canary.state}: {why}"
         return out
 
+    def answer_token(self, market: str) -> tuple[str, int, int] | None:
+        """What an answer for ``market`` is computed from besides the request: the live
+        snapshot's version, the hot blocklist's and the trending sets'. An answer kept
+        with an older token is out of date (:class:`~lookup.kit.answercache.AnswerCache`).
+        None when answers must not be shared: no snapshot, or a canary running (the answer
+        then depends on the client)."""
+        slot = self._slots.get(market)
+        if slot is None or self.canary_running(market):
+            return None
+        tracker = self.tracker
+        trend = tracker.sets_version() if tracker is not None else 0
+        return slot.current.version, self.blocklist.current()[0], trend
+
     def canary_running(self, market: str) -> bool:
         """Whether answers for ``market`` depend on the client (no shared caching then)."""
         canary = self._canaries.get(market)

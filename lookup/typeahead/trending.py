@@ -128,6 +128,9 @@ class TrendingTracker:
         self._lock = threading.Lock()
         self._sets: dict[str, tuple[list[str], dict[str, TrendingTerm]]] = {}
         self._computed_at: float | None = None
+        #: Counts recomputations of the sets: what an answer kept with the sets it was
+        #: blended with is checked against (:meth:`sets_version`).
+        self._sets_version = 0
         self.recorded = 0
 
     def record(
@@ -189,12 +192,19 @@ class TrendingTracker:
                 if market not in out:
                     del self._sets[market]
             self._computed_at = now
+            self._sets_version += 1
         return out
 
     def _fresh(self) -> None:
         at = self._computed_at
         if at is None or self.clock() - at >= self.policy.refresh_s or self.clock() < at:
             self.compute()
+
+    def sets_version(self) -> int:
+        """Which computation of the trending sets is current (refreshed first if due): an
+        answer blended with other sets than the current ones is out of date."""
+        self._fresh()
+        return self._sets_version
 
     def trending(self, market: str) -> list[TrendingTerm]:
         """The market's trending terms, strongest first."""

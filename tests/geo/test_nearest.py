@@ -735,7 +735,7 @@ def test_openapi_documents_both_routes(client: TestClient) -> None:
     doc = client.get("/openapi.json").json()
     search = doc["paths"]["/v1/search"]["get"]
     names = {p["name"] for p in search["parameters"]}
-    assert names == set(DASHBOARD_SEARCH) | {"lat", "lng", "cursor", "sort", "minRating"}
+    assert names == set(DASHBOARD_SEARCH) | {"lat", "lng", "cursor", "sort", "minRating", "unit"}
     sort = next(p for p in search["parameters"] if p["name"] == "sort")
     assert sort["schema"]["enum"] == ["score", "distance"]
     assert "nearest" in sort["description"] and "radius" in sort["description"]

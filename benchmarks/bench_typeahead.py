@@ -457,8 +457,9 @@ def resident_per_query(path: Path, prefixes: Sequence[str]) -> dict[str, float]:
         "for p in prefixes:\n"
         "    snap.texts(snap.find(p).ids)\n"
         "after = rss()\n"
+        "infix = snap.infix.nbytes if snap.infix is not None else 0\n"
         "print(json.dumps({'before': before, 'after': after, 'n': snap.n_strings,\n"
-        "                  'file': snap.file_size}))\n"
+        "                  'file': snap.file_size, 'infix': infix}))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(path), json.dumps(list(prefixes))],
@@ -469,9 +470,14 @@ def resident_per_query(path: Path, prefixes: Sequence[str]) -> dict[str, float]:
     )
     data = json.loads(proc.stdout.strip().splitlines()[-1])
     gained = data["after"] - data["before"]
+    # the word-anywhere index (issue 27) is mapped and checksummed with the trie: shown
+    # beside it, and the trie's target judged without it
+    infix = min(int(data.get("infix", 0)), gained)
     return {
         "rss_bytes": gained,
-        "per_query": gained / data["n"],
+        "infix_bytes": infix,
+        "per_query": (gained - infix) / data["n"],
+        "infix_per_query": infix / data["n"],
         "file_bytes": data["file"],
         "file_per_query": data["file"] / data["n"],
     }
@@ -782,10 +788,16 @@ def report(results: dict[str, Any]) -> str:
             "",
         ],
         [
-            "resident memory after loading (fresh process)",
-            f"{mem['rss_bytes'] / 1e6:.1f} MB",
+            "resident memory after loading (fresh process), the trie",
+            f"{(mem['rss_bytes'] - mem.get('infix_bytes', 0)) / 1e6:.1f} MB",
             f"{mem['per_query']:.0f} B/query",
             f"< {BYTES_TARGET:g} B: {'yes' if mem['per_query'] < BYTES_TARGET else 'NO'}",
+        ],
+        [
+            "  + the word-anywhere (infix) index, mapped beside it",
+            f"{mem.get('infix_bytes', 0) / 1e6:.1f} MB",
+            f"{mem.get('infix_per_query', 0):.0f} B/query",
+            "",
         ],
     ]
     for name, size in results.get("anchor_bytes", {}).items():

@@ -115,7 +115,9 @@ def test_latency_and_memory_have_their_shape(
     mem = bt.resident_per_query(ours.path, prefixes["1 char"])
     assert mem["file_bytes"] == ours.path.stat().st_size
     assert mem["file_per_query"] == pytest.approx(mem["file_bytes"] / N)
-    assert mem["per_query"] == pytest.approx(mem["rss_bytes"] / N) and mem["per_query"] > 0
+    trie = mem["rss_bytes"] - mem["infix_bytes"]
+    assert mem["per_query"] == pytest.approx(trie / N) and mem["per_query"] > 0
+    assert mem["infix_per_query"] == pytest.approx(mem["infix_bytes"] / N)
 
 
 def test_main_without_http_prints_every_table(

@@ -123,6 +123,8 @@ def test_declared_pages_decode_like_python_codecs(text: str, codec: str) -> None
         raw = text.encode(codec)
     except UnicodeEncodeError:
         return
+    if raw.decode(codec) != text:
+        return  # cp932 writes ¢ as 0x8191 by a best fit, which it reads as ￠: no page has it
     if codec.startswith("utf-16"):
         raw = ("\ufeff" + text).encode(codec)
         assert decode_html(raw, "text/html").text == text

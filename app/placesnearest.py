@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 from common import Answer, call
+from placesmap import fmt_m
 
 NEAREST_ON = "places.nearest-on"
 NEAREST_K = "places.nearest-k"
@@ -25,6 +26,9 @@ def nearest(lat: float, lng: float, k: int, filters: dict[str, str]) -> Answer:
 
 
 def _km(metres: Any) -> str:
+    """A nearest place's distance, in miles when the Places page is set to miles."""
+    if st.session_state.get("places.unit") == "mi":
+        return fmt_m(float(metres), "mi")
     value = float(metres) / 1000.0
     return f"{value:,.1f} km" if value < 100 else f"{value:,.0f} km"
 

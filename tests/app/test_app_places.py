@@ -388,3 +388,21 @@ def test_the_comparison_runs_the_query_the_page_shows(page: AppTest) -> None:
         f"{total:,} places within {used} of where you stand" in c.value for c in page.caption
     )
     assert page.get("plotly_chart")  # the three timings drawn, not only tabulated
+
+
+def test_the_miles_switch_writes_every_distance_in_miles(page: AppTest, oracle: Oracle) -> None:
+    """Issue 27 item 14 on the page: the radius, the radius used and each result's distance
+    in miles, the same places as in kilometres."""
+    in_km = results(page)
+    used_m = parse_m(metric(page, "Radius used").value)
+    radio = next(r for r in page.radio if r.key == "places.unit")
+    radio.set_value("mi").run()
+    assert not page.exception
+    value, unit = metric(page, "Radius used").value.split()
+    assert unit == "mi" and float(value) == pytest.approx(used_m / 1609.344, abs=0.05)
+    in_mi = table_with(page, "Distance (mi)")
+    assert list(in_mi["Name"]) == list(in_km["Name"])
+    expected = [round(m / 1609.344, 2) for m in in_km["Distance (m)"]]
+    assert list(in_mi["Distance (mi)"]) == pytest.approx(expected, abs=0.006)
+    radio.set_value("km").run()
+    assert list(results(page)["Name"]) == list(in_km["Name"])

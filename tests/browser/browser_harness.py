@@ -7,6 +7,7 @@ tests and the README's screenshot see the same thing.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -227,13 +228,17 @@ def settled(page: Page, rounds: int = 2) -> None:
     """Wait until the page's script run is over, and the runs it set off too: a map that
     loads reports its view and a chart reports back, each running the script once more,
     and a click made while such a run is starting can be lost. On a page with a map, its
-    Leaflet pane is drawn first (then it has reported)."""
+    Leaflet pane is drawn first (then it has reported, if it needs to)."""
     from playwright.sync_api import expect
 
     maps = page.locator('iframe[title*="streamlit_folium"]')
     for i in range(maps.count()):
         pane = maps.nth(i).content_frame.locator(".leaflet-container")
         expect(pane).to_be_visible(timeout=60_000)
+    in_page = page.locator('[data-testid="places-map"]')  # app/placesleaflet.py
+    for i in range(in_page.count()):  # drawn, and what it shows searched by the page
+        expect(in_page.nth(i)).to_have_class(re.compile("leaflet-container"), timeout=60_000)
+        expect(in_page.nth(i)).to_have_attribute("data-view", "searched", timeout=60_000)
     for _ in range(rounds):
         time.sleep(0.5)
         app = page.locator('[data-testid="stApp"]')

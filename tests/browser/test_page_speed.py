@@ -35,7 +35,9 @@ RELATIVE = 6.0
 #: Timed repetitions of each visit (the median is the figure).
 REPEATS = 3
 EXCEPTION = '[data-testid="stException"]'
-MAP_FRAME = 'iframe[title="streamlit_folium.st_folium"]'
+#: The Places map, drawn in the page (app/placesleaflet.py): Playwright's CSS pierces its
+#: shadow root.
+MAP = '[data-testid="places-map"]'
 
 
 def _data_dir(api: Service) -> Path:
@@ -142,19 +144,17 @@ def test_places_visit_and_search_are_quick(
     from playwright.sync_api import expect
 
     page.set_viewport_size({"width": 1400, "height": 1400})
-    frame = page.frame_locator(MAP_FRAME)
+    leaflet = page.locator(f"{MAP}.leaflet-container")
 
     def shown() -> None:  # the ranked list, and the map with its numbered pins
         expect(page.get_by_role("heading", name="Ranked results")).to_be_visible(timeout=60_000)
         expect(page.locator('[data-testid="stDataFrame"]').first).to_be_visible()
-        expect(frame.locator(".pin").first).to_be_visible(timeout=60_000)
+        expect(page.locator(f"{MAP} .pin").first).to_be_visible(timeout=60_000)
 
     assert _visits(page, f"{dashboard.url}/places", "Places", shown) < bound
 
     # An action: what you look for narrows the results (and the map is not reloaded).
-    page.frame_locator(MAP_FRAME).locator(".leaflet-container").evaluate(
-        "el => { window.__sameMap = true; }"
-    )
+    leaflet.evaluate("el => { el.__sameMap = true; }")
     truth = httpx.get(f"{places_built.url}/v1/search", params={
         "lat": "12.935200", "lng": "77.624500", "radius": "2000", "q": "pharmacy",
     }, timeout=30).json()  # fmt: skip
@@ -169,8 +169,90 @@ def test_places_visit_and_search_are_quick(
 
     assert _timed("Places search for a word", search, answered) < bound
     _settled(page)
-    same = frame.locator(".leaflet-container").evaluate("el => window.__sameMap === true")
+    same = leaflet.evaluate("el => el.__sameMap === true")
     assert same, "the map was reloaded by a search: every action would pay for it"
+    expect(page.locator(EXCEPTION)).to_have_count(0)
+
+
+class Reruns:
+    """The script runs the browser asks the server for, read off the page's websocket:
+    ``"page"`` for a whole run, else the fragment's id."""
+
+    def __init__(self, page) -> None:  # type: ignore[no-untyped-def]
+        self.asked: list[str] = []
+        page.on("websocket", lambda ws: ws.on("framesent", self._sent))
+
+    def _sent(self, payload: str | bytes) -> None:
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        if isinstance(payload, str):
+            return
+        message = BackMsg.FromString(bytes(payload))
+        if message.WhichOneof("type") == "rerun_script":
+            self.asked.append(message.rerun_script.fragment_id or "page")
+
+
+def _map_searched(page, fits: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the map shows what the page searched (``fits``: after the page set its
+    view that many times) and no script run is going on."""
+    from browser_harness import settled
+    from playwright.sync_api import expect
+
+    the_map = page.locator(MAP)
+    if fits is not None:
+        expect(the_map).to_have_attribute("data-fits", fits, timeout=60_000)
+    expect(the_map).to_have_attribute("data-view", "searched", timeout=60_000)
+    settled(page)
+    expect(the_map).to_have_attribute("data-view", "searched")
+
+
+def test_places_runs_the_script_once_per_visit_and_action(
+    page,
+    dashboard: Service,
+    places_built: Service,  # type: ignore[no-untyped-def]
+) -> None:
+    """The map takes the view the page searched without reporting it back: a visit (once
+    the browser knows the map's size) and an action that moves the map each run the
+    script once. Before, the map's frame reported every view it was given, and each
+    report ran the map's fragment again."""
+    from playwright.sync_api import expect
+
+    reruns = Reruns(page)
+    page.set_viewport_size({"width": 1400, "height": 1400})
+    page.goto(f"{dashboard.url}/places")
+    _map_searched(page)
+    first = list(reruns.asked)
+    assert first.count("page") == 1 and len(first) <= 2, first  # the map's size, once
+
+    reruns.asked.clear()
+    page.goto(f"{dashboard.url}/places")
+    _map_searched(page)
+    assert reruns.asked == ["page"], reruns.asked
+
+    fits = page.locator(MAP).get_attribute("data-fits")
+    assert fits is not None
+    reruns.asked.clear()
+    page.get_by_role("combobox", name="Jump to").click()
+    page.get_by_role("option", name="Central London").click()
+    expect(page.get_by_role("spinbutton", name="Latitude")).to_have_value("51.50740")
+    _map_searched(page, str(int(fits) + 1))
+    assert reruns.asked == ["page"], reruns.asked
+
+    # a person drags the map: it reports the new view, the map's fragment (only) searches it
+    reruns.asked.clear()
+    box = page.locator(f"{MAP}.leaflet-container").bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.6
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x - 180, y - 60, steps=12)
+    page.mouse.up()
+    deadline = time.monotonic() + 60
+    while not reruns.asked:  # the report is what this waits for; nothing on screen says
+        assert time.monotonic() < deadline, "the dragged map did not report its view"
+        page.wait_for_timeout(100)
+    _map_searched(page)  # the page searched exactly the view the map shows
+    assert len(reruns.asked) == 1 and reruns.asked[0] != "page", reruns.asked
     expect(page.locator(EXCEPTION)).to_have_count(0)
 
 

@@ -2,9 +2,9 @@
 
 Commands go to ``POST /crawler/controls`` on the API with the admin token (the page
 holds no back door: a crawl is steered the way an operator's script would steer it);
-the controls in force, which version each crawler process has applied, and the per-host
-health table are read from the crawl's own files (:mod:`lookup.crawler.health`), so
-they show even with the API down.
+the controls in force, which version each crawler process has applied, the hosts block
+detection flags for review, and the per-host health table are read from the crawl's own
+files (:mod:`lookup.crawler.health`), so they show even with the API down.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from common import admin_headers, api_url, call
 
 from lookup.crawler.controls import (
     COMMANDS,
+    EVERY_HOST,
     Ack,
     ControlCommand,
     ControlState,
@@ -29,12 +30,19 @@ from lookup.crawler.controls import (
 from lookup.crawler.health import HostHealth, host_health
 from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 
-__all__ = ["Issuer", "control_form", "controls_in_force", "controls_tab", "health_frame"]
+__all__ = [
+    "Issuer",
+    "control_form",
+    "controls_in_force",
+    "controls_tab",
+    "flagged_hosts",
+    "health_frame",
+]
 
 LABELS = {
     "block-host": "Block a host (stop now, for good)",
     "block-pattern": "Block a URL pattern",
-    "set-delay": "Set a host's delay (seconds)",
+    "set-delay": "Set a host's delay (seconds; * for every host)",
     "pause-host": "Pause a host",
     "resume-host": "Resume a host",
     "unblock-host": "Unblock a host",
@@ -62,7 +70,15 @@ def health_frame(rows: list[HostHealth], now: float) -> pd.DataFrame:
             {
                 "Host": r.host,
                 "Control": (f"blocked ({r.blocked})" if r.blocked else "paused" if r.paused else "")
-                + (f" delay {r.delay_override:g} s" if r.delay_override is not None else ""),
+                + (f" delay {r.delay_override:g} s" if r.delay_override is not None else "")
+                + (f" every host {r.global_delay:g} s" if r.global_delay is not None else ""),
+                "Block check": (
+                    f"flagged: {r.refused_share:.0%} refused, slowed {r.slowdown:g}x"
+                    if r.flagged
+                    else f"{r.refused_share:.0%} refused"
+                    if r.refused_share
+                    else ""
+                ),
                 "Requests": r.requests,
                 "Pages": r.pages,
                 "Errors": _counts(r.errors),
@@ -137,7 +153,8 @@ def control_form(prefix: str, issue: Issuer, placeholder: str = "docs.sandbox.te
             "Target",
             key=f"{prefix}-target",
             placeholder=placeholder,
-            help="A host (`docs.sandbox.test`, every port; or `host:port`), a URL glob "
+            help="A host (`docs.sandbox.test`, every port; or `host:port`; `*` with "
+            "*Set a host's delay* for every host: the global ceiling), a URL glob "
             "(`http://shop.sandbox.test*/cart*`), or a URL to recrawl. Empty for the "
             "whole crawl.",
         )
@@ -159,7 +176,10 @@ def controls_in_force(state: ControlState, acks: Sequence[Ack], now: float) -> N
     badges += [f":red-badge[:material/block: {h}]" for h in sorted(state.blocked_hosts)]
     badges += [f":red-badge[:material/block: {p}]" for p in sorted(state.blocked_patterns)]
     badges += [f":orange-badge[:material/pause: {h}]" for h in sorted(state.paused_hosts)]
-    badges += [f":blue-badge[{h}: {d:g} s]" for h, d in sorted(state.delays.items())]
+    badges += [
+        f":blue-badge[{'every host' if h == EVERY_HOST else h}: {d:g} s]"
+        for h, d in sorted(state.delays.items())
+    ]
     st.markdown(f"**Controls in force** (version {state.version}): " + (" ".join(badges) or "none"))
     if acks:
         st.caption(
@@ -168,6 +188,25 @@ def controls_in_force(state: ControlState, acks: Sequence[Ack], now: float) -> N
         )
     elif state.version:
         st.caption("No crawler process has applied these yet (none running?).")
+
+
+def flagged_hosts(rows: Sequence[HostHealth], now: float) -> None:
+    """The hosts block detection flags for review: why, and what the crawler did."""
+    flagged = [r for r in rows if r.flagged]
+    if not flagged:
+        return
+    lines = [
+        f"- **{r.host}**: {r.flagged}"
+        + (f" (for {now - r.flagged_since:.0f} s)" if r.flagged_since else "")
+        + f"; its pause is {r.slowdown:g}x longer until most answers are pages again"
+        for r in flagged
+    ]
+    st.warning(
+        f"**{len(flagged)} host(s) flagged for review**: the site may be blocking the "
+        "crawler. Look at what it answered, then block it, pause it or set its delay.\n\n"
+        + "\n".join(lines),
+        icon=":material/flag:",
+    )
 
 
 def _live(out_dir: Path) -> list[str]:
@@ -179,6 +218,7 @@ def _live(out_dir: Path) -> list[str]:
         return []
     now = time.time()
     controls_in_force(state, acks, now)
+    flagged_hosts(rows, now)
     st.markdown("**Per-host health**")
     if rows:
         st.dataframe(health_frame(rows, now), hide_index=True, key="health-table")

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from crawlcontrols import control_form, controls_in_force, health_frame
+from crawlcontrols import control_form, controls_in_force, flagged_hosts, health_frame
 from crawltimeline import request_rows, timeline_figure
 
 from lookup.crawler.controls import (
@@ -291,6 +291,7 @@ def _live(run: FleetRun) -> None:
         st.caption(f"No crawl state yet ({type(exc).__name__}).")
         return
     controls_in_force(state, acks, now)
+    flagged_hosts(health, now)
     st.markdown("**Per-host health**, with the worker whose partition holds the host")
     if not health:
         st.caption("No host contacted yet.")

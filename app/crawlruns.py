@@ -19,6 +19,7 @@ from urllib.parse import quote
 import pandas as pd
 import streamlit as st
 from common import api_url, data_dir, term_help
+from crawlrender import RENDER_BUDGET, render_budget_field
 from crawltimeline import short_host
 
 from lookup.crawler.session import (
@@ -237,6 +238,7 @@ def submit_crawl(probe: SandboxProbe) -> None:
             max_pages=int(state["crawl-pages"]),
             min_delay=float(state["crawl-min-delay"]),
             delay_factor=float(state["crawl-factor"]),
+            render_budget=int(state.get(RENDER_BUDGET, 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         state[NOTICE] = ("error", f"These settings do not make a crawl: {exc}")
@@ -274,6 +276,7 @@ def crawl_form(probe: SandboxProbe) -> None:
             key="crawl-factor",
             help="A host that answers slowly is probably busy: wait longer before asking again.",
         )
+        render_budget_field()
         st.form_submit_button(
             "Start crawl",
             type="primary",

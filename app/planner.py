@@ -227,6 +227,11 @@ CRAWLER = _system(
     _k("url_metadata_bytes", "Metadata bytes per URL", 10, 10_000, 10),
     _k("connections_per_machine", "Connections one fetcher holds", 10, 100_000, 50),
     _k("big_site_pages", "Pages on one big site", 0.01, 1_000, 1, shown_in="millions"),
+    _k("render_share", "Pages rendered in a browser", 0, 100, 1, shown_in="%"),
+    _k("render_cost_factor", "A render's cost (× a plain fetch)", 1, 100, 1),
+    _k("fetch_cpu_seconds", "Processor seconds per plain fetch", 0.001, 10, 0.001),
+    _k("fetch_memory_bytes", "Memory per fetch in flight", 100, 1_000_000, 100, shown_in="KB"),
+    _k("render_seconds", "Seconds per render", 0.1, 120, 0.1),
     _k("days_per_month", "Days in a month", 28, 31, 1),
 )  # fmt: skip
 

@@ -9,6 +9,7 @@ through and :func:`safe_href` only http(s) links.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -163,6 +164,60 @@ def did_you_mean(body: dict[str, Any]) -> None:
     )  # fmt: skip
 
 
+def _md(text: str) -> str:
+    """``text`` with Markdown's marks escaped (a typed ``*`` stays a star)."""
+    return "".join("\\" + c if c in "\\`*_{}[]<>()#+-.!|~^" else c for c in text)
+
+
+def corrections_line(body: dict[str, Any]) -> str | None:
+    """ "Showing results for …": the query with the words typo tolerance corrected in bold."""
+    query = str(body.get("query") or "")
+    fixes = [c for c in body.get("corrections") or () if isinstance(c, dict)]
+    spans = []
+    for c in fixes:
+        at, typed = c.get("position"), str(c.get("from") or "")
+        if isinstance(at, int) and typed and query[at : at + len(typed)] == typed:
+            spans.append((at, at + len(typed), str(c.get("to") or typed)))
+    if not spans:
+        return None
+    out, last = [], 0
+    for start, end, to in sorted(spans):
+        out += [_md(query[last:start]), f"**{_md(to)}**"]
+        last = end
+    out.append(_md(query[last:]))
+    shown = "".join(out)
+    if any(c.get("typedFound") for c in fixes):  # the words as typed found pages too
+        return f"Also showing results for {shown} (a correction weighs less than a typed word)."
+    return f"Showing results for {shown}."
+
+
+def expansions_caption(body: dict[str, Any]) -> str | None:
+    """What each ``prefix*`` and ``word~`` became, and whether the expansion limit cut it."""
+    parts = []
+    for e in body.get("expansions") or ():
+        if not isinstance(e, dict):
+            continue
+        cut = f", cut at the limit of {e.get('limit')}" if e.get("truncated") else ""
+        parts.append(f"`{e.get('text')}` → {e.get('terms')} of {e.get('matching')} terms{cut}")
+    return "Expanded: " + "; ".join(parts) + "." if parts else None
+
+
+def synonyms_caption(body: dict[str, Any]) -> str | None:
+    """What the synonym table added to the query (``js`` also searched as ``javascript``)."""
+    uses = [u for u in body.get("synonyms") or () if isinstance(u, dict) and u.get("synonyms")]
+    if not uses:
+        return None
+    parts = [
+        f"**{u.get('term', '')}** also as {', '.join(f'*{w}*' for w in u['synonyms'])}"
+        for u in uses
+    ]
+    return (
+        "Synonyms applied: "
+        + "; ".join(parts)
+        + " (weighted below the words as typed, so exact matches rank first)."
+    )
+
+
 def syntax_caret(query: str, body: Any) -> str | None:
     """The query with a caret under the character a syntax error names (a code block)."""
     if not isinstance(body, dict) or not isinstance(body.get("position"), int):
@@ -207,15 +262,36 @@ def summary(body: dict[str, Any]) -> None:
         )
 
 
-def show_results(body: dict[str, Any], limit: int) -> None:
-    """The result cards with their explain panels, the pager and the score composition."""
+def show_results(
+    body: dict[str, Any],
+    limit: int,
+    after_card: Callable[[dict[str, Any], int], None] | None = None,
+) -> None:
+    """The result cards with their explain panels, the pager and the score composition;
+    ``after_card(item, rank)`` adds to a card (the search page's "more from this site")."""
     results = body.get("results") or []
     fanout = body.get("fanout") or {}
     total = int(body.get("estimatedTotal", 0))
     did_you_mean(body)
+    fixed = corrections_line(body)
+    if fixed:
+        st.markdown(fixed)
+    for caption in (synonyms_caption(body), expansions_caption(body)):
+        if caption:
+            st.caption(caption)
+    notice = body.get("notice") or {}
+    if not results and notice.get("message"):
+        st.info(f"Nothing searched: {notice['message']}.", icon=":material/info:")
+        return
     if not results:
         terms = fanout.get("terms") or []
-        if not terms:
+        if terms and all(str(t).startswith("gram:") for t in terms):  # stop words, paired
+            st.info(
+                f"No page has “{body.get('query', '')}” word after word (a query of stop "
+                "words only is searched as a phrase).",
+                icon=":material/search_off:",
+            )
+        elif not terms:
             st.info(
                 "Nothing searchable in that query — only stop words or punctuation. "
                 "Try a word or two with meaning.",
@@ -229,6 +305,8 @@ def show_results(body: dict[str, Any], limit: int) -> None:
     for i, item in enumerate(results):
         rank = (page - 1) * limit + i + 1
         st.html(result_card(rank, item))
+        if after_card is not None:
+            after_card(item, rank)
         if item.get("explain"):
             explain_panel(item["explain"], key=f"explain-{rank}")
     pager(total, limit)

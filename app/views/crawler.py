@@ -4,7 +4,8 @@ The page's skeleton: the sandbox web and the form that starts a crawl
 (:mod:`crawlruns`), the crawler fleet (:mod:`crawlfleet`), then one crawl — live while it
 runs (:mod:`crawlpoliteness`) — and its tabs: the politeness timeline, duplicates and soft
 404s (:mod:`crawldedup`), robots.txt and traps (:mod:`crawlrules`), stored pages and the
-search index (:mod:`crawlpages`), and the controls (:mod:`crawlcontrols`).
+search index (:mod:`crawlpages`), the controls (:mod:`crawlcontrols`) and the render
+tier (:mod:`crawlrender`).
 
 The crawl runs as a child process (``lookup crawl``, via
 :class:`lookup.crawler.session.CrawlSession`) writing into ``$LOOKUP_DATA_DIR/crawls``;
@@ -24,6 +25,7 @@ from crawldedup import dedup_tab, soft404_tab
 from crawlfleet import fleet_panel
 from crawlpages import pages_tab, search_tab
 from crawlpoliteness import live_panel, politeness_tab
+from crawlrender import render_tab
 from crawlrules import robots_tab, traps_tab
 from crawlruns import NOTICE, choose_crawl, crawl_form, crawls_root, current_sandbox, sandbox_panel
 
@@ -35,6 +37,7 @@ CRAWL_TABS = [
     ":material/search_off: Soft 404s", ":material/smart_toy: robots.txt",
     ":material/block: Traps", ":material/inventory_2: Stored pages",
     ":material/manage_search: Search index", ":material/tune: Controls & host health",
+    ":material/web: Rendering",
 ]  # fmt: skip
 CRAWL_TAB = "crawl-tab"
 
@@ -77,8 +80,9 @@ if session is not None:
             lambda: controls_tab(
                 session.out_dir, session.out_dir.name if in_root else None, was_running
             ),
+            lambda: render_tab(session),
         ]
-        # Only the open tab runs and is drawn: all eight at once took seconds after a crawl.
+        # Only the open tab runs and is drawn: all of them at once took seconds after a crawl.
         for tab, body in zip(st.tabs(CRAWL_TABS, key=CRAWL_TAB, on_change="rerun"), tab_bodies,
                              strict=True):  # fmt: skip
             if tab.open:

@@ -6,8 +6,9 @@ each one's breakdown in :mod:`searchexplain`) and the shards panel (:mod:`search
 Everything goes over HTTP to the API at ``$LOOKUP_API_URL``: ``GET /search`` with
 ``explain=true&trace=true`` for the results, each score's breakdown and the per-shard
 fan-out; ``GET /search/shards`` for the coordinator's counters; the fault switches are
-``PUT /search/shards/{n}/fault`` and ``PUT /search/coordinator``. Fault switches live in
-the API process, so they stay set (for every client) until healed here.
+``PUT /search/shards/{n}/fault`` and ``PUT /search/coordinator``; the index versions
+panel (:mod:`searchversions`) is ``GET /search/versions`` and its rollback button. Fault
+switches live in the API process, so they stay set (for every client) until healed here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import streamlit as st
 from common import PROBLEM_LABELS, Answer, data_dir, plural, show_api_status, term_help
 from navigation import PAGES
+from searchfacets import clear_filters, facet_panel, filter_bar, more_from_site, search_params
 from searchresults import PAGE, QUERY, ms_text, show_results, summary, syntax_caret
 from searchshards import (
     NOTICE,
@@ -29,6 +31,7 @@ from searchshards import (
     shard_switches,
     shard_table,
 )
+from searchversions import versions_panel
 
 EXAMPLES = ["regular expression", "socket timeout", "parse arguments", "heap queue", "zip file"]
 
@@ -78,6 +81,7 @@ def show_not_built(answer: Answer) -> None:
 def _submit() -> None:
     st.session_state[QUERY] = str(st.session_state.get("search-q") or "").strip()
     st.session_state[PAGE] = 1
+    clear_filters()  # a new query starts unfiltered
 
 
 def _example() -> None:
@@ -93,8 +97,10 @@ def _example() -> None:
 
 
 def run_search(query: str, page: int, limit: int, deadline_ms: float | None) -> Answer:
-    """``GET /search`` with the explanation and the fan-out trace."""
+    """``GET /search`` with the explanation, the fan-out trace, the facets and the filters
+    clicked (:mod:`searchfacets`)."""
     params = {"q": query, "page": page, "limit": limit, "explain": "true", "trace": "true"}
+    params.update(search_params())
     return call("GET", "/search", timeout=search_timeout(deadline_ms), params=params)
 
 
@@ -116,7 +122,9 @@ def search_box() -> None:
     st.caption(
         'Operators: `json OR heapq` · `-decoder` or `NOT decoder` · `"exact phrase"` · '
         "`(a OR b) c` · `jso*` · `title:heap` · `site:docs.sandbox.test` · "
-        "`after:2026-01-01` / `before:` (crawl date)"
+        "`after:2026-01-01` / `before:` (crawl date) · `lang:ja` · `inurl:tutorial` · "
+        "`intitle:heap` · `filetype:txt` · `json^2` (boost) · `pickle~1` (fuzzy) · "
+        '`"heap queue"~3` (words up to 3 moves apart)'
     )
     if not st.session_state.get(QUERY):
         st.pills(
@@ -202,6 +210,8 @@ def main() -> None:
             summary(answer.body)
     left, right = st.columns([11, 9], gap="large")
     with left:
+        if answer is not None:
+            filter_bar()  # the filters in force stay removable whatever the answer
         if answer is None:
             st.caption(
                 "Type a few words; results show the matched words highlighted, and each one "
@@ -215,7 +225,8 @@ def main() -> None:
             else:
                 st.error(f"The search failed: {answer.message()}", icon=":material/error:")
         else:
-            show_results(answer.body, limit)
+            facet_panel(answer.body)
+            show_results(answer.body, limit, after_card=more_from_site)
             st.caption(f"Round trip from the dashboard: {ms_text(round_trip)}.")
     with right:
         st.subheader("Shards")
@@ -244,6 +255,7 @@ def main() -> None:
                 load_test(query, shard_body)
         else:
             st.error(f"Shard status unavailable: {shards.message()}", icon=":material/error:")
+    versions_panel()  # kept and rejected versions, the canary queries, rollback
 
 
 # Streamlit runs a page as ``__main__``; importing the module (the tests do) only defines.

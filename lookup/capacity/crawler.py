@@ -1,4 +1,5 @@
-"""The web crawler's estimate (seed 004): fetch rate, bandwidth, storage, the seen-URL set.
+"""The web crawler's estimate (seed 004): fetch rate, bandwidth, storage, the seen-URL set,
+and the render tier (seed 003 §6.5: a render costs about ten times a plain fetch).
 
 The figure that shapes the design is politeness: one request per host every few
 seconds makes a big site take months, while the whole fleet is a few machines.
@@ -35,6 +36,17 @@ class CrawlerAssumptions(Validated):
     connections_per_machine: float = assume(500.0, "connections one async fetcher holds")
     host_delay_seconds: float = assume(2.0, "seconds between requests to the same host")
     big_site_pages: float = assume(10e6, "pages on one big site")
+    render_share: float = fraction(
+        0.1, "share of fetched pages rendered in a browser (the render threshold's yield)",
+        allow_one=True,
+    )  # fmt: skip
+    render_cost_factor: float = assume(
+        10.0, "a browser render's processor time and memory as a multiple of a plain fetch's",
+        minimum=1.0, inclusive=True,
+    )  # fmt: skip
+    fetch_cpu_seconds: float = assume(0.02, "processor seconds per plain fetch (parse included)")
+    fetch_memory_bytes: float = assume(5e6, "memory one plain fetch in flight holds, bytes")
+    render_seconds: float = assume(5.0, "seconds one render takes (its own requests included)")
 
 
 class CrawlerPlan(Plan):
@@ -85,6 +97,20 @@ class CrawlerPlan(Plan):
                "{a.big_site_pages} pages × {a.host_delay_seconds} s"),
         figure("big_site_days", "Crawling one big site, in days", "days",
                "{big_site_seconds} s / {SECONDS_PER_DAY} s"),
+        figure("renders_per_s", "Renders at peak (two-tier: the share past the threshold)", "/s",
+               "{peak_fetch_rate_per_s:q} × {a.render_share:fraction}"),
+        figure("fetch_cores", "Processor cores for the plain fetches at peak", "cores",
+               "{peak_fetch_rate_per_s:q} × {a.fetch_cpu_seconds} s"),
+        figure("render_cores", "Processor cores for the renders", "cores",
+               "{renders_per_s:q} × {a.fetch_cpu_seconds} s × {a.render_cost_factor:raw}"),
+        figure("render_cost_share", "Rendering's share of the crawl's processor time", "fraction",
+               "{render_cores} / ({fetch_cores} + {render_cores})"),
+        figure("render_everything_cores", "Cores if every page were rendered", "cores",
+               "{peak_fetch_rate_per_s:q} × {a.fetch_cpu_seconds} s × {a.render_cost_factor:raw}"),
+        figure("renders_in_flight", "Renders in flight (Little's law)", "count",
+               "{renders_per_s:q} × {a.render_seconds} s"),
+        figure("render_memory_bytes", "Memory for the renders in flight", "B",
+               "{renders_in_flight} × {a.fetch_memory_bytes:B} × {a.render_cost_factor:raw}"),
     )  # fmt: skip
 
     def driver(self) -> str:

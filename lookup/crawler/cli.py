@@ -159,6 +159,11 @@ def register(sub: Any) -> None:
         help="never crawl URLs matching this pattern (repeatable)",
     )
     cr.add_argument("--quiet", action="store_true", help="no live progress line")
+    cr.add_argument(
+        "--render-budget", type=_count, default=None, metavar="N",
+        help="render up to N script-built pages in headless Chromium (default: "
+        "LOOKUP_CRAWL_RENDER_BUDGET; 0: never)",
+    )  # fmt: skip
     _fleet_arguments(cr)
     cr.set_defaults(func=_cmd_crawl)
 
@@ -235,6 +240,10 @@ def _nonneg(value: str) -> float:
 
 def _positive_int(value: str) -> int:
     return int(_number(value, positive=True, integer=True))
+
+
+def _count(value: str) -> int:
+    return int(_number(value, positive=False, integer=True))
 
 
 # -- lookup sandbox ------------------------------------------------------------------
@@ -384,6 +393,7 @@ def _cmd_crawl(args: argparse.Namespace) -> int:
         resume=args.resume,
         recrawl=args.recrawl,
         progress=None if args.quiet else show,
+        **_render_options(args),
     )
 
     if args.store is not None or getattr(args, "worker_id", None) is not None:
@@ -420,7 +430,21 @@ _FORWARDED = {
     "host_budget": "--host-budget", "max_depth": "--max-depth", "max_pages": "--max-pages",
     "max_seconds": "--max-seconds", "store": "--store", "coordinator": "--coordinator",
     "fleet_name": "--fleet-name", "lease_ttl": "--lease-ttl", "partitions": "--partitions",
+    "render_budget": "--render-budget",
 }  # fmt: skip
+
+
+def _render_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The render tier's options of a crawl: the flag, else the settings."""
+    from lookup import settings
+
+    budget = args.render_budget
+    return dict(
+        render_budget=int(settings.get("crawl_render_budget") if budget is None else budget),
+        render_text_chars=int(settings.get("crawl_render_text_chars")),
+        render_timeout=float(settings.get("crawl_render_timeout")),
+        render_browser=Path(str(settings.get("crawl_render_browser"))),
+    )
 
 
 def _worker_argv(args: argparse.Namespace, config: Any) -> list[str]:

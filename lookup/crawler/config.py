@@ -40,6 +40,7 @@ class CrawlConfig:
     timeout: float = 15.0
     max_bytes: int = 10 * 1024 * 1024
     max_redirects: int = 5
+    meta_refresh_max_delay: float = 100.0  # a sooner <meta refresh> is a redirect (Scrapy's)
     max_attempts: int = 5  # for 429/503 (the server asked us to come back)
     max_error_attempts: int = 2  # for timeouts, refused connections, other 5xx
     robots_ttl: float = DAY
@@ -69,6 +70,14 @@ class CrawlConfig:
     state_interval: float = 0.5  # how often the frontier's per-host state is written
     progress: Callable[[CrawlProgress], None] | None = None
     progress_interval: float = 1.0
+    # The render tier (crawler/render.py): pages built by their scripts, rendered in a browser.
+    render_budget: int = 0  # renders per crawl (0: the cheap fetch only)
+    render_workers: int = 1  # browser pages at once (the render queue's workers)
+    render_text_chars: int = 200  # a candidate shows at most this much visible text
+    render_script_share: float = 0.5  # ... or is at least this share inline script
+    render_timeout: float = 15.0  # seconds per render, its requests' politeness included
+    render_max_requests: int = 20  # requests one render may make to its host
+    render_browser: Path = Path("/usr/bin/chromium")
 
 
 @dataclass
@@ -90,6 +99,7 @@ class CrawlProgress:
     soft_404s: int = 0
     cycle: int = 1
     hosts: list[dict[str, Any]] = field(default_factory=list)  # the frontier, per host
+    rendered: int = 0  # pages rendered in a browser (the render tier)
 
     def line(self) -> str:
         return (
@@ -97,7 +107,7 @@ class CrawlProgress:
             f"hosts active {self.hosts_active}  frontier {self.frontier}  "
             f"in flight {self.in_flight}  dups {self.duplicates}  soft 404s {self.soft_404s}  "
             f"traps cut {self.traps_cut}  blocked {self.blocked}  errors {self.errors}  "
-            f"cycle {self.cycle}"
+            f"cycle {self.cycle}" + (f"  rendered {self.rendered}" if self.rendered else "")
         )
 
 
@@ -123,6 +133,9 @@ class CrawlReport:
     cycle: int = 1
     soft_404s: int = 0
     robots_unparseable: int = 0  # 2xx robots.txt answers that were not rules files
+    rendered: int = 0  # pages rendered in a browser (the render tier)
+    rendered_share: float = 0.0  # rendered / pages fetched
+    render: dict[str, Any] = field(default_factory=dict)  # the render tier's counters
 
     def lines(self) -> list[str]:
         out = [
@@ -139,4 +152,13 @@ class CrawlReport:
             + (", ".join(f"{k} {v}" for k, v in sorted(self.traps.items())) or "none"),
             "seen check: " + ", ".join(f"{k} {v}" for k, v in self.seen.items()),
         ]
+        if self.render.get("budget"):
+            r = self.render
+            out.append(
+                f"rendered {self.rendered} of {self.pages} pages ({self.rendered_share:.1%}) "
+                f"with a browser: candidates {r.get('candidates', 0)}, over budget "
+                f"{r.get('over-budget', 0)}, failed {r.get('failed', 0)}, unavailable "
+                f"{r.get('unavailable', 0)}, render requests {r.get('requests', 0)}"
+                + (f" ({r['unavailable_reason']})" if r.get("unavailable_reason") else "")
+            )
         return out

@@ -45,6 +45,7 @@ from lookup.crawler.config import CrawlConfig, CrawlError, CrawlProgress, CrawlR
 from lookup.crawler.dedup import DuplicateDetector, Verdict, minhash_from_bytes
 from lookup.crawler.fetcher import (
     HTML_TYPES,
+    PAGE_TYPES,
     DnsResolver,
     Fetcher,
     FetchResult,
@@ -57,6 +58,7 @@ from lookup.crawler.hooks import CrawlHooks
 from lookup.crawler.outcomes import (
     FAILED,
     RETRY_STATUSES,
+    SITEMAP_KINDS,
     FetchContext,
     Link,
     RuleKit,
@@ -66,11 +68,13 @@ from lookup.crawler.outcomes import (
 )
 from lookup.crawler.output import EventLogWriter, WarcStore, iso
 from lookup.crawler.partitions import FencedOut
+from lookup.crawler.render import PageRendering
 from lookup.crawler.reporting import CrawlReporting
 from lookup.crawler.robothops import RobotsHops
 from lookup.crawler.robots import RobotsCache
 from lookup.crawler.scope import LOOPBACK, CrawlScope
 from lookup.crawler.seen import SeenUrls
+from lookup.crawler.sitemaps import sitemap_sources
 from lookup.crawler.soft404 import ProbeSignature
 from lookup.crawler.state import (
     STATE_FILE,
@@ -97,12 +101,12 @@ log = logging.getLogger("lookup.crawler")
 
 
 def _level(depth: int, kind: str = "page", redirected: bool = False) -> int:
-    if kind == "sitemap" or redirected or depth <= 1:
+    if kind in SITEMAP_KINDS or redirected or depth <= 1:
         return 0
     return 1 if depth <= 4 else 2
 
 
-class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
+class Crawler(CrawlHooks, RobotsHops, CrawlReporting, PageRendering):
     """One crawl over one output directory; :meth:`run` it inside an event loop."""
 
     def __init__(self, config: CrawlConfig) -> None:
@@ -156,6 +160,7 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
                     state.cancel()
                     steer.cancel()
                     await self._drain()
+                    await self._close_rendering()
                     try:
                         self._flush_frontier()  # the state a resumed crawl starts from
                     except CrawlStateError:
@@ -512,6 +517,8 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
                 return done
             nxt = self.frontier.next_ready_at()
             wait = 0.5 if nxt is None else max(0.0, min(nxt - time.monotonic(), 0.5))
+            if len(self._tasks) >= c.concurrency:  # every slot busy: a task's end wakes us
+                wait = 0.5  # (a host due now must not spin the loop and starve the fetches)
             if c.max_seconds is not None:
                 wait = min(wait, max(0.0, self._t0 + c.max_seconds - time.monotonic()))
             self._wake.clear()
@@ -626,10 +633,12 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
         else:
             delay = self.frontier.complete(lease, answer.took, extra_wait=extra_wait)
         self._counts["robots"] += 1
+        self.steering.answered(host, "robots", res.status, policy.state, delay)
         self._counts["robots-unparseable"] += policy.reason.startswith("unparseable")
         self._counts["requests"] += 1 + answer.hops
-        sitemaps = policy.sitemaps if (c.follow_sitemaps and policy.state == "rules") else []
-        items = [(n, 0, answer.url, "sitemap", 0) for n in map(normalize_url, sitemaps) if n]
+        found = sitemap_sources(policy.state, policy.sitemaps, f"{scheme}://{host}")
+        items = [(n, 0, answer.url, k, 0) for u, k in found if (n := normalize_url(u))]
+        items = items if c.follow_sitemaps else []
         with self.store.transaction():
             self.store.record_robots(
                 host, answer.record, self._pause(host, delay), self._probe_urls.get(host)
@@ -725,13 +734,14 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
                 conditional["If-Modified-Since"] = row.last_modified
         with self.store.transaction():
             self.store.lease_url(e.url_hash, time.time() + c.lease_seconds)
-        accept = HTML_TYPES if e.kind == "page" else None
+        accept = PAGE_TYPES if e.kind == "page" else None
         res = await self.fetcher.fetch(e.url, accept=accept, conditional=conditional)
         retry_after = parse_retry_after(res.header("retry-after"))
         delay = self.frontier.complete(lease, res.took, status=res.status, retry_after=retry_after)
         self._counts["requests"] += 1
         if res.ok and res.status not in RETRY_STATUSES:
             self._counts["pages"] += 1
+        res = await self._render_tier_pass(e, res)  # a script-built page: its render
         await self._handle(e, lease, res, row, delay, retry_after)
 
     async def _handle(
@@ -759,14 +769,17 @@ class Crawler(CrawlHooks, RobotsHops, CrawlReporting):
             facts=outcome.facts,
         )  # fmt: skip
         self._counts[outcome.name.split(":")[0]] += 1
+        self.steering.answered(e.host, e.kind, res.status, outcome.name, delay)  # metrics, blocks
 
         # Write the page and its event before the commit that marks the URL done.
         events = [ev for ev in (outcome.event, *outcome.also) if ev]
+        self._note_rendered(events, res, e.url)
         self._emit_events(events)
         self._counts["events"] += len(events)
 
         links = outcome.links
-        redirect_target = links[0][0] if outcome.name == "redirect" and links else None
+        hop = outcome.name in ("redirect", "meta-refresh")
+        redirect_target = links[0][0] if hop and links else None
         admitted = await self._addresses({host_of(u) for u, *_ in links})
         with self.store.transaction():
             self._commit_events(events)

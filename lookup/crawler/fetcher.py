@@ -44,6 +44,8 @@ __all__ = [
     "FetchResult",
     "Fetcher",
     "HTML_TYPES",
+    "PAGE_TYPES",
+    "PDF_TYPES",
     "ResolveError",
     "DnsResolver",
     "parse_hosts_file",
@@ -57,6 +59,10 @@ DEFAULT_USER_AGENT = (
 #: A host spelled as numbers (decimal, octal, hex, fewer than four parts).
 _NUMERIC_HOST = re.compile(r"(0x[0-9a-f]+|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}\.?", re.I)
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+#: Documents read as pages besides HTML (their text extracted, never their links).
+PDF_TYPES = frozenset({"application/pdf"})
+#: What a page request accepts: HTML and PDF.
+PAGE_TYPES = HTML_TYPES | PDF_TYPES
 SITEMAP_TYPES = frozenset({"application/xml", "text/xml", "text/plain"})
 
 
@@ -372,10 +378,14 @@ class Fetcher:
         result.body = bytes(body)
         if accept is not None and not media:
             sniff = result.body[:512].lstrip().lower()
-            if not (sniff.startswith(b"<!doctype html") or b"<html" in sniff):
+            if sniff.startswith(b"%pdf-") and PDF_TYPES <= set(accept):
+                result.content_type = "application/pdf"
+            elif not (sniff.startswith(b"<!doctype html") or b"<html" in sniff):
                 result.error, result.detail = "not-html", "no content type and no HTML"
                 return
-            result.content_type = "text/html"
-        if accept is not None and not has_bom(result.body) and looks_binary(result.body):
+            else:
+                result.content_type = "text/html"
+        textual = accept is not None and result.content_type not in PDF_TYPES  # PDF: binary
+        if textual and not has_bom(result.body) and looks_binary(result.body):
             result.error, result.detail = "binary", "binary content served as text"
             result.body = b""

@@ -59,7 +59,7 @@ class FrontierEntry:
     host: str
     depth: int = 0
     level: int = 1  # 0 = highest priority
-    kind: str = "page"  # page | sitemap
+    kind: str = "page"  # page | sitemap | sitemap-probe
     redirects: int = 0
     attempts: int = 0
     seq: int = 0

@@ -4,8 +4,10 @@ One row per host from the crawl's own records (:class:`~lookup.crawler.state.Cra
 and its controls: requests by kind, errors by kind (network failures by name, HTTP
 answers by class), 429/503 answers and the back-off now in force, robots.txt's state and
 the URLs it refused, trap cuts by rule, the cycle's budget used, the next time the host
-may be asked, the operator's controls on it, and — in fleet mode, when the caller hands
-in who holds an address's partition — the owning worker and its lease epoch.
+may be asked, the operator's controls on it (its own delay and the global one), whether
+block detection flags it for review (:mod:`lookup.crawler.blocking`, replayed over the
+fetch log with the same rule the crawler applies) and — in fleet mode, when the caller
+hands in who holds an address's partition — the owning worker and its lease epoch.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lookup.crawler.blocking import BlockPolicy, BlockWindow, refused
 from lookup.crawler.controls import ControlState
 from lookup.crawler.state import ANSWER_FAILURES, CrawlReader
 
@@ -60,6 +63,11 @@ class HostHealth:
     blocked: str | None = None  # the operator's block target covering the host
     paused: bool = False
     delay_override: float | None = None
+    global_delay: float | None = None  # the operator's set-delay * (every host)
+    flagged: str | None = None  # block detection: why the host is flagged for review
+    flagged_since: float | None = None
+    refused_share: float = 0.0  # 403/429/CAPTCHA answers in its latest window
+    slowdown: float | None = None  # the factor on its pause while flagged
     worker: str | None = None
     epoch: int | None = None
 
@@ -84,6 +92,7 @@ def host_health(
     controls: ControlState | None = None,
     owner: Callable[[str], LeaseInfo | None] | None = None,
     now: float | None = None,
+    blocks: BlockPolicy | None = None,
 ) -> list[HostHealth]:
     """Every host of the crawl, by name; ``owner`` maps an address to its partition's lease.
 
@@ -115,7 +124,11 @@ def host_health(
         )
     kinds: dict[str, Counter[str]] = defaultdict(Counter)
     errors: dict[str, Counter[str]] = defaultdict(Counter)
+    window = BlockWindow(blocks or BlockPolicy.from_settings())
     for f in reader.fetch_log("id"):
+        was = refused(f.kind, f.status, f.outcome)
+        if was is not None:
+            window.observe(f.host, was, f.started)
         row = rows.get(f.host) or rows.setdefault(f.host, HostHealth(f.host, f.address))
         row.requests += 1
         kinds[f.host][f.kind] += 1
@@ -141,6 +154,14 @@ def host_health(
         row.blocked = controls.host_blocked(host)
         row.paused = controls.crawl_paused or (controls.holds(host) and row.blocked is None)
         row.delay_override = controls.delay_for(host)
+        row.global_delay = controls.ceiling
+        flag = window.flag(host)
+        if flag is not None:
+            row.flagged, row.flagged_since = flag.reason(), flag.since
+            row.refused_share = round(flag.share, 3)
+            row.slowdown = window.policy.slowdown
+        else:
+            row.refused_share = round(window.share(host), 3)
         lease = owner(row.address) if owner is not None and row.address else None
         if lease is not None:
             row.worker, row.epoch = lease.worker, lease.epoch

@@ -6,7 +6,12 @@
   ``block-pattern``, ``set-delay``, ``pause-host``, ``pause-crawl``, ``recrawl`` or an
   inverse. A running crawl applies it within a second (:mod:`lookup.crawler.steering`).
 - ``GET /crawler/health`` and ``GET /crawler/hosts/{host}`` — per-host health
-  (:mod:`lookup.crawler.health`).
+  (:mod:`lookup.crawler.health`), with the hosts block detection flags for review
+  (``flagged``) listed apart.
+- ``/metrics`` gets the crawler processes' own metrics files of the crawl in view
+  (``<crawl>/metrics-<worker>.prom``, :mod:`lookup.crawler.metrics`), each sample
+  labelled ``worker``; a crawl whose state is in PostgreSQL has no directory here, and
+  its workers' files are read where they run.
 
 Which crawl: ``?crawl=NAME`` (a directory under ``<data-dir>/crawls``), else the
 setting ``crawl_store`` (a crawl store URL), else the newest crawl under
@@ -38,7 +43,9 @@ from lookup.crawler.health import host_health
 from lookup.crawler.session import list_crawls
 from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_reader
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
+from lookup.kit.engines.storeurl import parse_store_url
 from lookup.kit.http import ApiError
+from lookup.kit.metrics import TextfileCollector
 
 __all__ = ["ControlBody", "mount"]
 
@@ -90,6 +97,17 @@ def mount(mounts: Any) -> None:
             return store, open_crawl_controls(controls_url(store))
         except ValueError as exc:
             raise ApiError(400, "BAD_CRAWL_STORE", str(exc)) from None
+
+    def metrics_files() -> list[Path]:
+        try:
+            parsed = parse_store_url(_store_url(data_dir, None), ("sqlite", "postgresql"))
+        except (ApiError, ValueError):
+            return []  # no crawl yet, or an unusable setting: no crawler metrics
+        if parsed.path is None:
+            return []
+        return sorted(parsed.path.parent.glob("metrics-*.prom"))
+
+    mounts.metrics.append(TextfileCollector(metrics_files))
 
     crawl_q = Query(None, max_length=128, description="a crawl under <data-dir>/crawls")
 
@@ -144,7 +162,12 @@ def mount(mounts: Any) -> None:
     @api.get("/crawler/health", tags=["crawler"], summary="Per-host health of the crawl")
     def get_health(crawl: str | None = crawl_q) -> dict[str, Any]:
         store, rows, state = health_rows(crawl)
-        return {"crawl": store, "controls": state.to_json(), "hosts": rows}
+        flagged = [
+            {k: r[k] for k in ("host", "flagged", "flagged_since", "refused_share", "slowdown")}
+            for r in rows
+            if r["flagged"]
+        ]
+        return {"crawl": store, "controls": state.to_json(), "hosts": rows, "flagged": flagged}
 
     @api.get("/crawler/hosts/{host}", tags=["crawler"], summary="One host's health")
     def get_host(host: str, crawl: str | None = crawl_q) -> dict[str, Any]:

@@ -31,9 +31,10 @@ from lookup.crawler.dedup import (
     simhash,
 )
 from lookup.crawler.output import read_record
-from lookup.crawler.parse import parse_html
+from lookup.crawler.parse import parse_html, parse_pdf
 from lookup.crawler.state import CrawlReader, crawl_state_url, open_crawl_reader
 from lookup.kit.htmlcharset import decode_html
+from lookup.kit.pdftext import is_pdf
 
 __all__ = [
     "ClusterMember",
@@ -222,7 +223,8 @@ def page_text(out_dir: Path | str, url: str) -> PageText:
             source, hops, stored_as = original, hops + 1, original.url
             if rtype2 != "revisit":
                 break
-    parsed = parse_html(_decode(body, headers))
+    ctype = next((v for k, v in headers.items() if k.lower() == "content-type"), None)
+    parsed = parse_pdf(body) if is_pdf(body, ctype) else parse_html(_decode(body, headers))
     return PageText(url, parsed.title or row.title or "", parsed.text, key, rtype, stored_as)
 
 

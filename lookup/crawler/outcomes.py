@@ -6,8 +6,11 @@ downloader middlewares — and the first rule that claims it decides the outcome
     network error → retry or give up       final error (tls, too large, not HTML)
     429 / 503     → back off and retry     redirect → follow (or stop at the limit)
     304           → unchanged, reschedule  other 5xx → retry, then give up
-    other non-200 → http-N                 sitemap → its URLs and lastmod hints
-    robots directives (noindex)            soft 404 (a "not found" in a 200)
+    /sitemap.xml tried, 4xx → absent       other non-200 → http-N
+    sitemap → its URLs and lastmod hints   a PDF without readable text → unreadable-pdf
+    meta refresh → follow like a redirect
+    challenge (a CAPTCHA page) → retry     robots directives (noindex)
+    soft 404 (a "not found" in a 200)
     duplicate (exact / SimHash / MinHash)  page (unchanged, or new: an event)
 
 A page that was indexed and now answers gone, ``noindex``, a soft 404, a duplicate or a
@@ -28,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from lookup.crawler.blocking import looks_like_challenge
 from lookup.crawler.config import CrawlConfig
 from lookup.crawler.dedup import (
     MIN_SHINGLES_FOR_NEAR,
@@ -36,10 +40,17 @@ from lookup.crawler.dedup import (
     minhash_from_bytes,
     minhash_to_bytes,
 )
-from lookup.crawler.fetcher import FetchResult
+from lookup.crawler.fetcher import HTML_TYPES, FetchResult
 from lookup.crawler.frontier import FrontierEntry
 from lookup.crawler.output import WarcStore, iso
-from lookup.crawler.parse import ParsedPage, RobotsDirectives, parse_html, parse_robots_directives
+from lookup.crawler.parse import (
+    ParsedPage,
+    RobotsDirectives,
+    parse_html,
+    parse_pdf,
+    parse_robots_directives,
+)
+from lookup.crawler.render import RenderedResult
 from lookup.crawler.sitemaps import SitemapError, parse_sitemap
 from lookup.crawler.soft404 import ProbeSignature, classify
 from lookup.crawler.state import (
@@ -52,6 +63,7 @@ from lookup.crawler.state import (
     Validators,
 )
 from lookup.crawler.traps import TrapGuard
+from lookup.kit.pdftext import PDF_TYPE
 from lookup.kit.urlnorm import normalize_url, url_hash
 
 __all__ = [
@@ -62,16 +74,19 @@ __all__ = [
     "REMOVAL_REASONS",
     "RETRY_STATUSES",
     "RULES",
+    "SITEMAP_KINDS",
     "FetchContext",
     "Link",
     "Outcome",
     "OutcomeRule",
     "RuleKit",
     "back_off",
+    "challenge",
     "decide",
     "duplicate",
     "final_error",
     "importance",
+    "meta_refresh",
     "network_error",
     "not_modified",
     "other_status",
@@ -83,7 +98,9 @@ __all__ = [
     "robots_directives",
     "server_error",
     "sitemap",
+    "sitemap_absent",
     "soft_404",
+    "unreadable_pdf",
     "was_indexed",
 ]
 
@@ -93,6 +110,10 @@ RETRY_STATUSES = (429, 503)
 NETWORK_ERRORS = ("timeout", "connect", "protocol", "dns")
 #: Outcomes that leave a URL ``failed`` (no usable answer) rather than ``done``.
 FAILED = (*NETWORK_ERRORS, "tls")
+
+#: Kinds of URL read as sitemaps: named by robots.txt, found in a page's feed links or an
+#: index (``sitemap``), or ``/sitemap.xml`` tried because robots.txt names none (``sitemap-probe``).
+SITEMAP_KINDS = ("sitemap", "sitemap-probe")
 
 #: A link to admit: (url, depth, found on, kind, redirects so far).
 Link = tuple[str, int, str | None, str, int]
@@ -144,10 +165,17 @@ class FetchContext:
     def html_answer(self) -> bool:
         """A 200 answer to a page request (what the page rules judge)."""
         r = self.result
-        return r.error is None and r.status == 200 and self.entry.kind != "sitemap"
+        return r.error is None and r.status == 200 and self.entry.kind not in SITEMAP_KINDS
+
+    @property
+    def is_pdf(self) -> bool:
+        """A PDF answer (the fetcher accepts them for pages): read by :func:`parse_pdf`."""
+        return self.result.content_type == PDF_TYPE
 
     @cached_property
     def parsed(self) -> ParsedPage:
+        if self.is_pdf:
+            return parse_pdf(self.result.body)
         return parse_html(self.result.text(), self.kit.config.agent)
 
     @cached_property
@@ -169,7 +197,20 @@ class FetchContext:
         return normalize_url(c, self._base) if c else None
 
     @cached_property
-    def links(self) -> list[Link]:
+    def feeds(self) -> list[str]:
+        """The RSS and Atom feeds the page announces (``<link rel=alternate>``): discovery
+        sources read as sitemaps, unless sitemaps are off or the page says ``nofollow``."""
+        if self.directives.nofollow or not self.kit.config.follow_sitemaps:
+            return []
+        out: dict[str, None] = {}
+        for href in self.parsed.feeds:
+            n = normalize_url(href, self._base)
+            if n is not None and n != self.entry.url:
+                out[n] = None
+        return list(out)
+
+    @cached_property
+    def page_links(self) -> list[Link]:
         """The page's links (none under ``nofollow``), its canonical URL among them."""
         e = self.entry
         out: dict[str, None] = {}
@@ -182,9 +223,17 @@ class FetchContext:
                 out.setdefault(self.canonical, None)
         return [(u, e.depth + 1, e.url, "page", 0) for u in out]
 
+    @cached_property
+    def links(self) -> list[Link]:
+        """What to admit: the feeds first (read as sitemaps, even where an ``<a>`` names
+        one too), then the page links."""
+        e, feeds = self.entry, self.feeds
+        found = [(u, e.depth + 1, e.url, "sitemap", 0) for u in feeds]
+        return found + [link for link in self.page_links if link[0] not in feeds]
+
     @property
     def page_facts(self) -> PageFacts:
-        return PageFacts(self.parsed.title[:300], self.canonical, len(self.links))
+        return PageFacts(self.parsed.title[:300], self.canonical, len(self.page_links))
 
     @property
     def validators(self) -> Validators:
@@ -199,8 +248,11 @@ class FetchContext:
         return reschedule(self.kit.config, self.row, changed=changed, depth=self.entry.depth)
 
     def write_response(self) -> str:
-        """Store the raw answer as a WARC response record; its storage key."""
+        """Store the raw answer as a WARC response record; its storage key (a rendered
+        page's: the response as received, then its DOM, whose key it is)."""
         r = self.result
+        if isinstance(r, RenderedResult):
+            return r.archive(self.kit.warc, self.entry.url)
         return self.kit.warc.write_response(
             self.entry.url, 200, r.raw_headers, r.body,
             fetched_at=r.started, address=r.address, request=r.sent,
@@ -324,15 +376,32 @@ def other_status(ctx: FetchContext) -> Outcome | None:
 # ------------------------------------------------------------------------ 200 answers
 
 
+def sitemap_absent(ctx: FetchContext) -> Outcome | None:
+    """``/sitemap.xml``, tried because robots.txt names no sitemap, is not there (a 4xx):
+    the usual answer of a site without one — its own outcome, never an error."""
+    status = ctx.result.status
+    if ctx.entry.kind != "sitemap-probe" or status is None or not 400 <= status < 500:
+        return None
+    why = f"HTTP {status}: no sitemap at /sitemap.xml (robots.txt names none either)"
+    return Outcome("sitemap-absent", UrlFacts(reason=why))
+
+
 def sitemap(ctx: FetchContext) -> Outcome | None:
     """A sitemap, sitemap index or feed (XML, gzip, text, RSS, Atom): the URLs it lists and
-    their ``lastmod`` times. One that cannot be read is its own outcome, with the reason."""
-    if ctx.entry.kind != "sitemap" or ctx.result.error is not None or ctx.result.status != 200:
+    their ``lastmod`` times. One that cannot be read is its own outcome, with the reason —
+    except an HTML page answering the ``/sitemap.xml`` we only tried (a site's "not
+    found" page served as 200): there is no sitemap there."""
+    if ctx.entry.kind not in SITEMAP_KINDS or ctx.result.error is not None:
+        return None
+    if ctx.result.status != 200:
         return None
     e = ctx.entry
     try:
         doc = parse_sitemap(ctx.result.body)
     except SitemapError as exc:
+        if e.kind == "sitemap-probe" and ctx.result.content_type in HTML_TYPES:
+            why = "/sitemap.xml answers an HTML page, not a sitemap (robots.txt names none)"
+            return Outcome("sitemap-absent", UrlFacts(reason=why))
         return Outcome("sitemap-unparseable", UrlFacts(reason=str(exc)))
     links: list[Link] = []
     hints: list[tuple[str, float]] = []
@@ -347,6 +416,41 @@ def sitemap(ctx: FetchContext) -> Outcome | None:
     return Outcome("sitemap", links=links, hints=hints)
 
 
+def unreadable_pdf(ctx: FetchContext) -> Outcome | None:
+    """A PDF whose text cannot be read (damaged, encrypted, a scan): final, not indexed."""
+    if not ctx.html_answer or not ctx.is_pdf or ctx.parsed.document_error is None:
+        return None
+    return Outcome("unreadable-pdf", UrlFacts(reason=ctx.parsed.document_error))
+
+
+def meta_refresh(ctx: FetchContext) -> Outcome | None:
+    """``<meta http-equiv="refresh">`` sooner than ``meta_refresh_max_delay``: a redirect
+    written in the page, followed as Scrapy's ``MetaRefreshMiddleware`` does. Its target is
+    admitted like a 3xx's ``Location`` — through scope, robots.txt and the host's turn, one
+    hop of the same redirect limit — and the page is archived but not indexed. A longer
+    delay, a refresh of the page itself or an unusable URL leave an ordinary page."""
+    if not ctx.html_answer or ctx.is_pdf or ctx.parsed.refresh is None:
+        return None
+    e, c = ctx.entry, ctx.kit.config
+    delay, written = ctx.parsed.refresh
+    target = normalize_url(written, ctx._base) if written else None
+    if delay >= c.meta_refresh_max_delay or target is None or target == e.url:
+        return None
+    key = ctx.write_response()
+    why = f"meta refresh after {delay:g} s → {target}"
+    if e.redirects + 1 > c.max_redirects:
+        return Outcome(
+            "meta-refresh",
+            UrlFacts(reason=f"redirect limit {c.max_redirects} reached: {why}", storage_key=key),
+            links=[(target, e.depth, e.url, "redirect-limit", e.redirects + 1)],
+        )
+    return Outcome(
+        "meta-refresh",
+        UrlFacts(reason=why, storage_key=key),
+        links=[(target, e.depth, e.url, e.kind, e.redirects + 1)],
+    )
+
+
 def robots_directives(ctx: FetchContext) -> Outcome | None:
     """``noindex`` (meta robots or X-Robots-Tag): not indexed; its links still followed."""
     if not ctx.html_answer or not ctx.directives.noindex:
@@ -357,6 +461,24 @@ def robots_directives(ctx: FetchContext) -> Outcome | None:
     flags = [n for n, on in (("noindex", d.noindex), ("nofollow", d.nofollow)) if on]
     reason = f"{', '.join(flags)} ({source})"
     return Outcome("noindex", UrlFacts(reason=reason, page=ctx.page_facts), links=ctx.links)
+
+
+def challenge(ctx: FetchContext) -> Outcome | None:
+    """A CAPTCHA or bot check served instead of the page: not the page, so never indexed
+    (an indexed copy stays); tried again later like a 429, and counted toward the host's
+    block detection (:mod:`lookup.crawler.blocking`)."""
+    if not ctx.html_answer:
+        return None
+    p = ctx.parsed
+    if not looks_like_challenge(p.title, p.text, ctx.result.body):
+        return None
+    attempts = ctx.entry.attempts + 1
+    again = attempts < ctx.kit.config.max_attempts
+    reason = f"a CAPTCHA or bot check instead of the page ({p.title[:80]!r})"
+    return Outcome(
+        "retry:challenge" if again else "challenge", UrlFacts(reason=reason),
+        requeue=again, attempts=attempts, host_counter="backoffs",
+    )  # fmt: skip
 
 
 def soft_404(ctx: FetchContext) -> Outcome | None:
@@ -535,7 +657,7 @@ def page(ctx: FetchContext) -> Outcome | None:
         "contentHash": v.content_hash,
         "simhash": f"0x{v.simhash:016x}",
         "storageKey": key,
-        "outLinks": len(ctx.links),
+        "outLinks": len(ctx.page_links),
         "changed": True,
         "title": ctx.parsed.title[:300],
     }
@@ -570,8 +692,12 @@ RULES: tuple[OutcomeRule, ...] = (
     redirect,
     not_modified,
     server_error,
+    sitemap_absent,
     other_status,
     sitemap,
+    unreadable_pdf,
+    meta_refresh,
+    challenge,
     robots_directives,
     soft_404,
     duplicate,
@@ -584,6 +710,7 @@ INDEXED = ("ok", "unchanged", "not-modified")
 REMOVAL_REASONS = {
     "http-404": "gone", "http-410": "gone", "http-451": "gone", "noindex": "noindex",
     "soft-404": "soft-404", "duplicate": "duplicate", "redirect": "moved",
+    "meta-refresh": "moved",
 }  # fmt: skip
 
 
@@ -598,13 +725,14 @@ def removal(ctx: FetchContext, outcome: Outcome) -> dict[str, Any] | None:
     """The ``PageRemoved`` event when a page that was indexed stops being indexable.
 
     Gone (404/410/451), ``noindex``, a soft 404, a duplicate of another page, or moved
-    for good (301/308; a temporary redirect keeps its URL, as Google and Bing do).
+    for good (301/308; a temporary redirect keeps its URL, as Google and Bing do; a page
+    that now leaves by meta refresh is no longer indexed here, so it leaves the index).
     """
     reason = REMOVAL_REASONS.get(outcome.name)
     status = ctx.result.status
     if reason is None or not was_indexed(ctx.row):
         return None
-    if reason == "moved" and status not in (301, 308):
+    if outcome.name == "redirect" and status not in (301, 308):
         return None
     event: dict[str, Any] = {
         "type": "PageRemoved",

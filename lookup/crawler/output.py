@@ -172,6 +172,15 @@ class WarcStore:
         record.rec_headers.replace_header("WARC-Date", iso(fetched_at))
         return self._write(record)
 
+    def write_resource(self, url: str, body: bytes, content_type: str, *, fetched_at: float) -> str:
+        """Store content the crawler made from a response (a rendered page's DOM) as a
+        ``resource`` record; its storage key."""
+        record = self._writer.create_warc_record(
+            url, "resource", payload=io.BytesIO(body), warc_content_type=content_type,
+            warc_headers_dict={"WARC-Date": iso(fetched_at)},
+        )  # fmt: skip
+        return self._write(record)
+
     def _write(self, record: Any) -> str:
         offset = self._file.tell()
         self._writer.write_record(record)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from lookup.crawler.config import CrawlProgress, CrawlReport
 from lookup.crawler.frontier import Frontier
@@ -25,6 +26,10 @@ class CrawlReporting:
     seen: SeenUrls
     cycle: int
     resumed_leases: int
+
+    if TYPE_CHECKING:  # the render tier's counters (crawler/render.py:PageRendering)
+
+        def render_summary(self) -> dict[str, Any]: ...
 
     def _ready_wall(self, ready_mono: float) -> float:
         """A frontier ready time (monotonic) on the wall clock, for the store."""
@@ -48,6 +53,7 @@ class CrawlReporting:
             errors=self._counts["errors"] + sum(self._counts[k] for k in FAILED),
             soft_404s=self._counts["soft-404"],
             cycle=self.cycle,
+            rendered=self._counts["rendered"],
             hosts=[
                 {**h, "ready_at": self._ready_wall(float(h["ready_at"]))}  # type: ignore[arg-type]
                 for h in self.frontier.snapshot()
@@ -82,4 +88,7 @@ class CrawlReporting:
             cycle=self.cycle,
             soft_404s=self._counts["soft-404"],
             robots_unparseable=self._counts["robots-unparseable"],
+            rendered=self._counts["rendered"],
+            rendered_share=self._counts["rendered"] / max(1, self._counts["pages"]),
+            render=self.render_summary(),
         )

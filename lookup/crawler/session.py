@@ -305,6 +305,7 @@ class CrawlSettings:
     concurrency: int = 32
     timeout: float = 5.0
     host_budget: int = 200
+    render_budget: int = 0  # pages rendered in a browser (0: the cheap fetch only)
 
     #: The largest crawl a dashboard may start (the machine is shared).
     LIMITS = {
@@ -315,6 +316,7 @@ class CrawlSettings:
         "concurrency": (1, 256),
         "timeout": (0.5, 60.0),
         "host_budget": (1, 100_000),
+        "render_budget": (0, 200),
     }
 
     def __post_init__(self) -> None:
@@ -333,6 +335,7 @@ class CrawlSettings:
             "--concurrency", str(int(self.concurrency)),
             "--timeout", f"{self.timeout:g}",
             "--host-budget", str(int(self.host_budget)),
+            "--render-budget", str(int(self.render_budget)),
         ]  # fmt: skip
 
 

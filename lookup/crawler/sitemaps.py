@@ -29,7 +29,14 @@ from xml.etree.ElementTree import Element
 import defusedxml.ElementTree as SafeET
 from defusedxml import DefusedXmlException
 
-__all__ = ["MAX_ENTRIES", "MAX_UNPACKED_BYTES", "SitemapDoc", "SitemapError", "parse_sitemap"]
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_UNPACKED_BYTES",
+    "SitemapDoc",
+    "SitemapError",
+    "parse_sitemap",
+    "sitemap_sources",
+]
 
 #: sitemaps.org: at most 50,000 URLs and 50 MB (uncompressed) per sitemap file.
 MAX_ENTRIES = 50_000
@@ -62,6 +69,19 @@ def parse_sitemap(body: bytes) -> SitemapDoc:
     if head[:1] == b"<":
         return _xml(raw)
     return _text(raw)
+
+
+def sitemap_sources(robots_state: str, named: list[str], origin: str) -> list[tuple[str, str]]:
+    """The sitemaps to read for a host once its robots.txt is known, each with its kind:
+    the ones robots.txt names (``sitemap``), else ``ORIGIN/sitemap.xml`` tried
+    (``sitemap-probe``: its 404 is the usual answer, not an error) — when robots.txt lets
+    the crawler in at all (a rules file, or none: a 4xx). The URLs go through admission
+    like any link: scope, robots.txt, the host's turn."""
+    if robots_state == "rules" and named:
+        return [(url, "sitemap") for url in named]
+    if robots_state in ("rules", "allow-all"):
+        return [(f"{origin}/sitemap.xml", "sitemap-probe")]
+    return []
 
 
 def _gunzip(body: bytes) -> bytes:

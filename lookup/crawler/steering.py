@@ -14,7 +14,14 @@ to the crawl:
   for a lease (a recrawl, a new cycle re-admitting a deferred URL, a fleet takeover)
   before a request is made (:meth:`settle_turned_away` cuts those);
 - a delay sets the host's floor in the frontier (it replaces ``min_delay``; robots.txt's
-  Crawl-delay and a 429/503 back-off still apply on top);
+  Crawl-delay and a 429/503 back-off still apply on top); ``set-delay *`` is the global
+  per-host ceiling: every host's floor is raised to it, its own delay included;
+- block detection (:mod:`lookup.crawler.blocking`): the crawl loop hands every answer to
+  :meth:`Steering.answered`; a host whose latest answers are mostly 403/429/CAPTCHA
+  pages is flagged (a warning in the log, and on the health page) and its floor is
+  multiplied by ``crawl_block_slowdown`` until it is cleared;
+- the process's metrics (:mod:`lookup.crawler.metrics`) are written next to the crawl
+  every :data:`METRICS_EVERY` seconds and when it stops.
 - ``recrawl`` puts a known URL back at the head of its host's queue (level 0) or admits
   an unknown one as a seed.
 
@@ -28,8 +35,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from typing import TYPE_CHECKING
 
+from lookup.crawler.blocking import BlockPolicy, BlockWindow, refused
 from lookup.crawler.controls import (
     ControlRecord,
     ControlState,
@@ -37,18 +46,21 @@ from lookup.crawler.controls import (
     controls_url,
     open_crawl_controls,
 )
+from lookup.crawler.metrics import CrawlMetrics, metrics_file
 from lookup.crawler.state import CutRecord
 from lookup.kit.urlnorm import host_of, url_hash
 
 if TYPE_CHECKING:
     from lookup.crawler.engine import Crawler
 
-__all__ = ["BLOCK_RULE", "Steering"]
+__all__ = ["BLOCK_RULE", "METRICS_EVERY", "Steering"]
 
 log = logging.getLogger("lookup.crawler.steering")
 
 #: The cut rule of a URL an operator's block refused.
 BLOCK_RULE = "operator-block"
+#: Seconds between two writes of the process's metrics file.
+METRICS_EVERY = 2.0
 
 
 class Steering:
@@ -61,6 +73,7 @@ class Steering:
         *,
         worker: str = "crawl",
         interval: float = 0.5,
+        blocks: BlockPolicy | None = None,
     ) -> None:
         self.crawler = crawler
         self.controls = controls
@@ -70,8 +83,12 @@ class Steering:
         self._meta_key = f"controls_version.{worker}"
         self._recrawl_done = int(crawler.store.get_meta(self._meta_key, 0) or 0)
         self._pending: list[str] = []
+        self.blocks = BlockWindow(blocks or BlockPolicy.from_settings())
+        self.metrics = CrawlMetrics()
+        self._metrics_path = metrics_file(crawler.out, worker)
+        self._metrics_at = 0.0
         crawler.frontier.held = self.state.holds
-        crawler.frontier.delay_floor = self.state.delay_for
+        crawler.frontier.delay_floor = self.floor
         crawler.frontier.refuses = lambda entry: self._why_blocked(entry.url) is not None
 
     @classmethod
@@ -95,6 +112,8 @@ class Steering:
             self.state.apply(rec)
             self._apply(rec)
         if new:
+            self.metrics.controls_version.set(self.state.version)
+            self.metrics.global_delay.set(self.state.ceiling or 0.0)
             self.crawler.frontier.wake_held()
             self.crawler._wake.set()
             with contextlib.suppress(Exception):
@@ -108,6 +127,8 @@ class Steering:
             if self._pending:
                 urls, self._pending = self._pending, []
                 await self.crawler._admit_many([(u, 0, None, "page", 0) for u in urls])
+            if time.monotonic() - self._metrics_at >= METRICS_EVERY:
+                self.write_metrics()
             await asyncio.sleep(self.interval)
 
     def close(self) -> None:
@@ -115,7 +136,54 @@ class Steering:
         try:
             self.settle_turned_away()
         finally:
+            self.write_metrics()
             self.controls.close()
+
+    def write_metrics(self) -> None:
+        """Write the process's metrics file (a failure is logged, never fatal)."""
+        self._metrics_at = time.monotonic()
+        try:
+            self.metrics.write(self._metrics_path)
+        except OSError:
+            log.warning("writing %s failed", self._metrics_path, exc_info=True)
+
+    # -- the pause between two requests to a host ------------------------------------------
+    def floor(self, host: str) -> float | None:
+        """The host's least pause (the frontier's ``delay_floor``): the operator's delay for
+        it, raised to the global ceiling, times the slow-down while block detection flags
+        it (None: the crawl's own ``min_delay``)."""
+        frontier = self.crawler.frontier
+        base = frontier.politeness.min_delay
+        controls = self.state.floor_for(host, base)
+        if not self.blocks.flagged(host):
+            return controls
+        hq = frontier.hosts.get(host)
+        crawl_delay = (hq.crawl_delay if hq is not None else None) or 0.0
+        return self.blocks.slowed(host, max(base if controls is None else controls, crawl_delay))
+
+    def answered(
+        self, host: str, kind: str, status: int | None, outcome: str, wait: float | None
+    ) -> None:
+        """One answer came back (its outcome decided): count it, and feed block detection."""
+        self.metrics.fetched(kind, outcome, wait)
+        was = refused(kind, status, outcome)
+        if was is None:
+            return
+        change = self.blocks.observe(host, was, time.time())
+        if change is None:
+            return
+        self.metrics.flagged.set(len(self.blocks.flags()))
+        if change:
+            flag = self.blocks.flag(host)
+            self.metrics.flags.inc()
+            self.crawler.frontier.stretch_pause(host)
+            log.warning(
+                "host %s flagged for review: %s; slowing it %g-fold to %.3f s between requests",
+                host, flag.reason() if flag else "", self.blocks.policy.slowdown,
+                self.floor(host) or 0.0,
+            )  # fmt: skip
+        else:
+            log.info("host %s no longer flagged: most of its latest answers are pages", host)
 
     # -- what the crawl loop asks ---------------------------------------------------------
     def check_url(self, url: str) -> tuple[str, str] | None:

@@ -412,6 +412,13 @@ class FleetWorker(Crawler):
     def _owns(self, address: str) -> bool:
         return partition_of(address, self.partitions) in self._held
 
+    def _render_permitted(self, address: str) -> bool:
+        """A render's request is a request: the partition's lease is asked first."""
+        assert self.leases is not None
+        part = partition_of(address, self.partitions)
+        epoch = self._held.get(part)
+        return epoch is not None and self.leases.permits(part, epoch)
+
     def _admission_order(self, links: list[Link]) -> list[Link]:
         """By host, then URL hash: concurrent pages inserting the same new URLs take their
         row locks in one global order, so two workers' commits never deadlock. Their

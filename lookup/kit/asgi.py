@@ -16,18 +16,21 @@ import asyncio
 import importlib
 import logging
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lookup import __version__, settings
 from lookup.errors import WorkbenchError
+from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.engines.sqlite import STORE_ERRORS
 from lookup.kit.failsafe import SystemGuard
 from lookup.kit.http import (
@@ -40,6 +43,7 @@ from lookup.kit.http import (
     is_json_media_type,
     unsupported_media_type,
 )
+from lookup.kit.metrics import CONTENT_TYPE, HTTP_STATS, HttpStats, exposition
 from lookup.kit.mounts import Mounts, resolve_data_dir
 from lookup.kit.threads import ThreadLane
 
@@ -142,6 +146,7 @@ class FastPath:
                 match, child = route.matches(scope)
                 if match is Match.FULL:
                     scope.update(child)
+                    scope["route"] = route  # its template labels the request's metrics
                     try:
                         await route.handle(scope, receive, send)
                     except Exception as exc:
@@ -207,31 +212,41 @@ class HealthProbes:
 
 
 class ErrorGuard:
-    """Outermost guard: an exception escaping every handler becomes JSON, never a traceback."""
+    """Outermost guard: an exception escaping every handler becomes JSON, never a traceback.
 
-    def __init__(self, app: ASGIApp) -> None:
+    With ``stats`` it also counts and times every request there (:meth:`HttpStats.note`):
+    the send it wraps anyway sees the status, so ``/metrics`` costs the hot paths no layer.
+    """
+
+    def __init__(self, app: ASGIApp, stats: HttpStats | None = None) -> None:
         self.app = app
+        self.stats = stats
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
+        begun = time.perf_counter()
+        status = 0  # none sent yet
 
         async def tracking_send(message: Any) -> None:
-            nonlocal started
+            nonlocal status
             if message["type"] == "http.response.start":
-                started = True
+                status = message["status"]
             await send(message)
 
         try:
             await self.app(scope, receive, tracking_send)
         except Exception:
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
-            if not started:
+            if not status:
+                status = 500
                 await error_response(500, "INTERNAL", "internal error; the server log has details")(
                     scope, receive, send
                 )
+        finally:
+            if self.stats is not None:
+                self.stats.note(scope, status or 500, time.perf_counter() - begun)
 
 
 def build_app(
@@ -293,6 +308,20 @@ def build_app(
             body["damaged"] = damaged
         return body
 
+    admin_token = admin_token_of(mounts)
+
+    @api.get(
+        "/metrics",
+        tags=["health"],
+        summary="Prometheus metrics: requests, latencies, and each system's own",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {CONTENT_TYPE: {}}}, **ADMIN_RESPONSES},
+    )
+    def metrics(request: Request) -> Response:
+        if settings.get("metrics_auth") == "admin":
+            check_admin(request.headers.get("authorization"), admin_token(), "/metrics")
+        return Response(exposition(mounts.metrics), media_type=CONTENT_TYPE)
+
     fallbacks: list[BaseRoute] = []  # damaged systems' paths: after every other route
     for i, target in enumerate(subsystems):
         mount: Callable[[Mounts], Any]
@@ -309,7 +338,7 @@ def build_app(
     api.router.routes.extend(fallbacks)
     _document_fast_routes(api, mounts.fast_route_docs)
 
-    return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)))
+    return ErrorGuard(BodyLimit(FastPath(mounts.fast_routes, api)), HTTP_STATS)
 
 
 def _document_fast_routes(api: FastAPI, docs: dict[str, dict[str, Any]]) -> None:

@@ -8,7 +8,8 @@ the indexer and the real-time tier as they read one (a bad line is skipped and c
 * ``PageFetched`` — a new or changed page: where its raw answer is (``storageKey``, a
   WARC record), its text's hash (``contentHash``, ``sha256:`` of the whitespace-normalised
   main text, so an identical re-fetch is recognised), ``simhash``, how many links it had
-  (``outLinks``, a count: search takes the links themselves from the stored page).
+  (``outLinks``, a count: search takes the links themselves from the stored page);
+  ``rendered`` when its scripts built it and the stored copy is the DOM a browser made.
 * ``PageRemoved`` — a page that was indexed and must leave the index, with its
   ``reason``: ``gone`` (404/410/451), ``noindex``, ``soft-404``, ``duplicate`` (of
   ``duplicateOf``) or ``moved`` (a permanent redirect to ``location``).
@@ -58,6 +59,7 @@ EVENT_FIELDS: dict[str, dict[str, tuple[str, bool]]] = {
         "outLinks": ("count", True),
         "changed": ("bool", True),
         "title": ("text", True),
+        "rendered": ("bool", False),  # the page was rendered in a browser (its DOM stored)
     },
     "PageRemoved": {
         "url": ("str", True),

@@ -58,3 +58,5 @@ class Mounts:
     #: OpenAPI path items of the hot-path routes, which the framework does not see:
     #: merged into ``/openapi.json`` so a client finds them documented with the rest.
     fast_route_docs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Prometheus collectors read when ``/metrics`` is scraped (``kit/metrics.py``).
+    metrics: list[Any] = field(default_factory=list)

@@ -130,11 +130,14 @@ class QueryPlan:
     max_candidates: int = 200_000  # OR postings a segment admits as candidates per query
     phrases: tuple[Phrase, ...] = ()  # quoted phrases every result must contain
     expr: Any = None  # a query-language AST (lookup.search.query); None: terms and phrases
+    scoring: Any = None  # with expr: how its matches score (lookup.search.matching.Scoring)
     prune: bool = True  # top k by dynamic pruning where it applies (same results, less work)
     exact_count: bool = True  # count every match: no pruning (False: see track_total)
     # with exact_count False: a segment that may hold at most this many matches (by its
     # document frequencies) is still counted exactly; others may report a lower bound
     track_total: int = 0
+    facets: bool = False  # count the matches' sites, languages, months, types (search.facets)
+    sort: str = "score"  # "date": each shard's k newest matches (crawl time), not its best
 
 
 def phrase_mask(
@@ -164,6 +167,50 @@ def phrase_mask(
     return mask
 
 
+def sloppy_freq(
+    phrase: Phrase,
+    slop: int,
+    n_docs: int,
+    positions_of: Callable[[str], tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """Each candidate's sloppy phrase frequency (0.0: the phrase is not there).
+
+    Every position of the phrase's first word is an anchor; each later word ``i`` (at
+    offset ``o_i``) is placed at its occurrence nearest to where the phrase wants it,
+    and ``moves = Σ_i min |(p_i - o_i) - (p_0 - o_0)|`` (a word repeating the first never
+    uses the anchor's own token). An anchor with ``moves <= slop`` adds ``1 / (1 + moves)``,
+    Lucene's sloppy frequency; for two words ``moves`` is Lucene's match length (end -
+    start, so a swap costs 2), and with ``slop`` 0 the frequency is the exact phrase count.
+    """
+    bias = 1 << 31  # keeps ``position - offset`` positive inside a key
+    owner0, pos0 = positions_of(phrase.terms[0])
+    owner0 = np.asarray(owner0, dtype=np.int64)
+    first = phrase.offsets[0]
+    anchors = owner0 * _POSITION_SPAN + (np.asarray(pos0, dtype=np.int64) - first + bias)
+    moves = np.zeros(anchors.size, dtype=np.int64)
+    far = slop + 1
+    for term, offset in zip(phrase.terms[1:], phrase.offsets[1:], strict=True):
+        owner, pos = positions_of(term)
+        owner, pos = np.asarray(owner, np.int64), np.asarray(pos, np.int64)
+        keys = np.sort(owner * _POSITION_SPAN + (pos - offset + bias))
+        if keys.size == 0 or anchors.size == 0:
+            return np.zeros(n_docs)
+        own = anchors + first - offset if term == phrase.terms[0] else None
+        at = np.searchsorted(keys, anchors)
+        best = np.full(anchors.size, far, dtype=np.int64)
+        for shift in (-2, -1, 0, 1):  # the nearest on each side, and the next past the own
+            j = at + shift
+            valid = (j >= 0) & (j < keys.size)
+            k = keys[np.clip(j, 0, keys.size - 1)]
+            valid &= k // _POSITION_SPAN == owner0
+            if own is not None:
+                valid &= k != own
+            best = np.where(valid, np.minimum(best, np.abs(k - anchors)), best)
+        moves += np.minimum(best, far)
+    ok = moves <= slop
+    return np.bincount(owner0[ok], weights=1.0 / (1.0 + moves[ok]), minlength=n_docs)[:n_docs]
+
+
 def make_plan(
     terms: list[str],
     dfs: list[int],
@@ -174,6 +221,7 @@ def make_plan(
     signals: Signals | None = None,
     phrases: tuple[Phrase, ...] = (),
     expr: Any = None,
+    weights: dict[str, float] | None = None,
     **options: Any,
 ) -> QueryPlan:
     """Attach global statistics to a query's terms (sorted, so every shard sums alike).
@@ -181,6 +229,8 @@ def make_plan(
     A query with phrases is strictly conjunctive: no OR fallback would honour them; nor
     has a query with operators (``expr``), which says itself what must match.
     ``options`` set other :class:`QueryPlan` fields (cheaper than ``replace`` afterwards).
+    ``weights`` scale some terms' idf (a synonym weighs less than the word as typed,
+    :mod:`.synonyms`): every score and bound is idf-proportional, so this is a term boost.
     """
     if len(terms) != len(dfs):
         raise ValueError("make_plan: one df per term")
@@ -202,7 +252,14 @@ def make_plan(
         {
             **_PLAN_DEFAULTS,
             "terms": sorted_terms,
-            "idfs": tuple([log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in sorted_dfs]),
+            "idfs": tuple([log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) for d in sorted_dfs])
+            if not weights
+            else tuple(
+                [
+                    log(1.0 + (n_docs - d + 0.5) / (d + 0.5)) * weights.get(t, 1.0)
+                    for t, d in zip(sorted_terms, sorted_dfs, strict=True)
+                ]
+            ),
             "dfs": sorted_dfs,
             "n_docs": n_docs,
             "avgdl": avgdl if avgdl > 0 else 1.0,

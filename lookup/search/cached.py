@@ -5,7 +5,8 @@ store, because the original may have changed or — here — cannot be reached a
 sandbox web's ``*.sandbox.test`` names resolve only inside the crawler (there is no DNS
 for them). :class:`StoredPages` reads the crawl's WARC files (the crawler's *files*,
 never its code): every ``response`` record by its target URI, the newest copy winning,
-and ``revisit`` records (exact duplicates) followed to the copy they repeat.
+``revisit`` records (exact duplicates) followed to the copy they repeat, and ``resource``
+records (a page as the crawler's browser rendered it, written after its response).
 
 :func:`render_copy` turns a stored page into a self-contained HTML document that is safe
 to serve from the API's origin. It is rebuilt from the parsed page rather than passed
@@ -34,7 +35,9 @@ from warcio.archiveiterator import ArchiveIterator
 from lookup.errors import InvalidInput, NotFound
 from lookup.kit.crawlevents import SERVER_NOT_MODIFIED
 from lookup.kit.htmlcharset import decode_html
+from lookup.kit.pdftext import is_pdf
 from lookup.kit.urlnorm import normalize_url
+from lookup.search.extract import extract_pdf
 
 __all__ = [
     "CACHED_PATH",
@@ -113,8 +116,8 @@ class StoredPages:
             it = ArchiveIterator(f)
             with contextlib.suppress(Exception):  # a torn tail: keep what was read
                 for record in it:
-                    if record.rec_type not in ("response", "revisit"):
-                        continue
+                    if record.rec_type not in ("response", "revisit", "resource"):
+                        continue  # a resource: a page as the browser rendered it
                     if record.rec_headers.get_header("WARC-Profile") == SERVER_NOT_MODIFIED:
                         continue  # a 304: the URL's last stored copy still stands
                     uri = record.rec_headers.get_header("WARC-Target-URI") or ""
@@ -186,8 +189,11 @@ class StoredPages:
             f.seek(source.offset)
             for record in ArchiveIterator(f):
                 headers = record.http_headers
-                ctype = headers.get_header("Content-Type") if headers else None
-                status = int(headers.get_statuscode()) if headers else None
+                if headers is None:  # a rendered page (resource): the DOM the browser made
+                    ctype = record.rec_headers.get_header("Content-Type")
+                    return record.content_stream().read(), ctype, 200, source
+                ctype = headers.get_header("Content-Type")
+                status = int(headers.get_statuscode())
                 return record.content_stream().read(), ctype, status, source
         raise LookupError(f"no record at {source.record}")
 
@@ -334,6 +340,10 @@ def render_copy(
         )
     elif ctype.startswith("text/"):
         content = f"<pre>{esc(decode_html(body, content_type).text[:MAX_CHARS])}</pre>"
+    elif (pdf := extract_pdf(body) if is_pdf(body, content_type) else None) is not None:
+        title = pdf.title or title  # a PDF: its text as the index read it
+        note = "A PDF document: its text as extracted for the index, without layout."
+        content = f"<pre>{esc(pdf.text[:MAX_CHARS])}</pre>"
     else:
         content = (
             f"<p>The stored answer is <code>{esc(ctype)}</code>, {len(body):,} bytes: "

@@ -1,4 +1,9 @@
-"""``lookup index CRAWL_DIR`` — build or update the search index from a crawl."""
+"""``lookup index CRAWL_DIR`` — build or update the search index from a crawl.
+
+``lookup index versions`` lists the kept and rejected versions, ``lookup index rollback``
+makes the version live before the last swap live again (a running ``lookup serve`` picks
+it up within a second, as it does a new version).
+"""
 
 from __future__ import annotations
 
@@ -35,6 +40,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
     from lookup.search.indexer import build_index
 
     crawl = Path(args.crawl_dir)
+    if args.crawl_dir in VERBS and not (crawl / "events.jsonl").is_file():
+        out = Path(args.out) if args.out else resolve_data_dir(args.data_dir) / "search"
+        return VERBS[args.crawl_dir](out)
     if not (crawl / "events.jsonl").is_file():
         print(
             f"lookup index: {crawl} has no events.jsonl — point it at a crawl directory "
@@ -55,6 +63,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
             rebuild=args.rebuild,
             optimize=args.optimize,
             progress=_progress(),
+            force=args.force,
         )
     except Damaged as exc:
         print(f"lookup index: {exc.message}. What to do: {exc.remedy}", file=sys.stderr)
@@ -63,6 +72,15 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(f"lookup index: {exc}", file=sys.stderr)
         return 1
     kind = "incremental update" if report.incremental else "full build"
+    if not report.published:
+        print(
+            f"lookup index: version {report.version} ({kind}) was rejected — "
+            f"{report.validation.get('reason')}. Version {report.live_version} keeps serving; "
+            f"the reasons are kept in {out / 'rejected'}. Pass --force to publish a "
+            "deliberate change of data set anyway.",
+            file=sys.stderr,
+        )
+        return 1
     print(
         f"index version {report.version} ({kind}, {report.shards} shard(s)) in {out}\n"
         f"  events read {report.events_read:,}; added {report.added:,}, updated "
@@ -72,9 +90,62 @@ def _cmd_index(args: argparse.Namespace) -> int:
         f"merges {report.merges}; {report.bytes_on_disk / 1e6:.1f} MB on disk; "
         f"watermark seq {report.watermark:,}; {report.seconds:.1f} s"
     )
+    checks = report.validation.get("checks") or []
+    against = f"against version {report.live_version}" if report.live_version else "first version"
+    print(
+        f"  validated ({against}): "
+        + "; ".join(f"{c['name']} ok ({c['detail']})" for c in checks)
+        + f"; {report.canaries} canary queries stored; {report.validation_seconds:.1f} s"
+    )
     for err in report.errors[:5]:
         print(f"  failed: {err}", file=sys.stderr)
     return 0
+
+
+def _cmd_rollback(out: Path) -> int:
+    """``lookup index rollback``: the version live before the last swap, live again."""
+    from lookup.errors import Conflict, NotBuilt
+    from lookup.search.location import open_index_location
+
+    try:
+        now, was = open_index_location(out).rollback()
+    except (Conflict, NotBuilt) as exc:
+        print(f"lookup index rollback: {exc.message}", file=sys.stderr)
+        return 1
+    print(
+        f"index version {now} is live again in {out} (was {was}; `lookup index rollback` "
+        f"once more returns to {was}). A running `lookup serve` switches within a second."
+    )
+    return 0
+
+
+def _cmd_versions(out: Path) -> int:
+    """``lookup index versions``: what is live, the rollback target, kept and rejected."""
+    from lookup.search.location import describe_versions, open_index_location
+
+    info = describe_versions(open_index_location(out))
+    if not info["versions"] and not info["rejected"]:
+        print(f"lookup index versions: no index in {out}", file=sys.stderr)
+        return 1
+    names = {"live": "live", "previous": "previous (rollback target)"}
+    for v in info["versions"]:
+        if v["state"] == "damaged":
+            print(f"  {v['version']:>6}  damaged: {v['problem']}")
+            continue
+        built = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(v["createdAt"]))
+        print(
+            f"  {v['version']:>6}  {names.get(v['state'], 'kept'):<27} "
+            f"{v['liveDocs']:>9,} documents  {v['shards']} shard(s)  "
+            f"{len(v['canaries'])} canary queries  built {built}"
+        )
+    for r in info["rejected"]:
+        print(f"  {r['version']:>6}  rejected: {r['reason']}")
+    return 0
+
+
+#: Words ``lookup index`` reads as a command rather than a crawl directory (unless a crawl
+#: directory of that name is there).
+VERBS: dict[str, Callable[[Path], int]] = {"rollback": _cmd_rollback, "versions": _cmd_versions}
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -85,10 +156,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         description=(
             "Read a crawl's events.jsonl and WARC files and build the sharded search index "
             "(immutable segments, published atomically). Re-running it on a grown crawl "
-            "indexes only what changed. `lookup serve` picks the new version up by itself."
+            "indexes only what changed. A new version goes live only if it passes validation "
+            "(no empty shard, the document count within bounds of the live version's, the "
+            "live version's canary queries still answered); otherwise it is rejected with "
+            "the reason and the live one keeps serving. `lookup serve` picks a new version "
+            "up by itself. `lookup index rollback` returns to the previous version."
         ),
     )
-    p.add_argument("crawl_dir", metavar="CRAWL_DIR", help="directory written by `lookup crawl`")
+    p.add_argument(
+        "crawl_dir",
+        metavar="CRAWL_DIR",
+        help="directory written by `lookup crawl`; or `rollback` (make the version live "
+        "before the last swap live again) or `versions` (list live, kept and rejected ones)",
+    )
     p.add_argument("--out", default=None, help="index directory (default: DATA_DIR/search)")
     p.add_argument(
         "--shards",
@@ -98,6 +178,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     )
     p.add_argument("--rebuild", action="store_true", help="build from scratch, not incrementally")
     p.add_argument("--optimize", action="store_true", help="merge each shard into one segment")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="publish even if the document count or the canary queries differ from the live "
+        "version's (a deliberate change of data set); an empty shard is still refused",
+    )
     p.add_argument(
         "--data-dir",
         default=None,

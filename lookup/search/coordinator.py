@@ -35,6 +35,7 @@ import random
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
@@ -43,21 +44,30 @@ from typing import Any
 import numpy as np
 
 from lookup.search import query as query_lang
-from lookup.search import spelling
-from lookup.search.analysis import parse_query
+from lookup.search import synonyms
+from lookup.search.analysis import STOP_WORD_ALONE, only_stop_words, parse_query
 from lookup.search.bm25 import Signals, length_norm, make_plan
+from lookup.search.collapse import (
+    FIRST_FETCH,
+    MAX_COLLAPSE,
+    WINDOW,
+    fold,
+    more_from_site,
+    order,
+    page_of,
+)
 from lookup.search.events import iso_time
+from lookup.search.expansion import Vocabulary, did_you_mean, expand, strict_found, tolerate
+from lookup.search.facets import merge_facets
 from lookup.search.features import RERANK_DEPTH
+from lookup.search.filters import narrowed
 from lookup.search.learned import rescore
-from lookup.search.matching import expand_prefixes
+from lookup.search.matching import scoring_of
 from lookup.search.shard import REALTIME, Hit, IndexVersion, ShardAnswer
 from lookup.search.snippets import ForwardQuery, make_snippet, snippet_from_forward
 
 MAX_QUERY_CHARS = 500
 MAX_QUERY_TERMS = 32
-#: A ``prefix*`` becomes at most this many terms, its commonest (Elasticsearch's
-#: ``max_expansions`` is 50; 16 keeps a query's terms under MAX_QUERY_TERMS).
-MAX_PREFIX_TERMS = 16
 MAX_LIMIT = 100
 #: Deepest result reachable by paging (page × limit); deep pages are capped, not computed.
 MAX_DEPTH = 1000
@@ -303,8 +313,10 @@ class Coordinator:
         signals: Signals | None = None,
         inline: bool = True,
         track_total_hits: int | bool = True,
+        typo_below: int = 1,
     ) -> None:
         """``inline``: the caller runs one healthy shard itself (see the module docstring).
+        ``typo_below``: typo tolerance for written words in fewer pages (0: off; :mod:`.expansion`).
 
         ``track_total_hits`` (Elasticsearch's ``track_total_hits``): ``True`` counts every
         match; a number ``N`` lets shards take the top k by dynamic pruning (the same
@@ -321,6 +333,9 @@ class Coordinator:
         self.inline = inline
         self.signals = signals or Signals()
         self.track_total_hits = check_track_total(track_total_hits)
+        self.typo_below = typo_below
+        #: The synonym table applied to queries (:mod:`.synonyms`); None: no synonyms.
+        self.synonyms: synonyms.SynonymTable | None = None
         self.groups: list[ShardGroup] = []
         self.recent: deque[tuple[str, str, float, list[FanoutTrace], int, int]] = deque(maxlen=50)
         self._lock = threading.Lock()
@@ -420,8 +435,19 @@ class Coordinator:
         model: Any = None,
         features: bool = False,
         track_total_hits: int | bool | None = None,
+        filters: Sequence[query_lang.Node] = (),
+        facets: bool = False,
+        sort: str = "score",
+        collapse: int = 0,
+        typos: bool | None = None,
     ) -> dict[str, Any]:
         """Answer one query: the ``GET /search`` body (plus ``explain``/``fanout`` on request).
+
+        ``filters`` (query-language nodes, :mod:`.filters`) must match too; ``facets`` adds
+        the matches' counts by site, language, crawl month and type (:mod:`.facets`);
+        ``sort="date"`` ranks the newest first; ``collapse=N`` puts at most N results
+        of a site on a page, the rest on later pages and behind ``moreFromSite``
+        (:mod:`.collapse`; 0: off).
 
         A query that finds little gets ``didYouMean`` (``suggest``): a spelling
         correction from the index's terms, kept only if it finds more. ``model`` (a
@@ -452,6 +478,10 @@ class Coordinator:
         track = check_track_total(
             self.track_total_hits if track_total_hits is None else track_total_hits
         )
+        if sort not in ("score", "date"):
+            raise QueryError("INVALID_SORT", "sort must be score or date")
+        if not 0 <= collapse <= MAX_COLLAPSE:
+            raise QueryError("INVALID_COLLAPSE", f"collapse must be 0 (off) to {MAX_COLLAPSE}")
         node = None
         if query_lang.has_operators(text):
             try:
@@ -459,6 +489,7 @@ class Coordinator:
             except query_lang.QuerySyntaxError as exc:
                 raise QueryError("QUERY_SYNTAX", exc.message, position=exc.position) from None
         expr = None
+        notes: list[dict[str, Any]] = []  # what each prefix* and word~ expanded to
         if query_lang.is_plain(node):  # terms and phrases only: the classic path, as before
             parsed = parse_query(text)
             terms = parsed.terms
@@ -475,7 +506,7 @@ class Coordinator:
                     "QUERY_TOO_LONG",
                     f"q has {written} distinct terms; the limit is {MAX_QUERY_TERMS}",
                 )
-            expr = expand_prefixes(node, lambda p: self._expand(snapshot, p))  # type: ignore[arg-type]
+            expr, notes = expand(node, Vocabulary(snapshot))  # type: ignore[arg-type]
             terms = query_lang.positive_terms(expr)  # prefix expansions are bounded apart
             phrases = ()
         if expr is None and len(terms) > MAX_QUERY_TERMS:
@@ -483,6 +514,15 @@ class Coordinator:
                 "QUERY_TOO_LONG",
                 f"q has {len(terms)} distinct terms; the limit is {MAX_QUERY_TERMS}",
             )
+        below = self.typo_below if typos is None else max(self.typo_below, 1) if typos else 0
+        typo = tolerate(snapshot, text, terms, expr, below) if below else None
+        if typo is not None:  # rare written words ORed with their corrections (.expansion)
+            expr, terms, phrases = typo.expr, query_lang.positive_terms(typo.expr), ()
+        rewrite = synonyms.rewrite(self.synonyms, text, terms, phrases, expr)  # .synonyms
+        if rewrite is not None:
+            expr, terms, phrases = rewrite.node, query_lang.positive_terms(rewrite.node), ()
+        if filters and (terms or expr is not None):  # they narrow a query (no OR fallback)
+            expr, phrases = narrowed(expr, terms, phrases, filters), ()
         n_shards = len(snapshot.shards)
         body: dict[str, Any] = {
             "query": text,
@@ -492,7 +532,15 @@ class Coordinator:
             "shardsQueried": 0,
             "shardsAnswered": 0,
         }
+        if rewrite is not None and rewrite.applied:
+            body["synonyms"] = rewrite.applied
+        if typo is not None:
+            body["corrections"] = typo.corrections
+        if notes:
+            body["expansions"] = notes
         if not terms and expr is None:  # only stop words or punctuation: nothing to search
+            if only_stop_words(text):  # one stop word: no pair for the stop-word phrase index
+                body["notice"] = {"code": "ONLY_STOP_WORDS", "message": STOP_WORD_ALONE}
             body["tookMs"] = round((time.perf_counter() - started) * 1000.0, 3)
             if trace:
                 body["fanout"] = {"mode": None, "terms": [], "shards": [], "hedgesFired": 0}
@@ -507,37 +555,54 @@ class Coordinator:
         n_docs = snapshot.live_docs + rt_docs
         total_len = snapshot.live_length + rt_len
         dfs = [snapshot.df(t) + rt_df.get(t, 0) for t in terms]
-        plan = make_plan(
-            terms,
-            dfs,
-            n_docs,
-            total_len,
-            k=page * limit if model is None and not features else max(page * limit, RERANK_DEPTH),
-            now=time.time() if now is None else now,
-            signals=signals or self.signals,
-            phrases=phrases,
-            expr=expr,
-            exact_count=track is True,
-            track_total=0 if track is True else int(track),
-        )
-        answers, traces = self._fan_out(
-            snapshot,
-            plan,
-            self.deadline_ms if deadline_ms is None else deadline_ms,
-            self.hedge if hedge is None else hedge,
-        )
-        any_and = any(a.mode == "and" and a.matched > 0 for a in answers)
-        mode = "and" if any_and or len(plan.terms) == 1 or not plan.or_fallback else "or"
-        used = [a for a in answers if a.mode == mode]
+        if sort == "date":
+            model = None  # the newest first: no ranker reorders them
+        depth = page * limit if model is None and not features else max(page * limit, RERANK_DEPTH)
+        if collapse:  # deeper, so that crowded sites still leave a full page
+            depth = min(max(2 * depth, FIRST_FETCH), WINDOW)
+        while True:
+            plan = make_plan(
+                terms,
+                dfs,
+                n_docs,
+                total_len,
+                k=depth,
+                now=time.time() if now is None else now,
+                signals=signals or self.signals,
+                phrases=phrases,
+                expr=expr,
+                scoring=None if expr is None else scoring_of(expr),
+                weights=rewrite.weights if rewrite is not None else None,
+                exact_count=track is True,
+                track_total=0 if track is True else int(track),
+                facets=facets,
+                sort=sort,
+                prune=sort == "score",
+            )
+            answers, traces = self._fan_out(
+                snapshot,
+                plan,
+                self.deadline_ms if deadline_ms is None else deadline_ms,
+                self.hedge if hedge is None else hedge,
+            )
+            if typo is not None and not any(a.matched for a in answers) and typo.fall_back():
+                expr = narrowed(typo.expr, terms, (), filters)  # any (corrected) word
+                continue
+            any_and = any(a.mode == "and" and a.matched > 0 for a in answers)
+            mode = "and" if any_and or len(plan.terms) == 1 or not plan.or_fallback else "or"
+            used = [a for a in answers if a.mode == mode]
+            hits: list[Hit] = sorted((h for a in used for h in a.hits), key=order(snapshot, sort))
+            extras: dict[tuple[int, int, int], dict[str, Any]] = {}
+            if model is not None or features:  # the learned rescore window (search.learned)
+                hits, extras = rescore(snapshot, plan, hits, model)
+            deeper = any(len(a.hits) >= plan.k for a in used) and depth < WINDOW
+            folded = fold(snapshot, hits, collapse, page, limit, complete=not deeper)
+            if folded is None or folded.settled or not deeper:
+                break
+            depth = min(4 * depth, WINDOW)  # a crowded ranking: look deeper for the page
+        page_hits = page_of(hits, folded, page, limit)
         if expr is not None:  # operators decided what matches: neither AND nor an OR fallback
-            mode = "query"
-        hits: list[Hit] = sorted(
-            (h for a in used for h in a.hits), key=lambda h: (-h.score, h.urlkey)
-        )
-        extras: dict[tuple[int, int, int], dict[str, Any]] = {}
-        if model is not None or features:  # the learned rescore window (lookup.search.learned)
-            hits, extras = rescore(snapshot, plan, hits, model)
-        page_hits = hits[(page - 1) * limit : page * limit]
+            mode = "or" if typo is not None and typo.fell_back else "query"
         matched = sum(a.matched for a in used)
         exact = all(a.exact for a in used)
         answered_docs = sum(a.docs for a in answers)
@@ -556,8 +621,9 @@ class Coordinator:
                 stored = reader.stored(h.doc)
                 fwd = reader.forward_of(h.doc)
             page_text = stored.get("text") or ""
-            if fwd is not None:
-                snippet = snippet_from_forward(page_text, *fwd, fwd_query)  # type: ignore[arg-type]
+            if fwd is not None and fwd_query is not None:
+                prints, starts, lengths = fwd
+                snippet = snippet_from_forward(page_text, prints, starts, lengths, fwd_query)
             else:  # the real-time tier, or a segment written before format 2
                 snippet = make_snippet(page_text, frozenset(plan.terms))
             item = {
@@ -576,6 +642,8 @@ class Coordinator:
                 if "learned" in extra:
                     item["explain"]["learned"] = extra["learned"]
             results.append(item)
+        if folded is not None:
+            more_from_site(folded, results, collapse)
         body.update(
             estimatedTotal=estimated,
             results=results,
@@ -584,8 +652,12 @@ class Coordinator:
         )
         if not exact:  # only then: the contract's keys stay as they were
             body["totalRelation"] = "gte"
-        if suggest and estimated < spelling.SUGGEST_BELOW:
-            self._did_you_mean(snapshot, text, estimated, body)
+        if facets:
+            body["facets"] = merge_facets(used, complete=len(answers) == n_shards)
+        if suggest:  # "did you mean": also for a rare word among several (.expansion)
+            again = lambda q: self.search(snapshot, q, limit=1, suggest=False, typos=False)  # noqa: E731
+            if hint := did_you_mean(snapshot, text, strict_found(typo, mode, estimated), again):
+                body["didYouMean"] = hint
         took = (time.perf_counter() - started) * 1000.0
         body["tookMs"] = round(took, 3)
         entry = (text, mode, took, traces, len(answers), n_shards)
@@ -593,34 +665,6 @@ class Coordinator:
         if trace:
             body["fanout"] = {"terms": list(plan.terms), **_summary(entry)}
         return body
-
-    def _did_you_mean(
-        self, snapshot: IndexVersion, text: str, found: int, body: dict[str, Any]
-    ) -> None:
-        """Add ``didYouMean`` to ``body`` when a corrected query finds more than ``found``."""
-        corrected = spelling.correct_query(text, spelling.speller_for(snapshot))
-        if corrected is None or corrected == text:
-            return
-        try:
-            again = self.search(snapshot, corrected, limit=1, suggest=False)
-        except QueryError:
-            return
-        if again["estimatedTotal"] > found:
-            body["didYouMean"] = {"query": corrected, "estimatedTotal": again["estimatedTotal"]}
-
-    @staticmethod
-    def _expand(snapshot: IndexVersion, prefix: str) -> list[str]:
-        """The commonest index terms starting with ``prefix`` (batch and real-time tiers)."""
-        found = snapshot.terms_with_prefix(prefix)
-        rt_build = snapshot.realtime
-        if rt_build is not None:
-            for t, n in rt_build.state.df.items():
-                if t.startswith(prefix) and n > 0:
-                    found[t] = found.get(t, 0) + n
-        if ":" not in prefix:  # a word's prefix never expands to field terms (title:…)
-            found = {t: n for t, n in found.items() if ":" not in t}
-        ranked = sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))
-        return [t for t, _ in ranked[:MAX_PREFIX_TERMS]]
 
     def _fan_out(
         self, snapshot: IndexVersion, plan: Any, deadline_ms: float, hedge: bool
@@ -771,8 +815,9 @@ class Coordinator:
 
         norm = float(length_norm(np.array([doclen]), plan.avgdl, plan.k1, plan.b)[0])
         terms = []
+        boosts = plan.scoring.weights if plan.scoring is not None else {}  # ^N, typos, prefixes
         for term, term_idf, df in zip(plan.terms, plan.idfs, plan.dfs, strict=True):
-            tf = tf_of(term)
+            tf, w = tf_of(term), boosts.get(term, 1.0)
             terms.append(
                 {
                     "term": term,
@@ -780,7 +825,8 @@ class Coordinator:
                     "idf": term_idf,
                     "tf": tf,
                     "lengthNorm": norm,
-                    "score": term_idf * tf / (tf + norm) if tf else 0.0,
+                    "score": w * term_idf * tf / (tf + norm) if tf else 0.0,
+                    **({} if w == 1.0 else {"boost": w}),
                 }
             )
         sig = plan.signals

@@ -28,7 +28,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from lookup.kit.crawlevents import event_errors
 from lookup.kit.htmlcharset import decode_html
-from lookup.search.extract import ExtractedPage, extract_page
+from lookup.kit.pdftext import is_pdf
+from lookup.search.extract import ExtractedPage, extract_page, extract_pdf
 
 EVENTS_FILE = "events.jsonl"
 
@@ -298,6 +299,8 @@ def page_from_payload(
     body: bytes, content_type: str | None, url: str, with_links: bool = True
 ) -> ExtractedPage | None:
     """Extract a stored page, or None for content that is not text."""
+    if is_pdf(body, content_type):  # by its type, or its signature when none was sent
+        return extract_pdf(body)
     ctype = (content_type or "text/html").split(";")[0].strip().lower()
     if ctype in ("text/html", "application/xhtml+xml", ""):
         return extract_page(decode_html(body, content_type).text, url, with_links)

@@ -1,9 +1,11 @@
-"""Turn a fetched HTML page into what the index needs: title, main text and links.
+"""Turn a fetched page into what the index needs: title, main text and links.
 
 A real HTML parser (selectolax's lexbor engine) does the parsing; this module only
 decides what counts as the page's content: boilerplate containers (scripts, styles,
 navigation, headers, footers, sidebars, forms) are removed, and ``<main>`` or
 ``<article>`` is preferred over the whole ``<body>`` when the page marks one.
+A PDF (:func:`extract_pdf`) gives its text and title — the metadata title, else its
+first line — read by the same function the crawler fingerprints it with.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
+from lookup.kit.pdftext import PdfError, pdf_text
 from lookup.kit.urlnorm import normalize_url
 
 #: Elements whose text is never part of a page's main content.
@@ -119,3 +122,12 @@ def extract_page(html: str, url: str = "", with_links: bool = True) -> Extracted
     return ExtractedPage(
         title=title[:MAX_TITLE_CHARS], text=text[:MAX_TEXT_CHARS], links=links, noindex=noindex
     )
+
+
+def extract_pdf(body: bytes) -> ExtractedPage | None:
+    """A PDF's title and text (no links: they are not followed); None if it has no text."""
+    try:
+        doc = pdf_text(body)
+    except PdfError:
+        return None
+    return ExtractedPage(title=doc.title[:MAX_TITLE_CHARS], text=doc.text[:MAX_TEXT_CHARS])

@@ -1,8 +1,8 @@
 """HTTP routes of the search engine.
 
 ``GET /search`` is a hot path: a plain Starlette route tried before the FastAPI app.
-Management endpoints (status, shard fault switches, deletions) live on FastAPI; the
-mutating ones need the admin token (:mod:`lookup.kit.admin`).
+Management endpoints (status, shard fault switches, deletions, index versions and the
+rollback) live on FastAPI; the mutating ones need the admin token (:mod:`lookup.kit.admin`).
 
 ``GET /search?q=&page=&limit=`` answers exactly
 ``{"query","estimatedTotal","tookMs","results":[{"url","title","snippet","score",
@@ -25,6 +25,11 @@ double quotes (``"standard library"``, typographic quotes too) is a **phrase**: 
 result holds its words in that order, matched on the positions stored in the postings
 (a stop word inside keeps its place: ``"state of the art"`` is *state*, two words,
 *art*). A query with a phrase never falls back to OR.
+
+A word no page has also finds its likely corrections, each weighing less than a word as
+typed (typo tolerance, :mod:`.expansion`): ``corrections`` says which, ``typos=false``
+turns it off. ``pre*`` and ``word~N`` say in ``expansions`` how many index terms they
+became and whether the expansion limit cut them.
 """
 
 from __future__ import annotations
@@ -39,21 +44,31 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
+from lookup import settings
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
-from lookup.kit.http import ApiError, bool_param, float_param, int_param
+from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
+from lookup.search.collapse import MAX_COLLAPSE
 from lookup.search.coordinator import QueryError
+from lookup.search.filters import FilterError, filter_nodes
+from lookup.search.location import describe_versions
+from lookup.search.metrics import CoordinatorMetrics
 from lookup.search.service import SearchService
+from lookup.search.synonyms import table_path, write_seed
 
 
 def search_route(service: SearchService) -> Route:
     """The ``GET /search`` fast-path route over ``service``."""
+    per_site = settings.get("search_collapse_per_host")
 
     async def endpoint(request: Request) -> JSONResponse:
-        q = request.query_params.get("q")
+        params = request.query_params
+        for name in params:  # a loop over the few names given: no set on the hot path
+            if name not in SEARCH_PARAMS:
+                raise unknown_parameters(params)
+        q = params.get("q")
         if q is None:
             raise ApiError(400, "EMPTY_QUERY", "add a query: /search?q=your+words")
-        params = request.query_params
         page = int_param(params, "page", 1)
         limit = int_param(params, "limit", 10)
         options: dict[str, Any] = {
@@ -64,17 +79,40 @@ def search_route(service: SearchService) -> Route:
             "ranking": params.get("ranking", "auto"),  # auto | hand | learned (the model)
             "features": bool(bool_param(params, "features", False)),
             "track_total_hits": track_total_param(params),
+            "typos": bool_param(params, "typos", None),  # None: the search_typos setting
+            "facets": bool(bool_param(params, "facets", False)),
+            "sort": choice_param(params, "sort", ("score", "date"), "score"),
+            "collapse": int_param(params, "collapse", per_site, low=0, high=MAX_COLLAPSE),
         }
         try:
+            options["filters"] = filter_nodes(
+                params.get("lang"), params.get("site"), params.get("type"), params.get("month")
+            )
             body = await run_in_threadpool(service.search, q, page, limit, **options)
         except QueryError as exc:
             extra = {} if exc.position is None else {"position": exc.position}
             raise ApiError(400, exc.code, exc.message, extra=extra) from None
+        except FilterError as exc:
+            raise ApiError(400, exc.code, exc.message) from None
         for item in body.get("results", ()):
             item["cachedUrl"] = cached_link(item["url"])
         return JSONResponse(body)
 
     return Route("/search", endpoint, methods=["GET"])
+
+
+def unknown_parameters(params: Any) -> ApiError:
+    """400 ``UNKNOWN_PARAMETER`` naming the parameters ``GET /search`` does not know and
+    the ones it accepts: silently ignored, ``lnag=en`` would answer another question."""
+    unknown = sorted(set(params) - SEARCH_PARAMS)
+    accepted = sorted(SEARCH_PARAMS)
+    return ApiError(
+        400,
+        "UNKNOWN_PARAMETER",
+        f"unknown query parameter(s): {', '.join(unknown)}; this endpoint accepts: "
+        f"{', '.join(accepted)}",
+        extra={"accepted": accepted},
+    )
 
 
 def track_total_param(params: Any) -> int | bool | None:
@@ -117,6 +155,13 @@ def cached_route(pages: CachedPages) -> Route:
     return Route(CACHED_PATH, endpoint, methods=["GET"])
 
 
+class MoreFromSite(BaseModel):
+    """The results of this result's site that collapsing hid (find them with ``site:``)."""
+
+    site: str
+    hidden: int = Field(description="hidden in the ranking walked: at least this many more")
+
+
 class SearchResult(BaseModel):
     """One result of ``GET /search``."""
 
@@ -126,6 +171,68 @@ class SearchResult(BaseModel):
     score: float
     crawledAt: str
     cachedUrl: str
+    moreFromSite: MoreFromSite | None = Field(
+        default=None,
+        description="on a site's last shown result when collapsing hid more of its results",
+    )
+
+
+class FacetBucket(BaseModel):
+    """One value of a facet and how many matches have it."""
+
+    value: str
+    count: int
+
+
+class Facet(BaseModel):
+    """A facet's commonest values; ``other``: the matches with any other value."""
+
+    buckets: list[FacetBucket]
+    other: int
+
+
+class Facets(BaseModel):
+    """Counts over the whole match set (``facets=true``); ``relation`` gte: lower bounds."""
+
+    relation: Literal["eq", "gte"]
+    site: Facet
+    lang: Facet
+    month: Facet
+    type: Facet
+
+
+class SynonymUse(BaseModel):
+    """A query term the synonym table widened (lookup/search/synonyms.py)."""
+
+    term: str = Field(description="the query's index term (analysed: JS is js)")
+    synonyms: list[str] = Field(description="the table's entries also searched, at lower weight")
+
+
+class Correction(BaseModel):
+    """A rare word typo tolerance searched with its corrections (lookup/search/expansion.py)."""
+
+    from_: str = Field(alias="from", description="the word as typed")
+    to: str = Field(description="its best correction (the results hold it, ranked lower)")
+    position: int = Field(description="where the word starts in q (0-based)")
+    typedFound: int = Field(description="pages with the word as typed (they rank first)")
+
+
+class Expansion(BaseModel):
+    """What a ``prefix*`` or ``word~N`` expanded to, and whether its limit cut it."""
+
+    operator: Literal["prefix", "fuzzy"]
+    text: str
+    terms: int = Field(description="index terms searched")
+    matching: int = Field(description="index terms that match it")
+    limit: int
+    truncated: bool
+
+
+class Notice(BaseModel):
+    """Why a query found nothing without being wrong (a 200, not an error)."""
+
+    code: Literal["ONLY_STOP_WORDS"]
+    message: str
 
 
 class SearchBody(BaseModel):
@@ -145,6 +252,21 @@ class SearchBody(BaseModel):
     results: list[SearchResult]
     shardsQueried: int
     shardsAnswered: int
+    facets: Facets | None = Field(default=None, description="only with facets=true")
+    synonyms: list[SynonymUse] | None = Field(
+        default=None, description="present only when the synonym table widened a query term"
+    )
+    corrections: list[Correction] | None = Field(
+        default=None, description="present only when typo tolerance corrected a rare word"
+    )
+    expansions: list[Expansion] | None = Field(
+        default=None, description="present only for a query with a prefix* or a word~"
+    )
+    notice: Notice | None = Field(
+        default=None,
+        description="present only when the query had nothing searchable: one stop word "
+        "(two or more are searched as a phrase through the stop-word phrase index)",
+    )
 
 
 _SEARCH_PARAMS: list[tuple[str, dict[str, Any], str]] = [
@@ -164,7 +286,22 @@ _SEARCH_PARAMS: list[tuple[str, dict[str, Any], str]] = [
         "search_track_total_hits setting); past it estimatedTotal is a lower bound "
         "and totalRelation is gte",
     ),
+    ("facets", {"type": "boolean", "default": False}, "add counts by site, lang, month, type"),
+    ("typos", {"type": "boolean"}, "typo tolerance for rare words (default: search_typos)"),
+    ("sort", {"type": "string", "enum": ["score", "date"], "default": "score"}, "date: newest"),
+    (
+        "collapse",
+        {"type": "integer", "minimum": 0, "maximum": MAX_COLLAPSE, "default": 2},
+        "results of one site per page at most, the rest on later pages and behind "
+        "moreFromSite (0: off; default the search_collapse_per_host setting)",
+    ),
+    ("lang", {"type": "string", "pattern": "^[a-z]{2,3}$"}, "only pages in this language"),
+    ("site", {"type": "string"}, "only pages of this host (and its subdomains)"),
+    ("type", {"type": "string"}, "only pages served as this media type (text/html)"),
+    ("month", {"type": "string", "pattern": "^\\d{4}-\\d{2}$"}, "only pages crawled then"),
 ]
+#: Every parameter ``GET /search`` accepts; any other is refused (400 UNKNOWN_PARAMETER).
+SEARCH_PARAMS = frozenset(name for name, _, _ in _SEARCH_PARAMS)
 
 
 def document_search(api: Any) -> None:
@@ -239,9 +376,19 @@ class CoordinatorBody(BaseModel):
 
 def mount(mounts: Any) -> None:
     """Register the search engine's routes, lifecycle hooks and health probe."""
+    synonyms, seeded = table_path(mounts.data_dir)
     service = SearchService(
-        Path(mounts.data_dir) / "search", models=Path(mounts.data_dir) / "models"
+        Path(mounts.data_dir) / "search",
+        models=Path(mounts.data_dir) / "models",
+        synonyms=synonyms,
     )
+    if synonyms is not None and seeded:  # a new data directory starts with the seed rules
+        seed_path = synonyms
+
+        def seed_synonyms() -> None:
+            write_seed(seed_path)
+
+        mounts.on_startup.append(seed_synonyms)
     pages = CachedPages(
         Path(mounts.data_dir) / "crawls",
         lambda: Path(service.snapshot().manifest.source.crawl_dir),
@@ -252,6 +399,7 @@ def mount(mounts: Any) -> None:
     mounts.on_startup.append(service.start)
     mounts.on_shutdown.append(service.close)
     mounts.health["search"] = service.status
+    mounts.metrics.append(CoordinatorMetrics(service))  # hedges, deadlines: read at scrape
     api = mounts.api
     admin_token = admin_token_of(mounts)  # read on first use: the shortener may publish it
 
@@ -354,3 +502,42 @@ def mount(mounts: Any) -> None:
         if not result["deleted"]:
             raise ApiError(404, "NOT_INDEXED", "no indexed page has that url")
         return result
+
+    mount_versions(api, service, guarded)
+
+
+def mount_versions(api: Any, service: SearchService, guarded: list[Any]) -> None:
+    """``GET /search/versions`` (live, rollback target, kept and rejected versions with the
+    reasons) and ``POST /search/versions/rollback`` (admin token): the previous version
+    live again in one pointer swap, served by this process before the answer."""
+
+    @api.get(
+        "/search/versions",
+        tags=["search"],
+        summary="Index versions: live, the rollback target, kept, and rejected with why",
+    )
+    def versions() -> dict[str, Any]:
+        out = describe_versions(service.location)
+        live = service.live_version()
+        out["served"] = live.version if live is not None else None
+        return out
+
+    @api.post(
+        "/search/versions/rollback",
+        tags=["search"],
+        summary="Make the previous index version live again, at once (admin token)",
+        dependencies=guarded,
+        responses={
+            **ADMIN_RESPONSES,
+            409: {"description": "NO_PREVIOUS (no version to go back to) or INDEX_BUSY"},
+        },
+    )
+    def rollback() -> dict[str, Any]:
+        now, was = service.location.rollback()  # Conflict → 409, NotBuilt → 503
+        service.reload(wait=True)  # this process serves it before answering
+        live = service.live_version()
+        served = live.version if live is not None else None
+        body: dict[str, Any] = {"version": now, "previous": was, "served": served}
+        if served != now and service.damage is not None:
+            body["damaged"] = service.damage.report()
+        return body

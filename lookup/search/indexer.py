@@ -12,7 +12,12 @@ collapses them to each URL's latest state, and applies that state:
   tombstone.
 
 Then small segments are merged (dropping deleted documents), tombstone files and a
-new manifest are written, and ``CURRENT`` is swapped. Nothing is modified in place.
+new manifest are written, and the candidate is validated against the live version
+(:mod:`lookup.search.canary`: no empty shard, the document count within bounds, the live
+version's canary queries still answered). Only a candidate that passes gets its own
+canary queries and the ``CURRENT`` swap; one that fails is kept aside with the reasons
+(``rejected/``), its files are collected, and the live version keeps serving. Nothing is
+modified in place.
 """
 
 from __future__ import annotations
@@ -23,12 +28,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from lookup.errors import Damaged
 from lookup.kit.integrity import checksum_file
-from lookup.search.analysis import analyze_document
+from lookup.search.analysis import ANALYSIS_VERSION
+from lookup.search.canary import ReleasePolicy, choose_canaries, validate
+from lookup.search.docfields import DocFields, analyze_page
 from lookup.search.events import (
     EventLogReader,
     LogPosition,
@@ -37,7 +45,7 @@ from lookup.search.events import (
     page_from_payload,
 )
 from lookup.search.extract import comparable_url
-from lookup.search.location import open_index_location
+from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.manifest import (
     DELETIONS_LOG,
     Manifest,
@@ -56,6 +64,7 @@ from lookup.search.segment import (
     SegmentWriter,
     merge_segments,
 )
+from lookup.search.shard import IndexVersion
 
 #: Shards of a fresh index when ``--shards`` is not given.
 DEFAULT_SHARDS = 4
@@ -99,6 +108,14 @@ class IndexReport:
     bytes_on_disk: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+    #: False when validation refused the version (the live one, ``live_version``, serves on).
+    published: bool = True
+    live_version: int | None = None
+    #: The validation report (:meth:`lookup.search.canary.ValidationReport.to_dict`).
+    validation: dict[str, Any] = field(default_factory=dict)
+    canaries: int = 0
+    #: Of ``seconds``, the validation and the choice of canary queries (opening the version).
+    validation_seconds: float = 0.0
 
 
 @dataclass
@@ -156,12 +173,17 @@ def build_index(
     segment_docs: int = SEGMENT_DOCS,
     max_segments: int = MAX_SEGMENTS,
     progress: Progress | None = None,
+    force: bool = False,
+    policy: ReleasePolicy | None = None,
 ) -> IndexReport:
     """Bring the index in ``index_dir`` up to date with the crawl in ``crawl_dir``.
 
     Incremental when the live index was built from the same crawl log with the same
-    shard count; otherwise (or with ``rebuild``) a full build into a new version.
-    ``optimize`` merges each shard down to one segment.
+    shard count and text analysis (:data:`~.analysis.ANALYSIS_VERSION`); otherwise (or
+    with ``rebuild``) a full build into a new version.
+    ``optimize`` merges each shard down to one segment. The new version goes live only
+    if it passes validation (``policy``, default the settings; ``force`` skips the
+    comparisons with the live version): see ``report.published``.
     """
     started = time.perf_counter()
     crawl = Path(crawl_dir).resolve()
@@ -189,8 +211,10 @@ def build_index(
             and prev.source.crawl_dir == str(crawl)
             and prev.source.fingerprint == fingerprint
             and prev.source.offset <= log.size()
+            and prev.analysis == ANALYSIS_VERSION  # another analysis: every page again
         )
-        version = max([prev.version if prev else 0, *location.versions()]) + 1
+        # a rejected version's number is never reused (its record names it)
+        version = max([prev.version if prev else 0, *location.versions(), *location.rejected()]) + 1
         next_segment = max(prev.next_segment if prev else 1, next_free_segment(out))
         report = IndexReport(str(out), version, n_shards, incremental)
 
@@ -305,6 +329,7 @@ def build_index(
                 if cur is not None:
                     report.deleted += 1
                 continue
+            fields = DocFields.of(ev.url, page.title, page.text, ctype)
             record = DocRecord(
                 url=ev.url,
                 url_hash=ev.url_hash,
@@ -316,12 +341,14 @@ def build_index(
                 links=[comparable_url(u) for u in ev.out_links]
                 if ev.out_links is not None
                 else page.links,
+                lang=fields.lang,
+                content_type=fields.content_type,
             )
             s = shard_of(ev.url_hash, n_shards)
             st = states[s]
             if st.writer is None:
                 st.writer = SegmentWriter()
-            doc = st.writer.add(record, analyze_document(record.title, record.text, record.url))
+            doc = st.writer.add(record, analyze_page(record.title, record.text, ev.url, fields))
             live[ev.url_hash] = _Live(s, "*pending*", doc, ev.content_hash, ev.fetched_at)
             if cur is None:
                 report.added += 1
@@ -396,8 +423,12 @@ def build_index(
             segments=[st.entries for st in states],
             next_segment=next_segment,
         )
-        location.publish(manifest)
-        location.collect_garbage()
+        say("validating", 0, 1)
+        checking = time.perf_counter()
+        _release(location, manifest, prev, report, policy or ReleasePolicy.from_settings(), force)
+        report.validation_seconds = time.perf_counter() - checking
+        say("validating", 1, 1)
+        location.collect_garbage()  # a rejected candidate's files go here
         report.live_docs = manifest.live_docs
         report.watermark = manifest.watermark
         report.bytes_on_disk = sum(
@@ -405,6 +436,32 @@ def build_index(
         )
         report.seconds = time.perf_counter() - started
         return report
+
+
+def _release(
+    location: IndexLocation,
+    manifest: Manifest,
+    live: Manifest | None,
+    report: IndexReport,
+    policy: ReleasePolicy,
+    force: bool,
+) -> None:
+    """Validate the candidate against the live version; publish it with its own canary
+    queries, or keep it aside with the reasons (``CURRENT`` untouched)."""
+    report.live_version = live.version if live else None
+    wants_canaries = policy.queries > 0
+    checks_canaries = live is not None and bool(live.canaries) and not force
+    opened = IndexVersion(location.path, manifest) if wants_canaries or checks_canaries else None
+    outcome = validate(manifest, opened, live, policy, force=force)
+    report.validation = outcome.to_dict()
+    if not outcome.ok:
+        location.reject(manifest, {"rejectedAt": time.time(), **outcome.to_dict()})
+        report.published = False
+        return
+    if opened is not None and wants_canaries:
+        manifest.canaries = choose_canaries(opened, policy.queries, policy.depth)
+    report.canaries = len(manifest.canaries)
+    location.publish(manifest)
 
 
 def _open_segment(out: Path, shard: int, entry: SegmentEntry, crawl_dir: str) -> SegmentReader:

@@ -2,8 +2,9 @@
 
 :class:`IndexLocation` names what the indexer and the live service ask of it: which
 version is live (cheap to poll), every published version, publishing a new one
-(an atomic swap of ``CURRENT``), dropping files no kept version names, the one-writer
-lock, and opening the live version for queries. :class:`DirectoryIndexLocation` is the
+(an atomic swap of ``CURRENT``), rolling back to the version live before (``PREVIOUS``),
+keeping a refused candidate's record aside, dropping files no kept version names, the
+one-writer lock, and opening the live version for queries. :class:`DirectoryIndexLocation` is the
 embedded implementation (a directory of immutable files, see
 :mod:`lookup.search.manifest`); :func:`open_index_location` picks one from a path or a
 ``file:///`` URL.
@@ -15,14 +16,15 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
+from lookup.errors import Damaged
 from lookup.search import manifest as manifests
 from lookup.search.manifest import Manifest
 from lookup.search.shard import IndexVersion
 
-__all__ = ["DirectoryIndexLocation", "IndexLocation", "open_index_location"]
+__all__ = ["DirectoryIndexLocation", "IndexLocation", "describe_versions", "open_index_location"]
 
 
 @runtime_checkable
@@ -50,6 +52,27 @@ class IndexLocation(Protocol):
 
     def publish(self, manifest: Manifest) -> None:
         """Store ``manifest`` and make it the live version in one atomic step."""
+        ...
+
+    def previous_token(self) -> str | None:
+        """The short name of the version live before the last swap (the rollback target)."""
+        ...
+
+    def rollback(self) -> tuple[int, int]:
+        """Make the previous version live again in one atomic step; ``(now live, was live)``
+        (``Conflict`` ``NO_PREVIOUS`` / ``INDEX_BUSY``, ``NotBuilt``)."""
+        ...
+
+    def reject(self, manifest: Manifest, reason: dict[str, Any]) -> None:
+        """Keep a candidate refused by validation aside with the reasons (never live)."""
+        ...
+
+    def rejected(self) -> list[int]:
+        """Versions refused by validation whose record is kept, oldest first."""
+        ...
+
+    def rejection(self, version: int) -> dict[str, Any]:
+        """The record of a refused version: when, why, each check (``KeyError`` if none)."""
         ...
 
     def collect_garbage(self, keep_versions: int = 2) -> list[str]:
@@ -102,6 +125,26 @@ class DirectoryIndexLocation:
         self.path.mkdir(parents=True, exist_ok=True)
         manifests.publish(self.path, manifest)
 
+    def previous_token(self) -> str | None:
+        """The name of the manifest ``PREVIOUS`` points at."""
+        return manifests.previous_token(self.path)
+
+    def rollback(self) -> tuple[int, int]:
+        """Swap ``CURRENT`` back to ``PREVIOUS`` (and ``PREVIOUS`` to what was live)."""
+        return manifests.rollback(self.path)
+
+    def reject(self, manifest: Manifest, reason: dict[str, Any]) -> None:
+        """Write ``rejected/version-NNNNNN.json``."""
+        manifests.reject(self.path, manifest, reason)
+
+    def rejected(self) -> list[int]:
+        """The versions with a record in ``rejected/``."""
+        return manifests.rejected_versions(self.path)
+
+    def rejection(self, version: int) -> dict[str, Any]:
+        """Read ``rejected/version-NNNNNN.json`` (without the manifest)."""
+        return manifests.rejection(self.path, version)
+
     def collect_garbage(self, keep_versions: int = 2) -> list[str]:
         """Delete manifests and segment files the newest ``keep_versions`` do not name."""
         return manifests.collect_garbage(self.path, keep_versions)
@@ -136,3 +179,45 @@ def open_index_location(where: str | os.PathLike[str] | IndexLocation) -> IndexL
         f"unsupported index location {text!r}; expected one of: a directory path, "
         "file:///path/to/dir"
     )
+
+
+def describe_versions(location: IndexLocation) -> dict[str, Any]:
+    """The live version, the rollback target, every kept version and the rejected ones
+    with their reasons — what ``GET /search/versions`` and ``lookup index versions`` show."""
+    live = manifests.version_of(location.current_token())
+    previous = manifests.version_of(location.previous_token())
+    kept = []
+    for v in location.versions():
+        try:
+            m = location.manifest(v)
+        except (KeyError, Damaged) as exc:
+            kept.append({"version": v, "state": "damaged", "problem": str(exc)})
+            continue
+        state = "live" if v == live else "previous" if v == previous else "kept"
+        kept.append(
+            {
+                "version": v,
+                "state": state,
+                "liveDocs": m.live_docs,
+                "shards": m.shards,
+                "createdAt": m.created_at,
+                "watermark": m.watermark,
+                "canaries": [c.get("query", "") for c in m.canaries],
+            }
+        )
+    rejected = []
+    for v in reversed(location.rejected()):
+        try:
+            record = location.rejection(v)
+        except KeyError:
+            continue
+        rejected.append(
+            {
+                "version": v,
+                "rejectedAt": record.get("rejectedAt"),
+                "live": record.get("live"),
+                "reason": record.get("reason", ""),
+                "checks": record.get("checks", []),
+            }
+        )
+    return {"live": live, "previous": previous, "versions": kept, "rejected": rejected}

@@ -5,6 +5,11 @@ segments and their tombstone files, plus the **watermark** (how far into the cra
 event log the index goes). ``CURRENT`` names the live manifest and is replaced
 atomically (``os.replace``), so a reader sees either the old index or the new one,
 never a mixture, and the real-time tier's handoff happens with the swap.
+
+``PREVIOUS`` names the version that was live before the last swap: the target of a
+rollback (:func:`point`), kept by garbage collection. A candidate version that failed
+validation (:mod:`lookup.search.canary`) is never pointed at; its manifest and the
+reasons are kept in ``rejected/`` (:func:`reject`) and its files are collected.
 """
 
 from __future__ import annotations
@@ -22,17 +27,26 @@ from typing import Any
 
 import numpy as np
 
-from lookup.errors import Damaged
+from lookup.errors import Conflict, Damaged, NotBuilt
 from lookup.kit.integrity import checksum_bytes, checksum_file
+from lookup.search.analysis import ANALYSIS_VERSION
 
 FORMAT = 1
 CURRENT = "CURRENT"
+#: The pointer to the version live before the last swap (the rollback target).
+PREVIOUS = "PREVIOUS"
+#: Where rejected candidates' manifests and reasons are kept (``version-NNNNNN.json``).
+REJECTED = "rejected"
+#: Rejection records kept (the oldest go first).
+REJECTED_KEEP = 20
 #: fsync every file before it is published (crash safety). Tests that write many tiny
 #: indexes may switch it off; nothing else about the write path changes.
 DURABLE = True
 DELETIONS_LOG = "deletions.jsonl"
 #: The file name of a manifest version.
 MANIFEST = re.compile(r"^manifest-(\d{6})\.json$")
+#: The file name of a rejection record.
+REJECTION = re.compile(r"^version-(\d{6})\.json$")
 
 
 @dataclass
@@ -73,6 +87,13 @@ class Manifest:
     segments: list[list[SegmentEntry]] = field(default_factory=list)
     next_segment: int = 1
     format: int = FORMAT
+    #: Known-item queries taken from this version when it went live, each with the page
+    #: its top result was (``{"query", "url", "urlHash"}``): a later candidate must still
+    #: find those pages (:mod:`lookup.search.canary`). Empty in older manifests.
+    canaries: list[dict[str, str]] = field(default_factory=list)
+    #: The text analysis the index was built with (:data:`~lookup.search.analysis.ANALYSIS_VERSION`;
+    #: 1 in manifests written before it was recorded): another one is refused, not misread.
+    analysis: int = ANALYSIS_VERSION
 
     @property
     def watermark(self) -> int:
@@ -106,6 +127,12 @@ class Manifest:
             source=SourceState(**data["source"]),
             segments=[[SegmentEntry(**s) for s in shard] for shard in data["segments"]],
             next_segment=int(data["next_segment"]),
+            analysis=int(data.get("analysis", 1)),
+            canaries=[
+                {str(k): str(v) for k, v in c.items()}
+                for c in data.get("canaries") or []
+                if isinstance(c, dict)
+            ],
         )
 
 
@@ -132,6 +159,20 @@ def damaged(
         "until the index is rebuilt",
         file=str(file),
         remedy=rebuild_remedy(index_dir, crawl_dir),
+    )
+
+
+def outdated(manifest: Manifest, index_dir: str | Path) -> Damaged:
+    """The error for an index built with another text analysis (503 ``INDEX_OUTDATED``): its
+    terms are not the ones queries are analysed into, so it is refused until rebuilt."""
+    return Damaged(
+        f"the search index (version {manifest.version}) was built with text analysis "
+        f"{manifest.analysis} and this server analyses with {ANALYSIS_VERSION} (accents "
+        "folded, Thai segmented, C++/C# kept, stop-word phrases): its terms would be "
+        "misread, so web search answers 503 until the index is rebuilt",
+        code="INDEX_OUTDATED",
+        file=str(Path(index_dir) / manifest_name(manifest.version)),
+        remedy=rebuild_remedy(index_dir, manifest.source.crawl_dir or None),
     )
 
 
@@ -192,10 +233,25 @@ def current_manifest(index_dir: str | Path) -> Manifest | None:
 
 def current_token(index_dir: str | Path) -> str | None:
     """The name of the live manifest (cheap to poll), or None."""
+    return _pointer(index_dir, CURRENT)
+
+
+def previous_token(index_dir: str | Path) -> str | None:
+    """The name of the manifest live before the last swap (the rollback target), or None."""
+    return _pointer(index_dir, PREVIOUS)
+
+
+def _pointer(index_dir: str | Path, which: str) -> str | None:
     try:
-        return (Path(index_dir) / CURRENT).read_text(encoding="utf-8").strip() or None
+        return (Path(index_dir) / which).read_text(encoding="utf-8").strip() or None
     except OSError:
         return None
+
+
+def version_of(token: str | None) -> int | None:
+    """The version number a pointer names (None for no pointer or a malformed one)."""
+    m = MANIFEST.match(token or "")
+    return int(m.group(1)) if m else None
 
 
 def _write_file_atomic(path: Path, data: bytes) -> None:
@@ -244,26 +300,124 @@ def next_free_segment(index_dir: str | Path) -> int:
     return max(numbers, default=0) + 1
 
 
-def publish(index_dir: Path, manifest: Manifest) -> None:
-    """Write the manifest (with the checksum of its content), then atomically point
-    ``CURRENT`` at it."""
-    index_dir = Path(index_dir)
+def manifest_bytes(manifest: Manifest) -> bytes:
+    """The manifest as stored: its JSON with the checksum of its content."""
     data = manifest.to_json()
     data["checksum"] = _manifest_checksum(data)
-    body = json.dumps(data, indent=1).encode("utf-8")
-    _write_file_atomic(index_dir / manifest_name(manifest.version), body)
-    _write_file_atomic(index_dir / CURRENT, (manifest_name(manifest.version) + "\n").encode())
+    return json.dumps(data, indent=1).encode("utf-8")
+
+
+def publish(index_dir: Path, manifest: Manifest) -> None:
+    """Write the manifest (with the checksum of its content), then atomically point
+    ``CURRENT`` at it; the version it named before becomes ``PREVIOUS``."""
+    index_dir = Path(index_dir)
+    _write_file_atomic(index_dir / manifest_name(manifest.version), manifest_bytes(manifest))
+    point(index_dir, manifest.version)
+
+
+def point(index_dir: Path, version: int) -> int | None:
+    """Make a stored version live: ``PREVIOUS`` gets what ``CURRENT`` named (if another
+    version), then ``CURRENT`` is swapped (``os.replace``). Returns the version live before.
+
+    ``PREVIOUS`` is written first: a crash between the two leaves ``PREVIOUS`` naming the
+    live version, which a rollback refuses as "no previous version" — never a pointer to
+    a version garbage collection may have dropped."""
+    index_dir = Path(index_dir)
+    before = version_of(current_token(index_dir))
+    if before is not None and before != version:
+        _write_file_atomic(index_dir / PREVIOUS, (manifest_name(before) + "\n").encode())
+    _write_file_atomic(index_dir / CURRENT, (manifest_name(version) + "\n").encode())
+    return before
+
+
+def rollback(index_dir: Path) -> tuple[int, int]:
+    """Make the version live before the last swap live again; ``(now live, was live)``.
+
+    One pointer swap under the writer lock, so a rollback never races a build (which
+    would publish a version built on the one rolled away from). :class:`~lookup.errors.Conflict`
+    ``NO_PREVIOUS`` when there is no such version (or its manifest was collected),
+    ``INDEX_BUSY`` while ``lookup index`` writes; ``NotBuilt`` when nothing is live."""
+    index_dir = Path(index_dir)
+    try:
+        with writer_lock(index_dir):
+            live = version_of(current_token(index_dir))
+            if live is None:
+                raise NotBuilt(
+                    f"no search index in {index_dir}; build one with `lookup index CRAWL_DIR`",
+                    command="lookup index CRAWL_DIR",
+                )
+            target = version_of(previous_token(index_dir))
+            if target is None or target == live:
+                raise Conflict(
+                    f"index version {live} is live and there is no previous version to roll "
+                    "back to (a rollback needs a version published before it)",
+                    code="NO_PREVIOUS",
+                )
+            try:
+                read_manifest(index_dir / manifest_name(target), index_dir)
+            except FileNotFoundError:
+                raise Conflict(
+                    f"the previous index version {target} is no longer kept in {index_dir}",
+                    code="NO_PREVIOUS",
+                ) from None
+            point(index_dir, target)
+            return target, live
+    except RuntimeError as exc:
+        if isinstance(exc, NotBuilt):
+            raise
+        raise Conflict(f"{exc}; roll back after it", code="INDEX_BUSY") from None
+
+
+def reject(index_dir: Path, manifest: Manifest, reason: dict[str, Any]) -> Path:
+    """Keep a refused candidate's manifest and the reasons in ``rejected/`` (``CURRENT`` is
+    not touched); the oldest records beyond :data:`REJECTED_KEEP` are dropped."""
+    folder = Path(index_dir) / REJECTED
+    folder.mkdir(parents=True, exist_ok=True)
+    record = {"version": manifest.version, **reason, "manifest": manifest.to_json()}
+    path = folder / f"version-{manifest.version:06d}.json"
+    _write_file_atomic(path, json.dumps(record, indent=1).encode("utf-8"))
+    for old in rejected_versions(index_dir)[:-REJECTED_KEEP]:
+        (folder / f"version-{old:06d}.json").unlink(missing_ok=True)
+    return path
+
+
+def rejected_versions(index_dir: str | Path) -> list[int]:
+    """Versions refused by validation whose record is kept, oldest first."""
+    folder = Path(index_dir) / REJECTED
+    if not folder.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in folder.iterdir() if (m := REJECTION.match(p.name)))
+
+
+def rejection(index_dir: str | Path, version: int) -> dict[str, Any]:
+    """The kept record of a rejected version (``KeyError`` if none; the manifest left out)."""
+    path = Path(index_dir) / REJECTED / f"version-{version:06d}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise KeyError(f"no rejected version {version}") from None
+    except (OSError, ValueError) as exc:
+        return {"version": version, "reason": f"the record is unreadable: {exc}", "checks": []}
+    if not isinstance(data, dict):
+        return {"version": version, "reason": "the record is not a JSON object", "checks": []}
+    data.pop("manifest", None)
+    return data
 
 
 def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
-    """Delete files no longer named by the newest ``keep_versions`` manifests.
+    """Delete files no longer named by the newest ``keep_versions`` manifests, the live
+    one (``CURRENT``) and — when more than one version is kept — the rollback target
+    (``PREVIOUS``), whatever their numbers (after a rollback the live version is older).
 
     Readers that still map a deleted file keep working (the inode lives on until
     unmapped); a reader that opens a manifest this old simply retries on the newer one.
     """
     index_dir = Path(index_dir)
     versions = sorted(int(m.group(1)) for p in index_dir.iterdir() if (m := MANIFEST.match(p.name)))
-    keep = versions[-keep_versions:]
+    pinned = {version_of(current_token(index_dir))}
+    if keep_versions > 1:
+        pinned.add(version_of(previous_token(index_dir)))
+    keep = sorted(set(versions[-keep_versions:]) | {v for v in versions if v in pinned})
     wanted: set[Path] = set()
     for v in keep:
         try:
@@ -276,7 +430,9 @@ def collect_garbage(index_dir: Path, keep_versions: int = 2) -> list[str]:
                 if e.tombstones:
                     wanted.add(shard_dir(index_dir, shard) / e.tombstones)
     removed: list[str] = []
-    for v in versions[:-keep_versions]:
+    for v in versions:
+        if v in keep:
+            continue
         (index_dir / manifest_name(v)).unlink(missing_ok=True)
         removed.append(manifest_name(v))
     for sdir in index_dir.glob("shard-*"):

@@ -27,6 +27,7 @@ import threading
 import time
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ import numpy as np
 
 from lookup.kit.background import BackgroundTask
 from lookup.search.analysis import Analyzed, Phrase, analyze_document
-from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, term_scores
+from lookup.search.bm25 import QueryPlan, length_norm, phrase_mask, sloppy_freq, term_scores
+from lookup.search.docfields import DocFields, analyze_page
 from lookup.search.events import (
     EventLogReader,
     LogPosition,
@@ -44,9 +46,10 @@ from lookup.search.events import (
     page_from_payload,
 )
 from lookup.search.extract import ExtractedPage
+from lookup.search.facets import FacetCounts
 from lookup.search.indexer import shard_of
 from lookup.search.manifest import DELETIONS_LOG
-from lookup.search.matching import evaluate
+from lookup.search.matching import evaluate, expr_scores
 from lookup.search.segment import url_key
 from lookup.search.shard import REALTIME, Hit, IndexVersion, top_k
 
@@ -80,6 +83,7 @@ class MemoryIndex:
         """Append a document; readers see it once a new state publishes the larger count."""
         doc_id = len(self.docs)
         tf = Counter(analyzed.terms)
+        tf.update(t for t, _ in analyzed.stacked)  # stacked terms add nothing to the length
         for key in analyzed.fields:  # field terms count once and add nothing to the length
             tf.setdefault(key, 1)
         for term, count in tf.items():
@@ -120,6 +124,7 @@ class _Retained:
     event: PageEvent
     page: ExtractedPage | None
     analyzed: Analyzed | None
+    fields: DocFields | None = None
 
 
 class RtShardView:
@@ -149,12 +154,23 @@ class RtShardView:
     @staticmethod
     def _phrases(plan: QueryPlan, mi: MemoryIndex, docs: np.ndarray) -> np.ndarray:
         """Mask over ``docs``: the documents that contain every phrase of the plan."""
+        positions_of = RtShardView._positions(mi, docs)
+        keep = np.ones(docs.size, dtype=bool)
+        for phrase in plan.phrases:
+            keep &= phrase_mask(phrase, int(docs.size), positions_of)
+        return keep
+
+    @staticmethod
+    def _positions(
+        mi: MemoryIndex, docs: np.ndarray
+    ) -> Callable[[str], tuple[np.ndarray, np.ndarray]]:
+        """``positions_of(term)`` over ``docs`` (the tier keeps no positions: re-analysed)."""
         owners: dict[str, list[int]] = {}
         places: dict[str, list[int]] = {}
         for k, d in enumerate(docs.tolist()):
             stored = mi.docs[d].stored
             a = analyze_document(stored.get("title") or "", stored.get("text") or "")
-            for term, pos in zip(a.terms, a.positions, strict=True):
+            for term, pos in a.positioned():
                 owners.setdefault(term, []).append(k)
                 places.setdefault(term, []).append(pos)
 
@@ -164,13 +180,17 @@ class RtShardView:
                 np.asarray(places.get(term, []), dtype=np.int64),
             )
 
-        keep = np.ones(docs.size, dtype=bool)
-        for phrase in plan.phrases:
-            keep &= phrase_mask(phrase, int(docs.size), positions_of)
-        return keep
+        return positions_of
 
-    def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]:
-        """Top k of this shard's real-time documents under the plan's global statistics."""
+    def crawled_at(self, doc: int) -> float:
+        """When a real-time document was fetched."""
+        return float(self.build.indexes[self.shard].crawled[doc])
+
+    def search(
+        self, plan: QueryPlan, conjunctive: bool, counts: FacetCounts | None = None
+    ) -> tuple[list[Hit], int]:
+        """Top k of this shard's real-time documents under the plan's global statistics
+        (the k newest for ``sort=date``); ``counts`` adds the matches' facets."""
         st = self.build.state
         n = st.counts[self.shard]
         if n == 0:
@@ -180,20 +200,15 @@ class RtShardView:
         doclen = np.array(mi.doclen[:n])
         per_term = [self._term(t, n, dead) for t in plan.terms]
         if plan.expr is not None:  # the query language: a mask over the shard's documents
-            mask = evaluate(plan.expr, _RtSource(self, mi, n, dead))
+            source = _RtSource(self, mi, n, dead)
+            memo: dict[Any, np.ndarray] = {}
+            mask = evaluate(plan.expr, source, memo)
             mask[dead[dead < n]] = False
             docs = np.flatnonzero(mask)
             if docs.size == 0:
                 return [], 0
             norm = length_norm(doclen[docs], plan.avgdl, plan.k1, plan.b)
-            bm = np.zeros(docs.size)
-            for p, term_idf in zip(per_term, plan.idfs, strict=True):
-                if p is None:
-                    continue
-                d, tf = p
-                i = np.minimum(np.searchsorted(d, docs), max(d.size - 1, 0))
-                has = (d[i] == docs) if d.size else np.zeros(docs.size, dtype=bool)
-                bm[has] += term_scores(tf[i[has]], norm[has], term_idf)
+            bm = expr_scores(plan, source, docs, norm, memo)
             plan = replace(plan, phrases=())
         elif conjunctive:
             if any(p is None or p[0].size == 0 for p in per_term):
@@ -230,6 +245,8 @@ class RtShardView:
                 return [], 0
         keys = np.array(mi.urlkey[:n], dtype=np.int64)[docs]
         crawled = np.array(mi.crawled[:n])[docs]
+        if counts is not None:
+            counts.add_fields((DocFields.from_stored(mi.docs[d].stored) for d in docs), crawled)
         sig = plan.signals
         final = sig.blend(
             bm,
@@ -238,7 +255,7 @@ class RtShardView:
         )
         hits = [
             Hit(float(final[i]), int(keys[i]), float(bm[i]), self.shard, REALTIME, int(docs[i]))
-            for i in top_k(final, keys, plan.k)
+            for i in top_k(final if plan.sort == "score" else crawled, keys, plan.k)
         ]
         return hits, int(docs.size)
 
@@ -257,6 +274,20 @@ class _RtSource:
     def phrase_docs(self, phrase: Phrase, candidates: np.ndarray) -> np.ndarray:
         plan = QueryPlan((), (), (), 0, 1.0, 0, 0.0, phrases=(phrase,))
         return RtShardView._phrases(plan, self.mi, candidates)
+
+    def phrase_freqs(self, phrase: Phrase, slop: int, candidates: np.ndarray) -> np.ndarray:
+        positions_of = RtShardView._positions(self.mi, candidates)
+        return sloppy_freq(phrase, slop, int(candidates.size), positions_of)
+
+    def tfs(self, term: str, docs: np.ndarray) -> np.ndarray:
+        out = np.zeros(docs.size, dtype=np.int64)
+        p = self.view._term(term, self.n_docs, self.dead)
+        if p is not None and p[0].size:
+            d, tf = p
+            i = np.minimum(np.searchsorted(d, docs), d.size - 1)
+            has = d[i] == docs
+            out[has] = tf[i[has]]
+        return out
 
 
 class RtBuild:
@@ -319,7 +350,7 @@ class RtBuild:
                 seq=ev.seq,
                 crawled_at=ev.fetched_at,
                 doclen=len(item.analyzed.terms),
-                terms=frozenset(item.analyzed.terms) | frozenset(item.analyzed.fields),
+                terms=item.analyzed.all_terms(),
                 stored={
                     "url": ev.url,
                     "urlHash": url,
@@ -328,6 +359,11 @@ class RtBuild:
                     "text": item.page.text,
                     "crawledAt": ev.fetched_at,
                     "seq": ev.seq,
+                    **(
+                        {"lang": item.fields.lang, "contentType": item.fields.content_type}
+                        if item.fields is not None
+                        else {}
+                    ),
                 },
             )
             doc_id = self.indexes[s].add(doc, item.analyzed)
@@ -389,12 +425,18 @@ class RealtimeTier:
         with self._lock:
             src = snapshot.manifest.source
             key = (src.crawl_dir, src.fingerprint)
-            if self._source != key:
+            # a rollback binds an older version of the same crawl: the events between its
+            # watermark and the newer one's, and the API deletions after its own, were
+            # dropped when the newer one went live — read them again
+            back = self.build is not None and self.build.snapshot.watermark > src.seq
+            if self._source != key or back:
                 self._retained = []
                 self._position = LogPosition(src.offset, src.seq)
                 self._source = key
                 self._log = EventLogReader(src.crawl_dir)
                 self._store = PageStore(src.crawl_dir)
+                if back:
+                    self._deletions = self._logged_deletions(src.deletions_offset)
             elif self._position.seq < src.seq:
                 self._position = LogPosition(src.offset, src.seq)
             self._retained = [r for r in self._retained if r.event.seq > src.seq]
@@ -403,6 +445,26 @@ class RealtimeTier:
             build.apply(self._retained, self._deletions)
             build.attach()
             self.build = build
+
+    def _logged_deletions(self, offset: int) -> list[ApiDeletion]:
+        """The API deletions in the index's deletions log past ``offset``."""
+        out: list[ApiDeletion] = []
+        try:
+            with (self.index_dir / DELETIONS_LOG).open("rb") as f:
+                f.seek(offset)
+                for line in f:
+                    if not line.endswith(b"\n"):
+                        break
+                    offset += len(line)
+                    try:
+                        obj = json.loads(line)
+                        url_hash, deleted_at = str(obj["urlHash"]), float(obj["deletedAt"])
+                        out.append(ApiDeletion(url_hash, deleted_at, offset))
+                    except (ValueError, KeyError, TypeError):
+                        continue
+        except OSError:
+            pass
+        return out
 
     def _load(self, ev: PageEvent) -> _Retained:
         if not ev.is_upsert or self._store is None:
@@ -415,7 +477,8 @@ class RealtimeTier:
             return _Retained(ev, None, None)
         if page is None or page.noindex:
             return _Retained(ev, page, None)
-        return _Retained(ev, page, analyze_document(page.title, page.text, ev.url))
+        fields = DocFields.of(ev.url, page.title, page.text, ctype)
+        return _Retained(ev, page, analyze_page(page.title, page.text, ev.url, fields), fields)
 
     def poll(self, max_events: int = 5000) -> int:
         """Read new events from the crawl log into the tier; returns how many were applied."""

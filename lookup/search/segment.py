@@ -44,6 +44,16 @@ import orjson
 from lookup.kit.integrity import checksum_bytes, checksum_file
 from lookup.search import manifest
 from lookup.search.analysis import Analyzed
+from lookup.search.docfields import (
+    COLUMNS,
+    DEFAULT_TYPE,
+    UNDETERMINED,
+    Column,
+    ColumnBuilder,
+    DocFields,
+    columns_of,
+    host_of,
+)
 from lookup.search.events import iso_time
 from lookup.search.extract import comparable_url
 from lookup.search.postings import (
@@ -58,11 +68,17 @@ from lookup.search.snippets import forward_entries
 
 #: Format written now: 2 added packed postings, the snippet forward index and LZ4 stored
 #: fields; 3 added each block's largest tf and shortest document to the skip table
-#: (``skip_maxtf.npy``, ``skip_mindl.npy``), the bounds of dynamic pruning.
-FORMAT = 3
+#: (``skip_maxtf.npy``, ``skip_mindl.npy``), the bounds of dynamic pruning; 4 added the
+#: per-document columns of :mod:`.docfields` (``columns.npy``, ``columns.json``: site,
+#: language, content type) and their field terms (``lang:``, ``type:``, ``filetype:``,
+#: ``inurl:``).
+FORMAT = 4
 #: Formats this reader opens (format 1: zlib stored fields, snippets made at query time;
-#: formats 1 and 2 have no block bounds, so their queries are scored exhaustively).
-READABLE_FORMATS = (1, 2, 3)
+#: formats 1 and 2 have no block bounds, so their queries are scored exhaustively; before
+#: format 4 the columns are read from the stored records when first asked for — the site
+#: from the URL, language ``und`` — and the filters' field terms are missing until the
+#: index is rebuilt).
+READABLE_FORMATS = (1, 2, 3, 4)
 #: Bytes of a segment's first stored records that become its compression dictionary
 #: (LZ4 looks back at most 64 KiB).
 STORED_DICT_BYTES = 65_536
@@ -133,6 +149,13 @@ class DocRecord:
     crawled_at: float
     seq: int
     links: list[str] = field(default_factory=list)  # normalised outgoing URLs
+    lang: str = UNDETERMINED  # ISO 639-1 code (lookup.search.docfields)
+    content_type: str = DEFAULT_TYPE  # media type without parameters
+
+    @property
+    def fields(self) -> DocFields:
+        """The page's columns (site, language, media type)."""
+        return DocFields(self.lang, self.content_type, host_of(self.url))
 
     def stored(self) -> dict[str, Any]:
         """The stored-fields record (with the fetch time already formatted for results)."""
@@ -144,6 +167,8 @@ class DocRecord:
             "text": self.text,
             "crawledAt": self.crawled_at,
             "seq": self.seq,
+            "lang": self.lang,
+            "contentType": self.content_type,
         }
         try:
             record["crawledIso"] = iso_time(self.crawled_at)
@@ -201,10 +226,13 @@ def write_segment(
     keys: list[list[str]],
     stored: tuple[bytes, list[bytes]],
     forward: Forward,
+    doc_columns: tuple[np.ndarray, dict[str, list[str]]],
 ) -> SegmentInfo:
     """Write one immutable segment directory from sorted (term, doc) postings."""
     if forward.off.size != len(doclen) + 1:
         raise ValueError("the forward index needs one entry per document")
+    if len(doc_columns[0]) != len(doclen):
+        raise ValueError("the columns need one row per document")
     enc = encode_postings(len(terms), term_ids, doc_ids, tfs, positions, doclen=doclen)
     assert enc.block_maxtf is not None and enc.block_mindl is not None
     block_maxtf, block_mindl = enc.block_maxtf, enc.block_mindl
@@ -248,6 +276,8 @@ def write_segment(
         (tmp / "fwd_starts.bin").write_bytes(np.ascontiguousarray(forward.starts, "<u2").tobytes())
         (tmp / "fwd_lengths.bin").write_bytes(np.ascontiguousarray(forward.lengths, "u1").tobytes())
         _save(tmp / "fwd_off.npy", np.asarray(forward.off, dtype=np.int64))
+        _save(tmp / "columns.npy", np.asarray(doc_columns[0], dtype=np.int32))
+        (tmp / "columns.json").write_text(json.dumps(doc_columns[1]), encoding="utf-8")
         meta: dict[str, object] = {
             "format": FORMAT,
             "docs": int(len(doclen)),
@@ -338,6 +368,7 @@ class SegmentWriter:
         self.fwd_starts = array("H")
         self.fwd_lengths = array("B")
         self.fwd_off = array("q", [0])
+        self.columns = ColumnBuilder()
 
     def __len__(self) -> int:
         return len(self.doclen)
@@ -346,8 +377,10 @@ class SegmentWriter:
         """Add one document; returns its doc id within the segment."""
         doc_id = len(self.doclen)
         by_term: dict[str, list[int]] = {}
-        for term, pos in zip(analyzed.terms, analyzed.positions, strict=True):
+        for term, pos in analyzed.positioned():  # stacked terms too, outside the length
             by_term.setdefault(term, []).append(pos)
+        for term in {t for t, _ in analyzed.stacked}:  # a word's term may be stacked too
+            by_term[term].sort()
         vocab = self.vocab
         for term, plist in by_term.items():
             tid = vocab.get(term)
@@ -382,6 +415,7 @@ class SegmentWriter:
         self.fwd_starts.frombytes(starts.tobytes())
         self.fwd_lengths.frombytes(lengths.tobytes())
         self.fwd_off.append(len(self.fwd_prints))
+        self.columns.add(doc.fields)
         return doc_id
 
     def write(self, path: Path) -> SegmentInfo:
@@ -424,6 +458,7 @@ class SegmentWriter:
             self.keys,
             self.stored.finish(),
             forward,
+            self.columns.finish(),
         )
 
 
@@ -499,6 +534,31 @@ class SegmentReader:
                 _map_bytes(self.path / "fwd_lengths.bin"),
                 load("fwd_off.npy", mmap=False),
             )
+        self._columns: dict[str, Column] | None = None
+        if meta["format"] >= 4:
+            codes = load("columns.npy", mmap=False)
+            values = json.loads((self.path / "columns.json").read_text(encoding="utf-8"))
+            self._columns = {
+                name: Column(codes[:, i], list(values[name])) for i, name in enumerate(COLUMNS)
+            }
+
+    def column(self, name: str) -> Column:
+        """A per-document column (``host``, ``lang``, ``type``; :mod:`.docfields`).
+
+        Format 4 stores them; an older segment's are read from its stored records the
+        first time one is asked for (the site from the URL, language ``und``).
+        """
+        if self._columns is None:
+            records = [DocFields.from_stored(self.stored(d)) for d in range(self.n_docs)]
+            self._columns = columns_of(records)
+        return self._columns[name]
+
+    def fields_of(self, doc: int) -> DocFields:
+        """One document's site, language and media type."""
+        return DocFields(
+            self.column("lang").value(doc), self.column("type").value(doc),
+            self.column("host").value(doc),
+        )  # fmt: skip
 
     def forward_of(self, doc: int) -> tuple[bytes, memoryview, bytes] | None:
         """The snippet forward index of ``doc``: fingerprints, starts, lengths.
@@ -571,6 +631,23 @@ class SegmentReader:
         """URL keys that ``doc`` links to."""
         return self.link_targets[int(self.link_off[doc]) : int(self.link_off[doc + 1])]
 
+    def live_links(self, live: np.ndarray) -> np.ndarray:
+        """URL keys the documents where ``live`` is set link to (the in-link counts' input)."""
+        starts = self.link_off[:-1][live]
+        lens = (self.link_off[1:] - self.link_off[:-1])[live]
+        if lens.sum() == 0:
+            return np.zeros(0, dtype=np.int64)
+        out_starts = np.cumsum(lens) - lens
+        rows = np.repeat(starts - out_starts, lens) + np.arange(int(lens.sum()))
+        return self.link_targets[rows]
+
+    def deleted_df(self, live: np.ndarray) -> dict[str, int]:
+        """Per term, how many of this segment's documents not ``live`` contain it."""
+        tids, docs, _, _ = self.all_postings(with_positions=False)
+        dead = ~live[docs]
+        counts = np.bincount(tids[dead], minlength=len(self.terms))
+        return {self.terms[i]: int(counts[i]) for i in np.flatnonzero(counts)}
+
     def all_postings(
         self, with_positions: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -614,6 +691,7 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
     fwd_starts: list[np.ndarray] = []
     fwd_lengths: list[np.ndarray] = []
     fwd_off = [0]
+    columns = ColumnBuilder()
     merged_terms = sorted(vocab_set)
     merged_index = {t: i for i, t in enumerate(merged_terms)}
     base = 0
@@ -650,6 +728,7 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
             fwd_starts.append(starts)
             fwd_lengths.append(lengths)
             fwd_off.append(fwd_off[-1] + prints.size)
+            columns.add(reader.fields_of(d))
         base += kept_docs.size
     tids = np.concatenate(parts_t) if parts_t else np.zeros(0, np.int64)
     docs = np.concatenate(parts_d) if parts_d else np.zeros(0, np.int64)
@@ -685,4 +764,5 @@ def merge_segments(inputs: list[tuple[SegmentReader, np.ndarray]], path: Path) -
         keys,
         packer.finish(),
         forward,
+        columns.finish(),
     )

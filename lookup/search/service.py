@@ -30,6 +30,7 @@ from lookup.search.location import IndexLocation, open_index_location
 from lookup.search.realtime import RealtimeTier
 from lookup.search.segment import url_key
 from lookup.search.shard import IndexVersion
+from lookup.search.synonyms import SynonymTable
 
 log = logging.getLogger("lookup.search")
 #: One line in the server log per damaged index file.
@@ -50,14 +51,17 @@ class SearchService:
         realtime: bool = True,
         poll_seconds: float = 0.5,
         models: str | Path | None = None,
+        synonyms: str | Path | None = None,
     ) -> None:
         """``models``: a model store (``DATA_DIR/models``) whose current search model
-        reorders results; None serves the hand-set weights only."""
+        reorders results; None serves the hand-set weights only. ``synonyms``: the synonym
+        table's file (:mod:`.synonyms`, re-read when it changes); None: no synonyms."""
         self.location = open_index_location(index_dir)
         self.index_dir = self.location.path
         self.coordinator = coordinator or Coordinator(
             deadline_ms=settings.get("search_deadline_ms"),
             track_total_hits=settings.get("search_track_total_hits"),
+            typo_below=settings.get("search_typo_below") if settings.get("search_typos") else 0,
         )
         self.tier: RealtimeTier | None = (
             RealtimeTier(self.index_dir, poll_seconds) if realtime else None
@@ -73,6 +77,13 @@ class SearchService:
         self._damaged_token: str | None = None
         self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
         self.models = search_model_slot(open_model_store(models) if models is not None else None)
+        self.synonyms = (
+            SynonymTable(synonyms, weight=settings.get("search_synonym_weight"))
+            if synonyms is not None
+            else None
+        )
+        if self.synonyms is not None:
+            self.coordinator.synonyms = self.synonyms
 
     # --- versions ---------------------------------------------------------------------------
     def _open(self, token: str) -> None:
@@ -140,6 +151,10 @@ class SearchService:
                 command="lookup index CRAWL_DIR",
             )
         return snap
+
+    def live_version(self) -> IndexVersion | None:
+        """The version served now (None before one is open): no reload, no error."""
+        return self._snapshot
 
     # --- queries and writes ----------------------------------------------------------------
     def search(
@@ -244,4 +259,6 @@ class SearchService:
             out["loadError"] = self.load_error
         out["reloader"] = self._watcher.status()
         out["model"] = self.models.status()
+        if self.synonyms is not None:
+            out["synonyms"] = self.synonyms.status()
         return out

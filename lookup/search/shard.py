@@ -29,17 +29,27 @@ from typing import Any, NamedTuple, Protocol
 import numpy as np
 
 from lookup.search import kernels
-from lookup.search.analysis import Phrase, analyze_document
-from lookup.search.bm25 import QueryPlan, Signals, length_norm, phrase_mask, term_scores
+from lookup.search.analysis import ANALYSIS_VERSION, Phrase
+from lookup.search.bm25 import (
+    QueryPlan,
+    Signals,
+    length_norm,
+    phrase_mask,
+    sloppy_freq,
+    term_scores,
+)
+from lookup.search.docfields import DocFields, analyze_page
+from lookup.search.facets import FacetCounts
 from lookup.search.manifest import (
     Manifest,
     SegmentEntry,
     current_manifest,
     damaged,
+    outdated,
     read_tombstones,
     shard_dir,
 )
-from lookup.search.matching import evaluate
+from lookup.search.matching import evaluate, expr_scores
 from lookup.search.pruning import (
     AND_SEED,
     PROBE_RATIO,
@@ -94,12 +104,14 @@ class ShardAnswer:
     replica: int = 0
     done_at: float = 0.0  # perf_counter() when the answer was ready
     exact: bool = True  # ``matched`` counts every match (False: only a lower bound)
+    facets: FacetCounts | None = None  # the matches' facet counts, when the plan asks
 
 
 class RealtimePart(Protocol):
     """The slice of the real-time tier a shard queries alongside its batch segments."""
 
-    def search(self, plan: QueryPlan, conjunctive: bool) -> tuple[list[Hit], int]: ...
+    def search(self, plan: QueryPlan, conj: bool, counts: Any = None) -> tuple[list[Hit], int]: ...
+    def crawled_at(self, doc: int) -> float: ...
 
 
 def _plain(values: np.ndarray, dtype: type) -> np.ndarray:
@@ -462,23 +474,19 @@ class SegmentView:
         return docs, bm, max(int(docs.size), widest), False
 
     def _match_expr(self, plan: QueryPlan) -> tuple[np.ndarray, np.ndarray, int]:
-        """Live documents an operator query matches, scored by its positive terms' BM25."""
+        """Live documents an operator query matches, scored by its clauses
+        (:func:`~lookup.search.matching.expr_scores`)."""
         reader = self.reader
-        mask = evaluate(plan.expr, _SegmentSource(reader))
+        source = _SegmentSource(reader)
+        memo: dict[Any, np.ndarray] = {}
+        mask = evaluate(plan.expr, source, memo)
         if not self.all_live:
             mask &= self._live
         docs = np.flatnonzero(mask)
-        bm = np.zeros(docs.size)
         if docs.size == 0:
-            return docs, bm, 0
+            return docs, np.zeros(0), 0
         norm = length_norm(reader.doclen[docs], plan.avgdl, plan.k1, plan.b)
-        for term, term_idf in zip(plan.terms, plan.idfs, strict=True):
-            pl = reader.postings(term)
-            if pl is None:
-                continue
-            found, tf, _ = pl.lookup(docs)
-            bm[found] += term_scores(tf, norm[found], term_idf)
-        return docs, bm, int(docs.size)
+        return docs, expr_scores(plan, source, docs, norm, memo), int(docs.size)
 
     @staticmethod
     def _phrases(plan: QueryPlan, lists: list[Any], docs: np.ndarray) -> np.ndarray:
@@ -531,6 +539,23 @@ class _SegmentSource:
 
         return phrase_mask(phrase, int(candidates.size), positions_of)
 
+    def phrase_freqs(self, phrase: Phrase, slop: int, candidates: np.ndarray) -> np.ndarray:
+        lists = {t: self.reader.postings(t) for t in phrase.terms}
+
+        def positions_of(term: str) -> tuple[np.ndarray, np.ndarray]:
+            _, owner, pos = lists[term].positions_for(candidates)  # type: ignore[union-attr]
+            return owner, pos
+
+        return sloppy_freq(phrase, slop, int(candidates.size), positions_of)
+
+    def tfs(self, term: str, docs: np.ndarray) -> np.ndarray:
+        out = np.zeros(docs.size, dtype=np.int64)
+        pl = self.reader.postings(term)
+        if pl is not None:
+            found, tf, _ = pl.lookup(docs)
+            out[found] = tf
+        return out
+
 
 class ShardIndex:
     """All batch segments of one shard, plus its slice of the real-time tier."""
@@ -555,12 +580,14 @@ class ShardIndex:
         plan: QueryPlan,
         conjunctive: bool,
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None,
-    ) -> tuple[list[Hit], int, bool]:
+    ) -> tuple[list[Hit], int, bool, FacetCounts | None]:
         hits: list[Hit] = []
         matched = 0
         exact = True
         sig = plan.signals
-        plain = plan.expr is None and not plan.phrases and kernels.ready()
+        counts = FacetCounts() if plan.facets else None  # the kernels give no match set
+        plain = not (plan.expr or plan.phrases or counts or plan.sort != "score")
+        plain = plain and kernels.ready()
         may_prune = plan.prune and not plan.exact_count
         for si, view in enumerate(self.segments):
             kmeta = view.kernel_meta(plan, conjunctive) if plain else None
@@ -584,6 +611,8 @@ class ShardIndex:
                 docs, bm, final, count, seg_exact = pruned
                 matched += count
                 exact = exact and seg_exact
+                if counts is not None:  # only the results it scored: lower bounds
+                    counts.add_segment(view.reader, docs, exact=docs.size == count)
                 if docs.size == 0:
                     continue
                 keys = view.url_keys[docs]
@@ -597,6 +626,8 @@ class ShardIndex:
                 memo = memos[si] if memos else None
                 docs, bm, count, seg_exact = view.match(plan, conjunctive, memo, lists)
                 exact = exact and seg_exact
+                if counts is not None:
+                    counts.add_segment(view.reader, docs, exact=seg_exact)
                 if docs.size == 0:
                     continue
                 matched += count
@@ -606,7 +637,8 @@ class ShardIndex:
                     fresh = sig.fresh_from_base(fresh_base[docs], plan.now)
                     final = sig.blend(bm, link[docs], fresh)
                 keys = view.url_keys[docs]
-                top = top_k(final, keys, plan.k)
+                by = final if plan.sort == "score" else view.reader.crawled[docs]  # date
+                top = top_k(by, keys, plan.k)
             hits.extend(
                 Hit(f, k, b, self.shard, si, d)
                 for f, k, b, d in zip(
@@ -618,12 +650,20 @@ class ShardIndex:
                 )
             )
         if self.realtime is not None:
-            rt_hits, rt_matched = self.realtime.search(plan, conjunctive)
+            rt_hits, rt_matched = self.realtime.search(plan, conjunctive, counts)
             hits.extend(rt_hits)
             matched += rt_matched
-        if len(self.segments) > 1 or self.realtime is not None:  # one source: in order already
+        if plan.sort == "date":  # newest first
+            hits.sort(key=lambda h: (-self.crawled_at(h), h.urlkey))
+        elif len(self.segments) > 1 or self.realtime is not None:  # one source: in order
             hits.sort(key=lambda h: (-h.score, h.urlkey))
-        return hits[: plan.k], matched, exact
+        return hits[: plan.k], matched, exact, counts
+
+    def crawled_at(self, h: Hit) -> float:
+        """When a hit's page was fetched (what ``sort=date`` orders by)."""
+        if h.segment == REALTIME:
+            return self.realtime.crawled_at(h.doc)  # type: ignore[union-attr]
+        return float(self.segments[h.segment].reader.crawled[h.doc])
 
     def search(self, plan: QueryPlan) -> ShardAnswer:
         """This shard's top k for a plan: AND, or OR when AND is empty here and allowed."""
@@ -633,10 +673,10 @@ class ShardIndex:
         memos: list[dict[int, tuple[np.ndarray, np.ndarray]]] | None = None
         if conjunctive and plan.or_fallback:
             memos = [{} for _ in self.segments]
-        hits, matched, exact = self._run(plan, conjunctive, memos)
+        hits, matched, exact, counts = self._run(plan, conjunctive, memos)
         mode = "and" if conjunctive else "or"
         if conjunctive and matched == 0 and plan.or_fallback and len(plan.terms) > 1:
-            hits, matched, exact = self._run(plan, False, memos)
+            hits, matched, exact, counts = self._run(plan, False, memos)
             mode = "or"
         return ShardAnswer(
             shard=self.shard,
@@ -646,6 +686,7 @@ class ShardIndex:
             docs=self.live_docs,
             took_ms=(time.perf_counter() - started) * 1000.0,
             exact=exact,
+            facets=counts,
         )
 
 
@@ -680,13 +721,13 @@ class IndexVersion:
                 dead = read_tombstones(self.index_dir, s, e)
                 if dead.size:
                     live[dead] = False
-                    self._base_adjust.update(_deleted_df(reader, live))
+                    self._base_adjust.update(reader.deleted_df(live))
                 shard_readers.append((reader, live))
                 self.base_docs += int(live.sum())
                 self.base_length += int(reader.doclen[live].sum())
             readers.append(shard_readers)
         # in-links: how many live pages link to each URL, over the whole crawl graph
-        sources = [r.link_targets[_expand(r.link_off, live)] for sr in readers for r, live in sr]
+        sources = [r.live_links(live) for sr in readers for r, live in sr]
         targets = np.concatenate(sources) if sources else np.zeros(0, np.int64)
         self.link_keys, self.link_counts = np.unique(targets, return_counts=True)
         for s, shard_readers in enumerate(readers):
@@ -714,10 +755,13 @@ class IndexVersion:
 
     @classmethod
     def open(cls, index_dir: str | Path) -> IndexVersion | None:
-        """The live version of an index directory, or None if nothing is published."""
+        """The live version of an index directory, or None if nothing is published
+        (``INDEX_OUTDATED`` when it was built with another text analysis)."""
         manifest = current_manifest(index_dir)
         if manifest is None:
             return None
+        if manifest.analysis != ANALYSIS_VERSION:
+            raise outdated(manifest, index_dir)
         return cls(Path(index_dir), manifest)
 
     def inlinks_for(self, url_keys: np.ndarray) -> np.ndarray:
@@ -774,8 +818,9 @@ class IndexVersion:
             terms = self._terms_cache.get(h)
             if terms is None:
                 stored = reader.stored(d)
-                a = analyze_document(stored["title"], stored["text"], stored["url"])
-                terms = frozenset(a.terms) | frozenset(a.fields)
+                fields = DocFields.from_stored(stored) if "lang" in stored else None  # format 4
+                a = analyze_page(stored["title"], stored["text"], stored["url"], fields)
+                terms = a.all_terms()
                 self._terms_cache[h] = terms
             adjust.update(terms)
             length += int(reader.doclen[d])
@@ -846,21 +891,3 @@ class IndexVersion:
             "builtAt": self.manifest.created_at,
             "crawlDir": self.manifest.source.crawl_dir,
         }
-
-
-def _expand(offsets: np.ndarray, live: np.ndarray) -> np.ndarray:
-    """Indices into a CSR value array for the rows where ``live`` is set."""
-    starts = offsets[:-1][live]
-    lens = (offsets[1:] - offsets[:-1])[live]
-    if lens.sum() == 0:
-        return np.zeros(0, dtype=np.int64)
-    out_starts = np.cumsum(lens) - lens
-    return np.repeat(starts - out_starts, lens) + np.arange(int(lens.sum()))
-
-
-def _deleted_df(reader: SegmentReader, live: np.ndarray) -> dict[str, int]:
-    """Per term, how many deleted documents of a segment contain it."""
-    tids, docs, _, _ = reader.all_postings(with_positions=False)
-    dead = ~live[docs]
-    counts = np.bincount(tids[dead], minlength=len(reader.terms))
-    return {reader.terms[i]: int(counts[i]) for i in np.flatnonzero(counts)}

@@ -34,13 +34,20 @@ import numpy as np
 import regex
 
 from lookup.search.analysis import (
+    ASCII_TOKEN,
     ASCII_WORD,
     CJK_RUN,
+    GRAM,
     MAX_TERM_CHARS,
     STOP_WORDS,
+    THAI_RUN,
     WORD,
+    WORD_TOKEN,
+    fold,
+    gram,
     normalize_word,
     stem,
+    thai_spans,
 )
 
 #: Words shown in a snippet window.
@@ -103,14 +110,26 @@ def scan_prefix(text: str) -> str:
 def snippet_words(text: str) -> SnippetWords:
     """Tokenise the scanned prefix the way analysis does, keeping each word's span."""
     scan = scan_prefix(text)
+    marked = "+" in scan or "#" in scan  # C++, C#: the analysis's token rule
     if scan.isascii():
-        matches = list(ASCII_WORD.finditer(scan.lower()))
+        matches = list((ASCII_TOKEN if marked else ASCII_WORD).finditer(scan.lower()))
         words = [m.group() for m in matches]
     else:
-        spans = [span for m in WORD.finditer(scan) for span in _cjk_pieces(m.group(), m.start())]
+        spans = [
+            span
+            for m in (WORD_TOKEN if marked else WORD).finditer(scan)
+            for span in _pieces(m.group(), m.start())
+        ]
         words = [normalize_word(scan[a:b]) for a, b in spans]
         return SnippetWords(scan, words, [a for a, _ in spans], [b for _, b in spans])
     return SnippetWords(scan, words, [m.start() for m in matches], [m.end() for m in matches])
+
+
+def _pieces(word: str, at: int) -> list[tuple[int, int]]:
+    """Spans of a word as analysis cuts it: Thai runs into dictionary words, then CJK runs."""
+    if word.isascii() or not THAI_RUN.search(word):
+        return _cjk_pieces(word, at)
+    return [span for a, b in thai_spans(word) for span in _cjk_pieces(word[a:b], at + a)]
 
 
 def _cjk_pieces(word: str, at: int) -> list[tuple[int, int]]:
@@ -165,12 +184,14 @@ class ForwardQuery:
 
     terms: frozenset[str]
     prints: tuple[bytes, ...]  # the distinct fingerprints, one byte each
+    grams: bool = False  # a stop-word pair among the terms (``gram:the who``)
 
     @classmethod
     def of(cls, terms: Iterable[str]) -> ForwardQuery:
         """The terms and their distinct fingerprints."""
         ts = frozenset(terms)
-        return cls(ts, tuple(bytes([p]) for p in sorted({fingerprint(t) for t in ts})))
+        prints = tuple(bytes([p]) for p in sorted({fingerprint(t) for t in ts}))
+        return cls(ts, prints, any(t.startswith(GRAM) for t in ts))
 
 
 def best_window_start(matches: Sequence[int], keys: Sequence[object], window: int) -> int:
@@ -235,11 +256,17 @@ def _wanted(words: list[str], terms: set[str] | frozenset[str]) -> dict[str, str
     """The distinct words whose stem is a query term, with that term.
 
     Snowball rewrites a word's ending, never its first letter, so only words sharing a
-    term's first letter need stemming.
+    term's first letter (once folded: ``é`` is ``e``) need stemming.
     """
     heads = {t[:1] for t in terms}
     uniq = sorted(
-        {w for w in words if w[:1] in heads and w not in STOP_WORDS and len(w) <= MAX_TERM_CHARS}
+        {
+            w
+            for w in words
+            if (w[:1] in heads or (not w.isascii() and fold(w)[:1] in heads))
+            and w not in STOP_WORDS
+            and len(w) <= MAX_TERM_CHARS
+        }
     )
     return {w: t for w, t in zip(uniq, stem(uniq), strict=True) if t in terms}
 
@@ -252,7 +279,18 @@ def make_snippet(text: str, terms: set[str] | frozenset[str], window: int = WIND
         return html.escape(sw.scan[:200])
     wanted = _wanted(words, terms)
     matches = [i for i, w in enumerate(words) if w in wanted]
-    start = best_window_start(matches, [wanted[words[i]] for i in matches], window)
+    keys = [wanted[words[i]] for i in matches]
+    if any(t.startswith(GRAM) for t in terms):  # stop-word pairs: both words, side by side
+        by_word = dict(zip(matches, keys, strict=True))
+        folded = [fold(w) for w in words]
+        for i in range(len(words) - 1):
+            pair = gram(folded[i], folded[i + 1])
+            if pair in terms:
+                by_word.setdefault(i, pair)
+                by_word.setdefault(i + 1, pair)
+        matches = sorted(by_word)
+        keys = [by_word[i] for i in matches]
+    start = best_window_start(matches, keys, window)
     end = min(len(words), start + window)
     marked = [(sw.starts[i], sw.ends[i]) for i in matches if start <= i < end]
     return render(text, sw.starts[start], sw.ends[end - 1], marked)
@@ -275,6 +313,8 @@ def snippet_from_forward(
     n = len(prints)
     if n == 0:
         return html.escape(scan_prefix(text)[:200])
+    if query.grams:  # stop words have no fingerprint: pairs are found by reading the words
+        return make_snippet(text, query.terms, window)
     ascii_text = (text if len(text) <= SCAN_CHARS else scan_prefix(text)).isascii()
     cand: list[int] = []
     for p in query.prints:

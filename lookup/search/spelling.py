@@ -2,7 +2,8 @@
 
 A query word is corrected to the index term nearest to it in edit distance (optimal
 string alignment: insertions, deletions, substitutions and swaps of two neighbours each
-cost 1), at most one edit for words of up to four characters and two beyond; among
+cost 1; rapidfuzz's ``OSA``, the one edit distance web search uses), at most one edit
+for words of up to four characters and two beyond; among
 equally near terms the one in most documents wins (the noisy-channel idea with a flat
 error model: the prior is the term's document frequency). A term is only proposed when
 it is in many more documents than the word itself, so a rare real word is left alone.
@@ -11,6 +12,10 @@ Scanning the whole vocabulary with the dynamic programme would be slow in Python
 a necessary condition filters first, vectorised over every term at once: each edit
 changes a word's letter counts by at most 2 in L1 distance, so a term whose counts are
 further than ``2 × edits`` from the word's cannot be within ``edits``.
+
+The same scan lists every term within a distance (:meth:`Speller.near`) for fuzzy
+words and typo tolerance (:mod:`.expansion`): Meilisearch's word-length bounds
+(:func:`typos_allowed`) and Lucene's similarity factor (:func:`similarity`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from rapidfuzz.distance import OSA
 
 from lookup.search.analysis import analyze
 from lookup.search.query import FIELDS, QuerySyntaxError, tokenize
@@ -40,35 +46,32 @@ def max_edits(word: str) -> int:
 
 
 def edit_distance(a: str, b: str, limit: int | None = None) -> int:
-    """Optimal-string-alignment distance of ``a`` and ``b``.
+    """Optimal-string-alignment distance of ``a`` and ``b`` (rapidfuzz's ``OSA``).
 
-    With ``limit``, stops early and returns ``limit + 1`` once the distance must exceed it.
+    With ``limit``, returns ``limit + 1`` when the distance exceeds it (and stops early).
     """
-    if a == b:
-        return 0
-    la, lb = len(a), len(b)
-    cap = (max(la, lb) if limit is None else limit) + 1
-    if abs(la - lb) >= cap:
-        return cap
-    prev2: list[int] = []
-    prev = list(range(lb + 1))
-    for i in range(1, la + 1):
-        cur = [i] + [0] * lb
-        ca = a[i - 1]
-        best = cur[0]
-        for j in range(1, lb + 1):
-            cb = b[j - 1]
-            cost = 0 if ca == cb else 1
-            v = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                v = min(v, prev2[j - 2] + 1)
-            cur[j] = v
-            if v < best:
-                best = v
-        if best >= cap:
-            return cap
-        prev2, prev = prev, cur
-    return min(prev[lb], cap)
+    if limit is None:
+        return int(OSA.distance(a, b))
+    return int(OSA.distance(a, b, score_cutoff=limit))
+
+
+#: Meilisearch's ``minWordSizeForTypos`` defaults: a typed word of 5 characters or more
+#: may hold one typo, of 9 or more two.
+ONE_TYPO_CHARS = 5
+TWO_TYPOS_CHARS = 9
+
+
+def typos_allowed(word: str) -> int:
+    """Typos tolerated in a typed word, by its length (Meilisearch's default bounds)."""
+    n = len(word)
+    return 2 if n >= TWO_TYPOS_CHARS else 1 if n >= ONE_TYPO_CHARS else 0
+
+
+def similarity(term: str, other: str, distance: int) -> float:
+    """Lucene's fuzzy similarity, ``1 - distance / min(len(term), len(other))``: the factor an
+    expanded term's score is multiplied by (1.0 for the term itself; 0 or below: too far)."""
+    shortest = min(len(term), len(other))
+    return 1.0 - distance / shortest if shortest else 0.0
 
 
 def _counts(word: str) -> np.ndarray:
@@ -101,6 +104,21 @@ class Speller:
             for c in t:
                 counts[i, _ALPHABET.get(c, _SLOTS - 1)] += 1
         self.counts = counts
+
+    def near(self, term: str, k: int) -> list[tuple[str, int]]:
+        """Every term of the vocabulary within ``k`` edits of ``term`` (itself included),
+        with its distance."""
+        if not term or not self.terms or k < 0:
+            return []
+        rows = np.flatnonzero(np.abs(self.lengths - len(term)) <= k)
+        rows = rows[np.abs(self.counts[rows] - _counts(term)).sum(axis=1) <= 2 * k]
+        out = []
+        for i in rows.tolist():
+            cand = self.terms[i]
+            d = edit_distance(term, cand, k)
+            if d <= k:
+                out.append((cand, d))
+        return out
 
     def suggest(self, term: str) -> Suggestion | None:
         """The best correction of an index term, or None if it needs none or has none."""
@@ -142,7 +160,7 @@ def speller_for(snapshot: object) -> Speller:
     return speller
 
 
-def _surface(typed: str, typed_term: str, term: str) -> str:
+def surface(typed: str, typed_term: str, term: str) -> str:
     """A word for the corrected stem, with the ending the typed word lost to stemming.
 
     ``itertols`` stems to ``itertol``, corrected to ``itertool``; the typed ``s`` goes
@@ -181,7 +199,7 @@ def correct_query(text: str, speller: Speller) -> str | None:
         if s is None:
             continue
         out.append(text[at : tok.pos])
-        out.append(_surface(tok.text, terms[0], s.term))
+        out.append(surface(tok.text, terms[0], s.term))
         at = tok.pos + len(tok.text)
         changed = True
     if not changed:

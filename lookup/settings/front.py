@@ -6,6 +6,7 @@ from lookup.settings.base import (
     Setting,
     as_byte_count,
     as_flag,
+    as_lower,
     as_port_slot,
     as_positive_float,
     as_seconds,
@@ -109,6 +110,18 @@ KNOBS: list[Setting] = [
         "seconds an idle keep-alive connection stays open after a response (uvicorn's "
         "default, 5 s: a client's next request on the same page reuses it, an idle "
         "one stops holding a slot).",
+    ),
+    Setting(
+        "metrics_auth",
+        "LOOKUP_METRICS_AUTH",
+        "open",
+        as_lower,
+        "choice",
+        "",
+        "who may read GET /metrics: open (as /healthz: counts and latencies, no data or "
+        "secrets, and Prometheus scrapes it with no secret to manage) or admin (the admin "
+        "token as a bearer token; Prometheus sends it with authorization.credentials_file).",
+        choices=("open", "admin"),
     ),
     Setting(
         "health_probe_timeout",

@@ -405,6 +405,9 @@ class RedirectRoute(BaseRoute):
     app has by then (systems mounted after the shortener), so none is ever shadowed.
     """
 
+    #: The route label of its requests in ``/metrics`` (:func:`lookup.kit.metrics.route_of`).
+    metrics_label = "/{key}"
+
     def __init__(self, shortener: Shortener, mounts: Any = None) -> None:
         self.reserved = shortener.reserved
         self.handler = RedirectHandler(shortener)

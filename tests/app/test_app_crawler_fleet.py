@@ -31,7 +31,7 @@ from lookup.kit.pgserver import postgres_available
 PAGE = "views/crawler.py"
 #: The Controls tab's health columns, the owning worker and its lease's epoch first.
 HEALTH_COLUMNS = [
-    "Host", "Worker", "Epoch", "Control", "Requests", "Pages", "Errors", "429/503",
+    "Host", "Worker", "Epoch", "Control", "Block check", "Requests", "Pages", "Errors", "429/503",
     "Back-off (s)", "robots.txt", "Robots refused", "Trap cuts", "Budget used", "Queued",
     "Next allowed in (s)",
 ]  # fmt: skip

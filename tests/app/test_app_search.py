@@ -213,8 +213,10 @@ def test_markup_in_a_page_is_shown_as_text(page: AppTest) -> None:
 
 
 def test_queries_that_cannot_run_get_a_sentence(page: AppTest) -> None:
-    at = _search(page, "the of and")
+    at = _search(page, "?!")
     assert "Nothing searchable" in _text(at)
+    at = _search(at, "the of and")  # stop words only: searched as a phrase, found nowhere
+    assert "No page has “the of and” word after word" in _text(at)
     at = _search(at, " ".join(f"word{i}" for i in range(40)))
     assert "cannot be run" in _text(at) and "QUERY_TOO_LONG" in _text(at)
     at = _search(at, "qqqzzzxxnotaword")

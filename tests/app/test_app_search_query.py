@@ -86,3 +86,17 @@ def test_a_syntax_error_points_at_its_character(page: AppTest) -> None:
     assert "That query cannot be run" in text and "never closed" in text
     code = [c.value for c in at.code]
     assert any(c.splitlines()[1].startswith(" " * 6 + "^") for c in code if "\n" in c), code
+
+
+def test_typo_tolerance_says_what_it_searched(page: AppTest) -> None:
+    """``itertols chain`` finds the itertools pages and the page says so, the correction in
+    bold; a prefix says what it expanded to (issue 28 items 1 and 7)."""
+    api = page.api  # type: ignore[attr-defined]
+    at = _search(page, "itertols chain")
+    assert "Showing results for **itertools** chain" in page_text(at)
+    body = httpx.get(f"{api}/search", params={"q": "itertols chain"}).json()
+    assert body["corrections"][0]["to"] == "itertools"
+    assert body["estimatedTotal"] > 0
+    assert metric_value(at, "Results") == f"about {body['estimatedTotal']:,}"
+    assert "Expanded: `iter*` →" in page_text(_search(page, "iter*"))
+    assert "Showing results for" not in page_text(_search(page, "itertools chain"))

@@ -145,3 +145,43 @@ def test_the_factory_accepts_paths_and_file_urls_only(tmp_path: Path) -> None:
     assert open_index_location(tmp_path.as_uri()).path == tmp_path
     with pytest.raises(ValueError, match="file:///"):
         open_index_location("s3://bucket/index")
+
+
+def test_rollback_swaps_back_to_the_previous_version_and_is_kept(location: IndexLocation) -> None:
+    from lookup.errors import Conflict, NotBuilt
+
+    with pytest.raises(NotBuilt):
+        location.rollback()
+    location.publish(_version(location, 1, "eps"))
+    with pytest.raises(Conflict) as none:
+        location.rollback()
+    assert none.value.code == "NO_PREVIOUS"
+    location.publish(_version(location, 2, "eps"))
+    assert location.rollback() == (1, 2)
+    current = location.current()
+    assert current is not None and current.version == 1
+    assert location.previous_token() is not None and "000002" in location.previous_token()
+    # a newer version published after the rollback: the live-before (1) is the target and
+    # survives garbage collection although it is the oldest
+    location.publish(_version(location, 3, "eps"))
+    location.collect_garbage(keep_versions=2)
+    assert location.versions() == [1, 2, 3]
+    assert location.rollback() == (1, 3)
+    snap = location.open()
+    assert snap is not None and snap.version == 1
+    with location.writer(), pytest.raises(Conflict) as busy:
+        location.rollback()
+    assert busy.value.code == "INDEX_BUSY"
+
+
+def test_a_rejected_version_is_kept_aside_and_never_live(location: IndexLocation) -> None:
+    location.publish(_version(location, 1, "zeta"))
+    candidate = _version(location, 2, "zeta")
+    location.reject(candidate, {"reason": "docs: too few", "checks": []})
+    assert location.rejected() == [2]
+    assert location.rejection(2)["reason"] == "docs: too few"
+    assert "manifest" not in location.rejection(2)
+    current = location.current()
+    assert current is not None and current.version == 1 and location.versions() == [1]
+    with pytest.raises(KeyError):
+        location.rejection(7)

@@ -83,6 +83,18 @@ def test_log_versions_grow_and_since_reads_in_order(controls: Any) -> None:
     assert controls.since(c.version) == []
 
 
+def test_the_global_ceiling_is_a_command_like_the_others(controls: Any) -> None:
+    """``set-delay *`` (issue 28 item 17) is stored and read back by every backend."""
+    a = controls.issue(ControlCommand("set-delay", "*", 1.5, "a complaint"))
+    b = controls.issue(ControlCommand("set-delay", "*", None))
+    c = controls.issue(ControlCommand("set-delay", "*", 4.0))
+    got = [(r.command, r.target, r.value) for r in controls.since(0)]
+    assert got == [("set-delay", "*", 1.5), ("set-delay", "*", None), ("set-delay", "*", 4.0)]
+    assert a.version < b.version < c.version
+    state = ControlState.of(controls.since(0))
+    assert state.ceiling == 4.0 and state.floor_for("a.test", 0.1) == 4.0
+
+
 def test_acks_keep_the_highest_version(controls: Any) -> None:
     controls.acknowledge("w1", 5)
     controls.acknowledge("w1", 3)  # a late, older ack never moves it back
@@ -137,11 +149,11 @@ def test_bad_commands_name_what_is_wrong(cmd: ControlCommand, code: str) -> None
 
 # -- the fold, against an independent replay -------------------------------------------
 
-_HOSTS = ["a.test", "a.test:81", "b.test"]
+_HOSTS = ["a.test", "a.test:81", "b.test", "*"]
 _PATTERNS = ["http://a.test/x*", "*private*"]
 command = st.one_of(
     st.tuples(st.sampled_from(["block-host", "unblock-host", "pause-host", "resume-host"]),
-              st.sampled_from(_HOSTS), st.none()),
+              st.sampled_from(_HOSTS[:-1]), st.none()),
     st.tuples(st.sampled_from(["block-pattern", "unblock-pattern"]),
               st.sampled_from(_PATTERNS), st.none()),
     st.tuples(st.just("set-delay"), st.sampled_from(_HOSTS),
@@ -160,7 +172,9 @@ def _replay(cmds: list[tuple[str, str, float | None]]) -> dict[str, Any]:
         if c in ("pause-crawl", "resume-crawl"):
             family = "crawl"
         last[(family, t)] = (c, v)
+    delays = {t: v for (f, t), (c, v) in last.items() if f == "delay" and v is not None}
     return {
+        "globalDelay": delays.get("*"),
         "blockedHosts": sorted(t for (f, t), (c, _) in last.items() if c == "block-host"),
         "blockedPatterns": sorted(t for (f, t), (c, _) in last.items() if c == "block-pattern"),
         "pausedHosts": sorted(t for (f, t), (c, _) in last.items() if c == "pause-host"),

@@ -27,11 +27,14 @@ def _config(out: Path, web: Sandbox, **overrides: Any):  # type: ignore[no-untyp
 
 
 def _pages(entries: list[LoggedRequest]) -> list[str]:
-    """Page requests to the calendar (not its robots.txt, not the soft-404 probe)."""
+    """Page requests to the calendar (not its robots.txt, not the soft-404 probe, not the
+    ``/sitemap.xml`` tried because robots.txt names none: no page of the budget)."""
     return [
         request_url(e)
         for e in entries
-        if e.host == CALENDAR and e.path != "/robots.txt" and "/lookupbot-probe-" not in e.path
+        if e.host == CALENDAR
+        and e.path not in ("/robots.txt", "/sitemap.xml")
+        and "/lookupbot-probe-" not in e.path
     ]
 
 

@@ -1,4 +1,5 @@
-"""Sitemaps as sites serve them (issue 28 item 13): XML, gzip, text, indexes, RSS, Atom.
+"""Sitemaps as sites serve them (issue 28 item 13): XML, gzip, text, indexes, RSS, Atom,
+and ``/sitemap.xml`` tried when robots.txt names none.
 
 The parser is checked against ``ultimate-sitemap-parser`` (``usp``), an established
 library reading the same formats, on random sitemaps built by hypothesis; then against
@@ -24,7 +25,14 @@ from hypothesis import strategies as st
 from usp.tree import sitemap_from_str
 
 from lookup.crawler import CrawlConfig, crawl
-from lookup.crawler.sitemaps import MAX_UNPACKED_BYTES, SitemapError, parse_sitemap
+from lookup.crawler.dedup import DuplicateDetector
+from lookup.crawler.fetcher import FetchResult
+from lookup.crawler.frontier import FrontierEntry
+from lookup.crawler.outcomes import FetchContext, RuleKit, decide
+from lookup.crawler.output import WarcStore
+from lookup.crawler.sitemaps import MAX_UNPACKED_BYTES, SitemapError, parse_sitemap, sitemap_sources
+from lookup.crawler.traps import TrapGuard, TrapPolicy
+from lookup.kit.urlnorm import url_hash
 
 logging.getLogger("usp").setLevel(logging.ERROR)
 
@@ -193,3 +201,55 @@ def test_a_crawl_follows_gzip_index_text_and_feed_and_counts_the_broken_one(
     assert {"/from-text.html", "/from-feed.html", "/broken.xml"} <= set(_Site.paths)
     assert report.outcomes.get("sitemap-unparseable") == 1
     assert report.outcomes.get("sitemap") == 3  # the index, the text list and the feed
+
+
+# -- /sitemap.xml tried when robots.txt names none ------------------------------------------
+
+
+def test_sitemap_xml_is_tried_only_when_robots_txt_names_none() -> None:
+    named = ["http://s.test:81/a.xml.gz", "http://s.test:81/b.txt"]
+    assert sitemap_sources("rules", named, "http://s.test:81") == [
+        (named[0], "sitemap"), (named[1], "sitemap"),
+    ]  # fmt: skip
+    probe = [("http://s.test:81/sitemap.xml", "sitemap-probe")]
+    assert sitemap_sources("rules", [], "http://s.test:81") == probe
+    assert sitemap_sources("allow-all", [], "http://s.test:81") == probe  # robots.txt 404
+    assert sitemap_sources("disallow-all", [], "http://s.test:81") == []  # no crawling at all
+
+
+def _answer(kind: str, status: int, body: bytes, ctype: str, tmp_path: Path) -> FetchContext:
+    url = "http://s.test/sitemap.xml"
+    kit = RuleKit(
+        CrawlConfig(tmp_path), DuplicateDetector(), WarcStore(tmp_path),
+        TrapGuard(TrapPolicy()), {}, lambda _h: None,
+    )  # fmt: skip
+    res = FetchResult(url, "127.0.0.1", 0.0, 0.01, status, {"content-type": ctype}, [], body, ctype)
+    entry = FrontierEntry(url, url_hash(url), "s.test", kind=kind)
+    return FetchContext(entry, res, None, delay=0.1, retry_after=None, kit=kit)
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "body", "ctype", "outcome"),
+    [
+        ("sitemap-probe", 404, b"<h1>Not found</h1>", "text/html", "sitemap-absent"),
+        ("sitemap-probe", 410, b"", "text/html", "sitemap-absent"),
+        ("sitemap-probe", 403, b"", "text/html", "sitemap-absent"),
+        # a "not found" page served as 200 where we only guessed: no sitemap either
+        ("sitemap-probe", 200, b"<html><p>Nothing here</p></html>", "text/html", "sitemap-absent"),
+        # but a broken sitemap at /sitemap.xml is still reported
+        ("sitemap-probe", 200, b"<urlset><url>", "application/xml", "sitemap-unparseable"),
+        ("sitemap-probe", 200, b"http://s.test/a.html\n", "text/plain", "sitemap"),
+        ("sitemap-probe", 503, b"", "text/html", "retry:http-503"),
+        # a sitemap robots.txt names is expected to be there: its 404 stays an HTTP 404
+        ("sitemap", 404, b"", "text/html", "http-404"),
+        ("sitemap", 200, b"<html><p>Maintenance</p></html>", "text/html", "sitemap-unparseable"),
+    ],
+)
+def test_what_the_probe_finds(
+    tmp_path: Path, kind: str, status: int, body: bytes, ctype: str, outcome: str
+) -> None:
+    out = decide(_answer(kind, status, body, ctype, tmp_path))
+    assert out.name == outcome
+    if outcome == "sitemap-absent":
+        assert out.facts.reason and "robots.txt names none" in out.facts.reason
+        assert not out.requeue and out.host_counter is None  # no error, no back-off

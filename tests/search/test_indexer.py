@@ -10,6 +10,7 @@ import numpy as np
 
 from lookup.search import SearchService, build_index, current_manifest
 from lookup.search.analysis import analyze_document
+from lookup.search.docfields import DocFields, analyze_page
 from lookup.search.extract import extract_page
 from lookup.search.manifest import read_tombstones, shard_dir
 from lookup.search.segment import SegmentReader, merge_segments
@@ -135,8 +136,9 @@ def test_merge_drops_deleted_documents_and_keeps_postings(tmp_path: Path, index_
     for new_id, url_doc in enumerate(expected_urls):
         st = merged.stored(new_id)
         assert st["url"] == url_doc
-        a = analyze_document(st["title"], st["text"], st["url"])
-        for term, tf in (Counter(a.terms) + Counter(set(a.fields))).items():
+        a = analyze_page(st["title"], st["text"], st["url"], DocFields.from_stored(st))
+        stacked = Counter(t for t, _ in a.stacked)  # stop-word pairs, folded words' originals
+        for term, tf in (Counter(a.terms) + stacked + Counter(set(a.fields))).items():
             brute.setdefault(term, []).append((new_id, tf))
     assert set(merged.terms) == set(brute)
     for term in list(brute)[:300]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lookup.search import SearchService, Signals, analyze_query
-from lookup.search.analysis import analyze
+from lookup.search.analysis import STOP_WORDS, analyze, words_of
 from lookup.search.extract import extract_page
 from lookup.search.segment import url_key
 from tests.search.conftest import sample_queries
@@ -20,37 +20,69 @@ from tests.search.corpus import BASE_TIME, Page
 NOW = BASE_TIME + 40 * 86400
 
 
+def _pairs(words: list[str]) -> list[tuple[str, str]]:
+    """Adjacent words that are both stop words."""
+    pairs = zip(words, words[1:], strict=False)
+    return [(a, b) for a, b in pairs if a in STOP_WORDS and b in STOP_WORDS]
+
+
+def _gram(pair: tuple[str, str]) -> str:
+    return f"gram:{pair[0]} {pair[1]}"
+
+
 class BruteForce:
     """Textbook BM25 (Lucene variant) over token lists, with AND → OR fallback."""
 
     def __init__(self, pages: list[Page]) -> None:
         self.urls = [p.url for p in pages]
         self.docs = []
+        self.pairs: list[Counter[str]] = []
+        self.words: list[tuple[list[str], list[str]]] = []
         for p in pages:
             page = extract_page(p.html(), p.url)
             # BM25F with the title weighted three times (written out, not imported)
             title, body = Counter(analyze(page.title).terms), Counter(analyze(page.text).terms)
             self.docs.append(title + title + title + body)
+            # adjacent stop words, paired (``gram:to be``): beside the words, outside the length
+            tp = Counter(_gram(pair) for pair in _pairs(words_of(page.title)))
+            bp = Counter(_gram(pair) for pair in _pairs(words_of(page.text)))
+            self.pairs.append(tp + tp + tp + bp)
+            self.words.append((words_of(page.title), words_of(page.text)))
         self.lens = [sum(c.values()) for c in self.docs]
         self.n = len(self.docs)
         self.avgdl = sum(self.lens) / self.n
-        self.df = Counter(t for c in self.docs for t in c)
+        self.df = Counter(t for c in self.docs + self.pairs for t in c)
 
     def score(self, terms: list[str], d: int, k1: float = 1.2, b: float = 0.75) -> float:
         total = 0.0
         for t in terms:
-            tf = self.docs[d].get(t, 0)
+            tf = self.docs[d].get(t, 0) or self.pairs[d].get(t, 0)
             if tf:
                 idf = math.log(1 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5))
                 total += idf * tf / (tf + k1 * (1 - b + b * self.lens[d] / self.avgdl))
         return total
 
-    def search(self, query: str) -> tuple[list[tuple[str, float]], int]:
+    def terms_of(self, query: str) -> list[str]:
+        """The scoring terms: the words' stems; for stop words only, their adjacent pairs."""
         terms = analyze_query(query)
+        if terms:
+            return terms
+        return list(dict.fromkeys(_gram(p) for p in _pairs(words_of(query))))
+
+    def search(self, query: str) -> tuple[list[tuple[str, float]], int]:
+        terms = self.terms_of(query)
         if not terms:
             return [], 0
-        match = [d for d in range(self.n) if all(t in self.docs[d] for t in terms)]
-        if not match:
+        if terms[0].startswith("gram:"):  # stop words only: the run itself, word after word
+            words, k = words_of(query), len(words_of(query))
+            match = [
+                d
+                for d in range(self.n)
+                if any(seq[i : i + k] == words for seq in self.words[d] for i in range(len(seq)))
+            ]
+        else:
+            match = [d for d in range(self.n) if all(t in self.docs[d] for t in terms)]
+        if not match and not terms[0].startswith("gram:"):
             match = [d for d in range(self.n) if any(t in self.docs[d] for t in terms)]
         scored = sorted(
             ((self.score(terms, d), d) for d in match),
@@ -121,7 +153,8 @@ def test_sharded_index_ranks_like_the_unsharded_one(
             [r["score"] for r in one["results"]], abs=1e-9
         )
         assert four["estimatedTotal"] == one["estimatedTotal"]
-        assert four["shardsAnswered"] == four["shardsQueried"] == (4 if analyze_query(q) else 0)
+        searched = 4 if analyze_query(q) or len(words_of(q)) > 1 else 0  # stop words: pairs
+        assert four["shardsAnswered"] == four["shardsQueried"] == searched
 
 
 #: "Signals only break near-ties": a page may rise above another whose BM25 is at most
@@ -143,7 +176,7 @@ def test_signals_blend_in_links_and_freshness(
         body = service_4.search(q, now=NOW, explain=True, limit=20)
         bms = []
         for r in body["results"]:
-            bm = brute.score(analyze_query(q), brute.urls.index(r["url"]))
+            bm = brute.score(brute.terms_of(q), brute.urls.index(r["url"]))
             ex = r["explain"]
             assert ex["bm25"] == pytest.approx(bm, abs=1e-6)
             assert ex["signals"]["inLinks"] == inlinks[r["url"]]
@@ -250,7 +283,7 @@ def test_bounded_or_work_scores_its_candidates_exactly(
 
 def test_vocabulary_document_frequencies(service_4: SearchService, brute: BruteForce) -> None:
     vocab = service_4.snapshot().vocabulary()
-    assert dict(vocab) == dict(brute.df)
+    assert dict(vocab) == {t: n for t, n in brute.df.items() if ":" not in t}  # no pairs
     assert [n for _, n in vocab] == sorted((n for _, n in vocab), reverse=True)
 
 

@@ -1,5 +1,6 @@
-""" "Did you mean": the edit distance against rapidfuzz, the speller against a brute-force
-scan of its vocabulary, and ``hepq`` → ``heapq`` through the search service and HTTP."""
+""" "Did you mean": the edit distance (rapidfuzz's OSA, the one search uses) against the
+textbook table, the speller against a brute-force scan of its vocabulary, and ``hepq`` →
+``heapq`` through the search service and HTTP."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rapidfuzz.distance import OSA
 from starlette.testclient import TestClient
 
 from lookup.search import SearchService
@@ -22,14 +22,15 @@ from lookup.search.spelling import (
     max_edits,
 )
 from lookup.server import create_app
+from tests.search.test_query_operators import osa
 
 word = st.text(alphabet="abcde", max_size=9)
 
 
 @settings(max_examples=400, deadline=None)
 @given(word, word, st.integers(0, 4))
-def test_edit_distance_is_rapidfuzz_osa(a: str, b: str, limit: int) -> None:
-    exact = OSA.distance(a, b)
+def test_edit_distance_is_the_textbook_osa(a: str, b: str, limit: int) -> None:
+    exact = osa(a, b)
     assert edit_distance(a, b) == exact
     assert edit_distance(a, b, limit) == min(exact, limit + 1)
 
@@ -41,7 +42,7 @@ def _brute(vocab: dict[str, int], term: str) -> str | None:
     k = max_edits(term)
     best = None
     for cand, df in vocab.items():
-        d = OSA.distance(term, cand)
+        d = osa(term, cand)
         if cand == term or d > k or (own and df < own * MIN_GAIN):
             continue
         key = (d, -df, cand)
@@ -104,3 +105,17 @@ def test_typos_of_module_names(index_1: Path, typed: str, expected: str) -> None
         assert svc.search(typed)["didYouMean"]["query"] == expected
     finally:
         svc.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(alphabet="abcdefg", min_size=1, max_size=8), st.integers(1, 50), min_size=1
+    ),
+    st.text(alphabet="abcdefgh", min_size=1, max_size=9),
+    st.integers(0, 2),
+)
+def test_near_lists_every_term_within_k(vocab: dict[str, int], typed: str, k: int) -> None:
+    """What fuzzy words and typo tolerance expand to: every term within k edits."""
+    got = sorted(Speller(vocab.items()).near(typed, k))
+    assert got == sorted((t, osa(typed, t)) for t in vocab if osa(typed, t) <= k)

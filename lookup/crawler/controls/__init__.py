@@ -48,6 +48,7 @@ __all__ = [
     "BACKENDS",
     "COMMANDS",
     "CONTROLS_FILE",
+    "EVERY_HOST",
     "MAX_DELAY_S",
     "Ack",
     "Backend",
@@ -82,7 +83,7 @@ COMMANDS: dict[str, str] = {
     "unblock-host": "host",
     "block-pattern": "pattern",
     "unblock-pattern": "pattern",
-    "set-delay": "host",  # value: seconds between requests; None: the crawl's own
+    "set-delay": "host",  # value: seconds between requests; None: the crawl's own; "*": all
     "pause-host": "host",
     "resume-host": "host",
     "pause-crawl": "",
@@ -90,6 +91,8 @@ COMMANDS: dict[str, str] = {
     "recrawl": "url",
 }
 MAX_DELAY_S = 3600.0
+#: ``set-delay``'s target for every host: the crawl's global per-host rate ceiling.
+EVERY_HOST = "*"
 _HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(:[0-9]{1,5})?$")
 
 
@@ -143,7 +146,9 @@ def validate(cmd: ControlCommand) -> ControlCommand:
         raise ControlError("UNKNOWN_COMMAND", f"commands are: {', '.join(COMMANDS)}")
     target = (cmd.target or "").strip()
     note = (cmd.note or "")[:500]
-    if kind == "host":
+    if cmd.command == "set-delay" and target == EVERY_HOST:
+        pass  # the global ceiling: no host's delay goes below it
+    elif kind == "host":
         target = target.lower().rstrip(".")
         if not _HOST.match(target) or ".." in target:
             raise ControlError("BAD_HOST", f"not a host name (host or host:port): {cmd.target!r}")
@@ -246,6 +251,20 @@ class ControlState:
             return False
         return self._built().holds.get(host.lower()) is not None
 
+    @property
+    def ceiling(self) -> float | None:
+        """The global per-host delay (``set-delay *``): no host is asked more often."""
+        return self.delays.get(EVERY_HOST)
+
+    def floor_for(self, host: str, default: float) -> float | None:
+        """The least pause between two requests to ``host`` the controls allow (None: no
+        control speaks for it): the host's own delay, or ``default`` (the crawl's own
+        ``min_delay``) when it has none, raised to the global ceiling."""
+        own, ceiling = self.delay_for(host), self.ceiling
+        if ceiling is None:
+            return own
+        return max(default if own is None else own, ceiling)
+
     def delay_for(self, host: str) -> float | None:
         """The operator's delay for ``host`` (an exact ``host:port`` target wins)."""
         if host.lower() in self.delays:
@@ -259,6 +278,7 @@ class ControlState:
             "blockedPatterns": sorted(self.blocked_patterns),
             "pausedHosts": sorted(self.paused_hosts),
             "delays": dict(sorted(self.delays.items())),
+            "globalDelay": self.ceiling,
             "crawlPaused": self.crawl_paused,
         }
 

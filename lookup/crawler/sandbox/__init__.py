@@ -225,9 +225,11 @@ class Sandbox:
                 "busy": w.names["busy"],
                 "retry_after": self.config.retry_after,
                 "redirects": h["redirect"].manifest(),
+                "press": h["press"].manifest(),
                 **h["junk"].manifest(),
             },
             "changing": h["blog"].changing() + h["wiki"].changing(),
+            "rendering": h["app"].manifest(),
             # Pages that answer 200 OK but mean "not found"; the request log marks every
             # such answer (``soft_404``), these are the ones linked from real pages.
             "soft_404s": h["calendar"].soft_404s() + h["news"].soft_404s() + h["shop"].soft_404s(),

@@ -119,7 +119,7 @@ class UrlRecord:
     url: str
     host: str
     state: str
-    kind: str = "page"  # page | sitemap
+    kind: str = "page"  # page | sitemap | sitemap-probe (/sitemap.xml tried)
     depth: int = 0
     level: int = 1  # frontier priority level (0 first)
     seq: int = 0  # discovery order

@@ -14,6 +14,8 @@ world, page and answer helpers); :mod:`.registry` builds them all from one world
 - :mod:`.redirects` — chains, loops, cross-host and relative redirects
 - :mod:`.junk` — oversize, binary, non-HTML and malformed answers
 - :mod:`.hub` — a directory linking every host: the seed that fans a crawl out
+- :mod:`.spa` — a single-page app: pages whose text only a browser render shows
+- :mod:`.press` — PDFs, RSS and Atom feeds, meta refresh, a sitemap only at ``/sitemap.xml``
 """
 
 from __future__ import annotations

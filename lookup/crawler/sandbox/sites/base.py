@@ -105,6 +105,8 @@ class World:
         ("www-moved", "www.moved.sandbox.test", 12, "the moved site's new name: its robots.txt"),
         ("hub", "hub.sandbox.test", 19, "a directory: one link to every host (a seed)"),
         ("intl", "intl.sandbox.test", 13, "pages in Japanese and Hindi (CJK and Devanagari)"),
+        ("app", "app.sandbox.test", 17, "a single-page app: its text appears only when rendered"),
+        ("press", "press.sandbox.test", 16, "PDFs, RSS/Atom feeds, meta refresh, /sitemap.xml"),
     )
 
     def __init__(self, config: SandboxConfig) -> None:

@@ -93,7 +93,8 @@ class JunkSite:
         return {
             "oversize": [u("/huge.html"), u("/huge-chunked.html")],
             "binary_as_html": u("/binary.html"),
-            "non_html": [u("/image.png"), u("/report.pdf")],
+            "non_html": [u("/image.png")],
+            "damaged_pdf": u("/report.pdf"),  # a PDF page that is no readable PDF
             "malformed": u("/broken.html"),
             "malformed_links": [u(f"/target-{i}.html") for i in range(1, 6)],
             "never_linked": [u("/scripted.html"), u("/commented.html")],

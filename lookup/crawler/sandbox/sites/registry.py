@@ -17,8 +17,10 @@ from lookup.crawler.sandbox.sites.mirror import MirrorSite
 from lookup.crawler.sandbox.sites.moved import MovedSite
 from lookup.crawler.sandbox.sites.news import NewsSite
 from lookup.crawler.sandbox.sites.overloaded import BusySite, SlowSite
+from lookup.crawler.sandbox.sites.press import PressSite
 from lookup.crawler.sandbox.sites.redirects import RedirectSite
 from lookup.crawler.sandbox.sites.shop import ShopSite
+from lookup.crawler.sandbox.sites.spa import SpaSite
 
 __all__ = ["Sites", "build_sites"]
 
@@ -54,5 +56,7 @@ def build_sites(world: World) -> Sites:
         "www-moved": moved,
         "hub": HubSite(world),
         "intl": IntlSite(world),
+        "app": SpaSite(world),
+        "press": PressSite(world),
     }
     return Sites(world, handlers)

@@ -16,6 +16,35 @@ from lookup.crawler.state import CrawlStateError, crawl_state_url, open_crawl_re
 # ------------------------------------------------------------------- robots and traps
 
 
+#: What became of each sitemap or feed the crawler read, by outcome.
+SITEMAP_RESULTS = {
+    "sitemap": "read",
+    "sitemap-unparseable": "could not be read: counted, its links unknown",
+    "sitemap-absent": "none there (robots.txt named none, /sitemap.xml tried)",
+}
+
+
+def _robots_decision(state: str | None, reason: str | None) -> str:
+    """What the crawler does on a host, as its robots.txt answer decided."""
+    if state == "disallow-all" and (reason or "").startswith("unparseable"):
+        return "crawl nothing: answered, but not a rules file (fail closed)"
+    return {
+        "rules": "follow its rules",
+        "allow-all": "no rules: crawl freely",
+        "disallow-all": "crawl nothing (fail closed)",
+    }.get(state or "", "not read yet")
+
+
+def sitemap_table(rows: list[dict[str, str]]) -> None:
+    """The sitemaps and feeds this crawl read, and the ones it could not."""
+    bad = sum(r["Result"].startswith("could not") for r in rows)
+    st.markdown(f"**Sitemaps and feeds ({len(rows):,}; {bad:,} could not be read)**")
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, key="sitemap-table")
+    else:
+        st.caption("None read yet.")
+
+
 def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
     st.markdown(
         "robots.txt is read **before anything else** on a host (RFC 9309, parsed with "
@@ -30,11 +59,7 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
                 "robots.txt answer": (
                     f"HTTP {h.robots_status}" if h.robots_status else h.robots_reason or "—"
                 ),
-                "Decision": {
-                    "rules": "follow its rules",
-                    "allow-all": "no rules: crawl freely",
-                    "disallow-all": "crawl nothing (fail closed)",
-                }.get(h.robots_state or "", "not read yet"),
+                "Decision": _robots_decision(h.robots_state, h.robots_reason),
                 "Crawl-delay": "—" if h.crawl_delay is None else f"{h.crawl_delay:g} s",
                 "Pages fetched": h.fetched,
             }
@@ -53,9 +78,15 @@ def robots_tab(session: CrawlSession, snap: CrawlSnapshot) -> None:
             blocked = [(u.url, u.reason) for u in reader.blocked()]
             waiting = reader.waiting_on_robots()
             noindex = [(u.url, u.reason) for u in reader.urls_with_outcome("noindex")]
+            sitemaps = [
+                {"Sitemap or feed": u.url, "Result": label, "Why": u.reason or ""}
+                for outcome, label in SITEMAP_RESULTS.items()
+                for u in reader.urls_with_outcome(outcome)
+            ]
     except (FileNotFoundError, CrawlStateError) as exc:
         st.error(f"This crawl's robots decisions cannot be read: {exc}")
         return
+    sitemap_table(sitemaps)
     rows = [{"URL": u, "Decision": r or "disallowed by robots.txt"} for u, r in blocked]
     rows += [
         {"URL": u, "Decision": f"not fetched: robots.txt unreadable ({s or r})"}

@@ -203,6 +203,8 @@ def test_crawl_watch_inspect_and_index(
     disallowed = set(web.manifest()["robots"]["disallowed"])
     assert set(blocked["URL"]) & disallowed
     assert any("fail closed" in d or "unreadable" in d for d in blocked["Decision"])
+    maps = _table(at, "Sitemap or feed", "Result")  # issue 28: sitemap problems shown
+    assert "read" in set(maps["Result"]) and len(maps) == len(set(maps["Sitemap or feed"]))
     _tab(at, "Traps")
     cuts = _table(at, "Why")
     assert len(cuts) == snap.traps_total and set(cuts["Rule"]) == set(snap.traps)

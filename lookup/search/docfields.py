@@ -34,8 +34,10 @@ from lookup.search.analysis import Analyzed, analyze_document, site_terms
 UNDETERMINED = "und"
 #: Fewer words than this and the language is not guessed.
 MIN_WORDS = 3
-#: How much of a page's text the language identifier reads (the start says enough).
-DETECT_CHARS = 1000
+#: How much of a page's text the language identifier reads (the start says enough): its
+#: cost grows faster than the text (1.0 ms at 1,000 characters, 0.2 ms at 400 here), and
+#: 400 characters are some 60 words, plenty for langid's byte n-grams.
+DETECT_CHARS = 400
 #: The content type of a stored page that came without one (read as HTML, as the indexer does).
 DEFAULT_TYPE = "text/html"
 #: URL words kept per page for ``inurl:`` (a long query string adds noise, not words).

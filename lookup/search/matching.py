@@ -254,9 +254,10 @@ def expand_prefixes(
 
     def leaf(x: Node) -> Node:
         if isinstance(x, Prefix):
-            return AnyOf(tuple(expand(x.prefix)))
+            return AnyOf(tuple(expand(x.prefix)), x.prefix)
         if isinstance(x, FieldPrefix):
-            return AnyOf(tuple(expand(f"{x.field}:{x.prefix}")))
+            name = f"{x.field}:{x.prefix}"
+            return AnyOf(tuple(expand(name)), name)
         if isinstance(x, Fuzzy):
             found = fuzzy(x) if fuzzy is not None else []
             return Or(tuple(Term(t) if s == 1.0 else Boost(Term(t), s) for t, s in found))

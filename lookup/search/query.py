@@ -122,9 +122,12 @@ class Boost:
 @dataclass(frozen=True)
 class AnyOf:
     """Documents with any of these index keys, scoring a constant: an expanded prefix
-    (Lucene's constant-score rewrite)."""
+    (Lucene's constant-score rewrite). ``source`` is the prefix as written: two prefixes
+    are two clauses (``ap* app*`` scores 2 on a page both match, as in Lucene) even when
+    they expand to the same keys; one written twice is one."""
 
     keys: tuple[str, ...]
+    source: str = ""
 
 
 @dataclass(frozen=True)

@@ -589,3 +589,19 @@ def test_boost_slop_and_fuzzy_as_people_type_them(issue_web: SearchService) -> N
     ]
     for a, b in zip(fuzzy["results"], pickle["results"], strict=True):  # 1 - 1/4 of pickle's
         assert a["score"] == pytest.approx(0.75 * b["score"], abs=2e-6)
+
+
+def test_two_prefixes_with_the_same_expansion_are_two_clauses() -> None:
+    """``ap* app*`` where both expand to the same index terms: two constant-score clauses,
+    2.0 on a page both match (Lucene's BooleanQuery of two ConstantScoreQuery); the same
+    prefix written twice stays one clause (as a repeated word). Found by the brute-force
+    test above on a clean-clone run."""
+    from lookup.search.matching import expand_prefixes, scoring_of
+
+    def expanded(text: str) -> q.Node:
+        node = q.parse(text)
+        assert node is not None
+        return expand_prefixes(node, lambda p: ["apple"])
+
+    assert len(scoring_of(expanded("ap* app*")).constants) == 2
+    assert len(scoring_of(expanded("ap* ap*")).constants) == 1

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_harness import Service
+from browser_harness import Service, settled
 
 pytestmark = pytest.mark.browser
 
@@ -22,13 +22,6 @@ def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
         has=page.locator('[data-testid="stMetricLabel"]', has_text=label)
     )
     return card.locator('[data-testid="stMetricValue"]')
-
-
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    """Wait until Streamlit has finished the current script run."""
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
 
 
 def test_home_introduces_the_systems_and_sees_the_api(
@@ -46,7 +39,7 @@ def test_home_introduces_the_systems_and_sees_the_api(
     status = page.locator(".st-key-api-status")
     expect(status).to_contain_text("API up")
     expect(status).to_contain_text(api.url)
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
 
 
@@ -87,7 +80,7 @@ def test_capacity_planner_figures_follow_the_inputs(
     box.press("Enter")
     expect(bloom).to_have_text("35.9 GB")  # 20B × 14.4 bits / 8
 
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)
     shot = tmp_path / "capacity.png"
     page.screenshot(path=str(shot), full_page=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_harness import Service, running_stack
+from browser_harness import Service, running_stack, settled
 
 from lookup.crawler import Sandbox, SandboxConfig
 
@@ -36,12 +36,6 @@ def crawler_stack(
         web.stop()
 
 
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=30_000)
-
-
 def test_block_a_host_from_the_page_while_the_crawl_runs(
     page,  # type: ignore[no-untyped-def]
     crawler_stack: tuple[Service, Service, Sandbox],
@@ -54,7 +48,7 @@ def test_block_a_host_from_the_page_while_the_crawl_runs(
     page.get_by_role("link", name="Web crawler").first.click()
     expect(page.get_by_role("heading", name="Web crawler")).to_be_visible()
     expect(page.locator(".st-key-sandbox-status")).to_contain_text("Sandbox web up")
-    _settled(page)
+    settled(page)
     # the longest crawl the form allows: on a loaded machine the form's 30 s can run out
     # before the block is issued; the test stops the crawl itself at the end
     seconds = page.get_by_role("slider", name="Stop after (seconds)")
@@ -73,7 +67,7 @@ def test_block_a_host_from_the_page_while_the_crawl_runs(
     expect(page.get_by_text("Crawling").first).to_be_visible(timeout=30_000)
     page.get_by_role("tab", name="Controls & host health").click()
     expect(page.get_by_text("Per-host health")).to_be_visible(timeout=30_000)
-    _settled(page)
+    settled(page)
     page.locator(".st-key-control-target input").fill(TARGET)
     page.locator(".st-key-control-note input").fill("the site asked us to stop")
     page.get_by_role("button", name="Issue").click()
@@ -93,5 +87,5 @@ def test_block_a_host_from_the_page_while_the_crawl_runs(
     page.screenshot(path=str(tmp_path / "crawler-controls.png"))
     page.get_by_role("button", name="Stop the crawl").click()
     expect(page.get_by_text("Finished").first).to_be_visible(timeout=60_000)
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from browser_harness import Service, running_stack
+from browser_harness import Service, running_stack, settled
 
 from lookup.crawler import Sandbox, SandboxConfig
 
@@ -34,12 +34,6 @@ def crawler_stack(
             yield api, dashboard, web
     finally:
         web.stop()
-
-
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
 
 
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
@@ -85,7 +79,7 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     expect(page.get_by_text("Crawling").first).to_be_visible(timeout=30_000)
     expect(page.get_by_role("button", name="Start crawl")).to_be_disabled()
     expect(page.get_by_text("Finished").first).to_be_visible(timeout=90_000)
-    _settled(page)
+    settled(page)
     expect(_metric_value(page, "Pages fetched")).not_to_have_text("0")
     expect(page.get_by_text("Politeness checked from the server's side")).to_be_visible()
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
@@ -129,7 +123,7 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     expect(box).to_be_visible(timeout=30_000)  # the API picks the new index up by itself
     box.fill("module")
     box.press("Enter")
-    _settled(page)
+    settled(page)
     card = page.locator('[data-testid="stElementContainer"]:not([data-stale="true"]) .lw-result')
     expect(card.first).to_contain_text("only inside the sandbox web")
     top = httpx.get(f"{api.url}/search", params={"q": "module"}, timeout=10.0).json()
@@ -152,5 +146,5 @@ def test_crawl_the_sandbox_inspect_duplicates_and_search(
     expect(copy.locator("#fetched-at")).to_be_visible()
     copy.close()
 
-    _settled(page)
+    settled(page)
     expect(page.locator(EXCEPTION)).to_have_count(0)

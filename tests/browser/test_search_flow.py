@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from browser_harness import Service, running_stack
+from browser_harness import Service, running_stack, settled
 
 from lookup.search import build_index
 from tests.search.corpus import CrawlWriter, Page, stdlib_pages
@@ -44,12 +44,6 @@ def search_stack(
         yield services
 
 
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0)
-
-
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
     metrics = page.locator(f'[data-testid="stElementContainer"]{LIVE} [data-testid="stMetric"]')
     card = metrics.filter(has=page.locator('[data-testid="stMetricLabel"]', has_text=label))
@@ -60,7 +54,7 @@ def _search(page, query: str) -> None:  # type: ignore[no-untyped-def]
     box = page.get_by_label("Search the crawled pages")
     box.fill(query)
     box.press("Enter")
-    _settled(page)
+    settled(page)
 
 
 def _until(what: str, check: Callable[[], object], timeout: float = 30) -> None:
@@ -80,7 +74,7 @@ def _switch(page, shard: int, label: str) -> None:  # type: ignore[no-untyped-de
     """Click one option of a shard's fault switch (a segmented control of radio buttons)."""
     switch = page.locator(f".st-key-search-fault-{shard}{LIVE}")
     switch.get_by_role("radio", name=label, exact=True).first.click()
-    _settled(page)
+    settled(page)
 
 
 def test_search_explain_and_break_a_shard(
@@ -124,7 +118,7 @@ def test_search_explain_and_break_a_shard(
     # a shard goes down: the answer arrives at the deadline, partial, and says so
     _search(page, "return value")
     _switch(page, 2, "Down")
-    _settled(page)
+    settled(page)
     expect(_metric_value(page, "Shards answered")).to_have_text("3 of 4")
     expect(page.get_by_text("Partial results:")).to_be_visible()
     expect(page.get_by_text("shard 2 did not answer")).to_be_visible()
@@ -133,12 +127,12 @@ def test_search_explain_and_break_a_shard(
 
     # heal it, then slow one primary down: the hedge to its replica answers instead
     page.get_by_role("button", name="Heal every shard").click()
-    _settled(page)
+    settled(page)
     expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
     _switch(page, 1, "Slow primary")
     _until("a search with shard 1's primary slow", lambda: (
         (recent := _shards(api)["recent"]) and recent[-1]["shards"][1]["hedged"]))  # fmt: skip
-    _settled(page)
+    settled(page)
     expect(_metric_value(page, "Shards answered")).to_have_text("4 of 4")
     expect(_metric_value(page, "Hedges fired")).not_to_have_text("0")
     fanout = page.locator(f".st-key-search-fanout{LIVE}")
@@ -158,7 +152,7 @@ def test_search_explain_and_break_a_shard(
             r["fault"]["mode"] == "ok" for g in _shards(api)["shards"] for r in g["replicas"]
         ),
     )
-    _settled(page)
+    settled(page)
 
 
 def warc_date(crawl_dir: Path, url: str) -> str:
@@ -241,7 +235,7 @@ def test_operators_and_did_you_mean(
     expect(suggestion).to_be_visible()
     page.screenshot(path=str(tmp_path / "did-you-mean.png"), full_page=True)
     suggestion.click()
-    _settled(page)
+    settled(page)
     expect(page.get_by_label("Search the crawled pages")).to_have_value("itertools")
     total = httpx.get(f"{api.url}/search", params={"q": "itertools"}).json()["estimatedTotal"]
     expect(_metric_value(page, "Results")).to_have_text(f"about {total:,}")

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_harness import Service
+from browser_harness import Service, settled
 
 pytestmark = pytest.mark.browser
 
@@ -22,13 +22,6 @@ DESKTOP_CHROME = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/124.0.0.0 Safari/537.36"
 )
-
-
-def _settled(page, timeout: float = 30_000) -> None:  # type: ignore[no-untyped-def]
-    """Wait until Streamlit has finished the current script run."""
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=timeout)
 
 
 def _metric_value(page, label: str):  # type: ignore[no-untyped-def]
@@ -61,7 +54,7 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     page.get_by_role("link", name="URL shortener").first.click()
     expect(page.get_by_role("heading", name="URL shortener")).to_be_visible()
     expect(page).to_have_url(re.compile(r"/shortener$"))
-    _settled(page)
+    settled(page)
 
     # Shorten a link to the dashboard's capacity page, with an alias.
     destination = f"{dashboard.url}/capacity"
@@ -73,7 +66,7 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     link = card.get_by_role("link", name=short_url)
     expect(link).to_be_visible()
     expect(card.get_by_role("img")).to_be_visible()  # the QR code from the API
-    _settled(page)
+    settled(page)
 
     # Following the short link goes through the API's 302 to the destination.
     with page.context.expect_page() as opened:
@@ -87,14 +80,14 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     # The click shows up in the link's counts.
     page.get_by_role("button", name="Refresh").click()
     expect(_metric_value(page, "People")).to_have_text("1")
-    _settled(page)
+    settled(page)
 
     # Disable it: the next click gets the warning page, never a Location.
     page.get_by_role("button", name="Disable link").click()
     expect(page.get_by_role("button", name="Enable link")).to_be_visible()
     # The "Enable link" button is drawn before the script run ends (the page's Backends
     # section comes later); a click during a run can be lost, so wait for the run's end.
-    _settled(page)
+    settled(page)
     page.get_by_role("button", name="Try the next click").click()
     expect(page.get_by_text("no Location header").first).to_be_visible()
     expect(page.get_by_text("HTTP 403").first).to_be_visible()
@@ -106,13 +99,13 @@ def test_shorten_click_disable_and_simulate(  # type: ignore[no-untyped-def]
     ).to_be_visible()
     assert warning.url == short_url  # no redirect happened
     warning.close()
-    _settled(page)
+    settled(page)
 
     # The traffic simulator, through the real redirect path.
     page.get_by_role("tab", name="Traffic simulator").click()
     page.get_by_role("button", name="Run the simulation").click()
     expect(page.get_by_text("What each layer absorbed").first).to_be_visible(timeout=90_000)
-    _settled(page, timeout=90_000)
+    settled(page)
     expect(_metric_value(page, "Requests")).to_have_text("2,000")
     expect(page.get_by_text("In-process LRU cache").first).to_be_visible()
     expect(page.locator(EXCEPTION)).to_have_count(0)
@@ -132,7 +125,7 @@ def test_my_links_survive_a_reload(  # type: ignore[no-untyped-def]
     page = person
     page.goto(f"{dashboard.url}/shortener")
     expect(page.get_by_role("heading", name="URL shortener")).to_be_visible()
-    _settled(page)
+    settled(page)
     box = page.get_by_role("textbox", name="Long URL")
     box.fill(f"{dashboard.url}/typeahead?kept=1")
     page.get_by_role("textbox", name="Custom alias (optional)").fill("kept-after-reload")
@@ -143,13 +136,13 @@ def test_my_links_survive_a_reload(  # type: ignore[no-untyped-def]
     # "My links" is the first table with a Destination column (the rules editor has one too)
     table = page.locator('[data-testid="stDataFrame"]').filter(has_text="Destination").first
     expect(table).to_be_visible()
-    _settled(page)
+    settled(page)
     cookies = {c["name"]: c for c in page.context.cookies()}
     assert "lookup_owner_token" in cookies
 
     page.reload()
     expect(page.get_by_role("heading", name="URL shortener")).to_be_visible()
-    _settled(page)
+    settled(page)
     expect(page.get_by_text("No links yet")).to_have_count(0)
     # Its stats and safety panel are drawn (they link its preview page), and the link
     # picker has it chosen.

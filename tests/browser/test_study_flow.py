@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from browser_harness import Service, free_port, start_dashboard
+from browser_harness import Service, free_port, settled, start_dashboard
 
 from lookup.study.bank import get_item
 from lookup.study.checking import compute
@@ -26,16 +26,9 @@ NAME = "Ada"
 SHOTS = Path("/tmp")
 
 
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    """Wait until Streamlit has finished the current script run."""
-    from playwright.sync_api import expect
-
-    expect(page.locator('[data-testid="stStatusWidget"]')).to_have_count(0, timeout=60_000)
-
-
 def _no_exception(page) -> None:  # type: ignore[no-untyped-def]
     """No exception is on the page now (checked at once, after the run has settled)."""
-    _settled(page)
+    settled(page)
     shown = page.locator(EXCEPTION)
     assert shown.count() == 0, shown.first.inner_text()
 
@@ -73,7 +66,7 @@ def _session(page) -> int:  # type: ignore[no-untyped-def]
     """Plan a short one-system session without a drill and answer every question."""
     from playwright.sync_api import expect
 
-    _settled(page)
+    settled(page)
     page.locator(".st-key-study-systems").get_by_role("combobox").click()
     page.get_by_role("option", name=re.compile(r"^Distributed cache")).click()
     page.keyboard.press("Escape")

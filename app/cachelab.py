@@ -21,14 +21,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 from chartstyle import legend_below, log_axis
-from common import term_help
+from common import labs, left_running, term_help
 
 from lookup.blocks.cache import experiments
 from lookup.blocks.cache.eviction import POLICIES, Belady, hit_ratio_curves
 from lookup.blocks.cache.store import BackingStore
 from lookup.datasets.cache_traces import TRACES, trace
-from lookup.kit.rediscluster import RedisCluster, cluster_available
-from lookup.kit.redisserver import RedisServer, redis_available
+from lookup.labs import RedisClusterLab, RedisLab, available
 
 __all__ = ["render"]
 
@@ -92,8 +91,10 @@ def _eviction() -> None:
         st.dataframe(wide, hide_index=True, key="cache-curves-table")
 
 
-def _redis() -> RedisServer | None:
-    return st.session_state.get("cache-redis")
+def _redis() -> RedisLab | None:
+    """The tab's redis-server while it runs (a lab of the dashboard's supervisor)."""
+    lab = labs().get("redis", "cache")
+    return lab if isinstance(lab, RedisLab) and lab.alive() else None
 
 
 def _store(name: str, latency: float = 0.0) -> BackingStore:
@@ -105,23 +106,22 @@ def _store(name: str, latency: float = 0.0) -> BackingStore:
     return BackingStore(Path(directory) / f"{name}.sqlite", read_latency_s=latency)
 
 
-def _redis_controls() -> RedisServer | None:
-    server = _redis()
-    if server is not None:
-        st.caption(f"Throw-away redis-server at `{server.url}` (started by this tab).")
+def _redis_controls() -> RedisLab | None:
+    if left_running("redis", "cache", "cache-redis-left"):
+        return None
+    lab = _redis()
+    if lab is not None:
+        st.caption(f"Throw-away redis-server at `{lab.url}` (started by this tab).")
         if st.button("Stop the redis-server", key="cache-redis-stop"):
-            server.close()
-            del st.session_state["cache-redis"]
+            labs().stop("redis", "cache")
             st.rerun()
-        return server
-    if not redis_available():
+        return lab
+    if not available("redis"):
         st.info("redis-server is not installed: `apt-get install redis-server` for the demos.")
         return None
     if st.button("Start a throw-away redis-server", key="cache-redis-start"):
         with st.spinner("starting redis-server ..."):
-            server = RedisServer().start()
-        st.session_state["cache-redis"] = server
-        atexit.register(server.close)
+            labs().start("redis", "cache")
         st.rerun()
     return None
 
@@ -145,8 +145,8 @@ def _demos() -> None:
         "independent clients. **Cold restart**: the redis-server is restarted (empty) under "
         "Zipf traffic — cold, warmed with the hottest half first, or with clients staged back in."
     )
-    server = _redis_controls()
-    if server is None:
+    lab = _redis_controls()
+    if lab is None:
         return
     cols = st.columns(2)
     callers = int(cols[0].select_slider("Simultaneous callers", [50, 100, 250, 500], 500,
@@ -155,14 +155,14 @@ def _demos() -> None:
         with st.spinner(f"{callers} callers miss at once ..."):
             store = _store("stampede", 0.2)
             st.session_state["cache-stampede-rows"] = experiments.stampede(
-                server.url, store, callers=callers
+                lab.url, store, callers=callers
             )
             store.close()
     if cols[1].button("Run the cold-restart demo", key="cache-restart"):
         with st.spinner("restarting redis-server three times ..."):
             store = _store("restart")
             st.session_state["cache-restart-rows"] = experiments.cold_restart(
-                server, store, keys=4_000, readers=3, rate=1_000, duration_s=2.5
+                lab.server, store, keys=4_000, readers=3, rate=1_000, duration_s=2.5
             )
             store.close()
     rows = st.session_state.get("cache-stampede-rows")
@@ -227,18 +227,19 @@ def _cluster() -> None:
         "keys with misses, not errors, until a replica is promoted; acknowledged writes that "
         "had not reached the replica are lost — a cache is never the source of truth."
     )
-    cluster: RedisCluster | None = st.session_state.get("cache-cluster")
-    if cluster is None:
-        if not cluster_available():
+    if left_running("redis-cluster", "", "cache-cluster-left"):
+        return
+    lab = labs().get("redis-cluster")
+    if not (isinstance(lab, RedisClusterLab) and lab.alive()):
+        if not available("redis-cluster"):
             st.info("redis-server / redis-cli are not installed: no cluster drill here.")
             return
         if st.button("Start a throw-away Redis Cluster (3 + 3)", key="cache-cluster-start"):
             with st.spinner("starting 6 nodes and creating the cluster ..."):
-                cluster = RedisCluster().start()
-            st.session_state["cache-cluster"] = cluster
-            atexit.register(cluster.close)
+                labs().start("redis-cluster")
             st.rerun()
         return
+    cluster = lab.cluster
     st.dataframe(pd.DataFrame([{"port": r["port"], "role": r["role"],
                                 "slots": ", ".join(f"{a}-{b}" for a, b in r["slots"]),
                                 "flags": ",".join(r["flags"])}
@@ -254,11 +255,10 @@ def _cluster() -> None:
     if cols[0].button("Kill -9 the master of slot 0 under load", key="cache-cluster-kill",
                       type="primary"):  # fmt: skip
         with st.spinner("load, kill -9, failover ..."):
-            st.session_state["cache-cluster-report"] = experiments_failover(cluster, lag)
+            st.session_state["cache-cluster-report"] = experiments_failover(lab, lag)
         st.rerun()
     if cols[1].button("Stop the cluster", key="cache-cluster-stop"):
-        cluster.close()
-        del st.session_state["cache-cluster"]
+        labs().stop("redis-cluster")
         st.session_state.pop("cache-cluster-report", None)
         st.rerun()
     report = st.session_state.get("cache-cluster-report")
@@ -285,10 +285,11 @@ def _cluster() -> None:
         )
 
 
-def experiments_failover(cluster: RedisCluster, lag: bool = False) -> dict[str, Any]:
+def experiments_failover(lab: RedisClusterLab, lag: bool = False) -> dict[str, Any]:
     """The drill, then the killed node restarted so the cluster has its replica again."""
     from lookup.blocks.cache.cluster import failover_drill
 
+    cluster = lab.cluster
     report = (failover_drill(cluster, before_s=1.2, after_s=2.0, replica_lag_s=0.8,
                              value_bytes=16_384) if lag
               else failover_drill(cluster, before_s=1.0, after_s=2.0))  # fmt: skip

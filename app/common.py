@@ -13,14 +13,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import streamlit as st
 
 from lookup import settings
 from lookup.kit.probe import get_json
-from lookup.launcher import lookup_command
+from lookup.labs import lookup_command
+
+if TYPE_CHECKING:
+    from lookup.labs import LabSupervisor
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_DATA_DIR = "data"
@@ -91,6 +94,36 @@ def api_url() -> str:
 def data_dir() -> Path:
     """The directory that holds every data set and index (``$LOOKUP_DATA_DIR`` or ``./data``)."""
     return Path(settings.get("data_dir") or DEFAULT_DATA_DIR).expanduser().resolve()
+
+
+def labs() -> LabSupervisor:
+    """The supervisor of the labs this dashboard runs (servers, fleets, builds), over its
+    data directory: pages start, find and stop them through it and own no process."""
+    from lookup.labs import supervisor
+
+    return supervisor(data_dir())
+
+
+def left_running(kind: str, key: str, widget_key: str) -> bool:
+    """When the lab ``(kind, key)`` is one an earlier dashboard left running (found in the
+    data directory's state file: this process cannot drive it), say so with a button that
+    stops it, and return True; else False (the page draws its own controls)."""
+    from lookup.labs import TITLES, RecordedLab
+
+    lab = labs().get(kind, key)
+    if not isinstance(lab, RecordedLab):
+        return False
+    where = ", ".join(f"{name} `{url}`" for name, url in lab.addresses().items())
+    st.info(
+        f"A {TITLES.get(kind, kind)} left running by an earlier dashboard "
+        f"(process {lab.recorded.owner})"
+        + (f" at {where}" if where else "")
+        + ". Stop it to start a new one from this page."
+    )
+    if st.button("Stop it", key=widget_key):
+        labs().stop(kind, key)
+        st.rerun()
+    return True
 
 
 def admin_headers() -> dict[str, str]:

@@ -1,10 +1,11 @@
 """The crawler page's *Crawler fleet* panel: start a 3-worker crawl, kill a worker, watch it heal.
 
-Everything the panel shows is real and started by the panel itself: a throw-away
-PostgreSQL (the shared crawl store), a throw-away etcd (the partition leases) and three
-``lookup crawl-worker`` processes (:class:`lookup.crawler.fleet.CrawlFleet`) over the
-page's sandbox web. Live, once a second: the workers and the partitions each holds, with
-the grant's epoch and the lease's expiry (read from etcd, :mod:`lookup.crawler.fleetview`),
+Everything the panel shows is real, started for it by the dashboard's lab supervisor
+(:class:`lookup.labs.CrawlFleetLab`, so a reloaded page finds its fleet again): a
+throw-away PostgreSQL (the shared crawl store), a throw-away etcd (the partition leases)
+and three ``lookup crawl-worker`` processes over the page's sandbox web. Live, once a
+second: the workers and the partitions each holds, with the grant's epoch and the
+lease's expiry (read from etcd, :mod:`lookup.crawler.fleetview`),
 a map of the partitions by owner, the politeness timeline judged from the sandbox's own
 request log — which must stay clean while a worker is killed and its partitions move —
 and every host's health with the worker that owns it. Every control command (the
@@ -14,18 +15,14 @@ each worker reads once a second. Only processes this panel started can be killed
 
 from __future__ import annotations
 
-import atexit
-import signal
-import tempfile
-import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
-from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from common import labs, left_running
 from crawlcontrols import control_form, controls_in_force, flagged_hosts, health_frame
 from crawltimeline import request_rows, timeline_figure
 
@@ -35,132 +32,52 @@ from lookup.crawler.controls import (
     ControlState,
     open_crawl_controls,
 )
-from lookup.crawler.fleet import CrawlFleet
-from lookup.crawler.fleetview import FleetView, coordinator_owner, fleet_view
+from lookup.crawler.fleetview import FleetView, coordinator_owner
 from lookup.crawler.health import host_health
-from lookup.crawler.sandbox import LoggedRequest
-from lookup.crawler.session import SandboxProbe, read_request_log, too_close
+from lookup.crawler.session import SandboxProbe, too_close
 from lookup.crawler.state import open_crawl_reader
-from lookup.kit.etcd import EtcdServer, etcd_available, etcd_client
-from lookup.kit.pgserver import PostgresServer, postgres_available
+from lookup.labs import CrawlFleetLab, available
+from lookup.labs.crawlfleet import DELAY_FACTOR, LEASE_TTL, MIN_DELAY, PARTITIONS, WORKERS
 
 __all__ = ["fleet_panel"]
 
-WORKERS = 3
-PARTITIONS = 64
-LEASE_TTL = 3
-MIN_DELAY = 0.25
-FLEET = "dashboard"
-DELAY_FACTOR = 2.0
 #: The politeness timeline shows this many recent seconds (it is redrawn every second).
 TIMELINE_WINDOW_S = 30.0
+#: The lab's kind in the dashboard's supervisor (one fleet per dashboard).
+KIND = "crawl-fleet"
 
 
-@dataclass
-class FleetRun:
-    """A fleet this page started, with its servers (stopped together)."""
-
-    pg: PostgresServer
-    etcd: EtcdServer
-    fleet: CrawlFleet
-    store_url: str
-    out: Path
-    sandbox_url: str
-    log_since: int
-    started_at: float = field(default_factory=time.time)
-    killed: dict[str, tuple[float, int]] = field(default_factory=dict)  # when, partitions held
-    last_view: FleetView | None = None
-    history: list[tuple[float, dict[str, int]]] = field(default_factory=list)
-    log: list[LoggedRequest] = field(default_factory=list)
-    log_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def requests(self) -> list[LoggedRequest]:
-        """The sandbox's log of this run's requests to the sandbox hosts, read incrementally."""
-        with self.log_lock:
-            fresh = read_request_log(self.sandbox_url, since=self.log_since)
-            if fresh:
-                self.log_since = max(e.seq for e in fresh) + 1
-                self.log += [e for e in fresh if e.host.endswith(".sandbox.test")]
-            return list(self.log)
-
-    def stop(self) -> None:
-        self.fleet.stop()
-        self.etcd.stop()
-        self.pg.stop()
-
-
-@dataclass
-class FleetRuntime:
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    run: FleetRun | None = None
-
-
-@st.cache_resource(show_spinner=False)
-def fleet_runtime() -> FleetRuntime:
-    return FleetRuntime()
-
-
-def _argv(
-    probe: SandboxProbe, out: Path, store: str, coordinator: str, seconds: float
-) -> list[str]:
-    """``lookup crawl-worker`` options (minus ``--worker-id``) for the page's fleet."""
-    return [
-        *probe.seeds, "--out", str(out), "--quiet", "--hosts", probe.hosts_url,
-        "--allow-range", "127.0.0.0/8", "--min-delay", f"{MIN_DELAY:g}",
-        "--delay-factor", f"{DELAY_FACTOR:g}",
-        "--timeout", "2", "--store", store, "--coordinator", coordinator, "--fleet-name", FLEET,
-        "--lease-ttl", str(LEASE_TTL), "--partitions", str(PARTITIONS),
-        "--max-seconds", f"{seconds:g}",
-    ]  # fmt: skip
+def fleet_lab() -> CrawlFleetLab | None:
+    """The fleet this dashboard runs, if any (found again by a reloaded page)."""
+    lab = labs().get(KIND)
+    return lab if isinstance(lab, CrawlFleetLab) else None
 
 
 def _start(probe: SandboxProbe, seconds: float) -> None:
-    """Start PostgreSQL, etcd and the workers (a failure is a notice, never a traceback)."""
-    rt = fleet_runtime()
-    with rt.lock:
-        if rt.run is not None:
-            rt.run.stop()
-            rt.run = None
-        out = Path(tempfile.mkdtemp(prefix="lookup-fleet-"))
-        pg: PostgresServer | None = None
-        try:
-            pg = PostgresServer().start()
-            etcd = EtcdServer().start()
-        except Exception as exc:  # noqa: BLE001 - shown on the page
-            if pg is not None:
-                pg.stop()
-            st.session_state["fleet.notice"] = f"The fleet's servers did not start: {exc}"
-            return
-        since = len(read_request_log(probe.url))
-        coordinator = etcd.url.replace("http://", "etcd://")
-        fleet = CrawlFleet(_argv(probe, out / "fleet", pg.url, coordinator, seconds), out / "fleet")
-        fleet.start_all(WORKERS)
-        rt.run = FleetRun(pg, etcd, fleet, pg.url, out, probe.url, since)
-        # pg_ctl daemonises PostgreSQL: without this a dashboard that exits leaves it running
-        atexit.register(rt.run.stop)
+    """Start PostgreSQL, etcd and the workers (a failure is a notice, never a traceback);
+    a fleet already running is stopped first, as a fresh start asks."""
+    labs().stop(KIND)
+    try:
+        labs().start(KIND, probe=probe, seconds=seconds)
+    except Exception as exc:  # noqa: BLE001 - shown on the page
+        st.session_state["fleet.notice"] = f"The fleet's servers did not start: {exc}"
 
 
 def _stop() -> None:
-    rt = fleet_runtime()
-    with rt.lock:
-        if rt.run is not None:
-            started = time.time() - rt.run.started_at
-            rt.run.stop()
-            atexit.unregister(rt.run.stop)
-            rt.run = None
-            st.session_state["fleet.notice"] = (
-                f"Fleet stopped after {started:.0f} s: its {WORKERS} workers, PostgreSQL and "
-                "etcd are shut down."
-            )
+    lab = fleet_lab()
+    if lab is not None:
+        started = time.time() - lab.started_at
+        labs().stop(KIND)
+        st.session_state["fleet.notice"] = (
+            f"Fleet stopped after {started:.0f} s: its {WORKERS} workers, PostgreSQL and "
+            "etcd are shut down."
+        )
 
 
 def _kill(name: str) -> None:
-    run = fleet_runtime().run
-    if run is not None and name in run.fleet.running():
-        view = run.last_view
-        held = len(view.workers[name].partitions) if view and name in view.workers else 0
-        run.fleet.signal(name, signal.SIGKILL)
-        run.killed[name] = (time.time(), held)
+    lab = fleet_lab()
+    if lab is not None:
+        lab.kill(name)
 
 
 def partition_map(view: FleetView, partitions: int, names: list[str]) -> go.Figure:
@@ -211,20 +128,19 @@ def partition_map(view: FleetView, partitions: int, names: list[str]) -> go.Figu
     return fig
 
 
-def _live(run: FleetRun) -> None:
+def _live(run: CrawlFleetLab) -> None:
     now = time.time()
     try:
-        view = fleet_view(etcd_client(run.etcd.url), FLEET)
+        view = run.view()
     except Exception as exc:  # noqa: BLE001 - etcd unreachable is a state to show
         st.warning(f"etcd does not answer: {exc}")
         return
-    run.history.append((now - run.started_at, view.balance()))
-    run.last_view = view
-    running = set(run.fleet.running())
+    running = set(run.running())
+    codes = run.workers()
     rows = []
-    for name in sorted(run.fleet.procs):
+    for name in sorted(codes):
         w = view.workers.get(name)
-        code = run.fleet.procs[name].poll()
+        code = codes[name]
         state = (
             "running"
             if name in running
@@ -253,7 +169,7 @@ def _live(run: FleetRun) -> None:
     )
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="fleet-workers")
     cols = st.columns(WORKERS)
-    for col, name in zip(cols, sorted(run.fleet.procs), strict=False):
+    for col, name in zip(cols, sorted(codes), strict=False):
         col.button(
             f"Kill {name}",
             key=f"fleet-kill-{name}",
@@ -276,7 +192,7 @@ def _live(run: FleetRun) -> None:
         else:
             moved = f"its {held} partitions wait for its lease to expire"
         st.caption(f"{name} killed {now - at:.0f} s ago: {moved}.")
-    st.plotly_chart(partition_map(view, PARTITIONS, sorted(run.fleet.procs)), key="fleet-map")
+    st.plotly_chart(partition_map(view, PARTITIONS, sorted(codes)), key="fleet-map")
     _politeness(run, now)
     try:
         controls = open_crawl_controls(run.store_url)
@@ -303,7 +219,7 @@ def _live(run: FleetRun) -> None:
     st.dataframe(frame, hide_index=True, key="fleet-hosts")
 
 
-def _politeness(run: FleetRun, now: float) -> None:
+def _politeness(run: CrawlFleetLab, now: float) -> None:
     """The politeness timeline of the last seconds, and the count over the whole run."""
     try:
         log = run.requests()
@@ -334,7 +250,7 @@ def _politeness(run: FleetRun, now: float) -> None:
     )
 
 
-def _issue(run: FleetRun, cmd: ControlCommand) -> tuple[bool, str]:
+def _issue(run: CrawlFleetLab, cmd: ControlCommand) -> tuple[bool, str]:
     """Issue ``cmd`` to the fleet's store (every worker applies it within a second)."""
     controls = open_crawl_controls(run.store_url)
     try:
@@ -352,9 +268,11 @@ def fleet_panel(probe: SandboxProbe) -> None:
         ":material/hub: Crawler fleet: 3 workers, partitions under leases",
         # open while a fleet runs and while a notice about it waits to be read (a stop
         # must not fold the panel away with its own confirmation)
-        expanded=fleet_runtime().run is not None or "fleet.notice" in st.session_state,
+        expanded=fleet_lab() is not None or "fleet.notice" in st.session_state,
     ):
-        if not (etcd_available() and postgres_available()):
+        if left_running(KIND, "", "fleet-left"):
+            return
+        if not available(KIND):
             st.info(
                 "A fleet needs PostgreSQL and etcd installed (`apt-get install "
                 "postgresql etcd-server`)."
@@ -367,7 +285,7 @@ def fleet_panel(probe: SandboxProbe) -> None:
             "expire, the others take its partitions over (new, larger epochs) and replay "
             "them from the store — and no host is ever asked twice at once."
         )
-        run = fleet_runtime().run
+        run = fleet_lab()
         c1, c2 = st.columns(2)
         c1.button(
             "Start a 3-worker crawl",

@@ -5,21 +5,20 @@ linked to its stored copy on the API) and the search index built from them with
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pandas as pd
 import streamlit as st
-from common import api_client, api_url, data_dir, plural, term_help
+from common import api_client, api_url, data_dir, labs, plural, term_help
 from crawlruns import COPY_COLUMN, INDEX_RESULT, crawls_root, short_url, stored_copy_url
 from crawltimeline import short_host
 from navigation import PAGES
 
 from lookup.crawler.inspector import fetched_pages
 from lookup.crawler.session import CrawlSession
+from lookup.labs import IndexBuildLab
+from lookup.labs.indexbuild import progress_of
 
 # ---------------------------------------------------------------------- stored pages
 
@@ -68,31 +67,27 @@ def pages_tab(session: CrawlSession) -> None:
 # ---------------------------------------------------------------------- search index
 
 
-#: A progress line of ``lookup index``: ``  <stage>   42.0%  1,234/2,938``.
-INDEX_PROGRESS = re.compile(r"^\s+(?P<stage>\S.*?)\s+(?P<pct>\d+(?:\.\d+)?)%\s+(?P<count>\S+)$")
-
-
 def build_index(out_dir: Path) -> None:
-    """``lookup index CRAWL_DIR`` into the data directory, its progress shown as it goes."""
-    argv = [sys.executable, "-m", "lookup.cli", "index", str(out_dir)]
-    argv += ["--data-dir", str(data_dir())]
+    """``lookup index CRAWL_DIR`` into the data directory (a lab of the dashboard's
+    supervisor, so a page reloaded mid-build follows it again), its progress shown as it
+    goes."""
+    key = str(out_dir)
+    lab = labs().get("index-build", key)
+    if not (isinstance(lab, IndexBuildLab) and lab.alive()):
+        lab = labs().start("index-build", key, out_dir=out_dir, data_dir=data_dir())
+    assert isinstance(lab, IndexBuildLab)
     with st.status("Building the search index …", expanded=True) as status:
         bar = st.progress(0.0, text="starting `lookup index` …")
         lines: list[str] = []
-        try:
-            with subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-            ) as proc:
-                for line in proc.stdout or ():
-                    m = INDEX_PROGRESS.match(line.rstrip())
-                    if m:
-                        pct = min(100.0, float(m.group("pct")))
-                        bar.progress(pct / 100.0, text=f"{m.group('stage')}: {m.group('count')}")
-                    elif line.strip():
-                        lines.append(line.rstrip())
-                ok = proc.wait() == 0
-        except OSError as exc:
-            ok, lines = False, [f"indexing failed: {exc}"]
+        for line in lab.follow():
+            progress = progress_of(line)
+            if progress is not None:
+                bar.progress(progress.fraction, text=f"{progress.stage}: {progress.count}")
+            elif line.strip():
+                lines.append(line.rstrip())
+        ok = lab.returncode == 0
+        if lab.failure:
+            lines = [lab.failure]
         text = "\n".join(lines if ok else lines[-8:]).strip()
         if ok:
             bar.progress(1.0, text="done")
@@ -101,6 +96,7 @@ def build_index(out_dir: Path) -> None:
             state="complete" if ok else "error",
             expanded=False,
         )
+    labs().stop("index-build", key)  # it has ended: nothing left to find
     st.session_state[INDEX_RESULT] = (str(out_dir), ok, text)
 
 
@@ -131,14 +127,15 @@ def search_tab(session: CrawlSession, running: bool) -> None:
         "and the Search page find it. Duplicates and noindex pages are not in it.",
         help=term_help("WARC"),
     )
+    building = labs().get("index-build", str(session.out_dir))
     if st.button(
         "Build search index from this crawl",
         key="build-index",
         type="primary",
         icon=":material/manage_search:",
         disabled=running,
-    ):
-        build_index(session.out_dir)
+    ) or (isinstance(building, IndexBuildLab) and building.alive()):
+        build_index(session.out_dir)  # or follow the one running, after a reload
     if running:
         st.caption("Wait for the crawl to finish (or stop it) first.")
     result = st.session_state.get(INDEX_RESULT)

@@ -3,22 +3,22 @@ which crawl the page shows — and how a crawled page is named and linked (its s
 
 The crawl runs as a child process (``lookup crawl``, via
 :class:`lookup.crawler.session.CrawlSession`) writing into ``$LOOKUP_DATA_DIR/crawls``;
-:func:`runtime` keeps the sandbox this page started and the crawls it runs for as long
-as the dashboard server lives. With no sandbox answering at ``$LOOKUP_SANDBOX_URL``
-(which ``make run`` sets), the page offers to start one.
+each crawl, and the sandbox web the page may start, is a lab of the dashboard's supervisor
+(:mod:`lookup.labs`): kept for as long as the dashboard lives, found again by a reload.
+With no sandbox answering at ``$LOOKUP_SANDBOX_URL`` (which ``make run`` sets), the page
+offers to start one.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
 import pandas as pd
 import streamlit as st
-from common import api_url, data_dir, term_help
+from common import api_url, data_dir, labs, term_help
 from crawlrender import RENDER_BUDGET, render_budget_field
 from crawltimeline import short_host
 
@@ -26,11 +26,11 @@ from lookup.crawler.session import (
     CrawlSession,
     CrawlSettings,
     SandboxProbe,
-    SandboxProcess,
     list_crawls,
     probe_sandbox,
     sandbox_url,
 )
+from lookup.labs import CrawlLab, SandboxLab
 
 SELECTED = "crawler.selected"
 NOTICE = "crawler.notice"
@@ -56,22 +56,22 @@ COPY_COLUMN = st.column_config.LinkColumn(
 # ----------------------------------------------------------------------------- runtime
 
 
-@dataclass
-class Runtime:
-    """What outlives one script run: the sandbox this page started and the running crawls."""
-
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    sandbox: SandboxProcess | None = None
-    sessions: dict[str, CrawlSession] = field(default_factory=dict)
-
-    def running(self) -> CrawlSession | None:
-        return next((s for s in self.sessions.values() if s.running), None)
+#: One crawl at a time per dashboard: the check and the start happen under it.
+_START_LOCK = threading.Lock()
 
 
-@st.cache_resource(show_spinner=False)
-def runtime() -> Runtime:
-    """One per dashboard server; its child processes are stopped when the server exits."""
-    return Runtime()
+def crawl_sessions() -> dict[str, CrawlSession]:
+    """The crawls this dashboard started (running or ended), by directory: labs of the
+    dashboard's supervisor, stopped when it exits."""
+    return {
+        lab.key: lab.session
+        for lab in labs().labs()
+        if isinstance(lab, CrawlLab) and lab.session is not None
+    }
+
+
+def running_crawl() -> CrawlSession | None:
+    return next((s for s in crawl_sessions().values() if s.running), None)
 
 
 @st.cache_data(ttl=3, show_spinner=False)
@@ -83,13 +83,19 @@ def crawls_root() -> Path:
     return data_dir() / "crawls"
 
 
+def own_sandbox() -> SandboxLab | None:
+    """The sandbox web this page started, while it runs."""
+    lab = labs().get("sandbox-web")
+    return lab if isinstance(lab, SandboxLab) and lab.alive() else None
+
+
 def current_sandbox() -> SandboxProbe:
     """The sandbox at ``$LOOKUP_SANDBOX_URL`` if it answers, else the one this page started."""
     probe = cached_probe(sandbox_url())
     if probe.up:
         return probe
-    own = runtime().sandbox
-    if own is not None and own.running and own.port is not None:
+    own = own_sandbox()
+    if own is not None:
         mine = cached_probe(own.url)
         if mine.up:
             return mine
@@ -124,37 +130,31 @@ def copy_link(session: CrawlSession, url: str, label: str | None = None) -> str:
 
 
 def start_own_sandbox() -> None:
-    rt = runtime()
-    with rt.lock:
-        if rt.sandbox is not None and rt.sandbox.running:
-            return
-        sandbox = SandboxProcess(crawls_root() / "sandbox.log", size="small", crawl_delay=0.25)
-        try:
-            sandbox.start()
-        except (OSError, RuntimeError, TimeoutError) as exc:
-            st.session_state[NOTICE] = ("error", f"The sandbox web did not start: {exc}")
-            return
-        rt.sandbox = sandbox
+    if own_sandbox() is not None:
+        return
+    try:
+        lab = labs().start("sandbox-web", log_path=crawls_root() / "sandbox.log",
+                           size="small", crawl_delay=0.25)  # fmt: skip
+    except (OSError, RuntimeError, TimeoutError) as exc:
+        st.session_state[NOTICE] = ("error", f"The sandbox web did not start: {exc}")
+        return
     cached_probe.clear()
-    st.session_state[NOTICE] = ("success", f"Started a small sandbox web at {sandbox.url}.")
+    assert isinstance(lab, SandboxLab)
+    st.session_state[NOTICE] = ("success", f"Started a small sandbox web at {lab.url}.")
 
 
 def stop_own_sandbox() -> None:
-    rt = runtime()
-    with rt.lock:
-        if rt.sandbox is not None:
-            rt.sandbox.stop()
-            rt.sandbox = None
+    labs().stop("sandbox-web")
     cached_probe.clear()
 
 
 def sandbox_panel() -> SandboxProbe:
     """One status line for the sandbox web, the host list, and the offer to start one."""
     probe = current_sandbox()
-    own = runtime().sandbox
+    own = own_sandbox()
     with st.container(key="sandbox-status"):
         if probe.up:
-            mine = own is not None and own.running and own.port is not None and probe.url == own.url
+            mine = own is not None and probe.url == own.url
             origin = "started by this page" if mine else "`LOOKUP_SANDBOX_URL`"
             st.markdown(
                 f":green-badge[:material/check_circle: Sandbox web up] "
@@ -213,18 +213,16 @@ def new_crawl_dir() -> Path:
 
 
 def start_crawl(probe: SandboxProbe, settings: CrawlSettings) -> None:
-    rt = runtime()
-    with rt.lock:
-        if rt.running() is not None:
+    with _START_LOCK:
+        if running_crawl() is not None:
             st.session_state[NOTICE] = ("warning", "A crawl is already running; wait for it.")
             return
         out = new_crawl_dir()
         try:
-            session = CrawlSession.start(out, probe, settings)
+            labs().start("crawl", str(out), out_dir=out, probe=probe, settings=settings)
         except (OSError, RuntimeError) as exc:
             st.session_state[NOTICE] = ("error", f"The crawl did not start: {exc}")
             return
-        rt.sessions[str(out)] = session
     st.session_state[SELECTED] = str(out)
     st.session_state.pop(INDEX_RESULT, None)
 
@@ -248,7 +246,7 @@ def submit_crawl(probe: SandboxProbe) -> None:
 
 def crawl_form(probe: SandboxProbe) -> None:
     """The bounds and politeness of the next crawl, and the button that starts it."""
-    busy = runtime().running() is not None
+    busy = running_crawl() is not None
     with st.form("crawl-form", border=True):
         st.markdown("**Crawl the sandbox web**")
         a, b, c, d = st.columns(4)
@@ -292,10 +290,10 @@ def crawl_form(probe: SandboxProbe) -> None:
 
 def choose_crawl() -> CrawlSession | None:
     """The crawl to show: the one just started, or any earlier one in the data directory."""
-    rt = runtime()
+    sessions = crawl_sessions()
     root = crawls_root()
     dirs = {str(p): p for p in list_crawls(root)}
-    for key, session in rt.sessions.items():
+    for key, session in sessions.items():
         if Path(key).parent == root and (session.running or Path(key).exists()):
             dirs.setdefault(key, Path(key))
     if not dirs:
@@ -317,7 +315,7 @@ def choose_crawl() -> CrawlSession | None:
         help=f"Every crawl started here is kept in {crawls_root()}.",
     )
     key = st.session_state[SELECTED]
-    session = rt.sessions.get(key)
+    session = sessions.get(key)
     if session is not None:
         return session
     try:

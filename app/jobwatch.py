@@ -21,10 +21,15 @@ FOLLOW_S = 600.0
 
 
 def follow(
-    get: Callable[[], Answer], label: str, *, timeout: float = FOLLOW_S
+    get: Callable[[], Answer],
+    label: str,
+    *,
+    timeout: float = FOLLOW_S,
+    on_state: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any] | None:
     """Poll ``get()`` (the job's ``GET``) while it says ``running``, with a progress bar
-    and its latest message under ``label``; the last state (None if it could not be read)."""
+    and its latest message under ``label``; the last state (None if it could not be read).
+    ``on_state`` sees every state read (a page drawing more of it, e.g. a fold on Dask)."""
     bar = st.progress(0.0, text=label)
     deadline = time.monotonic() + timeout
     state: dict[str, Any] | None = None
@@ -35,6 +40,8 @@ def follow(
             st.warning(f"Could not follow the run: {answer.message()}", icon=":material/warning:")
             return None
         state = answer.body
+        if on_state is not None:
+            on_state(state)
         messages = state.get("messages") or []
         step = f" — {messages[-1]}" if messages else ""
         bar.progress(float(state.get("progress") or 0.0),

@@ -14,8 +14,8 @@ from common import api_url, data_dir, metric_row, term_help
 from drillcharts import drill_figures, drill_story
 from shortlinks import call
 
-from lookup.fleet import layer_counts, outage_drill, read_state
 from lookup.kit.admin import load_admin_token_in, server_admin_token
+from lookup.labs import fleet_state, layer_counts, outage_drill
 
 DRILL_RESULT = "shortener.drill_result"
 FLEET_NOTICE = "shortener.fleet_notice"
@@ -37,7 +37,7 @@ SEAMS = {
 def running_fleet() -> dict[str, Any] | None:
     """The fleet ``lookup up --backend …`` runs over this data directory, when the API this
     page talks to is one of its workers (else None)."""
-    state = read_state(data_dir())
+    state = fleet_state(data_dir())
     if state and api_url() in [w["url"].rstrip("/") for w in state.get("workers", [])]:
         return state
     return None

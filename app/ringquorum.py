@@ -2,26 +2,26 @@
 
 The ring part is in-process: add or remove a node and see how many of 20,000 keys change
 node (against ``hash mod N``) and how evenly they spread for the chosen vnodes. The store
-part starts its own storage-node processes on loopback (and stops them: the Stop button,
-and at exit), lets you kill -9, SIGSTOP, restart or partition nodes, and runs a recorded
-workload at the chosen N/R/W; the history checker counts stale reads, siblings, and the
+part starts its own storage-node processes on loopback through the dashboard's lab
+supervisor (:mod:`lookup.labs`: stopped by the Stop button, and at exit), lets you
+kill -9, SIGSTOP, restart or partition nodes, and runs a recorded workload at the
+chosen N/R/W; the history checker counts stale reads, siblings, and the
 nodes' counters show hints and repairs as they happen.
 """
 
 from __future__ import annotations
 
-import atexit
 import random
 from typing import Any
 
 import pandas as pd
 import streamlit as st
-from common import term_help
+from common import labs, left_running, term_help
 
 from lookup.blocks.kv.checker import History, summary
-from lookup.blocks.kv.cluster import KvCluster
 from lookup.blocks.kv.experiments import mod_node, run_workload, shopping_cart
 from lookup.kit.ring import HashRing
+from lookup.labs import KvClusterLab
 
 __all__ = ["render"]
 
@@ -112,13 +112,17 @@ def _ring_part() -> None:
     )
 
 
-def _cluster() -> KvCluster | None:
-    return st.session_state.get("kv-cluster")
+def _lab() -> KvClusterLab | None:
+    """The tab's storage nodes while its lab is there — also when every node was killed
+    from the page: they can be restarted."""
+    lab = labs().get("kv-cluster")
+    return lab if isinstance(lab, KvClusterLab) and lab.cluster is not None else None
 
 
-def _node_table(cluster: KvCluster) -> pd.DataFrame:
+def _node_table(lab: KvClusterLab) -> pd.DataFrame:
+    assert lab.cluster is not None
     rows = []
-    for name, s in cluster.stats().items():
+    for name, s in lab.cluster.stats().items():
         row: dict[str, Any] = {
             "node": name,
             "process": s.get("process"),
@@ -134,20 +138,24 @@ def _node_table(cluster: KvCluster) -> pd.DataFrame:
 
 def _store_part() -> None:
     st.subheader("The quorum store")
-    cluster = _cluster()
-    if cluster is None:
+    if left_running("kv-cluster", "", "kv-left"):
+        return
+    lab = _lab()
+    cluster = lab.cluster if lab is not None else None
+    if lab is None or cluster is None:
         st.info(
             "Starts 4 storage-node processes on loopback (N=3 replicas per key), each "
             "with its own SQLite file; they are stopped by the Stop button and at exit."
         )
         if st.button("Start 4 nodes", key="kv-start", type="primary"):
             with st.spinner("Starting node processes..."):
-                cluster = KvCluster(size=4, n=3).start()
-            atexit.register(cluster.stop)
-            st.session_state["kv-cluster"] = cluster
+                labs().start("kv-cluster", size=4, n=3)
             st.session_state["kv-seqs"], st.session_state["kv-contexts"] = {}, {}
             st.rerun()
         return
+    # a page reloaded while the nodes run starts its own workload sequence
+    st.session_state.setdefault("kv-seqs", {})
+    st.session_state.setdefault("kv-contexts", {})
     cols = st.columns(4)
     victim = cols[0].selectbox("Node", cluster.names, key="kv-victim")
     other = cols[1].selectbox(
@@ -225,12 +233,12 @@ def _store_part() -> None:
             f"`{cart['siblings']}`; merged by the client into `{cart['merged']}`."
         )
     st.markdown("**Nodes** (their own counters)")
-    st.dataframe(_node_table(cluster), hide_index=True)
+    st.dataframe(_node_table(lab), hide_index=True)
     if cluster.events:
         st.caption("Done: " + "; ".join(what for _, what in cluster.events[-8:]))
     if st.button("Stop the nodes", key="kv-stop"):
-        cluster.stop()
-        for key in ("kv-cluster", "kv-last", "kv-cart-result"):
+        labs().stop("kv-cluster")
+        for key in ("kv-last", "kv-cart-result"):
             st.session_state.pop(key, None)
         st.rerun()
 

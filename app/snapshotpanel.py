@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 from common import LOOKUP, Answer
 from jobwatch import failure, follow
+from typeaheadbackends import dask_live, dask_progress
 
 BUILD_PATH = "/v1/typeahead/snapshots/build"
 #: Seconds to wait for the API's poller to serve a version a build published.
@@ -240,7 +241,8 @@ def build_panel(market: str, page: PageHooks, *, only_one: bool) -> None:
             return
         running = True
     if running:
-        done = follow(lambda: page.call("GET", BUILD_PATH), "Building the snapshots")
+        done = follow(lambda: page.call("GET", BUILD_PATH), "Building the snapshots",
+                      on_state=dask_live(st.empty()))  # fmt: skip
         if done is not None:
             _after_build(market, done, page)
 
@@ -269,11 +271,13 @@ def _after_build(market: str, done: dict[str, Any], page: PageHooks) -> None:
         return
     _wait_until_served(page, market, mine["version"])
     others = ", ".join(f"{m} `{r['version']}`" for m, r in made.items() if m != market)
+    cluster = dask_progress(done)
+    folded = f" The log was folded on Dask: {cluster.sentence()}." if cluster else ""
     page.finish(
         "success",
         f"{market}: built and published `{mine['version']}` ({mine['suggestions']:,} "
         f"suggestions, {mine['seconds']:.1f} s); it is serving now and the previous version "
-        f"is the rollback target." + (f" Also published: {others}." if others else ""),
+        f"is the rollback target." + (f" Also published: {others}." if others else "") + folded,
         market,
     )
 

@@ -10,7 +10,12 @@
    * anchor: scikit-learn's ``BallTree(metric="haversine").query_radius``;
    * oracle: a vectorised numpy brute-force haversine over every place (fewer queries:
      it is slow);
-   * for context, the full ``ProximitySearch.search`` (filters, ranking, a page of 20).
+   * for context, the full ``ProximitySearch.search`` (filters, ranking, a page of 20);
+   * peer anchors, the same places and queries in the same run: **PostGIS** ``ST_DWithin``
+     on a GiST-indexed ``geography`` column and **Redis** ``GEOSEARCH … BYRADIUS``, each a
+     throw-away server on loopback (one round trip per query;
+     :mod:`benchmarks.places_engines`). ``--skip-missing-servers`` leaves out an engine
+     that is not installed, ``--no-servers`` both.
 
    Every query's result set is compared: the index against brute force (exactly equal,
    same formula) and against BallTree (equal but for points whose distance equals the
@@ -40,6 +45,7 @@ run by run so drift on a shared machine hits them alike.
     .venv/bin/python benchmarks/bench_places.py --quick         # 100k places, one run
     .venv/bin/python benchmarks/bench_places.py --data-dir /tmp/places1m   # keep the data
     .venv/bin/python benchmarks/bench_places.py --only http --seconds 5 --rate 500
+    .venv/bin/python benchmarks/bench_places.py --quick --skip-missing-servers
 """
 
 from __future__ import annotations
@@ -86,6 +92,9 @@ from benchmarks.fixed_rate import (
     run_fixed_rate,
     server_pid,
 )
+from benchmarks.places_engines import LABELS as ENGINE_LABELS
+from benchmarks.places_engines import EngineAnchors, edge_m
+from benchmarks.places_engines import missing as missing_engines
 from lookup.datasets import places as places_dataset
 from lookup.geo import GeohashIndex, ProximitySearch, QuadtreeIndex, SqlitePlaceStore, haversine_m
 from lookup.geo.geohash import EARTH_RADIUS_M
@@ -168,9 +177,28 @@ def _diff(ours: np.ndarray, other: np.ndarray) -> np.ndarray:
 
 
 def bench_inprocess(
-    data_dir: Path, *, queries: int, brute_queries: int, runs: int, seed: int = 5
+    data_dir: Path,
+    *,
+    queries: int,
+    brute_queries: int,
+    runs: int,
+    seed: int = 5,
+    engines: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Radius queries, build time and memory: the index vs BallTree vs brute force."""
+    """Radius queries, build time and memory: the index vs BallTree vs brute force, and
+    the ``engines`` (``postgis``, ``redis``) as peer anchors on servers started here."""
+    with EngineAnchors(engines) as anchors:
+        return _inprocess(data_dir, queries, brute_queries, runs, seed, anchors)
+
+
+def _inprocess(
+    data_dir: Path,
+    queries: int,
+    brute_queries: int,
+    runs: int,
+    seed: int,
+    anchors: EngineAnchors,
+) -> dict[str, Any]:
     from sklearn.neighbors import BallTree
 
     db = places_dataset.db_path(data_dir)
@@ -212,6 +240,8 @@ def bench_inprocess(
     nums = index.base.num.astype(np.int64)
     lat, lng = index.base.lat, index.base.lng
     search = ProximitySearch(index)
+    anchors.load(nums, lat, lng)  # the same places, into each engine
+    engine_queries = anchors.queries()
 
     def geohash_q(qlat: float, qlng: float, r: float) -> np.ndarray:
         plan = index.plan_radius(qlat, qlng, r)
@@ -242,6 +272,7 @@ def bench_inprocess(
         "geohash index": geohash_q,
         "quadtree": quadtree_q,
         "BallTree": balltree_q,
+        **engine_queries,
         "brute force": brute_q,
         "search() ranked page": ranked_q,
     }
@@ -267,6 +298,7 @@ def bench_inprocess(
                     "balltree_ties": 0,
                     "quadtree_mismatch": 0,
                     "results": 0,
+                    **{f"{e}_{k}": 0 for e in anchors.names for k in ("mismatch", "ties")},
                 },
             )
             check["queries"] += len(points)
@@ -283,6 +315,13 @@ def bench_inprocess(
                         check["balltree_ties"] += 1
                     else:
                         check["balltree_mismatch"] += 1
+                for engine in anchors.names:  # exact but for rounding at the edge
+                    diff = _diff(ours, answers[ENGINE_LABELS[engine]][i])
+                    if len(diff):
+                        at = np.isin(nums, diff)
+                        d = haversine_m(qlat, qlng, lat[at], lng[at])
+                        edge = bool(np.all(np.abs(d - radius) <= edge_m(engine, radius)))
+                        check[f"{engine}_{'ties' if edge else 'mismatch'}"] += 1
                 if i < brute_queries:
                     check["brute_compared"] += 1
                     check["brute_mismatch"] += len(_diff(ours, answers["brute force"][i])) > 0
@@ -317,6 +356,9 @@ def bench_inprocess(
         "checks": checks,
         "build_s": {name: median(times) for name, times in builds.items()},
         "build_runs_s": {name: [round(t, 3) for t in times] for name, times in builds.items()},
+        "engines": list(anchors.names),
+        "engine_load_s": dict(anchors.load_s),
+        "redis_skipped": anchors.redis_skipped,
         "memory": {
             "narrow_bytes_per_place": memory["narrowBytesPerPlace"],
             "text_bytes_per_place": memory["textBytesPerPlace"],
@@ -508,6 +550,12 @@ def report(results: dict[str, Any]) -> str:
                     )
                 elif name == "quadtree":
                     ident = f"= index {_yes(check['quadtree_mismatch'] == 0)}"
+                for engine, label in ENGINE_LABELS.items():
+                    if name == label:
+                        ties = check.get(f"{engine}_ties", 0)
+                        ident = f"= index {_yes(check.get(f'{engine}_mismatch', 0) == 0)}" + (
+                            f" ({ties} at the edge)" if ties else ""
+                        )
                 target = ""
                 if name == "geohash index":
                     target = _yes(s["p50_ms"] <= ball["p50_ms"] and s["qps"] >= ball["qps"])
@@ -577,6 +625,16 @@ def report(results: dict[str, Any]) -> str:
                 f"{tree_s:.2f} s",
                 "1.00×",
                 "",
+            ],
+            *[
+                [
+                    f"{ENGINE_LABELS[e]} (load{': GEOADD' if e == 'redis' else ': COPY + GiST'})",
+                    "(in the server)",
+                    f"{t:.2f} s",
+                    vs_tree(t),
+                    "",
+                ]
+                for e, t in inp.get("engine_load_s", {}).items()
             ],
             [
                 "numpy brute force (lat, lng, id)",
@@ -683,6 +741,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--quick", action="store_true", help="100k businesses, 300 queries, one run, 2 s wrk runs"
     )
     parser.add_argument("--only", default="inprocess,http", help="inprocess,http")
+    parser.add_argument(
+        "--skip-missing-servers",
+        action="store_true",
+        help="leave out the PostGIS or Redis anchor when its server is not installed",
+    )
+    parser.add_argument(
+        "--no-servers", action="store_true", help="no PostGIS or Redis anchors at all"
+    )
     parser.add_argument("--data-dir", type=Path, help="keep (and reuse) the data set here")
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
     args = parser.parse_args(argv)
@@ -698,6 +764,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if "http" in only and wrk_path() is None:
         parser.error("wrk is not installed: apt-get install -y wrk")
+    engines = [] if args.no_servers or "inprocess" not in only else ["postgis", "redis"]
+    for engine, why in missing_engines(engines).items():
+        if not args.skip_missing_servers:
+            parser.error(f"{why}; --skip-missing-servers leaves out its anchor")
+        print(f"# no {ENGINE_LABELS[engine]} anchor: {why}", flush=True)
+        engines.remove(engine)
 
     started = dt.datetime.now()
     print(f"# bench_places {started:%Y-%m-%d %H:%M} — {machine_summary()}", flush=True)
@@ -707,7 +779,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         results: dict[str, Any] = {"places": args.places}
         if "inprocess" in only:
             results["inprocess"] = bench_inprocess(
-                data_dir, queries=args.queries, brute_queries=args.brute_queries, runs=args.runs
+                data_dir,
+                queries=args.queries,
+                brute_queries=args.brute_queries,
+                runs=args.runs,
+                engines=engines,
             )
             gc.collect()
         if "http" in only:

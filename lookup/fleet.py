@@ -415,6 +415,16 @@ class ServingFleet:
         if "store_url" in self.urls and not settings.get("typeahead_blocklist"):
             # one typeahead hot blocklist for every worker, beside the shortener's
             env["LOOKUP_TYPEAHEAD_BLOCKLIST"] = self.urls["store_url"]
+        if self.shares_data():
+            # places and typeahead snapshots from the database too (lookup/fleetdata.py)
+            if not settings.get("places_store_url"):
+                env["LOOKUP_PLACES_STORE_URL"] = self.urls["store_url"]
+            if not settings.get("typeahead_snapshot_store"):
+                env["LOOKUP_TYPEAHEAD_SNAPSHOT_STORE"] = self.urls["store_url"]
+        if "clicks_url" in self.urls and not settings.get("typeahead_searches_url"):
+            # submitted searches on a stream and trending windows in the fleet's Redis
+            clicks = urlsplit(self.urls["clicks_url"])
+            env["LOOKUP_TYPEAHEAD_SEARCHES_URL"] = urlunsplit(clicks._replace(query=""))
         if self.etcd is not None:
             env["LOOKUP_ETCD_URL"] = self.etcd.url
         return env
@@ -482,6 +492,21 @@ class ServingFleet:
         else:
             start_on_fresh_ports(attempt, "the API workers")
 
+    def shares_data(self) -> bool:
+        """Whether places and typeahead snapshots live in the fleet's PostgreSQL too."""
+        return "postgres" in self.backends and "store_url" in self.urls
+
+    def _share_data(self) -> None:
+        """Copy the data directory's places and current snapshots into the database once
+        (a database that holds them already keeps its own)."""
+        from lookup.fleetdata import share_places, share_snapshots
+
+        url = self.urls["store_url"]
+        lines = [share_places(url, self.data_dir, say=lambda _m: None)]
+        lines += share_snapshots(url, self.data_dir)
+        if not self.quiet:
+            print("\n".join(f"  {line}" for line in lines), flush=True)
+
     def shares_state(self) -> bool:
         """Whether the workers' state is shared (links in PostgreSQL, or a Redis cache tier
         telling every worker of every change): only then may several serve one data
@@ -500,6 +525,8 @@ class ServingFleet:
                 "stale redirects): add postgres or redis to --backend, or run --workers 1"
             )
         self._start_servers()
+        if self.shares_data():
+            self._share_data()
         self.admin_token = load_admin_token_in(self.servers_dir)
         env = self.environment()
         cli = [sys.executable, "-m", "lookup.cli"]

@@ -54,6 +54,19 @@ def test_the_typeahead_blocklist_goes_where_the_store_goes(
     assert named["LOOKUP_TYPEAHEAD_BLOCKLIST"] == "postgresql://elsewhere/db"
 
 
+def test_a_redis_fleet_shares_searches_and_trending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LOOKUP_TYPEAHEAD_SEARCHES_URL", raising=False)
+    clicks = "redis://127.0.0.1:6999/0?stream=clicks"
+    urls = {"clicks_url": clicks, "cache_url": clicks, "limits_url": clicks}
+    env = ServingFleet(tmp_path, ("redis",), urls=urls).environment()
+    assert env["LOOKUP_TYPEAHEAD_SEARCHES_URL"] == "redis://127.0.0.1:6999/0"  # not the clicks'
+    store = {"store_url": "postgresql://postgres@127.0.0.1:5999/lookup"}
+    on_pg = ServingFleet(tmp_path, ("postgres",), urls=store).environment()
+    assert "LOOKUP_TYPEAHEAD_SEARCHES_URL" not in on_pg
+
+
 def test_no_state_without_a_running_supervisor(tmp_path: Path) -> None:
     assert read_state(tmp_path) is None
     state_path(tmp_path).parent.mkdir(parents=True)

@@ -36,6 +36,7 @@ EDGE = (
     "lookup.cli",
     "lookup.launcher",
     "lookup.fleet",
+    "lookup.labs",  # the dashboard's labs: the processes its pages run (issue 23)
     "lookup.capacity.cli",
     "lookup.study",
 )
@@ -52,7 +53,10 @@ STORE_MODULES = {
     "lookup/kit/secrets/postgres.py",  # the fleet's shared secrets on PostgreSQL
     "lookup/kit/ratelimit/redis_store.py",  # the shared limiter's Lua scripts on Redis
     "lookup/kit/sharedcache/redis.py",  # the shared cache tier on Redis
+    "lookup/kit/versionstore/postgres.py",  # versions as chunks and pointer rows on PostgreSQL
     "lookup/shortener/analytics/clicklog/redis.py",  # the click stream on Redis Streams
+    "lookup/typeahead/searchfeed/redis.py",  # submitted searches on a Redis Stream
+    "lookup/typeahead/searchfeed/trending_redis.py",  # the fleet's trending windows
     "lookup/blocks/ids/locality.py",  # the index-locality experiment's own B-trees
     "lookup/blocks/cache/store.py",  # the cache experiments' source of truth (SQLite)
     "lookup/blocks/cache/tier.py",  # the cache tier on standalone redis-servers
@@ -66,7 +70,9 @@ STORE_MODULES = {
     "lookup/shortener/analytics/clickcounts/postgres.py",
     "lookup/shortener/webhooks/sqlite.py",  # webhook endpoints, outbox, deliveries
     "lookup/shortener/webhooks/postgres.py",
-    "lookup/geo/store.py",
+    "lookup/geo/places/sqlite.py",  # the places store's backends (places/sql.py: no driver)
+    "lookup/geo/places/postgres.py",  # the fleet's places database on PostgreSQL + PostGIS
+    "lookup/geo/postgis.py",  # PostGIS as the places search's oracle and planner (ST_DWithin, KNN)
     "lookup/geo/reviewstore.py",  # the reviews tables, written in the place store's transaction
     "lookup/crawler/state/sqlite.py",  # the crawl state's backends (state/sql.py: no driver)
     "lookup/crawler/state/postgres.py",  # the crawler fleet's shared state on PostgreSQL
@@ -123,6 +129,44 @@ def test_a_system_imports_only_kit_and_itself(system: str) -> None:
             if _within(name, others + EDGE + UI):
                 bad.append(f"{_rel(path)} imports {name}")
     assert not bad, "\n".join(bad)
+
+
+#: What the dashboard may not import: it owns no process. Its pages start, find and stop
+#: the servers, fleets and builds they run through ``lookup.labs`` (one supervisor per
+#: dashboard process, every lab stopped at exit); these are the launchers behind it.
+DASHBOARD_FORBIDDEN = (
+    "subprocess",
+    "multiprocessing",
+    "lookup.kit.engines.pgserver",
+    "lookup.kit.engines.redisserver",
+    "lookup.kit.engines.rediscluster",
+    "lookup.kit.engines.etcdserver",
+    "lookup.kit.engines.launch",
+    "lookup.kit.pgserver",  # the old paths of the same launchers
+    "lookup.kit.redisserver",
+    "lookup.kit.rediscluster",
+    "lookup.kit.etcd",
+    "lookup.blocks.ids.etcd",
+    "lookup.blocks.ids.fleet",  # GeneratorFleet: etcd and generator processes
+    "lookup.blocks.ids.drill",
+    "lookup.blocks.kv.cluster",  # KvCluster: the storage-node processes
+    "lookup.crawler.fleet",  # CrawlFleet: crawl-worker processes
+    "lookup.crawler.session.SandboxProcess",  # ``lookup sandbox`` as a child
+    "lookup.crawler.sandbox.Sandbox",  # a sandbox web served in this process
+    "lookup.crawler.Sandbox",
+    "lookup.fleet",  # ServingFleet (its client half: lookup.labs.serving)
+    "lookup.launcher",  # ``lookup up``
+)
+
+
+def test_the_dashboard_starts_no_process_itself() -> None:
+    bad = [
+        f"{_rel(path)} imports {name}"
+        for path in _sources("app")
+        for name in _imports(path)
+        if _within(name, DASHBOARD_FORBIDDEN)
+    ]
+    assert not bad, "pages call lookup.labs, they own no process:\n" + "\n".join(bad)
 
 
 def test_lookup_never_imports_the_dashboard_or_jupyter() -> None:

@@ -153,3 +153,24 @@ def test_notebook_is_committed_with_outputs_cleared(path: Path) -> None:
         if cell.cell_type == "code" and (cell.outputs or cell.execution_count is not None)
     ]
     assert not dirty, f"{path.name}: cells {dirty} have outputs; clear them before committing"
+
+
+@pytest.mark.notebook
+def test_notebook_04_runs_its_postgresql_drill(selected_notebooks: list[Path]) -> None:
+    """Notebook 04's PostgreSQL + PostGIS section ran where PostgreSQL is installed (not its
+    "skipped" line): the three engines agreed and the kill -9 drill lost no acknowledged
+    write. Skips without PostgreSQL, and fails then under ``LOOKUP_REQUIRE_SERVERS``."""
+    from tests.conftest import _need_postgres
+
+    _need_postgres()
+    nb, stderr = _executed(NOTEBOOK_DIR / "04_proximity_search.ipynb", selected_notebooks)
+    printed = "".join(
+        o.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for o in cell.outputs
+        if o.output_type == "stream"
+    )
+    assert "skipped: this section needs PostgreSQL" not in printed, "PostGIS is missing"
+    assert "served from PostgreSQL + PostGIS at postgresql://" in printed, stderr[-3000:]
+    assert "of them missing after restart:  0" in printed, stderr[-3000:]

@@ -17,7 +17,6 @@ plots admitted vs refused over time with the response headers the decisions carr
 
 from __future__ import annotations
 
-import atexit
 import tempfile
 import time
 import uuid
@@ -26,18 +25,17 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from common import labs, left_running
 from ringquorum import render as render_kv_tab
 
 from lookup import capacity, settings
 from lookup.blocks.ids import ID_KINDS, encode_crockford
-from lookup.blocks.ids.etcd import etcd_available
-from lookup.blocks.ids.fleet import GeneratorFleet
 from lookup.blocks.ids.kinds import bit_fields, make_kind, timestamp_ms
 from lookup.blocks.ids.locality import ratios, sqlite_locality
 from lookup.blocks.limits.experiments import max_in_span, memory_url
 from lookup.blocks.limits.traffic import PATTERNS, Decided, ManualClock, make_stream, replay
 from lookup.kit.ratelimit import ALGORITHM_NAMES, RatePolicy, open_rate_limiter
-from lookup.kit.redisserver import RedisServer, redis_available
+from lookup.labs import IdLeaseLab, RedisLab, available
 
 st.title("Building blocks")
 st.markdown(
@@ -120,8 +118,10 @@ def _measure_rates(n: int = 20_000) -> dict[str, float]:
     return out
 
 
-def _fleet() -> GeneratorFleet | None:
-    return st.session_state.get("ids-fleet")
+def _fleet() -> IdLeaseLab | None:
+    """The tab's generators and their etcd while they run (a lab of the supervisor)."""
+    lab = labs().get("id-leases")
+    return lab if isinstance(lab, IdLeaseLab) and lab.alive() else None
 
 
 def _ids_tab() -> None:
@@ -194,39 +194,40 @@ def _ids_tab() -> None:
     _leases()
 
 
-def _holders_table(fleet: GeneratorFleet, live: bool) -> None:
+def _holders_table(lab: IdLeaseLab, live: bool) -> None:
     """The worker keys and their leases; re-drawn every second (alone) while ``live``."""
 
     @st.fragment(run_every=1.0 if live else None)
     def table() -> None:
-        if _fleet() is fleet:  # not stopped meanwhile
-            st.dataframe(pd.DataFrame(fleet.holders()), hide_index=True)
+        if _fleet() is lab:  # not stopped meanwhile
+            st.dataframe(pd.DataFrame(lab.fleet.holders()), hide_index=True)
 
     table()
 
 
 def _leases() -> None:
-    if not (etcd_available() or settings.get("etcd_url")):
+    if left_running("id-leases", "", "ids-fleet-left"):
+        return
+    if not available("id-leases"):
         st.info(
             f"etcd is not installed ({settings.get('etcd_bin')} is missing): "
             "`apt-get install etcd-server` to start generators with leases here."
         )
         return
-    fleet = _fleet()
-    if fleet is None:
+    lab = _fleet()
+    if lab is None:
         st.markdown(
             "Start generator processes that each lease a worker id (TTL 3 s), kill "
             "one, and watch its lease expire while the others keep theirs."
         )
         if st.button("Start etcd and 3 generators", key="ids-fleet-start"):
             with st.spinner("starting ..."):
-                fleet = GeneratorFleet(ttl_s=3).start(3)
-            st.session_state["ids-fleet"] = fleet
-            atexit.register(fleet.stop)
+                labs().start("id-leases", ttl_s=3, generators=3)
             st.rerun()
         return
+    fleet = lab.fleet
     live = st.toggle("Refresh every second", value=True, key="ids-fleet-live")
-    _holders_table(fleet, live)
+    _holders_table(lab, live)
     holders = fleet.holders()
     running = [h["generator"] for h in holders if h["process"] == "running"]
     cols = st.columns(4)
@@ -239,8 +240,7 @@ def _leases() -> None:
         st.rerun()
     cols[3].button("Refresh", key="ids-fleet-refresh")
     if st.button("Stop the generators and etcd", key="ids-fleet-stop"):
-        fleet.stop()
-        del st.session_state["ids-fleet"]
+        labs().stop("id-leases")
         st.rerun()
     st.caption(
         "A killed process cannot revoke its lease: etcd drops its worker key when the "
@@ -278,8 +278,14 @@ def _redis_url() -> str | None:
         return typed
     if _configured_redis():
         return _configured_redis()
-    server: RedisServer | None = st.session_state.get("rl-redis-server")
-    return server.url if server is not None else None
+    lab = _redis_lab()
+    return lab.url if lab is not None else None
+
+
+def _redis_lab() -> RedisLab | None:
+    """The throw-away redis-server the tab started, while it runs."""
+    lab = labs().get("redis", "limits")
+    return lab if isinstance(lab, RedisLab) and lab.alive() else None
 
 
 def _fire(algorithm: str, limit: int, pattern: str, backend: str) -> dict[str, Any]:
@@ -425,9 +431,7 @@ def _headers_table(run: dict[str, Any]) -> pd.DataFrame:
 
 
 def _stop_redis() -> None:
-    server: RedisServer | None = st.session_state.pop("rl-redis-server", None)
-    if server is not None:
-        server.close()
+    labs().stop("redis", "limits")
 
 
 def _redis_controls() -> bool:
@@ -442,13 +446,15 @@ def _redis_controls() -> bool:
             "this page's keys live under their own name and are removed after each run."
         )
         return True
-    if st.session_state.get("rl-redis-server") is not None:
+    if left_running("redis", "limits", "rl-redis-left"):
+        return False
+    if _redis_lab() is not None:
         st.caption(f"Throw-away redis-server at `{_redis_url()}` (started by this page).")
         if st.button("Stop the redis-server", key="rl-redis-stop"):
             _stop_redis()
             st.rerun()
         return True
-    if not redis_available():
+    if not available("redis"):
         st.info(
             f"redis-server is not installed ({settings.get('redis_bin')} is missing) "
             "and no URL is given: `apt-get install redis-server` to fire at Redis here."
@@ -456,9 +462,7 @@ def _redis_controls() -> bool:
         return False
     if st.button("Start a throw-away redis-server", key="rl-redis-start"):
         with st.spinner("starting redis-server ..."):
-            server = RedisServer().start()
-        st.session_state["rl-redis-server"] = server
-        atexit.register(server.close)
+            labs().start("redis", "limits")
         st.rerun()
     return False
 

@@ -16,25 +16,20 @@ when dragged or zoomed) redraw only the map and what is in view, not the page.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from typing import Any
 
 import httpx
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-from chartstyle import log_axis
 from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
 from mapview import MAP_HEIGHT, api_bounds, zoom_for_radius, zoom_to_fit
 from placereviews import place_card
+from placescompare import compare_indexes  # the planners side by side, PostGIS too
 from placesdraw import draw_panel, place_label  # drawn areas; what a name matched
 from placesleaflet import leaflet_map, map_data, view_to_search  # the map, in the page
 from placesmap import (
-    BLUE,
-    GREEN,
     MILE_M,
-    ORANGE,
     ensure_map_assets,
     near_lng,
     search_layer,
@@ -42,6 +37,7 @@ from placesmap import (
 )
 from placesmap import fmt_m as fmt_distance
 from placesnearest import nearest_panel  # nearest-k with no radius
+from placesbackend import backend_panel  # which database serves places; replica lag
 from placestrain import training_panel
 from rankdiff import rank_changes
 from searchbox import box_state, searchbox
@@ -114,7 +110,6 @@ AREA_MAX_PINS = 800
 MEMO_SECONDS = 30.0
 #: The API's radius search is fast; a brute-force comparison over millions may take longer.
 COMPARE_TIMEOUT = httpx.Timeout(30.0, connect=2.0)
-COMPARE_REPEATS = 5
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -431,7 +426,7 @@ def controls() -> None:
         help="Geohash: the 3×3 block of cells. Quadtree: leaves that split "
         "above 100 places. Brute force: every row.",
     )
-    st.toggle("Compare geohash, quadtree and brute force", key=COMPARE)
+    st.toggle("Compare geohash, quadtree, brute force and PostGIS", key=COMPARE)
     st.segmented_control(
         "Ranking",
         list(RANKINGS),
@@ -579,94 +574,6 @@ def compare_params(first: Answer, index: str) -> dict[str, str]:
     return {**search_params(index), "radius": str(used), "widen": "false", "cache": "false"}
 
 
-def timings_chart(table: pd.DataFrame) -> go.Figure:
-    """The three planners' server times (median of the repeats), as bars on a log scale."""
-    ms = table["Server time (ms, median of 5)"]
-    fig = go.Figure(
-        go.Bar(
-            x=ms,
-            y=table["Index"],
-            orientation="h",
-            marker_color=[BLUE, GREEN, ORANGE][: len(table)],
-            text=[f"{t:,.2f} ms" for t in ms],
-            textposition="outside",
-            cliponaxis=False,
-        )
-    )
-    log_axis(fig, "x", ms, title="server time per query (ms, log scale)")
-    fig.update_yaxes(autorange="reversed", title=None)
-    fig.update_layout(height=220, margin=dict(l=10, r=60, t=10, b=10), showlegend=False)
-    return fig
-
-
-def compare_indexes(first: Answer) -> None:
-    """The page's query through the three planners: timings and identical results."""
-    rows = []
-    answers: dict[str, Answer] = {}
-    for index in INDEXES:
-        params = compare_params(first, index)
-        took, trips, answer = [], [], None
-        for _ in range(COMPARE_REPEATS):
-            answer = get("/v1/search", params, timeout=COMPARE_TIMEOUT)
-            if not answer.ok:
-                break
-            took.append(float(answer.body["explain"]["tookMs"]))
-            trips.append(answer.ms)
-        assert answer is not None
-        if not answer.ok:
-            st.warning(f"{INDEX_LABELS[index]}: {answer.message()}", icon=":material/warning:")
-            return
-        answers[index] = answer
-        explain = answer.body["explain"]
-        rows.append(
-            {
-                "Index": INDEX_LABELS[index],
-                "Cells read": str(len(explain.get("cells") or [])) if index != "scan" else "all",
-                "Candidates read": int(explain.get("read", 0)),
-                "Results": int(answer.body.get("total", 0)),
-                "Server time (ms, median of 5)": round(statistics.median(took), 3),
-                "Round trip (ms, median)": round(statistics.median(trips), 1),
-            }
-        )
-
-    def key(a: Answer) -> tuple[Any, ...]:
-        return (
-            a.body["total"],
-            a.body["radiusUsedM"],
-            tuple((r["id"], r["distanceM"]) for r in a.body["results"]),
-        )
-
-    oracle = key(answers["scan"])
-    for row, index in zip(rows, INDEXES, strict=True):
-        row["Same results as brute force"] = "yes" if key(answers[index]) == oracle else "NO"
-    table = pd.DataFrame(rows)
-    scan_ms = table.loc[table["Index"] == "Brute force", "Server time (ms, median of 5)"].iloc[0]
-    table["Speed-up vs brute force"] = [
-        f"{scan_ms / t:,.1f}×" if t > 0 else "—" for t in table["Server time (ms, median of 5)"]
-    ]
-    radius = fmt_m(float(oracle[1]))
-    st.caption(
-        f"The query the page shows: {oracle[0]:,} places within {radius} of where you "
-        f"stand, with its filters, first page of {PAGE_SIZE}; each index runs it "
-        f"{COMPARE_REPEATS} times without the result cache."
-    )
-    chart, numbers = st.columns([1, 1.6], gap="medium")
-    with chart:
-        st.plotly_chart(timings_chart(table), key="places-compare-chart")
-    with numbers:
-        st.dataframe(table, hide_index=True, key="places-compare")
-    same = all(r["Same results as brute force"] == "yes" for r in rows)
-    if same:
-        st.caption(
-            f"All three return the same {oracle[0]:,} places within {radius} in the "
-            f"same order (the first {len(answers['scan'].body['results'])} compared "
-            "by id and distance). Brute force reads every row; the indexes read only "
-            "the rows in their cells."
-        )
-    else:
-        st.error("The planners disagree on this query.", icon=":material/error:")
-
-
 def explain_text(first: Answer) -> str:
     explain = first.body.get("explain") or {}
     index = explain.get("index")
@@ -760,6 +667,7 @@ st.markdown(
     "stand somewhere else; drag or zoom it to see what is in view."
 )
 show_api_status()
+backend_panel()
 _init_state()
 _take_map_click()
 _take_found_place()
@@ -889,8 +797,8 @@ with main:
             )
 
 if first.ok and st.session_state[COMPARE]:
-    st.subheader("Geohash vs quadtree vs brute force, same query")
-    compare_indexes(first)
+    st.subheader("Geohash vs quadtree vs brute force vs PostGIS, same query")
+    compare_indexes(lambda index: compare_params(first, index), PAGE_SIZE)
 
 view = (tuple(st.session_state[VIEW_CENTER]), int(st.session_state[VIEW_ZOOM]))
 nearest_panel(float(st.session_state[LAT]), float(st.session_state[LNG]), filter_params())

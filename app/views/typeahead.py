@@ -38,6 +38,7 @@ from common import call as api_call
 from searchbox import box_state, searchbox
 from snapshotpanel import PageHooks, snapshots_panel
 from suggestmine import recent_controls, search_request, usage_tab, with_recent
+from typeaheadbackends import backends_panel
 from typomarks import lookup_marks, matches_panel, tag_items
 
 from lookup.kit.admin import server_admin_token
@@ -823,9 +824,9 @@ if notice:
 
 search_panel(market, debounce)
 
-trending, snapshots, blocklist, usage = st.tabs(
+trending, snapshots, blocklist, usage, backends = st.tabs(
     [":material/trending_up: Trending", ":material/layers: Snapshots", ":material/block: Blocklist",
-     ":material/insights: Usage"]
+     ":material/insights: Usage", ":material/dns: Backends"]
 )  # fmt: skip
 with trending:
     trending_tab(market)
@@ -835,3 +836,5 @@ with blocklist:
     blocklist_tab(market)
 with usage:
     usage_tab(market)
+with backends:
+    backends_panel(system, call)

@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from lookup.geo import geohash
-from lookup.geo.store import COLUMNS, PlaceDatabaseWriter, is_complete
+from lookup.geo.places import COLUMNS
+from lookup.geo.places.sqlite import PlaceDatabaseWriter, is_complete
 
 DEFAULT_COUNT = 200_000
 MAX_COUNT = 5_000_000

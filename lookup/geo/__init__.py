@@ -7,8 +7,9 @@ The public API the dashboard, the notebooks and the HTTP layer use:
   :class:`QuadtreeIndex` and :class:`ScanIndex` plan the same searches differently;
 * :class:`ProximitySearch` — radius and map-area search: filters, ranking, cursor
   pages, widening and the per-cell result cache;
-* :class:`PlaceStore` — the places database and its change stream (write path):
-  :class:`SqlitePlaceStore` behind it, opened by :func:`open_place_store`;
+* :class:`PlaceStore` — the places database and its change stream (write path), the seam
+  :mod:`lookup.geo.places`: :class:`SqlitePlaceStore` (embedded) or
+  :class:`PostgresPlaceStore` (PostGIS) behind it, opened by :func:`open_place_store`;
 * :class:`PlacesService` — the live index over a data directory, synced and rebuilt.
 """
 
@@ -35,11 +36,12 @@ _EXPORTS = {
     "SearchError": "lookup.geo.search",
     "SearchResult": "lookup.geo.search",
     "PlacesService": "lookup.geo.service",
-    "Change": "lookup.geo.store",
-    "PlaceError": "lookup.geo.store",
-    "PlaceStore": "lookup.geo.store",
-    "SqlitePlaceStore": "lookup.geo.store",
-    "open_place_store": "lookup.geo.store",
+    "Change": "lookup.geo.places",
+    "PlaceError": "lookup.geo.places",
+    "PlaceStore": "lookup.geo.places",
+    "SqlitePlaceStore": "lookup.geo.places.sqlite",
+    "PostgresPlaceStore": "lookup.geo.places.postgres",
+    "open_place_store": "lookup.geo.places",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
@@ -55,6 +57,7 @@ __all__ = [
     "PlaceError",
     "PlaceStore",
     "PlacesService",
+    "PostgresPlaceStore",
     "ProximitySearch",
     "QuadtreeIndex",
     "ScanIndex",

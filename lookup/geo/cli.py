@@ -1,4 +1,5 @@
-"""``lookup places train`` — learn the places ranking from simulated sessions."""
+"""``lookup places train`` — learn the places ranking from simulated sessions; ``lookup places
+load`` — copy the built data set into the places database a URL names (PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -72,9 +73,49 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 1
 
 
+def _cmd_load(args: argparse.Namespace) -> int:
+    from lookup import settings
+    from lookup.datasets.places import db_path
+    from lookup.errors import Unavailable
+    from lookup.geo.places.copy import copy_data_set
+    from lookup.geo.places.sqlite import check_database
+    from lookup.kit.mounts import resolve_data_dir
+
+    url = args.store or settings.get("places_store_url")
+    if not url:
+        print("lookup places load: name the target with --store postgresql://…", file=sys.stderr)
+        return 2
+    source = db_path(resolve_data_dir(args.data_dir))
+    if not source.exists() or not check_database(source):
+        print(
+            f"lookup places load: no finished places data set at {source}; build it with "
+            "`lookup datasets build places`",
+            file=sys.stderr,
+        )
+        return 1
+    try:
+        count = copy_data_set(url, source, _say)
+    except (ValueError, Unavailable) as exc:
+        print(f"lookup places load: {exc}", file=sys.stderr)
+        return 1
+    print(f"loaded {count:,} places into {_redacted(url)}")
+    return 0
+
+
+def _redacted(url: str) -> str:
+    """``url`` without a password (for the summary line)."""
+    head, sep, rest = url.partition("://")
+    if sep and "@" in rest:
+        creds, _, where = rest.rpartition("@")
+        return f"{head}://{creds.split(':', 1)[0]}@{where}"
+    return url
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add ``lookup places train`` to the ``lookup`` command."""
-    p = sub.add_parser("places", help="proximity search's learned ranking (train a model)")
+    p = sub.add_parser(
+        "places", help="proximity search: learn its ranking, load its database elsewhere"
+    )
     inner = p.add_subparsers(dest="places_command", required=True)
     t = inner.add_parser(
         "train",
@@ -95,3 +136,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     t.add_argument("--force", action="store_true", help="publish even without a held-out gain")
     t.add_argument("--data-dir", default=None, help="where all state lives")
     t.set_defaults(func=_cmd_train)
+    ld = inner.add_parser(
+        "load",
+        help="copy the built places data set into the places database a URL names",
+        description=(
+            "Copy every place of the data set built in DATA_DIR (lookup datasets build "
+            "places) into an empty places database, e.g. PostgreSQL with PostGIS, in one "
+            "transaction: API processes started with LOOKUP_PLACES_STORE_URL then load their "
+            "index from it and tail its changes."
+        ),
+    )
+    ld.add_argument("--store", default=None, help="target URL (default: LOOKUP_PLACES_STORE_URL)")
+    ld.add_argument("--data-dir", default=None, help="where the data set was built")
+    ld.set_defaults(func=_cmd_load)

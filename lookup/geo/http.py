@@ -2,7 +2,8 @@
 
 * ``GET /v1/search?lat=&lng=&radius=&category=&openNow=&price=&q=&limit=&cursor=`` —
   radius search (seed contract), a plain Starlette route. Extras: ``widen=false`` keeps
-  the radius as asked, ``index=geohash|quadtree|scan`` picks the planner (to compare),
+  the radius as asked, ``index=geohash|quadtree|scan|postgis`` picks the planner (to
+  compare; ``postgis`` asks the PostgreSQL places table, :mod:`lookup.geo.postgis`),
   ``explain=true`` adds the cells searched, rows read vs matched and the time taken,
   ``cache=false`` bypasses the per-cell result cache, ``sort=distance`` orders by
   distance instead of the score — and, with no ``radius``, asks for the ``limit``
@@ -60,10 +61,10 @@ from lookup.errors import Damaged, NotBuilt
 from lookup.geo.gazetteer import MAX_LIMIT, NAMED_KINDS, Gazetteer
 from lookup.geo.paging import MAX_LIMIT as MAX_SEARCH_LIMIT
 from lookup.geo.paging import MAX_RADIUS_M, SORTS
+from lookup.geo.places import PlaceError
 from lookup.geo.reviewhttp import mount_reviews
 from lookup.geo.search import ProximitySearch, RankedPage, SearchError
 from lookup.geo.service import PLANNERS, SYNC_INTERVAL_S, NotInMemory, PlacesService
-from lookup.geo.store import PlaceError
 from lookup.geo.training import mount_training
 from lookup.geo.units import UNITS, UnitError, check_unit, in_unit, parse_distance
 from lookup.geo.within import mount_within
@@ -127,7 +128,9 @@ SEARCH_QUERY: list[tuple[str, dict[str, Any], str]] = [
     (
         "index",
         {"type": "string", "enum": list(PLANNERS), "default": "geohash"},
-        "the cell structure (scan: brute force, to compare)",
+        "the cell structure (scan: brute force, to compare; postgis: PostGIS picks the "
+        "candidates by ST_DWithin or its KNN order — the places store on PostgreSQL only, "
+        "else 400 POSTGIS_UNAVAILABLE)",
     ),
     ("explain", {"type": "boolean", "default": False}, "add how the answer was found"),
     ("cache", {"type": "boolean", "default": True}, "use the per-cell result cache"),
@@ -237,7 +240,11 @@ def _not_built() -> NotBuilt:
 
 def mount(mounts: Any) -> None:
     """Register the proximity routes, the change-stream tailer and the health probe."""
-    service = PlacesService(mounts.data_dir)
+    service = PlacesService(
+        mounts.data_dir,
+        store_url=settings.get("places_store_url"),
+        read_url=settings.get("places_read_url"),  # a read replica to load and tail from
+    )
     mounts.api.state.places = service
 
     def planner_of(params: Any) -> str:
@@ -250,7 +257,9 @@ def mount(mounts: Any) -> None:
         """The searcher to answer on the event loop: the index loaded, the searcher built
         and not the brute-force scan; else None (the lane loads, builds or scans)."""
         planner = planner_of(params)
-        return None if planner == "scan" else service.searcher_in_memory(planner)
+        if planner in ("scan", "postgis"):  # reads every row, or asks the database
+            return None
+        return service.searcher_in_memory(planner)
 
     def nearest_k(params: Any) -> bool:
         """Whether a search asks for the k nearest (``sort=distance``, no radius): its work

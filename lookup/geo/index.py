@@ -33,8 +33,8 @@ import numpy as np
 
 from lookup.geo import geohash as gh
 from lookup.geo.hours import MINUTES_PER_WEEK, week_bitmap
+from lookup.geo.places import COLUMNS
 from lookup.geo.ranking import TextIndex, bayesian_rating, factorize, haversine_m
-from lookup.geo.store import COLUMNS
 
 #: When the 3×3 block holds more candidates than this, finer coverings are considered.
 DENSE_CANDIDATES = 2048
@@ -392,7 +392,7 @@ class GeohashIndex:
         seq: int = 0,
         **options: Any,
     ) -> GeohashIndex:
-        """Build from database rows: dicts, or tuples in :data:`lookup.geo.store.COLUMNS` order.
+        """Build from database rows: dicts, or tuples in :data:`lookup.geo.places.COLUMNS` order.
 
         Column-wise throughout: each needed column is read out of the rows once, repeated
         values (categories, time zones, schedules, names, tag lists) are handled once per

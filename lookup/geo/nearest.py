@@ -370,7 +370,13 @@ def nearest_rows(
     after: tuple[int, int] | None = None,
 ) -> Walk:
     """The ``k`` nearest live places passing ``keep``, coming after ``after`` (a cursor's
-    ``(distance key, place number)``), by a best-first walk over ``planner``'s cells."""
+    ``(distance key, place number)``), by a best-first walk over ``planner``'s cells — or
+    by the planner's own ``nearest_walk`` when it has one (PostGIS's KNN order:
+    :class:`lookup.geo.postgis.PostgisPlanner`)."""
+    own = getattr(planner, "nearest_walk", None)
+    if own is not None:
+        walk: Walk = own(lat, lng, k, keep, after)
+        return walk
     cells = cells_of(planner)
     index: GeohashIndex = planner.places
     best = _Best(index, k, lat, lng, keep, after)

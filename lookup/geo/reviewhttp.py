@@ -27,9 +27,9 @@ from typing import Any
 from fastapi import Body, Depends, Query, Response
 
 from lookup import errors, settings
+from lookup.geo.places import PlaceError
 from lookup.geo.reviews import ReviewError, ReviewPolicy, Totals, check_body
 from lookup.geo.service import PlacesService
-from lookup.geo.store import PlaceError
 from lookup.kit.admin import ADMIN_RESPONSES
 from lookup.kit.asgi import known_query_only
 from lookup.kit.http import ApiError

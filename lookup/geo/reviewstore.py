@@ -1,15 +1,17 @@
-"""The reviews tables of the places database: the review store of seed 000, in SQLite.
+"""The reviews tables of the places database: the review store of seed 000, in SQL.
 
 A review and its place's new totals are written in one transaction, the place's own write
-transaction (:meth:`SqliteReviews.put_review` runs inside ``SqlitePlaceStore._edit_locked``):
+transaction (:meth:`SqlReviews.put_review` runs inside ``SqlPlaceStore._edit_locked``):
 the ``reviews`` row, the ``review_totals`` aggregate, the place row's ``review_count`` and
 ``review_stars``, and the ``changes`` entry that carries them to every serving index. So a
 worker tailing the stream sees a review's effect on the rating within its next poll, and a
 crash never leaves a review without its aggregate or the other way round.
 
-The place store is SQLite only today (``open_place_store`` accepts ``sqlite`` alone), so the
-reviews are too. The tables are created when a store opens an older database (``CREATE
-TABLE IF NOT EXISTS``): that is the whole migration, since no existing table changes.
+The statements are written once for both engines of :mod:`lookup.geo.places` (SQLite and
+PostgreSQL spell ``ON CONFLICT`` alike). In a SQLite file the tables are created when a
+store opens an older database (``CREATE TABLE IF NOT EXISTS``): that is the whole
+migration, since no existing table changes; PostgreSQL's are made with the rest of its
+schema (:mod:`lookup.geo.places.postgres`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from lookup.geo.reviews import ReviewPage, ReviewPolicy, Totals, is_new_account
+from lookup.kit.engines.dialects import Connection
 
 REVIEW_SCHEMA = """
 CREATE TABLE IF NOT EXISTS reviews (
@@ -68,14 +71,16 @@ def _review(row: Any) -> dict[str, Any]:
     }
 
 
-class SqliteReviews:
-    """The reviews half of ``SqlitePlaceStore`` (mixed in): it writes through the store's
-    write transaction and reads through its connections."""
+class SqlReviews:
+    """The reviews half of a SQL place store (mixed in): it writes through the store's
+    write transaction (``_tx``) and reads through its connections, each statement spelled
+    for the store's engine by ``_q``."""
 
-    _conn: sqlite3.Connection
     _clock: Callable[[], float]
+    _q: Callable[[str], str]
+    _tx: Callable[[], Connection]
     _writing: Callable[[], AbstractContextManager[None]]
-    _reading: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _reading: Callable[[], AbstractContextManager[Connection]]
     _edit_locked: Callable[[str, Callable[[dict[str, Any]], dict[str, Any]]], dict[str, Any]]
 
     def put_review(
@@ -84,13 +89,14 @@ class SqliteReviews:
         """Store (or replace) ``user_id``'s review of the place and update its totals, the
         place row and the change stream in one transaction; ``(review, replaced, row)``.
         A missing place raises the store's ``NOT_FOUND`` before anything is written."""
-        conn = self._conn
+        q = self._q
         now = self._clock()
         done: dict[str, Any] = {}
 
         def change(before: dict[str, Any]) -> dict[str, Any]:
+            conn = self._tx()
             found = conn.execute(
-                f"SELECT {_TOTALS} FROM review_totals WHERE place_id = ?", (place_id,)
+                q(f"SELECT {_TOTALS} FROM review_totals WHERE place_id = ?"), (place_id,)
             ).fetchone()
             if found is not None:
                 totals = Totals(*(int(v) for v in found))
@@ -100,16 +106,21 @@ class SqliteReviews:
                     base_stars=int(before.get("review_stars") or 0),
                 )
             conn.execute(
-                "INSERT OR IGNORE INTO review_users(user_id, first_at) VALUES (?, ?)",
+                q(
+                    "INSERT INTO review_users(user_id, first_at) VALUES (?, ?) "
+                    "ON CONFLICT (user_id) DO NOTHING"
+                ),
                 (user_id, now),
             )
             first_at = conn.execute(
-                "SELECT first_at FROM review_users WHERE user_id = ?", (user_id,)
+                q("SELECT first_at FROM review_users WHERE user_id = ?"), (user_id,)
             ).fetchone()[0]
             new = is_new_account(float(first_at), now, policy)
             old = conn.execute(
-                "SELECT rating, new_account, created_at FROM reviews "
-                "WHERE place_id = ? AND user_id = ?",
+                q(
+                    "SELECT rating, new_account, created_at FROM reviews "
+                    "WHERE place_id = ? AND user_id = ?"
+                ),
                 (place_id, user_id),
             ).fetchone()
             if old is not None:  # one review per user per place: the new one replaces it
@@ -117,12 +128,17 @@ class SqliteReviews:
             totals = totals.add(rating, new)
             created = float(old[2]) if old is not None else now
             conn.execute(
-                f"INSERT OR REPLACE INTO reviews(place_id, {_REVIEW}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                q(
+                    f"INSERT INTO reviews(place_id, {_REVIEW}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    f"ON CONFLICT (place_id, user_id) DO UPDATE SET {_excluded(_REVIEW)}"
+                ),
                 (place_id, user_id, rating, text, int(new), created, now),
             )
             conn.execute(
-                f"INSERT OR REPLACE INTO review_totals(place_id, {_TOTALS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                q(
+                    f"INSERT INTO review_totals(place_id, {_TOTALS}) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    f"ON CONFLICT (place_id) DO UPDATE SET {_excluded(_TOTALS)}"
+                ),
                 (place_id, *_values(totals)),
             )
             done["review"] = _review((user_id, rating, text, new, created, now))
@@ -144,8 +160,10 @@ class SqliteReviews:
             args += [after[0], after[0], after[1]]
         with self._reading() as conn:
             rows = conn.execute(
-                f"SELECT {_REVIEW} FROM reviews WHERE {where} "
-                "ORDER BY updated_at DESC, user_id DESC LIMIT ?",
+                self._q(
+                    f"SELECT {_REVIEW} FROM reviews WHERE {where} "
+                    "ORDER BY updated_at DESC, user_id DESC LIMIT ?"
+                ),
                 (*args, limit + 1),
             ).fetchall()
         page = [_review(r) for r in rows[:limit]]
@@ -156,14 +174,24 @@ class SqliteReviews:
         """The stored aggregate of the place (None before its first review)."""
         with self._reading() as conn:
             found = conn.execute(
-                f"SELECT {_TOTALS} FROM review_totals WHERE place_id = ?", (place_id,)
+                self._q(f"SELECT {_TOTALS} FROM review_totals WHERE place_id = ?"), (place_id,)
             ).fetchone()
         return Totals(*(int(v) for v in found)) if found is not None else None
 
     def _forget_reviews(self, place_id: str) -> None:
         """Drop a deleted place's reviews and totals (inside the delete's transaction)."""
-        self._conn.execute("DELETE FROM reviews WHERE place_id = ?", (place_id,))
-        self._conn.execute("DELETE FROM review_totals WHERE place_id = ?", (place_id,))
+        conn = self._tx()
+        conn.execute(self._q("DELETE FROM reviews WHERE place_id = ?"), (place_id,))
+        conn.execute(self._q("DELETE FROM review_totals WHERE place_id = ?"), (place_id,))
+
+
+#: The old name of :class:`SqlReviews` (it served SQLite alone), kept for one release.
+SqliteReviews = SqlReviews
+
+
+def _excluded(columns: str) -> str:
+    """``col = excluded.col, …`` for a comma-separated column list (an upsert's SET)."""
+    return ", ".join(f"{c} = excluded.{c}" for c in (x.strip() for x in columns.split(",")))
 
 
 def _values(totals: Totals) -> tuple[int, ...]:

@@ -8,6 +8,16 @@ missed. Readers always see one complete index: the swap is a single reference up
 
 The tailer is a :class:`~lookup.kit.background.BackgroundTask` (:meth:`PlacesService.start`):
 a failed poll is logged and counted in :meth:`PlacesService.status`, and the next one retries.
+
+The database is the data set's SQLite file in the data directory, or the store a URL names
+(``LOOKUP_PLACES_STORE_URL``, e.g. ``postgresql://…``): then every API process loads its
+index from that one database and tails its change stream, and no data directory is shared
+for places. Such a worker holds every place's profile in memory too (up to the profile
+cache's size; the change stream keeps them exact), so while that server is down searches
+keep answering from memory, the tailer's polls fail and are retried, and writes answer 503.
+With a read replica of it (``LOOKUP_PLACES_READ_URL``, :mod:`lookup.geo.replica`) the
+index loads and the tailer polls from the replica, writes and the writer's own
+read-back go to the primary, and the health report shows the replica's lag.
 """
 
 from __future__ import annotations
@@ -22,25 +32,32 @@ import time
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lookup.errors import Damaged, NotBuilt
+from lookup.errors import Damaged, InvalidInput, NotBuilt, Unavailable
 from lookup.geo.index import GeohashIndex, ScanIndex
 from lookup.geo.learned import places_model_slot
+from lookup.geo.places import BACKENDS, PlaceStore, open_place_store, row_dict
+from lookup.geo.places.sqlite import check_database, damage_of
 from lookup.geo.quadtree import QuadtreeIndex
 from lookup.geo.search import ProximitySearch
-from lookup.geo.store import PlaceStore, check_database, damage_of, open_place_store
 from lookup.kit.background import BackgroundTask
-from lookup.kit.engines.storeurl import sqlite_url
+from lookup.kit.engines.storeurl import parse_store_url, sqlite_url
 from lookup.kit.integrity import DamageLog, file_signature
 from lookup.kit.modelstore.file import FileModelStore
 from lookup.kit.secrets.file import read_or_create_secret
+
+if TYPE_CHECKING:
+    from lookup.geo.replica import PlacesReplica
 
 log = logging.getLogger("lookup.geo")
 #: One line in the server log per damaged places database (as the file is now).
 DAMAGE_LOG = DamageLog(log, "places")
 
-PLANNERS = ("geohash", "quadtree", "scan")
+#: The planners a search may name; ``postgis`` only with the places store on PostgreSQL.
+PLANNERS = ("geohash", "quadtree", "scan", "postgis")
+#: How the health report names each engine the places store runs on (``backend.name``).
+BACKEND_NAMES = {"sqlite": "SQLite file", "postgresql": "PostgreSQL + PostGIS"}
 #: How often the tailer applies the change stream to the live index (seconds).
 SYNC_INTERVAL_S = 1.0
 #: The cursor-signing key's file under ``<data-dir>/places/``.
@@ -72,11 +89,27 @@ class NotInMemory(LookupError):
 class PlacesService:
     """Owns the store, the current index version and the searchers over it."""
 
-    def __init__(self, data_dir: str | os.PathLike[str], *, cache_ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        cache_ttl: float = 30.0,
+        store_url: str | None = None,
+        read_url: str | None = None,
+    ) -> None:
         from lookup.datasets.places import db_path  # the data set owns its location
 
         self.data_dir = Path(data_dir)
         self.path = db_path(self.data_dir)
+        #: The places database's URL when it is not the data set's file (e.g. PostgreSQL).
+        self.store_url = store_url or ""
+        #: The read replica the index loads and tails from (``LOOKUP_PLACES_READ_URL``).
+        self.replica: PlacesReplica | None = None
+        if read_url:
+            from lookup.geo.replica import PlacesReplica  # psycopg: only with a replica
+
+            self.replica = PlacesReplica(read_url, self.store_url)
+        self.reader: PlaceStore | None = None  # the replica's store, once opened
         self.cache_ttl = cache_ttl
         self.store: PlaceStore | None = None
         self.index: GeohashIndex | None = None
@@ -87,14 +120,18 @@ class PlacesService:
         # kept exact by the change stream (every change drops its place) and the swap
         self._profiles: dict[int, dict[str, Any]] = {}
         self._profiles_lock = threading.Lock()
+        # the profiles a build read for a server-backed store, installed by the swap: a page
+        # of such a worker needs no database read, so searches answer while it is down
+        self._held: dict[int, dict[str, Any]] = {}
         self.last_build_seconds = 0.0
         # why the database could not be loaded, and the file's signature then: checked
         # again (not on every request) only once the file changes, e.g. restored from backup
         self._damage: tuple[object, Damaged] | None = None
-        self._tailer = BackgroundTask("places-sync", self.sync, SYNC_INTERVAL_S, logger=log)
+        self._tailer = BackgroundTask("places-sync", self.tail, SYNC_INTERVAL_S, logger=log)
         # the learned ranking (lookup places train); hand-set constants without one
         self.models = places_model_slot(FileModelStore(self.data_dir / "models"))
         self._model_checked = 0.0  # when model() last read the store (monotonic)
+        self._postgis: Any = None  # PostgisIndex for index=postgis, opened on first use
 
     # ------------------------------------------------------------ lifecycle
 
@@ -106,11 +143,32 @@ class PlacesService:
         since rebuilding would discard the places added through the API."""
         if self.index is not None:
             return True
+        if self.store_url:
+            with self._load_lock:
+                return self.index is not None or self._load_url()
         if not self.path.exists():
             return False
         with self._load_lock:
             if self.index is None:
                 return self._load()
+        return True
+
+    def _load_url(self) -> bool:
+        """Open the store :attr:`store_url` names and build the first index version from it
+        (the load lock is held); False while it holds no loaded data set. A server that
+        cannot be reached raises :class:`~lookup.errors.Unavailable`."""
+        if self.store is None:
+            try:
+                self.store = open_place_store(self.store_url)
+            except FileNotFoundError:
+                return False  # a sqlite:/// URL to a file not built yet
+        if not self.store.loaded():
+            return False
+        if self.replica is not None:  # the snapshot comes from the replica, once it has it
+            if self.reader is None:
+                self.reader = self.replica.open()
+            self.replica.require_loaded(self.reader)
+        self._swap(self._build(version=1))
         return True
 
     def _load(self) -> bool:
@@ -139,6 +197,12 @@ class PlacesService:
     def require(self) -> GeohashIndex:
         """The current index, or ``NotBuilt``."""
         if not self.ready():
+            if self.store_url:
+                raise NotBuilt(
+                    "the places database holds no data set yet; run: lookup places load "
+                    "--store URL",
+                    command="lookup places load --store URL",
+                )
             raise NotBuilt(
                 "the places data set is not built yet; run: lookup datasets build places",
                 command="lookup datasets build places",
@@ -155,8 +219,10 @@ class PlacesService:
             self.ready()
         except Damaged:
             pass  # logged once by _load; the requests that need it say so
+        except Unavailable as exc:  # its server is down: the tailer loads it once it is back
+            log.warning("places: %s; loading the index once it answers", exc)
         if not self._tailer.running:
-            self._tailer = BackgroundTask("places-sync", self.sync, interval, logger=log)
+            self._tailer = BackgroundTask("places-sync", self.tail, interval, logger=log)
             self._tailer.start()
 
     def close(self) -> None:
@@ -164,14 +230,24 @@ class PlacesService:
         self._tailer.stop()
         if self.store is not None:
             self.store.close()
+        if self.reader is not None:
+            self.reader.close()
+        postgis, self._postgis = self._postgis, None
+        if postgis is not None:
+            postgis.close()
 
     def _build(self, version: int) -> GeohashIndex:
         assert self.store is not None
+        reads = self.reader or self.store  # the read replica's, when there is one
         started = time.perf_counter()
-        seq, rows = self.store.snapshot()
+        seq, rows = reads.snapshot()
         index = GeohashIndex.from_rows(rows, version=version, seq=seq)
+        if self.store_url:  # a database across the network: hold the profiles too
+            self._held = {
+                int(row["num"]): _profile(row) for row in map(row_dict, rows[:PROFILE_CACHE_SIZE])
+            }
         # changes committed while we were reading are applied before the swap
-        for change in self.store.changes_since(seq):
+        for change in reads.changes_since(seq):
             index.apply(change)
         self.last_build_seconds = time.perf_counter() - started
         return index
@@ -186,6 +262,8 @@ class PlacesService:
         self._searchers = searchers
         self.index = index
         self._profiles.clear()
+        held, self._held = self._held, {}
+        self._profiles.update(held)
         # The index, its vocabularies and text caches are long-lived objects by the
         # million: move them out of the collector's sight, so the full collections that
         # the per-request dicts trigger stop pausing every request for ~100 ms.
@@ -201,15 +279,30 @@ class PlacesService:
             self._swap(fresh)
         return {**self.index_status(), "zonesAssigned": assigned}
 
-    def sync(self) -> int:
-        """Apply every change since the index's position in the stream; returns how many."""
+    def tail(self) -> int:
+        """The tailer's poll: :meth:`sync` from the read replica when there is one (the
+        other processes' writes reach this process there), else from the store."""
+        return self.sync(from_replica=True) if self.replica is not None else self.sync()
+
+    def sync(self, *, from_replica: bool = False) -> int:
+        """Apply every change since the index's position in the stream; returns how many.
+
+        From the primary unless ``from_replica``: a write route calls this right after its
+        write, which the replica may not have replayed yet.
+
+        A changed place's profile is taken from the change's row (the full row after it),
+        so a page showing it needs no database read; a server-backed store not loaded yet
+        (its server was down at start) is loaded here."""
+        if self.index is None and self.store_url:
+            self.ready()
         if self.index is None or self.store is None:
             return 0
+        source = self.reader if from_replica and self.reader is not None else self.store
         applied = 0
         with self._write_lock:
             index = self.index
             while True:
-                changes = self.store.changes_since(index.seq, limit=1000)
+                changes = source.changes_since(index.seq, limit=1000)
                 if not changes:
                     break
                 for change in changes:
@@ -218,6 +311,9 @@ class PlacesService:
                     row = change.after or change.before or {}
                     if "num" in row:
                         self._profiles.pop(int(row["num"]), None)
+                    if change.after and all(c in change.after for c in _PROFILE_COLUMNS):
+                        with self._profiles_lock:
+                            self._profiles[int(row["num"])] = _profile(change.after)
         return applied
 
     # ------------------------------------------------------------- reading
@@ -255,10 +351,41 @@ class PlacesService:
             )
         elif planner == "scan":
             search = ProximitySearch(ScanIndex(index), profiles=self.profiles, cursor_key=key)
+        elif planner == "postgis":
+            from lookup.geo.postgis import PostgisPlanner  # psycopg: only when asked for
+
+            search = ProximitySearch(
+                PostgisPlanner(index, self.postgis()),
+                profiles=self.profiles,
+                cache_ttl=self.cache_ttl,
+                cursor_key=key,
+            )
         else:
             raise ValueError(f"unknown index {planner!r}; choose from {', '.join(PLANNERS)}")
         self._searchers = {**self._searchers, planner: search}
         return search
+
+    def postgis(self) -> Any:
+        """The :class:`~lookup.geo.postgis.PostgisIndex` over the places table, opened once;
+        400 ``POSTGIS_UNAVAILABLE`` when the places store is not PostgreSQL (no PostGIS to
+        ask: the embedded SQLite file has no geography column)."""
+        url = self.store_url or str(getattr(self.store, "url", "") or "")
+        if url.split(":", 1)[0] not in ("postgresql", "postgres"):
+            kept = "SQLite (the data directory's places file)" if not url else url.split(":")[0]
+            raise InvalidInput(
+                "index=postgis asks PostGIS, which needs the places store on PostgreSQL "
+                f"(LOOKUP_PLACES_STORE_URL=postgresql://…); this server keeps places in {kept}",
+                code="POSTGIS_UNAVAILABLE",
+            )
+        found = self._postgis
+        if found is None:
+            from lookup.geo.postgis import PostgisIndex
+
+            with self._load_lock:
+                found = self._postgis
+                if found is None:
+                    found = self._postgis = PostgisIndex(url)
+        return found
 
     def model_due(self) -> bool:
         """Whether the next :meth:`model` reads the model store (at most once a second):
@@ -337,18 +464,29 @@ class PlacesService:
         """:meth:`status` with the index's memory breakdown (the management API's answer)."""
         return self._report(with_memory=True)
 
+    def backend(self) -> dict[str, str]:
+        """Which database serves places (:func:`store_backend`), for the health report."""
+        return store_backend(self.store_url, self.path)
+
     def _report(self, *, with_memory: bool) -> dict[str, Any]:
         try:
             built = self.ready()
         except Damaged as exc:
             if with_memory:
                 raise  # the management API answers 503 DAMAGED
-            return {**exc.report(), "sync": self._tailer.status()}
+            return {**exc.report(), "sync": self._tailer.status(), "backend": self.backend()}
+        except Unavailable as exc:  # a server-backed store down before the first load
+            if with_memory:
+                raise
+            down = {"status": exc.code, "message": str(exc), "sync": self._tailer.status()}
+            down["backend"] = self.backend()
+            return {**down, "replica": self.replica.status()} if self.replica else down
         if not built:
             return {
                 "status": "NOT_BUILT",
                 "message": "run: lookup datasets build places",
                 "sync": self._tailer.status(),
+                "backend": self.backend(),
             }
         index = self.index
         assert index is not None
@@ -365,10 +503,33 @@ class PlacesService:
             "narrowBytesPerPlace": round(memory["narrowBytesPerPlace"], 2),
             "sync": self._tailer.status(),
             "model": self.models.status(),
+            "store": self.store_url.split(":", 1)[0] if self.store_url else "sqlite",
+            "backend": self.backend(),
         }
+        if self.replica is not None:  # its lag in bytes and seconds (0 when caught up)
+            out["replica"] = self.replica.status()
         if with_memory:
             out["memory"] = memory
         return out
+
+
+def store_backend(store_url: str, path: Path) -> dict[str, str]:
+    """The places database as the health report names it: ``engine`` (the URL scheme),
+    ``name`` as a person reads it, and ``where``: the SQLite file's path, or the server as
+    ``postgresql://host:port/db`` without user or password (so a page can show it)."""
+    if not store_url:
+        return {"engine": "sqlite", "name": BACKEND_NAMES["sqlite"], "where": str(path)}
+    try:
+        parsed = parse_store_url(store_url, tuple(BACKENDS))
+    except ValueError:  # not a store this service opens: name the scheme alone
+        scheme = store_url.split(":", 1)[0]
+        return {"engine": scheme, "name": scheme, "where": ""}
+    if parsed.path is not None:
+        return {"engine": "sqlite", "name": BACKEND_NAMES["sqlite"], "where": str(parsed.path)}
+    from lookup.kit.engines.postgres import describe_url  # psycopg: only for a server
+
+    name = BACKEND_NAMES.get(parsed.scheme, parsed.scheme)
+    return {"engine": parsed.scheme, "name": name, "where": describe_url(store_url)}
 
 
 def _profile(row: dict[str, Any]) -> dict[str, Any]:

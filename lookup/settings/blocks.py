@@ -17,7 +17,8 @@ KNOBS: list[Setting] = [
         as_text,
         "url",
         "",
-        "the etcd that leases Snowflake worker ids (its HTTP gateway, e.g. "
+        "the etcd that leases Snowflake worker ids and keeps web search's shard "
+        "membership (its HTTP gateway, e.g. "
         "http://127.0.0.1:2379); unset: the notebook and the dashboard start a "
         "throw-away etcd of their own when the etcd binary is there.",
     ),

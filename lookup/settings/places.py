@@ -14,6 +14,24 @@ from lookup.settings.base import (
     as_stars,
 )
 
+
+def as_postgres_url(raw: str) -> str:
+    """A PostgreSQL connection URL (``postgresql://…``): a read replica is one."""
+    url = raw.strip()
+    if not url.lower().startswith(("postgresql://", "postgres://")):
+        raise ValueError("expected a postgresql://user@host:port/db URL")
+    return url
+
+
+def as_places_store_url(raw: str) -> str:
+    """The places database's URL: ``postgresql://…`` or ``sqlite:///path`` (empty: the
+    data set's file in the data directory)."""
+    url = raw.strip()
+    if url and not url.lower().startswith(("postgresql://", "postgres://", "sqlite:")):
+        raise ValueError("expected postgresql://user@host:port/db or sqlite:///path")
+    return url
+
+
 KNOBS: list[Setting] = [
     # -- places: serving (lookup/geo/http.py) ---------------------------------------------
     Setting(
@@ -27,6 +45,32 @@ KNOBS: list[Setting] = [
         "valid while the index version, the changes applied to it, the ranking model and "
         "the minute it came from are current (a map asking again for the same view costs "
         "a dictionary lookup); 0 turns it off.",
+    ),
+    # -- places: the store (lookup/geo/places/) -------------------------------------------
+    Setting(
+        "places_store_url",
+        "LOOKUP_PLACES_STORE_URL",
+        "",
+        as_places_store_url,
+        "url",
+        "postgresql://… | sqlite:///…",
+        "where the places database lives: postgresql://user@host:port/db is one database "
+        "every API process writes and tails the changes of (PostGIS; load it with `lookup "
+        "places load --store URL`); unset: the SQLite file of the data set in the data "
+        "directory.",
+    ),
+    # -- places: read replica (lookup/geo/replica.py) --------------------------------------
+    Setting(
+        "places_read_url",
+        "LOOKUP_PLACES_READ_URL",
+        "",
+        as_postgres_url,
+        "url",
+        "postgresql://…",
+        "a streaming read replica of the places database (postgresql://user@host:port/db): "
+        "each API process loads its index and tails the changes from it, and /healthz "
+        "shows how far it lags; writes always go to the primary. Unset: everything reads "
+        "the primary.",
     ),
     # -- places: reviews (lookup/geo/reviews.py) ------------------------------------------
     Setting(

@@ -439,6 +439,8 @@ class MarketScores:
         self.users[settled] = USER_CAP
         open_ = (self.users < USER_CAP)[pq]
         for qi, ui in zip(pq[open_].tolist(), pu[open_].tolist(), strict=True):
+            if self.users[qi] >= USER_CAP:
+                continue  # reached the cap earlier in this batch: its set is gone, not empty
             seen = self.user_sets.setdefault(qi, set())
             seen.add(user_hash(user_ids[ui]))
             if len(seen) >= USER_CAP:

@@ -25,6 +25,7 @@ from lookup.kit.admin import ADMIN_RESPONSES, require_admin
 from lookup.kit.jobs import Job, Progress
 from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import LogError
+from lookup.typeahead.clusterfold import ClusterFoldError
 from lookup.typeahead.pipeline import run, state_path
 from lookup.typeahead.snapshot import SnapshotError
 
@@ -60,6 +61,8 @@ def build_snapshots(data_dir: str | os.PathLike[str], progress: Progress) -> dic
         result = run(data, log, progress=say)
     except (LogError, SnapshotError, ValueError) as exc:
         raise errors.Unprocessable(str(exc), code="BUILD_FAILED") from None
+    except ClusterFoldError as exc:  # the Dask cluster (setting typeahead_dask_scheduler)
+        raise errors.Unavailable(str(exc), code="CLUSTER_FAILED") from None
     return result.to_dict()
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import LogError
-from lookup.typeahead.pipeline import BuildConfig, run, snapshot_root, stderr_progress
+from lookup.typeahead.clusterfold import ClusterFoldError
+from lookup.typeahead.pipeline import BuildConfig, run, snapshot_store_url, stderr_progress
 from lookup.typeahead.snapshot import SnapshotError, ValidationPolicy, open_snapshot_store
 
 
@@ -53,6 +54,16 @@ def _number_between(lo: float, hi: float, unit: str = "") -> Callable[[str], flo
     return parse
 
 
+def _dask_scheduler(value: str) -> str:
+    """An argparse type: a Dask scheduler address, ``local`` or ``off``."""
+    from lookup.settings.typeahead import as_dask_scheduler
+
+    try:
+        return as_dask_scheduler(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 _fraction = _number_between(0.0, 1.0)
 _timeout = _number_between(0.01, 60.0, " seconds")
 
@@ -60,7 +71,7 @@ _timeout = _number_between(0.01, 60.0, " seconds")
 def _cmd_build(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     if args.missing:
-        store = open_snapshot_store(snapshot_root(data_dir))
+        store = open_snapshot_store(snapshot_store_url(data_dir))
         if all(store.current(m) for m in querylog.MARKETS):
             print("typeahead: every market already has a published snapshot (skipped)")
             return 0
@@ -88,10 +99,15 @@ def _cmd_build(args: argparse.Namespace) -> int:
             fresh=args.fresh,
             force=args.force,
             progress=None if args.quiet else stderr_progress,
+            dask="local" if args.dask and not args.scheduler else args.scheduler,
+            shards=args.shards,
         )
     except (LogError, SnapshotError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ClusterFoldError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
@@ -119,7 +135,7 @@ def _cmd_suggest(args: argparse.Namespace) -> int:
 
 
 def _cmd_snapshots(args: argparse.Namespace) -> int:
-    store = open_snapshot_store(snapshot_root(_data_dir(args)))
+    store = open_snapshot_store(snapshot_store_url(_data_dir(args)))
     markets = store.names()
     if not markets:
         print("no snapshots yet; run `lookup typeahead build`", file=sys.stderr)
@@ -134,6 +150,10 @@ def _cmd_snapshots(args: argparse.Namespace) -> int:
 def _cmd_serve_shard(args: argparse.Namespace) -> int:
     from lookup.typeahead.shard_server import run_shard_server
 
+    if args.store and args.shards is None:
+        print("error: --store needs --shards (how many shards a new snapshot is cut into)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         run_shard_server(
             args.dir,
@@ -143,6 +163,9 @@ def _cmd_serve_shard(args: argparse.Namespace) -> int:
             port=args.port,
             parent_pid=args.parent_pid,
             log_level=args.log_level,
+            store_url=args.store,
+            n_shards=args.shards,
+            size_weight=args.size_weight,
         )
     except (FileNotFoundError, SnapshotError, KeyError) as exc:
         print(f"error: shard {args.shard}: {exc}", file=sys.stderr)
@@ -157,6 +180,7 @@ def _exit_quietly(signum: int, frame: object) -> None:
 def _cmd_serve_shards(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from lookup import settings
     from lookup.kit.asgi import build_app as create_app
     from lookup.kit.serving import uvicorn_options
     from lookup.typeahead.router import ShardRouter, install_router
@@ -180,10 +204,14 @@ def _cmd_serve_shards(args: argparse.Namespace) -> int:
         if ports[-1] > 65535:
             print("error: --shard-port + --shards runs past port 65535", file=sys.stderr)
             return 2
-    cluster = ShardCluster(root, args.shards, ports=ports, log_level=args.log_level)
+    store_url = snapshot_store_url(data_dir)  # every shard server and the router follow it
+    cluster = ShardCluster(root, args.shards, ports=ports, log_level=args.log_level,
+                           store=store_url, size_weight=args.size_weight)  # fmt: skip
     try:
         with cluster:
             router = ShardRouter.from_root(root, cluster.addresses, timeout=args.timeout)
+            router.follow(open_snapshot_store(store_url), size_weight=args.size_weight,
+                          poll_s=settings.get("typeahead_reload_poll"))  # fmt: skip
             app = create_app(data_dir, subsystems=[lambda m: install_router(m, router)])
             for market, layout in router.layouts.items():
                 print(f"{market} ({layout.source_version}):", flush=True)
@@ -235,7 +263,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
             "Fold the events of a query log into the running decayed scores (events already "
             "folded are skipped, old logs are never re-read), then per market filter, build "
             "the radix trie with its top 10 per node, validate against the current snapshot "
-            "and publish. Exit 0 when every market was published, 1 if one was refused."
+            "and publish. With --scheduler or --dask the fold runs on Dask workers. Exit 0 "
+            "when every market was published, 1 if one was refused, 3 if the Dask cluster "
+            "failed (nothing was saved or published)."
         ),
     )
     b.add_argument(
@@ -284,6 +314,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         action="store_true",
         help="skip the comparison with the current snapshot (integrity and blocklist "
         "checks still apply)",
+    )
+    b.add_argument(
+        "--scheduler",
+        type=_dask_scheduler,
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="fold the log on this Dask scheduler's workers (default: setting "
+        "typeahead_dask_scheduler; unset: in this process)",
+    )
+    b.add_argument(
+        "--dask",
+        action="store_true",
+        help="fold the log on a local Dask cluster (two worker processes) started for the build",
+    )
+    b.add_argument(
+        "--shards",
+        type=int,
+        choices=range(0, 65),
+        default=0,
+        metavar="N",
+        help="also build each published snapshot's N prefix-range shards side by side (on the "
+        "Dask workers with --dask/--scheduler), ready for `lookup typeahead serve-shards "
+        "--shards N`; 0 (default): serve-shards cuts them when it starts",
     )
     b.add_argument("--json", action="store_true", help="print the full build report as JSON")
     b.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -349,6 +402,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     one.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
     one.add_argument("--fd", type=int, default=None, help="serve on this inherited socket")
     one.add_argument("--parent-pid", type=int, default=None, help="stop when this process exits")
+    one.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="follow this snapshot store (file:///dir or postgresql://…) and switch to each "
+        "new current snapshot without a restart (needs --shards)",
+    )
+    one.add_argument(
+        "--shards", type=_positive_int, default=None, help="shards a new snapshot is cut into"
+    )
+    one.add_argument(
+        "--size-weight", type=_fraction, default=0.5, help="as serve-shards (default 0.5)"
+    )
     one.add_argument("--log-level", default="warning", choices=levels)
     one.set_defaults(func=_cmd_serve_shard)
 

@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -362,9 +363,21 @@ SUGGEST_DOC = {
 }  # fmt: skip
 
 
+def snapshot_store_name(store: Any) -> str:
+    """A snapshot store's address for status pages: the shared store's own description
+    (never a password), or the directory's ``file://`` URI."""
+    describe = getattr(store, "describe", None)
+    if callable(describe):
+        return str(describe())
+    root = getattr(store, "root", None)
+    return Path(root).resolve().as_uri() if root is not None else type(store).__name__
+
+
 def mount(mounts: Mounts) -> None:
     """Mount typeahead over ``mounts.data_dir / "typeahead"`` (what ``lookup serve`` does)."""
-    install(mounts, SuggestService.from_data_dir(mounts.data_dir))
+    from lookup.typeahead.searchfeed import policy_from_settings
+
+    install(mounts, SuggestService.from_data_dir(mounts.data_dir, trending=policy_from_settings()))
 
 
 @dataclass(frozen=True)
@@ -441,9 +454,19 @@ def install(
     mount_snapshots(api, service, admin_token)
     mount_build(mounts, admin_token)  # POST/GET …/snapshots/build
     mount_poller(mounts, service.poll, "typeahead poll")
+    mounts.on_startup.append(service.start_feeds)  # a stream's copier, trending refresher
+    mounts.on_shutdown.append(service.stop_feeds)
 
     def status() -> dict[str, Any]:
-        return {**service.status(), "answerCache": endpoint.answers.stats()}
+        out = {**service.status(), "answerCache": endpoint.answers.stats()}
+        # where builds publish and fold (the dashboard's Backends tab names them)
+        out["snapshotStore"] = snapshot_store_name(service.store)
+        out["buildFold"] = settings.get("typeahead_dask_scheduler") or "process"
+        feed = service.search_log.status() if service.search_log is not None else None
+        if feed is not None and feed.get("backend") != "file":  # a fleet's: say which
+            out["searches"] = feed
+            out["trending"] = service.tracker.status() if service.tracker else None
+        return out
 
     mounts.health["typeahead"] = status
     return service

@@ -22,6 +22,7 @@ import numpy as np
 from lookup import settings
 from lookup.typeahead.aggregate import PERIODS, FoldReport, MarketScores, ScoreBoard, read_query_log
 from lookup.typeahead.blocklist import open_hot_term_source
+from lookup.typeahead.clusterfold import BuildProgress, ClusterFolder, FoldFn, local_fold
 from lookup.typeahead.filters import (
     DEFAULT_BLOCKLIST,
     FilterConfig,
@@ -67,6 +68,13 @@ def state_path(data_dir: str | os.PathLike[str]) -> Path:
 def snapshot_root(data_dir: str | os.PathLike[str]) -> Path:
     """Where published snapshots live (one folder per market)."""
     return typeahead_dir(data_dir) / "snapshots"
+
+
+def snapshot_store_url(data_dir: str | os.PathLike[str]) -> str:
+    """The snapshot store builds publish to and servers serve from: setting
+    ``typeahead_snapshot_store`` (``postgresql://…``, a fleet's shared version store),
+    else the directory :func:`snapshot_root` names."""
+    return str(settings.get("typeahead_snapshot_store") or snapshot_root(data_dir))
 
 
 def blocklist_path(data_dir: str | os.PathLike[str]) -> Path:
@@ -210,6 +218,8 @@ class BuildResult:
     markets: list[MarketResult] = field(default_factory=list)
     #: Per market, the pick rate per prefix of the submitted searches (``picks.json``).
     picks: dict[str, Any] = field(default_factory=dict)
+    #: The fold on Dask, when it ran there: tasks done / total, workers alive, scheduler.
+    cluster: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -224,6 +234,7 @@ class BuildResult:
             "folded": [asdict(f) for f in self.folded],
             "markets": [asdict(m) for m in self.markets],
             "picks": self.picks,
+            "cluster": self.cluster,
         }
 
 
@@ -237,6 +248,10 @@ def run(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.time,
+    dask: str | None = None,
+    fold: FoldFn | None = None,
+    on_cluster: Callable[[BuildProgress], None] | None = None,
+    shards: int = 0,
 ) -> BuildResult:
     """Fold a log into the saved scores and publish a validated snapshot per market.
 
@@ -249,8 +264,34 @@ def run(
     log, through the same filters (distinct users, bot weight, blocklist) — all of them
     but those of the current second, which the server may still be appending to (the
     next build folds them; the watermark of what was folded then skips the rest).
+
+    The fold runs in this process unless ``dask`` (default: setting
+    ``typeahead_dask_scheduler``) names a Dask scheduler (``tcp://HOST:PORT``) or
+    ``local`` (a local cluster); ``on_cluster`` then sees its progress, and ``fold``
+    replaces the fold function outright (a :class:`ClusterFolder` set up by the caller).
+    If the cluster fails the build raises :class:`ClusterFoldError` before anything is
+    saved or published.
+
+    ``shards`` > 0 also builds each published snapshot's prefix-range shard set for
+    sharded serving, the shards side by side (on the Dask workers when the fold ran
+    there, else a small process pool; :mod:`~lookup.typeahead.shardbuild`).
     """
     say = progress or (lambda _msg: None)
+    target = settings.get("typeahead_dask_scheduler") if dask is None else dask
+    if fold is None and target:
+
+        def seen(status: BuildProgress) -> None:
+            say(status.line())
+            if on_cluster is not None:
+                on_cluster(status)
+
+        with ClusterFolder(None if target == "local" else target, on_progress=seen) as folder:
+            result = run(
+                data_dir, log, config=config, policy=policy, fresh=fresh, force=force,
+                progress=progress, clock=clock, fold=folder, shards=shards,
+            )  # fmt: skip
+            return result
+    fold_fn: FoldFn = fold or local_fold
     if config.period not in PERIODS:
         raise ValueError(f"period must be one of {', '.join(PERIODS)}")
     base = typeahead_dir(data_dir)
@@ -269,8 +310,8 @@ def run(
             f"read {len(batch):,} events ({len(batch.queries):,} distinct queries) "
             f"in {time.perf_counter() - t0:.1f}s"
         )
-        result.folded = board.fold(
-            batch, bot_weight=config.bot_weight, picked_weight=config.picked_weight
+        result.folded = fold_fn(
+            board, batch, bot_weight=config.bot_weight, picked_weight=config.picked_weight
         )
         for f in result.folded:
             say(
@@ -281,8 +322,8 @@ def run(
     searches = searches_path(data_dir)
     if searches.exists():
         submitted = read_query_log(searches).before(int(clock()))
-        folded = board.fold(
-            submitted, bot_weight=config.bot_weight, picked_weight=config.picked_weight
+        folded = fold_fn(
+            board, submitted, bot_weight=config.bot_weight, picked_weight=config.picked_weight
         )
         result.folded += folded
         for f in folded:
@@ -298,7 +339,7 @@ def run(
     hot = open_hot_blocklist(data_dir)
     blocklist = hot.effective
     hot.close()
-    store = open_snapshot_store(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_store_url(data_dir))
     staging = base / "staging"
     for market, state in sorted(board.markets.items()):
         t0 = time.perf_counter()
@@ -329,6 +370,8 @@ def run(
         )
         for c in report.failures():
             say(f"  check {c.name} failed: {c.detail}")
+        if shards and report.ok:
+            _precut(data_dir, store, mb, report.version, shards, fold_fn, say)
         result.markets.append(
             MarketResult(
                 market=market,
@@ -346,7 +389,30 @@ def run(
                 seconds=round(secs, 3),
             )
         )
+    if isinstance(fold_fn, ClusterFolder):
+        result.cluster = fold_fn.progress.to_dict()
     return result
+
+
+def _precut(
+    data_dir: str | os.PathLike[str],
+    store: Any,
+    build: MarketBuild,
+    version: str,
+    shards: int,
+    fold_fn: FoldFn,
+    say: Callable[[str], None],
+) -> None:
+    """Build the shard set of a just-published snapshot side by side (see :func:`run`)."""
+    from lookup.typeahead.shardbuild import precut_shard_set
+
+    snap = store.open(build.market, version)
+    t0 = time.perf_counter()
+    plan = precut_shard_set(data_dir, build, snap, shards, map=getattr(fold_fn, "map", None))
+    say(
+        f"{build.market}: {plan.n} shards of {version} built side by side "
+        f"({time.perf_counter() - t0:.1f}s)"
+    )
 
 
 def stderr_progress(msg: str) -> None:
@@ -357,6 +423,7 @@ def stderr_progress(msg: str) -> None:
 __all__ = [
     "DEFAULT_BLOCKLIST",
     "BuildConfig",
+    "BuildProgress",
     "BuildResult",
     "MarketBuild",
     "MarketResult",
@@ -365,6 +432,7 @@ __all__ = [
     "open_hot_blocklist",
     "run",
     "snapshot_root",
+    "snapshot_store_url",
     "state_path",
     "stderr_progress",
     "searches_path",

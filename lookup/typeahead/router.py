@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import aiohttp
+import httpx
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 from yarl import URL
@@ -58,13 +60,14 @@ from lookup.typeahead.http import (
 )
 from lookup.typeahead.manage import TAGS, mount_serve_time, unknown_market
 from lookup.typeahead.normalize import normalize_prefix, normalize_query
-from lookup.typeahead.pipeline import open_hot_blocklist, searches_path
+from lookup.typeahead.pipeline import open_hot_blocklist
+from lookup.typeahead.reload import SnapshotFollower
+from lookup.typeahead.searchfeed import SearchFeed, open_search_feed, open_trending
 from lookup.typeahead.shard_server import MAX_EXACT, MAX_FETCH, SHARD_HEADER, SHARD_PATH
-from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range
+from lookup.typeahead.sharding import ShardLayout, ShardPlan, describe_range, shard_snapshot
 from lookup.typeahead.trending import (
     Clock,
     Pick,
-    SearchLog,
     TrendingPolicy,
     TrendingTerm,
     TrendingTracker,
@@ -135,11 +138,15 @@ class ShardRouter:
         self._session: aiohttp.ClientSession | None = None
         self.blocklist: HotBlocklist | None = None
         self.tracker: TrendingTracker | None = None
-        self.search_log: SearchLog | None = None
+        self.search_log: SearchFeed | None = None
         self.typo = TypoPolicy.from_settings()
         # per market: the score a term leads to as a key and whether it is that very
         # suggestion, or None for an unknown key (fixed for the cut: never stale)
         self._exact: dict[str, dict[str, tuple[float, bool] | None]] = {m: {} for m in layouts}
+        #: grows by one at every switch to a new cut (:meth:`switch_to`)
+        self.generation = 0
+        self.follower: SnapshotFollower | None = None
+        self.switches: list[dict[str, Any]] = []  # the last few switches, for the status page
 
     def attach_serving(
         self,
@@ -149,12 +156,18 @@ class ShardRouter:
         trending: TrendingPolicy = TrendingPolicy(),
     ) -> None:
         """Serve-time policy over ``DATA_DIR/typeahead``, as ``SuggestService.from_data_dir``:
-        the hot blocklist (the same list), the trending tracker and the search log."""
+        the hot blocklist (the same list), the trending tracker and the search log (in a
+        fleet's Redis when setting ``typeahead_searches_url`` names one)."""
         self.blocklist = open_hot_blocklist(data_dir)
-        self.search_log = SearchLog(searches_path(data_dir), clock=clock)
+        url = settings.get("typeahead_searches_url")
+        self.search_log = open_search_feed(url, data_dir, clock=clock)
         blocklist = self.blocklist
-        self.tracker = TrendingTracker(
-            trending, clock=clock, baseline=self.baseline, blocklist=lambda: blocklist.effective
+        self.tracker = open_trending(
+            url,
+            trending,
+            clock=clock,
+            baseline=self.baseline,
+            blocklist=lambda: blocklist.effective,
         )
 
     def baseline(self, market: str, query: str, now: float) -> float:
@@ -242,8 +255,69 @@ class ShardRouter:
             )
         return self._session
 
+    def follow(
+        self, store: Any, *, size_weight: float = 0.5, poll_s: float = 1.0, wait_s: float = 120.0
+    ) -> SnapshotFollower:
+        """Follow a snapshot store: for each new current version of a market, plan its cut
+        (the same boundaries the shard servers draw, ``size_weight`` as theirs), wait until
+        every shard of it holds the version, then switch (:meth:`switch_to`)."""
+
+        def load(market: str, version: str) -> None:
+            snap = store.open(market, version)
+            if snap is None:
+                raise LookupError(f"no snapshot {version} for {market}")
+            with tempfile.TemporaryDirectory(prefix="lookup-router-") as tmp:
+                shard_snapshot(snap, len(self.addresses), tmp, size_weight=size_weight, only=())
+                layout = ShardLayout.load(tmp)
+            self.wait_until_held(layout, wait_s)
+            self.switch_to(layout)
+
+        def held(market: str) -> str | None:
+            layout = self.layouts.get(market)
+            return layout.source_version if layout is not None else None
+
+        self.follower = SnapshotFollower(
+            store, held, load, poll_s=poll_s, markets=self.markets, name="router-follower"
+        ).start()
+        return self.follower
+
+    def wait_until_held(self, layout: ShardLayout, timeout: float) -> None:
+        """Block until every shard of ``layout``'s plan reports holding its version
+        (``/healthz``); ``TimeoutError`` if one does not within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        version = layout.source_version
+        with httpx.Client(trust_env=False, timeout=2.0) as client:
+            for i in range(layout.plan.n):
+                while True:
+                    try:
+                        body = client.get(f"{self.addresses[i]}/healthz").json()
+                        holds = body["systems"]["typeahead-shard"]["markets"][layout.market]
+                        if version in holds.get("held", [holds.get("version")]):
+                            break
+                    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                        pass  # down, starting or not holding the market yet: ask again
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(
+                            f"shard {i} of {layout.market} did not load {version} in time"
+                        )
+                    time.sleep(0.05)
+
+    def switch_to(self, layout: ShardLayout) -> None:
+        """Serve ``layout``'s cut of its market from now on (requests under way finish on
+        the cut they started with, which the shards still hold)."""
+        before = self.layouts.get(layout.market)
+        self._exact[layout.market] = {}
+        self.layouts[layout.market] = layout
+        self.generation += 1
+        self.switches = [*self.switches[-9:], {
+            "market": layout.market, "from": before.source_version if before else None,
+            "to": layout.source_version, "at": time.time()}]  # fmt: skip
+        log.info("%s: switched to %s", layout.market, layout.source_version)
+
     async def aclose(self) -> None:
         """Close the pooled connections (the shards', the blocklist source's)."""
+        if self.follower is not None:
+            self.follower.stop()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -255,7 +329,23 @@ class ShardRouter:
         return sorted(self.layouts)
 
     async def answer(self, raw: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
-        """``(body, extra headers)`` for a raw ``/v1/suggest`` query string, or ``ApiError``."""
+        """``(body, extra headers)`` for a raw ``/v1/suggest`` query string, or ``ApiError``.
+
+        Every shard request pins the version of the router's cut, so an answer comes from
+        one version only; when the router switched to a new cut while the request ran and a
+        shard no longer holds the old one, the whole request is answered again on the new
+        cut (never a mix of two).
+        """
+        generation = self.generation
+        try:
+            return await self._answer(raw)
+        except ApiError as exc:
+            if exc.code != "SHARD_MISMATCH" or self.generation == generation:
+                raise
+        return await self._answer(raw)
+
+    async def _answer(self, raw: bytes) -> tuple[bytes, list[tuple[bytes, bytes]]]:
+        """:meth:`answer` on the cut the router holds now."""
         q, market, limit, marks = public_suggest_params(raw)
         layout = self.layouts.get(market)
         if layout is None:
@@ -424,6 +514,8 @@ class ShardRouter:
                     f"exact={quote(t, safe='')}" for t in chunk
                 )
                 found = json.loads(await self._ask(shard, layout, query)).get("exact", {})
+                if self.layouts.get(layout.market) is not layout:
+                    return  # the router switched cuts meanwhile: these scores are the old cut's
                 cache = self._exact[layout.market]
                 if len(cache) > 100_000:
                     cache.clear()  # a bound; the entries are cheap to fetch again
@@ -465,6 +557,8 @@ class ShardRouter:
     async def _ask(self, shard: int, layout: ShardLayout, query: str) -> bytes:
         stats = self.stats[shard]
         stats.calls += 1
+        if layout.source_version:  # answered from this cut only, also while shards switch
+            query += f"&version={quote(layout.source_version, safe='')}"
         url = URL(f"{self.addresses[shard]}{SHARD_PATH}?market={quote(layout.market, safe='')}"
                   f"&{query}", encoded=True)  # fmt: skip
         try:
@@ -488,6 +582,9 @@ class ShardRouter:
         if status == 421:
             raise self._down(stats, layout, "does not own this range", code="SHARD_MISMATCH")
         if status == 409:
+            if b"VERSION_NOT_HELD" in body:
+                what = f"no longer or not yet holds {layout.source_version}"
+                raise self._down(stats, layout, what, code="SHARD_MISMATCH")
             raise self._down(stats, layout, "was cut by an older version", code="SHARD_MISMATCH")
         if status >= 500:
             raise self._down(stats, layout, f"answered {status}")
@@ -616,7 +713,10 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
         summary="The shard plan per market and every shard server's health",
     )
     async def shards() -> dict[str, Any]:
-        return {"markets": router.describe(), "servers": await router.probe()}
+        follower = router.follower
+        return {"markets": router.describe(), "servers": await router.probe(),
+                "following": follower is not None, "switches": router.switches,
+                "followErrors": dict(follower.errors) if follower is not None else {}}  # fmt: skip
 
     mount_serve_time(
         api,
@@ -629,6 +729,12 @@ def install_router(mounts: Mounts, router: ShardRouter) -> ShardRouter:
 
     mount_poller(mounts, blocklist.refresh, "blocklist refresh")  # as the single server
     mounts.on_shutdown.append(router.aclose)
+    feed = router.search_log
+    if feed is not None:  # a stream's copier, as the single server runs it
+        mounts.on_startup.append(feed.start)
+        mounts.on_shutdown.append(feed.close)
+    mounts.on_startup.append(tracker.start)  # a shared store's trending refresher
+    mounts.on_shutdown.append(tracker.close)
 
     def probe() -> dict[str, Any]:
         return {

@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lookup import settings
 from lookup.errors import Damaged, NotBuilt
 from lookup.kit.integrity import DamageLog
 from lookup.kit.snapshots import SnapshotStore
@@ -30,7 +31,8 @@ from lookup.typeahead.filters import HotBlocklist
 from lookup.typeahead.fuzzy import TYPO, TypoPolicy, corrections, highlight
 from lookup.typeahead.insights import ZeroHits
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.pipeline import open_hot_blocklist, searches_path, snapshot_root
+from lookup.typeahead.pipeline import open_hot_blocklist, snapshot_store_url
+from lookup.typeahead.searchfeed import SearchFeed, open_search_feed, open_trending
 from lookup.typeahead.snapshot import (
     Snapshot,
     SnapshotError,
@@ -43,7 +45,6 @@ from lookup.typeahead.snapshot import (
 from lookup.typeahead.trending import (
     Clock,
     Pick,
-    SearchLog,
     TrendingPolicy,
     TrendingTerm,
     TrendingTracker,
@@ -176,7 +177,7 @@ class SuggestService:
     tracker: TrendingTracker | None = None
     markets: tuple[str, ...] = MARKETS
     policy: ValidationPolicy = field(default_factory=ValidationPolicy)
-    search_log: SearchLog | None = None
+    search_log: SearchFeed | None = None
     _slots: dict[str, Slot] = field(default_factory=dict, repr=False)
     _refused: dict[str, str] = field(default_factory=dict, repr=False)
     #: Per market, why its current snapshot could not be loaded (checksum, missing file).
@@ -204,13 +205,17 @@ class SuggestService:
         trending: TrendingPolicy = TrendingPolicy(),
         load: bool = True,
     ) -> SuggestService:
-        """A service over ``DATA_DIR/typeahead`` (snapshots, hot blocklist, search log)."""
+        """A service over ``DATA_DIR/typeahead`` (snapshots, hot blocklist, search log);
+        setting ``typeahead_searches_url`` says where searches and trending windows live
+        (a fleet's Redis, else the searches CSV and this process's memory)."""
+        feed_url = settings.get("typeahead_searches_url")
         service = cls(
-            store=open_snapshot_store(snapshot_root(data_dir)),
+            store=open_snapshot_store(snapshot_store_url(data_dir)),
             blocklist=open_hot_blocklist(data_dir),
-            search_log=SearchLog(searches_path(data_dir), clock=clock),
+            search_log=open_search_feed(feed_url, data_dir, clock=clock),
         )
-        service.tracker = TrendingTracker(
+        service.tracker = open_trending(
+            feed_url,
             trending,
             clock=clock,
             baseline=service.baseline,
@@ -455,6 +460,22 @@ class SuggestService:
         blocklist's connections."""
         self._slots.clear()
         self.blocklist.close()
+        self.stop_feeds()
+
+    def start_feeds(self) -> None:
+        """Start the background work of the searches feed (a stream's copier) and of the
+        trending tracker (a shared store's refresher); none for the embedded ones."""
+        if self.search_log is not None:
+            self.search_log.start()
+        if self.tracker is not None:
+            self.tracker.start()
+
+    def stop_feeds(self) -> None:
+        """Stop what :meth:`start_feeds` started (idempotent)."""
+        if self.search_log is not None:
+            self.search_log.close()
+        if self.tracker is not None:
+            self.tracker.close()
 
     def market_status(self) -> dict[str, Any]:
         """Per market: the serving version, the previous one, and what is stored."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import heapq
 import os
+import shutil
 import socket
 import threading
 import time
@@ -44,7 +45,8 @@ from lookup.typeahead.http import (
     suggest_params,
 )
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.sharding import describe_range, in_range, shard_file
+from lookup.typeahead.reload import SnapshotFollower
+from lookup.typeahead.sharding import describe_range, in_range, shard_file, shard_snapshot
 from lookup.typeahead.snapshot import Snapshot
 from lookup.typeahead.trie import TrieReader
 
@@ -114,27 +116,99 @@ def _all_values(raw: bytes, name: str) -> list[str]:
     return out
 
 
-class ShardServer:
-    """Shard ``shard`` of every market under a shard-set root, each from its own file only."""
+def _slice_of(path: Path) -> ShardSlice:
+    """A shard file loaded as a :class:`ShardSlice`."""
+    snap = Snapshot(path)
+    lo, hi = snap.meta["range"]
+    packed = snap.meta.get("ranks")
+    ranks = np.frombuffer(base64.b64decode(packed), "<u4") if packed else None
+    return ShardSlice(snap, lo, hi, str(snap.meta.get("source_version") or snap.version), ranks)
 
-    def __init__(self, root: str | os.PathLike[str], shard: int) -> None:
+
+class ShardServer:
+    """Shard ``shard`` of every market under a shard-set root, each from its own file only.
+
+    With a snapshot ``store`` it also loads new versions without a restart
+    (:meth:`load_version`, called by :meth:`follow`): it cuts its own shard of the new
+    snapshot (into ``n_shards`` shards, as the router plans them) and switches to it,
+    keeping the version before too, so a router still on that one is answered from it: a
+    request may pin a version (``version=V``) and gets only that version's answer, or
+    ``409 VERSION_NOT_HELD``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        shard: int,
+        *,
+        store: Any = None,
+        n_shards: int | None = None,
+        size_weight: float = 0.5,
+    ) -> None:
         self.root = Path(root)
         self.shard = shard
         self.slices: dict[str, ShardSlice] = {}
+        self.held: dict[str, dict[str, ShardSlice]] = {}
+        self.store = store
+        self.n_shards = n_shards
+        self.size_weight = size_weight
+        self.follower: SnapshotFollower | None = None
+        self._swap = threading.Lock()
         self.typo = TypoPolicy.from_settings()
         if not self.root.is_dir():
-            raise FileNotFoundError(f"no shard set at {self.root}")
+            if store is None:
+                raise FileNotFoundError(f"no shard set at {self.root}")
+            self.root.mkdir(parents=True)
         for market_dir in sorted(self.root.iterdir()):
             path = shard_file(market_dir, shard)
             if market_dir.name.startswith(".") or not path.is_file():
                 continue  # a set being written, or a market with fewer shards
-            snap = Snapshot(path)
-            lo, hi = snap.meta["range"]
-            packed = snap.meta.get("ranks")
-            ranks = np.frombuffer(base64.b64decode(packed), "<u4") if packed else None
-            self.slices[snap.market] = ShardSlice(
-                snap, lo, hi, str(snap.meta.get("source_version") or snap.version), ranks
-            )
+            part = _slice_of(path)
+            self.slices[part.snapshot.market] = part
+            self.held[part.snapshot.market] = {part.source_version: part}
+
+    def version_of(self, market: str) -> str | None:
+        """The version this server serves for ``market`` (None: none yet)."""
+        part = self.slices.get(market)
+        return part.source_version if part is not None else None
+
+    def load_version(self, market: str, version: str) -> None:
+        """Cut this server's shard of ``market``'s snapshot ``version`` from the store and
+        switch to it; the version served before stays held for pinned requests."""
+        if self.store is None or self.n_shards is None:
+            raise RuntimeError("this shard server follows no snapshot store")
+        snap = self.store.open(market, version)
+        if snap is None:
+            raise LookupError(f"no snapshot {version} for {market}")
+        target = self.root / ".reload" / f"shard-{self.shard:02d}" / market / version
+        if target.exists():
+            shutil.rmtree(target)
+        plan = shard_snapshot(
+            snap, self.n_shards, target, size_weight=self.size_weight, only=(self.shard,)
+        )
+        with self._swap:
+            held = dict(self.held.get(market, {}))
+            if self.shard < plan.n:
+                part = _slice_of(shard_file(target, self.shard))
+                held.pop(version, None)  # newest last, also when a version comes back
+                held[version] = part
+                self.slices[market] = part
+            else:  # the new cut has fewer shards: this server holds none of it
+                self.slices.pop(market, None)
+            while len(held) > 2:  # the new version and the one before it
+                old = next(iter(held))
+                del held[old]
+                shutil.rmtree(target.parent / old, ignore_errors=True)
+            self.held[market] = held
+
+    def follow(self, poll_s: float) -> SnapshotFollower:
+        """Start following the snapshot store (see :class:`~lookup.typeahead.reload.
+        SnapshotFollower`): each new current version is loaded and switched to."""
+        self.follower = SnapshotFollower(
+            self.store, self.version_of, self.load_version, poll_s=poll_s,
+            name=f"shard-{self.shard}-follower",
+        ).start()  # fmt: skip
+        return self.follower
 
     def answer(self, raw: bytes) -> tuple[bytes, str]:
         """``(body, source version)`` for a raw query string, or ``ApiError``.
@@ -156,6 +230,8 @@ class ShardServer:
             raise ApiError(
                 400, "UNKNOWN_MARKET", f"shard {self.shard} holds no {market!r}; it holds: {known}"
             )
+        if b"version=" in raw:
+            part = self._pinned(market, part, raw)
         p = normalize_prefix(q)
         extended = any(x in raw for x in (b"fetch=", b"scores=", b"ranks=", b"exact=",
                                            b"scatter=", b"typos="))  # fmt: skip
@@ -214,6 +290,21 @@ class ShardServer:
             out["exact"] = exact
         return encode_json(out), part.source_version
 
+    def _pinned(self, market: str, part: ShardSlice, raw: bytes) -> ShardSlice:
+        """The slice of the version a request pins (``version=V``), or 409."""
+        wanted = _all_values(raw, "version")
+        if not wanted or wanted[-1] == part.source_version:
+            return part
+        held = self.held.get(market, {}).get(wanted[-1])
+        if held is None:
+            have = ", ".join(self.held.get(market, {})) or "none"
+            raise ApiError(
+                409, "VERSION_NOT_HELD",
+                f"shard {self.shard} of {market} does not hold version {wanted[-1]!r} "
+                f"(it holds: {have})",
+            )  # fmt: skip
+        return held
+
     def _corrections(self, part: ShardSlice, market: str, p: str, limit: int) -> bytes:
         """``typos=1``: the shard's best ``limit`` typo-tolerant matches of ``p`` (exact
         ones, which the owning shard answers, left out), with typos, scores and ranks."""
@@ -243,9 +334,12 @@ class ShardServer:
                     "version": s.source_version,
                     "suggestions": s.snapshot.n_strings,
                     "file": s.snapshot.path.name,
+                    "held": list(self.held.get(m, {})),
                 }
                 for m, s in self.slices.items()
             },  # fmt: skip
+            "following": self.follower is not None,
+            "followErrors": dict(self.follower.errors) if self.follower is not None else {},
         }
 
 
@@ -285,19 +379,30 @@ def run_shard_server(
     port: int = 0,
     parent_pid: int | None = None,
     log_level: str = "warning",
+    store_url: str | None = None,
+    n_shards: int | None = None,
+    size_weight: float = 0.5,
 ) -> None:
     """Serve one shard until stopped: on an inherited socket ``fd``, else on ``host:port``
     (port 0: a free one, printed).
+
+    With ``store_url`` (a snapshot store) and ``n_shards`` it follows the store and
+    switches to each new current snapshot without a restart (:meth:`ShardServer.follow`).
 
     With ``parent_pid`` the server also stops when that process is gone, so a
     supervisor that dies without cleaning up leaves no shard server behind.
     """
     import uvicorn
 
+    from lookup import settings
     from lookup.kit.asgi import build_app as create_app
     from lookup.kit.serving import uvicorn_options
+    from lookup.typeahead.snapshot import open_snapshot_store
 
-    server = ShardServer(root, shard)
+    store = open_snapshot_store(store_url) if store_url else None
+    server = ShardServer(root, shard, store=store, n_shards=n_shards, size_weight=size_weight)
+    if store is not None and n_shards is not None:
+        server.follow(settings.get("typeahead_reload_poll"))
     app = create_app(root, subsystems=[lambda m: install_shard(m, server)])
     config = uvicorn.Config(app, log_level=log_level, access_log=False, **uvicorn_options())
     uv = uvicorn.Server(config)

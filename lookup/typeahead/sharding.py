@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from lookup.typeahead.normalize import normalize_prefix
-from lookup.typeahead.pipeline import MarketBuild, snapshot_root, typeahead_dir
+from lookup.typeahead.pipeline import MarketBuild, snapshot_store_url, typeahead_dir
 from lookup.typeahead.snapshot import Snapshot, open_snapshot_store, write_snapshot
 from lookup.typeahead.trie import RadixTrie, TrieReader
 
@@ -178,8 +178,11 @@ def write_shards(
     size_weight: float = 0.5,
     source_version: str | None = None,
     source_meta: dict[str, Any] | None = None,
+    only: Collection[int] | None = None,
 ) -> ShardPlan:
-    """Plan shards from ``(key, id, is_alias)`` entries and write one snapshot per shard.
+    """Plan shards from ``(key, id, is_alias)`` entries and write one snapshot per shard
+    (or only the shards ``only`` names: a shard server cutting its own; the plan is the
+    same whichever are written).
 
     Ids are global ranks (0 is the best suggestion). Each shard keeps the global rank
     order — its local ids are the global ids renumbered in order — so "best" means the
@@ -199,6 +202,8 @@ def write_shards(
     d.mkdir(parents=True, exist_ok=True)
     ranges = plan.ranges()
     for i, part in enumerate(per_shard):
+        if only is not None and i not in only:
+            continue
         used = sorted({t for _, t, _ in part})
         local = {t: j for j, t in enumerate(used)}
         trie = RadixTrie(k)
@@ -256,8 +261,10 @@ def shard_snapshot(
     directory: str | os.PathLike[str],
     *,
     size_weight: float = 0.5,
+    only: Collection[int] | None = None,
 ) -> ShardPlan:
-    """Cut a published (unsharded) snapshot into ``n_shards`` prefix-range shards.
+    """Cut a published (unsharded) snapshot into ``n_shards`` prefix-range shards (all, or
+    only the shard files ``only`` names; ``plan.json`` always).
 
     The keys come from walking the snapshot's trie; a key is an alias (a misspelling
     or another spelling) when it is not the spelling of the suggestion it leads to,
@@ -275,7 +282,7 @@ def shard_snapshot(
     meta = {key: snap.meta[key] for key in SOURCE_META_KEYS if key in snap.meta}
     return write_shards(snap.market, entries, strings, scores, head, n_shards, directory,
                         k=snap.k, size_weight=size_weight, source_version=snap.version,
-                        source_meta=meta)  # fmt: skip
+                        source_meta=meta, only=only)  # fmt: skip
 
 
 @dataclass
@@ -330,7 +337,7 @@ def ensure_shard_sets(
     """
     if n_shards < 1:
         raise ValueError("n_shards must be at least 1")
-    store = open_snapshot_store(snapshot_root(data_dir))
+    store = open_snapshot_store(snapshot_store_url(data_dir))
     root = shard_sets_root(data_dir, n_shards)
     markets = [m for m in store.names() if store.current(m)]
     if not markets:
@@ -355,19 +362,32 @@ def ensure_shard_sets(
         assert snap is not None
         if progress:
             progress(f"{market}: cutting {version} into {n_shards} shards")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{market}-", dir=_mkdir(root)))
+        tmp = new_shard_set_dir(root, market)
         plan = shard_snapshot(snap, n_shards, tmp, size_weight=size_weight)
-        old = root / f".{market}.old"
-        if old.exists():
-            shutil.rmtree(old)
-        if target.exists():
-            os.replace(target, old)
-        os.replace(tmp, target)
-        shutil.rmtree(old, ignore_errors=True)
+        install_shard_set(root, market, tmp)
         if progress:
             shares = ", ".join(f"{c:.0%}" for c in plan.cost)
             progress(f"{market}: {plan.n} shards from {plan.starts[1:]}; cost shares {shares}")
     return root
+
+
+def new_shard_set_dir(root: Path, market: str) -> Path:
+    """A fresh directory beside ``root/market`` to write a shard set into before
+    :func:`install_shard_set` renames it into place."""
+    return Path(tempfile.mkdtemp(prefix=f".{market}-", dir=_mkdir(root)))
+
+
+def install_shard_set(root: Path, market: str, written: Path) -> None:
+    """Rename a finished shard set into ``root/market`` (the old one moved aside first and
+    dropped after), so a reader never sees half a set."""
+    target = root / market
+    old = root / f".{market}.old"
+    if old.exists():
+        shutil.rmtree(old)
+    if target.exists():
+        os.replace(target, old)
+    os.replace(written, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _mkdir(path: Path) -> Path:

@@ -35,11 +35,13 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, cast
 
 import numpy as np
 
 from lookup.errors import Damaged, NotFound
+from lookup.kit.engines.storeurl import StoreUrl
+from lookup.kit.registry import load_backend
 from lookup.kit.snapshots import snapshot_directory
 from lookup.typeahead import infix as infix_index
 from lookup.typeahead.filters import TermBlocklist, private_ids
@@ -47,6 +49,12 @@ from lookup.typeahead.trie import FLAG_COMPLETE, TrieArrays, TrieReader
 
 if TYPE_CHECKING:
     from lookup.kit.snapshots import SnapshotStore
+
+#: The snapshot stores beyond the built-in directory of trie files, by URL scheme (imported
+#: when a URL names one).
+BACKENDS: dict[str, str] = {
+    "postgresql": "lookup.typeahead.snapshot_shared:SharedSnapshotStore",
+}
 
 MAGIC = b"LKTRIE01"
 FORMAT = 1
@@ -648,8 +656,18 @@ class TrieSnapshotStore:
             self.path(market, v).unlink(missing_ok=True)
 
 
-def open_snapshot_store(url: str | os.PathLike[str], keep: int = 5) -> TrieSnapshotStore:
-    """The typeahead's snapshot store at ``url`` (``file:///path`` or a directory path)."""
+def open_snapshot_store(
+    url: str | os.PathLike[str], keep: int = 5
+) -> TrieSnapshotStore | SnapshotStore[Snapshot]:
+    """The typeahead's snapshot store at ``url``: ``file:///path`` or a directory path (the
+    embedded directory of trie files), or ``postgresql://…`` (versions in the shared
+    version store, :mod:`~lookup.typeahead.snapshot_shared`)."""
+    text = os.fspath(url).strip()
+    if text.lower().startswith(("postgresql://", "postgres://")):
+        found = load_backend(BACKENDS, "postgresql")
+        return cast(
+            "SnapshotStore[Snapshot]", found.from_url(StoreUrl("postgresql", text), keep=keep)
+        )
     return TrieSnapshotStore(snapshot_directory(url), keep=keep)
 
 
@@ -667,7 +685,8 @@ def snapshot_damage(
             file = str(store.path(market, version))
         except ValueError:
             file = pointer
-    if isinstance(exc, LookupError) or not Path(file).exists():
+    on_disk = isinstance(store, TrieSnapshotStore)  # a shared store's copy is fetched
+    if isinstance(exc, LookupError) or (on_disk and not Path(file).exists()):
         problem = f"{pointer} names version {version}, whose file {file} is missing"
     elif file == pointer:
         problem = f"{pointer} names {version!r}, which is not a snapshot version"

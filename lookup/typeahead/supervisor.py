@@ -4,6 +4,8 @@
 socket per shard, starts each shard server (:mod:`~lookup.typeahead.shard_server`) as
 a child process on it, waits until all answer, and stops them all on exit; a test or
 a demo can stop, kill and restart one shard to watch the router fail only its range.
+Given a snapshot ``store``, every shard server follows it and loads each new version
+without a restart.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ class ShardCluster:
     host: str = "127.0.0.1"
     ports: Sequence[int] | None = None
     log_level: str = "warning"
+    #: a snapshot store every shard server follows (new versions load without a restart)
+    store: str | None = None
+    size_weight: float = 0.5
     addresses: list[str] = field(default_factory=list)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
 
@@ -65,6 +70,9 @@ class ShardCluster:
             cmd = [sys.executable, "-m", "lookup.cli", "typeahead", "serve-shard",
                    "--dir", str(self.root), "--shard", str(i), "--fd", str(sock.fileno()),
                    "--parent-pid", str(os.getpid()), "--log-level", self.log_level]  # fmt: skip
+            if self.store is not None:
+                cmd += ["--store", self.store, "--shards", str(self.n),
+                        "--size-weight", str(self.size_weight)]  # fmt: skip
             return subprocess.Popen(cmd, pass_fds=[sock.fileno()]), port
         finally:
             sock.close()  # the child holds its own copy now

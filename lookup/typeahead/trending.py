@@ -159,41 +159,72 @@ class TrendingTracker:
 
     def compute(self) -> dict[str, list[TrendingTerm]]:
         """Recompute every market's trending set now (also drops expired buckets)."""
-        p = self.policy
         now = self.clock()
-        first = int(now // p.bucket_s) - p.window_s // p.bucket_s + 1
         blocklist = self._blocklist()
-        out: dict[str, list[TrendingTerm]] = {}
         with self._lock:
-            for market, per_query in self._counts.items():
-                terms = []
-                for q in list(per_query):
-                    count, users, networks = per_query[q].window(first)
-                    if count == 0:
-                        del per_query[q]
-                        continue
-                    if count < p.floor or users < p.min_users or len(q) < p.min_chars:
-                        continue
-                    if networks < p.min_networks:
-                        continue
-                    base = max(0.0, float(self.baseline(market, q, now)))
-                    if count < p.ratio * base:
-                        continue
-                    if blocklist.blocks(q) or looks_private(q):
-                        continue
-                    boost = (count - base) * (86400.0 / p.window_s)
-                    terms.append(TrendingTerm(q, count, users, base, boost, networks))
-                terms.sort(key=lambda t: (-t.boost, t.query))
-                terms = terms[: p.max_terms]
-                out[market] = terms
-                by_q = {t.query: t for t in terms}
-                self._sets[market] = (sorted(by_q), by_q)
-            for market in list(self._sets):
-                if market not in out:
-                    del self._sets[market]
-            self._computed_at = now
+            out = {
+                market: self.decide(market, rows, now, blocklist)
+                for market, rows in self._windows(self.first_bucket(now)).items()
+            }
+            self._install(out, now)
             self._sets_version += 1
         return out
+
+    def first_bucket(self, now: float) -> int:
+        """The oldest bucket inside the window ending at ``now``."""
+        p = self.policy
+        return int(now // p.bucket_s) - p.window_s // p.bucket_s + 1
+
+    def _windows(self, first: int) -> dict[str, list[tuple[str, int, int, int]]]:
+        """Per market, ``(query, searches, users, networks)`` in the window from bucket
+        ``first`` (caller holds the lock); queries with nothing left are forgotten."""
+        out: dict[str, list[tuple[str, int, int, int]]] = {}
+        for market, per_query in self._counts.items():
+            rows = out[market] = []
+            for q in list(per_query):
+                count, users, networks = per_query[q].window(first)
+                if count == 0:
+                    del per_query[q]
+                    continue
+                rows.append((q, count, users, networks))
+        return out
+
+    def decide(
+        self,
+        market: str,
+        rows: list[tuple[str, int, int, int]],
+        now: float,
+        blocklist: TermBlocklist,
+    ) -> list[TrendingTerm]:
+        """The trending terms of one market's window rows: the gates (floor, distinct
+        users and networks, ratio over the baseline, blocklist, private-looking), the
+        boost, strongest first and at most ``max_terms``."""
+        p = self.policy
+        terms = []
+        for q, count, users, networks in rows:
+            if count < p.floor or users < p.min_users or len(q) < p.min_chars:
+                continue
+            if networks < p.min_networks:
+                continue
+            base = max(0.0, float(self.baseline(market, q, now)))
+            if count < p.ratio * base:
+                continue
+            if blocklist.blocks(q) or looks_private(q):
+                continue
+            boost = (count - base) * (86400.0 / p.window_s)
+            terms.append(TrendingTerm(q, count, users, base, boost, networks))
+        terms.sort(key=lambda t: (-t.boost, t.query))
+        return terms[: p.max_terms]
+
+    def _install(self, out: dict[str, list[TrendingTerm]], now: float) -> None:
+        """Make ``out`` the current sets (caller holds the lock)."""
+        for market, terms in out.items():
+            by_q = {t.query: t for t in terms}
+            self._sets[market] = (sorted(by_q), by_q)
+        for market in list(self._sets):
+            if market not in out:
+                del self._sets[market]
+        self._computed_at = now
 
     def _fresh(self) -> None:
         at = self._computed_at
@@ -230,11 +261,28 @@ class TrendingTracker:
 
     def window_count(self, market: str, query: str) -> int:
         """Searches of a query in the current window (for displays and tests)."""
-        p = self.policy
-        first = int(self.clock() // p.bucket_s) - p.window_s // p.bucket_s + 1
+        first = self.first_bucket(self.clock())
         with self._lock:
             c = self._counts.get(market, {}).get(normalize_query(query))
             return c.window(first)[0] if c else 0
+
+    def start(self) -> None:
+        """Start background work (none here: the sets are recomputed when read)."""
+
+    def close(self) -> None:
+        """Stop background work (none here)."""
+
+    def backend(self) -> str:
+        """Where the windows live, for status pages."""
+        return "memory"
+
+    def status(self) -> dict[str, Any]:
+        """Where the windows live, searches counted here, recomputations of the sets."""
+        return {
+            "backend": self.backend(),
+            "recorded": self.recorded,
+            "refreshes": self._sets_version,
+        }
 
 
 def usable_query(query: str) -> str | None:
@@ -274,6 +322,9 @@ class SearchLog:
         self.clock = clock
         self._lock = threading.Lock()
         self._checked = False
+        #: Empty cells a row gets for columns the file has beyond :attr:`COLUMNS` (the
+        #: stream copy's ``event``, when a fleet wrote this file before).
+        self._pad = 0
 
     def _widen_old_file(self) -> None:
         """Give a file of the old five columns the new ones (caller holds the lock)."""
@@ -282,6 +333,8 @@ class SearchLog:
             return
         with open(self.path, newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
+        if rows and tuple(rows[0][: len(self.COLUMNS)]) == self.COLUMNS:
+            self._pad = len(rows[0]) - len(self.COLUMNS)
         if not rows or tuple(rows[0]) != self.OLD_COLUMNS:
             return
         tmp = self.path.with_name(self.path.name + ".widen")
@@ -310,6 +363,7 @@ class SearchLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self._checked:
                 self._widen_old_file()
+            row += [""] * self._pad
             new = not self.path.exists()
             with open(self.path, "a", newline="", encoding="utf-8") as f:
                 w = csv.writer(f)

@@ -19,6 +19,16 @@ from dashboard_testing import free_port, open_page  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def no_lab_left_behind() -> Iterator[None]:
+    """Stop every lab a page started in this test (``lookup.labs``), as the dashboard does
+    at exit: no test leaves a server or a fleet running for the next one."""
+    yield
+    labs = sys.modules.get("lookup.labs.core")
+    if labs is not None:
+        labs.stop_every_lab()
+
+
 @pytest.fixture
 def serve_asgi() -> Iterator[Callable[[ASGIApp], str]]:
     """Serve ASGI apps on free loopback ports in threads; yields ``serve(app) -> url``."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
@@ -18,6 +19,7 @@ __all__ = [
     "HOME",
     "RUN_TIMEOUT",
     "free_port",
+    "lab",
     "metric_value",
     "ok",
     "open_page",
@@ -31,6 +33,14 @@ if str(APP_DIR) not in sys.path:
 HOME = APP_DIR / "Home.py"
 #: Seconds one script run may take; generous, since two cores are shared.
 RUN_TIMEOUT = 60
+
+
+def lab(kind: str, key: str | None = None) -> Any:
+    """The lab ``(kind, key)`` the dashboard's supervisor runs over ``$LOOKUP_DATA_DIR`` (what
+    a page started), or ``None``."""
+    from common import labs
+
+    return labs().get(kind, key)
 
 
 def ok(at: AppTest) -> AppTest:

@@ -5,20 +5,22 @@ excepted), lay out a Snowflake's bits, read the seed's capacity figures, measure
 locality at a small size; with etcd installed, start lease-holding generators, kill one
 and watch its lease expire, then stop everything the page started. Rate limiters: fire
 each pattern at the real limiters, read the headers, compare every algorithm on the seed's
-boundary attack, and fire at a throw-away Redis the page starts and stops.
+boundary attack, and fire at a throw-away Redis the page starts and stops — and that a
+page reloaded while it runs (a new session, or a restarted dashboard) finds it again.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from dashboard_testing import HOME, RUN_TIMEOUT
+from dashboard_testing import HOME, RUN_TIMEOUT, lab
 from streamlit.testing.v1 import AppTest
 
-from lookup.blocks.ids.etcd import etcd_available
-from lookup.kit.redisserver import redis_available
+from lookup.labs import available
+from lookup.labs.core import pid_alive
 
 PAGE = "views/blocks.py"
 
@@ -43,15 +45,13 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
+def page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[AppTest]:
     monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))  # its labs' state file
     monkeypatch.delenv("LOOKUP_LIMITS_URL", raising=False)  # the Redis test starts its own
     at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
     _ok(at.switch_page(PAGE).run())
-    yield at
-    fleet = at.session_state["ids-fleet"] if "ids-fleet" in at.session_state else None
-    if fleet is not None:
-        fleet.stop()
+    yield at  # the labs it started are stopped by tests/app/conftest.py
 
 
 def test_the_seeds_table_and_capacity(page: AppTest) -> None:
@@ -100,7 +100,7 @@ def test_index_locality_at_a_small_size(page: AppTest) -> None:
     assert len(page.get("vega_lite_chart")) == 3  # insert time, pages, newest 100
 
 
-@pytest.mark.skipif(not etcd_available(), reason="etcd is not installed")
+@pytest.mark.skipif(not available("id-leases"), reason="etcd is not installed")
 def test_leases_kill_one_and_watch_it_expire(page: AppTest) -> None:
     _ok(page.button(key="ids-fleet-start").click().run())
     holders = _frame(page, "worker id")
@@ -118,10 +118,9 @@ def test_leases_kill_one_and_watch_it_expire(page: AppTest) -> None:
     rows = holders.set_index("generator")
     assert rows.loc[1, "process"] == "killed" and rows.loc[1, "lease"] == "expired"
     assert list(rows.loc[[0, 2], "lease"]) == ["held", "held"]
-    fleet = page.session_state["ids-fleet"]
-    server = fleet.server
+    server = lab("id-leases").fleet.server
     _ok(page.button(key="ids-fleet-stop").click().run())
-    assert "ids-fleet" not in page.session_state
+    assert lab("id-leases") is None
     assert server is not None and server.proc is None  # the page stopped its own etcd
     assert page.button(key="ids-fleet-start")
 
@@ -180,13 +179,13 @@ def test_all_algorithms_side_by_side(page: AppTest) -> None:
     assert "Side by side" in _text(page)
 
 
-@pytest.mark.skipif(not redis_available(), reason="redis-server is not installed")
+@pytest.mark.skipif(not available("redis"), reason="redis-server is not installed")
 def test_on_a_throw_away_redis_the_page_starts_and_stops(page: AppTest) -> None:
     page.radio(key="rl-backend").set_value("Redis")
     _ok(page.run())
     assert page.button(key="rl-fire").disabled
     _ok(page.button(key="rl-redis-start").click().run())
-    server = page.session_state["rl-redis-server"]
+    server = lab("redis", "limits").server
     try:
         _fire(page, "sliding_log", 5, "steady")  # 22 requests over 3 s of real time
         metrics = {m.label: m.value for m in page.metric}
@@ -195,4 +194,47 @@ def test_on_a_throw_away_redis_the_page_starts_and_stops(page: AppTest) -> None:
         assert "(Redis)" in page.get("plotly_chart")[0].proto.spec
     finally:
         _ok(page.button(key="rl-redis-stop").click().run())
-    assert "rl-redis-server" not in page.session_state and server.proc is None
+    assert lab("redis", "limits") is None and server.proc is None
+
+
+def _has_button(at: AppTest, key: str) -> bool:
+    return any(b.key == key for b in at.button)
+
+
+def _redis_tab() -> AppTest:
+    """The page drawn afresh (a reload: a new session), on the rate limiters' Redis."""
+    at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()
+    _ok(at.switch_page(PAGE).run())
+    at.session_state["blocks-tab"] = "Rate limiters"
+    at.session_state["rl-backend"] = "Redis"
+    return _ok(at.run())
+
+
+@pytest.mark.skipif(not available("redis"), reason="redis-server is not installed")
+def test_a_page_reloaded_mid_drill_finds_its_redis_again(page: AppTest) -> None:
+    _ok(page.radio(key="rl-backend").set_value("Redis").run())
+    _ok(page.button(key="rl-redis-start").click().run())
+    url = lab("redis", "limits").url
+    # a reload: a new session of the same dashboard finds the server, not a start button
+    again = _redis_tab()
+    assert f"Throw-away redis-server at `{url}`" in _text(again)
+    assert not again.button(key="rl-fire").disabled and not _has_button(again, "rl-redis-start")
+    # a restarted dashboard (a new supervisor over the same data directory) finds it in
+    # the state file, says who left it running, and stops it
+    from common import labs
+
+    from lookup.labs import core as labs_module
+
+    [pid] = lab("redis", "limits").pids()
+    first = labs_module._SUPERVISORS.pop(labs().state_dir)  # the dashboard "crashed"
+    try:
+        restarted = _redis_tab()
+        text = _text(restarted)
+        assert "A throw-away redis-server left running by an earlier dashboard" in text
+        assert url in text
+        assert not _has_button(restarted, "rl-redis-start")
+        _ok(restarted.button(key="rl-redis-left").click().run())
+        assert not pid_alive(pid) and lab("redis", "limits") is None
+        assert _has_button(restarted, "rl-redis-start")  # a fresh start is offered again
+    finally:
+        first.stop_all()

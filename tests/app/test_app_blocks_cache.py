@@ -6,13 +6,14 @@ failover figures, and stop everything the tab started."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from dashboard_testing import HOME, RUN_TIMEOUT
+from dashboard_testing import HOME, RUN_TIMEOUT, lab
 from streamlit.testing.v1 import AppTest
 
 from lookup import settings
-from lookup.kit.rediscluster import cluster_available
+from lookup.labs import available
 
 PAGE = "views/blocks.py"
 
@@ -29,16 +30,14 @@ def _frame(at: AppTest, column: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def page(monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
+def page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[AppTest]:
     monkeypatch.setenv("LOOKUP_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))  # its labs' state file
     at = AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT * 2).run()
     _ok(at.switch_page(PAGE).run())
     at.session_state["blocks-tab"] = "Distributed cache"  # the page renders the open tab only
     _ok(at.run())
-    yield at
-    for key in ("cache-redis", "cache-cluster"):
-        if key in at.session_state:
-            at.session_state[key].close()
+    yield at  # the servers it started are stopped by tests/app/conftest.py
 
 
 def test_eviction_explorer_replays_a_trace(page: AppTest) -> None:
@@ -53,7 +52,7 @@ def test_eviction_explorer_replays_a_trace(page: AppTest) -> None:
 
 
 def _need_servers() -> None:
-    if cluster_available():
+    if available("redis-cluster"):
         return
     if settings.get("require_servers"):
         pytest.fail("redis-server/redis-cli missing and LOOKUP_REQUIRE_SERVERS is set")
@@ -63,7 +62,7 @@ def _need_servers() -> None:
 def test_stampede_and_cold_restart_on_a_redis_the_tab_started(page: AppTest) -> None:
     _need_servers()
     _ok(page.button(key="cache-redis-start").click().run())
-    assert "cache-redis" in page.session_state
+    assert lab("redis", "cache") is not None
     page.select_slider(key="cache-callers").set_value(100)
     _ok(page.button(key="cache-stampede").click().run())
     rows = {r["protection"]: r for r in _frame(page, "protection").to_dict("records")}
@@ -72,15 +71,15 @@ def test_stampede_and_cold_restart_on_a_redis_the_tab_started(page: AppTest) -> 
     _ok(page.button(key="cache-restart").click().run())
     restart = {r["restart"]: r for r in _frame(page, "restart").to_dict("records")}
     assert restart["warmed"]["first-second loads"] < restart["cold"]["first-second loads"]
-    server = page.session_state["cache-redis"]
+    server = lab("redis", "cache").server
     _ok(page.button(key="cache-redis-stop").click().run())
-    assert "cache-redis" not in page.session_state and server.proc is None
+    assert lab("redis", "cache") is None and server.proc is None
 
 
 def test_cluster_failover_drill_from_the_page(page: AppTest) -> None:
     _need_servers()
     _ok(page.button(key="cache-cluster-start").click().run())
-    cluster = page.session_state["cache-cluster"]
+    cluster = lab("redis-cluster").cluster
     assert len(cluster.masters()) == 3
     _ok(page.button(key="cache-cluster-kill").click().run())
     labels = {m.label: m.value for m in page.metric}
@@ -95,5 +94,5 @@ def test_cluster_failover_drill_from_the_page(page: AppTest) -> None:
     assert report["lost on the victim"] == report["acknowledged writes lost"]
     assert len(cluster.masters()) == 3 and all(n.alive() for n in cluster.nodes)
     _ok(page.button(key="cache-cluster-stop").click().run())
-    assert "cache-cluster" not in page.session_state
+    assert lab("redis-cluster") is None
     assert not any(n.alive() for n in cluster.nodes)

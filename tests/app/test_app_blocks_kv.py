@@ -8,9 +8,10 @@ reads), restart it, partition two nodes, then stop everything the page started.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from dashboard_testing import RUN_TIMEOUT
+from dashboard_testing import RUN_TIMEOUT, lab
 from streamlit.testing.v1 import AppTest
 
 
@@ -30,12 +31,10 @@ def _button(at: AppTest, key: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def page() -> Iterator[AppTest]:
+def page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[AppTest]:
+    monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))  # its labs' state file
     at = _ok(AppTest.from_function(_script, default_timeout=RUN_TIMEOUT).run())
-    yield at
-    cluster = at.session_state["kv-cluster"] if "kv-cluster" in at.session_state else None
-    if cluster is not None:
-        cluster.stop()
+    yield at  # the nodes it started are stopped by tests/app/conftest.py
 
 
 def _metric(at: AppTest, prefix: str) -> str:
@@ -58,7 +57,7 @@ def test_the_ring_moves_about_one_in_n_keys(page: AppTest) -> None:
 
 def test_kill_run_restart_partition_stop(page: AppTest) -> None:
     _ok(_button(page, "kv-start").click().run())
-    cluster = page.session_state["kv-cluster"]
+    cluster = lab("kv-cluster").cluster
     page.selectbox(key="kv-victim").set_value("n2")
     _ok(_button(page, "kv-kill").click().run())
     assert not cluster.running("n2")
@@ -78,4 +77,4 @@ def test_kill_run_restart_partition_stop(page: AppTest) -> None:
     _ok(_button(page, "kv-cart").click().run())
     assert len(page.session_state["kv-cart-result"]["siblings"]) == 2
     _ok(_button(page, "kv-stop").click().run())
-    assert "kv-cluster" not in page.session_state and not cluster.procs
+    assert lab("kv-cluster") is None and not cluster.procs

@@ -4,8 +4,9 @@ The panel starts its own PostgreSQL, etcd and three ``lookup crawl-worker`` proc
 a small sandbox web; the test waits for every partition to be held, kills a worker from
 the page, waits for its partitions to be held by the others, reads the politeness
 timeline and its count (from the sandbox's own log) and stops the fleet from the page.
-On the way it pauses and resumes a host through the panel's control form and reads both
-commands back from the fleet's store, each acknowledged by every worker.
+A page reloaded while it runs (a new session) finds the fleet again. On the way it
+pauses and resumes a host through the panel's control form and reads both commands back
+from the fleet's store, each acknowledged by every worker.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from typing import Any
 
 import pytest
 import streamlit as st
-from dashboard_testing import HOME, RUN_TIMEOUT, free_port, ok, page_text
+from dashboard_testing import HOME, RUN_TIMEOUT, free_port, lab, ok, page_text
 from streamlit.testing.v1 import AppTest
 
 from lookup.crawler import Sandbox, SandboxConfig
 from lookup.crawler.controls import open_crawl_controls
 from lookup.crawler.session import stop_children
-from lookup.kit.etcd import etcd_available
-from lookup.kit.pgserver import postgres_available
+from lookup.labs import available
 
 PAGE = "views/crawler.py"
 #: The Controls tab's health columns, the owning worker and its lease's epoch first.
@@ -41,12 +41,7 @@ HEALTH_COLUMNS = [
 def fresh_page_state() -> Iterator[None]:
     st.cache_resource.clear()
     st.cache_data.clear()
-    yield
-    from crawlfleet import fleet_runtime
-
-    run = fleet_runtime().run
-    if run is not None:
-        run.stop()
+    yield  # the fleet a test started is stopped by tests/app/conftest.py
     stop_children()
     st.cache_resource.clear()
     st.cache_data.clear()
@@ -99,9 +94,7 @@ def _issue(at: AppTest, command: str, target: str) -> AppTest:
 
 
 def _store_log(at: AppTest) -> list[tuple[str, str]]:
-    from crawlfleet import fleet_runtime
-
-    run = fleet_runtime().run
+    run = lab("crawl-fleet")
     assert run is not None
     controls = open_crawl_controls(run.store_url)
     try:
@@ -121,7 +114,7 @@ def _applied_by_all(version: int) -> Callable[[AppTest], bool]:
 def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
     web: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    if not (etcd_available() and postgres_available()):
+    if not available("crawl-fleet"):
         pytest.skip("needs etcd and PostgreSQL")
     monkeypatch.setenv("LOOKUP_SANDBOX_URL", web.control_url)
     monkeypatch.setenv("LOOKUP_DATA_DIR", str(tmp_path / "data"))
@@ -144,6 +137,13 @@ def test_start_a_fleet_kill_a_worker_and_watch_its_partitions_move(
     # table (in a later run a partition may be between owners while the fleet rebalances).
     _until(at, "three workers holding all 64 partitions, and the per-host health table",
            lambda at: all_held(at) and _health(at) is not None)  # fmt: skip
+    # a reload mid-drill: a new session of the dashboard finds the fleet running
+    again = ok(
+        ok(AppTest.from_file(HOME, default_timeout=RUN_TIMEOUT).run()).switch_page(PAGE).run()
+    )
+    reloaded = _workers(again)
+    assert reloaded is not None and list(reloaded["Worker"]) == ["w1", "w2", "w3"]
+    assert not again.button(key="fleet-stop").disabled
     health = _health(at)
     assert list(health.columns) == HEALTH_COLUMNS
     assert set(health["Worker"]) <= {"w1", "w2", "w3"} and health["Epoch"].min() > 0
@@ -197,10 +197,8 @@ sys.path.insert(0, sys.argv[2])
 at = AppTest.from_file(sys.argv[1], default_timeout=120).run()
 at = at.switch_page("views/crawler.py").run()
 at.button(key="fleet-start").click().run()
-from crawlfleet import fleet_runtime
-run = fleet_runtime().run
-pg = int((run.pg.data / "postmaster.pid").read_text().split()[0])
-pids = [pg, run.etcd.proc.pid, *(p.pid for p in run.fleet.procs.values())]
+from common import labs
+pids = labs().get("crawl-fleet").pids()  # PostgreSQL, etcd, the workers
 print(json.dumps(pids), flush=True)
 """  # then the interpreter exits with the fleet running
 
@@ -218,7 +216,7 @@ def test_a_dashboard_that_exits_with_a_fleet_running_leaves_no_process_behind(
 ) -> None:
     """PostgreSQL daemonises under ``pg_ctl``: unless the page stops its fleet at exit, a
     dashboard that exits (Ctrl-C on ``make run``) leaves PostgreSQL and etcd running."""
-    if not (etcd_available() and postgres_available()):
+    if not available("crawl-fleet"):
         pytest.skip("needs etcd and PostgreSQL")
     import json
     import subprocess

@@ -78,6 +78,40 @@ def test_inprocess_comparison_agrees_and_reports(
     assert "geohash index" in text and "BallTree" in text and "bytes/place" in text
 
 
+def test_postgis_and_redis_anchors_answer_the_same_queries(
+    data_dir: Path, postgres_server: object, redis_server: object
+) -> None:
+    """The peer anchors' rows in quick mode: PostGIS ``ST_DWithin`` and Redis ``GEOSEARCH``
+    loaded with the same places, asked the same queries, equal to the index but for
+    rounding at the circle's edge. (The fixtures skip without the servers, or fail under
+    ``LOOKUP_REQUIRE_SERVERS``; the benchmark starts servers of its own.)"""
+    result = bench_places.bench_inprocess(
+        data_dir, queries=8, brute_queries=2, runs=1, engines=("postgis", "redis")
+    )
+    assert result["engines"] == ["postgis", "redis"]
+    assert set(result["engine_load_s"]) == {"postgis", "redis"}
+    for radius in bench_places.RADII_M:
+        check = result["checks"][radius]
+        assert check["postgis_mismatch"] == 0 and check["redis_mismatch"] == 0
+        assert {"PostGIS ST_DWithin", "Redis GEOSEARCH"} <= set(result["radii"][radius])
+        assert result["radii"][radius]["Redis GEOSEARCH"]["qps"] > 0
+    text = bench_places.report({"inprocess": result})
+    assert "PostGIS ST_DWithin" in text and "Redis GEOSEARCH" in text
+    assert "COPY + GiST" in text and "GEOADD" in text
+
+
+def test_missing_servers_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import places_engines
+
+    monkeypatch.setattr("lookup.kit.engines.pgserver.postgres_bin", lambda: None)
+    monkeypatch.setattr("lookup.kit.engines.redisserver.redis_available", lambda: False)
+    why = places_engines.missing(["postgis", "redis"])
+    assert "PostgreSQL is not installed" in why["postgis"]
+    assert "redis-server is not installed" in why["redis"]
+    with pytest.raises(SystemExit):  # refused unless asked to skip them
+        bench_places.main(["--quick", "--only", "inprocess", "--data-dir", "/nonexistent"])
+
+
 def test_dense_city_paths(data_dir: Path) -> None:
     city, paths = bench_places.dense_city_paths(data_dir, count=20)
     assert city and len(paths) == 20

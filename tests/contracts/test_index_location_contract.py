@@ -30,10 +30,18 @@ def _file_url(tmp_path: Path) -> IndexLocation:
     return open_index_location((tmp_path / "index-by-url").as_uri())
 
 
+def _postgresql(tmp_path: Path, url: str) -> IndexLocation:
+    return open_index_location(url, cache_dir=tmp_path / "local-copy")
+
+
 #: name → factory(tmp_path) for every implementation.
 LOCATIONS: dict[str, Callable[[Path], IndexLocation]] = {
     "directory": _directory,
     "file-url": _file_url,
+}
+#: name → (fixture giving a fresh server URL, factory(tmp_path, url)) for the shared stores.
+SHARED: dict[str, tuple[str, Callable[[Path, str], IndexLocation]]] = {
+    "postgresql": ("postgres_db", _postgresql),
 }
 
 
@@ -43,8 +51,16 @@ def _no_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(manifests, "DURABLE", False)
 
 
-@pytest.fixture(params=sorted(LOCATIONS))
+@pytest.fixture(
+    params=[
+        *sorted(LOCATIONS),
+        *(pytest.param(n, marks=[pytest.mark.postgres, pytest.mark.slow]) for n in SHARED),
+    ]
+)
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> IndexLocation:
+    if request.param in SHARED:
+        fixture, factory = SHARED[request.param]
+        return factory(tmp_path, str(request.getfixturevalue(fixture)))
     return LOCATIONS[request.param](tmp_path)
 
 

@@ -2,8 +2,9 @@
 
 Reads (one place, count, profiles, snapshot), owner writes with their validation, and
 the change stream the live index tails: every write appends exactly one change, in
-order, carrying the rows before and after. A server-backed store joins by adding a
-factory to :data:`STORES`.
+order, carrying the rows before and after. The backends come from the seam's registry
+(:data:`lookup.geo.places.BACKENDS`): a new backend registers its scheme there, says in
+:data:`FRESH` how to get the URL of a fresh, empty database of it, and must pass unchanged.
 """
 
 from __future__ import annotations
@@ -15,15 +16,23 @@ from typing import Any
 import pytest
 
 from lookup.geo import geohash
-from lookup.geo.store import (
+from lookup.geo.places import (
+    BACKENDS,
     COLUMNS,
-    PlaceDatabaseWriter,
     PlaceError,
     PlaceStore,
+    backend,
     open_place_store,
+    open_place_writer,
     row_dict,
 )
 from lookup.kit.storeurl import sqlite_url
+from tests.contracts.seams import (
+    Fresh,
+    check_port_imports_no_backend,
+    check_registered,
+    fresh_url,
+)
 
 
 def _seed_rows() -> list[dict[str, Any]]:
@@ -47,25 +56,38 @@ def _seed_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def _sqlite(tmp_path: Path, clock: Callable[[], float]) -> PlaceStore:
-    path = tmp_path / "places.sqlite"
-    with PlaceDatabaseWriter(path) as db:
+#: scheme -> how to get the URL of a fresh, empty database: a function of a temp dir, or
+#: the name of the fixture that gives a new database on a real server.
+FRESH: dict[str, Fresh] = {
+    "sqlite": lambda tmp: sqlite_url(tmp / "places.sqlite"),
+    "postgresql": "postgres_db",
+}
+
+
+def _seeded(url: str, clock: Callable[[], float]) -> PlaceStore:
+    with open_place_writer(url) as db:
         db.insert_dicts(_seed_rows())
         db.finish({"next_num": "3"})
-    return open_place_store(sqlite_url(path), clock=clock)
+    return open_place_store(url, clock=clock)
 
 
-#: name → factory(tmp_path, clock) for every implementation.
-STORES: dict[str, Callable[[Path, Callable[[], float]], PlaceStore]] = {"sqlite": _sqlite}
-
-
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=list(BACKENDS))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PlaceStore]:
-    made = STORES[request.param](tmp_path, lambda: 1234.5)
+    made = _seeded(fresh_url(request, tmp_path, FRESH), lambda: 1234.5)
     try:
         yield made
     finally:
         made.close()
+
+
+def test_every_registered_backend_opens_a_place_store() -> None:
+    check_registered(BACKENDS, backend)
+    for scheme in BACKENDS:
+        assert callable(getattr(backend(scheme), "open_writer", None)), scheme
+
+
+def test_the_port_imports_no_backend() -> None:
+    check_port_imports_no_backend("lookup.geo.places", ("psycopg", "sqlite3"))
 
 
 NEW = {"name": "Saffron Bistro", "lat": 12.95, "lng": 77.64, "category": "Restaurant"}

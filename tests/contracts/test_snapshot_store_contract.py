@@ -83,6 +83,20 @@ def typeahead_directory(request: pytest.FixtureRequest, tmp_path: Path) -> Harne
     )
 
 
+def typeahead_shared(request: pytest.FixtureRequest, tmp_path: Path) -> Harness:
+    """The typeahead's snapshots in the shared version store (``postgresql://``)."""
+    from dataclasses import replace
+
+    from lookup.typeahead.snapshot import open_snapshot_store
+
+    url = str(request.getfixturevalue("postgres_db"))
+    return replace(
+        typeahead_directory(request, tmp_path),
+        store=open_snapshot_store(url, keep=3),
+        reopen=lambda: open_snapshot_store(url, keep=3),
+    )
+
+
 #: scheme -> how to get the URL of a fresh, empty model store: a function of a temp dir,
 #: or the name of the fixture that gives one on a real server.
 MODEL_FRESH: dict[str, Fresh] = {"file": lambda tmp: (tmp / "models").as_uri()}
@@ -120,6 +134,7 @@ def model_store(scheme: str) -> MakeHarness:
 
 IMPLEMENTATIONS: dict[str, MakeHarness] = {
     "typeahead-directory": typeahead_directory,
+    "typeahead-postgresql": typeahead_shared,
     **{f"model-{scheme}": model_store(scheme) for scheme in modelstore.BACKENDS},
 }
 

@@ -23,7 +23,9 @@ Throw-away servers (tests, drills, benchmarks, ``lookup up``):
 * :mod:`.ports` — free loopback ports below the ephemeral range;
 * :mod:`.launch` — the launchers' one rule: a server that lost the race for its port
   starts again on a fresh one;
-* :mod:`.pgserver`, :mod:`.redisserver`, :mod:`.rediscluster`, :mod:`.etcdserver`.
+* :mod:`.pgserver`, :mod:`.redisserver`, :mod:`.rediscluster`, :mod:`.etcdserver`;
+* :mod:`.pgstandby` — a streaming read replica of a throw-away PostgreSQL, and
+  ``replication_lag`` (bytes and seconds behind) for any replica.
 
 Names are re-exported lazily (:mod:`lookup.kit.lazy`): importing one light module never
 loads a driver.
@@ -48,6 +50,8 @@ _EXPORTS = {
     "free_port": "lookup.kit.engines.ports",
     "start_on_fresh_ports": "lookup.kit.engines.launch",
     "PostgresServer": "lookup.kit.engines.pgserver",
+    "PostgresStandby": "lookup.kit.engines.pgstandby",
+    "replication_lag": "lookup.kit.engines.pgstandby",
     "RedisServer": "lookup.kit.engines.redisserver",
     "RedisCluster": "lookup.kit.engines.rediscluster",
     "EtcdServer": "lookup.kit.engines.etcdserver",

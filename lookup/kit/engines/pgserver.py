@@ -127,6 +127,9 @@ class PostgresServer:
             "-c listen_addresses=127.0.0.1",
             "-c max_connections=200",
             "-c shared_buffers=64MB",
+            # a standby can stream from it (pgstandby.py); these are also the defaults
+            "-c wal_level=replica",
+            "-c max_wal_senders=10",
         ]
         if not self.durable:
             opts += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]

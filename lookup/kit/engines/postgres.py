@@ -72,10 +72,15 @@ def ensure_schema(url: str, lock_name: str, ddl: str, what: str = "the store") -
     """Run ``ddl`` (``CREATE ... IF NOT EXISTS`` statements) once per database, safely.
 
     The statements run in one transaction that first takes the advisory lock named by
-    ``lock_name``, so concurrent openers queue and the second finds everything made.
+    ``lock_name``, so concurrent openers queue and the second finds everything made. On a
+    read replica (a server in recovery) nothing runs: its tables are its primary's, made
+    there and streamed over, and it could not change them anyway.
     """
     try:
         with connect(url) as conn:
+            replica = conn.execute("SELECT pg_is_in_recovery()").fetchone()
+            if replica is not None and replica[0]:
+                return
             conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (lock_name,))
             conn.execute(ddl)  # type: ignore[arg-type]  # several statements, no parameters
     except _CONNECTION_ERRORS as exc:

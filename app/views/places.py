@@ -25,6 +25,7 @@ import streamlit as st
 from common import LOOKUP, PROBLEM_LABELS, Answer, api_url, call, show_api_status
 from mapview import MAP_HEIGHT, api_bounds, zoom_for_radius, zoom_to_fit
 from placereviews import place_card
+from placesbackends import backends_panel  # which database serves places; replica lag
 from placescompare import compare_indexes  # the planners side by side, PostGIS too
 from placesdraw import draw_panel, place_label  # drawn areas; what a name matched
 from placesleaflet import leaflet_map, map_data, view_to_search  # the map, in the page
@@ -37,7 +38,6 @@ from placesmap import (
 )
 from placesmap import fmt_m as fmt_distance
 from placesnearest import nearest_panel  # nearest-k with no radius
-from placesbackend import backend_panel  # which database serves places; replica lag
 from placestrain import training_panel
 from rankdiff import rank_changes
 from searchbox import box_state, searchbox
@@ -667,7 +667,7 @@ st.markdown(
     "stand somewhere else; drag or zoom it to see what is in view."
 )
 show_api_status()
-backend_panel()
+backends_panel()
 _init_state()
 _take_map_click()
 _take_found_place()

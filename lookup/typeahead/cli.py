@@ -13,6 +13,7 @@ from lookup.typeahead import querylog
 from lookup.typeahead.aggregate import LogError
 from lookup.typeahead.clusterfold import ClusterFoldError
 from lookup.typeahead.pipeline import BuildConfig, run, snapshot_store_url, stderr_progress
+from lookup.typeahead.shardbuild import precut_hook
 from lookup.typeahead.snapshot import SnapshotError, ValidationPolicy, open_snapshot_store
 
 
@@ -100,7 +101,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             force=args.force,
             progress=None if args.quiet else stderr_progress,
             dask="local" if args.dask and not args.scheduler else args.scheduler,
-            shards=args.shards,
+            on_published=precut_hook(data_dir, args.shards) if args.shards else None,
         )
     except (LogError, SnapshotError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -251,7 +251,7 @@ def run(
     dask: str | None = None,
     fold: FoldFn | None = None,
     on_cluster: Callable[[BuildProgress], None] | None = None,
-    shards: int = 0,
+    on_published: Callable[[MarketBuild, Any, Any], str] | None = None,
 ) -> BuildResult:
     """Fold a log into the saved scores and publish a validated snapshot per market.
 
@@ -272,9 +272,10 @@ def run(
     If the cluster fails the build raises :class:`ClusterFoldError` before anything is
     saved or published.
 
-    ``shards`` > 0 also builds each published snapshot's prefix-range shard set for
-    sharded serving, the shards side by side (on the Dask workers when the fold ran
-    there, else a small process pool; :mod:`~lookup.typeahead.shardbuild`).
+    ``on_published(build, snapshot, map)`` runs after each market's snapshot is
+    published, with the cluster's ``map`` when the fold ran on Dask (else None), and
+    returns a progress line: how ``lookup typeahead build --shards N`` builds the shard
+    sets side by side (:func:`~lookup.typeahead.shardbuild.precut_hook`).
     """
     say = progress or (lambda _msg: None)
     target = settings.get("typeahead_dask_scheduler") if dask is None else dask
@@ -288,7 +289,8 @@ def run(
         with ClusterFolder(None if target == "local" else target, on_progress=seen) as folder:
             result = run(
                 data_dir, log, config=config, policy=policy, fresh=fresh, force=force,
-                progress=progress, clock=clock, fold=folder, shards=shards,
+                progress=progress, clock=clock, fold=folder,
+                on_published=on_published,
             )  # fmt: skip
             return result
     fold_fn: FoldFn = fold or local_fold
@@ -370,8 +372,8 @@ def run(
         )
         for c in report.failures():
             say(f"  check {c.name} failed: {c.detail}")
-        if shards and report.ok:
-            _precut(data_dir, store, mb, report.version, shards, fold_fn, say)
+        if on_published is not None and report.ok:
+            say(on_published(mb, store.open(market, report.version), getattr(fold_fn, "map", None)))
         result.markets.append(
             MarketResult(
                 market=market,
@@ -392,27 +394,6 @@ def run(
     if isinstance(fold_fn, ClusterFolder):
         result.cluster = fold_fn.progress.to_dict()
     return result
-
-
-def _precut(
-    data_dir: str | os.PathLike[str],
-    store: Any,
-    build: MarketBuild,
-    version: str,
-    shards: int,
-    fold_fn: FoldFn,
-    say: Callable[[str], None],
-) -> None:
-    """Build the shard set of a just-published snapshot side by side (see :func:`run`)."""
-    from lookup.typeahead.shardbuild import precut_shard_set
-
-    snap = store.open(build.market, version)
-    t0 = time.perf_counter()
-    plan = precut_shard_set(data_dir, build, snap, shards, map=getattr(fold_fn, "map", None))
-    say(
-        f"{build.market}: {plan.n} shards of {version} built side by side "
-        f"({time.perf_counter() - t0:.1f}s)"
-    )
 
 
 def stderr_progress(msg: str) -> None:

@@ -43,6 +43,7 @@ import base64
 import json
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -72,10 +73,23 @@ DEFAULT_WORKERS = 2
 class ScoredMarket(Protocol):
     """What the trie build takes: ranked suggestions and the keys that lead to them."""
 
-    market: str
-    strings: Sequence[str]  # rank → suggestion, best first
-    scores: Any  # rank → score (a float64 array or a sequence of floats)
-    keys: Sequence[tuple[str, int, bool]]  # (key, rank, is_alias)
+    @property
+    def market(self) -> str: ...
+
+    @property
+    def strings(self) -> Sequence[str]:
+        """Rank → suggestion, best first."""
+        ...
+
+    @property
+    def scores(self) -> Any:
+        """Rank → score (a float64 array or a sequence of floats)."""
+        ...
+
+    @property
+    def keys(self) -> Sequence[tuple[str, int, bool]]:
+        """(key, rank, is_alias)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -321,6 +335,24 @@ def precut_shard_set(
                  source_version=snapshot.version, source_meta=meta)  # fmt: skip
     install_shard_set(root, snapshot.market, written)
     return plan
+
+
+def precut_hook(
+    data_dir: str | os.PathLike[str], n_shards: int
+) -> Callable[[ScoredMarket, Any, MapFn | None], str]:
+    """The build's ``on_published`` hook (:func:`~lookup.typeahead.pipeline.run`) that
+    builds each published snapshot's ``n_shards`` shard set side by side, on the build's
+    Dask workers when it has them; returns a progress line."""
+
+    def precut(scored: ScoredMarket, snapshot: Any, map: MapFn | None) -> str:
+        t0 = time.perf_counter()
+        plan = precut_shard_set(data_dir, scored, snapshot, n_shards, map=map)
+        return (
+            f"{snapshot.market}: {plan.n} shards of {snapshot.version} built side by side "
+            f"({time.perf_counter() - t0:.1f}s)"
+        )
+
+    return precut
 
 
 def _write_plan(

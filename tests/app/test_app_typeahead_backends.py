@@ -18,13 +18,10 @@ from typing import Any
 import httpx
 import pytest
 from dashboard_testing import HOME, RUN_TIMEOUT, page_text
-from hypothesis import given
-from hypothesis import strategies as st
 from starlette.types import ASGIApp
 from streamlit.testing.v1 import AppTest
 
 from lookup.typeahead import querylog, run
-from lookup.typeahead.clusterfold import BuildProgress
 
 TYPEAHEAD = "views/typeahead.py"
 
@@ -80,62 +77,6 @@ def metrics(at: AppTest) -> dict[str, str]:
 def health(url: str) -> dict[str, Any]:
     body: dict[str, Any] = httpx.get(f"{url}/healthz").json()["systems"]["typeahead"]
     return body
-
-
-# ------------------------------------------------------------------ reading the progress
-
-
-@given(
-    done=st.integers(0, 10_000),
-    extra=st.integers(0, 10_000),
-    alive=st.integers(0, 64),
-    port=st.integers(1, 65535),
-)
-def test_a_progress_line_reads_back_as_the_build_wrote_it(
-    done: int, extra: int, alive: int, port: int
-) -> None:
-    from typeaheadbackends import dask_progress
-
-    wrote = BuildProgress(f"tcp://127.0.0.1:{port}", done, done + extra, alive)
-    job = {"state": "running", "messages": ["read 10 events", wrote.line(), "folding"]}
-    found = dask_progress(job)
-    assert found is not None
-    assert (found.scheduler, found.tasks_done, found.tasks_total, found.workers_alive) == (
-        wrote.scheduler, wrote.tasks_done, wrote.tasks_total, wrote.workers_alive,
-    )  # fmt: skip
-    # once the build finished, its result's ``cluster`` is what counts
-    final = BuildProgress(wrote.scheduler, done + extra, done + extra, alive)
-    over = dask_progress({**job, "state": "succeeded", "result": {"cluster": final.to_dict()}})
-    assert over is not None and over.tasks_done == over.tasks_total == done + extra
-    assert 0.0 <= found.fraction <= 1.0
-
-
-def test_a_build_without_dask_has_no_fold_progress() -> None:
-    from typeaheadbackends import dask_progress
-
-    assert dask_progress({"state": "idle", "messages": [], "result": None}) is None
-    job = {"messages": ["read 4,000 events", "en-IN → published"], "result": {"cluster": None}}
-    assert dask_progress(job) is None
-
-
-def test_the_live_panel_draws_the_tasks_and_workers_of_a_running_fold() -> None:
-    """What the Snapshots tab draws on every poll of a running build (``follow``'s
-    ``on_state``): the latest ``dask:`` line as metrics."""
-
-    def script() -> None:
-        import streamlit as st
-        from typeaheadbackends import dask_live
-
-        from lookup.typeahead.clusterfold import BuildProgress
-
-        line = BuildProgress("tcp://10.0.0.5:8786", 3, 9, 1).line()
-        dask_live(st.empty())({"state": "running", "messages": ["read", line]})
-
-    at = AppTest.from_function(script, default_timeout=RUN_TIMEOUT).run()
-    assert not at.exception
-    shown = metrics(at)
-    assert shown["Fold tasks done"] == "3 / 9" and shown["Workers alive"] == "1"
-    assert shown["Scheduler"] == "tcp://10.0.0.5:8786"
 
 
 # ------------------------------------------------------------------ against the API
@@ -222,3 +163,25 @@ def test_a_build_on_dask_from_the_page_shows_its_tasks_and_workers(
     assert shown["Fold tasks done"] == f"{cluster['tasks_done']} / {cluster['tasks_total']}"
     assert shown["Workers alive"] == "2" and shown["Scheduler"] == cluster["scheduler"]
     assert "The latest build on Dask" in text
+
+
+def test_snapshots_served_from_postgresql_are_named_on_the_page(
+    postgres_db: str,  # first: dropped after the API stopped
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    serve_asgi: Callable[[ASGIApp], str],
+) -> None:
+    """A build published to the shared version store, served with no snapshot on disk:
+    the page names PostgreSQL (the server's address, never a password)."""
+    from lookup.kit.engines.postgres import describe_url
+
+    monkeypatch.setenv("LOOKUP_TYPEAHEAD_SNAPSHOT_STORE", postgres_db)
+    data_dir = tmp_path / "built"
+    log = querylog.write(querylog.generate(2000, seed=5), querylog.log_path(data_dir))
+    assert run(data_dir, log).ok
+    assert not (data_dir / "typeahead" / "snapshots").exists()
+    url = serve(data_dir, tmp_path, monkeypatch, serve_asgi)
+    assert health(url)["snapshotStore"] == describe_url(postgres_db)
+    table = backends(page())
+    assert table["Snapshot store"] == ("PostgreSQL", describe_url(postgres_db).split("://")[1])
+    assert table["Submitted searches"][0] == "file"

@@ -55,8 +55,7 @@ def test_current_snapshots_are_published_and_served_with_no_copy_on_disk(
     markets = oracle.store.names()
     lines = share_snapshots(postgres_db, data_dir)
     assert sorted(lines) == sorted(
-        f"typeahead {m}: snapshot {oracle.store.current(m)} published to the store"
-        for m in markets
+        f"typeahead {m}: snapshot {oracle.store.current(m)} published to the store" for m in markets
     )
     assert all("serves" in line for line in share_snapshots(postgres_db, data_dir))
     monkeypatch.setenv("LOOKUP_TYPEAHEAD_SNAPSHOT_STORE", postgres_db)

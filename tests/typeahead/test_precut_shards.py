@@ -16,6 +16,7 @@ import pytest
 
 from lookup.cli import main as lookup_main
 from lookup.typeahead.pipeline import run
+from lookup.typeahead.shardbuild import precut_hook
 from lookup.typeahead.sharding import ensure_shard_sets, shard_sets_root
 from lookup.typeahead.snapshot import open_snapshot_store
 from tests.typeahead.conftest import Built
@@ -35,8 +36,8 @@ def test_a_build_with_shards_writes_the_set_serving_would_cut(
     data_dir: Path, built: Built, dask: str | None
 ) -> None:
     said: list[str] = []
-    result = run(data_dir, built.log_path, fresh=True, force=True, shards=2, dask=dask or "",
-                 progress=said.append)  # fmt: skip
+    result = run(data_dir, built.log_path, fresh=True, force=True, dask=dask or "",
+                 on_published=precut_hook(data_dir, 2), progress=said.append)  # fmt: skip
     assert result.ok and all(m.published for m in result.markets)
     assert sum("2 shards of" in line for line in said) == len(result.markets)
     assert any(line.startswith("dask:") for line in said) == bool(dask)

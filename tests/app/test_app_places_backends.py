@@ -142,7 +142,7 @@ def test_the_backend_is_named_while_it_is_down_with_the_replica(
 def test_the_backend_is_read_from_the_report_or_its_store_field(
     places: dict[str, Any] | None, shown: tuple[str, str] | None
 ) -> None:
-    from placesbackend import backend_of
+    from placesbackends import backend_of
 
     assert backend_of({"places": places} if places is not None else None) == shown
 
@@ -152,7 +152,7 @@ def test_the_backend_is_read_from_the_report_or_its_store_field(
     [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (5 * 1024**3, "5.0 GiB")],
 )
 def test_byte_counts_read_in_their_unit(n: int, shown: str) -> None:
-    from placesbackend import fmt_bytes
+    from placesbackends import fmt_bytes
 
     assert fmt_bytes(n) == shown
 
@@ -162,6 +162,6 @@ def test_byte_counts_read_in_their_unit(n: int, shown: str) -> None:
     [(None, "unknown"), (0, "0 s"), (0.42, "0.42 s"), (61, "61 s"), (185, "3 min 5 s")],
 )
 def test_seconds_read_as_a_person_reads_them(seconds: float | None, shown: str) -> None:
-    from placesbackend import fmt_seconds
+    from placesbackends import fmt_seconds
 
     assert fmt_seconds(seconds) == shown

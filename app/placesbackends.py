@@ -16,7 +16,7 @@ from typing import Any
 import streamlit as st
 from common import api_url, cached_health, metric_row
 
-from lookup.fleet import redact
+from lookup.labs import redact
 
 #: How the panel names each engine the places store may run on (``backend.engine``).
 ENGINES = {"sqlite": "SQLite file", "postgresql": "PostgreSQL + PostGIS"}
@@ -81,7 +81,7 @@ def replica_report(systems: dict[str, Any] | None) -> dict[str, Any] | None:
     return replica if isinstance(replica, dict) else None
 
 
-def backend_panel() -> None:
+def backends_panel() -> None:
     """One line naming the database that serves places, then the read replica's lag."""
     health = cached_health(api_url())
     if not health.up:

@@ -12,7 +12,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+from lookup.search.crawlstore import CRAWL_LINE
+
+if TYPE_CHECKING:
+    from lookup.search.location import IndexLocation
 
 
 class _Shown(TypedDict):
@@ -35,14 +40,23 @@ def _progress() -> Callable[[str, int, int], None]:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    from lookup.errors import Damaged
+    from lookup import settings
+    from lookup.errors import Damaged, Unavailable
     from lookup.kit.mounts import resolve_data_dir
+    from lookup.search.crawlstore import crawl_copy, is_store_url
     from lookup.search.indexer import build_index
 
     crawl = Path(args.crawl_dir)
     if args.crawl_dir in VERBS and not (crawl / "events.jsonl").is_file():
         out = Path(args.out) if args.out else resolve_data_dir(args.data_dir) / "search"
         return VERBS[args.crawl_dir](out)
+    if is_store_url(args.crawl_dir):
+        try:
+            crawl = crawl_copy(args.crawl_dir, resolve_data_dir(args.data_dir), args.crawl_line)
+        except (LookupError, ValueError, Unavailable) as exc:
+            print(f"lookup index: {exc}", file=sys.stderr)
+            return 1
+        print(f"copied the crawl published on {args.crawl_line} to {crawl}", file=sys.stderr)
     if not (crawl / "events.jsonl").is_file():
         print(
             f"lookup index: {crawl} has no events.jsonl — point it at a crawl directory "
@@ -54,7 +68,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print("lookup index: --shards must be between 1 and 64", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else resolve_data_dir(args.data_dir) / "search"
-    print(f"indexing {crawl} → {out}", file=sys.stderr, flush=True)
+    store = str(settings.get("search_index_store") or "").strip() or None
+    target = f"{out} (published to the shared index store)" if store else str(out)
+    print(f"indexing {crawl} → {target}", file=sys.stderr, flush=True)
     try:
         report = build_index(
             crawl,
@@ -64,6 +80,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
             optimize=args.optimize,
             progress=_progress(),
             force=args.force,
+            index_store=store,
         )
     except Damaged as exc:
         print(f"lookup index: {exc.message}. What to do: {exc.remedy}", file=sys.stderr)
@@ -76,7 +93,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(
             f"lookup index: version {report.version} ({kind}) was rejected — "
             f"{report.validation.get('reason')}. Version {report.live_version} keeps serving; "
-            f"the reasons are kept in {out / 'rejected'}. Pass --force to publish a "
+            f"the reasons are kept in {'the index store' if store else out / 'rejected'} "
+            "(`lookup index versions`). Pass --force to publish a "
             "deliberate change of data set anyway.",
             file=sys.stderr,
         )
@@ -102,13 +120,21 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def _location(out: Path) -> IndexLocation:
+    """The index ``out`` names, or the shared index store (``search_index_store``) when
+    one is set (``out`` then being this machine's copy)."""
+    from lookup import settings
+    from lookup.search.location import index_location
+
+    return index_location(out, settings.get("search_index_store"))
+
+
 def _cmd_rollback(out: Path) -> int:
     """``lookup index rollback``: the version live before the last swap, live again."""
     from lookup.errors import Conflict, NotBuilt
-    from lookup.search.location import open_index_location
 
     try:
-        now, was = open_index_location(out).rollback()
+        now, was = _location(out).rollback()
     except (Conflict, NotBuilt) as exc:
         print(f"lookup index rollback: {exc.message}", file=sys.stderr)
         return 1
@@ -121,9 +147,9 @@ def _cmd_rollback(out: Path) -> int:
 
 def _cmd_versions(out: Path) -> int:
     """``lookup index versions``: what is live, the rollback target, kept and rejected."""
-    from lookup.search.location import describe_versions, open_index_location
+    from lookup.search.location import describe_versions
 
-    info = describe_versions(open_index_location(out))
+    info = describe_versions(_location(out))
     if not info["versions"] and not info["rejected"]:
         print(f"lookup index versions: no index in {out}", file=sys.stderr)
         return 1
@@ -166,8 +192,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "crawl_dir",
         metavar="CRAWL_DIR",
-        help="directory written by `lookup crawl`; or `rollback` (make the version live "
-        "before the last swap live again) or `versions` (list live, kept and rejected ones)",
+        help="directory written by `lookup crawl`, or the postgresql://… store a crawl was "
+        "published to with `lookup crawl-publish` (copied to DATA_DIR/crawls/from-store "
+        "first); or `rollback` (make the version live before the last swap live again) or "
+        "`versions` (list live, kept and rejected ones)",
+    )
+    p.add_argument(
+        "--crawl-line",
+        default=CRAWL_LINE,
+        help=f"the store's line the crawl is published on (default {CRAWL_LINE})",
     )
     p.add_argument("--out", default=None, help="index directory (default: DATA_DIR/search)")
     p.add_argument(
@@ -190,15 +223,62 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         help="where all state lives (default: $LOOKUP_DATA_DIR or ./data)",
     )
     p.set_defaults(func=_cmd_index)
+    cp = sub.add_parser(
+        "crawl-publish",
+        help="publish a crawl directory to a shared store for an indexer elsewhere",
+        description=(
+            "Store a crawl directory's events.jsonl and WARC files as the next version of a "
+            "line of a shared version store (chunks with checksums; files published before "
+            "cost nothing) and make it current, so `lookup index postgresql://…` on another "
+            "machine indexes it with no shared disk."
+        ),
+    )
+    cp.add_argument("crawl_dir", metavar="CRAWL_DIR", help="directory written by `lookup crawl`")
+    cp.add_argument(
+        "--to", default=None, help="the store (default: the search_crawl_store setting)"
+    )
+    cp.add_argument("--line", default=CRAWL_LINE, help=f"the line (default {CRAWL_LINE})")
+    cp.set_defaults(func=_cmd_crawl_publish)
     register_search(sub)
+
+
+def _cmd_crawl_publish(args: argparse.Namespace) -> int:
+    """``lookup crawl-publish DIR``: the crawl as the current version of a store's line."""
+    from lookup import settings
+    from lookup.errors import Unavailable
+    from lookup.search.crawlstore import publish_crawl
+
+    url = (args.to or str(settings.get("search_crawl_store") or "")).strip()
+    if not url:
+        print(
+            "lookup crawl-publish: name the store with --to postgresql://… (or set "
+            "LOOKUP_SEARCH_CRAWL_STORE)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        info = publish_crawl(args.crawl_dir, url, args.line)
+    except (FileNotFoundError, ValueError, LookupError, Unavailable) as exc:
+        print(f"lookup crawl-publish: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, FileNotFoundError | ValueError) else 1
+    if info is None:
+        print(f"the crawl in {args.crawl_dir} is published on {args.line} already (unchanged)")
+        return 0
+    print(
+        f"published {len(info.files)} file(s), {info.size:,} bytes, of {args.crawl_dir} as "
+        f"{args.line} {info.version} (current)"
+    )
+    return 0
 
 
 # --- lookup search train: the learned ranker -------------------------------------------------
 def _cmd_train(args: argparse.Namespace) -> int:
+    from lookup import settings
     from lookup.errors import NotBuilt
     from lookup.kit.modelstore.file import FileModelStore
     from lookup.kit.mounts import resolve_data_dir
     from lookup.search.learned import publish, train
+    from lookup.search.location import index_location
     from lookup.search.service import SearchService
 
     data = resolve_data_dir(args.data_dir)
@@ -206,7 +286,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.seeds < 1 or args.sessions < 1:
         print("lookup search train: --seeds and --sessions must be at least 1", file=sys.stderr)
         return 2
-    svc = SearchService(index, realtime=False)
+    svc = SearchService(index_location(index, settings.get("search_index_store")), realtime=False)
     try:
         svc.snapshot()
     except NotBuilt as exc:
@@ -259,8 +339,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Add ``lookup search train`` to the ``lookup`` command."""
-    p = sub.add_parser("search", help="web search's learned ranking (train a model)")
+    """Add ``lookup search train`` and ``lookup search serve-shard`` to ``lookup``."""
+    p = sub.add_parser("search", help="web search: train a ranking model, serve a shard")
     inner = p.add_subparsers(dest="search_command", required=True)
     t = inner.add_parser(
         "train",
@@ -281,3 +361,69 @@ def register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     t.add_argument("--force", action="store_true", help="publish even without a held-out gain")
     t.add_argument("--data-dir", default=None, help="where all state lives")
     t.set_defaults(func=_cmd_train)
+    one = inner.add_parser(
+        "serve-shard",
+        help="serve one replica of one shard of the search index over HTTP (a shard server)",
+        description=(
+            "One process = one replica of one shard: answers query plans for that shard of "
+            "the current index version (and its slice of the real-time tier) on "
+            "POST /v1/search/shard/query; /healthz reports its shard, replica and version."
+        ),
+    )
+    one.add_argument("--shard", type=int, required=True, help="which shard (0-based)")
+    one.add_argument("--replica", type=int, default=0, help="which replica (0-based)")
+    one.add_argument("--index", default=None, help="index directory (default: DATA_DIR/search)")
+    one.add_argument("--data-dir", default=None, help="where all state lives")
+    one.add_argument("--host", default="127.0.0.1", help="address (default 127.0.0.1)")
+    one.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    one.add_argument("--fd", type=int, default=None, help="serve on this inherited socket")
+    one.add_argument("--address-file", default=None, help="write the server's URL here")
+    one.add_argument("--parent-pid", type=int, default=None, help="stop when this process exits")
+    one.add_argument(
+        "--no-realtime", action="store_true", help="serve the batch index only (no crawl log)"
+    )
+    one.add_argument(
+        "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    one.set_defaults(func=_cmd_serve_shard)
+    m = inner.add_parser(
+        "members",
+        help="print the live shard membership from etcd (JSON)",
+        description="Every shard replica registered under its etcd lease: address, shard, "
+        "replica, index version, pid, start time.",
+    )
+    m.add_argument("--etcd", default=None, help="etcd gateway URL (default: LOOKUP_ETCD_URL)")
+    m.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for etcd")
+    m.set_defaults(func=_cmd_members)
+
+
+def _cmd_serve_shard(args: argparse.Namespace) -> int:
+    from lookup.kit.mounts import resolve_data_dir
+    from lookup.search.shard_server import run_shard_server
+
+    if args.shard < 0 or args.replica < 0:
+        print("error: --shard and --replica are numbers from 0", file=sys.stderr)
+        return 2
+    if not 0 <= args.port <= 65535:
+        print("error: --port must be 0 to 65535", file=sys.stderr)
+        return 2
+    index = args.index or resolve_data_dir(args.data_dir) / "search"
+    run_shard_server(
+        index,
+        args.shard,
+        args.replica,
+        fd=args.fd,
+        host=args.host,
+        port=args.port,
+        realtime=not args.no_realtime,
+        parent_pid=args.parent_pid,
+        address_file=args.address_file,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+def _cmd_members(args: argparse.Namespace) -> int:
+    from lookup.search.membership import cmd_members
+
+    return cmd_members(args)

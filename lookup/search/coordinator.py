@@ -13,7 +13,8 @@ its slowest shard: with 100 shards each slow one time in a thousand, 1 − 0.999
 
 Replicas run in their own thread pools over the shared, immutable snapshot, and each
 has a **fault switch** (slow by N ms with probability p, or dead) so both mechanisms
-can be watched working. Snippets are made for the final page only.
+can be watched working. Snippets are made for the final page only. The same code runs
+over shard server processes (:mod:`.remote`): only the replicas change.
 
 **Caller runs one shard.** Handing a request to another thread and back costs a GIL
 hand-over and a wake-up on each side — for a one-shard index, about as much as the
@@ -268,6 +269,7 @@ class ShardGroup:
                     "wins": r.stats.wins,
                     "slowed": r.stats.slowed,
                     "dropped": r.stats.dropped,
+                    **({"address": r.address} if hasattr(r, "address") else {}),
                 }
                 for r in self.replicas
             ],
@@ -337,6 +339,9 @@ class Coordinator:
         #: The synonym table applied to queries (:mod:`.synonyms`); None: no synonyms.
         self.synonyms: synonyms.SynonymTable | None = None
         self.groups: list[ShardGroup] = []
+        #: Makes replica ``r`` of shard ``s`` for a shard group that has none yet (the
+        #: in-process :class:`Replica`; a coordinator over shard servers swaps it, .remote).
+        self.make_replica: Any = lambda s, r: Replica(s, r, self.workers)
         self.recent: deque[tuple[str, str, float, list[FanoutTrace], int, int]] = deque(maxlen=50)
         self._lock = threading.Lock()
 
@@ -347,11 +352,20 @@ class Coordinator:
             while len(self.groups) < n:
                 s = len(self.groups)
                 self.groups.append(
-                    ShardGroup(
-                        s, [Replica(s, r, self.workers) for r in range(self.replicas_per_shard)]
-                    )
+                    ShardGroup(s, [self.make_replica(s, r) for r in range(self.replicas_per_shard)])
                 )
             return self.groups[:n]
+
+    def set_replicas(self, shard: int, replicas: Sequence[Any]) -> list[Any]:
+        """Make ``replicas`` (primary first) serve ``shard``, keeping its latency history;
+        returns the replicas they replace, for the caller to close."""
+        if not replicas:
+            raise ValueError("a shard needs at least one replica")
+        self.ensure_shards(shard + 1)
+        with self._lock:
+            group = self.groups[shard]
+            old, group.replicas = group.replicas, list(replicas)
+        return [r for r in old if all(r is not n for n in replicas)]
 
     def set_fault(
         self,
@@ -560,6 +574,9 @@ class Coordinator:
         depth = page * limit if model is None and not features else max(page * limit, RERANK_DEPTH)
         if collapse:  # deeper, so that crowded sites still leave a full page
             depth = min(max(2 * depth, FIRST_FETCH), WINDOW)
+        # one deadline for the whole query: a typo fall-back, a deeper collapse round and
+        # the "did you mean" search each get what is left of it, not a deadline of their own
+        end = started + (self.deadline_ms if deadline_ms is None else deadline_ms) / 1000.0
         while True:
             plan = make_plan(
                 terms,
@@ -582,7 +599,7 @@ class Coordinator:
             answers, traces = self._fan_out(
                 snapshot,
                 plan,
-                self.deadline_ms if deadline_ms is None else deadline_ms,
+                max(0.0, (end - time.perf_counter()) * 1000.0),
                 self.hedge if hedge is None else hedge,
             )
             if typo is not None and not any(a.matched for a in answers) and typo.fall_back():
@@ -655,7 +672,12 @@ class Coordinator:
         if facets:
             body["facets"] = merge_facets(used, complete=len(answers) == n_shards)
         if suggest:  # "did you mean": also for a rare word among several (.expansion)
-            again = lambda q: self.search(snapshot, q, limit=1, suggest=False, typos=False)  # noqa: E731
+
+            def again(q: str) -> dict[str, Any]:
+                left = max(0.0, (end - time.perf_counter()) * 1000.0)
+                return self.search(snapshot, q, limit=1, suggest=False, typos=False,
+                                   deadline_ms=left, hedge=hedge)  # fmt: skip
+
             if hint := did_you_mean(snapshot, text, strict_found(typo, mode, estimated), again):
                 body["didYouMean"] = hint
         took = (time.perf_counter() - started) * 1000.0
@@ -765,10 +787,14 @@ class Coordinator:
             # query got its answer: a hedged answer's time from t0 includes the hedge delay
             # itself, and learning from it would push the delay up until hedging stopped.
             g.record(service[s])
+            # the answering replica's place in the group (primary first): a remote
+            # replica's number stays its own when the members before it leave
+            place = next((i for i, r in enumerate(g.replicas) if r.replica == a.replica), None)
             if s in hedged:
-                g.races.append(a.replica == 0)
-            g.replicas[a.replica].stats.wins += 1
-            if a.replica != 0:
+                g.races.append(place == 0)
+            if place is not None:
+                g.replicas[place].stats.wins += 1
+            if place != 0:
                 g.hedge_wins += 1
             traces.append(
                 FanoutTrace(

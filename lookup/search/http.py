@@ -51,7 +51,7 @@ from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
 from lookup.search.collapse import MAX_COLLAPSE
 from lookup.search.coordinator import QueryError
 from lookup.search.filters import FilterError, filter_nodes
-from lookup.search.location import describe_versions
+from lookup.search.location import describe_versions, index_location
 from lookup.search.metrics import CoordinatorMetrics
 from lookup.search.service import SearchService
 from lookup.search.synonyms import table_path, write_seed
@@ -378,7 +378,7 @@ def mount(mounts: Any) -> None:
     """Register the search engine's routes, lifecycle hooks and health probe."""
     synonyms, seeded = table_path(mounts.data_dir)
     service = SearchService(
-        Path(mounts.data_dir) / "search",
+        index_location(Path(mounts.data_dir) / "search", settings.get("search_index_store")),
         models=Path(mounts.data_dir) / "models",
         synonyms=synonyms,
     )

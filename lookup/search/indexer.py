@@ -45,7 +45,7 @@ from lookup.search.events import (
     page_from_payload,
 )
 from lookup.search.extract import comparable_url
-from lookup.search.location import IndexLocation, open_index_location
+from lookup.search.location import IndexLocation, index_location
 from lookup.search.manifest import (
     DELETIONS_LOG,
     Manifest,
@@ -175,6 +175,7 @@ def build_index(
     progress: Progress | None = None,
     force: bool = False,
     policy: ReleasePolicy | None = None,
+    index_store: str | None = None,
 ) -> IndexReport:
     """Bring the index in ``index_dir`` up to date with the crawl in ``crawl_dir``.
 
@@ -183,12 +184,14 @@ def build_index(
     with ``rebuild``) a full build into a new version.
     ``optimize`` merges each shard down to one segment. The new version goes live only
     if it passes validation (``policy``, default the settings; ``force`` skips the
-    comparisons with the live version): see ``report.published``.
+    comparisons with the live version): see ``report.published``. ``index_store``: a
+    shared index store (``postgresql://…``, :func:`~.location.index_location`) the new version is
+    published to, ``index_dir`` then being this machine's work copy.
     """
     started = time.perf_counter()
     crawl = Path(crawl_dir).resolve()
     out = Path(index_dir).resolve()
-    location = open_index_location(out)  # segments are written beside its manifests
+    location = index_location(out, index_store)  # segments are written in out, then published
     say = progress or _quiet
     log = EventLogReader(crawl)
     if not log.exists():

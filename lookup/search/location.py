@@ -6,8 +6,9 @@ version is live (cheap to poll), every published version, publishing a new one
 keeping a refused candidate's record aside, dropping files no kept version names, the
 one-writer lock, and opening the live version for queries. :class:`DirectoryIndexLocation` is the
 embedded implementation (a directory of immutable files, see
-:mod:`lookup.search.manifest`); :func:`open_index_location` picks one from a path or a
-``file:///`` URL.
+:mod:`lookup.search.manifest`); :func:`open_index_location` picks one from a path, a
+``file:///`` URL or a shared store's URL (:data:`BACKENDS`: ``postgresql://…`` is
+:class:`~lookup.search.sharedlocation.SharedIndexLocation`).
 """
 
 from __future__ import annotations
@@ -16,15 +17,23 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import unquote, urlsplit
 
 from lookup.errors import Damaged
+from lookup.kit.registry import load_backend
 from lookup.search import manifest as manifests
 from lookup.search.manifest import Manifest
 from lookup.search.shard import IndexVersion
 
-__all__ = ["DirectoryIndexLocation", "IndexLocation", "describe_versions", "open_index_location"]
+__all__ = [
+    "BACKENDS",
+    "DirectoryIndexLocation",
+    "IndexLocation",
+    "describe_versions",
+    "index_location",
+    "open_index_location",
+]
 
 
 @runtime_checkable
@@ -160,8 +169,23 @@ class DirectoryIndexLocation:
         return IndexVersion.open(self.path)
 
 
-def open_index_location(where: str | os.PathLike[str] | IndexLocation) -> IndexLocation:
-    """The index location ``where`` names: a directory path or a ``file:///`` URL.
+#: Index locations in a shared store, by URL scheme (``"module:Class"`` with a
+#: ``from_url(url, cache_dir=…)``), imported when a URL names the scheme; a plain path and
+#: ``file:///`` are the embedded :class:`DirectoryIndexLocation`.
+BACKENDS: dict[str, str] = {
+    "postgresql": "lookup.search.sharedlocation:SharedIndexLocation",
+}
+
+
+def open_index_location(
+    where: str | os.PathLike[str] | IndexLocation,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> IndexLocation:
+    """The index location ``where`` names: a directory path, a ``file:///`` URL, or a
+    shared store (``postgresql://…``) whose versions are copied into ``cache_dir`` (the
+    local directory the segments are written to and mapped from; default: one under the
+    system's temporary directory).
 
     A location passes through unchanged. An unknown scheme raises ValueError naming
     the accepted ones.
@@ -173,12 +197,27 @@ def open_index_location(where: str | os.PathLike[str] | IndexLocation) -> IndexL
     if "://" not in text and ":" not in head:
         return DirectoryIndexLocation(text)
     parts = urlsplit(text)
-    if parts.scheme.lower() == "file" and parts.path and parts.netloc in ("", "localhost"):
+    scheme = parts.scheme.lower()
+    if scheme == "file" and parts.path and parts.netloc in ("", "localhost"):
         return DirectoryIndexLocation(unquote(parts.path))
+    scheme = "postgresql" if scheme == "postgres" else scheme
+    if scheme in BACKENDS:
+        found = load_backend(BACKENDS, scheme)
+        return cast(IndexLocation, found.from_url(text, cache_dir=cache_dir))
     raise ValueError(
         f"unsupported index location {text!r}; expected one of: a directory path, "
-        "file:///path/to/dir"
+        "file:///path/to/dir, postgresql://USER@HOST/DB"
     )
+
+
+def index_location(local_dir: str | os.PathLike[str], store: str | None = None) -> IndexLocation:
+    """Where an index lives for a process whose own index directory is ``local_dir``: the
+    shared ``store`` (``search_index_store``) copied into ``local_dir`` when one is set,
+    else ``local_dir`` itself."""
+    chosen = (store or "").strip()
+    if not chosen:
+        return DirectoryIndexLocation(local_dir)
+    return open_index_location(chosen, cache_dir=local_dir)
 
 
 def describe_versions(location: IndexLocation) -> dict[str, Any]:

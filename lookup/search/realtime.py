@@ -402,6 +402,7 @@ class RealtimeTier:
         self._lock = threading.Lock()
         self._retained: list[_Retained] = []
         self._deletions: list[ApiDeletion] = []
+        self._deletions_read = 0  # deletions-log offset read up to (see poll)
         self._position = LogPosition()
         self._source: tuple[str, str] | None = None
         self._log: EventLogReader | None = None
@@ -435,12 +436,16 @@ class RealtimeTier:
                 self._source = key
                 self._log = EventLogReader(src.crawl_dir)
                 self._store = PageStore(src.crawl_dir)
-                if back:
-                    self._deletions = self._logged_deletions(src.deletions_offset)
             elif self._position.seq < src.seq:
                 self._position = LogPosition(src.offset, src.seq)
             self._retained = [r for r in self._retained if r.event.seq > src.seq]
-            self._deletions = [d for d in self._deletions if d.log_end > src.deletions_offset]
+            # the deletions log is the record of every API deletion, whichever process took
+            # it: those after this version's own are pending (also in a process started
+            # after them, and after a rollback, whose newer version had dropped them)
+            self._deletions = self._logged_deletions(src.deletions_offset)
+            self._deletions_read = (
+                self._deletions[-1].log_end if self._deletions else src.deletions_offset
+            )
             build = RtBuild(snapshot)
             build.apply(self._retained, self._deletions)
             build.attach()
@@ -481,7 +486,8 @@ class RealtimeTier:
         return _Retained(ev, page, analyze_page(page.title, page.text, ev.url, fields), fields)
 
     def poll(self, max_events: int = 5000) -> int:
-        """Read new events from the crawl log into the tier; returns how many were applied."""
+        """Read new events from the crawl log into the tier, and API deletions other
+        processes logged; returns how many crawl events were applied."""
         with self._lock:
             self.last_poll = time.time()
             if self.build is None or self._log is None:
@@ -497,7 +503,21 @@ class RealtimeTier:
                 self._retained.extend(fresh)
                 self.build.apply(fresh, [])
                 self.ingested += len(fresh)
+            self._read_deletions()
             return len(fresh)
+
+    def _read_deletions(self) -> None:
+        """Apply the deletions other processes logged since the last read (their own
+        deletions, already applied by :meth:`delete`, are recognised and skipped)."""
+        logged = self._logged_deletions(self._deletions_read)
+        if not logged or self.build is None:
+            return
+        self._deletions_read = logged[-1].log_end
+        known = {(d.url_hash, d.deleted_at) for d in self._deletions}
+        new = [d for d in logged if (d.url_hash, d.deleted_at) not in known]
+        if new:
+            self._deletions.extend(new)
+            self.build.apply([], new)
 
     def delete(self, url_hash: str, url: str = "") -> None:
         """Delete a page now: hidden from every result at once, dropped by the next build."""

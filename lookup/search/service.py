@@ -7,6 +7,8 @@ live — one reference swap, so queries never lock and never see half a version.
 The watcher that checks for new versions is a :class:`~lookup.kit.background.BackgroundTask`
 (started by :meth:`SearchService.start`, or on the first query that finds a newer version):
 a failed check is logged and counted in :meth:`SearchService.status`, and the next retries.
+A location that can wait for a swap (a shared store: ``LISTEN``/``NOTIFY`` on PostgreSQL)
+also gets a listener thread, so a new version is opened as soon as it is announced.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lookup import settings
-from lookup.errors import Damaged, NotBuilt
+from lookup.errors import Damaged, NotBuilt, Unavailable
 from lookup.kit.background import BackgroundTask
 from lookup.kit.integrity import DamageLog
 from lookup.kit.modelstore import open_model_store
@@ -38,6 +40,8 @@ DAMAGE_LOG = DamageLog(log, "search")
 
 #: How often the live index checks for a newer published version.
 RELOAD_SECONDS = 1.0
+#: The longest a shared store's listener waits before it looks again (and sees ``close``).
+LISTEN_SECONDS = 2.0
 
 
 class SearchService:
@@ -76,6 +80,8 @@ class SearchService:
         self.damage: Damaged | None = None
         self._damaged_token: str | None = None
         self._watcher = BackgroundTask("search-reload", self._check, RELOAD_SECONDS, logger=log)
+        self._listener: threading.Thread | None = None
+        self._stop_listening = threading.Event()
         self.models = search_model_slot(open_model_store(models) if models is not None else None)
         self.synonyms = (
             SynonymTable(synonyms, weight=settings.get("search_synonym_weight"))
@@ -218,8 +224,30 @@ class SearchService:
         """Open the index if there is one, watch for new versions and tail the crawl log."""
         self.reload(wait=True)
         self._watcher.start()
+        if callable(getattr(self.location, "wait", None)) and self._listener is None:
+            self._stop_listening.clear()
+            self._listener = threading.Thread(
+                target=self._listen, name="search-listen", daemon=True
+            )
+            self._listener.start()
         if self.tier is not None:
             self.tier.start()
+
+    def _listen(self) -> None:
+        """Open a new version as soon as the shared store announces it (the watcher's
+        polling stays the fallback); a store out of reach is retried a second later."""
+        wait = self.location.wait  # type: ignore[attr-defined]
+        seen = self._token
+        while not self._stop_listening.is_set():
+            try:
+                token = wait(seen, LISTEN_SECONDS)
+            except (Unavailable, OSError, ValueError) as exc:
+                log.warning("waiting for a new search index version: %s", exc)
+                self._stop_listening.wait(RELOAD_SECONDS)
+                continue
+            seen = token
+            if token is not None and token not in (self._token, self._damaged_token):
+                self._open_newest(token)
 
     def close(self) -> None:
         """Stop background work and let go of the open index; safe to call twice.
@@ -230,6 +258,10 @@ class SearchService:
         closures).
         """
         self._watcher.stop()
+        self._stop_listening.set()
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.join(LISTEN_SECONDS + 5.0)
         tier, self.tier = self.tier, None
         if tier is not None:
             tier.stop()

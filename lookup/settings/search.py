@@ -48,6 +48,30 @@ def as_per_site(raw: str) -> int:
 KNOBS: list[Setting] = [
     # -- web search ----------------------------------------------------------------------
     Setting(
+        "search_index_store",
+        "LOOKUP_SEARCH_INDEX_STORE",
+        "",
+        as_text,
+        "url",
+        "postgresql://USER@HOST/DB",
+        "where `lookup index` publishes index versions and the search service serves them "
+        "from: postgresql://… keeps them as versions in the database (segment files as "
+        "chunks with checksums, the live one swapped in one transaction and announced by "
+        "NOTIFY), each process fetching what it serves into its own <data-dir>/search; "
+        "empty: the directory <data-dir>/search itself.",
+    ),
+    Setting(
+        "search_crawl_store",
+        "LOOKUP_SEARCH_CRAWL_STORE",
+        "",
+        as_text,
+        "url",
+        "postgresql://USER@HOST/DB",
+        "where `lookup crawl-publish` stores a finished crawl's events.jsonl and WARC files "
+        "(line crawl/warc) for an indexer on another machine, which reads them with "
+        "`lookup index postgresql://…`; empty: crawl-publish needs --to.",
+    ),
+    Setting(
         "search_deadline_ms",
         "LOOKUP_SEARCH_DEADLINE_MS",
         None,
@@ -190,5 +214,26 @@ KNOBS: list[Setting] = [
         "typo tolerance applies to a written word found in fewer pages than this: 1, only "
         "words no page has (a rare word spelt right keeps its exact answer); 3, rare words "
         "too (their neighbours join the results, ranked lower).",
+    ),
+    Setting(
+        "search_member_ttl",
+        "LOOKUP_SEARCH_MEMBER_TTL",
+        10.0,
+        as_positive_float,
+        "s",
+        "",
+        "seconds a shard replica's membership record lives in etcd without a keep-alive "
+        "(renewed every third of it): a killed replica leaves coordinators' views within it "
+        "(lookup/search/membership.py).",
+    ),
+    Setting(
+        "search_members_poll",
+        "LOOKUP_SEARCH_MEMBERS_POLL",
+        0.5,
+        as_positive_float,
+        "s",
+        "",
+        "how often a coordinator reads the shard membership from etcd; while etcd does not "
+        "answer it keeps the last members it read and reports them as stale.",
     ),
 ]

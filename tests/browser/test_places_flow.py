@@ -138,7 +138,7 @@ def test_places_near_me_on_an_offline_map(
     expect(_metric_value(page, "Results survived")).to_have_text(f"{answer['total']:,}")
 
     # the switch compares the three indexes on the same query
-    page.get_by_text("Compare geohash, quadtree and brute force").click()
+    page.get_by_text("Compare geohash, quadtree, brute force and PostGIS").click()
     expect(page.get_by_role("heading", name="Geohash vs quadtree vs brute force")).to_be_visible()
     expect(page.get_by_text("All three return the same")).to_be_visible(timeout=60_000)
     settled(page)
@@ -180,7 +180,7 @@ def test_a_city_searched_by_name(  # type: ignore[no-untyped-def]
     ).json()
     expect(_metric_value(page, "Results survived")).to_have_text(f"{answer['total']:,}")
 
-    page.get_by_text("Compare geohash, quadtree and brute force").click()
+    page.get_by_text("Compare geohash, quadtree, brute force and PostGIS").click()
     expect(page.get_by_text("All three return the same")).to_be_visible(timeout=60_000)
     expect(page.get_by_text(f"{answer['total']:,} places within")).to_have_count(2)
     expect(page.locator(".st-key-places-compare-chart .js-plotly-plot")).to_be_visible()

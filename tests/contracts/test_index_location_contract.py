@@ -3,8 +3,9 @@
 A location holds a search index's published versions: nothing is live until the first
 publish, each publish swaps the live version atomically, kept versions can be listed and
 read back, garbage collection keeps the newest versions and the files they name, there
-is one writer at a time, and the live version opens for queries. A remote snapshot store
-joins by adding a factory to :data:`LOCATIONS`.
+is one writer at a time, and the live version opens for queries. A local implementation
+joins by adding a factory to :data:`LOCATIONS`, a shared store (PostgreSQL) by adding
+the fixture that gives a fresh server and a factory to :data:`SHARED`.
 """
 
 from __future__ import annotations

@@ -224,3 +224,36 @@ def test_reset_counters_keeps_the_learned_hedge_delay(service_4: SearchService) 
     assert group.hedge_delay_ms() == pytest.approx(2.0) and group.primary_lagging()
     co.reset_stats()
     assert group.hedge_delay_ms() == pytest.approx(10.0) and not group.primary_lagging()
+
+
+def test_every_round_of_a_query_spends_only_what_is_left_of_its_deadline(
+    service_4: SearchService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The typo fall-back's and the suggestion's searches run inside the query's deadline,
+    not each in a deadline of its own (a query never outlives its deadline by rounds).
+    The coordinator's clock jumps a second after the first round, as if it had been slow."""
+    from types import SimpleNamespace
+
+    from lookup.search import coordinator as module
+
+    skew = [0.0]
+    clock = SimpleNamespace(
+        perf_counter=lambda: time.perf_counter() + skew[0], time=time.time, sleep=time.sleep
+    )
+    monkeypatch.setattr(module, "time", clock)
+    coordinator = service_4.coordinator
+    fan_out = coordinator._fan_out
+    deadlines: list[float] = []
+
+    def recording(snapshot, plan, deadline_ms, hedge):  # type: ignore[no-untyped-def]
+        deadlines.append(deadline_ms)
+        answer = fan_out(snapshot, plan, deadline_ms, hedge)
+        skew[0] += 1.0
+        return answer
+
+    monkeypatch.setattr(coordinator, "_fan_out", recording)
+    body = service_4.search("retrun vaule", now=NOW, deadline_ms=3000)
+    assert "didYouMean" in body and len(deadlines) >= 2
+    assert deadlines[0] <= 3000
+    for i, left in enumerate(deadlines[1:], start=1):
+        assert left <= 3000 - 1000 * i  # each round's second is gone from the next's budget

@@ -113,6 +113,31 @@ def test_api_delete_hides_at_once_and_reaches_the_next_build(live, pages: list[P
     assert target.url not in _urls(svc, target.title)
 
 
+def test_a_delete_reaches_every_service_on_the_index_and_a_restarted_one(
+    live, pages: list[Page]
+) -> None:  # type: ignore[no-untyped-def]
+    """Another process's service (a shard server, another API worker) hides a page deleted
+    through this one at its next poll, and one started after the delete hides it at once."""
+    _, index, svc = live
+    other = SearchService(index)
+    other.reload()
+    try:
+        target = pages[12]
+        assert target.url in _urls(other, target.title)
+        assert svc.delete(url=target.url)["deleted"]
+        other.tier.poll()
+        assert target.url not in _urls(other, target.title)
+        assert other.tier.status()["pendingDeletions"] == 1
+        svc.tier.poll()  # its own deletion, read back from the log, is not counted twice
+        assert svc.tier.status()["pendingDeletions"] == 1
+        late = SearchService(index)
+        late.reload()
+        assert target.url not in _urls(late, target.title)
+        late.close()
+    finally:
+        other.close()
+
+
 def test_watermark_handoff_has_no_duplicates_and_no_gaps(live, pages: list[Page]) -> None:  # type: ignore[no-untyped-def]
     crawl, index, svc = live
     first = fresh_pages("c", 6)

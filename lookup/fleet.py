@@ -70,6 +70,7 @@ from lookup.kit.engines.pgserver import PostgresServer
 from lookup.kit.engines.ports import free_port
 from lookup.kit.engines.redisserver import RedisServer
 from lookup.kit.serverlock import shares_state
+from lookup.searchfleet import SearchShards
 
 __all__ = [
     "BACKENDS",
@@ -530,7 +531,14 @@ class ServingFleet:
         self.admin_token = load_admin_token_in(self.servers_dir)
         env = self.environment()
         cli = [sys.executable, "-m", "lookup.cli"]
+        etcd = (self.etcd.url if self.etcd else settings.get("etcd_url")) or None
+        search = SearchShards.plan(self.data_dir, etcd if "etcd" in self.backends else None)
+        if search is not None:  # shard servers beside the workers (lookup/searchfleet.py)
+            env.update(search.environment())
         self._start_workers(env, cli)
+        if search is not None:
+            search.start(self._spawn, env, cli)
+            search.wait_registered(stopping=self.stopping)
         on_streams = str(self.urls.get("clicks_url", "")).startswith("redis")
         for i in range((2 if on_streams else 1) if self.aggregators else 0):
             argv = [sys.executable, "-m", "lookup.shortener.analytics",

@@ -20,6 +20,7 @@ from typing import Any
 import streamlit as st
 from common import PROBLEM_LABELS, Answer, data_dir, plural, show_api_status, term_help
 from navigation import PAGES
+from searchcluster import cluster_panel
 from searchfacets import clear_filters, facet_panel, filter_bar, more_from_site, search_params
 from searchresults import PAGE, QUERY, ms_text, show_results, summary, syntax_caret
 from searchshards import (
@@ -256,6 +257,7 @@ def main() -> None:
         else:
             st.error(f"Shard status unavailable: {shards.message()}", icon=":material/error:")
     versions_panel()  # kept and rejected versions, the canary queries, rollback
+    cluster_panel(query)  # the shards as processes: stop or kill one, watch the hedges
 
 
 # Streamlit runs a page as ``__main__``; importing the module (the tests do) only defines.

@@ -29,6 +29,7 @@ _EXPORTS = {
     "CrawlLab": "lookup.labs.crawl",
     "CrawlFleetLab": "lookup.labs.crawlfleet",
     "IndexBuildLab": "lookup.labs.indexbuild",
+    "SearchClusterLab": "lookup.labs.searchcluster",
     "SandboxLab": "lookup.labs.sandbox",
     "ProcessLab": "lookup.labs.process",
     "fleet_state": "lookup.labs.serving",

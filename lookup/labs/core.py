@@ -62,6 +62,7 @@ KINDS: dict[str, str] = {
     "crawl": "lookup.labs.crawl:CrawlLab",
     "crawl-fleet": "lookup.labs.crawlfleet:CrawlFleetLab",
     "index-build": "lookup.labs.indexbuild:IndexBuildLab",
+    "search-cluster": "lookup.labs.searchcluster:SearchClusterLab",
     "sandbox-web": "lookup.labs.sandbox:SandboxLab",
     "process": "lookup.labs.process:ProcessLab",
 }
@@ -74,6 +75,7 @@ TITLES: dict[str, str] = {
     "crawl": "crawl",
     "crawl-fleet": "crawler fleet with its PostgreSQL and etcd",
     "index-build": "search index build",
+    "search-cluster": "search cluster of shard server processes",
     "sandbox-web": "sandbox web",
     "process": "process",
 }

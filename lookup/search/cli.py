@@ -385,6 +385,20 @@ def register_search(sub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     one.add_argument(
         "--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"]
     )
+    one.add_argument(
+        "--register",
+        action="store_true",
+        help="register in the shard membership in etcd (--etcd, default LOOKUP_ETCD_URL)",
+    )
+    one.add_argument("--etcd", default=None, help="etcd gateway URL to register in (implies it)")
+    one.add_argument(
+        "--member-ttl", type=float, default=None, help="lease TTL, s (default: search_member_ttl)"
+    )
+    one.add_argument(
+        "--advertise",
+        default=None,
+        help="the URL coordinators reach this server at (default: the bound address)",
+    )
     one.set_defaults(func=_cmd_serve_shard)
     m = inner.add_parser(
         "members",
@@ -407,6 +421,20 @@ def _cmd_serve_shard(args: argparse.Namespace) -> int:
     if not 0 <= args.port <= 65535:
         print("error: --port must be 0 to 65535", file=sys.stderr)
         return 2
+    etcd_url = args.etcd
+    if args.register and not etcd_url:
+        from lookup import settings
+
+        etcd_url = str(settings.get("etcd_url") or "")
+        if not etcd_url:
+            print("error: --register needs --etcd URL or LOOKUP_ETCD_URL", file=sys.stderr)
+            return 2
+    if args.member_ttl is not None and not args.member_ttl > 0:
+        print("error: --member-ttl must be a positive number of seconds", file=sys.stderr)
+        return 2
+    if args.advertise is not None and not args.advertise.startswith(("http://", "https://")):
+        print("error: --advertise is a URL (http://host:port)", file=sys.stderr)
+        return 2
     index = args.index or resolve_data_dir(args.data_dir) / "search"
     run_shard_server(
         index,
@@ -419,6 +447,9 @@ def _cmd_serve_shard(args: argparse.Namespace) -> int:
         parent_pid=args.parent_pid,
         address_file=args.address_file,
         log_level=args.log_level,
+        etcd_url=etcd_url or None,
+        member_ttl=args.member_ttl,
+        advertise=args.advertise,
     )
     return 0
 

@@ -48,6 +48,7 @@ from lookup import settings
 from lookup.kit.admin import ADMIN_RESPONSES, admin_token_of, check_admin
 from lookup.kit.http import ApiError, bool_param, choice_param, float_param, int_param
 from lookup.search.cached import CACHED_PATH, CSP, CachedPages, cached_link
+from lookup.search.cluster import cluster_search
 from lookup.search.collapse import MAX_COLLAPSE
 from lookup.search.coordinator import QueryError
 from lookup.search.filters import FilterError, filter_nodes
@@ -377,11 +378,17 @@ class CoordinatorBody(BaseModel):
 def mount(mounts: Any) -> None:
     """Register the search engine's routes, lifecycle hooks and health probe."""
     synonyms, seeded = table_path(mounts.data_dir)
+    cluster = cluster_search()  # None: the shards answer in this process (the default)
     service = SearchService(
         index_location(Path(mounts.data_dir) / "search", settings.get("search_index_store")),
+        coordinator=None if cluster is None else cluster.coordinator,
         models=Path(mounts.data_dir) / "models",
         synonyms=synonyms,
     )
+    if cluster is not None:
+        mounts.on_startup.append(cluster.start)
+        mounts.on_shutdown.append(cluster.stop)
+        mounts.health["search-cluster"] = cluster.status
     if synonyms is not None and seeded:  # a new data directory starts with the seed rules
         seed_path = synonyms
 
@@ -422,6 +429,8 @@ def mount(mounts: Any) -> None:
     @api.get("/search/shards", tags=["search"], summary="Per-shard latency, hedges, misses, faults")
     def shards_status() -> dict[str, Any]:
         snapshot_or_503()
+        if cluster is not None:  # the shard servers this worker follows in etcd
+            return {**service.coordinator.status(), "cluster": cluster.status()}
         return service.coordinator.status()
 
     @api.put(

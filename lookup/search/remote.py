@@ -4,9 +4,12 @@
 (``submit(snapshot, plan, hedge, inbox)``, ``stats``, ``fault``, ``close``) but sends the
 plan to a shard server process (:mod:`.shard_server`) over a pooled HTTP client and puts
 the decoded answer — or the error — into the inbox, so the coordinator's hedging,
-tied requests and deadline code run unchanged over real processes. An answer computed
-on another index version than the coordinator's is an error like any other (the
-coordinator hedges it to the other replica): no query merges two versions.
+tied requests and deadline code run unchanged over real processes. Every request is
+pinned to the coordinator's index version (``?version=V``): a shard server answers from
+V — the version it serves or the one before it, which it keeps for this — or refuses
+with ``409 VERSION_NOT_HELD``; a refusal, or an answer from another version, is an
+error like any other (the coordinator hedges it to the other replica), so no query
+merges two versions, also while the replicas switch one by one.
 
 **What the coordinator still reads itself.** The query phase — posting lists, scoring,
 top k, facet counts, the real-time tier's slice — runs in the shard processes. The
@@ -153,8 +156,11 @@ class RemoteReplica:
 
     def _ask(self, body: bytes, version: str) -> Any:
         try:
-            reply = self._http().post(
-                QUERY_PATH, content=body, headers={"content-type": "application/json"}
+            reply = self._http().post(  # pinned: the server answers from V or refuses (409)
+                QUERY_PATH,
+                content=body,
+                params={"version": version},
+                headers={"content-type": "application/json"},
             )
             if reply.status_code != 200:
                 raise ShardUnavailable(

@@ -172,6 +172,11 @@ class SharedIndexLocation:
                         out[p.relative_to(self.path).as_posix()] = p
         return out
 
+    def materialize(self, manifest: Manifest) -> None:
+        """Fetch one version's files into ``path`` (checked), so any kept version — not
+        only the current one — can be opened there (a rolling activation's canary)."""
+        self._materialize(manifest)
+
     def _materialize(self, manifest: Manifest) -> None:
         """Fetch the files of ``manifest`` that ``path`` lacks (checked) and link them in."""
         name = _name(manifest.version)

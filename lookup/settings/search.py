@@ -45,6 +45,14 @@ def as_per_site(raw: str) -> int:
     return n
 
 
+def as_replicas(raw: str) -> int:
+    """Shard server processes per shard in a fleet: 0 (none) to 8."""
+    n = int(raw)
+    if not 0 <= n <= 8:
+        raise ValueError(f"must be between 0 and 8, not {n}")
+    return n
+
+
 KNOBS: list[Setting] = [
     # -- web search ----------------------------------------------------------------------
     Setting(
@@ -225,6 +233,29 @@ KNOBS: list[Setting] = [
         "seconds a shard replica's membership record lives in etcd without a keep-alive "
         "(renewed every third of it): a killed replica leaves coordinators' views within it "
         "(lookup/search/membership.py).",
+    ),
+    Setting(
+        "search_shards",
+        "LOOKUP_SEARCH_SHARDS",
+        "",
+        as_text,
+        "url",
+        "etcd, or http://HOST:2379",
+        "where an API worker's search coordinator finds its shards: empty, in this process "
+        "(the embedded default); 'etcd' (the etcd_url setting) or an etcd URL, the shard "
+        "servers registered there (`lookup search serve-shard --register`), followed as "
+        "they join and leave (lookup/search/cluster.py).",
+    ),
+    Setting(
+        "search_fleet_replicas",
+        "LOOKUP_SEARCH_FLEET_REPLICAS",
+        2,
+        as_replicas,
+        "int",
+        "0..8",
+        "`lookup up --backend …,etcd` starts this many shard server processes per shard of "
+        "the built search index (registered in the fleet's etcd) and points the API workers "
+        "at them (lookup/searchfleet.py); 0 keeps search in each worker's process.",
     ),
     Setting(
         "search_members_poll",

@@ -145,7 +145,7 @@ def test_the_radius_query_uses_the_gist_index(world: Any) -> None:
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(where=point, radius=st.one_of(st.sampled_from(RADII), st.floats(1.0, 2e7)))
 def test_radius_equals_brute_force_and_the_geohash_index(
@@ -184,7 +184,7 @@ def _nearest_truth(oracle: Oracle, lat: float, lng: float, k: int) -> list[int] 
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(where=point, k=st.integers(1, 40))
 def test_nearest_k_equals_brute_force_and_the_geohash_walk(
@@ -212,7 +212,7 @@ places = st.lists(
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(spots=places, where=point, radius=st.floats(1.0, 2e7), k=st.integers(1, 8))
 def test_random_places_agree_three_ways(

@@ -336,3 +336,36 @@ def own_postgres(tmp_path: Any) -> Iterator[Any]:
 
     with PostgresServer(durable=True) as server:
         yield server
+
+
+def _need_etcd() -> None:
+    """Skip without etcd installed; fail instead under ``.ci/run``."""
+    from lookup import settings
+    from lookup.kit.engines.etcdserver import etcd_available
+
+    if etcd_available():
+        return
+    where = settings.get("etcd_bin")
+    if settings.get("require_servers"):
+        pytest.fail(f"{where} is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
+    pytest.skip(f"{where} is missing (apt-get install etcd-server)")
+
+
+@pytest.fixture(scope="module")
+def etcd() -> Iterator[Any]:
+    """One throw-away etcd for a test module (free loopback ports, temporary directory)."""
+    _need_etcd()
+    from lookup.kit.engines.etcdserver import EtcdServer
+
+    with EtcdServer() as server:
+        yield server
+
+
+@pytest.fixture
+def own_etcd() -> Iterator[Any]:
+    """An etcd for one test alone (for drills that freeze or stop it)."""
+    _need_etcd()
+    from lookup.kit.engines.etcdserver import EtcdServer
+
+    with EtcdServer() as server:
+        yield server

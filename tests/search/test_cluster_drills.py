@@ -32,8 +32,8 @@ from lookup.kit.engines.etcdserver import EtcdServer
 from lookup.kit.engines.ports import free_port
 from lookup.search import SearchService, build_index
 from lookup.search.shard_server import ShardFleet
-from tests.conftest import lookup_serve, wait_http
-from tests.search.test_membership_etcd import START, _need_etcd, wait_for
+from tests.conftest import _need_etcd, lookup_serve, wait_http
+from tests.search.test_membership_etcd import START, wait_for
 
 #: Lease TTL of every shard server (s): short, so a dead replica leaves in the drill.
 TTL = 2.0

@@ -19,7 +19,8 @@ from lookup.search import build_index
 from lookup.search.cluster import ClusterSearch, shards_url
 from lookup.search.membership import MemberRecord, read_members
 from lookup.searchfleet import SearchShards
-from tests.search.test_membership_etcd import START, _need_etcd, wait_for
+from tests.conftest import _need_etcd
+from tests.search.test_membership_etcd import START, wait_for
 
 
 def test_the_shards_setting_names_an_etcd_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,10 +21,9 @@ from typing import Any
 
 import pytest
 
-from lookup import settings
 from lookup.cli import main
 from lookup.kit.engines.etcd import etcd_client
-from lookup.kit.engines.etcdserver import EtcdServer, etcd_available
+from lookup.kit.engines.etcdserver import EtcdServer
 from lookup.search.membership import MemberRecord, MembershipWatcher, ShardRegistration
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,31 +33,6 @@ POLL = 0.2
 WAIT = 30.0 + 10 * TTL
 #: How long a helper process may take to start and register (imports on a loaded machine).
 START = 120.0
-
-
-def _need_etcd() -> None:
-    if etcd_available():
-        return
-    where = settings.get("etcd_bin")
-    if settings.get("require_servers"):
-        pytest.fail(f"{where} is missing and LOOKUP_REQUIRE_SERVERS is set (.ci/run)")
-    pytest.skip(f"{where} is missing (apt-get install etcd-server)")
-
-
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[EtcdServer]:
-    """One etcd for the module's tests that do not freeze it."""
-    _need_etcd()
-    with EtcdServer() as server:
-        yield server
-
-
-@pytest.fixture
-def own_etcd() -> Iterator[EtcdServer]:
-    """An etcd for one test alone (the drill freezes it)."""
-    _need_etcd()
-    with EtcdServer() as server:
-        yield server
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = WAIT) -> float:

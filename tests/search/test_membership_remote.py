@@ -12,11 +12,8 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from lookup.kit.engines.etcd import etcd_client
 from lookup.kit.engines.etcdserver import EtcdServer
@@ -24,17 +21,10 @@ from lookup.search import SearchService
 from lookup.search.membership import MemberRecord, MembershipWatcher
 from lookup.search.remote import remote_coordinator
 from lookup.search.shard_server import ShardFleet
-from tests.search.test_membership_etcd import START, TTL, _need_etcd, wait_for
+from tests.search.test_membership_etcd import START, TTL, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERIES = ["python", "return value", "file list", "site title"]
-
-
-@pytest.fixture(scope="module")
-def etcd() -> Iterator[EtcdServer]:
-    _need_etcd()
-    with EtcdServer() as server:
-        yield server
 
 
 def _sidecar(url: str, address: str, shard: int, replica: int) -> subprocess.Popen[str]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from lookup.errors import Conflict, NotBuilt
 from lookup.kit.versionstore import ChecksumError, Pointer, VersionStore, open_version_store
-from lookup.kit.versionstore.cache import LocalCache
+from lookup.kit.versionstore.cache import LocalCache, place_file
 from lookup.search import manifest as manifests
 from lookup.search.analysis import ANALYSIS_VERSION
 from lookup.search.manifest import Manifest, shard_dir
@@ -194,15 +194,7 @@ class SharedIndexLocation:
             where = f"{self.store.describe()} {self.line} {name}"
             raise manifests.damaged(where, str(exc), self.path) from None
         for rel in missing:
-            target = self.path / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            tmp.unlink(missing_ok=True)
-            try:
-                os.link(fetched / rel, tmp)
-            except OSError:
-                shutil.copyfile(fetched / rel, tmp)
-            os.replace(tmp, target)
+            place_file(fetched / rel, self.path / rel)
 
     # -- writing
 

@@ -36,21 +36,23 @@ def test_kill_a_master_under_load() -> None:
 def test_a_lagging_replica_loses_only_writes_acknowledged_during_its_lag() -> None:
     """The replica is frozen (SIGSTOP) 0.8 s before the master's kill -9 and thawed after:
     whatever is lost (socket buffers often carry the whole backlog, so it may be nothing)
-    was acknowledged by the dead master while its replica lagged."""
+    was acknowledged by the dead master while its replica lagged — or just before the
+    freeze, still on its way to the replica when it froze. So the bound is the lag plus
+    one more lag of slack for that stream, inside a run that writes for 2.5 s before the
+    kill: what was acknowledged in its first 0.9 s must never be lost. (A count bound,
+    "no more than were acknowledged during the lag", failed on a loaded machine: 1,284
+    lost against 892, the stream's backlog at the freeze.)"""
     if not cluster_available():
         if settings.get("require_servers"):
             pytest.fail("redis-server/redis-cli missing and LOOKUP_REQUIRE_SERVERS is set")
         pytest.skip("redis-server/redis-cli missing")
     with RedisCluster(node_timeout_ms=1000) as cluster:
-        report = failover_drill(cluster, before_s=1.2, after_s=1.0, replica_lag_s=0.8,
+        lag = 0.8
+        report = failover_drill(cluster, before_s=2.5, after_s=1.0, replica_lag_s=lag,
                                 value_bytes=16_384)  # fmt: skip
         print({k: v for k, v in report.items() if k != "timeline"})
         assert report["errors reaching the caller"] == 0
         assert report["lost on the victim"] == report["acknowledged writes lost"]
-        assert (
-            report["acknowledged writes lost"]
-            <= report["acknowledged on the victim while its replica lagged"]
-        )
         if report["acknowledged writes lost"]:
-            assert report["lost acknowledged within (s) before the kill"] <= 0.8 + 0.2
+            assert report["lost acknowledged within (s) before the kill"] <= lag + lag
         assert len(cluster.masters()) == 3

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from lookup.kit.versionstore import ChecksumError, FileEntry, FileSource, check_path
 
-__all__ = ["CHUNK_SIZE", "LocalCache", "chunked", "sha256_of"]
+__all__ = ["CHUNK_SIZE", "LocalCache", "chunked", "place_file", "sha256_of"]
 
 #: Bytes per chunk unless a store is told otherwise (a PostgreSQL ``bytea`` of 1 MiB is
 #: one cheap row; a file that changes in one place re-sends one chunk).
@@ -73,6 +73,20 @@ def chunked(source: FileSource, chunk_size: int = CHUNK_SIZE) -> Iterator[tuple[
 def entry_of(chunks: Sequence[tuple[str, int]], whole_sha256: str) -> FileEntry:
     """The :class:`FileEntry` of a file from its ``(sha256, size)`` chunks and its hash."""
     return FileEntry(sum(n for _, n in chunks), whole_sha256, tuple(s for s, _ in chunks))
+
+
+def place_file(fetched: Path, dest: Path) -> None:
+    """Put a fetched (checked, immutable) cache file at ``dest`` in one rename: a hard link
+    where the file system allows it, a copy where it does not; a reader sees the old file or
+    the whole new one."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(fetched, tmp)
+    except OSError:
+        shutil.copyfile(fetched, tmp)
+    os.replace(tmp, dest)
 
 
 def _atomic_write(path: Path, parts: Iterator[bytes] | Sequence[bytes]) -> None:

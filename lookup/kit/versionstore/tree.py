@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lookup.kit.versionstore import FileSource, VersionInfo, VersionStore
+from lookup.kit.versionstore.cache import place_file
 
 __all__ = ["MIRROR_RECORD", "mirror_current", "publish_tree", "tree_files"]
 
@@ -124,15 +125,7 @@ def mirror_current(
     if stale:
         fetched = store.fetch(line, version, out / _CACHE, only=stale)
         for rel in stale:
-            dest = out / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-            tmp.unlink(missing_ok=True)
-            try:
-                os.link(fetched / rel, tmp)
-            except OSError:
-                shutil.copyfile(fetched / rel, tmp)
-            os.replace(tmp, dest)
+            place_file(fetched / rel, out / rel)
             record[rel] = files[rel].sha256
         tmp_record = record_path.with_name(f".{MIRROR_RECORD}.{os.getpid()}.tmp")
         tmp_record.write_text(json.dumps(record, sort_keys=True), encoding="utf-8")
